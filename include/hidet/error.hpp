@@ -1,0 +1,97 @@
+// Errors: two channels.
+//  * hidet::Error (and subclasses): the user did something wrong (bad shapes, DSL misuse, a failing
+//    compile, a CUDA fault). The message names the object, the values that broke the rule, the
+//    user's own file:line where known, and what to do instead.
+//  * hidet::InternalError: a broken invariant inside hidet; carries hidet's file:line and the
+//    condition. HIDET_ASSERT raises it, building the message only when the check fails.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace hidet {
+
+/// A position in the user's C++ source, recorded by every front-end call.
+struct SourceLoc {
+  const char *file = nullptr;
+  std::uint32_t line = 0;
+
+  SourceLoc() = default;
+  SourceLoc(const char *file_, std::uint32_t line_) : file(file_), line(line_) {}
+  /* implicit */ SourceLoc(const std::source_location &loc) : file(loc.file_name()), line(loc.line()) {}
+
+  bool valid() const { return file != nullptr && line != 0; }
+  /// "file.cpp:12", or "<unknown location>".
+  std::string str() const {
+    if (!valid()) return "<unknown location>";
+    return std::string(file) + ":" + std::to_string(line);
+  }
+  bool operator==(const SourceLoc &o) const = default;
+};
+
+/// Concatenates the arguments with operator<< into a string.
+template <class... Args> std::string str_cat(const Args &...args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+/// A user error. what() is "file:line: message" when a location is known.
+class Error : public std::runtime_error {
+public:
+  explicit Error(const std::string &message, SourceLoc loc = {})
+      : std::runtime_error(loc.valid() ? loc.str() + ": " + message : message), loc_(loc),
+        message_(message) {}
+  /// The user's source position the error refers to (may be invalid).
+  const SourceLoc &loc() const { return loc_; }
+  /// The message without the location prefix.
+  const std::string &message() const { return message_; }
+
+private:
+  SourceLoc loc_;
+  std::string message_;
+};
+
+/// Misuse of the Hidet Script DSL (reported at the user's line).
+class DSLError : public Error {
+  using Error::Error;
+};
+/// Bad arguments to an operator or a compiled kernel (shape, dtype, device).
+class ValueError : public Error {
+  using Error::Error;
+};
+/// A CUDA / NVRTC / driver problem: no GPU, a failed compile, a fault during a kernel.
+class CudaError : public Error {
+  using Error::Error;
+};
+/// A check that failed while a kernel ran on the emulator (out of bounds, divergent barrier, race).
+class EmulatorError : public Error {
+  using Error::Error;
+};
+
+/// A broken invariant inside hidet itself.
+class InternalError : public std::logic_error {
+public:
+  using std::logic_error::logic_error;
+};
+
+namespace detail {
+[[noreturn]] inline void internal_fail(const char *cond, const std::string &msg,
+                                       std::source_location loc = std::source_location::current()) {
+  throw InternalError(str_cat("hidet internal error at ", loc.file_name(), ":", loc.line(),
+                              ": check `", cond, "` failed", msg.empty() ? "" : ": ", msg));
+}
+} // namespace detail
+
+} // namespace hidet
+
+/// Internal invariant check; the message arguments are only evaluated when the check fails.
+#define HIDET_ASSERT(cond, ...)                                                                    \
+  do {                                                                                             \
+    if (!(cond)) [[unlikely]]                                                                      \
+      ::hidet::detail::internal_fail(#cond, ::hidet::str_cat("" __VA_OPT__(, ) __VA_ARGS__));      \
+  } while (0)
