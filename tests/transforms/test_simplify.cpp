@@ -207,3 +207,12 @@ TEST_CASE("simplify: unchanged input returns the same node") {
   CHECK(out->attrs.grid_dim[0].same_as(Expr(x)));
   CHECK(out->body.same_as(body));
 }
+
+TEST_CASE("simplify: work stays linear in nested conditions") {
+  // select(select(...(p ? true : false)...) ? true : false): 2^40 steps if conditions were
+  // simplified twice per level
+  Expr e = p;
+  for (int d = 0; d < 40; ++d) e = SelectNode::make(e, boolean(true), boolean(false));
+  CHECK(simplify(e).same_as(e));
+  check_simplifies(UnaryNode::make(UnaryOp::Neg, cf(dtypes::f32, 1.5)), cf(dtypes::f32, -1.5));
+}

@@ -160,7 +160,7 @@ protected:
       switch (n->op) {
       case UnaryOp::Neg:
         if (d.is_integer()) return ConstantNode::make_int(d, std::int64_t(0 - std::uint64_t(c->ivalue)), n->loc);
-        if (!d.is_half()) return ConstantNode::make_float(d, -c->fvalue, n->loc);
+        if (d.is_float() && !d.is_half()) return ConstantNode::make_float(d, -c->fvalue, n->loc);
         break;
       case UnaryOp::LogicalNot: return boolean(c->ivalue == 0, n->loc);
       case UnaryOp::BitNot: return ConstantNode::make_int(d, ~c->ivalue, n->loc);
@@ -189,7 +189,9 @@ protected:
   Expr mutate_Select(const Expr &e, const SelectNode *n) override {
     Expr c = mutate(n->cond);
     if (auto k = as_const(c)) return mutate(k->ivalue ? n->t : n->f);
-    return IRMutator::mutate_Select(e, n);
+    Expr t = mutate(n->t), f = mutate(n->f);
+    if (c.same_as(n->cond) && t.same_as(n->t) && f.same_as(n->f)) return e;
+    return SelectNode::make(c, t, f, n->loc);
   }
 
   Stmt mutate_IfStmt(const Stmt &s, const IfStmtNode *n) override {
@@ -198,22 +200,31 @@ protected:
       if (k->ivalue) return mutate(n->then_body);
       return n->else_body ? mutate(n->else_body) : empty(n->loc);
     }
-    return IRMutator::mutate_IfStmt(s, n);
+    Stmt t = mutate(n->then_body), f = mutate(n->else_body);
+    if (c.same_as(n->cond) && t.same_as(n->then_body) && f.same_as(n->else_body)) return s;
+    return IfStmtNode::make(c, t, f, n->loc);
   }
 
   Stmt mutate_WhileStmt(const Stmt &s, const WhileStmtNode *n) override {
-    if (is_bool_const(mutate(n->cond), false)) return empty(n->loc);
-    return IRMutator::mutate_WhileStmt(s, n);
+    Expr c = mutate(n->cond);
+    if (is_bool_const(c, false)) return empty(n->loc);
+    Stmt b = mutate(n->body);
+    return c.same_as(n->cond) && b.same_as(n->body) ? s : WhileStmtNode::make(c, b, n->loc);
   }
 
   Stmt mutate_ForStmt(const Stmt &s, const ForStmtNode *n) override {
-    auto a = as_const(mutate(n->start)), b = as_const(mutate(n->stop));
+    Expr start = mutate(n->start), stop = mutate(n->stop), step = mutate(n->step);
+    auto a = as_const(start), b = as_const(stop);
     if (a && b && !a->dtype.is_float() && a->dtype == b->dtype) {
       bool zero_trips = a->dtype.is_signed() ? a->ivalue >= b->ivalue
                                              : std::uint64_t(a->ivalue) >= std::uint64_t(b->ivalue);
       if (zero_trips) return empty(n->loc);
     }
-    return IRMutator::mutate_ForStmt(s, n);
+    Stmt body = mutate(n->body);
+    if (start.same_as(n->start) && stop.same_as(n->stop) && step.same_as(n->step) &&
+        body.same_as(n->body))
+      return s;
+    return ForStmtNode::make(n->var, start, stop, step, n->unroll, body, n->loc);
   }
 
 private:
