@@ -11,6 +11,7 @@
 // (bx, by) takes i = bx * 32 + x and j = by * 32 + y, and threads outside the matrix do nothing.
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 
 #include <hidet/hidet.hpp>
 
