@@ -1,0 +1,48 @@
+// Auto-schedule of an element-wise (injective) definition: out[i...] = value(i...).
+//
+// Each block of 256 threads covers 256 * E consecutive output elements, E = 16 bytes / element
+// size (at least 1, at most 8): thread t handles elements base + k * 256 + t for k < E, so every
+// memory instruction of a warp touches consecutive addresses (coalesced), and each thread has E
+// independent loads in flight. The multi-index is recovered with constant divisors (the kernel is
+// specialized for the shape).
+#pragma once
+
+#include "hidet/ops/schedule_common.hpp"
+
+namespace hidet::ops::detail {
+
+/// Threads per block of element-wise kernels.
+inline constexpr int kInjectiveBlock = 256;
+
+/// Elements per thread for an output of dtype `d`.
+inline int injective_elems_per_thread(DataType d) {
+  int e = int(16 / d.nbytes());
+  return std::max(1, std::min(8, e));
+}
+
+/// Emits the body of an element-wise kernel for `node` (its params: reads..., out).
+inline void emit_injective(const TensorNode &node, const std::vector<ir::Var> &params, const std::vector<const TensorNode *> &reads,
+                           const std::map<const ir::VarNode *, const TensorNode *> &inlined) {
+  using namespace hidet::lang;
+  std::int64_t n = shape_numel(node.shape);
+  int e = injective_elems_per_thread(node.dtype);
+  std::int64_t per_block = std::int64_t(kInjectiveBlock) * e;
+  attrs.cuda.grid_dim = int(std::max<std::int64_t>(1, (n + per_block - 1) / per_block));
+  attrs.cuda.block_dim = kInjectiveBlock;
+  std::map<const ir::VarNode *, ir::Var> pmap;
+  for (std::size_t i = 0; i < reads.size(); ++i) pmap[reads[i]->buf.get()] = params[i];
+  const ir::Var &out = params.back();
+  Var base = blockIdx.x * int(per_block) + threadIdx.x;
+  for_(range(e).unroll(), [&](Var k) {
+    Var flat = base + k * kInjectiveBlock;
+    if_(flat < int(n), [&] {
+      auto idx = unravel(flat.ir(), node.shape);
+      std::map<const ir::VarNode *, ir::Expr> s;
+      for (std::size_t a = 0; a < node.axes.size(); ++a) s[node.axes[a].get()] = idx[a];
+      Inliner inl(pmap, inlined, std::move(s));
+      store(out, idx, inl.mutate(node.value));
+    });
+  });
+}
+
+} // namespace hidet::ops::detail

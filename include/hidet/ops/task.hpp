@@ -1,0 +1,127 @@
+// Operators as tasks: named inputs, outputs given by compute definitions, and attributes.
+//
+// Attributes are plain structs reflected with Boost.Hana, so every operator's attributes print,
+// hash and compare without hand-written code:
+//   struct SoftmaxAttrs { BOOST_HANA_DEFINE_STRUCT(SoftmaxAttrs, (int, axis)); };
+//   attrs_str(SoftmaxAttrs{1}) == "axis=1"
+// A Task also carries, for injective operators, the inverse index map of each input (input index
+// -> output index) that epilogue fusion needs.
+#pragma once
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/define_struct.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/members.hpp>
+#include <optional>
+#include <sstream>
+
+#include "hidet/ops/compute.hpp"
+#include "hidet/util/hash.hpp"
+
+namespace hidet::ops {
+
+namespace detail {
+template <class T> struct is_vector : std::false_type {};
+template <class T> struct is_vector<std::vector<T>> : std::true_type {};
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+
+/// Prints one attribute value: numbers, bools, strings, dtypes, vectors and optionals.
+template <class T> void print_attr(std::ostream &os, const T &v) {
+  if constexpr (std::is_same_v<T, bool>) os << (v ? "true" : "false");
+  else if constexpr (is_vector<T>::value) {
+    os << "[";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) os << ", ";
+      print_attr(os, v[i]);
+    }
+    os << "]";
+  } else if constexpr (is_optional<T>::value) {
+    if (v) print_attr(os, *v);
+    else os << "none";
+  } else if constexpr (std::is_floating_point_v<T>) {
+    std::ostringstream s;
+    s.precision(17);
+    s << v;
+    os << s.str();
+  } else if constexpr (std::is_enum_v<T>) {
+    os << static_cast<long long>(v);
+  } else {
+    os << v;
+  }
+}
+} // namespace detail
+
+/// "name1=value1, name2=value2": the attributes as text (also their identity in caches).
+template <class A> std::string attrs_str(const A &a) {
+  std::ostringstream os;
+  bool first = true;
+  boost::hana::for_each(boost::hana::accessors<A>(), [&](auto pair) {
+    if (!first) os << ", ";
+    first = false;
+    os << boost::hana::to<char const *>(boost::hana::first(pair)) << "=";
+    detail::print_attr(os, boost::hana::second(pair)(a));
+  });
+  return os.str();
+}
+/// Field-by-field equality of two attribute structs.
+template <class A> bool attrs_equal(const A &a, const A &b) {
+  bool eq = true;
+  boost::hana::for_each(boost::hana::accessors<A>(), [&](auto pair) {
+    eq = eq && boost::hana::second(pair)(a) == boost::hana::second(pair)(b);
+  });
+  return eq;
+}
+/// A hash of the attributes (of their printed form, which is exact for every supported field).
+template <class A> std::size_t attrs_hash(const A &a) { return std::hash<std::string>{}(attrs_str(a)); }
+
+/// Maps an index of one tensor to an index of another.
+using IndexMap = std::function<Idx(const Idx &)>;
+
+/// An operator instance: its name, inputs, outputs (compute definitions over the inputs) and
+/// attributes (as text, see attrs_str).
+struct Task {
+  std::string name;
+  std::vector<TensorDef> inputs;
+  std::vector<TensorDef> outputs;
+  std::string attrs;
+  /// For injective operators: inverse_map[i] maps an index of inputs[i] to the output index
+  /// (empty when the operator is not injective or the map is not defined).
+  std::vector<IndexMap> inverse_map;
+
+  /// True when every output is an element-wise compute (no reduction anywhere).
+  bool injective() const;
+  /// "add(a: f32(2, 3), b: f32(3,)) -> f32(2, 3) {attrs}"
+  std::string str() const {
+    std::string s = name + "(";
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      s += str_cat(i ? ", " : "", inputs[i].name(), ": ", inputs[i].dtype(), shape_str(inputs[i].shape()));
+    s += ") -> ";
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      s += str_cat(i ? ", " : "", outputs[i].dtype(), shape_str(outputs[i].shape()));
+    if (!attrs.empty()) s += " {" + attrs + "}";
+    return s;
+  }
+};
+
+/// All nodes reachable from `outputs`, each after the nodes it reads (inputs first).
+inline std::vector<const TensorNode *> topo_order(const std::vector<TensorDef> &outputs) {
+  std::vector<const TensorNode *> order;
+  std::vector<const TensorNode *> visiting;
+  std::function<void(const TensorNode *)> visit = [&](const TensorNode *n) {
+    for (auto *o : order)
+      if (o == n) return;
+    for (auto &d : n->deps) visit(d.get());
+    order.push_back(n);
+  };
+  for (auto &o : outputs) visit(&o.node());
+  return order;
+}
+
+inline bool Task::injective() const {
+  for (auto *n : topo_order(outputs))
+    if (n->kind == TensorNode::Kind::Reduce) return false;
+  return true;
+}
+
+} // namespace hidet::ops

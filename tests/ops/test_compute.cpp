@@ -1,0 +1,72 @@
+// Compute definitions, tasks, attributes (print/hash/compare), and the auto-scheduler's plans.
+#include <doctest/doctest.h>
+
+#include "hidet/ir/printer.hpp"
+#include "hidet/ops/schedule.hpp"
+#include "hidet/transforms/lower.hpp"
+
+using namespace hidet;
+using namespace hidet::ops;
+
+namespace {
+struct DemoAttrs {
+  BOOST_HANA_DEFINE_STRUCT(DemoAttrs, (std::vector<int>, axes), (bool, keepdims), (double, eps), (DataType, dtype));
+};
+} // namespace
+
+TEST_CASE("attributes print, compare and hash by their fields") {
+  DemoAttrs a{{1, 2}, true, 1e-5, dtypes::f16};
+  DemoAttrs b = a;
+  CHECK(attrs_str(a) == "axes=[1, 2], keepdims=true, eps=1.0000000000000001e-05, dtype=f16");
+  CHECK(attrs_equal(a, b));
+  CHECK(attrs_hash(a) == attrs_hash(b));
+  b.keepdims = false;
+  CHECK_FALSE(attrs_equal(a, b));
+  CHECK(attrs_hash(a) != attrs_hash(b));
+}
+
+TEST_CASE("compute definitions record their inputs and dtypes") {
+  auto a = input("a", {3, 4}, dtypes::f32);
+  auto b = input("b", {4}, dtypes::f16);
+  auto c = compute("c", {3, 4}, [&](Expr i, Expr j) { return a[i][j] + lang::cast(b.at({j}), dtypes::f32); });
+  CHECK(c.dtype() == dtypes::f32);
+  CHECK(c.node().deps.size() == 2);
+  auto s = reduce({3}, {4}, [&](const Idx &i, const Idx &r) { return c.at({i[0], r[0]}); }, ReduceKind::Sum);
+  CHECK(s.dtype() == dtypes::f32);
+  auto am = reduce({3}, {4}, [&](const Idx &i, const Idx &r) { return c.at({i[0], r[0]}); }, ReduceKind::ArgMax);
+  CHECK(am.dtype() == dtypes::i64);
+  auto h = reduce({4}, {3}, [&](const Idx &i, const Idx &r) { return b.at({i[0]}) * 2; }, ReduceKind::Sum);
+  CHECK(h.dtype() == dtypes::f16);
+  CHECK(h.node().acc_dtype == dtypes::f32);
+  Task t{"demo", {a, b}, {s}, "", {}};
+  CHECK(t.str() == "demo(a: f32(3, 4), b: f16(4,)) -> f32(3,)");
+  CHECK_FALSE(t.injective());
+  auto order = topo_order({s});
+  REQUIRE(order.size() == 4);
+  CHECK(order.back() == &s.node());
+  CHECK_THROWS_WITH_AS(compute("bad", {3}, [&](Expr i, Expr j) { return i + j; }),
+                       doctest::Contains("takes 2 indices but the shape has 1"), ValueError);
+}
+
+TEST_CASE("the scheduler inlines element-wise producers and materializes reductions") {
+  auto x = input("x", {5, 300}, dtypes::f32);
+  auto m = reduce({5}, {300}, [&](const Idx &i, const Idx &r) { return x.at({i[0], r[0]}); }, ReduceKind::Max, {}, {}, "m");
+  auto e = compute("e", {5, 300}, [&](Expr i, Expr j) { return lang::exp(x[i][j] - m[i]); });
+  auto s = reduce({5}, {300}, [&](const Idx &i, const Idx &r) { return e.at({i[0], r[0]}); }, ReduceKind::Sum, {}, {}, "s");
+  auto y = compute("y", {5, 300}, [&](Expr i, Expr j) { return e[i][j] / s[i]; });
+  Task t{"softmax", {x}, {y}, "", {}};
+  Plan p = schedule(t);
+  REQUIRE(p.steps.size() == 3); // m, s, y: e is inlined
+  CHECK(p.buffers.size() == 4); // x, y, m, s
+  auto lowered = ir::lower(p.module.ir());
+  std::string text = ir::to_string(lowered);
+  CHECK(text.find("shfl_xor_sync") != std::string::npos);
+  CHECK(text.find("exp") != std::string::npos);
+
+  // Sum over the leading axis: column schedule (no shuffles), split into slices for few outputs.
+  auto z = input("z", {4096, 8}, dtypes::f32);
+  auto cs = reduce({8}, {4096}, [&](const Idx &i, const Idx &r) { return z.at({r[0], i[0]}); }, ReduceKind::Sum);
+  Plan p2 = schedule(Task{"colsum", {z}, {cs}, "", {}});
+  CHECK(p2.steps.size() == 2);
+  CHECK(ir::to_string(p2.module.ir()).find("shfl") == std::string::npos);
+}
