@@ -36,16 +36,20 @@ inline Module naive_matmul(const char *file = "matmul.cpp") {
   Var k = make_var(scalar_type(dtypes::i32), "k");
   Var acc = make_var(scalar_type(dtypes::f32), "acc");
   Stmt body = seq({
-      DeclareStmtNode::make(i, add(mul(tid(BuiltinKind::BlockIdxY), c32(16)), tid(BuiltinKind::ThreadIdxY)), loc(11)),
-      DeclareStmtNode::make(j, add(mul(tid(BuiltinKind::BlockIdxX), c32(16)), tid(BuiltinKind::ThreadIdxX)), loc(12)),
+      DeclareStmtNode::make(
+          i, add(mul(tid(BuiltinKind::BlockIdxY), c32(16)), tid(BuiltinKind::ThreadIdxY)), loc(11)),
+      DeclareStmtNode::make(
+          j, add(mul(tid(BuiltinKind::BlockIdxX), c32(16)), tid(BuiltinKind::ThreadIdxX)), loc(12)),
       IfStmtNode::make(
           land(lt(i, M), lt(j, N)),
           seq({DeclareStmtNode::make(acc, ConstantNode::make_float(dtypes::f32, 0.0), loc(14)),
-               ForStmtNode::make(k, c32(0), K, c32(1), 0,
-                                 AssignStmtNode::make(acc, add(acc, mul(TensorElementNode::make(A, {i, k}),
-                                                                        TensorElementNode::make(B, {k, j}))),
-                                                      loc(16)),
-                                 loc(15)),
+               ForStmtNode::make(
+                   k, c32(0), K, c32(1), 0,
+                   AssignStmtNode::make(acc,
+                                        add(acc, mul(TensorElementNode::make(A, {i, k}),
+                                                     TensorElementNode::make(B, {k, j}))),
+                                        loc(16)),
+                   loc(15)),
                BufferStoreStmtNode::make(C, {i, j}, acc, loc(17))}),
           {}, loc(13)),
   });
@@ -54,8 +58,8 @@ inline Module naive_matmul(const char *file = "matmul.cpp") {
   attrs.grid_dim = {BinaryNode::make(BinaryOp::Div, add(N, c32(15)), c32(16)),
                     BinaryNode::make(BinaryOp::Div, add(M, c32(15)), c32(16)), Expr()};
   attrs.block_dim = {c32(16), c32(16), Expr()};
-  return make_module({make_function("matmul", {A, B, C, M, N, K}, body, void_type(), FuncKind::Kernel,
-                                    attrs, loc(10))});
+  return make_module({make_function("matmul", {A, B, C, M, N, K}, body, void_type(),
+                                    FuncKind::Kernel, attrs, loc(10))});
 }
 
 /// out[j, i] = in[i, j] for a 16x16 tile through shared memory with __syncthreads.
@@ -64,21 +68,23 @@ inline Module shared_transpose() {
   Var out = make_var(TensorTypeNode::make(dtypes::f32, {c32(16), c32(16)}), "out");
   Var tile = make_var(TensorTypeNode::make(dtypes::f32, {c32(16), c32(17)}, Scope::Shared), "tile");
   Expr tx = tid(BuiltinKind::ThreadIdxX), ty = tid(BuiltinKind::ThreadIdxY);
-  Stmt body = seq({DeclareStmtNode::make(tile),
-                   BufferStoreStmtNode::make(tile, {ty, tx}, TensorElementNode::make(in, {ty, tx})),
-                   eval(CallNode::make_intrinsic(Intrinsic::SyncThreads, {}, void_type())),
-                   BufferStoreStmtNode::make(out, {tx, ty}, TensorElementNode::make(tile, {ty, tx}))});
+  Stmt body =
+      seq({DeclareStmtNode::make(tile),
+           BufferStoreStmtNode::make(tile, {ty, tx}, TensorElementNode::make(in, {ty, tx})),
+           eval(CallNode::make_intrinsic(Intrinsic::SyncThreads, {}, void_type())),
+           BufferStoreStmtNode::make(out, {tx, ty}, TensorElementNode::make(tile, {ty, tx}))});
   FuncAttrs attrs;
   attrs.has_grid = attrs.has_block = true;
   attrs.block_dim = {c32(16), c32(16), Expr()};
   attrs.min_blocks = 2;
-  return make_module({make_function("transpose", {in, out}, body, void_type(), FuncKind::Kernel, attrs)});
+  return make_module(
+      {make_function("transpose", {in, out}, body, void_type(), FuncKind::Kernel, attrs)});
 }
 
 inline const std::vector<DataType> &all_dtypes() {
-  static const std::vector<DataType> v = {dtypes::boolean, dtypes::i8,  dtypes::i16, dtypes::i32, dtypes::i64,
-                                          dtypes::u8,      dtypes::u16, dtypes::u32, dtypes::u64, dtypes::f16,
-                                          dtypes::bf16,    dtypes::f32, dtypes::f64};
+  static const std::vector<DataType> v = {
+      dtypes::boolean, dtypes::i8,  dtypes::i16, dtypes::i32,  dtypes::i64, dtypes::u8, dtypes::u16,
+      dtypes::u32,     dtypes::u64, dtypes::f16, dtypes::bf16, dtypes::f32, dtypes::f64};
   return v;
 }
 
@@ -94,7 +100,9 @@ inline Module every_intrinsic() {
     params.push_back(v);
   }
   auto at = [&](DataType d, int i) { return TensorElementNode::make(buf[d.code], {c32(i)}); };
-  auto store = [&](DataType d, int i, Expr v) { return BufferStoreStmtNode::make(buf[d.code], {c32(i)}, v); };
+  auto store = [&](DataType d, int i, Expr v) {
+    return BufferStoreStmtNode::make(buf[d.code], {c32(i)}, v);
+  };
   std::vector<Stmt> body;
   using I = Intrinsic;
   // math on floats
@@ -103,7 +111,8 @@ inline Module every_intrinsic() {
     for (I op : {I::Exp, I::Exp2, I::Log, I::Log2, I::Sqrt, I::Rsqrt, I::Sin, I::Cos, I::Tanh,
                  I::Erf, I::Abs, I::Floor, I::Ceil, I::Round})
       body.push_back(store(d, k++, call(op, {at(d, 0)}, d)));
-    for (I op : {I::Pow, I::Min, I::Max}) body.push_back(store(d, k++, call(op, {at(d, 0), at(d, 1)}, d)));
+    for (I op : {I::Pow, I::Min, I::Max})
+      body.push_back(store(d, k++, call(op, {at(d, 0), at(d, 1)}, d)));
     body.push_back(store(d, k++, call(I::Fma, {at(d, 0), at(d, 1), at(d, 2)}, d)));
     body.push_back(store(dtypes::boolean, k++, call(I::IsNan, {at(d, 0)}, dtypes::boolean)));
     for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Mod})
@@ -113,14 +122,16 @@ inline Module every_intrinsic() {
   }
   // integer math and arithmetic
   for (DataType d : all_dtypes()) {
-    if (!d.is_integer()) continue;
+    if (!d.is_integer())
+      continue;
     int k = 10;
     body.push_back(store(d, k++, call(I::Abs, {at(d, 0)}, d)));
     body.push_back(store(d, k++, call(I::Min, {at(d, 0), at(d, 1)}, d)));
     body.push_back(store(d, k++, call(I::Max, {at(d, 0), at(d, 1)}, d)));
     body.push_back(store(dtypes::boolean, 40, call(I::IsNan, {at(d, 0)}, dtypes::boolean)));
-    for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Mod,
-                        BinaryOp::BitAnd, BinaryOp::BitOr, BinaryOp::BitXor, BinaryOp::Shl, BinaryOp::Shr})
+    for (BinaryOp op :
+         {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Mod,
+          BinaryOp::BitAnd, BinaryOp::BitOr, BinaryOp::BitXor, BinaryOp::Shl, BinaryOp::Shr})
       body.push_back(store(d, k++, BinaryNode::make(op, at(d, 0), at(d, 1))));
     body.push_back(store(d, k++, UnaryNode::make(UnaryOp::BitNot, at(d, 0))));
   }
@@ -128,7 +139,8 @@ inline Module every_intrinsic() {
   for (DataType s : all_dtypes()) {
     int k = 50;
     for (DataType d : all_dtypes()) {
-      if (d == s) continue;
+      if (d == s)
+        continue;
       body.push_back(store(d, 50 + int(s.code), CastNode::make(at(s, 2), scalar_type(d))));
       ++k;
     }
@@ -139,8 +151,10 @@ inline Module every_intrinsic() {
       body.push_back(store(s, 60, ConstantNode::make_float(s, NAN)));
       body.push_back(store(s, 59, ConstantNode::make_float(s, 0.1)));
     } else {
-      body.push_back(store(s, 62, ConstantNode::make_int(s, std::numeric_limits<std::int64_t>::min())));
-      body.push_back(store(s, 61, ConstantNode::make_int(s, std::numeric_limits<std::int64_t>::max())));
+      body.push_back(
+          store(s, 62, ConstantNode::make_int(s, std::numeric_limits<std::int64_t>::min())));
+      body.push_back(
+          store(s, 61, ConstantNode::make_int(s, std::numeric_limits<std::int64_t>::max())));
     }
   }
   // atomics
@@ -173,9 +187,11 @@ inline Module every_intrinsic() {
       scalar_type(dtypes::i32), {}, "h=%f b=%f f=%f i=%lld \"100%%\"\\ \t\n")));
   // dynamic shared memory viewed as a float tensor
   Var smem = make_var(TensorTypeNode::make(dtypes::f32, {c32(32)}, Scope::Shared), "smem");
-  body.push_back(DeclareStmtNode::make(
-      smem, CallNode::make_intrinsic(I::DynamicSharedMemory, {}, pointer_type(scalar_type(dtypes::u8)))));
-  body.push_back(BufferStoreStmtNode::make(smem, {tid(BuiltinKind::ThreadIdxX)}, at(dtypes::f32, 0)));
+  body.push_back(
+      DeclareStmtNode::make(smem, CallNode::make_intrinsic(I::DynamicSharedMemory, {},
+                                                           pointer_type(scalar_type(dtypes::u8)))));
+  body.push_back(
+      BufferStoreStmtNode::make(smem, {tid(BuiltinKind::ThreadIdxX)}, at(dtypes::f32, 0)));
   // inline PTX and an assertion
   Var r = make_var(scalar_type(dtypes::u32), "r");
   body.push_back(DeclareStmtNode::make(r, ConstantNode::make_int(dtypes::u32, 0)));
@@ -184,14 +200,18 @@ inline Module every_intrinsic() {
                                       SourceLoc("user.cpp", 77)));
   // a device function
   Var a = make_var(scalar_type(dtypes::f32), "a");
-  Function sq = make_function("square", {a},
-                              ReturnStmtNode::make(BinaryNode::make(BinaryOp::Mul, a, a)),
-                              scalar_type(dtypes::f32), FuncKind::Device);
-  body.push_back(store(dtypes::f32, 0, CallNode::make_func("square", {at(dtypes::f32, 1)}, scalar_type(dtypes::f32))));
+  Function sq =
+      make_function("square", {a}, ReturnStmtNode::make(BinaryNode::make(BinaryOp::Mul, a, a)),
+                    scalar_type(dtypes::f32), FuncKind::Device);
+  body.push_back(
+      store(dtypes::f32, 0,
+            CallNode::make_func("square", {at(dtypes::f32, 1)}, scalar_type(dtypes::f32))));
   FuncAttrs attrs;
   attrs.has_grid = attrs.has_block = true;
   attrs.block_dim = {c32(32), Expr(), Expr()};
-  return make_module({make_function("every_intrinsic", params, seq(body), void_type(), FuncKind::Kernel, attrs), sq});
+  return make_module(
+      {make_function("every_intrinsic", params, seq(body), void_type(), FuncKind::Kernel, attrs),
+       sq});
 }
 
 } // namespace hidet::test_kernels

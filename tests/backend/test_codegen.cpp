@@ -15,7 +15,8 @@ namespace {
 bool has(const std::string &s, const std::string &sub) { return s.find(sub) != std::string::npos; }
 int count(const std::string &s, const std::string &sub) {
   int n = 0;
-  for (auto p = s.find(sub); p != std::string::npos; p = s.find(sub, p + 1)) ++n;
+  for (auto p = s.find(sub); p != std::string::npos; p = s.find(sub, p + 1))
+    ++n;
   return n;
 }
 
@@ -44,8 +45,9 @@ TEST_CASE("naive matmul: signature, indexing, #line directives, no f16 headers")
   auto src = generate_cuda(naive_matmul());
   REQUIRE(src.kernels == std::vector<std::string>{"matmul"});
   const std::string &c = src.code;
-  CHECK(has(c, "extern \"C\" __global__ void __launch_bounds__(256) matmul(float * __restrict__ A, "
-               "float * __restrict__ B, float * __restrict__ C, int32_t M, int32_t N, int32_t K) {"));
+  CHECK(has(c,
+            "extern \"C\" __global__ void __launch_bounds__(256) matmul(float * __restrict__ A, "
+            "float * __restrict__ B, float * __restrict__ C, int32_t M, int32_t N, int32_t K) {"));
   CHECK(has(c, "  int32_t i = (((int)blockIdx.y * 16) + (int)threadIdx.y);\n"));
   CHECK(has(c, "  if (((i < M) && (j < N))) {\n"));
   CHECK(has(c, "    float acc = 0.0f;\n"));
@@ -72,11 +74,13 @@ TEST_CASE("#line directives follow the compiler's line count and escape file nam
   };
   // Two statements on line 5 (the second would otherwise be counted as line 6), then line 6,
   // then a statement without a location, then line 30.
-  auto c = generate_cuda(kernel({out}, {st(0, 5), st(1, 5), st(2, 6),
-                                        BufferStoreStmtNode::make(out, {c32(3)}, c32(3)), st(3, 30)}))
-               .code;
-  CHECK(has(c, "#line 5 \"dir \\\"q\\\"\\\\a.cpp\"\n  out[0] = 0;\n#line 5 \"dir \\\"q\\\"\\\\a.cpp\"\n"
-               "  out[1] = 1;\n  out[2] = 2;\n  out[3] = 3;\n#line 30 "));
+  auto c =
+      generate_cuda(kernel({out}, {st(0, 5), st(1, 5), st(2, 6),
+                                   BufferStoreStmtNode::make(out, {c32(3)}, c32(3)), st(3, 30)}))
+          .code;
+  CHECK(has(
+      c, "#line 5 \"dir \\\"q\\\"\\\\a.cpp\"\n  out[0] = 0;\n#line 5 \"dir \\\"q\\\"\\\\a.cpp\"\n"
+         "  out[1] = 1;\n  out[2] = 2;\n  out[3] = 3;\n#line 30 "));
   CHECK(count(c, "#line ") == 3);
 }
 
@@ -84,8 +88,9 @@ TEST_CASE("shared memory, __syncthreads and launch bounds with min blocks") {
   auto c = generate_cuda(shared_transpose()).code;
   CHECK(has(c, "extern \"C\" __global__ void __launch_bounds__(256, 2) transpose("));
   CHECK(has(c, "  __shared__ __align__(16) float tile[272];\n"));
-  CHECK(has(c, "  tile[(((int)threadIdx.y * 17) + (int)threadIdx.x)] = in[(((int)threadIdx.y * 16) + "
-               "(int)threadIdx.x)];\n  __syncthreads();\n"));
+  CHECK(has(c,
+            "  tile[(((int)threadIdx.y * 17) + (int)threadIdx.x)] = in[(((int)threadIdx.y * 16) + "
+            "(int)threadIdx.x)];\n  __syncthreads();\n"));
   CHECK(has(c, "out[(((int)threadIdx.x * 16) + (int)threadIdx.y)] = tile["));
 }
 
@@ -97,10 +102,13 @@ TEST_CASE("no launch bounds when the block size is symbolic; register tensors; v
   FuncAttrs a;
   a.has_block = true;
   a.block_dim = {n, Expr(), Expr()};
-  Stmt body = seq({DeclareStmtNode::make(reg),
-                   DeclareStmtNode::make(view, BinaryNode::make(BinaryOp::Add, AddressNode::make(p), c32(8))),
-                   BufferStoreStmtNode::make(reg, {c32(3), c32(1)}, TensorElementNode::make(view, {c32(2)}))});
-  auto c = generate_cuda(make_module({make_function("k", {p, n}, body, void_type(), FuncKind::Kernel, a)})).code;
+  Stmt body = seq(
+      {DeclareStmtNode::make(reg),
+       DeclareStmtNode::make(view, BinaryNode::make(BinaryOp::Add, AddressNode::make(p), c32(8))),
+       BufferStoreStmtNode::make(reg, {c32(3), c32(1)}, TensorElementNode::make(view, {c32(2)}))});
+  auto c = generate_cuda(
+               make_module({make_function("k", {p, n}, body, void_type(), FuncKind::Kernel, a)}))
+               .code;
   CHECK(has(c, "extern \"C\" __global__ void k(float * __restrict__ p, int32_t n) {"));
   CHECK(has(c, "  float reg[8];\n"));
   CHECK(has(c, "  float *view = (float *)((p + 8));\n"));
@@ -108,19 +116,19 @@ TEST_CASE("no launch bounds when the block size is symbolic; register tensors; v
 }
 
 TEST_CASE("variable names: unique per function, valid, never reserved") {
-  std::vector<Var> vars = {scalar(dtypes::i32, "i"),         scalar(dtypes::i32, "i"),
-                           scalar(dtypes::i32, "i_1"),       scalar(dtypes::i32, "int"),
-                           scalar(dtypes::i32, "threadIdx"), scalar(dtypes::i32, "2x"),
-                           scalar(dtypes::i32, "a.b c"),     scalar(dtypes::i32, "__x"),
-                           scalar(dtypes::i32, ""),          scalar(dtypes::i32, "expf"),
-                           scalar(dtypes::i32, "k")};
+  std::vector<Var> vars = {
+      scalar(dtypes::i32, "i"),     scalar(dtypes::i32, "i"),         scalar(dtypes::i32, "i_1"),
+      scalar(dtypes::i32, "int"),   scalar(dtypes::i32, "threadIdx"), scalar(dtypes::i32, "2x"),
+      scalar(dtypes::i32, "a.b c"), scalar(dtypes::i32, "__x"),       scalar(dtypes::i32, ""),
+      scalar(dtypes::i32, "expf"),  scalar(dtypes::i32, "k")};
   std::vector<Stmt> body;
-  for (auto &v : vars) body.push_back(DeclareStmtNode::make(v, c32(1)));
+  for (auto &v : vars)
+    body.push_back(DeclareStmtNode::make(v, c32(1)));
   auto c = generate_cuda(kernel({}, body)).code;
-  for (const char *n : {"int32_t i = 1;", "int32_t i_1 = 1;", "int32_t i_1_1 = 1;",
-                        "int32_t int_ = 1;", "int32_t threadIdx_ = 1;", "int32_t v2x = 1;",
-                        "int32_t a_b_c = 1;", "int32_t v__x = 1;", "int32_t v = 1;",
-                        "int32_t expf_ = 1;", "int32_t k_1 = 1;"}) // "k" is the kernel's name
+  for (const char *n :
+       {"int32_t i = 1;", "int32_t i_1 = 1;", "int32_t i_1_1 = 1;", "int32_t int_ = 1;",
+        "int32_t threadIdx_ = 1;", "int32_t v2x = 1;", "int32_t a_b_c = 1;", "int32_t v__x = 1;",
+        "int32_t v = 1;", "int32_t expf_ = 1;", "int32_t k_1 = 1;"}) // "k" is the kernel's name
     CHECK_MESSAGE(has(c, n), n);
 }
 
@@ -154,8 +162,8 @@ TEST_CASE("math intrinsics per dtype") {
   CHECK(has(one(Intrinsic::Abs, dtypes::u32), "out[0] = x;"));
   CHECK(has(one(Intrinsic::Max, dtypes::u64, 2), "out[0] = max(x, x);"));
   CHECK(has(one(Intrinsic::Min, dtypes::i8, 2), "out[0] = ((int8_t)min((int)(x), (int)(x)));"));
-  CHECK_THROWS_WITH_AS(one(Intrinsic::Exp, dtypes::i32),
-                       doctest::Contains("intrinsic exp on i32"), DSLError);
+  CHECK_THROWS_WITH_AS(one(Intrinsic::Exp, dtypes::i32), doctest::Contains("intrinsic exp on i32"),
+                       DSLError);
 }
 
 TEST_CASE("barriers, atomics, shuffles, votes, printf, dynamic shared memory, asm, assert") {
@@ -169,15 +177,17 @@ TEST_CASE("barriers, atomics, shuffles, votes, printf, dynamic shared memory, as
   CHECK(has(c, "buf_u32[24] = atomicCAS((&buf_u32[4]), buf_u32[5], buf_u32[6]);"));
   CHECK(has(c, "buf_f16[24] = __ushort_as_half(atomicCAS((unsigned short *)((&buf_f16[4])), "
                "__half_as_ushort(buf_f16[5]), __half_as_ushort(buf_f16[6])));"));
-  CHECK(has(c, "template <class T, class Bits>\nstatic __device__ __forceinline__ T hidet_atomic_rmw"));
+  CHECK(has(
+      c, "template <class T, class Bits>\nstatic __device__ __forceinline__ T hidet_atomic_rmw"));
   CHECK(has(c, "buf_f32[30] = __shfl_sync(4294967295u, buf_f32[8], 1, 32);"));
   CHECK(has(c, "buf_f32[34] = __shfl_xor_sync(4294967295u, buf_f32[8], 2);"));
   CHECK(has(c, "buf_i8[31] = ((int8_t)__shfl_up_sync(4294967295u, (int)(buf_i8[8]), 1, 32));"));
   CHECK(has(c, "buf_bool[1] = ((bool)__any_sync(4294967295u, buf_bool[0]));"));
   CHECK(has(c, "buf_u32[9] = ((uint32_t)__ballot_sync(4294967295u, buf_bool[0]));"));
-  CHECK(has(c, "printf(\"h=%f b=%f f=%f i=%lld \\\"100%%\\\"\\\\ \\t\\n\", "
-               "(double)__half2float(buf_f16[0]), (double)__bfloat162float(buf_bf16[0]), buf_f32[0], "
-               "buf_i64[0]);"));
+  CHECK(has(c,
+            "printf(\"h=%f b=%f f=%f i=%lld \\\"100%%\\\"\\\\ \\t\\n\", "
+            "(double)__half2float(buf_f16[0]), (double)__bfloat162float(buf_bf16[0]), buf_f32[0], "
+            "buf_i64[0]);"));
   CHECK(has(c, "extern __shared__ __align__(16) uint8_t hidet_dynamic_smem[];"));
   CHECK(has(c, "float *smem = (float *)(hidet_dynamic_smem);"));
   CHECK(has(c, "asm volatile(\"mov.u32 %0, %1;\" : \"=r\"(r) : \"r\"(buf_u32[0]) : \"memory\");"));
@@ -185,7 +195,8 @@ TEST_CASE("barriers, atomics, shuffles, votes, printf, dynamic shared memory, as
   CHECK(has(c, "\"user.cpp:77\", \"every_intrinsic\""));
   CHECK(has(c, "\"value \\\"too\\\" large: 100%\");\n    __trap();"));
   // The device function is emitted before its caller.
-  auto dev = c.find("static __device__ __forceinline__ float square(float a) {\n  return (a * a);\n}");
+  auto dev =
+      c.find("static __device__ __forceinline__ float square(float a) {\n  return (a * a);\n}");
   REQUIRE(dev != std::string::npos);
   CHECK(dev < c.find("every_intrinsic("));
   CHECK(has(c, "buf_f32[0] = square(buf_f32[1]);"));
@@ -194,7 +205,9 @@ TEST_CASE("barriers, atomics, shuffles, votes, printf, dynamic shared memory, as
 TEST_CASE("casts between dtypes") {
   Var h = scalar(dtypes::f16, "h"), b = scalar(dtypes::bf16, "b"), f = scalar(dtypes::f32, "f"),
       i = scalar(dtypes::i32, "i"), q = scalar(dtypes::boolean, "q"), d = scalar(dtypes::f64, "d");
-  auto cast_code = [&](Var x, DataType to) { return code_of(CastNode::make(x, scalar_type(to)), {x}); };
+  auto cast_code = [&](Var x, DataType to) {
+    return code_of(CastNode::make(x, scalar_type(to)), {x});
+  };
   CHECK(has(cast_code(f, dtypes::f16), "out[0] = __float2half_rn(f);"));
   CHECK(has(cast_code(f, dtypes::bf16), "out[0] = __float2bfloat16_rn(f);"));
   CHECK(has(cast_code(i, dtypes::f16), "out[0] = __float2half_rn((float)(i));"));
@@ -224,7 +237,8 @@ TEST_CASE("constants") {
   CHECK(k(ConstantNode::make_float(dtypes::f32, INFINITY)) == "__int_as_float(0x7f800000)");
   CHECK(k(ConstantNode::make_float(dtypes::f32, NAN)) == "__int_as_float(0x7fffffff)");
   CHECK(k(ConstantNode::make_float(dtypes::f64, 0.1)) == "0.10000000000000001");
-  CHECK(k(ConstantNode::make_float(dtypes::f64, -INFINITY)) == "__longlong_as_double(0xfff0000000000000LL)");
+  CHECK(k(ConstantNode::make_float(dtypes::f64, -INFINITY)) ==
+        "__longlong_as_double(0xfff0000000000000LL)");
   CHECK(k(ConstantNode::make_float(dtypes::f16, 1.5)) == "__float2half_rn(1.5f)");
   CHECK(k(ConstantNode::make_float(dtypes::bf16, -1.0)) == "__float2bfloat16_rn((-1.0f))");
   CHECK(k(ConstantNode::make_int(dtypes::i32, -2147483648LL)) == "(-2147483647 - 1)");
@@ -245,19 +259,22 @@ TEST_CASE("small integer arithmetic wraps to the operand type; float % uses fmod
 }
 
 TEST_CASE("user errors: kernel names, unknown callees, shared tensors of unknown size") {
-  CHECK_THROWS_WITH_AS(generate_cuda(kernel({}, {}, "2bad")), doctest::Contains("kernel name '2bad'"),
-                       ValueError);
-  CHECK_THROWS_WITH_AS(generate_cuda(kernel({}, {}, "threadIdx")),
-                       doctest::Contains("'threadIdx' is not a valid CUDA identifier or is reserved"),
-                       ValueError);
+  CHECK_THROWS_WITH_AS(generate_cuda(kernel({}, {}, "2bad")),
+                       doctest::Contains("kernel name '2bad'"), ValueError);
+  CHECK_THROWS_WITH_AS(
+      generate_cuda(kernel({}, {}, "threadIdx")),
+      doctest::Contains("'threadIdx' is not a valid CUDA identifier or is reserved"), ValueError);
   Stmt bad_call = eval(CallNode::make_func("nowhere", {}, void_type(), SourceLoc("u.cpp", 9)));
   CHECK_THROWS_WITH_AS(generate_cuda(kernel({}, {bad_call})),
-                       doctest::Contains("u.cpp:9: cannot generate CUDA for a call to 'nowhere'"), DSLError);
+                       doctest::Contains("u.cpp:9: cannot generate CUDA for a call to 'nowhere'"),
+                       DSLError);
   Var n = scalar(dtypes::i32, "n");
   Var s = tensor(dtypes::f32, {n}, "tile", Scope::Shared);
-  CHECK_THROWS_WITH_AS(generate_cuda(kernel({n}, {DeclareStmtNode::make(s, {}, SourceLoc("u.cpp", 3))})),
-                       doctest::Contains("u.cpp:3: cannot generate CUDA for shared tensor 'tile' without a constant size"),
-                       DSLError);
+  CHECK_THROWS_WITH_AS(
+      generate_cuda(kernel({n}, {DeclareStmtNode::make(s, {}, SourceLoc("u.cpp", 3))})),
+      doctest::Contains(
+          "u.cpp:3: cannot generate CUDA for shared tensor 'tile' without a constant size"),
+      DSLError);
 }
 
 TEST_CASE("device functions: callee order, renaming on clashes, several kernels") {
@@ -266,13 +283,15 @@ TEST_CASE("device functions: callee order, renaming on clashes, several kernels"
   // "expf" clashes with the CUDA math function: it is renamed, and its callers follow.
   Function inner = make_function("expf", {x}, ReturnStmtNode::make(x), f32, FuncKind::Device);
   Var y = scalar(dtypes::f32, "y");
-  Function outer = make_function("outer", {y}, ReturnStmtNode::make(CallNode::make_func("expf", {y}, f32)), f32,
-                                 FuncKind::Device);
+  Function outer =
+      make_function("outer", {y}, ReturnStmtNode::make(CallNode::make_func("expf", {y}, f32)), f32,
+                    FuncKind::Device);
   Var o = tensor(dtypes::f32, {c32(1)}, "o");
-  Stmt body = BufferStoreStmtNode::make(o, {c32(0)}, CallNode::make_func("outer", {ConstantNode::make_float(dtypes::f32, 1)}, f32));
+  Stmt body = BufferStoreStmtNode::make(
+      o, {c32(0)}, CallNode::make_func("outer", {ConstantNode::make_float(dtypes::f32, 1)}, f32));
   FuncAttrs a;
-  Module m = make_module({make_function("k1", {o}, body, void_type(), FuncKind::Kernel, a), outer, inner,
-                          make_function("k2", {o}, body, void_type(), FuncKind::Kernel, a)});
+  Module m = make_module({make_function("k1", {o}, body, void_type(), FuncKind::Kernel, a), outer,
+                          inner, make_function("k2", {o}, body, void_type(), FuncKind::Kernel, a)});
   auto src = generate_cuda(m);
   CHECK(src.kernels == std::vector<std::string>{"k1", "k2"});
   auto pi = src.code.find("float expf_(float x)"), po = src.code.find("float outer(float y)");

@@ -36,11 +36,21 @@ inline std::string c_string_escape(std::string_view s) {
   std::string o;
   for (unsigned char c : s) {
     switch (c) {
-    case '"': o += "\\\""; break;
-    case '\\': o += "\\\\"; break;
-    case '\n': o += "\\n"; break;
-    case '\t': o += "\\t"; break;
-    case '\r': o += "\\r"; break;
+    case '"':
+      o += "\\\"";
+      break;
+    case '\\':
+      o += "\\\\";
+      break;
+    case '\n':
+      o += "\\n";
+      break;
+    case '\t':
+      o += "\\t";
+      break;
+    case '\r':
+      o += "\\r";
+      break;
     default:
       if (c < 0x20 || c == 0x7f) {
         char buf[8];
@@ -56,26 +66,31 @@ inline std::string c_string_escape(std::string_view s) {
 
 /// A float as a CUDA literal with full precision: "1.5f", "(-2.0f)", inf and nan by bit pattern.
 inline std::string cuda_f32_literal(float v) {
-  if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
-  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  if (std::isnan(v))
+    return "__int_as_float(0x7fffffff)";
+  if (std::isinf(v))
+    return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", double(v));
   std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
   s += "f";
   return std::signbit(v) ? "(" + s + ")" : s;
 }
 
 /// A double as a CUDA literal with full precision.
 inline std::string cuda_f64_literal(double v) {
-  if (std::isnan(v)) return "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isnan(v))
+    return "__longlong_as_double(0x7ff8000000000000LL)";
   if (std::isinf(v))
     return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
                  : "__longlong_as_double(0xfff0000000000000LL)";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
   return std::signbit(v) ? "(" + s + ")" : s;
 }
 
@@ -91,15 +106,20 @@ public:
 
   // ---- types ------------------------------------------------------------------------------
   std::string dtype(DataType d) {
-    if (d == dtypes::f16) features_.f16 = true;
-    if (d == dtypes::bf16) features_.bf16 = true;
+    if (d == dtypes::f16)
+      features_.f16 = true;
+    if (d == dtypes::bf16)
+      features_.bf16 = true;
     return std::string(d.c_name());
   }
   /// The C spelling of a scalar, pointer or void type ("float", "half *", "void").
   std::string type(const ir::Type &t) {
-    if (auto s = t.as<ir::ScalarTypeNode>()) return dtype(s->dtype);
-    if (auto p = t.as<ir::PointerTypeNode>()) return type(p->base) + " *";
-    if (auto tt = t.as<ir::TensorTypeNode>()) return dtype(tt->dtype) + " *";
+    if (auto s = t.as<ir::ScalarTypeNode>())
+      return dtype(s->dtype);
+    if (auto p = t.as<ir::PointerTypeNode>())
+      return type(p->base) + " *";
+    if (auto tt = t.as<ir::TensorTypeNode>())
+      return dtype(tt->dtype) + " *";
     return "void";
   }
 
@@ -109,14 +129,18 @@ public:
   std::string cast(const std::string &x, const ir::Type &from, const ir::Type &to);
   /// A scalar of dtype `d` converted to float (f16/bf16) or left as is.
   std::string to_float(const std::string &x, DataType d) {
-    if (d == dtypes::f16) return "__half2float(" + x + ")";
-    if (d == dtypes::bf16) return "__bfloat162float(" + x + ")";
+    if (d == dtypes::f16)
+      return "__half2float(" + x + ")";
+    if (d == dtypes::bf16)
+      return "__bfloat162float(" + x + ")";
     return x;
   }
   /// A float expression rounded to f16/bf16 (or left as is for other dtypes).
   std::string from_float(const std::string &x, DataType d) {
-    if (d == dtypes::f16) return "__float2half_rn(" + x + ")";
-    if (d == dtypes::bf16) return "__float2bfloat16_rn(" + x + ")";
+    if (d == dtypes::f16)
+      return "__float2half_rn(" + x + ")";
+    if (d == dtypes::bf16)
+      return "__float2bfloat16_rn(" + x + ")";
     return x;
   }
   std::string call(const ir::CallNode *c);      // codegen_intrinsics.hpp
@@ -125,7 +149,8 @@ public:
   std::string warp_call(const ir::CallNode *c);
   std::string var_name(const ir::VarNode *v) {
     auto it = names_.find(v);
-    if (it != names_.end()) return it->second;
+    if (it != names_.end())
+      return it->second;
     return names_[v] = table_.fresh(v->hint);
   }
   /// `base[offset]` for a tensor element.
@@ -135,8 +160,7 @@ public:
     return var_name(base.get()) + "[" + expr(ir::tensor_offset(*tt, indices)) + "]";
   }
   [[noreturn]] void unsupported(const std::string &what, SourceLoc loc) {
-    throw DSLError(str_cat("cannot generate CUDA for ", what, " in function '", func_->name,
-                           "'"),
+    throw DSLError(str_cat("cannot generate CUDA for ", what, " in function '", func_->name, "'"),
                    loc.valid() ? loc : func_->loc);
   }
 
@@ -157,9 +181,11 @@ public:
   }
   /// Emits a #line directive when the compiler's current line would differ from `loc`.
   void mark(SourceLoc loc) {
-    if (!loc.valid()) return;
+    if (!loc.valid())
+      return;
     std::uint32_t current = line_base_ + std::uint32_t(lines_ - lines_at_mark_);
-    if (have_mark_ && current == loc.line && mark_file_ == loc.file) return;
+    if (have_mark_ && current == loc.line && mark_file_ == loc.file)
+      return;
     raw_line(str_cat("#line ", loc.line, " \"", c_string_escape(loc.file), "\""));
     have_mark_ = true;
     mark_file_ = loc.file;
@@ -189,42 +215,64 @@ inline std::string CudaEmitter::constant(const ir::ConstantNode *c) {
   std::int64_t v = c->ivalue;
   auto dec = [](std::int64_t x) { return std::to_string(x); };
   switch (c->dtype.code) {
-  case DTypeCode::Bool: return v ? "true" : "false";
-  case DTypeCode::I8: return "((int8_t)" + dec(v) + ")";
-  case DTypeCode::I16: return "((int16_t)" + dec(v) + ")";
+  case DTypeCode::Bool:
+    return v ? "true" : "false";
+  case DTypeCode::I8:
+    return "((int8_t)" + dec(v) + ")";
+  case DTypeCode::I16:
+    return "((int16_t)" + dec(v) + ")";
   case DTypeCode::I32:
-    if (v == INT32_MIN) return "(-2147483647 - 1)";
+    if (v == INT32_MIN)
+      return "(-2147483647 - 1)";
     return v < 0 ? "(" + dec(v) + ")" : dec(v);
   case DTypeCode::I64:
-    if (v == INT64_MIN) return "(-9223372036854775807LL - 1)";
+    if (v == INT64_MIN)
+      return "(-9223372036854775807LL - 1)";
     return v < 0 ? "(" + dec(v) + "LL)" : dec(v) + "LL";
-  case DTypeCode::U8: return "((uint8_t)" + dec(v) + "u)";
-  case DTypeCode::U16: return "((uint16_t)" + dec(v) + "u)";
-  case DTypeCode::U32: return std::to_string(std::uint32_t(v)) + "u";
-  case DTypeCode::U64: return std::to_string(std::uint64_t(v)) + "ULL";
-  case DTypeCode::F16: dtype(dtypes::f16); return from_float(cuda_f32_literal(float(c->fvalue)), c->dtype);
-  case DTypeCode::BF16: dtype(dtypes::bf16); return from_float(cuda_f32_literal(float(c->fvalue)), c->dtype);
-  case DTypeCode::F32: return cuda_f32_literal(float(c->fvalue));
-  case DTypeCode::F64: return cuda_f64_literal(c->fvalue);
+  case DTypeCode::U8:
+    return "((uint8_t)" + dec(v) + "u)";
+  case DTypeCode::U16:
+    return "((uint16_t)" + dec(v) + "u)";
+  case DTypeCode::U32:
+    return std::to_string(std::uint32_t(v)) + "u";
+  case DTypeCode::U64:
+    return std::to_string(std::uint64_t(v)) + "ULL";
+  case DTypeCode::F16:
+    dtype(dtypes::f16);
+    return from_float(cuda_f32_literal(float(c->fvalue)), c->dtype);
+  case DTypeCode::BF16:
+    dtype(dtypes::bf16);
+    return from_float(cuda_f32_literal(float(c->fvalue)), c->dtype);
+  case DTypeCode::F32:
+    return cuda_f32_literal(float(c->fvalue));
+  case DTypeCode::F64:
+    return cuda_f64_literal(c->fvalue);
   }
   return "0";
 }
 
-inline std::string CudaEmitter::cast(const std::string &x, const ir::Type &from, const ir::Type &to) {
-  if (ir::is_pointer(to) || ir::is_tensor(to)) return "((" + type(to) + ")(" + x + "))";
+inline std::string CudaEmitter::cast(const std::string &x, const ir::Type &from,
+                                     const ir::Type &to) {
+  if (ir::is_pointer(to) || ir::is_tensor(to))
+    return "((" + type(to) + ")(" + x + "))";
   HIDET_ASSERT(ir::is_scalar(to) && ir::is_scalar(from), "cast between non-scalar types");
   DataType s = ir::dtype_of(from), d = ir::dtype_of(to);
-  if (s == d) return x;
+  if (s == d)
+    return x;
   dtype(s), dtype(d);
   if (d.is_half()) {
-    if (s == dtypes::f32) return from_float(x, d);
-    if (s.is_half()) return from_float(to_float(x, s), d);
+    if (s == dtypes::f32)
+      return from_float(x, d);
+    if (s.is_half())
+      return from_float(to_float(x, s), d);
     return from_float("(float)(" + x + ")", d);
   }
   if (s.is_half()) {
     std::string f = to_float(x, s);
-    if (d == dtypes::f32) return f;
-    if (d.is_bool()) return "(" + f + " != 0.0f)";
+    if (d == dtypes::f32)
+      return f;
+    if (d.is_bool())
+      return "(" + f + " != 0.0f)";
     return "((" + dtype(d) + ")" + f + ")";
   }
   return "((" + dtype(d) + ")(" + x + "))";
@@ -234,9 +282,12 @@ inline std::string CudaEmitter::expr(const ir::Expr &e) {
   using namespace ir;
   HIDET_ASSERT(e, "null expression in function ", func_ ? func_->name : "?");
   switch (e->kind) {
-  case NodeKind::Constant: return constant(e.as<ConstantNode>());
-  case NodeKind::Var: return var_name(e.as<VarNode>());
-  case NodeKind::Builtin: return str_cat("(int)", builtin_name(e.as<BuiltinNode>()->which));
+  case NodeKind::Constant:
+    return constant(e.as<ConstantNode>());
+  case NodeKind::Var:
+    return var_name(e.as<VarNode>());
+  case NodeKind::Builtin:
+    return str_cat("(int)", builtin_name(e.as<BuiltinNode>()->which));
   case NodeKind::Unary: {
     auto u = e.as<UnaryNode>();
     return str_cat("(", unary_op_symbol(u->op), expr(u->a), ")");
@@ -244,16 +295,19 @@ inline std::string CudaEmitter::expr(const ir::Expr &e) {
   case NodeKind::Binary: {
     auto b = e.as<BinaryNode>();
     std::string x = expr(b->a), y = expr(b->b);
-    if (is_pointer(b->a->type)) return str_cat("(", x, " ", binary_op_symbol(b->op), " ", y, ")");
+    if (is_pointer(b->a->type))
+      return str_cat("(", x, " ", binary_op_symbol(b->op), " ", y, ")");
     DataType d = dtype_of(b->a->type);
     if (b->op == BinaryOp::Mod && d.is_float()) {
-      if (d == dtypes::f64) return "fmod(" + x + ", " + y + ")";
+      if (d == dtypes::f64)
+        return "fmod(" + x + ", " + y + ")";
       return from_float("fmodf(" + to_float(x, d) + ", " + to_float(y, d) + ")", d);
     }
     std::string r = str_cat("(", x, " ", binary_op_symbol(b->op), " ", y, ")");
     // C++ promotes 8/16-bit integers to int; the IR computes on the operand type.
     DataType rd = dtype_of(e->type);
-    if (rd.is_integer() && rd.nbytes() < 4) return "((" + dtype(rd) + ")" + r + ")";
+    if (rd.is_integer() && rd.nbytes() < 4)
+      return "((" + dtype(rd) + ")" + r + ")";
     return r;
   }
   case NodeKind::Cast: {
@@ -264,18 +318,22 @@ inline std::string CudaEmitter::expr(const ir::Expr &e) {
     auto s = e.as<SelectNode>();
     return str_cat("(", expr(s->cond), " ? ", expr(s->t), " : ", expr(s->f), ")");
   }
-  case NodeKind::Call: return call(e.as<CallNode>());
+  case NodeKind::Call:
+    return call(e.as<CallNode>());
   case NodeKind::TensorElement: {
     auto t = e.as<TensorElementNode>();
     return element(t->base, t->indices);
   }
   case NodeKind::Address: {
     auto a = e.as<AddressNode>();
-    if (auto v = a->a.as<VarNode>(); v && is_tensor(v->type)) return var_name(v);
+    if (auto v = a->a.as<VarNode>(); v && is_tensor(v->type))
+      return var_name(v);
     return "(&" + expr(a->a) + ")";
   }
-  case NodeKind::Deref: return "(*" + expr(e.as<DerefNode>()->a) + ")";
-  default: HIDET_ASSERT(false, "not an expression");
+  case NodeKind::Deref:
+    return "(*" + expr(e.as<DerefNode>()->a) + ")";
+  default:
+    HIDET_ASSERT(false, "not an expression");
   }
   return {};
 }
@@ -304,16 +362,20 @@ inline void CudaEmitter::declare(const ir::DeclareStmtNode *d) {
   }
   std::string decl = type(v->type);
   decl += decl.back() == '*' ? name : " " + name;
-  if (d->init) decl += " = " + expr(d->init);
+  if (d->init)
+    decl += " = " + expr(d->init);
   line(decl + ";");
 }
 
 inline void CudaEmitter::stmt(const ir::Stmt &s) {
   using namespace ir;
-  if (!s) return;
-  if (!s.is<SeqStmtNode>() && !s.is<ForStmtNode>()) mark(s->loc);
+  if (!s)
+    return;
+  if (!s.is<SeqStmtNode>() && !s.is<ForStmtNode>())
+    mark(s->loc);
   switch (s->kind) {
-  case NodeKind::DeclareStmt: return declare(s.as<DeclareStmtNode>());
+  case NodeKind::DeclareStmt:
+    return declare(s.as<DeclareStmtNode>());
   case NodeKind::AssignStmt: {
     auto a = s.as<AssignStmtNode>();
     return line(var_name(a->var.get()) + " = " + expr(a->value) + ";");
@@ -323,12 +385,15 @@ inline void CudaEmitter::stmt(const ir::Stmt &s) {
     return line(element(b->base, b->indices) + " = " + expr(b->value) + ";");
   }
   case NodeKind::SeqStmt:
-    for (auto &x : s.as<SeqStmtNode>()->seq) stmt(x);
+    for (auto &x : s.as<SeqStmtNode>()->seq)
+      stmt(x);
     return;
   case NodeKind::ForStmt: {
     auto f = s.as<ForStmtNode>();
-    if (f->unroll == -1) line("#pragma unroll");
-    else if (f->unroll > 0) line(str_cat("#pragma unroll ", f->unroll));
+    if (f->unroll == -1)
+      line("#pragma unroll");
+    else if (f->unroll > 0)
+      line(str_cat("#pragma unroll ", f->unroll));
     mark(s->loc); // after the pragma, which must stay next to its loop
     std::string i = var_name(f->var.get());
     line(str_cat("for (", type(f->var->type), " ", i, " = ", expr(f->start), "; ", i, " < ",
@@ -352,13 +417,16 @@ inline void CudaEmitter::stmt(const ir::Stmt &s) {
     }
     return line("}");
   }
-  case NodeKind::BreakStmt: return line("break;");
-  case NodeKind::ContinueStmt: return line("continue;");
+  case NodeKind::BreakStmt:
+    return line("break;");
+  case NodeKind::ContinueStmt:
+    return line("continue;");
   case NodeKind::ReturnStmt: {
     auto r = s.as<ReturnStmtNode>();
     return line(r->value ? "return " + expr(r->value) + ";" : "return;");
   }
-  case NodeKind::EvaluateStmt: return line(expr(s.as<EvaluateStmtNode>()->expr) + ";");
+  case NodeKind::EvaluateStmt:
+    return line(expr(s.as<EvaluateStmtNode>()->expr) + ";");
   case NodeKind::AssertStmt: {
     auto a = s.as<AssertStmtNode>();
     std::string where = s->loc.valid() ? s->loc.str() : func_->loc.str();
@@ -383,15 +451,17 @@ inline void CudaEmitter::stmt(const ir::Stmt &s) {
                      expr(ops[k].expr), ")");
       return r;
     };
-    std::string text = str_cat(a->is_volatile ? "asm volatile(\"" : "asm(\"",
-                               c_string_escape(a->templ), "\"");
+    std::string text =
+        str_cat(a->is_volatile ? "asm volatile(\"" : "asm(\"", c_string_escape(a->templ), "\"");
     if (!a->outputs.empty() || !a->inputs.empty() || a->memory_clobber) {
       text += " : " + operands(a->outputs) + " : " + operands(a->inputs);
-      if (a->memory_clobber) text += " : \"memory\"";
+      if (a->memory_clobber)
+        text += " : \"memory\"";
     }
     return line(text + ");");
   }
-  default: HIDET_ASSERT(false, "not a statement");
+  default:
+    HIDET_ASSERT(false, "not a statement");
   }
 }
 
@@ -402,7 +472,8 @@ inline std::string CudaEmitter::signature(const ir::Function &f) {
   for (std::size_t i = 0; i < f->params.size(); ++i) {
     const Var &p = f->params[i];
     std::string t = type(p->type), n = var_name(p.get());
-    if (is_tensor(p->type)) t += kernel ? " __restrict__ " : "";
+    if (is_tensor(p->type))
+      t += kernel ? " __restrict__ " : "";
     params += str_cat(i ? ", " : "", t, t.back() == '*' || t.back() == ' ' ? "" : " ", n);
   }
   if (kernel) {
@@ -411,12 +482,14 @@ inline std::string CudaEmitter::signature(const ir::Function &f) {
     bool constant = f->attrs.has_block;
     for (auto &d : f->attrs.block_dim) {
       std::int64_t x = 1;
-      if (d && !as_const_int(d, x)) constant = false;
+      if (d && !as_const_int(d, x))
+        constant = false;
       threads *= x;
     }
     if (constant) {
       bounds = str_cat("__launch_bounds__(", threads);
-      if (f->attrs.min_blocks > 0) bounds += str_cat(", ", f->attrs.min_blocks);
+      if (f->attrs.min_blocks > 0)
+        bounds += str_cat(", ", f->attrs.min_blocks);
       bounds += ") ";
     }
     return str_cat("extern \"C\" __global__ void ", bounds, func_names_.at(f->name), "(", params,
@@ -458,7 +531,8 @@ inline CudaSource CudaEmitter::run() {
   }
   std::vector<Function> devices;
   for (auto &f : mod_->functions) {
-    if (f->func_kind != FuncKind::Device) continue;
+    if (f->func_kind != FuncKind::Device)
+      continue;
     if (func_names_.count(f->name))
       throw ValueError(str_cat("two functions named '", f->name, "' in one module"), f->loc);
     func_names_[f->name] = module_names_.fresh(f->name);
@@ -468,7 +542,8 @@ inline CudaSource CudaEmitter::run() {
   struct CallCollector : IRVisitor {
     std::vector<std::string> callees;
     void visit_Call(const CallNode *c) override {
-      if (c->op == Intrinsic::None) callees.push_back(c->func_name);
+      if (c->op == Intrinsic::None)
+        callees.push_back(c->func_name);
       IRVisitor::visit_Call(c);
     }
   };
@@ -477,7 +552,8 @@ inline CudaSource CudaEmitter::run() {
   bool cycle = false;
   std::function<void(const Function &)> dfs = [&](const Function &f) {
     int &st = state[f->name];
-    if (st == 2) return;
+    if (st == 2)
+      return;
     if (st == 1) {
       cycle = true;
       return;
@@ -487,13 +563,17 @@ inline CudaSource CudaEmitter::run() {
     cc.visit(f->body);
     for (auto &n : cc.callees) {
       Function g = mod_->lookup(n);
-      if (!g) continue; // reported when the call is emitted
-      if (g->func_kind == FuncKind::Device) dfs(g);
+      if (!g)
+        continue; // reported when the call is emitted
+      if (g->func_kind == FuncKind::Device)
+        dfs(g);
     }
     state[f->name] = 2;
-    if (f->func_kind == FuncKind::Device) order.push_back(f);
+    if (f->func_kind == FuncKind::Device)
+      order.push_back(f);
   };
-  for (auto &f : devices) dfs(f);
+  for (auto &f : devices)
+    dfs(f);
   if (cycle) {
     for (auto &f : order) {
       func_ = f.get();
@@ -503,9 +583,11 @@ inline CudaSource CudaEmitter::run() {
     }
     raw_line("");
   }
-  for (auto &f : order) function(f);
+  for (auto &f : order)
+    function(f);
   for (auto &f : mod_->functions)
-    if (f->func_kind == FuncKind::Kernel) function(f);
+    if (f->func_kind == FuncKind::Kernel)
+      function(f);
   src.code = cuda_prelude(features_) + "\n" + out_.str();
   return src;
 }

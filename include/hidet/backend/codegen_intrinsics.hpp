@@ -24,35 +24,59 @@ inline const MathNames *math_names(ir::Intrinsic op) {
       floor{"floorf", "floor", "hfloor"}, ceil{"ceilf", "ceil", "hceil"},
       round{"roundf", "round", nullptr}, isnan{"isnan", "isnan", "__hisnan"};
   switch (op) {
-  case I::Exp: return &exp;
-  case I::Exp2: return &exp2;
-  case I::Log: return &log;
-  case I::Log2: return &log2;
-  case I::Sqrt: return &sqrt;
-  case I::Rsqrt: return &rsqrt;
-  case I::Sin: return &sin;
-  case I::Cos: return &cos;
-  case I::Tanh: return &tanh;
-  case I::Erf: return &erf;
-  case I::Pow: return &pow;
-  case I::Abs: return &abs;
-  case I::Min: return &min;
-  case I::Max: return &max;
-  case I::Fma: return &fma;
-  case I::Floor: return &floor;
-  case I::Ceil: return &ceil;
-  case I::Round: return &round;
-  case I::IsNan: return &isnan;
-  default: return nullptr;
+  case I::Exp:
+    return &exp;
+  case I::Exp2:
+    return &exp2;
+  case I::Log:
+    return &log;
+  case I::Log2:
+    return &log2;
+  case I::Sqrt:
+    return &sqrt;
+  case I::Rsqrt:
+    return &rsqrt;
+  case I::Sin:
+    return &sin;
+  case I::Cos:
+    return &cos;
+  case I::Tanh:
+    return &tanh;
+  case I::Erf:
+    return &erf;
+  case I::Pow:
+    return &pow;
+  case I::Abs:
+    return &abs;
+  case I::Min:
+    return &min;
+  case I::Max:
+    return &max;
+  case I::Fma:
+    return &fma;
+  case I::Floor:
+    return &floor;
+  case I::Ceil:
+    return &ceil;
+  case I::Round:
+    return &round;
+  case I::IsNan:
+    return &isnan;
+  default:
+    return nullptr;
   }
 }
 /// The unsigned integer type of a dtype's size, for CAS loops.
 inline const char *bits_type(DataType d) {
   switch (d.nbytes()) {
-  case 2: return "uint16_t";
-  case 4: return "uint32_t";
-  case 8: return "uint64_t";
-  default: return nullptr;
+  case 2:
+    return "uint16_t";
+  case 4:
+    return "uint32_t";
+  case 8:
+    return "uint64_t";
+  default:
+    return nullptr;
   }
 }
 } // namespace intrinsic_tables
@@ -64,10 +88,12 @@ inline std::string CudaEmitter::math_call(const ir::CallNode *c) {
                 c->loc);
   DataType d = ir::dtype_of(c->args[0]->type);
   std::vector<std::string> a;
-  for (auto &x : c->args) a.push_back(expr(x));
+  for (auto &x : c->args)
+    a.push_back(expr(x));
   auto join = [&](const std::vector<std::string> &v) {
     std::string r;
-    for (std::size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + v[i];
+    for (std::size_t i = 0; i < v.size(); ++i)
+      r += (i ? ", " : "") + v[i];
     return r;
   };
   if (d.is_integer() || d.is_bool()) {
@@ -76,16 +102,20 @@ inline std::string CudaEmitter::math_call(const ir::CallNode *c) {
     auto widen = [&](const std::string &x) { return small ? "(int)(" + x + ")" : x; };
     switch (c->op) {
     case I::Abs:
-      if (!d.is_signed()) return a[0];
-      if (d == dtypes::i64) return "llabs(" + a[0] + ")";
+      if (!d.is_signed())
+        return a[0];
+      if (d == dtypes::i64)
+        return "llabs(" + a[0] + ")";
       return small ? "((" + t + ")abs(" + widen(a[0]) + "))" : "abs(" + a[0] + ")";
     case I::Min:
     case I::Max: {
       const char *fn = c->op == I::Min ? "min" : "max";
-      if (small) return str_cat("((", t, ")", fn, "(", widen(a[0]), ", ", widen(a[1]), "))");
+      if (small)
+        return str_cat("((", t, ")", fn, "(", widen(a[0]), ", ", widen(a[1]), "))");
       return str_cat(fn, "(", a[0], ", ", a[1], ")");
     }
-    case I::IsNan: return "false";
+    case I::IsNan:
+      return "false";
     default:
       unsupported(str_cat("intrinsic ", ir::intrinsic_name(c->op), " on ", d,
                           " (it takes f16, bf16, f32 or f64; cast the argument first)"),
@@ -94,12 +124,16 @@ inline std::string CudaEmitter::math_call(const ir::CallNode *c) {
   }
   const auto *names = intrinsic_tables::math_names(c->op);
   HIDET_ASSERT(names, "not a math intrinsic");
-  if (d == dtypes::f32) return str_cat(names->f32, "(", join(a), ")");
-  if (d == dtypes::f64) return str_cat(names->f64, "(", join(a), ")");
+  if (d == dtypes::f32)
+    return str_cat(names->f32, "(", join(a), ")");
+  if (d == dtypes::f64)
+    return str_cat(names->f64, "(", join(a), ")");
   dtype(d);
-  if (names->half) return str_cat(names->half, "(", join(a), ")");
+  if (names->half)
+    return str_cat(names->half, "(", join(a), ")");
   std::vector<std::string> f;
-  for (auto &x : a) f.push_back(to_float(x, d));
+  for (auto &x : a)
+    f.push_back(to_float(x, d));
   return from_float(str_cat(names->f32, "(", join(f), ")"), d);
 }
 
@@ -131,25 +165,31 @@ inline std::string CudaEmitter::atomic_call(const ir::CallNode *c) {
   case I::AtomicAdd:
     if (native_int || d == dtypes::f32 || d == dtypes::f64 || d.is_half())
       return "atomicAdd(" + p + ", " + v + ")";
-    if (d == dtypes::i64) return via_ull("atomicAdd");
+    if (d == dtypes::i64)
+      return via_ull("atomicAdd");
     return rmw(3);
   case I::AtomicMin:
   case I::AtomicMax: {
     const char *fn = c->op == I::AtomicMin ? "atomicMin" : "atomicMax";
-    if (native_int) return str_cat(fn, "(", p, ", ", v, ")");
-    if (d == dtypes::i64) return str_cat(fn, "((long long *)(", p, "), (long long)(", v, "))");
+    if (native_int)
+      return str_cat(fn, "(", p, ", ", v, ")");
+    if (d == dtypes::i64)
+      return str_cat(fn, "((long long *)(", p, "), (long long)(", v, "))");
     return rmw(c->op == I::AtomicMin ? 0 : 1);
   }
   case I::AtomicExch:
-    if (native_int || d == dtypes::f32) return "atomicExch(" + p + ", " + v + ")";
-    if (d == dtypes::i64) return via_ull("atomicExch");
+    if (native_int || d == dtypes::f32)
+      return "atomicExch(" + p + ", " + v + ")";
+    if (d == dtypes::i64)
+      return via_ull("atomicExch");
     if (d == dtypes::f64)
       return str_cat("__longlong_as_double((long long)atomicExch((unsigned long long *)(", p,
                      "), (unsigned long long)__double_as_longlong(", v, ")))");
     return rmw(2);
   case I::AtomicCas: {
     std::string w = expr(c->args[2]);
-    if (native_int) return str_cat("atomicCAS(", p, ", ", v, ", ", w, ")");
+    if (native_int)
+      return str_cat("atomicCAS(", p, ", ", v, ", ", w, ")");
     if (d == dtypes::i64)
       return str_cat("((int64_t)atomicCAS((unsigned long long *)(", p, "), (unsigned long long)(",
                      v, "), (unsigned long long)(", w, ")))");
@@ -161,15 +201,16 @@ inline std::string CudaEmitter::atomic_call(const ir::CallNode *c) {
                      "), (unsigned long long)__double_as_longlong(", v,
                      "), (unsigned long long)__double_as_longlong(", w, ")))");
     if (d == dtypes::f16)
-      return str_cat("__ushort_as_half(atomicCAS((unsigned short *)(", p, "), __half_as_ushort(",
-                     v, "), __half_as_ushort(", w, ")))");
+      return str_cat("__ushort_as_half(atomicCAS((unsigned short *)(", p, "), __half_as_ushort(", v,
+                     "), __half_as_ushort(", w, ")))");
     if (d == dtypes::bf16)
       return str_cat("__ushort_as_bfloat16(atomicCAS((unsigned short *)(", p,
                      "), __bfloat16_as_ushort(", v, "), __bfloat16_as_ushort(", w, ")))");
     return str_cat("((", t, ")atomicCAS((unsigned short *)(", p, "), (unsigned short)(", v,
                    "), (unsigned short)(", w, ")))");
   }
-  default: HIDET_ASSERT(false, "not an atomic");
+  default:
+    HIDET_ASSERT(false, "not an atomic");
   }
   return {};
 }
@@ -177,7 +218,8 @@ inline std::string CudaEmitter::atomic_call(const ir::CallNode *c) {
 inline std::string CudaEmitter::warp_call(const ir::CallNode *c) {
   using I = ir::Intrinsic;
   std::vector<std::string> a;
-  for (auto &x : c->args) a.push_back(expr(x));
+  for (auto &x : c->args)
+    a.push_back(expr(x));
   switch (c->op) {
   case I::ShflSync:
   case I::ShflUpSync:
@@ -187,8 +229,8 @@ inline std::string CudaEmitter::warp_call(const ir::CallNode *c) {
       unsupported(str_cat("intrinsic ", ir::intrinsic_name(c->op),
                           " (expects mask, a scalar value, lane and an optional width)"),
                   c->loc);
-    const char *fn = c->op == I::ShflSync     ? "__shfl_sync"
-                     : c->op == I::ShflUpSync ? "__shfl_up_sync"
+    const char *fn = c->op == I::ShflSync       ? "__shfl_sync"
+                     : c->op == I::ShflUpSync   ? "__shfl_up_sync"
                      : c->op == I::ShflDownSync ? "__shfl_down_sync"
                                                 : "__shfl_xor_sync";
     DataType d = ir::dtype_of(c->args[1]->type);
@@ -209,7 +251,8 @@ inline std::string CudaEmitter::warp_call(const ir::CallNode *c) {
     std::string r = str_cat(fn, "(", a[0], ", ", a[1], ")");
     return ir::is_scalar(c->type) ? "((" + type(c->type) + ")" + r + ")" : r;
   }
-  default: HIDET_ASSERT(false, "not a warp intrinsic");
+  default:
+    HIDET_ASSERT(false, "not a warp intrinsic");
   }
   return {};
 }
@@ -220,21 +263,27 @@ inline std::string CudaEmitter::call(const ir::CallNode *c) {
     auto it = func_names_.find(c->func_name);
     auto callee = mod_->lookup(c->func_name);
     if (it == func_names_.end() || !callee || callee->func_kind != ir::FuncKind::Device)
-      unsupported(str_cat("a call to '", c->func_name, "', which is not a device function of the module"),
-                  c->loc);
+      unsupported(
+          str_cat("a call to '", c->func_name, "', which is not a device function of the module"),
+          c->loc);
     std::string r = it->second + "(";
-    for (std::size_t i = 0; i < c->args.size(); ++i) r += (i ? ", " : "") + expr(c->args[i]);
+    for (std::size_t i = 0; i < c->args.size(); ++i)
+      r += (i ? ", " : "") + expr(c->args[i]);
     return r + ")";
   }
-  if (ir::is_math_intrinsic(c->op)) return math_call(c);
+  if (ir::is_math_intrinsic(c->op))
+    return math_call(c);
   switch (c->op) {
-  case I::SyncThreads: return "__syncthreads()";
-  case I::SyncWarp: return "__syncwarp(" + (c->args.empty() ? "0xffffffffu" : expr(c->args[0])) + ")";
+  case I::SyncThreads:
+    return "__syncthreads()";
+  case I::SyncWarp:
+    return "__syncwarp(" + (c->args.empty() ? "0xffffffffu" : expr(c->args[0])) + ")";
   case I::AtomicAdd:
   case I::AtomicMin:
   case I::AtomicMax:
   case I::AtomicExch:
-  case I::AtomicCas: return atomic_call(c);
+  case I::AtomicCas:
+    return atomic_call(c);
   case I::Printf: {
     std::string r = "printf(\"" + c_string_escape(c->text) + "\"";
     for (auto &x : c->args) {
@@ -253,7 +302,8 @@ inline std::string CudaEmitter::call(const ir::CallNode *c) {
       return "hidet_dynamic_smem";
     return "((" + type(c->type) + ")hidet_dynamic_smem)";
   }
-  default: return warp_call(c);
+  default:
+    return warp_call(c);
   }
 }
 

@@ -40,18 +40,23 @@ inline bool is_reserved_cuda_name(std::string_view s) {
       "hfloor", "hceil", "hrint", "signbit", "trunc", "truncf",
       // names of the prelude
       "hidet_dynamic_smem", "hidet_atomic_rmw"};
-  if (words.count(s)) return true;
-  if (s.size() >= 2 && s[0] == '_' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z'))) return true;
+  if (words.count(s))
+    return true;
+  if (s.size() >= 2 && s[0] == '_' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z')))
+    return true;
   return false;
 }
 
 /// True when `s` is a C identifier.
 inline bool is_c_identifier(std::string_view s) {
-  if (s.empty()) return false;
+  if (s.empty())
+    return false;
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(s[0])) return false;
+  if (!alpha(s[0]))
+    return false;
   for (char c : s)
-    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+    if (!alpha(c) && !(c >= '0' && c <= '9'))
+      return false;
   return true;
 }
 
@@ -67,16 +72,21 @@ public:
   std::string fresh(std::string_view hint) {
     std::string s;
     for (char c : hint) {
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '_';
+      bool ok =
+          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
       s += ok ? c : '_';
     }
-    if (s.empty()) s = "v";
-    if (s[0] >= '0' && s[0] <= '9') s = "v" + s;
-    if (s.size() >= 2 && s[0] == '_' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z'))) s = "v" + s;
-    if (is_reserved_cuda_name(s)) s += "_";
+    if (s.empty())
+      s = "v";
+    if (s[0] >= '0' && s[0] <= '9')
+      s = "v" + s;
+    if (s.size() >= 2 && s[0] == '_' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z')))
+      s = "v" + s;
+    if (is_reserved_cuda_name(s))
+      s += "_";
     std::string name = s;
-    for (int k = 1; taken(name); ++k) name = s + "_" + std::to_string(k);
+    for (int k = 1; taken(name); ++k)
+      name = s + "_" + std::to_string(k);
     used_.insert(name);
     return name;
   }

@@ -23,7 +23,8 @@ public:
                                    std::string *tried = nullptr) {
     DynamicLibrary lib;
     for (auto &p : paths) {
-      if (p.empty()) continue;
+      if (p.empty())
+        continue;
       void *h = ::dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (h) {
         lib.handle_ = h;
@@ -40,8 +41,8 @@ public:
 
   /// Like open_first, but throws `Err` naming `what`, every path tried and `hint` on failure.
   template <class Err = Error>
-  static DynamicLibrary open_or_throw(const std::vector<std::string> &paths, const std::string &what,
-                                      const std::string &hint) {
+  static DynamicLibrary open_or_throw(const std::vector<std::string> &paths,
+                                      const std::string &what, const std::string &hint) {
     std::string tried;
     DynamicLibrary lib = open_first(paths, &tried);
     if (!lib.loaded())
@@ -61,7 +62,8 @@ public:
   /// The symbol as Fn; throws `Err` naming the symbol and the library when absent.
   template <class Fn, class Err = Error> Fn require(const char *name) const {
     Fn f = symbol<Fn>(name);
-    if (!f) throw Err(str_cat("symbol ", name, " not found in ", path_));
+    if (!f)
+      throw Err(str_cat("symbol ", name, " not found in ", path_));
     return f;
   }
 

@@ -55,7 +55,8 @@ public:
   /// Appends a 64-bit integer (little-endian bytes).
   Hasher128 &add(std::uint64_t v) {
     unsigned char b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+    for (int i = 0; i < 8; ++i)
+      b[i] = static_cast<unsigned char>(v >> (8 * i));
     return update(b, 8);
   }
 
@@ -64,7 +65,8 @@ public:
     std::uint64_t a = a_, b = b_;
     if (fill_ > 0) {
       std::uint64_t w = 0;
-      for (int i = 0; i < fill_; ++i) w |= std::uint64_t(buf_[i]) << (8 * i);
+      for (int i = 0; i < fill_; ++i)
+        w |= std::uint64_t(buf_[i]) << (8 * i);
       w ^= std::uint64_t(fill_) << 56;
       step(a, b, w);
     }
@@ -94,7 +96,8 @@ private:
   }
   std::uint64_t load() const {
     std::uint64_t w = 0;
-    for (int i = 0; i < 8; ++i) w |= std::uint64_t(buf_[i]) << (8 * i);
+    for (int i = 0; i < 8; ++i)
+      w |= std::uint64_t(buf_[i]) << (8 * i);
     return w;
   }
   void mix(std::uint64_t w) { step(a_, b_, w); }
