@@ -1,0 +1,264 @@
+// The CUDA driver API, loaded at run time with dlopen("libcuda.so.1") so that hidet programs start
+// (and fall back to the CPU emulator) on machines without a GPU. <cuda.h> is included for its
+// types only; libcuda is never linked. $HIDET_LIBCUDA_PATH overrides the library path.
+//
+// Everything here is thin: a table of entry points resolved by their real (versioned) symbol
+// names, an error check that turns a CUresult into hidet::CudaError, and typed helpers for
+// module loading and kernel launch used by the launcher.
+#pragma once
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hidet/error.hpp"
+
+namespace hidet::runtime::detail {
+
+/// $name, or `fallback` when unset or empty.
+inline std::string env_or(const char *name, const std::string &fallback) {
+  const char *v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+/// True when $name is "1", "true", "yes" or "on".
+inline bool env_flag(const char *name) {
+  std::string v = env_or(name, "");
+  return v == "1" || v == "true" || v == "TRUE" || v == "yes" || v == "on" || v == "ON";
+}
+
+} // namespace hidet::runtime::detail
+
+namespace hidet::cuda {
+
+/// The driver entry points hidet uses, by their real exported (versioned) names.
+#define HIDET_CUDA_DRIVER_FUNCTIONS(X)                                                             \
+  X(cuInit)                                                                                        \
+  X(cuDriverGetVersion)                                                                            \
+  X(cuGetErrorName)                                                                                \
+  X(cuGetErrorString)                                                                              \
+  X(cuDeviceGet)                                                                                   \
+  X(cuDeviceGetCount)                                                                              \
+  X(cuDeviceGetAttribute)                                                                          \
+  X(cuDeviceGetName)                                                                               \
+  X(cuDeviceTotalMem_v2)                                                                           \
+  X(cuDevicePrimaryCtxRetain)                                                                      \
+  X(cuCtxSetCurrent)                                                                               \
+  X(cuCtxGetCurrent)                                                                               \
+  X(cuCtxSynchronize)                                                                              \
+  X(cuMemAlloc_v2)                                                                                 \
+  X(cuMemFree_v2)                                                                                  \
+  X(cuMemGetInfo_v2)                                                                               \
+  X(cuMemcpyHtoD_v2)                                                                               \
+  X(cuMemcpyDtoH_v2)                                                                               \
+  X(cuMemcpyDtoD_v2)                                                                               \
+  X(cuMemcpyHtoDAsync_v2)                                                                          \
+  X(cuMemcpyDtoHAsync_v2)                                                                          \
+  X(cuMemcpyDtoDAsync_v2)                                                                          \
+  X(cuMemsetD8_v2)                                                                                 \
+  X(cuMemsetD8Async)                                                                               \
+  X(cuMemsetD32Async)                                                                              \
+  X(cuModuleLoadData)                                                                              \
+  X(cuModuleUnload)                                                                                \
+  X(cuModuleGetFunction)                                                                           \
+  X(cuLaunchKernel)                                                                                \
+  X(cuFuncSetAttribute)                                                                            \
+  X(cuFuncGetAttribute)                                                                            \
+  X(cuStreamCreate)                                                                                \
+  X(cuStreamDestroy_v2)                                                                            \
+  X(cuStreamSynchronize)                                                                           \
+  X(cuStreamWaitEvent)                                                                             \
+  X(cuEventCreate)                                                                                 \
+  X(cuEventRecord)                                                                                 \
+  X(cuEventSynchronize)                                                                            \
+  X(cuEventElapsedTime_v2)                                                                         \
+  X(cuEventDestroy_v2)
+
+/// The loaded driver: one function pointer per entry point (null until loaded).
+struct Driver {
+#define HIDET_X(name) decltype(&::name) name = nullptr;
+  HIDET_CUDA_DRIVER_FUNCTIONS(HIDET_X)
+#undef HIDET_X
+  void *handle = nullptr; ///< the dlopen handle
+  bool usable = false;    ///< library loaded, cuInit succeeded and at least one device exists
+  std::string why;        ///< when !usable: the reason, for messages
+  int version = 0;        ///< cuDriverGetVersion, e.g. 13000
+  int device_count = 0;
+};
+
+namespace detail {
+
+inline Driver load_driver() {
+  Driver d;
+  std::string path = runtime::detail::env_or("HIDET_LIBCUDA_PATH", "libcuda.so.1");
+  d.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!d.handle) {
+    const char *e = ::dlerror();
+    d.why = str_cat("cannot load the CUDA driver library '", path, "': ", e ? e : "unknown error");
+    return d;
+  }
+  auto sym = [&](const char *name) -> void * { return ::dlsym(d.handle, name); };
+  std::string missing;
+#define HIDET_X(name)                                                                              \
+  d.name = reinterpret_cast<decltype(d.name)>(sym(#name));                                         \
+  if (!d.name && std::string(#name) == "cuEventElapsedTime_v2")                                    \
+    d.name = reinterpret_cast<decltype(d.name)>(sym("cuEventElapsedTime"));                        \
+  if (!d.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  HIDET_CUDA_DRIVER_FUNCTIONS(HIDET_X)
+#undef HIDET_X
+  if (!missing.empty()) {
+    d.why = str_cat("the CUDA driver '", path, "' lacks the entry points ", missing,
+                    " (driver too old? update the NVIDIA driver)");
+    return d;
+  }
+  CUresult r = d.cuInit(0);
+  if (r == CUDA_ERROR_STUB_LIBRARY) {
+    d.why = str_cat("'", path, "' is the CUDA toolkit's stub library, not a real driver");
+    return d;
+  }
+  if (r != CUDA_SUCCESS) {
+    const char *name = nullptr;
+    d.cuGetErrorName(r, &name);
+    d.why = str_cat("cuInit failed with ", name ? name : "error ", name ? "" : std::to_string(r));
+    return d;
+  }
+  d.cuDriverGetVersion(&d.version);
+  if (d.cuDeviceGetCount(&d.device_count) != CUDA_SUCCESS || d.device_count == 0) {
+    d.why = "the CUDA driver reports no devices";
+    d.device_count = 0;
+    return d;
+  }
+  d.usable = true;
+  return d;
+}
+
+} // namespace detail
+
+/// The process-wide driver table, loaded on first use (thread-safe; never unloaded).
+inline const Driver &driver_table() {
+  static const Driver *d = new Driver(detail::load_driver());
+  return *d;
+}
+
+/// True when libcuda.so.1 loads, cuInit succeeds and a device exists; otherwise false and, when
+/// `why` is given, the reason.
+inline bool driver_available(std::string *why = nullptr) {
+  const Driver &d = driver_table();
+  if (!d.usable && why) *why = d.why;
+  return d.usable;
+}
+
+/// The usable driver, or a CudaError saying why there is none.
+inline const Driver &driver() {
+  const Driver &d = driver_table();
+  if (!d.usable)
+    throw CudaError(str_cat("the CUDA driver is not available: ", d.why,
+                            "; use the emulated 'cuda' device (HIDET_EMULATE=1) or the 'cpu' device"));
+  return d;
+}
+
+/// "CUDA_ERROR_OUT_OF_MEMORY" for a result code (numeric when the driver cannot name it).
+inline std::string error_name(CUresult r) {
+  const Driver &d = driver_table();
+  const char *s = nullptr;
+  if (d.cuGetErrorName && d.cuGetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
+  return "CUDA error " + std::to_string(int(r));
+}
+
+/// The driver's description of a result code.
+inline std::string error_string(CUresult r) {
+  const Driver &d = driver_table();
+  const char *s = nullptr;
+  if (d.cuGetErrorString && d.cuGetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
+  return "unknown error";
+}
+
+/// Errors after which the CUDA context is unusable for the rest of the process.
+inline bool is_sticky_error(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+  case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_LAUNCH_FAILED:
+  case CUDA_ERROR_ECC_UNCORRECTABLE: return true;
+  default: return false;
+  }
+}
+
+/// The message check() throws: "<what>: CUDA_ERROR_X (description)" plus advice.
+inline std::string error_message(CUresult r, const std::string &what) {
+  std::string msg = str_cat(what, ": ", error_name(r), " (", error_string(r), ")");
+  if (is_sticky_error(r))
+    msg += "; the CUDA context is lost: every later CUDA call in this process fails, so restart "
+           "the process to use the GPU again (run the kernel on the emulator with HIDET_EMULATE=1 "
+           "to find the faulting access)";
+  return msg;
+}
+
+/// Throws CudaError naming `what` unless r is CUDA_SUCCESS.
+inline void check(CUresult r, const char *what) {
+  if (r != CUDA_SUCCESS) [[unlikely]]
+    throw CudaError(error_message(r, what));
+}
+/// As above, for a computed description.
+inline void check(CUresult r, const std::string &what) {
+  if (r != CUDA_SUCCESS) [[unlikely]]
+    throw CudaError(error_message(r, what));
+}
+
+/// Loads a CUBIN (or PTX, NUL-terminated) image into the current context.
+inline CUmodule load_module(const std::vector<char> &image) {
+  if (image.empty()) throw CudaError("load_module: the module image is empty");
+  CUmodule m = nullptr;
+  check(driver().cuModuleLoadData(&m, image.data()),
+        str_cat("cuModuleLoadData (", image.size(), "-byte image)"));
+  return m;
+}
+
+/// Unloads a module (errors ignored: used on teardown paths).
+inline void unload_module(CUmodule m) noexcept {
+  const Driver &d = driver_table();
+  if (m && d.usable) d.cuModuleUnload(m);
+}
+
+/// Looks up a kernel by its (lowered) name.
+inline CUfunction get_function(CUmodule m, const char *name) {
+  CUfunction f = nullptr;
+  check(driver().cuModuleGetFunction(&f, m, name),
+        str_cat("cuModuleGetFunction: kernel '", name, "' not found in the module"));
+  return f;
+}
+
+/// Grid or block extents of a launch.
+struct LaunchDims {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+/// Launches a kernel; `kernel_name` is used in error messages. Requests the dynamic shared memory
+/// opt-in when smem_bytes exceeds 48 KB.
+inline void launch(CUfunction f, LaunchDims grid, LaunchDims block, unsigned smem_bytes,
+                   CUstream stream, void **params, const char *kernel_name = "<kernel>") {
+  const Driver &d = driver();
+  if (smem_bytes > 48 * 1024)
+    check(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem_bytes)),
+          str_cat("setting ", smem_bytes, " bytes of dynamic shared memory for kernel '",
+                  kernel_name, "'"));
+  CUresult r = d.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem_bytes,
+                                stream, params, nullptr);
+  if (r != CUDA_SUCCESS)
+    throw CudaError(error_message(
+        r, str_cat("launching kernel '", kernel_name, "' with grid (", grid.x, ", ", grid.y, ", ",
+                   grid.z, "), block (", block.x, ", ", block.y, ", ", block.z, "), ", smem_bytes,
+                   " bytes of dynamic shared memory")));
+}
+
+} // namespace hidet::cuda
