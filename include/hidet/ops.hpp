@@ -1,0 +1,14 @@
+// The operator library: compute definitions, the auto-scheduler and eager operators on
+// hidet::Tensor. Aggregate header.
+#pragma once
+
+#include "hidet/ops/cache.hpp"
+#include "hidet/ops/compute.hpp"
+#include "hidet/ops/create.hpp"
+#include "hidet/ops/elementwise.hpp"
+#include "hidet/ops/matmul.hpp"
+#include "hidet/ops/norm.hpp"
+#include "hidet/ops/reduce.hpp"
+#include "hidet/ops/schedule.hpp"
+#include "hidet/ops/task.hpp"
+#include "hidet/ops/transform.hpp"

@@ -1,0 +1,73 @@
+// Matrix products as compute definitions (a reduction over k), scheduled by the auto-scheduler:
+// correct for every shape and dtype; the high-speed templates come with a later issue.
+#pragma once
+
+#include "hidet/ops/elementwise.hpp"
+
+namespace hidet::ops {
+
+/// a @ b with numpy semantics: 1-D operands are promoted (and the axis removed afterwards),
+/// leading (batch) dimensions broadcast. Accumulates in f32 for f16/bf16.
+inline Tensor matmul(const Tensor &a, const Tensor &b) {
+  if (a.ndim() == 0 || b.ndim() == 0)
+    throw ValueError(str_cat("matmul: operands must have at least one dimension, got shapes ", shape_str(a.shape()), " and ",
+                             shape_str(b.shape())));
+  Shape sa = a.shape(), sb = b.shape();
+  if (sa.size() == 1) sa.insert(sa.begin(), 1);
+  if (sb.size() == 1) sb.push_back(1);
+  std::int64_t m = sa[sa.size() - 2], k = sa.back(), k2 = sb[sb.size() - 2], n = sb.back();
+  if (k != k2)
+    throw ValueError(str_cat("matmul: cannot multiply shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), " (dtypes ",
+                             a.dtype(), " and ", b.dtype(), "): the last dimension of a (", k,
+                             ") must equal the second-to-last dimension of b (", k2, ")"));
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  Shape batch = broadcast_shapes("matmul", ba, bb, a.dtype(), b.dtype());
+  DataType t = promote_types(a.dtype(), b.dtype());
+  if (t.is_bool()) t = dtypes::i32;
+  Shape out = batch;
+  out.push_back(m), out.push_back(n);
+  Tensor r = run_task(
+      "matmul{}",
+      [&] {
+        auto x = input("a", sa, a.dtype());
+        auto y = input("b", sb, b.dtype());
+        DataType cd = compute_dtype(t);
+        auto c = reduce(out, {k}, [&](const Idx &i, const Idx &r) {
+          Idx bi(i.begin(), i.end() - 2);
+          Idx ia = broadcast_index(ba, bi), ib = broadcast_index(bb, bi);
+          ia.push_back(i[i.size() - 2]), ia.push_back(r[0]);
+          ib.push_back(r[0]), ib.push_back(i.back());
+          return lang::cast(x.at(ia), cd) * lang::cast(y.at(ib), cd);
+        }, ReduceKind::Sum, std::nullopt, t, "matmul");
+        return Task{"matmul", {x, y}, {c}, "", {}};
+      },
+      {a.reshape(sa), b.reshape(sb)})[0];
+  Shape final_shape = batch;
+  if (a.ndim() > 1) final_shape.push_back(m);
+  if (b.ndim() > 1) final_shape.push_back(n);
+  return final_shape == out ? r : r.reshape(final_shape);
+}
+/// Batched matrix product of [B, m, k] and [B, k, n].
+inline Tensor batch_matmul(const Tensor &a, const Tensor &b) {
+  if (a.ndim() != 3 || b.ndim() != 3 || a.shape()[0] != b.shape()[0])
+    throw ValueError(str_cat("batch_matmul: expected [B, m, k] and [B, k, n], got shapes ", shape_str(a.shape()), " and ",
+                             shape_str(b.shape())));
+  return matmul(a, b);
+}
+/// x @ weight^T + bias, with weight [out_features, in_features] (PyTorch's layout).
+inline Tensor linear(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias = std::nullopt) {
+  if (weight.ndim() != 2)
+    throw ValueError(str_cat("linear: weight must be 2-D [out_features, in_features], got shape ", shape_str(weight.shape())));
+  Tensor wt = run_task(
+      "linear_weight_t{}",
+      [&] {
+        auto w = input("w", weight.shape(), weight.dtype());
+        auto y = compute("wt", {weight.shape()[1], weight.shape()[0]}, [&](Expr i, Expr j) { return w[j][i]; });
+        return Task{"transpose", {w}, {y}, "", {}};
+      },
+      {weight})[0];
+  Tensor y = matmul(x, wt);
+  return bias ? add(y, *bias) : y;
+}
+
+} // namespace hidet::ops
