@@ -184,8 +184,8 @@ inline void emit_row_reduce(const TensorNode &node, const ReduceSchedule &s, con
   });
   warp_reduce(node.reduce_kind, acc);
   if (T == 256) {
-    Tensor sv = shared_tensor(TensorSpec(node.acc_dtype, {ir::int32(8)}), "red_v");
-    std::optional<Tensor> si;
+    lang::Tensor sv = shared_tensor(TensorSpec(node.acc_dtype, {ir::int32(8)}), "red_v");
+    std::optional<lang::Tensor> si;
     if (arg) si = shared_tensor(TensorSpec(dtypes::i64, {ir::int32(8)}), "red_i");
     if_(tid % 32 == 0, [&] {
       sv[tid / 32] = acc.v;
