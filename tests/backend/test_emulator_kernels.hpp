@@ -65,7 +65,7 @@ inline Stmt loop(const Var &v, X start, X stop, Stmt body, SourceLoc l = here())
 inline Stmt when(X c, Stmt t, Stmt f = {}, SourceLoc l = here()) {
   return IfStmtNode::make(c.e, std::move(t), std::move(f), l);
 }
-inline Stmt sync(SourceLoc l = here()) {
+inline Stmt barrier(SourceLoc l = here()) {
   return EvaluateStmtNode::make(call(Intrinsic::SyncThreads, {}, dtypes::i32), l);
 }
 inline Stmt eval(X e, SourceLoc l = here()) { return EvaluateStmtNode::make(e.e, l); }
