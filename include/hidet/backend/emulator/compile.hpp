@@ -88,6 +88,7 @@ private:
   // ---- expressions ----------------------------------------------------------------------------
   ENode *expr(const ir::Expr &e) {
     using namespace ir;
+    if (!e) unsupported("a null expression in the IR", loc_);
     SourceLoc l = e->loc;
     switch (e->kind) {
     case NodeKind::Constant: {
