@@ -23,8 +23,8 @@ TEST_CASE("device: parse and print") {
 }
 
 TEST_CASE("device: bad strings throw ValueError listing the accepted forms") {
-  for (const char *bad : {"gpu", "cuda:", "cuda:x", "CUDA", "cuda:-1", "cpu:0", "", "cuda:1a",
-                          "cuda0", " cuda"}) {
+  for (const char *bad :
+       {"gpu", "cuda:", "cuda:x", "CUDA", "cuda:-1", "cpu:0", "", "cuda:1a", "cuda0", " cuda"}) {
     CAPTURE(bad);
     try {
       Device d(bad);
@@ -62,7 +62,7 @@ TEST_CASE("device: emulated description looks like an H100") {
   CHECK(info.warp_size == 32);
   CHECK(info.sm_count > 0);
   CHECK(info.total_memory > 0);
-  if (hidet::runtime::detail::env_or("HIDET_CUDA_ARCH", "").empty()) {
+  if (hidet::util::env_string_or("HIDET_CUDA_ARCH", "").empty()) {
     CHECK(info.cc_major == 9);
     CHECK(info.cc_minor == 0);
     CHECK(info.arch() == "sm_90a");
@@ -134,4 +134,35 @@ TEST_CASE("driver: error messages name the result and flag sticky errors") {
   CHECK_FALSE(hidet::cuda::is_sticky_error(CUDA_ERROR_OUT_OF_MEMORY));
   CHECK_THROWS_AS(hidet::cuda::check(CUDA_ERROR_INVALID_VALUE, "x"), hidet::CudaError);
   CHECK_NOTHROW(hidet::cuda::check(CUDA_SUCCESS, "x"));
+}
+
+TEST_CASE("driver: kernel arguments are packed in their parameter types") {
+  using hidet::backend::KernelArg;
+  namespace dt = hidet::dtypes;
+  int x = 0;
+  std::vector<KernelArg> args = {KernelArg::pointer(&x),
+                                 KernelArg::integer(dt::i32, -5),
+                                 KernelArg::integer(dt::u8, 300),
+                                 KernelArg::integer(dt::i64, -(1ll << 40)),
+                                 KernelArg::integer(dt::boolean, 7),
+                                 KernelArg::floating(dt::f32, 0.1),
+                                 KernelArg::floating(dt::f64, 0.1),
+                                 KernelArg::floating(dt::f16, 1.0),
+                                 KernelArg::floating(dt::bf16, -2.0)};
+  hidet::cuda::PackedArgs p = hidet::cuda::pack_kernel_args(args);
+  REQUIRE(p.params.size() == args.size());
+  CHECK(*static_cast<int **>(p.params[0]) == &x);
+  CHECK(*static_cast<std::int32_t *>(p.params[1]) == -5);
+  CHECK(p.slots[1] == 0xfffffffbull); // only 4 bytes written
+  CHECK(p.slots[2] == 300 % 256);
+  CHECK(*static_cast<std::int64_t *>(p.params[3]) == -(1ll << 40));
+  CHECK(p.slots[4] == 1);
+  CHECK(*static_cast<float *>(p.params[5]) == 0.1f);
+  CHECK(*static_cast<double *>(p.params[6]) == 0.1);
+  CHECK(p.slots[7] == 0x3c00);
+  CHECK(p.slots[8] == 0xc000);
+  CHECK_THROWS_WITH_AS(hidet::cuda::pack_kernel_args({KernelArg::floating(dt::i32, 1.5)}),
+                       doctest::Contains("kernel argument 0: a floating-point value was given for "
+                                         "a int32 parameter"),
+                       hidet::ValueError);
 }

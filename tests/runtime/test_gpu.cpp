@@ -177,13 +177,26 @@ TEST_CASE("gpu: load_module, get_function and launch") {
   cuda::launch(f, {(n + 127) / 128, 1, 1}, {128, 1, 1}, 0, stream_for(out.device()), params,
                "hidet_iota");
   std::vector<std::int32_t> v = out.to_vector<std::int32_t>();
-  for (std::uint32_t i = 0; i < n; ++i) REQUIRE(v[i] == std::int32_t(i * scale));
+  for (std::uint32_t i = 0; i < n; ++i)
+    REQUIRE(v[i] == std::int32_t(i * scale));
   CHECK_THROWS_WITH_AS(cuda::get_function(m, "no_such_kernel"),
                        doctest::Contains("kernel 'no_such_kernel' not found"), CudaError);
   CHECK_THROWS_WITH_AS(cuda::launch(f, {1, 1, 1}, {4096, 1, 1}, 0, nullptr, params, "hidet_iota"),
                        doctest::Contains("launching kernel 'hidet_iota' with grid (1, 1, 1), "
                                          "block (4096, 1, 1)"),
                        CudaError);
+  // The same kernel through launch_with_args and backend::KernelArg.
+  Tensor out2 = zeros({n}, dtypes::i32, "cuda");
+  runtime::launch_with_args(
+      f, "hidet_iota", {(n + 63) / 64, 1, 1}, {64, 1, 1}, 0, runtime::current_stream().handle(),
+      {backend::KernelArg::pointer(out2.data_ptr()), backend::KernelArg::integer(dtypes::u32, n),
+       backend::KernelArg::integer(dtypes::u32, 5)});
+  std::vector<std::int32_t> v2 = out2.to_vector<std::int32_t>();
+  for (std::uint32_t i = 0; i < n; ++i)
+    REQUIRE(v2[i] == std::int32_t(i * 5));
+  CHECK_NOTHROW(runtime::set_max_dynamic_smem(f, 64 * 1024, "hidet_iota"));
+  cuda::launch(f, {1, 1, 1}, {32, 1, 1}, 64 * 1024, nullptr, params, "hidet_iota");
+  CHECK_NOTHROW(synchronize());
   cuda::unload_module(m);
   std::vector<char> junk = {'n', 'o', 't', ' ', 'a', ' ', 'c', 'u', 'b', 'i', 'n', 0};
   CHECK_THROWS_WITH_AS(cuda::load_module(junk), doctest::Contains("cuModuleLoadData"), CudaError);

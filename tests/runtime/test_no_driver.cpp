@@ -12,7 +12,7 @@
 #include "hidet/runtime/tensor.hpp"
 
 TEST_CASE("driver: unavailable driver falls back to the emulator with one notice") {
-  std::string path = hidet::runtime::detail::env_or("HIDET_LIBCUDA_PATH", "");
+  std::string path = hidet::util::env_string_or("HIDET_LIBCUDA_PATH", "");
   REQUIRE_MESSAGE(!path.empty(), "run through meson test (sets HIDET_LIBCUDA_PATH)");
   bool stub = path.find("stubs") != std::string::npos;
 

@@ -18,7 +18,8 @@ TEST_CASE("tensor: creation functions fill the right values") {
     CHECK(z.numel() == 6);
     CHECK(z.nbytes() == 24);
     CHECK(z.to_vector<float>() == std::vector<float>(6, 0.0f));
-    CHECK(ones({3}, dtypes::i64, dev).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1, 1});
+    CHECK(ones({3}, dtypes::i64, dev).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{1, 1, 1});
     CHECK(full({2}, -7.9, dtypes::i32, dev).to_vector<std::int32_t>() ==
           std::vector<std::int32_t>{-7, -7});
     CHECK(full({2}, 3, dtypes::boolean, dev).to_vector<bool>() == std::vector<bool>{true, true});
@@ -126,9 +127,11 @@ TEST_CASE("tensor: reshape is a view with -1 inferred") {
 namespace {
 void moments(const std::vector<double> &v, double &mean, double &stdev) {
   double s = 0, s2 = 0;
-  for (double x : v) s += x;
+  for (double x : v)
+    s += x;
   mean = s / double(v.size());
-  for (double x : v) s2 += (x - mean) * (x - mean);
+  for (double x : v)
+    s2 += (x - mean) * (x - mean);
   stdev = std::sqrt(s2 / double(v.size() - 1));
 }
 } // namespace
@@ -143,7 +146,8 @@ TEST_CASE("random: randn and rand statistics and seeding") {
   CHECK(std::fabs(mean) < 0.02);
   CHECK(std::fabs(stdev - 1.0) < 0.02);
   std::size_t within1 = 0;
-  for (double x : v) within1 += std::fabs(x) < 1.0;
+  for (double x : v)
+    within1 += std::fabs(x) < 1.0;
   CHECK(std::fabs(double(within1) / 1e5 - 0.6827) < 0.01);
 
   manual_seed(1234);

@@ -54,7 +54,8 @@ public:
   }
 
   /// Allocates n bytes (a device address cast to void*, or a host pointer). Throws CudaError for
-  /// 'cuda' devices (hidet::Error for 'cpu') when memory is exhausted even after emptying the cache.
+  /// 'cuda' devices (hidet::Error for 'cpu') when memory is exhausted even after emptying the
+  /// cache.
   void *allocate(std::size_t n) {
     std::size_t size = round_size(n);
     {
@@ -148,17 +149,19 @@ private:
 
   void release_cache_locked() {
     for (auto &[size, blocks] : free_)
-      for (void *p : blocks) raw_free(p);
+      for (void *p : blocks)
+        raw_free(p);
     free_.clear();
     stats_.cached_bytes = 0;
   }
 
   std::string oom_message(std::size_t n) {
     MemoryStats s = stats();
-    std::string where = host_ && device_.is_cuda() ? device_.str() + " (emulator, host memory)"
-                                                   : device_.str();
-    std::string msg = str_cat("out of memory allocating ", n, " bytes on ", where, " (",
-                              s.in_use_bytes, " bytes in use by hidet, ", s.cached_bytes, " cached");
+    std::string where =
+        host_ && device_.is_cuda() ? device_.str() + " (emulator, host memory)" : device_.str();
+    std::string msg =
+        str_cat("out of memory allocating ", n, " bytes on ", where, " (", s.in_use_bytes,
+                " bytes in use by hidet, ", s.cached_bytes, " cached");
     if (!host_) {
       std::size_t fr = 0, total = 0;
       if (cuda::driver().cuMemGetInfo_v2(&fr, &total) == CUDA_SUCCESS)
@@ -216,9 +219,11 @@ inline void empty_cache() {
   std::vector<CachingAllocator *> all;
   {
     std::lock_guard<std::mutex> lock(reg.mu);
-    for (auto &[k, a] : reg.by_key) all.push_back(a);
+    for (auto &[k, a] : reg.by_key)
+      all.push_back(a);
   }
-  for (auto *a : all) a->empty_cache();
+  for (auto *a : all)
+    a->empty_cache();
 }
 
 } // namespace hidet

@@ -90,7 +90,7 @@ namespace runtime::detail {
 struct EmulationState {
   std::atomic<bool> forced{false};
   std::once_flag notice_once;
-  bool env_forced = env_flag("HIDET_EMULATE");
+  bool env_forced = util::env_bool("HIDET_EMULATE");
 };
 inline EmulationState &emulation_state() {
   static EmulationState *s = new EmulationState();
@@ -144,9 +144,7 @@ inline bool cuda_emulated() {
 }
 
 /// Number of 'cuda' devices: the GPUs, or 1 on the emulator.
-inline int cuda_device_count() {
-  return cuda_emulated() ? 1 : cuda::driver_table().device_count;
-}
+inline int cuda_device_count() { return cuda_emulated() ? 1 : cuda::driver_table().device_count; }
 
 /// Throws ValueError unless `d` is the cpu or an existing cuda device.
 inline void check_device(const Device &d) {
@@ -202,7 +200,8 @@ inline DeviceInfo emulated_device_info() {
   info.cc_major = 9;
   info.cc_minor = 0;
   int ma = 0, mi = 0;
-  if (parse_arch(env_or("HIDET_CUDA_ARCH", ""), ma, mi)) info.cc_major = ma, info.cc_minor = mi;
+  if (parse_arch(util::env_string_or("HIDET_CUDA_ARCH", ""), ma, mi))
+    info.cc_major = ma, info.cc_minor = mi;
   info.sm_count = 132;
   info.max_threads_per_block = 1024;
   info.max_shared_per_block = 48 * 1024;
@@ -258,3 +257,12 @@ inline const DeviceInfo &device_info(int index = 0) {
 }
 
 } // namespace hidet
+
+namespace hidet::runtime {
+// Also reachable as hidet::runtime::X, the spelling the launcher uses.
+using ::hidet::cuda_emulated;
+using ::hidet::device_info;
+using ::hidet::ensure_context;
+using ::hidet::gpu_present;
+using ::hidet::set_cuda_emulation;
+} // namespace hidet::runtime

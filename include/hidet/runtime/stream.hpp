@@ -162,3 +162,10 @@ private:
 };
 
 } // namespace hidet
+
+namespace hidet::runtime {
+// Also reachable as hidet::runtime::X, the spelling the launcher uses.
+using ::hidet::current_stream;
+using ::hidet::stream_for;
+using ::hidet::synchronize;
+} // namespace hidet::runtime

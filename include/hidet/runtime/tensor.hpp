@@ -28,20 +28,34 @@ namespace hidet {
 /// The dtype whose elements have host type T (bool, the fixed-width integers, float16, bfloat16,
 /// float, double).
 template <class T> constexpr DataType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return dtypes::boolean;
-  else if constexpr (std::is_same_v<T, std::int8_t>) return dtypes::i8;
-  else if constexpr (std::is_same_v<T, std::int16_t>) return dtypes::i16;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return dtypes::i32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return dtypes::i64;
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return dtypes::u8;
-  else if constexpr (std::is_same_v<T, std::uint16_t>) return dtypes::u16;
-  else if constexpr (std::is_same_v<T, std::uint32_t>) return dtypes::u32;
-  else if constexpr (std::is_same_v<T, std::uint64_t>) return dtypes::u64;
-  else if constexpr (std::is_same_v<T, float16>) return dtypes::f16;
-  else if constexpr (std::is_same_v<T, bfloat16>) return dtypes::bf16;
-  else if constexpr (std::is_same_v<T, float>) return dtypes::f32;
-  else if constexpr (std::is_same_v<T, double>) return dtypes::f64;
-  else static_assert(sizeof(T) == 0, "no hidet dtype for this host type");
+  if constexpr (std::is_same_v<T, bool>)
+    return dtypes::boolean;
+  else if constexpr (std::is_same_v<T, std::int8_t>)
+    return dtypes::i8;
+  else if constexpr (std::is_same_v<T, std::int16_t>)
+    return dtypes::i16;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return dtypes::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return dtypes::i64;
+  else if constexpr (std::is_same_v<T, std::uint8_t>)
+    return dtypes::u8;
+  else if constexpr (std::is_same_v<T, std::uint16_t>)
+    return dtypes::u16;
+  else if constexpr (std::is_same_v<T, std::uint32_t>)
+    return dtypes::u32;
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    return dtypes::u64;
+  else if constexpr (std::is_same_v<T, float16>)
+    return dtypes::f16;
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return dtypes::bf16;
+  else if constexpr (std::is_same_v<T, float>)
+    return dtypes::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return dtypes::f64;
+  else
+    static_assert(sizeof(T) == 0, "no hidet dtype for this host type");
 }
 
 /// A block of memory on one device, returned to its allocator when the last tensor using it dies.
@@ -113,26 +127,40 @@ inline void store_as(void *dst, DataType dt, double v) {
   auto put = [&](auto x) { std::memcpy(dst, &x, sizeof(x)); };
   if (dt.is_integer() && !std::isfinite(v)) v = 0;
   switch (dt.code) {
-  case DTypeCode::Bool: return put(std::uint8_t(v != 0));
-  case DTypeCode::I8: return put(std::int8_t(std::int64_t(v)));
-  case DTypeCode::I16: return put(std::int16_t(std::int64_t(v)));
-  case DTypeCode::I32: return put(std::int32_t(std::int64_t(v)));
-  case DTypeCode::I64: return put(std::int64_t(v));
-  case DTypeCode::U8: return put(std::uint8_t(std::int64_t(v)));
-  case DTypeCode::U16: return put(std::uint16_t(std::int64_t(v)));
-  case DTypeCode::U32: return put(std::uint32_t(std::int64_t(v)));
-  case DTypeCode::U64: return put(v < 0 ? std::uint64_t(std::int64_t(v)) : std::uint64_t(v));
-  case DTypeCode::F16: return put(float_to_half_bits(float(v)));
-  case DTypeCode::BF16: return put(float_to_bf16_bits(float(v)));
-  case DTypeCode::F32: return put(float(v));
-  case DTypeCode::F64: return put(v);
+  case DTypeCode::Bool:
+    return put(std::uint8_t(v != 0));
+  case DTypeCode::I8:
+    return put(std::int8_t(std::int64_t(v)));
+  case DTypeCode::I16:
+    return put(std::int16_t(std::int64_t(v)));
+  case DTypeCode::I32:
+    return put(std::int32_t(std::int64_t(v)));
+  case DTypeCode::I64:
+    return put(std::int64_t(v));
+  case DTypeCode::U8:
+    return put(std::uint8_t(std::int64_t(v)));
+  case DTypeCode::U16:
+    return put(std::uint16_t(std::int64_t(v)));
+  case DTypeCode::U32:
+    return put(std::uint32_t(std::int64_t(v)));
+  case DTypeCode::U64:
+    return put(v < 0 ? std::uint64_t(std::int64_t(v)) : std::uint64_t(v));
+  case DTypeCode::F16:
+    return put(float_to_half_bits(float(v)));
+  case DTypeCode::BF16:
+    return put(float_to_bf16_bits(float(v)));
+  case DTypeCode::F32:
+    return put(float(v));
+  case DTypeCode::F64:
+    return put(v);
   }
 }
 
 /// "(2, 3)", "(6,)", "()": a shape as a Python tuple, the way Hidet prints it.
 inline std::string shape_str(const std::vector<std::int64_t> &shape) {
   std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
@@ -141,8 +169,8 @@ inline std::int64_t checked_numel(const std::vector<std::int64_t> &shape, const 
   std::int64_t n = 1;
   for (auto s : shape) {
     if (s < 0)
-      throw ValueError(str_cat(what, ": invalid shape ", shape_str(shape),
-                               ": extents must be >= 0"));
+      throw ValueError(
+          str_cat(what, ": invalid shape ", shape_str(shape), ": extents must be >= 0"));
     n *= s;
   }
   return n;
@@ -160,8 +188,9 @@ public:
          std::size_t offset = 0)
       : storage_(std::move(storage)), shape_(std::move(shape)), dtype_(dtype), offset_(offset) {
     HIDET_ASSERT(storage_, "a tensor needs a storage");
-    HIDET_ASSERT(offset_ + nbytes() <= storage_->nbytes, "tensor of ", nbytes(), " bytes at offset ",
-                 offset_, " exceeds its storage of ", storage_->nbytes, " bytes");
+    HIDET_ASSERT(offset_ + nbytes() <= storage_->nbytes, "tensor of ", nbytes(),
+                 " bytes at offset ", offset_, " exceeds its storage of ", storage_->nbytes,
+                 " bytes");
   }
 
   /// False for a default-constructed tensor.
@@ -173,7 +202,8 @@ public:
   int ndim() const { return int(shape_.size()); }
   std::int64_t numel() const {
     std::int64_t n = 1;
-    for (auto s : shape_) n *= s;
+    for (auto s : shape_)
+      n *= s;
     return n;
   }
   std::size_t nbytes() const { return std::size_t(numel()) * dtype_.nbytes(); }
@@ -259,8 +289,8 @@ public:
     if (infer >= 0) {
       if (known == 0 || n % known != 0)
         throw ValueError(str_cat("reshape: cannot reshape tensor of shape ", shape_str(shape_),
-                                 " (", n, " elements) into shape ", shape_str(new_shape),
-                                 ": ", n, " is not divisible by ", known));
+                                 " (", n, " elements) into shape ", shape_str(new_shape), ": ", n,
+                                 " is not divisible by ", known));
       new_shape[infer] = n / known;
       known = n;
     }
@@ -279,8 +309,8 @@ public:
   /// Hidet's first line: Tensor(shape=(2, 3), dtype='float32', device='cuda:0').
   std::string signature() const {
     if (!defined()) return "Tensor(undefined)";
-    return str_cat("Tensor(shape=", runtime::detail::shape_str(shape_), ", dtype='",
-                   dtype_.name(), "', device='", device_str(), "')");
+    return str_cat("Tensor(shape=", runtime::detail::shape_str(shape_), ", dtype='", dtype_.name(),
+                   "', device='", device_str(), "')");
   }
 
   /// The signature, a newline and the values (see tensor_print.hpp).
@@ -294,7 +324,8 @@ public:
 private:
   void require_defined(const char *what) const {
     if (!storage_)
-      throw ValueError(str_cat("Tensor::", what, ": the tensor is undefined (default-constructed)"));
+      throw ValueError(
+          str_cat("Tensor::", what, ": the tensor is undefined (default-constructed)"));
   }
   void check_element_type(DataType want, const char *what) const {
     require_defined(what);
@@ -335,7 +366,8 @@ inline Tensor full(std::vector<std::int64_t> shape, double value, DataType dtype
   char elem[8];
   runtime::detail::store_as(elem, dtype, value);
   std::vector<char> host(t.nbytes());
-  for (std::size_t i = 0; i < host.size(); i += es) std::memcpy(host.data() + i, elem, es);
+  for (std::size_t i = 0; i < host.size(); i += es)
+    std::memcpy(host.data() + i, elem, es);
   t.copy_from_host(host.data());
   return t;
 }
@@ -351,7 +383,7 @@ inline Tensor zeros(std::vector<std::int64_t> shape, DataType dtype = dtypes::f3
     ensure_context(device.index);
     CUstream s = stream_for(device);
     cuda::check(cuda::driver().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(t.data_ptr()), 0,
-                                                t.nbytes(), s),
+                                               t.nbytes(), s),
                 str_cat("zero-filling ", t.nbytes(), " bytes on ", device));
   }
   return t;
@@ -375,7 +407,8 @@ Tensor random_tensor(std::vector<std::int64_t> shape, DataType dtype, Device dev
   std::vector<char> host(t.nbytes());
   std::size_t es = dtype.nbytes();
   with_global_generator([&](Generator &g) {
-    for (std::size_t i = 0; i < host.size(); i += es) store_as(host.data() + i, dtype, sample(g));
+    for (std::size_t i = 0; i < host.size(); i += es)
+      store_as(host.data() + i, dtype, sample(g));
   });
   t.copy_from_host(host.data());
   return t;
@@ -398,8 +431,7 @@ inline Tensor rand(std::vector<std::int64_t> shape, DataType dtype = dtypes::f32
 }
 
 namespace runtime::detail {
-inline std::vector<std::int64_t> asarray_shape(std::size_t count,
-                                               std::vector<std::int64_t> shape) {
+inline std::vector<std::int64_t> asarray_shape(std::size_t count, std::vector<std::int64_t> shape) {
   if (shape.empty()) return {std::int64_t(count)};
   std::int64_t n = checked_numel(shape, "asarray");
   if (n != std::int64_t(count))
@@ -413,8 +445,8 @@ inline std::vector<std::int64_t> asarray_shape(std::size_t count,
 template <class T>
 Tensor asarray(const std::vector<T> &data, std::vector<std::int64_t> shape = {},
                Device device = Device::cuda()) {
-  Tensor t = empty(runtime::detail::asarray_shape(data.size(), std::move(shape)), dtype_of<T>(),
-                   device);
+  Tensor t =
+      empty(runtime::detail::asarray_shape(data.size(), std::move(shape)), dtype_of<T>(), device);
   t.copy_from_host(data.data());
   return t;
 }
@@ -423,8 +455,8 @@ Tensor asarray(const std::vector<T> &data, std::vector<std::int64_t> shape = {},
 inline Tensor asarray(const std::vector<bool> &data, std::vector<std::int64_t> shape = {},
                       Device device = Device::cuda()) {
   std::vector<std::uint8_t> bytes(data.begin(), data.end());
-  Tensor t = empty(runtime::detail::asarray_shape(data.size(), std::move(shape)), dtypes::boolean,
-                   device);
+  Tensor t =
+      empty(runtime::detail::asarray_shape(data.size(), std::move(shape)), dtypes::boolean, device);
   t.copy_from_host(bytes.data());
   return t;
 }

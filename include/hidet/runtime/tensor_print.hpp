@@ -26,10 +26,10 @@ namespace hidet {
 
 /// How tensors print.
 struct PrintOptions {
-  int precision = 2;            ///< fractional digits of floats at most
+  int precision = 2;             ///< fractional digits of floats at most
   std::int64_t threshold = 1000; ///< summarize tensors with more elements than this
-  int edgeitems = 3;            ///< items kept at each end of an axis when summarizing
-  int linewidth = 75;           ///< characters per line before wrapping a row
+  int edgeitems = 3;             ///< items kept at each end of an axis when summarizing
+  int linewidth = 75;            ///< characters per line before wrapping a row
 };
 
 /// The process-wide print options.
@@ -55,19 +55,32 @@ inline double element_as_double(const void *data, DataType dt, std::int64_t i) {
     return v;
   };
   switch (dt.code) {
-  case DTypeCode::Bool: return at(std::uint8_t{}) != 0 ? 1.0 : 0.0;
-  case DTypeCode::I8: return at(std::int8_t{});
-  case DTypeCode::I16: return at(std::int16_t{});
-  case DTypeCode::I32: return at(std::int32_t{});
-  case DTypeCode::I64: return double(at(std::int64_t{}));
-  case DTypeCode::U8: return at(std::uint8_t{});
-  case DTypeCode::U16: return at(std::uint16_t{});
-  case DTypeCode::U32: return at(std::uint32_t{});
-  case DTypeCode::U64: return double(at(std::uint64_t{}));
-  case DTypeCode::F16: return half_bits_to_float(at(std::uint16_t{}));
-  case DTypeCode::BF16: return bf16_bits_to_float(at(std::uint16_t{}));
-  case DTypeCode::F32: return at(float{});
-  case DTypeCode::F64: return at(double{});
+  case DTypeCode::Bool:
+    return at(std::uint8_t{}) != 0 ? 1.0 : 0.0;
+  case DTypeCode::I8:
+    return at(std::int8_t{});
+  case DTypeCode::I16:
+    return at(std::int16_t{});
+  case DTypeCode::I32:
+    return at(std::int32_t{});
+  case DTypeCode::I64:
+    return double(at(std::int64_t{}));
+  case DTypeCode::U8:
+    return at(std::uint8_t{});
+  case DTypeCode::U16:
+    return at(std::uint16_t{});
+  case DTypeCode::U32:
+    return at(std::uint32_t{});
+  case DTypeCode::U64:
+    return double(at(std::uint64_t{}));
+  case DTypeCode::F16:
+    return half_bits_to_float(at(std::uint16_t{}));
+  case DTypeCode::BF16:
+    return bf16_bits_to_float(at(std::uint16_t{}));
+  case DTypeCode::F32:
+    return at(float{});
+  case DTypeCode::F64:
+    return at(double{});
   }
   return 0;
 }
@@ -81,15 +94,24 @@ inline std::string integer_element_str(const void *data, DataType dt, std::int64
     return v;
   };
   switch (dt.code) {
-  case DTypeCode::I8: return std::to_string(get(std::int8_t{}));
-  case DTypeCode::I16: return std::to_string(get(std::int16_t{}));
-  case DTypeCode::I32: return std::to_string(get(std::int32_t{}));
-  case DTypeCode::I64: return std::to_string(get(std::int64_t{}));
-  case DTypeCode::U8: return std::to_string(get(std::uint8_t{}));
-  case DTypeCode::U16: return std::to_string(get(std::uint16_t{}));
-  case DTypeCode::U32: return std::to_string(get(std::uint32_t{}));
-  case DTypeCode::U64: return std::to_string(get(std::uint64_t{}));
-  default: return "?";
+  case DTypeCode::I8:
+    return std::to_string(get(std::int8_t{}));
+  case DTypeCode::I16:
+    return std::to_string(get(std::int16_t{}));
+  case DTypeCode::I32:
+    return std::to_string(get(std::int32_t{}));
+  case DTypeCode::I64:
+    return std::to_string(get(std::int64_t{}));
+  case DTypeCode::U8:
+    return std::to_string(get(std::uint8_t{}));
+  case DTypeCode::U16:
+    return std::to_string(get(std::uint16_t{}));
+  case DTypeCode::U32:
+    return std::to_string(get(std::uint32_t{}));
+  case DTypeCode::U64:
+    return std::to_string(get(std::uint64_t{}));
+  default:
+    return "?";
   }
 }
 
@@ -105,7 +127,8 @@ inline Digits parse_scientific(const char *s) {
   for (const char *c = s; c != e; ++c)
     if (*c >= '0' && *c <= '9') d.digits += *c;
   d.exp = std::atoi(e + 1);
-  while (d.digits.size() > 1 && d.digits.back() == '0') d.digits.pop_back();
+  while (d.digits.size() > 1 && d.digits.back() == '0')
+    d.digits.pop_back();
   return d;
 }
 
@@ -151,7 +174,8 @@ inline std::string positional_abs(double ax, DataType dt, int precision) {
   std::snprintf(buf, sizeof(buf), "%.*f", precision, ax);
   std::string s = buf;
   if (s.find('.') == std::string::npos) s += '.';
-  while (s.back() == '0') s.pop_back();
+  while (s.back() == '0')
+    s.pop_back();
   return s;
 }
 
@@ -262,10 +286,12 @@ public:
                  const PrintOptions &opts)
       : data_(data), dt_(dt), shape_(shape), opts_(opts) {
     std::int64_t numel = 1;
-    for (auto s : shape) numel *= s;
+    for (auto s : shape)
+      numel *= s;
     summarize_ = numel > opts.threshold;
     strides_.assign(shape.size(), 1);
-    for (int i = int(shape.size()) - 2; i >= 0; --i) strides_[i] = strides_[i + 1] * shape[i + 1];
+    for (int i = int(shape.size()) - 2; i >= 0; --i)
+      strides_[i] = strides_[i + 1] * shape[i + 1];
   }
 
   std::string format() {
@@ -273,10 +299,12 @@ public:
     collect(0, 0, shown);
     if (dt_.is_float()) {
       std::vector<double> vals;
-      for (auto i : shown) vals.push_back(element_as_double(data_, dt_, i));
+      for (auto i : shown)
+        vals.push_back(element_as_double(data_, dt_, i));
       float_fmt_ = std::make_unique<FloatFormatter>(vals, dt_, opts_.precision);
     } else if (dt_.is_integer()) {
-      for (auto i : shown) int_width_ = std::max(int_width_, integer_element_str(data_, dt_, i).size());
+      for (auto i : shown)
+        int_width_ = std::max(int_width_, integer_element_str(data_, dt_, i).size());
     }
     if (shape_.empty()) {
       if (dt_.is_bool()) return element_as_double(data_, dt_, 0) != 0 ? "True" : "False";
@@ -300,11 +328,14 @@ private:
     std::vector<std::int64_t> r;
     std::int64_t n = shape_[axis];
     if (summarized(axis)) {
-      for (std::int64_t i = 0; i < opts_.edgeitems; ++i) r.push_back(i);
+      for (std::int64_t i = 0; i < opts_.edgeitems; ++i)
+        r.push_back(i);
       r.push_back(-1);
-      for (std::int64_t i = n - opts_.edgeitems; i < n; ++i) r.push_back(i);
+      for (std::int64_t i = n - opts_.edgeitems; i < n; ++i)
+        r.push_back(i);
     } else {
-      for (std::int64_t i = 0; i < n; ++i) r.push_back(i);
+      for (std::int64_t i = 0; i < n; ++i)
+        r.push_back(i);
     }
     return r;
   }
@@ -337,8 +368,9 @@ private:
       int elem_width = width - 1;
       std::string line = indent;
       for (std::size_t k = 0; k < idx.size(); ++k) {
-        std::string word = idx[k] < 0 ? "..." : recurse(axis + 1, offset + idx[k] * strides_[axis],
-                                                        next_indent, next_width);
+        std::string word = idx[k] < 0 ? "..."
+                                      : recurse(axis + 1, offset + idx[k] * strides_[axis],
+                                                next_indent, next_width);
         extend_line(s, line, word, elem_width, indent);
         if (k + 1 != idx.size()) line += " ";
       }
@@ -346,8 +378,9 @@ private:
     } else {
       std::string line_sep(axes_left - 1, '\n');
       for (std::size_t k = 0; k < idx.size(); ++k) {
-        std::string nested = idx[k] < 0 ? "..." : recurse(axis + 1, offset + idx[k] * strides_[axis],
-                                                          next_indent, next_width);
+        std::string nested = idx[k] < 0 ? "..."
+                                        : recurse(axis + 1, offset + idx[k] * strides_[axis],
+                                                  next_indent, next_width);
         s += indent + nested;
         if (k + 1 != idx.size()) s += line_sep;
       }
@@ -371,7 +404,8 @@ inline std::string format_array(const void *host_data, DataType dtype,
                                 const std::vector<std::int64_t> &shape,
                                 const PrintOptions &opts = print_options()) {
   std::int64_t numel = 1;
-  for (auto s : shape) numel *= s;
+  for (auto s : shape)
+    numel *= s;
   if (numel == 0) return "[]";
   return runtime::detail::ArrayFormatter(host_data, dtype, shape, opts).format();
 }
