@@ -261,6 +261,8 @@ inline const DeviceInfo &device_info(int index = 0) {
 namespace hidet::runtime {
 // Also reachable as hidet::runtime::X, the spelling the launcher uses.
 using ::hidet::cuda_emulated;
+using ::hidet::Device;
+using ::hidet::DeviceInfo;
 using ::hidet::device_info;
 using ::hidet::ensure_context;
 using ::hidet::gpu_present;

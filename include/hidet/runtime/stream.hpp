@@ -166,6 +166,8 @@ private:
 namespace hidet::runtime {
 // Also reachable as hidet::runtime::X, the spelling the launcher uses.
 using ::hidet::current_stream;
+using ::hidet::Stream;
+using ::hidet::StreamGuard;
 using ::hidet::stream_for;
 using ::hidet::synchronize;
 } // namespace hidet::runtime
