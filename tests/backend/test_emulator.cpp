@@ -297,3 +297,23 @@ TEST_CASE("emulator: device functions, register tensors, integer wrap and casts"
     CHECK(sv[k] == ref);
   }
 }
+
+TEST_CASE("emulator: printf formats with C semantics, one line per active thread") {
+  using hidet::backend::emu::format_printf;
+  using hidet::backend::emu::Slot;
+  Slot i{-42}, u{255};
+  Slot f;
+  f.f = 1.5;
+  CHECK(format_printf("t=%d x=%04x f=%.2f %% %u\n", {{dtypes::i32, i}, {dtypes::u32, u},
+                                                     {dtypes::f32, f}, {dtypes::u32, u}}) ==
+        "t=-42 x=00ff f=1.50 % 255\n");
+  CHECK(format_printf("%lld %g", {{dtypes::i64, i}, {dtypes::f64, f}}) == "-42 1.5");
+  CHECK(format_printf("%d", {}) == "<missing printf argument>");
+  // a kernel printing from two of four threads runs (output goes to stdout)
+  Var t = scalar(dtypes::i32, "t");
+  X pr = CallNode::make_intrinsic(Intrinsic::Printf, {Expr(X(t) * 10)}, scalar_type(dtypes::i32), {},
+                                  "emulator printf from thread %d\n");
+  Function fk = kernel("printer", {}, {let(t, tid_x()), when(X(t) % 2 == 0, eval(pr))});
+  Program p(make_module({fk}));
+  CHECK_NOTHROW(p.launch("printer", {}, Dim3{}, Dim3{4, 1, 1}, 0));
+}
