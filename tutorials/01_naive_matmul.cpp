@@ -52,7 +52,7 @@ int main() {
       max_ref = std::max(max_ref, std::abs(ref));
     }
   std::printf("matmul %dx%dx%d on %s: max abs error %.3g (max |c| %.3g)\n", m, n, k,
-              c.device().str().c_str(), max_err, max_ref);
+              c.device_str().c_str(), max_err, max_ref);
   std::printf("a small corner of c:\n");
   std::cout << c.reshape({m * n}).to("cpu") << "\n";
   if (!(max_err <= 1e-4 * std::max(1.0, max_ref)) || max_ref == 0) {
