@@ -357,6 +357,14 @@ inline Tensor operator+(double s, const Tensor &a) { return ops::add(s, a); }
 inline Tensor operator-(double s, const Tensor &a) { return ops::sub(s, a); }
 inline Tensor operator*(double s, const Tensor &a) { return ops::mul(s, a); }
 inline Tensor operator/(double s, const Tensor &a) { return ops::div(s, a); }
+inline Tensor operator+(const Tensor &a, int s) { return ops::add(a, s); }
+inline Tensor operator-(const Tensor &a, int s) { return ops::sub(a, s); }
+inline Tensor operator*(const Tensor &a, int s) { return ops::mul(a, s); }
+inline Tensor operator/(const Tensor &a, int s) { return ops::div(a, s); }
+inline Tensor operator+(int s, const Tensor &a) { return ops::add(s, a); }
+inline Tensor operator-(int s, const Tensor &a) { return ops::sub(s, a); }
+inline Tensor operator*(int s, const Tensor &a) { return ops::mul(s, a); }
+inline Tensor operator/(int s, const Tensor &a) { return ops::div(s, a); }
 inline Tensor operator-(const Tensor &a) { return ops::neg(a); }
 inline Tensor operator==(const Tensor &a, const Tensor &b) { return ops::eq(a, b); }
 inline Tensor operator!=(const Tensor &a, const Tensor &b) { return ops::ne(a, b); }
