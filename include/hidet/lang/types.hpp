@@ -46,8 +46,24 @@ public:
     t.shape_.push_back(d.e);
     return t;
   }
-  /// The same type with a layout (its shape must match).
-  TensorSpec with_layout(ir::Layout l) const {
+  /// The same type with a layout; the layout's shape must equal the tensor's (checked for
+  /// constant dims when the tensor's shape is known), else a DSLError at the caller's line.
+  TensorSpec with_layout(ir::Layout l, HIDET_LOC_PARAM) const {
+    HIDET_ASSERT(l, "with_layout(null)");
+    if (!shape_.empty() && !layout_shape_matches(*l)) {
+      auto dims = [](const std::vector<ir::Expr> &s) {
+        std::string r;
+        for (std::size_t i = 0; i < s.size(); ++i) {
+          std::int64_t v;
+          r += (i ? ", " : "") + (ir::as_const_int(s[i], v) ? std::to_string(v) : std::string("?"));
+        }
+        return "[" + r + "]";
+      };
+      throw DSLError(str_cat("layout ", l->str(), " has shape ", dims(l->shape), " but the tensor (",
+                             dtype_, ") has shape ", dims(shape_),
+                             "; give the tensor and its layout the same shape"),
+                     loc_);
+    }
     TensorSpec t = *this;
     t.layout_ = std::move(l);
     return t;
@@ -66,6 +82,14 @@ public:
   ir::Type ir_type(ir::Scope s) const { return ir::TensorTypeNode::make(dtype_, shape_, s, layout_); }
 
 private:
+  bool layout_shape_matches(const ir::LayoutNode &l) const {
+    if (l.shape.size() != shape_.size()) return false;
+    for (std::size_t i = 0; i < shape_.size(); ++i) {
+      std::int64_t a, b;
+      if (ir::as_const_int(shape_[i], a) && ir::as_const_int(l.shape[i], b) && a != b) return false;
+    }
+    return true;
+  }
   DataType dtype_;
   std::vector<ir::Expr> shape_;
   ir::Layout layout_;
