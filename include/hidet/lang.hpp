@@ -5,6 +5,7 @@
 #include "hidet/lang/control.hpp"
 #include "hidet/lang/cuda.hpp"
 #include "hidet/lang/expr.hpp"
+#include "hidet/lang/mapping.hpp"
 #include "hidet/lang/module.hpp"
 #include "hidet/lang/types.hpp"
 #include "hidet/lang/var.hpp"

@@ -29,7 +29,7 @@ struct LayoutNode : Object {
 
 /// Folding helpers that keep generated index arithmetic small: constants fold, x*1, x+0 vanish.
 inline Expr fold_mul(const Expr &a, const Expr &b) {
-  std::int64_t x, y;
+  std::int64_t x = 0, y = 0;
   bool ca = as_const_int(a, x), cb = as_const_int(b, y);
   if (ca && cb) return ConstantNode::make_int(dtype_of(a->type), x * y);
   if (ca && x == 1) return b;
@@ -38,7 +38,7 @@ inline Expr fold_mul(const Expr &a, const Expr &b) {
   return BinaryNode::make(BinaryOp::Mul, a, b);
 }
 inline Expr fold_add(const Expr &a, const Expr &b) {
-  std::int64_t x, y;
+  std::int64_t x = 0, y = 0;
   bool ca = as_const_int(a, x), cb = as_const_int(b, y);
   if (ca && cb) return ConstantNode::make_int(dtype_of(a->type), x + y);
   if (ca && x == 0) return b;
