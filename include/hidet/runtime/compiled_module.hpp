@@ -339,7 +339,15 @@ inline void KernelHandle::launch(const std::vector<LaunchArg> &args) const {
       info_->max_dynamic_smem_set = smem;
     }
   }
-  runtime::launch_with_args(info_->function, info_->name, grid, block, smem, runtime::current_stream().handle(), kargs);
+  const auto &stream = runtime::current_stream();
+  runtime::launch_with_args(info_->function, info_->name, grid, block, smem, stream.handle(), kargs);
+  static const bool sync_launch = util::env_bool("HIDET_SYNC_LAUNCH");
+  if (sync_launch) {
+    // Localize faults: wait for this kernel and name it if it failed.
+    auto r = cuda::driver().cuStreamSynchronize(stream.handle());
+    if (r != CUDA_SUCCESS)
+      throw CudaError(cuda::error_message(r, str_cat("kernel '", info_->name, "' (HIDET_SYNC_LAUNCH=1)")));
+  }
 }
 
 } // namespace hidet
