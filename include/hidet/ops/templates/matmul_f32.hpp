@@ -1,0 +1,219 @@
+// A tiled f32 matrix multiplication on the FMA units, written in Hidet Script with task mappings:
+// c[m][n] = a[m][k] @ b[k][n], all row-major, any m, n, k (partial tiles are guarded).
+//
+// Structure (the defaults give the classic 128x128x8 SGEMM tiling):
+//  * Each block computes a block_m x block_n tile of c. Its threads own the tile through the task
+//    mapping   spatial(warps_m, warps_n) * repeat(repeat_m, repeat_n)
+//              * spatial(lanes_m, lanes_n) * repeat(thread_m, thread_n)
+//    (matmul_f32_c_mapping): warps split the tile, each lane holds repeat x thread sub-tiles of
+//    thread_m x thread_n accumulators in registers. By the composition law, the thread's element
+//    (ri, ti) along m is   ((wi * repeat_m + ri) * lanes_m + li) * thread_m + ti
+//    where (wi, li) are the spatial tasks of its warp and lane; ri and ti are unrolled loop
+//    variables, so register tensors are indexed with compile-time constants only.
+//  * The k dimension advances block_k at a time through two shared-memory buffers (double
+//    buffering): while the block computes on one buffer, each thread has already loaded its part
+//    of the next tile from global memory into registers, and stores it into the other buffer
+//    after the computation; one barrier per k-tile.
+//  * a's tile is stored transposed (k-major) so that a thread's thread_m rows are contiguous
+//    (16-byte shared loads), with rows padded by 4 floats (a strided layout) so that the
+//    transposing stores of a warp (8 k x 4 m) fall in 32 distinct banks.
+//  * Bounds checks are emitted only along the dimensions that are not multiples of the tile.
+#pragma once
+
+#include <string>
+
+#include "hidet/error.hpp"
+#include "hidet/lang.hpp"
+
+namespace hidet::ops::templates {
+
+/// Tiling parameters of the f32 matmul kernel. block_m = warps_m * repeat_m * lanes_m * thread_m
+/// (likewise along n); the block has warps_m * warps_n warps.
+struct MatmulF32Config {
+  int warps_m = 4, warps_n = 2;   ///< warps of a block
+  int repeat_m = 2, repeat_n = 2; ///< sub-tiles per lane, one warp tile apart
+  int lanes_m = 4, lanes_n = 8;   ///< lanes of a warp (lanes_m * lanes_n == 32)
+  int thread_m = 4, thread_n = 4; ///< contiguous accumulators per sub-tile
+  int block_k = 8;                ///< k extent of one shared-memory tile
+  int min_blocks = 2;             ///< __launch_bounds__ blocks per SM (0: none)
+
+  int block_m() const { return warps_m * repeat_m * lanes_m * thread_m; }
+  int block_n() const { return warps_n * repeat_n * lanes_n * thread_n; }
+  int threads() const { return warps_m * warps_n * 32; }
+  /// "128x128x8 (warps 4x2, repeat 2x2, lanes 4x8, thread 4x4)"
+  std::string str() const {
+    return str_cat(block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, ", repeat ",
+                   repeat_m, "x", repeat_n, ", lanes ", lanes_m, "x", lanes_n, ", thread ", thread_m, "x",
+                   thread_n, ")");
+  }
+};
+
+/// The mapping of the c tile's elements to the threads of a block (see the top of this file).
+inline lang::TaskMapping matmul_f32_c_mapping(const MatmulF32Config &c) {
+  using namespace hidet::lang;
+  return spatial(c.warps_m, c.warps_n) * repeat(c.repeat_m, c.repeat_n) * spatial(c.lanes_m, c.lanes_n) *
+         repeat(c.thread_m, c.thread_n);
+}
+
+/// Throws ValueError naming the config when its tiles cannot be split over its threads.
+inline void check_matmul_f32_config(const MatmulF32Config &c) {
+  auto bad = [&](const std::string &why) {
+    throw ValueError(str_cat("matmul_f32 config ", c.str(), ": ", why));
+  };
+  for (int v : {c.warps_m, c.warps_n, c.repeat_m, c.repeat_n, c.lanes_m, c.lanes_n, c.thread_m, c.thread_n, c.block_k})
+    if (v <= 0) bad("every extent must be positive");
+  if (c.lanes_m * c.lanes_n != 32) bad(str_cat("lanes_m * lanes_n is ", c.lanes_m * c.lanes_n, ", must be 32"));
+  if (c.threads() > 1024) bad(str_cat(c.threads(), " threads per block; CUDA allows 1024"));
+  int t = c.threads();
+  if (t % c.block_k != 0 || c.block_m() % (t / c.block_k) != 0 || c.block_n() % (t / c.block_k) != 0)
+    bad(str_cat("the ", t, " threads must load the ", c.block_m(), "x", c.block_k, " and ", c.block_k, "x",
+                c.block_n(), " tiles in whole rounds: block_k must divide the thread count and ", t / c.block_k,
+                " must divide block_m and block_n"));
+}
+
+namespace matmul_detail {
+/// The coordinates of the single task of `worker` in a spatial mapping (emits no statement).
+inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const lang::Expr &worker) {
+  std::vector<lang::Expr> out;
+  lang::for_(m.on(worker, -1), [&](lang::Expr i, lang::Expr j) { out = {i, j}; });
+  return out;
+}
+} // namespace matmul_detail
+
+/// Adds kernel `name`: c = a @ b for a: f32[m][k], b: f32[k][n], c: f32[m][n] (row-major).
+inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
+                                  const MatmulF32Config &cfg = {}) {
+  using namespace hidet::lang;
+  check_matmul_f32_config(cfg);
+  if (m <= 0 || n <= 0 || k <= 0)
+    throw ValueError(str_cat("matmul_f32 '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
+  const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads();
+  const int rm = cfg.repeat_m, rn = cfg.repeat_n, tm = cfg.thread_m, tn = cfg.thread_n;
+  const int frag_m = rm * tm, frag_n = rn * tn; // accumulators per thread along m and n
+  const int load_rows = threads / bk;           // rows of a (cols of b) loaded per round
+  const int a_rounds = bm / load_rows, b_rounds = bn / load_rows;
+  const int a_pitch = bm + 4; // padded row of the transposed a tile
+  const int k_tiles = ceil_div(k, bk);
+  const bool guard_m = m % bm != 0, guard_n = n % bn != 0, guard_k = k % bk != 0;
+
+  mod.kernel(name, {f32[m][k], f32[k][n], f32[m][n]}, [&](lang::Tensor a, lang::Tensor b, lang::Tensor c) {
+    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm)};
+    attrs.cuda.block_dim = threads;
+    if (cfg.min_blocks > 0) attrs.cuda.min_blocks = cfg.min_blocks;
+
+    // Two buffers of each tile; a is stored k-major with padded rows.
+    auto smem_a = shared_tensor(
+        f32[2][bk][bm].with_layout(strided(std::vector<std::int64_t>{2, bk, bm},
+                                            std::vector<std::int64_t>{std::int64_t(bk) * a_pitch, a_pitch, 1})), "smem_a");
+    auto smem_b = shared_tensor(f32[2][bk][bn], "smem_b");
+    auto acc = register_tensor(f32[frag_m][frag_n], "acc");
+    auto a_frag = register_tensor(f32[frag_m], "a_frag");
+    auto b_frag = register_tensor(f32[frag_n], "b_frag");
+    auto a_next = register_tensor(f32[a_rounds], "a_next");
+    auto b_next = register_tensor(f32[b_rounds], "b_next");
+
+    Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
+    Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    // The spatial parts of the c mapping: this thread's warp tile and lane position.
+    auto wt = matmul_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
+    auto lt = matmul_detail::spatial_task(spatial(cfg.lanes_m, cfg.lanes_n), lane);
+    Var row0 = wt[0] * (rm * cfg.lanes_m * tm) + lt[0] * tm; // + ri * lanes_m * tm + ti
+    Var col0 = wt[1] * (rn * cfg.lanes_n * tn) + lt[1] * tn; // + rj * lanes_n * tn + tj
+    auto row_of = [&](Expr ri, Expr ti) { return row0 + ri * (cfg.lanes_m * tm) + ti; };
+    auto col_of = [&](Expr rj, Expr tj) { return col0 + rj * (cfg.lanes_n * tn) + tj; };
+
+    // Global -> registers. a's tile (bm x bk) by repeat(a_rounds, 1) * spatial(load_rows, bk):
+    // a warp reads 32 / bk whole rows of bk floats. b's tile (bk x bn) by
+    // repeat(1, b_rounds) * spatial(bk, load_rows): a warp reads 32 consecutive floats of a row.
+    auto load_a = [&](Expr k0) {
+      for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
+        for_(spatial(load_rows, bk).on(threadIdx.x), [&](Expr i, Expr kk) {
+          Expr row = m0 + r * load_rows + i, col = k0 + kk;
+          Expr ok = true;
+          if (guard_m) ok = ok && row < m;
+          if (guard_k) ok = ok && col < k;
+          if (guard_m || guard_k) {
+            a_next[r] = 0.0f;
+            if_(ok, [&] { a_next[r] = a[row][col]; });
+          } else {
+            a_next[r] = a[row][col];
+          }
+        });
+      });
+    };
+    auto load_b = [&](Expr k0) {
+      for_(repeat(1, b_rounds).on(0), [&](Expr, Expr r) {
+        for_(spatial(bk, load_rows).on(threadIdx.x), [&](Expr kk, Expr j) {
+          Expr row = k0 + kk, col = n0 + r * load_rows + j;
+          Expr ok = true;
+          if (guard_k) ok = ok && row < k;
+          if (guard_n) ok = ok && col < n;
+          if (guard_k || guard_n) {
+            b_next[r] = 0.0f;
+            if_(ok, [&] { b_next[r] = b[row][col]; });
+          } else {
+            b_next[r] = b[row][col];
+          }
+        });
+      });
+    };
+    // Registers -> shared buffer `buf` (a transposed).
+    auto store_tiles = [&](Expr buf) {
+      for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
+        for_(spatial(load_rows, bk).on(threadIdx.x),
+             [&](Expr i, Expr kk) { smem_a[buf][kk][r * load_rows + i] = a_next[r]; });
+      });
+      for_(repeat(1, b_rounds).on(0), [&](Expr, Expr r) {
+        for_(spatial(bk, load_rows).on(threadIdx.x),
+             [&](Expr kk, Expr j) { smem_b[buf][kk][r * load_rows + j] = b_next[r]; });
+      });
+    };
+
+    for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
+    load_a(Expr(0));
+    load_b(Expr(0));
+    store_tiles(Expr(0));
+    syncthreads();
+    for_(range(k_tiles), [&](Var kt) {
+      Var buf = kt % 2;
+      if (k_tiles > 1) {
+        if_(kt + 1 < k_tiles, [&] {
+          load_a((kt + 1) * bk);
+          load_b((kt + 1) * bk);
+        });
+      }
+      for_(range(bk).unroll(), [&](Var kk) {
+        for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) { a_frag[ri * tm + ti] = smem_a[buf][kk][row_of(ri, ti)]; });
+        for_(repeat(rn, tn).on(0), [&](Expr rj, Expr tj) { b_frag[rj * tn + tj] = smem_b[buf][kk][col_of(rj, tj)]; });
+        for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] += a_frag[i] * b_frag[j]; });
+      });
+      if (k_tiles > 1) {
+        if_(kt + 1 < k_tiles, [&] { store_tiles(1 - buf); });
+      }
+      syncthreads();
+    });
+
+    // Epilogue: registers -> c.
+    for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) {
+      for_(repeat(rn, tn).on(0), [&](Expr rj, Expr tj) {
+        Expr row = m0 + row_of(ri, ti), col = n0 + col_of(rj, tj);
+        Expr ok = true;
+        if (guard_m) ok = ok && row < m;
+        if (guard_n) ok = ok && col < n;
+        auto store = [&] { c[row][col] = acc[ri * tm + ti][rj * tn + tj]; };
+        if (guard_m || guard_n) if_(ok, store);
+        else store();
+      });
+    });
+  });
+}
+
+/// A script module holding the one kernel "matmul_f32" for these sizes; build() it, then call
+/// it as cm(a, b, c).
+inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32Config &cfg = {}) {
+  auto mod = lang::script_module(str_cat("matmul_f32_", m, "x", n, "x", k));
+  add_matmul_f32_kernel(mod, "matmul_f32", m, n, k, cfg);
+  return mod;
+}
+
+} // namespace hidet::ops::templates
