@@ -11,8 +11,12 @@
 
 #include "hidet/hidet.hpp"
 
-using namespace hidet;
 using namespace hidet::lang;
+using hidet::asarray;
+using hidet::CompiledModule;
+using hidet::float16;
+using hidet::zeros;
+namespace runtime = hidet::runtime;
 
 namespace {
 
