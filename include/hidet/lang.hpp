@@ -9,3 +9,7 @@
 #include "hidet/lang/module.hpp"
 #include "hidet/lang/types.hpp"
 #include "hidet/lang/var.hpp"
+#include "hidet/lang/primitives/half.hpp"
+#include "hidet/lang/primitives/hopper.hpp"
+#include "hidet/lang/primitives/memory.hpp"
+#include "hidet/lang/primitives/mma.hpp"

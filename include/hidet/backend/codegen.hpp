@@ -147,6 +147,7 @@ public:
   std::string math_call(const ir::CallNode *c); // codegen_intrinsics.hpp
   std::string atomic_call(const ir::CallNode *c);
   std::string warp_call(const ir::CallNode *c);
+  std::string primitive_call(const ir::CallNode *c); // codegen_primitives.hpp
   std::string var_name(const ir::VarNode *v) {
     auto it = names_.find(v);
     if (it != names_.end())

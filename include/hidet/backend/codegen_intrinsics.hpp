@@ -303,8 +303,12 @@ inline std::string CudaEmitter::call(const ir::CallNode *c) {
     return "((" + type(c->type) + ")hidet_dynamic_smem)";
   }
   default:
+    if (ir::is_primitive_intrinsic(c->op))
+      return primitive_call(c);
     return warp_call(c);
   }
 }
 
 } // namespace hidet::backend::detail
+
+#include "hidet/backend/codegen_primitives.hpp"

@@ -13,6 +13,7 @@ struct PreludeFeatures {
   bool bf16 = false;         ///< #include <cuda_bf16.h> + typedef bfloat16
   bool dynamic_smem = false; ///< extern __shared__ hidet_dynamic_smem[]
   bool atomic_rmw = false;   ///< hidet_atomic_rmw<T, Bits>(addr, value, op)
+  std::string extra;         ///< more device helpers, appended last (codegen_primitives.hpp)
 };
 
 /// The prelude text for the given features.
@@ -49,6 +50,7 @@ inline std::string cuda_prelude(const PreludeFeatures &f) {
          "  } while (old != assumed);\n"
          "  return *(T *)&old;\n"
          "}\n";
+  s += f.extra;
   return s;
 }
 

@@ -27,7 +27,39 @@ namespace hidet::ir {
   /* printf(format in Call::text, args...) */                                                      \
   X(Printf, "printf")                                                                              \
   /* pointer to the start of dynamic shared memory (u8*) */                                        \
-  X(DynamicSharedMemory, "dynamic_shared_memory")
+  X(DynamicSharedMemory, "dynamic_shared_memory")                                                 \
+  /* primitives (lang/primitives/): constant operands are i32 constants */                         \
+  /* (dst, src, bytes 4|8|16): one vector load and one vector store */                             \
+  X(CopyVector, "copy_vector")                                                                     \
+  /* cp.async (dst shared, src global, bytes 4|8|16, src_bytes): zero-fills past src_bytes */      \
+  X(CpAsync, "cp_async") X(CpAsyncCommitGroup, "cp_async_commit_group")                            \
+  X(CpAsyncWaitGroup, "cp_async_wait_group") /* (n) */                                             \
+  /* ldmatrix (dst registers, this lane's row address in shared, num 1|2|4, trans 0|1) */          \
+  X(Ldmatrix, "ldmatrix")                                                                          \
+  /* mma.sync (d, a, b, c, m, n, k): pointers to register fragments; dtypes from the pointees */   \
+  X(MmaSync, "mma_sync")                                                                           \
+  /* packed pairs of f16/bf16 in a u32 (low half first); the last operand is the DTypeCode */      \
+  X(Half2Pack, "half2_pack")     /* (lo f32, hi f32, dtype) -> u32 */                              \
+  X(Half2Unpack, "half2_unpack") /* (packed, index 0|1, dtype) -> f32 */                           \
+  X(Half2Add, "half2_add") X(Half2Sub, "half2_sub") X(Half2Mul, "half2_mul")                       \
+  X(Half2Fma, "half2_fma")                                                                         \
+  /* Hopper (sm_90a), not emulated: mbarrier (bar is a u64 in shared memory) */                  \
+  X(MbarrierInit, "mbarrier_init")                       /* (bar, count) */                        \
+  X(MbarrierArrive, "mbarrier_arrive")                   /* (bar) */                               \
+  X(MbarrierArriveExpectTx, "mbarrier_arrive_expect_tx") /* (bar, bytes) */                        \
+  X(MbarrierTryWait, "mbarrier_try_wait")                /* (bar, phase) -> bool */                \
+  X(FenceProxyAsync, "fence_proxy_async") X(FenceMbarrierInit, "fence_mbarrier_init")              \
+  /* TMA: (dst shared, tensor map, bar, coords...), (tensor map, src shared, coords...) */         \
+  X(TmaLoad, "tma_load") X(TmaStore, "tma_store") X(TmaCommitGroup, "tma_commit_group")            \
+  X(TmaWaitGroup, "tma_wait_group") /* (n) */                                                      \
+  /* wgmma (d f32 registers, desc_a u64, desc_b u64, scale_d, n, ab dtype, trans_a, trans_b) */    \
+  X(Wgmma, "wgmma") X(WgmmaFence, "wgmma_fence") X(WgmmaCommitGroup, "wgmma_commit_group")         \
+  X(WgmmaWaitGroup, "wgmma_wait_group") /* (n) */                                                  \
+  X(SmemAddress, "smem_address") /* (pointer to shared) -> u32 shared-window address */            \
+  X(SetMaxNReg, "setmaxnreg")    /* (count, increase 0|1) */                                       \
+  /* thread-block clusters */                                                                      \
+  X(ClusterCtaRank, "cluster_ctarank") X(ClusterNumCtas, "cluster_nctarank")                       \
+  X(ClusterSync, "cluster_sync")
 
 enum class Intrinsic : std::uint8_t {
   None, ///< a call to a device function of the module, by name
@@ -50,6 +82,15 @@ inline std::string_view intrinsic_name(Intrinsic op) {
 /// True for the math intrinsics (pure, elementwise on scalars).
 inline bool is_math_intrinsic(Intrinsic op) {
   return op >= Intrinsic::Exp && op <= Intrinsic::IsNan;
+}
+
+/// True for the primitives of lang/primitives/ (codegen_primitives.hpp, primitive_nodes.hpp).
+inline bool is_primitive_intrinsic(Intrinsic op) {
+  return op >= Intrinsic::CopyVector && op <= Intrinsic::ClusterSync;
+}
+/// True for the primitives that need sm_90a (wgmma, setmaxnreg) or sm_90 (the other Hopper ones).
+inline bool is_hopper_intrinsic(Intrinsic op) {
+  return op >= Intrinsic::MbarrierInit && op <= Intrinsic::ClusterSync;
 }
 
 } // namespace hidet::ir

@@ -187,6 +187,7 @@ inline CompiledModule CompiledModule::build(const ir::Module &m, const BuildOpti
   co.lineinfo = opts.lineinfo;
   co.fast_math = opts.fast_math;
   co.extra = opts.nvrtc_options;
+  backend::check_primitive_arch(cm.lowered_, co.arch.empty() ? backend::default_cuda_arch() : co.arch);
   std::string module_name = m->functions.empty() ? "module" : m->functions.front()->name;
   for (auto &f : m->functions)
     if (f->func_kind == ir::FuncKind::Kernel) {

@@ -5,6 +5,7 @@
 
 #include <unordered_map>
 
+#include "hidet/backend/emulator/primitive_nodes.hpp"
 #include "hidet/backend/emulator/stmt_nodes.hpp"
 #include "hidet/ir/layout.hpp"
 
@@ -328,6 +329,10 @@ private:
     }
     case I::DynamicSharedMemory: n = new DynamicSmemE(); rd = dtypes::u64; break;
     default:
+      if (ir::is_primitive_intrinsic(c->op)) {
+        n = make_primitive_node(*c, args, rd);
+        break;
+      }
       unsupported(str_cat("the emulator does not support intrinsic '", ir::intrinsic_name(c->op),
                           "'; run this kernel on a GPU"),
                   l);

@@ -1,0 +1,413 @@
+// Primitive tests: vector copies, cp.async, ldmatrix, mma.sync (every lane's fragment, exact
+// small-integer inputs), packed half2, checked against host references; on the GPU when present,
+// else on the emulator (where NVRTC also compiles each module for sm_90a). Hopper primitives:
+// compiled for sm_90a and rejected by the emulator. Bad input: fragment shapes and dtypes,
+// wgmma built for an older arch.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "hidet/hidet.hpp"
+
+using namespace hidet::lang;
+
+namespace {
+std::mt19937 &rng() {
+  static std::mt19937 g(1234);
+  return g;
+}
+/// n random integers in [lo, hi] as doubles.
+std::vector<double> small_ints(std::size_t n, int lo, int hi) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<double> v(n);
+  for (auto &x : v) x = d(rng());
+  return v;
+}
+const char *where(const hidet::CompiledModule &cm) { return cm.emulated() ? "the emulator" : "the GPU"; }
+bool has(const std::string &s, const std::string &sub) { return s.find(sub) != std::string::npos; }
+} // namespace
+
+TEST_CASE("load_vector / store_vector: 16, 8 and 4 bytes") {
+  for (int bytes : {16, 8, 4}) {
+    int per = bytes / 4;
+    auto mod = script_module("vec");
+    mod.kernel("vec", {f32[32 * 4], f32[32 * 4]}, [&](Tensor a, Tensor b) {
+      attrs.cuda.grid_dim = 1;
+      attrs.cuda.block_dim = 32;
+      auto r = register_tensor(f32[4], "r");
+      Var t = threadIdx.x;
+      load_vector(r, a[t * per], bytes);
+      for (int i = 0; i < per; ++i) r[i] = r[i] * 2.0f;
+      store_vector(b[t * per], r, bytes);
+    });
+    auto cm = mod.build();
+    auto in = small_ints(128, -50, 50);
+    auto a = hidet::asarray(in, {128}, hidet::f32), b = hidet::zeros({128}, hidet::f32);
+    cm(a, b);
+    auto out = b.to_vector<float>();
+    for (int i = 0; i < 128; ++i) {
+      float want = i < 32 * per ? float(2 * in[std::size_t(i)]) : 0.f;
+      REQUIRE_MESSAGE(out[std::size_t(i)] == want, "bytes ", bytes, " index ", i, " on ", where(cm));
+    }
+    if (bytes == 16) CHECK(has(cm.source(), "uint4"));
+  }
+}
+
+TEST_CASE("cp_async with zero-fill, commit and wait groups") {
+  auto mod = script_module("cpa");
+  mod.kernel("cpa", {f32[128], f32[128]}, [&](Tensor a, Tensor b) {
+    attrs.cuda.grid_dim = 1;
+    attrs.cuda.block_dim = 32;
+    auto s = shared_tensor(f32[128], "s");
+    Var t = threadIdx.x;
+    // even threads copy 16 bytes, odd threads read 8 and zero-fill the other 8
+    cp_async(s[t * 4], a[t * 4], 16, Expr(t % 2 * 8 + 8));
+    cp_async_commit_group();
+    cp_async_wait_group(0);
+    syncthreads();
+    for (int i = 0; i < 4; ++i) b[(31 - t) * 4 + i] = s[(31 - t) * 4 + i];
+  });
+  auto cm = mod.build();
+  CHECK(has(cm.source(), "cp.async.cg.shared.global"));
+  auto in = small_ints(128, 1, 9);
+  auto a = hidet::asarray(in, {128}, hidet::f32), b = hidet::zeros({128}, hidet::f32);
+  cm(a, b);
+  auto out = b.to_vector<float>();
+  for (int i = 0; i < 128; ++i) {
+    int t = i / 4, j = i % 4;
+    float want = (t % 2 == 1 || j < 2) ? float(in[std::size_t(i)]) : 0.f;
+    REQUIRE_MESSAGE(out[std::size_t(i)] == want, "index ", i, " on ", where(cm));
+  }
+}
+
+TEST_CASE("ldmatrix x1 / x2 / x4, plain and transposed: every lane's words") {
+  for (int num : {1, 2, 4})
+    for (bool trans : {false, true}) {
+      auto mod = script_module("ldm");
+      mod.kernel("ldm", {f16[32][8], f32[32][8]}, [&](Tensor a, Tensor out) {
+        attrs.cuda.grid_dim = 1;
+        attrs.cuda.block_dim = 32;
+        auto s = shared_tensor(f16[32][8], "s");
+        auto r = register_tensor(f16[8], "r");
+        Var l = threadIdx.x;
+        for (int j = 0; j < 8; ++j) s[l][j] = a[l][j];
+        for (int j = 0; j < 8; ++j) r[j] = 0.0f;
+        syncthreads();
+        ldmatrix(r, s[l][0], num, trans); // lane l addresses row l % 8 of matrix l / 8
+        for (int j = 0; j < 8; ++j) out[l][j] = r[j];
+      });
+      auto cm = mod.build();
+      std::vector<double> in(256);
+      for (int i = 0; i < 256; ++i) in[std::size_t(i)] = i; // matrix m, row r, col c: 64m + 8r + c
+      auto a = hidet::asarray(in, {32, 8}, hidet::f16), o = hidet::zeros({32, 8}, hidet::f32);
+      cm(a, o);
+      auto out = o.to_vector<float>();
+      for (int l = 0; l < 32; ++l)
+        for (int m = 0; m < 4; ++m)
+          for (int h = 0; h < 2; ++h) {
+            int g = l / 4, q = 2 * (l % 4) + h;
+            int want = m >= num ? 0 : trans ? 64 * m + 8 * q + g : 64 * m + 8 * g + q;
+            REQUIRE_MESSAGE(out[std::size_t(l * 8 + 2 * m + h)] == float(want), "x", num, trans ? ".trans" : "",
+                            " lane ", l, " word ", m, " half ", h, " on ", where(cm));
+          }
+    }
+}
+
+namespace {
+/// PTX ISA fragment layouts (row, col) of element i of lane l, for l an int or an Expr.
+template <class L> auto frag_a(int k, L l, int i) {
+  auto g = l / 4, q = l % 4;
+  if (k == 16) return std::make_pair(g + 8 * ((i >> 1) & 1), q * 2 + ((i & 1) + 8 * (i >> 2)));
+  if (k == 8) return std::make_pair(g + 8 * (i & 1), q * 1 + 4 * (i >> 1));
+  return std::make_pair(g + 8 * ((i >> 2) & 1), q * 4 + ((i & 3) + 16 * (i >> 3)));
+}
+template <class L> auto frag_b(int k, L l, int i) {
+  auto g = l / 4, q = l % 4;
+  if (k == 16) return std::make_pair(q * 2 + ((i & 1) + 8 * (i >> 1)), g);
+  if (k == 8) return std::make_pair(q * 1 + 4 * i, g);
+  return std::make_pair(q * 4 + ((i & 3) + 16 * (i >> 2)), g);
+}
+template <class L> auto frag_c(L l, int i) {
+  auto g = l / 4, q = l % 4;
+  return std::make_pair(g + 8 * (i >> 1), q * 2 + (i & 1));
+}
+
+/// One warp: loads A (16 x k), B (k x 8), C (16 x 8) into fragments, mma, stores D; checks D.
+void check_mma(MmaShape shape, hidet::DataType ab, hidet::DataType acc) {
+  int k = shape.k;
+  auto fr = mma_fragments(shape);
+  auto mod = script_module("mma");
+  mod.kernel("mma", {hidet::lang::TensorSpec(ab, {})[16][k], hidet::lang::TensorSpec(ab, {})[k][8],
+                     hidet::lang::TensorSpec(acc, {})[16][8], f32[16][8]},
+             [&](Tensor a, Tensor b, Tensor c, Tensor d) {
+               attrs.cuda.grid_dim = 1;
+               attrs.cuda.block_dim = 32;
+               auto af = register_tensor(hidet::lang::TensorSpec(ab, {})[fr.a], "af");
+               auto bf = register_tensor(hidet::lang::TensorSpec(ab, {})[fr.b], "bf");
+               auto cf = register_tensor(hidet::lang::TensorSpec(acc, {})[4], "cf");
+               Var l = threadIdx.x;
+               Expr le = l;
+               for (int i = 0; i < fr.a; ++i) {
+                 auto [r, col] = frag_a(k, le, i);
+                 af[i] = a[r][col];
+               }
+               for (int i = 0; i < fr.b; ++i) {
+                 auto [r, col] = frag_b(k, le, i);
+                 bf[i] = b[r][col];
+               }
+               for (int i = 0; i < 4; ++i) {
+                 auto [r, col] = frag_c(le, i);
+                 cf[i] = c[r][col];
+               }
+               mma_sync(cf, af, bf, cf, shape);
+               for (int i = 0; i < 4; ++i) {
+                 auto [r, col] = frag_c(le, i);
+                 d[r][col] = cf[i];
+               }
+             });
+  auto cm = mod.build();
+  int lo = ab.is_integer() ? -100 : -3, hi = ab.is_integer() ? 100 : 3;
+  auto va = small_ints(std::size_t(16 * k), lo, hi), vb = small_ints(std::size_t(k * 8), lo, hi);
+  auto vc = small_ints(16 * 8, -8, 8);
+  auto a = hidet::asarray(va, {16, k}, ab), b = hidet::asarray(vb, {k, 8}, ab);
+  auto c = hidet::asarray(vc, {16, 8}, acc), d = hidet::zeros({16, 8}, hidet::f32);
+  cm(a, b, c, d);
+  auto out = d.to_vector<float>();
+  double max_abs = 0;
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 8; ++col) {
+      double want = vc[std::size_t(r * 8 + col)];
+      for (int j = 0; j < k; ++j) want += va[std::size_t(r * k + j)] * vb[std::size_t(j * 8 + col)];
+      max_abs = std::max(max_abs, std::abs(want));
+      REQUIRE_MESSAGE(double(out[std::size_t(r * 8 + col)]) == want, "m16n8k", k, " ", ab, "->", acc, " D[", r, "][",
+                      col, "] (lane ", (r % 8) * 4 + col / 2, ") on ", where(cm), ", seed 1234");
+    }
+  CHECK(max_abs > 0);
+  CHECK(has(cm.source(), "mma.sync.aligned.m16n8k"));
+}
+} // namespace
+
+TEST_CASE("mma.sync m16n8k16 f16 -> f32") { check_mma(mma_m16n8k16, hidet::f16, hidet::f32); }
+TEST_CASE("mma.sync m16n8k16 bf16 -> f32") { check_mma(mma_m16n8k16, hidet::bf16, hidet::f32); }
+TEST_CASE("mma.sync m16n8k16 f16 -> f16") { check_mma(mma_m16n8k16, hidet::f16, hidet::f16); }
+TEST_CASE("mma.sync m16n8k8 tf32 -> f32") { check_mma(mma_m16n8k8, hidet::f32, hidet::f32); }
+TEST_CASE("mma.sync m16n8k32 i8 -> i32") { check_mma(mma_m16n8k32, hidet::i8, hidet::i32); }
+
+TEST_CASE("ldmatrix x4 feeds mma.sync: the A fragment from shared memory") {
+  // A (16x16 f16) in shared memory; lane l gives row (l % 16), column 8 * (l / 16): the standard
+  // addressing that makes ldmatrix.x4 produce the m16n8k16 A fragment.
+  auto mod = script_module("ldm_mma");
+  mod.kernel("ldm_mma", {f16[16][16], f16[16][8], f32[16][8]}, [&](Tensor a, Tensor b, Tensor d) {
+    attrs.cuda.grid_dim = 1;
+    attrs.cuda.block_dim = 32;
+    auto s = shared_tensor(f16[16][16], "s");
+    auto af = register_tensor(f16[8], "af");
+    auto bf = register_tensor(f16[4], "bf");
+    auto cf = register_tensor(f32[4], "cf");
+    Var l = threadIdx.x;
+    Expr le = l;
+    for (int j = 0; j < 8; ++j) s[l / 2][l % 2 * 8 + j] = a[l / 2][l % 2 * 8 + j];
+    syncthreads();
+    ldmatrix(af, s[l % 16][l / 16 * 8], 4);
+    for (int i = 0; i < 4; ++i) {
+      auto [r, col] = frag_b(16, le, i);
+      bf[i] = b[r][col];
+      cf[i] = 0.0f;
+    }
+    mma_sync(cf, af, bf, cf);
+    for (int i = 0; i < 4; ++i) {
+      auto [r, col] = frag_c(le, i);
+      d[r][col] = cf[i];
+    }
+  });
+  auto cm = mod.build();
+  auto va = small_ints(256, -3, 3), vb = small_ints(128, -3, 3);
+  auto a = hidet::asarray(va, {16, 16}, hidet::f16), b = hidet::asarray(vb, {16, 8}, hidet::f16);
+  auto d = hidet::zeros({16, 8}, hidet::f32);
+  cm(a, b, d);
+  auto out = d.to_vector<float>();
+  for (int r = 0; r < 16; ++r)
+    for (int col = 0; col < 8; ++col) {
+      double want = 0;
+      for (int j = 0; j < 16; ++j) want += va[std::size_t(r * 16 + j)] * vb[std::size_t(j * 8 + col)];
+      REQUIRE_MESSAGE(double(out[std::size_t(r * 8 + col)]) == want, "D[", r, "][", col, "] on ", where(cm));
+    }
+}
+
+TEST_CASE("half2: pack, unpack, add, sub, mul, fma in f16 and bf16") {
+  for (auto dt : {hidet::DataType(hidet::f16), hidet::DataType(hidet::bf16)}) {
+    auto mod = script_module("h2");
+    mod.kernel("h2", {f32[32][3], f32[32][10]}, [&](Tensor in, Tensor out) {
+      attrs.cuda.grid_dim = 1;
+      attrs.cuda.block_dim = 32;
+      Var t = threadIdx.x;
+      Var x = in[t][0], y = in[t][1], z = in[t][2];
+      Var p = half2_pack(x, y, dt), q = half2_pack(z, x, dt);
+      Expr r[] = {half2_add(p, q, dt), half2_sub(p, q, dt), half2_mul(p, q, dt), half2_fma(p, q, p, dt)};
+      out[t][0] = half2_unpack(p, 0, dt);
+      out[t][1] = half2_unpack(p, 1, dt);
+      for (int i = 0; i < 4; ++i) {
+        Var v = r[i];
+        out[t][2 + 2 * i] = half2_unpack(v, 0, dt);
+        out[t][3 + 2 * i] = half2_unpack(v, 1, dt);
+      }
+    });
+    auto cm = mod.build();
+    std::vector<double> in(96);
+    std::uniform_int_distribution<int> d(-40, 40);
+    for (auto &v : in) v = d(rng()) * 0.125 + 0.0625; // x.0625 steps: some products round
+    auto ti = hidet::asarray(in, {32, 3}, hidet::f32), to = hidet::zeros({32, 10}, hidet::f32);
+    cm(ti, to);
+    auto out = to.to_vector<float>();
+    auto rnd = [&](double v) {
+      float f = float(v);
+      return dt == hidet::DataType(hidet::f16) ? hidet::half_bits_to_float(hidet::float_to_half_bits(f))
+                                               : hidet::bf16_bits_to_float(hidet::float_to_bf16_bits(f));
+    };
+    for (int t = 0; t < 32; ++t) {
+      double x = rnd(in[std::size_t(t * 3)]), y = rnd(in[std::size_t(t * 3 + 1)]), z = rnd(in[std::size_t(t * 3 + 2)]);
+      double want[10] = {x, y, rnd(x + z), rnd(y + x), rnd(x - z), rnd(y - x), rnd(x * z), rnd(y * x),
+                         rnd(x * z + x), rnd(y * x + y)};
+      for (int j = 0; j < 10; ++j)
+        REQUIRE_MESSAGE(double(out[std::size_t(t * 10 + j)]) == want[j], dt, " thread ", t, " output ", j, " on ",
+                        where(cm));
+    }
+  }
+}
+
+namespace {
+/// A kernel that uses every Hopper primitive (compile check; it is not meant to be run).
+hidet::lang::ScriptModule hopper_module() {
+  auto mod = script_module("hopper");
+  mod.kernel("hopper_all", {u8[128], f32[128][8]}, [&](Tensor tmap, Tensor out) {
+    attrs.cuda.grid_dim = 1;
+    attrs.cuda.block_dim = 128;
+    auto bar = shared_tensor(u64[1], "bar");
+    auto tile = shared_tensor(f16[64][64], "tile");
+    auto acc = register_tensor(f32[32], "acc");
+    setmaxnreg(240, true);
+    if_(threadIdx.x == 0, [&] {
+      mbarrier_init(bar, 1);
+      fence_mbarrier_init();
+    });
+    syncthreads();
+    if_(threadIdx.x == 0, [&] {
+      mbarrier_arrive_expect_tx(bar, 64 * 64 * 2);
+      tma_load(tile, tmap, bar, {0, 0});
+    });
+    mbarrier_wait(bar, 0);
+    mbarrier_arrive(bar);
+    Var desc = make_wgmma_desc(tile, 16, 1024, Swizzle::B128);
+    wgmma_fence();
+    wgmma(acc, desc, desc, 64, hidet::f16, 0);
+    wgmma_commit_group();
+    wgmma_wait_group(0);
+    fence_proxy_async();
+    if_(threadIdx.x == 0, [&] {
+      tma_store(tmap, tile, {0, 0});
+      tma_commit_group();
+      tma_wait_group(0);
+    });
+    cluster_sync();
+    out[threadIdx.x][0] = acc[0] + cluster_ctarank() + cluster_nctarank();
+  });
+  return mod;
+}
+} // namespace
+
+TEST_CASE("Hopper primitives compile for sm_90a; the emulator rejects them") {
+  hidet::BuildOptions o;
+  o.arch = "sm_90a";
+  auto cm = hopper_module().build(o);
+  for (const char *ptx : {"setmaxnreg.inc.sync.aligned.u32 240", "mbarrier.init.shared::cta.b64",
+                          "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "cp.async.bulk.tensor.2d.shared::cluster",
+                          "cp.async.bulk.tensor.2d.global.shared::cta", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+                          "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async",
+                          "barrier.cluster.arrive", "%%cluster_ctarank"})
+    CHECK_MESSAGE(has(cm.source(), ptx), ptx);
+  if (cm.emulated()) {
+    if (hidet::detail::nvrtc_available()) CHECK(!cm.binary().cubin.empty()); // NVRTC compiled it for sm_90a
+    auto tmap = hidet::zeros({128}, hidet::u8), out = hidet::zeros({128, 8}, hidet::f32);
+    try {
+      cm(tmap, out);
+      FAIL("the emulator ran a Hopper kernel");
+    } catch (const hidet::EmulatorError &e) {
+      std::string m = e.what();
+      CHECK(has(m, "setmaxnreg"));
+      CHECK(has(m, "hopper_all"));
+      CHECK(has(m, "run this kernel on a GPU"));
+      CHECK(has(m, "test_primitives.cpp"));
+    }
+  }
+}
+
+TEST_CASE("bad input: mma fragment shape and dtype, wgmma for an older arch") {
+  auto kernel_with = [](auto body) {
+    auto mod = script_module("bad");
+    mod.kernel("bad", {f32[4]}, [&](Tensor) {
+      attrs.cuda.grid_dim = 1;
+      attrs.cuda.block_dim = 32;
+      body();
+    });
+  };
+  int line = 0;
+  try {
+    kernel_with([&] {
+      auto a = register_tensor(f16[4], "a_frag"), b = register_tensor(f16[4], "b"), c = register_tensor(f32[4], "c");
+      line = __LINE__ + 1;
+      mma_sync(c, a, b, c, mma_m16n8k16);
+    });
+    FAIL("no error");
+  } catch (const hidet::DSLError &e) {
+    std::string m = e.what();
+    CHECK(has(m, "a_frag"));
+    CHECK(has(m, "has 4 f16 elements"));
+    CHECK(has(m, "needs 8 f16 per lane"));
+    CHECK(e.loc().line == std::uint32_t(line));
+  }
+  try {
+    kernel_with([&] {
+      auto a = register_tensor(f32[8], "a"), b = register_tensor(f32[4], "b"), c = register_tensor(f32[4], "c");
+      mma_sync(c, a, b, c, mma_m16n8k16);
+    });
+    FAIL("no error");
+  } catch (const hidet::DSLError &e) {
+    CHECK(has(e.what(), "inputs are f32; m16n8k16 takes f16 or bf16"));
+    CHECK(has(e.what(), "test_primitives.cpp"));
+  }
+  try {
+    kernel_with([&] {
+      auto a = register_tensor(i8[16], "a"), b = register_tensor(i8[8], "b"), c = register_tensor(f32[4], "c");
+      mma_sync(c, a, b, c, mma_m16n8k32);
+    });
+    FAIL("no error");
+  } catch (const hidet::DSLError &e) {
+    CHECK(has(e.what(), "accumulators are f32; i8 accumulates in i32"));
+  }
+  // wgmma in a module built for sm_80 (and for sm_90 without the 'a')
+  auto mod = script_module("old_arch");
+  int wline = 0;
+  mod.kernel("needs_hopper", {f32[128]}, [&](Tensor o) {
+    attrs.cuda.grid_dim = 1;
+    attrs.cuda.block_dim = 128;
+    auto acc = register_tensor(f32[4], "acc");
+    wgmma_fence();
+    wline = __LINE__ + 1;
+    wgmma(acc, 0ull, 0ull, 8, hidet::bf16);
+    o[threadIdx.x] = acc[0];
+  });
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    hidet::BuildOptions o;
+    o.arch = arch;
+    try {
+      mod.build(o);
+      FAIL("built wgmma for ", arch);
+    } catch (const hidet::DSLError &e) {
+      std::string m = e.what();
+      CHECK(has(m, "wgmma_fence in kernel 'needs_hopper' needs sm_90a"));
+      CHECK(has(m, std::string("built for ") + arch));
+      CHECK(has(m, "test_primitives.cpp"));
+      CHECK(e.loc().line == std::uint32_t(wline - 2));
+    }
+  }
+}
