@@ -30,8 +30,9 @@
 //
 // This program prints a small mapping as a grid of thread ids, checks on the host that the
 // kernel's index formula is exactly the composed mapping for every thread, and then runs the
-// kernel (default 128 x 128 x 8 tiling and a smaller one) on shapes with partial tiles against a
-// double-precision host reference.
+// kernel (default 128 x 128 x 8 tiling, a smaller one, and the smaller one with split-k: blocks
+// along k write partial products that a second kernel sums, for shapes with few tiles) on shapes
+// with partial tiles against a double-precision host reference.
 //
 // Usage: 03_task_mappings [m n k]   (default 200 300 100: partial tiles on every edge).
 #include <cmath>
@@ -77,13 +78,13 @@ static bool formula_matches_mapping(const MatmulF32Config &c) {
 }
 
 static int run(int m, int n, int k, const MatmulF32Config &cfg) {
-  auto cm = hidet::ops::templates::matmul_f32_module(m, n, k, cfg).build();
+  hidet::ops::templates::MatmulF32 matmul(m, n, k, cfg);
   unsigned seed = std::random_device{}();
   hidet::manual_seed(seed);
   auto a = hidet::randn({m, k}, hidet::f32, "cuda");
   auto b = hidet::randn({k, n}, hidet::f32, "cuda");
   auto c = hidet::full({m, n}, std::nan(""), hidet::f32, "cuda"); // poison
-  cm(a, b, c);
+  matmul(a, b, c);
   auto ha = a.to_vector<float>(), hb = b.to_vector<float>(), hc = c.to_vector<float>();
   double err2 = 0, ref2 = 0;
   for (int i = 0; i < m; ++i)
@@ -131,7 +132,9 @@ int main(int argc, char **argv) {
                 (long long)mapping.task_shape()[1], ok ? "matches" : "DOES NOT match");
     if (!ok) return 1;
   }
-  int fails = run(m, n, k, big) + run(m, n, k, little);
+  MatmulF32Config split = little;
+  split.split_k = 3; // three blocks along k per tile, partial products summed by a second kernel
+  int fails = run(m, n, k, big) + run(m, n, k, little) + run(m, n, k, split);
   std::printf(fails ? "FAILED\n" : "OK\n");
   return fails ? 1 : 0;
 }

@@ -24,6 +24,8 @@
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/runtime/compiled_module.hpp"
+#include "hidet/runtime/tensor.hpp"
 
 namespace hidet::ops::templates {
 
@@ -36,6 +38,7 @@ struct MatmulF32Config {
   int thread_m = 4, thread_n = 4; ///< contiguous accumulators per sub-tile
   int block_k = 8;                ///< k extent of one shared-memory tile
   int min_blocks = 2;             ///< __launch_bounds__ blocks per SM (0: none)
+  int split_k = 1;                ///< slices of k computed by separate blocks, then summed
 
   int block_m() const { return warps_m * repeat_m * lanes_m * thread_m; }
   int block_n() const { return warps_n * repeat_n * lanes_n * thread_n; }
@@ -44,7 +47,7 @@ struct MatmulF32Config {
   std::string str() const {
     return str_cat(block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, ", repeat ",
                    repeat_m, "x", repeat_n, ", lanes ", lanes_m, "x", lanes_n, ", thread ", thread_m, "x",
-                   thread_n, ")");
+                   thread_n, ")", split_k > 1 ? str_cat(", split-k ", split_k) : std::string());
   }
 };
 
@@ -62,6 +65,7 @@ inline void check_matmul_f32_config(const MatmulF32Config &c) {
   };
   for (int v : {c.warps_m, c.warps_n, c.repeat_m, c.repeat_n, c.lanes_m, c.lanes_n, c.thread_m, c.thread_n, c.block_k})
     if (v <= 0) bad("every extent must be positive");
+  if (c.split_k <= 0) bad("split_k must be positive");
   if (c.lanes_m * c.lanes_n != 32) bad(str_cat("lanes_m * lanes_n is ", c.lanes_m * c.lanes_n, ", must be 32"));
   if (c.threads() > 1024) bad(str_cat(c.threads(), " threads per block; CUDA allows 1024"));
   int t = c.threads();
@@ -81,6 +85,8 @@ inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const la
 } // namespace matmul_detail
 
 /// Adds kernel `name`: c = a @ b for a: f32[m][k], b: f32[k][n], c: f32[m][n] (row-major).
+/// With cfg.split_k = s > 1 the third parameter is f32[s][m][n] instead: block z of the grid
+/// computes the partial product over the z-th slice of k into c[z] (sum them: add_sum_kernel).
 inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
                                   const MatmulF32Config &cfg = {}) {
   using namespace hidet::lang;
@@ -93,11 +99,14 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
   const int load_rows = threads / bk;           // rows of a (cols of b) loaded per round
   const int a_rounds = bm / load_rows, b_rounds = bn / load_rows;
   const int a_pitch = bm + 4; // padded row of the transposed a tile
-  const int k_tiles = ceil_div(k, bk);
-  const bool guard_m = m % bm != 0, guard_n = n % bn != 0, guard_k = k % bk != 0;
+  const int split = cfg.split_k;
+  const int k_slice = ceil_div(ceil_div(k, split), bk) * bk; // k per slice, whole tiles
+  const int k_tiles = k_slice / bk;
+  const bool guard_m = m % bm != 0, guard_n = n % bn != 0, guard_k = k % k_slice != 0 || k % bk != 0;
+  TensorSpec out_type = split > 1 ? f32[split][m][n] : f32[m][n];
 
-  mod.kernel(name, {f32[m][k], f32[k][n], f32[m][n]}, [&](lang::Tensor a, lang::Tensor b, lang::Tensor c) {
-    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm)};
+  mod.kernel(name, {f32[m][k], f32[k][n], out_type}, [&](lang::Tensor a, lang::Tensor b, lang::Tensor c_param) {
+    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm), split};
     attrs.cuda.block_dim = threads;
     if (cfg.min_blocks > 0) attrs.cuda.min_blocks = cfg.min_blocks;
 
@@ -113,6 +122,9 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
     auto b_next = register_tensor(f32[b_rounds], "b_next");
 
     Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
+    Expr k_base = split > 1 ? Expr(blockIdx.z * k_slice) : Expr(0);
+    // c[row][col] of this block's output (its slice of the workspace under split-k)
+    auto c_at = [&](Expr row, Expr col) { return split > 1 ? c_param[blockIdx.z][row][col] : c_param[row][col]; };
     Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     // The spatial parts of the c mapping: this thread's warp tile and lane position.
     auto wt = matmul_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
@@ -170,16 +182,16 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
     };
 
     for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
-    load_a(Expr(0));
-    load_b(Expr(0));
+    load_a(k_base);
+    load_b(k_base);
     store_tiles(Expr(0));
     syncthreads();
     for_(range(k_tiles), [&](Var kt) {
       Var buf = kt % 2;
       if (k_tiles > 1) {
         if_(kt + 1 < k_tiles, [&] {
-          load_a((kt + 1) * bk);
-          load_b((kt + 1) * bk);
+          load_a(k_base + (kt + 1) * bk);
+          load_b(k_base + (kt + 1) * bk);
         });
       }
       for_(range(bk).unroll(), [&](Var kk) {
@@ -200,7 +212,7 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
         Expr ok = true;
         if (guard_m) ok = ok && row < m;
         if (guard_n) ok = ok && col < n;
-        auto store = [&] { c[row][col] = acc[ri * tm + ti][rj * tn + tj]; };
+        auto store = [&] { c_at(row, col) = acc[ri * tm + ti][rj * tn + tj]; };
         if (guard_m || guard_n) if_(ok, store);
         else store();
       });
@@ -208,12 +220,67 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
   });
 }
 
-/// A script module holding the one kernel "matmul_f32" for these sizes; build() it, then call
-/// it as cm(a, b, c).
+/// Adds kernel `name`: c[i][j] = sum_z parts[z][i][j] for parts: f32[s][m][n], c: f32[m][n].
+inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int s, int m, int n) {
+  using namespace hidet::lang;
+  const int threads = 256;
+  const std::int64_t total = std::int64_t(m) * n;
+  mod.kernel(name, {f32[s][m * n], f32[m * n]}, [&](lang::Tensor parts, lang::Tensor c) {
+    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+    attrs.cuda.block_dim = threads;
+    Var i = blockIdx.x * threads + threadIdx.x;
+    if_(i < total, [&] {
+      Var sum = parts[0][i];
+      for_(range(1, s).unroll(), [&](Var z) { sum += parts[z][i]; });
+      c[i] = sum;
+    });
+  });
+}
+
+/// A script module for these sizes: kernel "matmul_f32" (and "sum_slices" under split-k). Without
+/// split-k, build() it and call it as cm(a, b, c); MatmulF32 runs either form.
 inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32Config &cfg = {}) {
   auto mod = lang::script_module(str_cat("matmul_f32_", m, "x", n, "x", k));
   add_matmul_f32_kernel(mod, "matmul_f32", m, n, k, cfg);
+  if (cfg.split_k > 1) add_sum_kernel(mod, "sum_slices", cfg.split_k, m, n);
   return mod;
 }
+
+/// A tiling for an m x n x k product on a GPU with `num_sms` multiprocessors: 128 x 128 x 8
+/// tiles, and split-k when the tiles alone would leave most multiprocessors idle.
+inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_sms) {
+  MatmulF32Config c;
+  std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n());
+  // Two blocks fit on a multiprocessor; split k while that leaves slices of >= 128.
+  int split = 1;
+  while (tiles * split * 2 <= num_sms && k / (split * 2) >= 128 && split < 16) split *= 2;
+  c.split_k = split;
+  return c;
+}
+
+/// A built f32 matmul for fixed sizes: f(a, b, c) computes c = a @ b (a: [m, k], b: [k, n],
+/// c: [m, n], f32 tensors on cuda), with split-k through a workspace when the config asks.
+class MatmulF32 {
+public:
+  MatmulF32(int m, int n, int k, const MatmulF32Config &cfg = {})
+      : cfg_(cfg), cm_(matmul_f32_module(m, n, k, cfg).build()) {
+    if (cfg.split_k > 1) workspace_ = hidet::empty({cfg.split_k, m, n}, hidet::f32, "cuda");
+  }
+  /// Launches the kernels on the current stream.
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const {
+    if (cfg_.split_k == 1) return cm_["matmul_f32"](a, b, c);
+    cm_["matmul_f32"](a, b, workspace_);
+    auto &shape = c.shape();
+    cm_["sum_slices"](workspace_.reshape({cfg_.split_k, shape.size() == 2 ? shape[0] * shape[1] : -1}),
+                      c.reshape({-1}));
+  }
+  const MatmulF32Config &config() const { return cfg_; }
+  const CompiledModule &module() const { return cm_; }
+
+private:
+  MatmulF32Config cfg_;
+  CompiledModule cm_;
+  Tensor workspace_;
+};
 
 } // namespace hidet::ops::templates
