@@ -8,6 +8,7 @@
 #include <random>
 
 #include "hidet/hidet.hpp"
+#include "hidet/runtime/tensor_map.hpp"
 
 using namespace hidet::lang;
 
@@ -410,4 +411,46 @@ TEST_CASE("bad input: mma fragment shape and dtype, wgmma for an older arch") {
       CHECK(e.loc().line == std::uint32_t(wline - 2));
     }
   }
+}
+
+TEST_CASE("TMA: a 64x32 f16 box through an mbarrier into shared memory (GPU only)") {
+  if (hidet::runtime::cuda_emulated()) {
+    MESSAGE("SKIP: TMA needs a Hopper GPU");
+    return;
+  }
+  auto mod = script_module("tma");
+  mod.kernel("tma", {u8[128], f16[128][64], f32[64][32]}, [&](Tensor tmap, Tensor, Tensor out) {
+    attrs.cuda.grid_dim = 1;
+    attrs.cuda.block_dim = 128;
+    // TMA needs a 128-byte aligned destination: dynamic shared memory at offset 0 (static shared
+    // tensors are only aligned to their dtype); the mbarrier after the tile.
+    attrs.cuda.dynamic_smem_bytes = 64 * 32 * 2 + 8;
+    auto tile = dynamic_shared_tensor(f16[64][32], 0, "tile");
+    auto bar = dynamic_shared_tensor(u64[1], 64 * 32 * 2, "bar");
+    if_(threadIdx.x == 0, [&] {
+      mbarrier_init(bar, 1);
+      fence_mbarrier_init();
+    });
+    syncthreads();
+    if_(threadIdx.x == 0, [&] {
+      mbarrier_arrive_expect_tx(bar, 64 * 32 * 2);
+      tma_load(tile, tmap, bar, {32, 64}); // column 32, row 64: the box at a[64:128][32:64]
+    });
+    mbarrier_wait(bar, 0);
+    for (int j = 0; j < 16; ++j) {
+      Var e = threadIdx.x * 16 + j;
+      out[e / 32][e % 32] = tile[e / 32][e % 32];
+    }
+  });
+  hidet::BuildOptions o;
+  o.arch = "sm_90a";
+  auto cm = mod.build(o);
+  auto va = small_ints(128 * 64, -100, 100);
+  auto a = hidet::asarray(va, {128, 64}, hidet::f16), out = hidet::zeros({64, 32}, hidet::f32);
+  auto tmap = hidet::TensorMap::tiled(a, {64, 32});
+  cm(tmap.to_device(), a, out);
+  auto h = out.to_vector<float>();
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < 32; ++c)
+      REQUIRE_MESSAGE(double(h[std::size_t(r * 32 + c)]) == va[std::size_t((64 + r) * 64 + 32 + c)], "(", r, ", ", c, ")");
 }

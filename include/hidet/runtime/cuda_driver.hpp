@@ -65,7 +65,8 @@ namespace hidet::cuda {
   X(cuEventRecord)                                                                                 \
   X(cuEventSynchronize)                                                                            \
   X(cuEventElapsedTime_v2)                                                                         \
-  X(cuEventDestroy_v2)
+  X(cuEventDestroy_v2)                                                                             \
+  X(cuTensorMapEncodeTiled)
 
 /// The loaded driver: one function pointer per entry point (null until loaded).
 struct Driver {
