@@ -13,8 +13,13 @@
 
 #include "hidet/hidet.hpp"
 
-using namespace hidet;
 using namespace hidet::lang;
+using hidet::f32;
+using hidet::zeros;
+namespace backend = hidet::backend;
+namespace runtime = hidet::runtime;
+namespace cuda = hidet::cuda;
+namespace ir = hidet::ir;
 using Clock = std::chrono::steady_clock;
 
 static double ms_since(Clock::time_point t0) {

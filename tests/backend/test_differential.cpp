@@ -23,9 +23,9 @@ namespace {
 /// Builds the module and runs `run(cm)` once on the emulator and once on the GPU.
 template <class Build, class Run> auto both(Build &&build, Run &&run) {
   runtime::set_cuda_emulation(true);
-  auto emu = run(build());
+  auto emu = run(build().build());
   runtime::set_cuda_emulation(false);
-  auto gpu = run(build());
+  auto gpu = run(build().build());
   return std::make_pair(emu, gpu);
 }
 

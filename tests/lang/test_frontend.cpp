@@ -253,3 +253,25 @@ TEST_CASE("a variable used outside the scope that defined it is reported") {
     CHECK(std::string(e.what()).find("outside the scope") != std::string::npos);
   }
 }
+
+TEST_CASE("assigning to a Var from literals, expressions, elements and other vars") {
+  auto f = in_kernel([](Tensor t) {
+    Var x = 0.0f;
+    Var y = 1;
+    x = 2.0f;
+    x = x * 3.0f + t[0][0];
+    x = t[1][1];
+    y = y + 1;
+    Var z = x; // alias, not a declaration
+    z = y;     // assigns x (converting i32 -> f32)
+    t[0][0] = x;
+  });
+  struct Count : ir::IRVisitor {
+    int declares = 0, assigns = 0;
+    void visit_DeclareStmt(const ir::DeclareStmtNode *s) override { declares++, ir::IRVisitor::visit_DeclareStmt(s); }
+    void visit_AssignStmt(const ir::AssignStmtNode *s) override { assigns++, ir::IRVisitor::visit_AssignStmt(s); }
+  } c;
+  c.visit(f->body);
+  CHECK(c.declares == 2);
+  CHECK(c.assigns == 5);
+}

@@ -49,9 +49,14 @@ public:
     return Var(v);
   }
 
-  /// Assignment emits `x = value` (converted to x's dtype).
-  Var &operator=(const Operand &value) {
-    assign(detail::store_value(value, dtype(), "="), value.loc);
+  /// Assignment emits `x = value` (converted to x's dtype). A template, so that it is preferred
+  /// over converting the value to a Var (which would declare a new variable).
+  template <class T>
+    requires std::is_constructible_v<Operand, const T &>
+  Var &operator=(const T &value) {
+    Operand o(value);
+    o.loc = o.node && o.node->loc.valid() ? o.node->loc : SourceLoc{};
+    assign(detail::store_value(o, dtype(), "="), o.loc);
     return *this;
   }
   Var &operator=(const Var &other) { return *this = Operand::of(other.ir(), other.var_->loc); }
