@@ -120,7 +120,7 @@ template <DTypeCode K> struct MathE : ENode {
         HIDET_EMU_MATH(Tanh, std::tanh(p)) HIDET_EMU_MATH(Erf, std::erf(p))
         HIDET_EMU_MATH(Pow, std::pow(p, q)) HIDET_EMU_MATH(Abs, std::fabs(p))
         HIDET_EMU_MATH(Min, std::fmin(p, q)) HIDET_EMU_MATH(Max, std::fmax(p, q))
-        HIDET_EMU_MATH(Fma, std::fma(p, q, r)) HIDET_EMU_MATH(Floor, std::floor(p))
+        HIDET_EMU_MATH(Fma, std::fma(double(p), double(q), double(r))) HIDET_EMU_MATH(Floor, std::floor(p))
         HIDET_EMU_MATH(Ceil, std::ceil(p)) HIDET_EMU_MATH(Round, std::round(p))
 #undef HIDET_EMU_MATH
       case I::IsNan: run([](C p, C, C) { return Slot{std::isnan(p) ? 1 : 0}; }); break;

@@ -178,9 +178,31 @@ private:
     }
   }
 
+  /// CUDA compiles with -fmad=true: a floating a*b+c (or a*b-c, c-a*b) in one expression becomes
+  /// a fused multiply-add with a single rounding. The emulator contracts the same patterns so that
+  /// its results match the GPU's bit for bit.
+  ENode *contract_fma(const ir::BinaryNode *b) {
+    using ir::BinaryOp;
+    if ((b->op != BinaryOp::Add && b->op != BinaryOp::Sub) || !ir::is_scalar(b->type)) return nullptr;
+    DataType d = ir::dtype_of(b->type);
+    if (!d.is_float()) return nullptr;
+    auto mul_of = [&](const ir::Expr &e) -> const ir::BinaryNode * {
+      auto m = e.as<ir::BinaryNode>();
+      return m && m->op == BinaryOp::Mul && ir::is_scalar(m->type) && ir::dtype_of(m->type) == d ? m : nullptr;
+    };
+    auto neg = [&](const ir::Expr &e) { return ir::UnaryNode::make(ir::UnaryOp::Neg, e, b->loc); };
+    auto fma = [&](ir::Expr x, ir::Expr y, ir::Expr z) {
+      return expr(ir::CallNode::make_intrinsic(ir::Intrinsic::Fma, {x, y, z}, b->type, b->loc));
+    };
+    if (auto m = mul_of(b->a)) return fma(m->a, m->b, b->op == BinaryOp::Add ? b->b : neg(b->b));
+    if (auto m = mul_of(b->b)) return fma(b->op == BinaryOp::Add ? m->a : neg(m->a), m->b, b->a);
+    return nullptr;
+  }
+
   ENode *binary(const ir::BinaryNode *b) {
     using ir::BinaryOp;
     SourceLoc l = b->loc;
+    if (ENode *f = contract_fma(b)) return f;
     ENode *x = expr(b->a), *y = expr(b->b);
     bool fault = x->may_fault || y->may_fault;
     if (ir::is_pointer(b->a->type) || ir::is_tensor(b->a->type)) {
