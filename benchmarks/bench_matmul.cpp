@@ -249,6 +249,14 @@ int main(int argc, char **argv) {
           v.split_k = sk;
           configs.push_back(v);
         }
+      // 64 x 64 tiles of 128 threads (8 x 4 accumulators each), for shapes with few 128 x 128 tiles
+      MatmulF32Config small{2, 2, 2, 1, 4, 8, 4, 4, 8, 4, 1};
+      for (int sk : {1, 2, 4, 8})
+        for (int bk : {8, 16}) {
+          v = small;
+          v.split_k = sk, v.block_k = bk;
+          if (s.k / sk >= 64) configs.push_back(v);
+        }
     }
     Row best{s, "", 1e30, 0, 0, {}};
     for (auto &cfg : configs) {

@@ -247,13 +247,23 @@ inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32
 }
 
 /// A tiling for an m x n x k product on a GPU with `num_sms` multiprocessors: 128 x 128 x 8
-/// tiles, and split-k when the tiles alone would leave most multiprocessors idle.
+/// tiles (256 threads, 8 x 8 accumulators each); 64 x 64 x 8 tiles (128 threads) when the big
+/// tiles would leave most multiprocessors idle; and split-k while the blocks do not fill the GPU
+/// and each slice keeps at least 64 of k. (Chosen from the H100 sweep in docs/notes/matmul_f32.md.)
 inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_sms) {
   MatmulF32Config c;
-  std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n());
-  // Two blocks fit on a multiprocessor; split k while that leaves slices of >= 128.
+  auto tiles_of = [&](const MatmulF32Config &t) {
+    return std::int64_t(lang::ceil_div(m, t.block_m())) * lang::ceil_div(n, t.block_n());
+  };
+  int blocks_per_sm = 1; // split until the blocks fill this many per SM (measured best)
+  if (tiles_of(c) * 4 < num_sms) {
+    c = MatmulF32Config{2, 2, 2, 1, 4, 8, 4, 4, 8, 4, 1};
+    blocks_per_sm = 2;
+  }
+  std::int64_t tiles = tiles_of(c);
   int split = 1;
-  while (tiles * split * 2 <= num_sms && k / (split * 2) >= 128 && split < 16) split *= 2;
+  while (tiles * split * 2 <= std::int64_t(num_sms) * blocks_per_sm && k / (split * 2) >= 64 && split < 16)
+    split *= 2;
   c.split_k = split;
   return c;
 }
