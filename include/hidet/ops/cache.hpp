@@ -58,10 +58,11 @@ inline Device common_device(const std::string &op, const std::vector<Tensor> &xs
 /// Number of tasks compiled by this process so far (cache misses).
 inline std::size_t compiled_task_count() { return detail::task_cache().compiles; }
 
-/// Runs a task eagerly (see the top of this file). `make_task` is only called on a cache miss;
-/// `device` is where the outputs go (cpu inputs run on cuda and come back).
-template <class MakeTask>
-std::vector<Tensor> run_task(const std::string &key, MakeTask &&make_task, const std::vector<Tensor> &inputs,
+/// Runs a hand-written plan eagerly (like run_task, for operators with their own kernels):
+/// `make_plan` is only called on a cache miss and returns the Plan; its Output buffers give the
+/// output shapes and dtypes.
+template <class MakePlan>
+std::vector<Tensor> run_plan(const std::string &key, MakePlan &&make_plan, const std::vector<Tensor> &inputs,
                              std::optional<Device> device = std::nullopt) {
   Device dev = device ? *device : detail::common_device(key.substr(0, key.find('{')), inputs);
   std::string full_key = str_cat(key, "|", detail::signature_of(inputs));
@@ -73,11 +74,17 @@ std::vector<Tensor> run_task(const std::string &key, MakeTask &&make_task, const
     if (it != c.map.end()) ct = it->second;
   }
   if (!ct) {
-    Task task = make_task();
     auto fresh = std::make_shared<CompiledTask>();
-    fresh->plan = schedule(task);
+    fresh->plan = make_plan();
     if (!fresh->plan.steps.empty()) fresh->module = fresh->plan.module.build();
-    for (auto &o : task.outputs) fresh->output_shapes.push_back(o.shape()), fresh->output_dtypes.push_back(o.dtype());
+    for (auto &b : fresh->plan.buffers) {
+      if (b.role != PlanBuffer::Role::Output) continue;
+      if (fresh->output_shapes.size() <= std::size_t(b.index)) {
+        fresh->output_shapes.resize(b.index + 1);
+        fresh->output_dtypes.resize(b.index + 1);
+      }
+      fresh->output_shapes[b.index] = b.shape, fresh->output_dtypes[b.index] = b.dtype;
+    }
     auto &c = detail::task_cache();
     std::lock_guard<std::mutex> g(c.mu);
     c.compiles++;
@@ -104,6 +111,14 @@ std::vector<Tensor> run_task(const std::string &key, MakeTask &&make_task, const
   if (dev.is_cpu())
     for (auto &o : outputs) o = o.to(dev);
   return outputs;
+}
+
+/// Runs a task eagerly (see the top of this file). `make_task` is only called on a cache miss;
+/// `device` is where the outputs go (cpu inputs run on cuda and come back).
+template <class MakeTask>
+std::vector<Tensor> run_task(const std::string &key, MakeTask &&make_task, const std::vector<Tensor> &inputs,
+                             std::optional<Device> device = std::nullopt) {
+  return run_plan(key, [&] { return schedule(make_task()); }, inputs, device);
 }
 
 } // namespace hidet::ops

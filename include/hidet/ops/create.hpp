@@ -9,7 +9,7 @@ namespace detail {
 template <class F>
 Tensor generate(const std::string &op, const std::string &attrs, const Shape &shape, DataType d, Device dev, F f) {
   return run_task(
-      str_cat(op, "{", attrs, ", dtype=", d, "}"),
+      str_cat(op, "{", attrs, ", shape=", ints_str(shape), ", dtype=", d, "}"),
       [&] {
         auto y = compute(op, shape, [&](const Idx &i) { return f(i); }, d);
         return Task{op, {}, {y}, attrs, {}};

@@ -1,8 +1,10 @@
-// Matrix products as compute definitions (a reduction over k), scheduled by the auto-scheduler:
-// correct for every shape and dtype; the high-speed templates come with a later issue.
+// Matrix products: matmul (numpy semantics), batch_matmul and linear, run by the tiled
+// shared-memory kernel of schedule_matmul.hpp: correct for every shape and dtype; the
+// tensor-core templates come with a later issue.
 #pragma once
 
 #include "hidet/ops/elementwise.hpp"
+#include "hidet/ops/schedule_matmul.hpp"
 
 namespace hidet::ops {
 
@@ -22,25 +24,15 @@ inline Tensor matmul(const Tensor &a, const Tensor &b) {
                              ") must equal the second-to-last dimension of b (", k2, ")"));
   Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
   Shape batch = broadcast_shapes("matmul", ba, bb, a.dtype(), b.dtype());
+  if (shape_numel(batch) > 65535)
+    throw ValueError(str_cat("matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), " give ", shape_numel(batch),
+                             " batches; at most 65535 are supported, reshape the batch into the rows of a"));
   DataType t = promote_types(a.dtype(), b.dtype());
   if (t.is_bool()) t = dtypes::i32;
   Shape out = batch;
   out.push_back(m), out.push_back(n);
-  Tensor r = run_task(
-      "matmul{}",
-      [&] {
-        auto x = input("a", sa, a.dtype());
-        auto y = input("b", sb, b.dtype());
-        DataType cd = compute_dtype(t);
-        auto c = reduce(out, {k}, [&](const Idx &i, const Idx &r) {
-          Idx bi(i.begin(), i.end() - 2);
-          Idx ia = broadcast_index(ba, bi), ib = broadcast_index(bb, bi);
-          ia.push_back(i[i.size() - 2]), ia.push_back(r[0]);
-          ib.push_back(r[0]), ib.push_back(i.back());
-          return lang::cast(x.at(ia), cd) * lang::cast(y.at(ib), cd);
-        }, ReduceKind::Sum, std::nullopt, t, "matmul");
-        return Task{"matmul", {x, y}, {c}, "", {}};
-      },
+  Tensor r = run_plan(
+      "matmul{}", [&] { return detail::matmul_plan(sa, a.dtype(), sb, b.dtype(), out, t, compute_dtype(t)); },
       {a.reshape(sa), b.reshape(sb)})[0];
   Shape final_shape = batch;
   if (a.ndim() > 1) final_shape.push_back(m);

@@ -165,27 +165,47 @@ inline Tensor std(const Tensor &x, std::vector<int> axes = {}, bool keepdims = f
   return var(x, axes, keepdims, correction, true);
 }
 
-/// Inclusive cumulative sum along `axis` (each output reduces its prefix: quadratic work, meant
-/// for short axes).
+/// Inclusive cumulative sum along `axis`: a linear scan per row. The tensor is viewed as
+/// [outer, len, inner]; one thread scans one (outer, inner) line, consecutive threads on
+/// consecutive inner positions. Integers and bool accumulate in i64 (u64 for unsigned); f16/bf16
+/// in f32 and round each prefix once.
 inline Tensor cumsum(const Tensor &x, int axis) {
   int ax = detail::normalize_axis("cumsum", axis, x.ndim(), x.shape());
   std::string attrs = str_cat("axis=", ax);
-  return run_task(
+  std::int64_t outer = 1, len = x.shape().empty() ? 1 : x.shape()[ax], inner = 1;
+  for (int d = 0; d < ax; ++d) outer *= x.shape()[d];
+  for (int d = ax + 1; d < x.ndim(); ++d) inner *= x.shape()[d];
+  DataType acc = x.dtype().is_float() ? compute_dtype(x.dtype()) : default_acc_dtype(ReduceKind::Sum, x.dtype());
+  DataType out = x.dtype().is_float() ? x.dtype() : acc;
+  return run_plan(
       str_cat("cumsum{", attrs, "}"),
       [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        std::int64_t len = x.shape().empty() ? 1 : x.shape()[ax];
-        DataType out = x.dtype().is_float() ? x.dtype() : default_acc_dtype(ReduceKind::Sum, x.dtype());
-        auto y = reduce(x.shape(), {len}, [&](const Idx &o, const Idx &r) {
-          if (x.shape().empty()) return Expr(a.at({}));
-          Idx i = o;
-          i[ax] = r[0];
-          return lang::select(r[0] <= o[ax], lang::cast(a.at(i), default_acc_dtype(ReduceKind::Sum, x.dtype())),
-                              lang::cast(Expr(0), default_acc_dtype(ReduceKind::Sum, x.dtype())));
-        }, ReduceKind::Sum, std::nullopt, out, "cumsum");
-        return Task{"cumsum", {a}, {y}, attrs, {}};
+        using namespace hidet::lang;
+        Plan plan;
+        plan.module = script_module("cumsum");
+        Shape view{outer, len, inner};
+        plan.buffers.push_back({PlanBuffer::Role::Input, 0, "x", view, x.dtype()});
+        plan.buffers.push_back({PlanBuffer::Role::Output, 0, "y", view, out});
+        std::int64_t lines = outer * inner;
+        detail::define_kernel(plan.module, "cumsum_scan", {detail::param_spec("x", x.dtype(), view), detail::param_spec("y", out, view)},
+                              [&](const std::vector<ir::Var> &p) {
+                                lang::attrs.cuda.grid_dim = int(std::max<std::int64_t>(1, (lines + 255) / 256));
+                                lang::attrs.cuda.block_dim = 256;
+                                Var t = blockIdx.x * 256 + threadIdx.x;
+                                if_(t < int(lines), [&] {
+                                  Var o = t / int(inner), in = t % int(inner);
+                                  Var s = detail::let(acc, detail::reduce_init(ReduceKind::Sum, acc), "s");
+                                  for_(range(int(len)), [&](Var j) {
+                                    s = Operand(s + cast(Expr(lang::Element(p[0], {o.ir(), j.ir(), in.ir()}, {}).to_ir({})), acc));
+                                    detail::store(p[1], {o.ir(), j.ir(), in.ir()}, s.ir());
+                                  });
+                                });
+                              });
+        plan.steps.push_back({"cumsum_scan", {0, 1}, lines * len});
+        return plan;
       },
-      {x})[0];
+      {x.reshape({outer, len, inner})})[0]
+      .reshape(x.shape());
 }
 
 } // namespace hidet::ops

@@ -50,6 +50,12 @@ template <class T> void print_attr(std::ostream &os, const T &v) {
     os << v;
   }
 }
+/// "[1, 2, 3]": a list of integers as attributes and messages print it.
+inline std::string ints_str(const std::vector<std::int64_t> &v) {
+  std::ostringstream os;
+  print_attr(os, v);
+  return os.str();
+}
 } // namespace detail
 
 /// "name1=value1, name2=value2": the attributes as text (also their identity in caches).

@@ -1,6 +1,7 @@
 // Layout transforms as injective compute definitions (each output element reads one input
 // element): reshape, flatten, squeeze, unsqueeze, transpose/permute, broadcast_to, concat,
-// slice with steps, flip, take (gather along an axis). Each returns a new tensor (a copy).
+// slice with steps, flip, take (gather along an axis), pad, tile, split. Each returns new tensors
+// (copies).
 #pragma once
 
 #include <numeric>
@@ -21,11 +22,6 @@ Tensor gather_like(const std::string &op, const std::string &attrs, const Tensor
         return Task{op, {a}, {y}, attrs, {}};
       },
       {x})[0];
-}
-inline std::string ints_str(const std::vector<std::int64_t> &v) {
-  std::ostringstream os;
-  print_attr(os, v);
-  return os.str();
 }
 } // namespace detail
 
@@ -144,7 +140,9 @@ inline Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, Shape 
     begin[a] = s, step[a] = steps[k];
     out[a] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
   }
-  return detail::gather_like("slice", str_cat("begin=", detail::ints_str(begin), ", step=", detail::ints_str(step)), x, out,
+  return detail::gather_like("slice", str_cat("begin=", detail::ints_str(begin), ", step=", detail::ints_str(step), ", shape=",
+                                              detail::ints_str(out)),
+                             x, out,
                              [&](const Idx &i) {
                                Idx r;
                                for (int d = 0; d < x.ndim(); ++d) r.push_back(i[d] * int(step[d]) + int(begin[d]));
@@ -236,6 +234,92 @@ inline Tensor index_select(const Tensor &x, int axis, const Tensor &indices) { r
 inline Tensor embedding(const Tensor &indices, const Tensor &weight) {
   if (weight.ndim() != 2) throw ValueError(str_cat("embedding: weight must be 2-D, got shape ", shape_str(weight.shape())));
   return take(weight, indices, 0);
+}
+
+/// Constant padding, PyTorch's F.pad convention: `pads` holds (before, after) pairs starting from
+/// the last axis: {last_before, last_after, second_last_before, ...}; pads are non-negative.
+inline Tensor pad(const Tensor &x, const Shape &pads, double value = 0) {
+  if (pads.size() % 2 != 0 || pads.size() / 2 > std::size_t(x.ndim()))
+    throw ValueError(str_cat("pad: pads ", detail::ints_str(pads), " must hold (before, after) pairs for at most the ", x.ndim(),
+                             " axes of a tensor of shape ", shape_str(x.shape())));
+  Shape before(x.ndim(), 0), out = x.shape();
+  for (std::size_t k = 0; k < pads.size() / 2; ++k) {
+    int d = x.ndim() - 1 - int(k);
+    if (pads[2 * k] < 0 || pads[2 * k + 1] < 0)
+      throw ValueError(str_cat("pad: pads ", detail::ints_str(pads), " must be non-negative (use slice to crop)"));
+    before[d] = pads[2 * k];
+    out[d] += pads[2 * k] + pads[2 * k + 1];
+  }
+  std::string attrs = str_cat("pads=", detail::ints_str(pads), ", value=", detail::fmt_double(value));
+  return run_task(
+      str_cat("pad{", attrs, "}"),
+      [&] {
+        auto a = input("x", x.shape(), x.dtype());
+        auto y = compute("pad", out, [&](const Idx &i) {
+          Expr ok = Expr(true);
+          Idx j;
+          for (int d = 0; d < x.ndim(); ++d) {
+            Expr k = i[d] - int(before[d]);
+            if (before[d] != 0 || out[d] != x.shape()[d]) ok = ok && k >= 0 && k < int(x.shape()[d]);
+            j.push_back(lang::min(lang::max(k, 0), int(std::max<std::int64_t>(x.shape()[d] - 1, 0))));
+          }
+          Expr fill = x.dtype().is_float() ? Expr(ir::ConstantNode::make_float(dtypes::f64, value))
+                                           : Expr(ir::ConstantNode::make_int(dtypes::i64, std::int64_t(value)));
+          if (x.numel() == 0) return lang::cast(fill, x.dtype());
+          return lang::select(ok, a.at(j), lang::cast(fill, x.dtype()));
+        });
+        return Task{"pad", {a}, {y}, attrs, {}};
+      },
+      {x})[0];
+}
+
+/// Repeats x `reps[d]` times along each axis (numpy.tile: a shorter side is padded with 1s in
+/// front).
+inline Tensor tile(const Tensor &x, Shape reps) {
+  for (auto r : reps)
+    if (r < 0) throw ValueError(str_cat("tile: reps ", detail::ints_str(reps), " must be non-negative"));
+  Shape in = x.shape();
+  while (in.size() < reps.size()) in.insert(in.begin(), 1);
+  while (reps.size() < in.size()) reps.insert(reps.begin(), 1);
+  Shape out(in.size());
+  for (std::size_t d = 0; d < in.size(); ++d) out[d] = in[d] * reps[d];
+  Tensor xv = x.reshape(in);
+  return detail::gather_like("tile", "reps=" + detail::ints_str(reps), xv, out, [&](const Idx &i) {
+    Idx r;
+    for (std::size_t d = 0; d < in.size(); ++d) r.push_back(in[d] == 1 ? Expr(0) : Expr(i[d] % int(in[d])));
+    return r;
+  });
+}
+
+/// Splits x along `axis` into pieces of the given sizes (they must add up to the axis length).
+inline std::vector<Tensor> split(const Tensor &x, const Shape &sizes, int axis = 0) {
+  if (x.ndim() == 0) throw ValueError("split: cannot split a 0-d tensor");
+  int ax = detail::normalize_axis("split", axis, x.ndim(), x.shape());
+  std::int64_t total = 0;
+  for (auto s : sizes) {
+    if (s < 0) throw ValueError(str_cat("split: sizes ", detail::ints_str(sizes), " must be non-negative"));
+    total += s;
+  }
+  if (total != x.shape()[ax])
+    throw ValueError(str_cat("split: sizes ", detail::ints_str(sizes), " add up to ", total, " but axis ", ax,
+                             " of the tensor of shape ", shape_str(x.shape()), " has ", x.shape()[ax], " elements"));
+  std::vector<Tensor> r;
+  std::int64_t off = 0;
+  for (auto s : sizes) {
+    r.push_back(slice(x, {ax}, {off}, {off + s}));
+    off += s;
+  }
+  return r;
+}
+/// Splits x along `axis` into pieces of `chunk` elements (the last one may be shorter), like
+/// torch.split with an integer.
+inline std::vector<Tensor> split(const Tensor &x, std::int64_t chunk, int axis = 0) {
+  if (x.ndim() == 0) throw ValueError("split: cannot split a 0-d tensor");
+  int ax = detail::normalize_axis("split", axis, x.ndim(), x.shape());
+  if (chunk <= 0) throw ValueError(str_cat("split: chunk size ", chunk, " must be positive"));
+  Shape sizes;
+  for (std::int64_t off = 0; off < x.shape()[ax]; off += chunk) sizes.push_back(std::min(chunk, x.shape()[ax] - off));
+  return split(x, sizes, ax);
 }
 
 } // namespace hidet::ops
