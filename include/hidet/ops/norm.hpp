@@ -1,4 +1,5 @@
-// Normalizations as compute definitions: softmax, log_softmax, layer_norm, rms_norm. Each is one
+// Normalizations as compute definitions: softmax, log_softmax, layer_norm, rms_norm, group_norm,
+// batch_norm (inference). Each is one
 // task whose reductions are materialized (row schedule) and whose element-wise parts are inlined.
 #pragma once
 
@@ -99,6 +100,100 @@ inline Tensor layer_norm(const Tensor &x, int normalized_ndim = 1, const std::op
 inline Tensor rms_norm(const Tensor &x, int normalized_ndim = 1, const std::optional<Tensor> &weight = std::nullopt,
                        double eps = 1e-6) {
   return layer_norm(x, normalized_ndim, weight, std::nullopt, eps, true);
+}
+
+/// Group normalization of x [N, C, *]: the C channels are split into `num_groups` groups and each
+/// (sample, group) is normalized over its channels and spatial positions (biased variance), then
+/// `* weight[c] + bias[c]` when given (shape [C]). PyTorch's group_norm.
+inline Tensor group_norm(const Tensor &x, std::int64_t num_groups, const std::optional<Tensor> &weight = std::nullopt,
+                         const std::optional<Tensor> &bias = std::nullopt, double eps = 1e-5) {
+  const char *op = "group_norm";
+  detail::require_float(op, x);
+  if (x.ndim() < 2)
+    throw ValueError(str_cat(op, ": expected x of shape [N, C, *] (at least 2-D), got ", shape_str(x.shape())));
+  std::int64_t N = x.shape()[0], C = x.shape()[1];
+  if (num_groups <= 0 || C % num_groups != 0)
+    throw ValueError(str_cat(op, ": num_groups ", num_groups, " must be positive and divide the ", C,
+                             " channels of x of shape ", shape_str(x.shape())));
+  detail::check_param(op, "weight", weight, {C}, x.dtype());
+  detail::check_param(op, "bias", bias, {C}, x.dtype());
+  std::int64_t spatial = 1;
+  for (int d = 2; d < x.ndim(); ++d) spatial *= x.shape()[d];
+  std::int64_t cg = C / num_groups, M = cg * spatial;
+  Shape view{N, num_groups, M};
+  std::string attrs = str_cat("num_groups=", num_groups, ", eps=", detail::fmt_double(eps), ", weight=", bool(weight),
+                              ", bias=", bool(bias));
+  std::vector<Tensor> ins{x.reshape(view)};
+  if (weight) ins.push_back(*weight);
+  if (bias) ins.push_back(*bias);
+  return run_task(
+      str_cat(op, "{", attrs, "}"),
+      [&] {
+        auto a = input("x", view, x.dtype());
+        std::vector<TensorDef> inputs{a};
+        TensorDef w, b;
+        if (weight) inputs.push_back(w = input("weight", {C}, x.dtype()));
+        if (bias) inputs.push_back(b = input("bias", {C}, x.dtype()));
+        std::vector<int> axes{2};
+        auto ld = [&](const Idx &i) { return lang::cast(a.at(i), dtypes::f32); };
+        auto mu = detail::reduce_over(a, axes, true, ReduceKind::Mean, ld, "mean", dtypes::f32);
+        auto v = detail::reduce_over(a, axes, true, ReduceKind::Mean, [&](const Idx &i) {
+          Expr c = ld(i) - mu.at(detail::at_axis0(i, axes));
+          return c * c;
+        }, "var", dtypes::f32);
+        auto y = compute(op, view, [&](const Idx &i) {
+          Idx k = detail::at_axis0(i, axes);
+          Expr r = (ld(i) - mu.at(k)) * lang::rsqrt(v.at(k) + float(eps));
+          Expr ch = i[1] * int(cg) + i[2] / int(std::max<std::int64_t>(spatial, 1));
+          if (weight) r = r * lang::cast(w.at({ch}), dtypes::f32);
+          if (bias) r = r + lang::cast(b.at({ch}), dtypes::f32);
+          return r;
+        }, x.dtype());
+        return Task{op, inputs, {y}, attrs, {}};
+      },
+      ins)[0]
+      .reshape(x.shape());
+}
+
+/// Batch normalization for inference on x [N, C, *] with per-channel running statistics:
+/// (x - running_mean[c]) / sqrt(running_var[c] + eps) * weight[c] + bias[c] (weight and bias
+/// optional; all parameters of shape [C] and x's dtype). Computed in f32 for f16/bf16.
+inline Tensor batch_norm(const Tensor &x, const Tensor &running_mean, const Tensor &running_var,
+                         const std::optional<Tensor> &weight = std::nullopt, const std::optional<Tensor> &bias = std::nullopt,
+                         double eps = 1e-5) {
+  const char *op = "batch_norm";
+  detail::require_float(op, x);
+  if (x.ndim() < 2)
+    throw ValueError(str_cat(op, ": expected x of shape [N, C, *] (at least 2-D), got ", shape_str(x.shape())));
+  std::int64_t C = x.shape()[1];
+  detail::check_param(op, "running_mean", running_mean, {C}, x.dtype());
+  detail::check_param(op, "running_var", running_var, {C}, x.dtype());
+  detail::check_param(op, "weight", weight, {C}, x.dtype());
+  detail::check_param(op, "bias", bias, {C}, x.dtype());
+  std::string attrs = str_cat("eps=", detail::fmt_double(eps), ", weight=", bool(weight), ", bias=", bool(bias));
+  std::vector<Tensor> ins{x, running_mean, running_var};
+  if (weight) ins.push_back(*weight);
+  if (bias) ins.push_back(*bias);
+  return run_task(
+      str_cat(op, "{", attrs, "}"),
+      [&] {
+        auto a = input("x", x.shape(), x.dtype());
+        auto m = input("running_mean", {C}, x.dtype());
+        auto v = input("running_var", {C}, x.dtype());
+        std::vector<TensorDef> inputs{a, m, v};
+        TensorDef w, b;
+        if (weight) inputs.push_back(w = input("weight", {C}, x.dtype()));
+        if (bias) inputs.push_back(b = input("bias", {C}, x.dtype()));
+        auto f = [](const TensorDef &t, const Expr &c) { return lang::cast(t.at({c}), dtypes::f32); };
+        auto y = compute(op, x.shape(), [&](const Idx &i) {
+          Expr r = (lang::cast(a.at(i), dtypes::f32) - f(m, i[1])) * lang::rsqrt(f(v, i[1]) + float(eps));
+          if (weight) r = r * f(w, i[1]);
+          if (bias) r = r + f(b, i[1]);
+          return r;
+        }, x.dtype());
+        return Task{op, inputs, {y}, attrs, {}};
+      },
+      ins)[0];
 }
 
 } // namespace hidet::ops

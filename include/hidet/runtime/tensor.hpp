@@ -321,6 +321,30 @@ public:
     return signature() + "\n" + format_array(raw.data(), dtype_, shape_);
   }
 
+  // Operator methods forwarding to hidet::ops (defined in hidet/ops/tensor_methods.hpp, included
+  // by hidet/ops.hpp; the runtime layer does not depend on ops). Axes lists: empty means all.
+  Tensor sum(std::vector<int> axes = {}, bool keepdims = false) const;
+  Tensor mean(std::vector<int> axes = {}, bool keepdims = false) const;
+  Tensor max(std::vector<int> axes = {}, bool keepdims = false) const;
+  Tensor min(std::vector<int> axes = {}, bool keepdims = false) const;
+  Tensor prod(std::vector<int> axes = {}, bool keepdims = false) const;
+  Tensor var(std::vector<int> axes = {}, bool keepdims = false, int correction = 1) const;
+  Tensor std(std::vector<int> axes = {}, bool keepdims = false, int correction = 1) const;
+  Tensor argmax(int axis, bool keepdims = false) const;
+  Tensor argmin(int axis, bool keepdims = false) const;
+  Tensor transpose(int a = -2, int b = -1) const;
+  Tensor permute(std::vector<int> perm) const;
+  Tensor flatten(int start = 0, int end = -1) const;
+  Tensor squeeze(std::vector<int> axes = {}) const;
+  Tensor unsqueeze(int axis) const;
+  Tensor broadcast_to(std::vector<std::int64_t> shape) const;
+  Tensor flip(std::vector<int> axes) const;
+  Tensor astype(DataType dtype) const;
+  Tensor matmul(const Tensor &other) const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor relu() const;
+
 private:
   void require_defined(const char *what) const {
     if (!storage_)
