@@ -41,7 +41,7 @@ inline void emit_void_call(ir::Intrinsic op, std::vector<ir::Expr> args, SourceL
 /// statement; `Var old = atomic_add(x, 1);` uses its value instead (then it is not emitted twice).
 /// An Action used as an expression is evaluated where the expression is used: bind it to a Var
 /// if you need its value more than once.
-class [[nodiscard("bind the result to a Var, or call it as a statement")]] Action {
+class Action {
 public:
   Action(ir::Expr call, SourceLoc loc) : call_(std::move(call)), loc_(loc) {}
   Action(const Action &) = delete;
