@@ -1,0 +1,270 @@
+// A tensor-core matrix multiplication for f16 and bf16 in Hidet Script, with task mappings:
+// c[m][n] = a[m][k] @ b[k][n], all row-major, f32 accumulation, output in the input dtype.
+// Any m, n, k: partial tiles are zero-filled by cp.async.
+//
+// Structure (defaults: 128 x 128 x 32 block tile, 4 warps of 64 x 64, 3 stages):
+//  * Each block computes a block_m x block_n tile of c. Its warps own warp_m x warp_n sub-tiles
+//    through spatial(warps_m, warps_n); a warp computes its sub-tile as (warp_m / 16) x
+//    (warp_n / 8) mma.sync.m16n8k16 tiles, i.e. the mapping of c's elements to the warps is
+//    spatial(warps_m, warps_n) * repeat(warp_m / 16, warp_n / 8) * (one m16n8 mma tile),
+//    with f32 accumulators in registers (4 per lane per mma tile).
+//  * Global -> shared: cp.async of 16 bytes (8 halves) per thread and copy, the copies of a tile
+//    spread over the threads by auto_map({rows, vectors per row}, threads). Partial vectors and
+//    rows past the matrix read fewer bytes (src_bytes) and the rest is zero-filled, so no tile
+//    ever needs a branch in the inner loop. 16-byte copies need row starts aligned to 16 bytes:
+//    the kernel's a and b parameters have leading dimensions padded to a multiple of 8
+//    (matmul_f16_lda/ldb); MatmulF16 pads the inputs with a copy kernel when k or n is not a
+//    multiple of 8 (the padding itself is never read).
+//  * A pipeline of `stages` shared buffers: tiles kt+1 .. kt+stages-1 are in flight (one
+//    cp.async commit group per tile) while the warps compute on tile kt; cp_async_wait_group(
+//    stages - 2) plus one barrier per k tile make tile kt visible and free the buffer that the
+//    next copy overwrites (it was read in the previous iteration, before the barrier).
+//  * Shared -> registers: ldmatrix.x4 loads a 16 x 16 A fragment; ldmatrix.x4.trans loads the B
+//    fragments of two n8 tiles from the k-major b tile (the .trans delivers the column-major
+//    operand that mma.sync wants). Tiles are stored with XOR swizzles of their 16-byte vectors
+//    (swizzle(row_major(rows, vectors), ...) * row_major(1, 8)) so that the 8 row addresses of one
+//    ldmatrix phase fall into 8 distinct bank groups: conflict-free without padding.
+//  * Epilogue: accumulators converted to f16/bf16 and stored as pairs (4 bytes) when n is even.
+#pragma once
+
+#include <string>
+
+#include "hidet/error.hpp"
+#include "hidet/lang.hpp"
+#include "hidet/runtime/compiled_module.hpp"
+#include "hidet/runtime/tensor.hpp"
+
+namespace hidet::ops::templates {
+
+/// Tiling parameters of the tensor-core matmul. block_m = warps_m * warp_m, block_n = warps_n *
+/// warp_n; the block has warps_m * warps_n warps.
+struct MatmulF16Config {
+  int warps_m = 2, warps_n = 2; ///< warps of a block
+  int warp_m = 64, warp_n = 64; ///< sub-tile of one warp (multiples of 16)
+  int block_k = 32;             ///< k extent of one shared tile (16, 32 or 64)
+  int stages = 3;               ///< shared-memory buffers of the cp.async pipeline (2..4)
+  int min_blocks = 1;           ///< __launch_bounds__ blocks per SM (0: none)
+
+  int block_m() const { return warps_m * warp_m; }
+  int block_n() const { return warps_n * warp_n; }
+  int threads() const { return warps_m * warps_n * 32; }
+  /// Dynamic shared memory of the pipeline in bytes.
+  int smem_bytes() const { return stages * (block_m() + block_n()) * block_k * 2; }
+  /// "128x128x32 (warps 2x2 of 64x64, 3 stages)"
+  std::string str() const {
+    return str_cat(block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, " of ", warp_m,
+                   "x", warp_n, ", ", stages, " stages)");
+  }
+};
+
+/// Throws ValueError naming the config when it cannot be built.
+inline void check_matmul_f16_config(const MatmulF16Config &c) {
+  auto bad = [&](const std::string &why) { throw ValueError(str_cat("matmul_f16 config ", c.str(), ": ", why)); };
+  if (c.warps_m <= 0 || c.warps_n <= 0) bad("warps_m and warps_n must be positive");
+  if (c.warp_m <= 0 || c.warp_m % 16 || c.warp_n <= 0 || c.warp_n % 16)
+    bad("warp_m and warp_n must be positive multiples of 16 (m16n8k16 tiles, B loaded two n8 tiles at a time)");
+  if (c.block_k != 16 && c.block_k != 32 && c.block_k != 64) bad("block_k must be 16, 32 or 64");
+  if (c.stages < 2 || c.stages > 4) bad(str_cat("stages is ", c.stages, "; use 2, 3 or 4"));
+  if (c.threads() > 1024) bad(str_cat(c.threads(), " threads per block; CUDA allows 1024"));
+  if (c.smem_bytes() > 227 * 1024)
+    bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
+  int vectors_b = c.block_n() / 8;
+  if ((c.block_m() * c.block_k / 8) % c.threads() || (c.block_k * vectors_b) % c.threads())
+    bad(str_cat("the ", c.threads(), " threads must copy the tiles in whole rounds of 16-byte vectors"));
+}
+
+/// Leading dimension of the kernel's a parameter: k rounded up to a multiple of 8 halves.
+inline int matmul_f16_lda(int k) { return (k + 7) / 8 * 8; }
+/// Leading dimension of the kernel's b parameter: n rounded up to a multiple of 8 halves.
+inline int matmul_f16_ldb(int n) { return (n + 7) / 8 * 8; }
+
+namespace matmul_f16_detail {
+/// A shared tile of `rows` x `cols` halves in `stages` buffers, 16-byte vectors XOR-swizzled so
+/// that any 8 consecutive rows at one vector column lie in 8 distinct 128-byte bank groups.
+inline ir::Layout swizzled_tile(int stages, int rows, int cols) {
+  using namespace hidet::lang;
+  int vectors = cols / 8;
+  int log_step = vectors >= 8 ? 0 : vectors == 4 ? 1 : 2; // rows sharing a 128-byte line
+  return swizzle(row_major(stages, rows, vectors), 2, 1, log_step) * row_major(1, 1, 8);
+}
+/// The coordinates of the single task of `worker` in a spatial mapping (emits no statement).
+inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const lang::Expr &worker) {
+  std::vector<lang::Expr> out;
+  lang::for_(m.on(worker, -1), [&](lang::Expr i, lang::Expr j) { out = {i, j}; });
+  return out;
+}
+inline void require_half(DataType d, const std::string &what) {
+  if (!d.is_half()) throw ValueError(str_cat(what, ": dtype is ", d, "; the tensor-core matmul takes f16 or bf16"));
+}
+} // namespace matmul_f16_detail
+
+/// Adds kernel `name`: c = a @ b for a: dt[m][matmul_f16_lda(k)], b: dt[k][matmul_f16_ldb(n)],
+/// c: dt[m][n] (row-major, dt f16 or bf16; only the first k / n columns of a / b are read).
+inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
+                                  DataType dt, const MatmulF16Config &cfg = {}) {
+  using namespace hidet::lang;
+  matmul_f16_detail::require_half(dt, str_cat("matmul_f16 '", name, "'"));
+  check_matmul_f16_config(cfg);
+  if (m <= 0 || n <= 0 || k <= 0)
+    throw ValueError(str_cat("matmul_f16 '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
+  const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads();
+  const int stages = cfg.stages, lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n);
+  const int mt = cfg.warp_m / 16, nt = cfg.warp_n / 8; // mma tiles of a warp
+  const int k_tiles = ceil_div(k, bk);
+  const bool guard_m = m % bm != 0, guard_n = n % bn != 0 || n % 8 != 0, guard_k = k % bk != 0;
+  auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
+
+  mod.kernel(name, {T({})[m][lda], T({})[k][ldb], T({})[m][n]}, [&](lang::Tensor a, lang::Tensor b, lang::Tensor c) {
+    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm)};
+    attrs.cuda.block_dim = threads;
+    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
+    if (cfg.min_blocks > 0) attrs.cuda.min_blocks = cfg.min_blocks;
+
+    auto sa = dynamic_shared_tensor(T({})[stages][bm][bk].with_layout(matmul_f16_detail::swizzled_tile(stages, bm, bk)),
+                                    0, "smem_a");
+    auto sb = dynamic_shared_tensor(T({})[stages][bk][bn].with_layout(matmul_f16_detail::swizzled_tile(stages, bk, bn)),
+                                    stages * bm * bk * 2, "smem_b");
+    auto acc = register_tensor(f32[mt][nt][4], "acc");
+    auto af = register_tensor(T({})[mt][8], "a_frag");
+    auto bf = register_tensor(T({})[nt][4], "b_frag");
+
+    Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
+    Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    auto wt = matmul_f16_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
+    Var wm0 = wt[0] * cfg.warp_m, wn0 = wt[1] * cfg.warp_n;
+
+    // Issues the cp.async copies of k tile `k0` into buffer `stage` (zero-fill outside).
+    auto load_tiles = [&](Expr stage, Expr k0) {
+      for_(auto_map({bm, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
+        Expr row = m0 + r, col = k0 + v * 8;
+        if (!guard_m && !guard_k) return cp_async(sa[stage][r][v * 8], a[row][col], 16);
+        Expr bytes = guard_k ? max(min((k - col) * 2, 16), 0) : Expr(16);
+        if (guard_m) bytes = select(row < m, bytes, 0);
+        Expr src_row = guard_m ? min(row, m - 1) : row, src_col = guard_k ? min(col, lda - 8) : col;
+        cp_async(sa[stage][r][v * 8], a[src_row][src_col], 16, bytes);
+      });
+      for_(auto_map({bk, bn / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
+        Expr row = k0 + r, col = n0 + v * 8;
+        if (!guard_k && !guard_n) return cp_async(sb[stage][r][v * 8], b[row][col], 16);
+        Expr bytes = guard_n ? max(min((n - col) * 2, 16), 0) : Expr(16);
+        if (guard_k) bytes = select(row < k, bytes, 0);
+        Expr src_row = guard_k ? min(row, k - 1) : row, src_col = guard_n ? min(col, ldb - 8) : col;
+        cp_async(sb[stage][r][v * 8], b[src_row][src_col], 16, bytes);
+      });
+    };
+    // One k tile of mma on buffer `stage`: per 16 of k, mt A fragments, nt B fragments, mt x nt mma.
+    auto compute = [&](Expr stage) {
+      for_(range(bk / 16).unroll(), [&](Var kk) {
+        for_(repeat(mt, 1).on(0), [&](Expr i, Expr) {
+          ldmatrix(af[i][0], sa[stage][wm0 + i * 16 + lane % 16][kk * 16 + lane / 16 * 8], 4);
+        });
+        for_(repeat(1, nt / 2).on(0), [&](Expr, Expr j) {
+          ldmatrix(bf[j * 2][0], sb[stage][kk * 16 + lane % 16][wn0 + j * 16 + lane / 16 * 8], 4, true);
+        });
+        for_(repeat(mt, nt).on(0), [&](Expr i, Expr j) { mma_sync(acc[i][j][0], af[i][0], bf[j][0], acc[i][j][0]); });
+      });
+    };
+
+    for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var e) { acc[i][j][e] = 0.0f; });
+    for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 tiles in flight
+      if (s < k_tiles) load_tiles(Expr(s), Expr(s * bk));
+      cp_async_commit_group();
+    }
+    for_(range(k_tiles), [&](Var kt) {
+      cp_async_wait_group(stages - 2); // tile kt has landed (for this thread) ...
+      syncthreads();                   // ... for all threads; buffer (kt - 1) % stages is free
+      Var next = kt + (stages - 1);
+      if_(next < k_tiles, [&] { load_tiles(next % stages, next * bk); });
+      cp_async_commit_group(); // an empty group at the tail keeps the count uniform
+      compute(kt % stages);
+    });
+    cp_async_wait_all();
+
+    // Epilogue: lane (g, q) of an m16n8 tile holds rows g, g + 8 and columns 2q, 2q + 1.
+    auto pair = register_tensor(T({})[2], "pair");
+    Var g = lane / 4, q = lane % 4;
+    for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
+      Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
+      if (n % 2 == 0) {
+        pair[0] = acc[i][j][h * 2];
+        pair[1] = acc[i][j][h * 2 + 1];
+        auto store = [&] { store_vector(c[row][col], pair, 4); };
+        Expr ok = true;
+        if (guard_m) ok = ok && row < m;
+        if (guard_n) ok = ok && col < n;
+        if (guard_m || guard_n) if_(ok, store);
+        else store();
+      } else {
+        for (int e = 0; e < 2; ++e)
+          if_(row < m && col + e < n, [&] { c[row][col + e] = acc[i][j][h * 2 + e]; });
+      }
+    });
+  });
+}
+
+/// Adds kernel `name`: dst[r][j] = src[r][j] for j < cols, 0 for cols <= j < ld (dt f16/bf16).
+inline void add_pad_columns_kernel(lang::ScriptModule &mod, const std::string &name, int rows, int cols, int ld,
+                                   DataType dt) {
+  using namespace hidet::lang;
+  const int threads = 256;
+  const std::int64_t total = std::int64_t(rows) * ld;
+  mod.kernel(name, {TensorSpec(dt, {})[rows][cols], TensorSpec(dt, {})[rows][ld]},
+             [&](lang::Tensor src, lang::Tensor dst) {
+               attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+               attrs.cuda.block_dim = threads;
+               Var i = blockIdx.x * threads + threadIdx.x;
+               if_(i < total, [&] {
+                 Var r = i / ld, j = i % ld;
+                 if_(j < cols, [&] { dst[r][j] = src[r][j]; }).else_([&] { dst[r][j] = 0.0f; });
+               });
+             });
+}
+
+/// A script module for these sizes: kernel "matmul_f16" (parameters as in add_matmul_f16_kernel),
+/// and "pad_a" / "pad_b" when k / n is not a multiple of 8. MatmulF16 runs it.
+inline lang::ScriptModule matmul_f16_module(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {}) {
+  auto mod = lang::script_module(str_cat("matmul_", dt, "_", m, "x", n, "x", k));
+  add_matmul_f16_kernel(mod, "matmul_f16", m, n, k, dt, cfg);
+  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", m, k, matmul_f16_lda(k), dt);
+  if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", k, n, matmul_f16_ldb(n), dt);
+  return mod;
+}
+
+/// A tiling for an m x n x k product on a GPU with `num_sms` multiprocessors: 128 x 128 x 32
+/// tiles of 4 warps with 3 stages; 64 x 64 x 32 tiles (4 warps of 32 x 32) when the big tiles
+/// would leave most multiprocessors idle.
+inline MatmulF16Config matmul_f16_heuristic_config(int m, int n, int k, int num_sms) {
+  (void)k;
+  MatmulF16Config c;
+  std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n());
+  if (tiles * 2 < num_sms) c = MatmulF16Config{2, 2, 32, 32, 32, 3, 1};
+  return c;
+}
+
+/// A built tensor-core matmul for fixed sizes and dtype: f(a, b, c) computes c = a @ b
+/// (a: [m, k], b: [k, n], c: [m, n], all f16 or all bf16, on cuda). When k or n is not a multiple
+/// of 8 the inputs are first copied into padded workspaces (16-byte aligned rows for cp.async).
+class MatmulF16 {
+public:
+  MatmulF16(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {})
+      : cfg_(cfg), cm_(matmul_f16_module(m, n, k, dt, cfg).build()) {
+    if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({m, matmul_f16_lda(k)}, dt, "cuda");
+    if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({k, matmul_f16_ldb(n)}, dt, "cuda");
+  }
+  /// Launches the kernels on the current stream.
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const {
+    const Tensor *pa = &a, *pb = &b;
+    if (a_pad_.defined()) cm_["pad_a"](a, a_pad_), pa = &a_pad_;
+    if (b_pad_.defined()) cm_["pad_b"](b, b_pad_), pb = &b_pad_;
+    cm_["matmul_f16"](*pa, *pb, c);
+  }
+  const MatmulF16Config &config() const { return cfg_; }
+  const CompiledModule &module() const { return cm_; }
+
+private:
+  MatmulF16Config cfg_;
+  CompiledModule cm_;
+  Tensor a_pad_, b_pad_;
+};
+
+} // namespace hidet::ops::templates
