@@ -43,7 +43,7 @@ TEST_CASE("unary float ops on f32, f16 and bf16 (odd shape, size-1 dims)") {
   o::Shape s{3, 1, 13};
   for (auto &u : ops)
     for (DataType d : {dtypes::f32, dtypes::f16, dtypes::bf16}) {
-      INFO(u.name << " on " << d);
+      INFO(std::string(u.name) << " on " << d);
       Tensor x = make(s, d, u.lo, u.hi);
       auto before = x.to_double_vector();
       Tensor y = u.op(x);
@@ -51,6 +51,10 @@ TEST_CASE("unary float ops on f32, f16 and bf16 (odd shape, size-1 dims)") {
       expect_close(y, s, map(before, u.ref), std::string(u.name) == "round" || std::string(u.name) == "floor");
       CHECK(x.to_double_vector() == before);
     }
+  // round: ties go to the even neighbour (PyTorch), on every dtype.
+  Tensor ties = asarray(std::vector<double>{-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 1e9 + 1}, {8}, dtypes::f32);
+  expect_close(o::round(ties), {8}, {-2, -2, -0, 0, 2, 2, 4, 1e9 + 1});
+  expect_close(o::round(o::cast(ties, dtypes::bf16)), {8}, {-2, -2, -0, 0, 2, 2, 4, 1e9}, false, 1);
   // Empty tensors pass through.
   CHECK(o::exp(make({0, 3}, dtypes::f32)).shape() == o::Shape{0, 3});
 }

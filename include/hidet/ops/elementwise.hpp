@@ -206,8 +206,21 @@ HIDET_SAME_UNARY(relu, lang::max(v, 0))
   }
 HIDET_ROUNDING_UNARY(floor)
 HIDET_ROUNDING_UNARY(ceil)
-HIDET_ROUNDING_UNARY(round)
 #undef HIDET_ROUNDING_UNARY
+
+/// Rounds floats to the nearest integer, ties to even (PyTorch's round; CUDA's roundf rounds ties
+/// away from zero, so it is spelled out); integers are returned unchanged.
+inline Tensor round(const Tensor &x) {
+  detail::require_float_or_int("round", x, false);
+  if (!x.dtype().is_float()) return x;
+  return detail::unary("round", x, compute_dtype(x.dtype()), x.dtype(), [](Expr v) {
+    Expr r = lang::floor(v + 0.5f);
+    Expr odd = r - 2.0f * lang::floor(r * 0.5f) != 0.0f;
+    Expr even_tie = lang::select((r - v == 0.5f) && odd, r - 1.0f, r);
+    // |v| >= 2^23 is already an integer (and v + 0.5 would round).
+    return lang::select(lang::abs(v) >= 8388608.0f, v, even_tie);
+  });
+}
 
 /// max(x, 0) + negative_slope * min(x, 0)
 inline Tensor leaky_relu(const Tensor &x, double negative_slope = 0.01) {
