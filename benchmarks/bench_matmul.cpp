@@ -1,7 +1,11 @@
 // Benchmark: c = a @ b in hidet (Hidet Script kernels) against cuBLAS, measured in the same run.
 //
 // f32 rows run hidet's FMA kernel (include/hidet/ops/templates/matmul_f32.hpp) against
-// cublasSgemm with CUBLAS_DEFAULT_MATH and NVIDIA_TF32_OVERRIDE=0 (plain f32, no TF32). cuBLAS
+// cublasSgemm with CUBLAS_DEFAULT_MATH and NVIDIA_TF32_OVERRIDE=0 (plain f32, no TF32). f16 and
+// bf16 rows run hidet's tensor-core kernel (mma.sync + ldmatrix + cp.async pipeline,
+// include/hidet/ops/templates/matmul_f16.hpp; f32 accumulation, f16/bf16 output) against
+// cublasGemmEx with CUDA_R_16F / CUDA_R_16BF operands and CUBLAS_COMPUTE_32F; each shape tries a
+// few tilings (all printed) and reports the best. cuBLAS
 // is loaded with dlopen (libcublas.so.13/.12 from the toolkit, or PyTorch's bundled copy; set
 // HIDET_CUBLAS to a path to choose one); when it cannot be loaded the table says so and
 // benchmarks/bench_matmul_torch.py measures torch.matmul instead. Every shape is checked before
@@ -24,8 +28,11 @@
 #include <vector>
 
 #include <hidet/hidet.hpp>
+#include <hidet/ops/templates/matmul_f16.hpp>
 #include <hidet/ops/templates/matmul_f32.hpp>
 
+using hidet::ops::templates::MatmulF16;
+using hidet::ops::templates::MatmulF16Config;
 using hidet::ops::templates::MatmulF32;
 using hidet::ops::templates::MatmulF32Config;
 
@@ -37,12 +44,16 @@ using DestroyFn = int (*)(Handle);
 using SetMathModeFn = int (*)(Handle, int);
 using SgemmFn = int (*)(Handle, int, int, int, int, int, const float *, const float *, int, const float *, int,
                         const float *, float *, int);
+using GemmExFn = int (*)(Handle, int, int, int, int, int, const void *, const void *, int, int, const void *, int, int,
+                         const void *, void *, int, int, int, int);
 constexpr int OP_N = 0, DEFAULT_MATH = 0;
+constexpr int R_16F = 2, R_16BF = 14, COMPUTE_32F = 68, GEMM_DEFAULT = -1; // cudaDataType, cublasComputeType
 
 struct Lib {
   void *so = nullptr;
   Handle handle = nullptr;
   SgemmFn sgemm = nullptr;
+  GemmExFn gemm_ex = nullptr; ///< null when the library lacks cublasGemmEx
   std::string path, why;
   bool ok() const { return sgemm && handle; }
 };
@@ -110,6 +121,7 @@ Lib load() {
     }
     if (int st = math(h, DEFAULT_MATH); st != 0) l.why += hidet::str_cat("cublasSetMathMode: status ", st, "; ");
     l.so = so, l.handle = h, l.sgemm = sgemm, l.path = p;
+    l.gemm_ex = reinterpret_cast<GemmExFn>(dlsym(so, "cublasGemmEx"));
     return l;
   }
   if (l.why.empty()) l.why = "no libcublas found";
@@ -122,6 +134,15 @@ int sgemm_row_major(const Lib &l, int m, int n, int k, const hidet::Tensor &a, c
   float one = 1.0f, zero = 0.0f;
   return l.sgemm(l.handle, OP_N, OP_N, n, m, k, &one, static_cast<const float *>(b.data_ptr()), n,
                  static_cast<const float *>(a.data_ptr()), k, &zero, static_cast<float *>(c.data_ptr()), n);
+}
+
+// The same for f16 / bf16 operands and output with f32 accumulation (cublasGemmEx).
+int gemm_ex_row_major(const Lib &l, int m, int n, int k, const hidet::Tensor &a, const hidet::Tensor &b,
+                      const hidet::Tensor &c) {
+  float one = 1.0f, zero = 0.0f;
+  int t = a.dtype() == hidet::bf16 ? R_16BF : R_16F;
+  return l.gemm_ex(l.handle, OP_N, OP_N, n, m, k, &one, b.data_ptr(), t, n, a.data_ptr(), t, k, &zero, c.data_ptr(), t,
+                   n, COMPUTE_32F, GEMM_DEFAULT);
 }
 } // namespace cublas
 
@@ -184,6 +205,37 @@ Check check(int m, int n, int k, const hidet::Tensor &a, const hidet::Tensor &b,
   return r;
 }
 
+// The same checks for f16 / bf16: against cuBLAS GemmEx and a sampled double reference, with the
+// output rounding of the dtype (2^-11 relative for f16, 2^-8 for bf16) in the tolerance.
+Check check_half(int m, int n, int k, const hidet::Tensor &a, const hidet::Tensor &b, const hidet::Tensor &c,
+                 const hidet::Tensor *cublas_ref, std::mt19937 &rng) {
+  Check r;
+  const double out_eps = c.dtype() == hidet::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  auto hc = c.to_double_vector();
+  bool finite = std::all_of(hc.begin(), hc.end(), [](double x) { return std::isfinite(x); });
+  if (cublas_ref) {
+    auto hr = cublas_ref->to_double_vector();
+    double e2 = 0, r2 = 0;
+    for (std::size_t i = 0; i < hr.size(); ++i) e2 += (hc[i] - hr[i]) * (hc[i] - hr[i]), r2 += hr[i] * hr[i];
+    r.rel_vs_cublas = r2 > 0 ? std::sqrt(e2 / r2) : INFINITY;
+  }
+  auto ha = a.to_double_vector(), hb = b.to_double_vector();
+  std::uniform_int_distribution<int> ri(0, m - 1), rj(0, n - 1);
+  for (int s = 0; s < 256; ++s) {
+    int i = s == 0 ? m - 1 : ri(rng), j = s == 0 ? n - 1 : rj(rng);
+    double ref = 0, mag = 0;
+    for (int kk = 0; kk < k; ++kk) {
+      double p = ha[std::size_t(i) * k + kk] * hb[std::size_t(kk) * n + j];
+      ref += p, mag += std::abs(p);
+    }
+    double bound = 1.01 * out_eps * std::abs(ref) + 1e-6 * k * mag + 1e-6;
+    double got = hc[std::size_t(i) * n + j];
+    r.worst_sample = std::max(r.worst_sample, std::isfinite(got) ? std::abs(got - ref) / bound : INFINITY);
+  }
+  r.ok = finite && r.worst_sample <= 1 && (r.rel_vs_cublas < 0 || r.rel_vs_cublas < 4 * out_eps);
+  return r;
+}
+
 struct Shape {
   int m, n, k;
   const char *kind;
@@ -216,6 +268,7 @@ int main(int argc, char **argv) {
 
   std::mt19937 rng(std::random_device{}());
   struct Row {
+    const char *dtype;
     Shape s;
     std::string tiling;
     double ms, tflops, cublas_tflops;
@@ -223,6 +276,66 @@ int main(int argc, char **argv) {
   };
   std::vector<Row> rows;
   int failures = 0;
+  // f16 and bf16 on the tensor cores: a few tilings per shape, the best one reported.
+  for (auto dt : {hidet::DataType(hidet::f16), hidet::DataType(hidet::bf16)}) {
+    const char *dname = dt == hidet::f16 ? "f16" : "bf16";
+    for (auto &s : shapes) {
+      double flop = 2.0 * s.m * s.n * s.k;
+      hidet::manual_seed(rng());
+      auto a = hidet::randn({s.m, s.k}, dt, "cuda");
+      auto b = hidet::randn({s.k, s.n}, dt, "cuda");
+      auto c = hidet::empty({s.m, s.n}, dt, "cuda");
+      hidet::Tensor cref;
+      double cublas_ms = -1;
+      if (cb.ok() && cb.gemm_ex) {
+        cref = hidet::empty({s.m, s.n}, dt, "cuda");
+        if (int st = cublas::gemm_ex_row_major(cb, s.m, s.n, s.k, a, b, cref); st != 0) {
+          std::printf("cublasGemmEx %s %dx%dx%d: status %d\n", dname, s.m, s.n, s.k, st);
+          cref = hidet::Tensor();
+        } else {
+          cublas_ms = time_ms([&] { cublas::gemm_ex_row_major(cb, s.m, s.n, s.k, a, b, cref); });
+        }
+      }
+      // Candidates: the heuristic's tiling, 128x128 (4 warps of 64x64), and 128x256 (8 warps) for
+      // shapes with many tiles or 64x64 (4 warps of 32x32) for the others; more in --sweep.
+      std::vector<MatmulF16Config> configs{hidet::ops::templates::matmul_f16_heuristic_config(s.m, s.n, s.k, dev.sm_count)};
+      auto add = [&](MatmulF16Config c) {
+        for (auto &x : configs)
+          if (x.str() == c.str()) return;
+        configs.push_back(c);
+      };
+      std::int64_t big_tiles = std::int64_t(hidet::lang::ceil_div(s.m, 128)) * hidet::lang::ceil_div(s.n, 128);
+      add(MatmulF16Config{});
+      if (big_tiles >= dev.sm_count) add(MatmulF16Config{2, 4, 64, 64, 32, 3, 1});
+      else add(MatmulF16Config{2, 2, 32, 32, 32, 3, 1});
+      if (sweep) {
+        add(MatmulF16Config{2, 2, 64, 64, 32, 4, 1});
+        add(MatmulF16Config{2, 4, 64, 64, 32, 4, 1});
+        add(MatmulF16Config{4, 2, 64, 64, 32, 3, 1});
+        add(MatmulF16Config{2, 2, 64, 64, 64, 3, 1});
+      }
+      Row best{dname, s, "", 1e30, 0, 0, {}};
+      for (auto &cfg : configs) {
+        MatmulF16 mm(s.m, s.n, s.k, dt, cfg);
+        auto poison = hidet::full({s.m, s.n}, std::nan(""), dt, "cuda");
+        mm(a, b, poison);
+        auto chk = check_half(s.m, s.n, s.k, a, b, poison, cref.defined() ? &cref : nullptr, rng);
+        double ms = chk.ok ? time_ms([&] { mm(a, b, c); }) : 1e30;
+        std::printf("  %-4s %5dx%5dx%5d %-45s %s %8.3f ms %7.2f TFLOP/s (vs cuBLAS %.2g, sample %.2g)\n", dname, s.m,
+                    s.n, s.k, cfg.str().c_str(), chk.ok ? "ok " : "BAD", chk.ok ? ms : 0.0,
+                    chk.ok ? flop / ms * 1e-9 : 0.0, chk.rel_vs_cublas, chk.worst_sample);
+        std::fflush(stdout);
+        if (!chk.ok || ms < best.ms) {
+          if (!chk.ok && best.chk.ok) continue;
+          best = {dname, s, cfg.str(), ms, flop / ms * 1e-9, cublas_ms > 0 ? flop / cublas_ms * 1e-9 : 0, chk};
+        }
+      }
+      if (!best.chk.ok) ++failures;
+      rows.push_back(best);
+    }
+  }
+
+  // f32 on the FMA units.
   for (auto &s : shapes) {
     double flop = 2.0 * s.m * s.n * s.k;
     hidet::manual_seed(rng());
@@ -258,7 +371,7 @@ int main(int argc, char **argv) {
           if (s.k / sk >= 64) configs.push_back(v);
         }
     }
-    Row best{s, "", 1e30, 0, 0, {}};
+    Row best{"f32", s, "", 1e30, 0, 0, {}};
     for (auto &cfg : configs) {
       MatmulF32 mm(s.m, s.n, s.k, cfg);
       auto poison = hidet::full({s.m, s.n}, std::nan(""), hidet::f32, "cuda");
@@ -270,7 +383,7 @@ int main(int argc, char **argv) {
                     chk.ok ? "ok " : "BAD", chk.ok ? ms : 0.0, chk.ok ? flop / ms * 1e-9 : 0.0);
       if (!chk.ok || ms < best.ms) {
         if (!chk.ok && best.chk.ok) continue;
-        best = {s, cfg.str(), ms, flop / ms * 1e-9, cublas_ms > 0 ? flop / cublas_ms * 1e-9 : 0, chk};
+        best = {"f32", s, cfg.str(), ms, flop / ms * 1e-9, cublas_ms > 0 ? flop / cublas_ms * 1e-9 : 0, chk};
       }
     }
     if (!best.chk.ok) ++failures;
@@ -278,7 +391,9 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   }
 
-  std::printf("\nf32 matmul, hidet FMA kernel vs cuBLAS f32 (no TF32), %s\n", dev.name.c_str());
+  std::printf("\nmatmul, hidet vs cuBLAS (f32: FMA kernel vs cuBLAS f32 without TF32; f16/bf16: mma.sync kernel vs "
+              "cublasGemmEx, f32 accumulation), %s\n",
+              dev.name.c_str());
   std::printf("%-6s %-11s %-17s %9s %9s %9s %7s  %-9s %s\n", "dtype", "kind", "m x n x k", "ms", "TFLOP/s",
               "cuBLAS", "ratio", "check", "tiling");
   for (auto &r : rows) {
@@ -288,12 +403,10 @@ int main(int argc, char **argv) {
       std::snprintf(cbs, sizeof cbs, "%.2f", r.cublas_tflops);
     }
     std::string shape = hidet::str_cat(r.s.m, "x", r.s.n, "x", r.s.k);
-    std::printf("%-6s %-11s %-17s %9.3f %9.2f %9s %7s  %-9s %s\n", "f32", r.s.kind, shape.c_str(),
+    std::printf("%-6s %-11s %-17s %9.3f %9.2f %9s %7s  %-9s %s\n", r.dtype, r.s.kind, shape.c_str(),
                 r.chk.ok ? r.ms : 0.0, r.chk.ok ? r.tflops : 0.0, cbs, ratio, r.chk.ok ? "ok" : "FAILED",
                 r.tiling.c_str());
   }
-  std::printf("%-6s %s\n", "f16", "tensor-core rows (mma.sync / wgmma): not yet measured, pending the primitives");
-  std::printf("%-6s %s\n", "bf16", "tensor-core rows (mma.sync / wgmma): not yet measured, pending the primitives");
   if (!cb.ok()) std::printf("cuBLAS could not be loaded: ratios are n/a; see benchmarks/bench_matmul_torch.py\n");
   return failures ? 1 : 0;
 }

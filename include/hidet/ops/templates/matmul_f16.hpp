@@ -24,7 +24,8 @@
 //    operand that mma.sync wants). Tiles are stored with XOR swizzles of their 16-byte vectors
 //    (swizzle(row_major(rows, vectors), ...) * row_major(1, 8)) so that the 8 row addresses of one
 //    ldmatrix phase fall into 8 distinct bank groups: conflict-free without padding.
-//  * Epilogue: accumulators converted to f16/bf16 and stored as pairs (4 bytes) when n is even.
+//  * Epilogue: accumulators converted to f16/bf16 and stored as packed pairs (4 bytes) when n is
+//    even.
 #pragma once
 
 #include <string>
@@ -181,13 +182,12 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
     cp_async_wait_all();
 
     // Epilogue: lane (g, q) of an m16n8 tile holds rows g, g + 8 and columns 2q, 2q + 1.
-    auto pair = register_tensor(T({})[2], "pair");
+    auto pair = register_tensor(u32[1], "pair"); // two halves, packed (4-byte aligned)
     Var g = lane / 4, q = lane % 4;
     for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
       Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
       if (n % 2 == 0) {
-        pair[0] = acc[i][j][h * 2];
-        pair[1] = acc[i][j][h * 2 + 1];
+        pair[0] = half2_pack(acc[i][j][h * 2], acc[i][j][h * 2 + 1], dt);
         auto store = [&] { store_vector(c[row][col], pair, 4); };
         Expr ok = true;
         if (guard_m) ok = ok && row < m;
