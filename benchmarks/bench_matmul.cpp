@@ -2,8 +2,9 @@
 //
 // f32 rows run hidet's FMA kernel (include/hidet/ops/templates/matmul_f32.hpp) against
 // cublasSgemm with CUBLAS_DEFAULT_MATH and NVIDIA_TF32_OVERRIDE=0 (plain f32, no TF32). f16 and
-// bf16 rows run hidet's tensor-core kernel (mma.sync + ldmatrix + cp.async pipeline,
-// include/hidet/ops/templates/matmul_f16.hpp; f32 accumulation, f16/bf16 output) against
+// bf16 rows run hidet's tensor-core kernels (mma.sync + ldmatrix + cp.async pipeline,
+// include/hidet/ops/templates/matmul_f16.hpp, and on Hopper TMA + wgmma with warp
+// specialization, matmul_wgmma.hpp; f32 accumulation, f16/bf16 output) against
 // cublasGemmEx with CUDA_R_16F / CUDA_R_16BF operands and CUBLAS_COMPUTE_32F; each shape tries a
 // few tilings (all printed) and reports the best. cuBLAS
 // is loaded with dlopen (libcublas.so.13/.12 from the toolkit, or PyTorch's bundled copy; set
@@ -30,11 +31,14 @@
 #include <hidet/hidet.hpp>
 #include <hidet/ops/templates/matmul_f16.hpp>
 #include <hidet/ops/templates/matmul_f32.hpp>
+#include <hidet/ops/templates/matmul_wgmma.hpp>
 
 using hidet::ops::templates::MatmulF16;
 using hidet::ops::templates::MatmulF16Config;
 using hidet::ops::templates::MatmulF32;
 using hidet::ops::templates::MatmulF32Config;
+using hidet::ops::templates::MatmulWgmma;
+using hidet::ops::templates::MatmulWgmmaConfig;
 
 // ---- cuBLAS through dlopen: the few declarations we need --------------------------------------
 namespace cublas {
@@ -315,19 +319,49 @@ int main(int argc, char **argv) {
         add(MatmulF16Config{2, 2, 64, 64, 64, 3, 1});
       }
       Row best{dname, s, "", 1e30, 0, 0, {}};
-      for (auto &cfg : configs) {
-        MatmulF16 mm(s.m, s.n, s.k, dt, cfg);
+      // Checks, times and prints one candidate kernel; keeps the fastest correct one.
+      auto try_kernel = [&](const std::string &tiling, const std::function<void(const hidet::Tensor &)> &mm) {
         auto poison = hidet::full({s.m, s.n}, std::nan(""), dt, "cuda");
-        mm(a, b, poison);
+        mm(poison);
         auto chk = check_half(s.m, s.n, s.k, a, b, poison, cref.defined() ? &cref : nullptr, rng);
-        double ms = chk.ok ? time_ms([&] { mm(a, b, c); }) : 1e30;
-        std::printf("  %-4s %5dx%5dx%5d %-45s %s %8.3f ms %7.2f TFLOP/s (vs cuBLAS %.2g, sample %.2g)\n", dname, s.m,
-                    s.n, s.k, cfg.str().c_str(), chk.ok ? "ok " : "BAD", chk.ok ? ms : 0.0,
+        double ms = chk.ok ? time_ms([&] { mm(c); }) : 1e30;
+        std::printf("  %-4s %5dx%5dx%5d %-55s %s %8.3f ms %7.2f TFLOP/s (vs cuBLAS %.2g, sample %.2g)\n", dname, s.m,
+                    s.n, s.k, tiling.c_str(), chk.ok ? "ok " : "BAD", chk.ok ? ms : 0.0,
                     chk.ok ? flop / ms * 1e-9 : 0.0, chk.rel_vs_cublas, chk.worst_sample);
         std::fflush(stdout);
         if (!chk.ok || ms < best.ms) {
-          if (!chk.ok && best.chk.ok) continue;
-          best = {dname, s, cfg.str(), ms, flop / ms * 1e-9, cublas_ms > 0 ? flop / cublas_ms * 1e-9 : 0, chk};
+          if (!chk.ok && best.chk.ok) return;
+          best = {dname, s, tiling, ms, flop / ms * 1e-9, cublas_ms > 0 ? flop / cublas_ms * 1e-9 : 0, chk};
+        }
+      };
+      for (auto &cfg : configs) {
+        MatmulF16 mm(s.m, s.n, s.k, dt, cfg);
+        try_kernel("mma.sync " + cfg.str(), [&](const hidet::Tensor &out) { mm(a, b, out); });
+      }
+      // The Hopper kernel (TMA + wgmma + warp specialization), on sm_90a GPUs.
+      if (dev.arch() == "sm_90a") {
+        std::vector<MatmulWgmmaConfig> wconfigs{
+            hidet::ops::templates::matmul_wgmma_heuristic_config(s.m, s.n, s.k, dev.sm_count)};
+        auto wadd = [&](MatmulWgmmaConfig c) {
+          for (auto &x : wconfigs)
+            if (x.str() == c.str()) return;
+          wconfigs.push_back(c);
+        };
+        wadd(MatmulWgmmaConfig{});
+        wadd(MatmulWgmmaConfig{2, 128, 6});
+        if (sweep) {
+          wadd(MatmulWgmmaConfig{2, 256, 3});
+          wadd(MatmulWgmmaConfig{1, 256, 5});
+          wadd(MatmulWgmmaConfig{1, 128, 6});
+          wadd(MatmulWgmmaConfig{2, 192, 4});
+        }
+        for (auto &cfg : wconfigs) {
+          try {
+            MatmulWgmma mm(s.m, s.n, s.k, dt, cfg);
+            try_kernel("wgmma " + cfg.str(), [&](const hidet::Tensor &out) { mm(a, b, out); });
+          } catch (const hidet::Error &e) {
+            std::printf("  %-4s %5dx%5dx%5d wgmma %s: %s\n", dname, s.m, s.n, s.k, cfg.str().c_str(), e.what());
+          }
         }
       }
       if (!best.chk.ok) ++failures;
@@ -391,7 +425,7 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   }
 
-  std::printf("\nmatmul, hidet vs cuBLAS (f32: FMA kernel vs cuBLAS f32 without TF32; f16/bf16: mma.sync kernel vs "
+  std::printf("\nmatmul, hidet vs cuBLAS (f32: FMA kernel vs cuBLAS f32 without TF32; f16/bf16: best of the mma.sync and wgmma kernels vs "
               "cublasGemmEx, f32 accumulation), %s\n",
               dev.name.c_str());
   std::printf("%-6s %-11s %-17s %9s %9s %9s %7s  %-9s %s\n", "dtype", "kind", "m x n x k", "ms", "TFLOP/s",

@@ -188,7 +188,7 @@ TEST_CASE("barriers, atomics, shuffles, votes, printf, dynamic shared memory, as
             "printf(\"h=%f b=%f f=%f i=%lld \\\"100%%\\\"\\\\ \\t\\n\", "
             "(double)__half2float(buf_f16[0]), (double)__bfloat162float(buf_bf16[0]), buf_f32[0], "
             "buf_i64[0]);"));
-  CHECK(has(c, "extern __shared__ __align__(16) uint8_t hidet_dynamic_smem[];"));
+  CHECK(has(c, "extern __shared__ __align__(1024) uint8_t hidet_dynamic_smem[];"));
   CHECK(has(c, "float *smem = (float *)(hidet_dynamic_smem);"));
   CHECK(has(c, "asm volatile(\"mov.u32 %0, %1;\" : \"=r\"(r) : \"r\"(buf_u32[0]) : \"memory\");"));
   CHECK(has(c, "if (!((buf_i32[0] < 100))) {"));

@@ -11,7 +11,7 @@ namespace hidet::backend {
 struct PreludeFeatures {
   bool f16 = false;          ///< #include <cuda_fp16.h>
   bool bf16 = false;         ///< #include <cuda_bf16.h> + typedef bfloat16
-  bool dynamic_smem = false; ///< extern __shared__ hidet_dynamic_smem[]
+  bool dynamic_smem = false; ///< extern __shared__ hidet_dynamic_smem[] (1024-byte aligned)
   bool atomic_rmw = false;   ///< hidet_atomic_rmw<T, Bits>(addr, value, op)
   std::string extra;         ///< more device helpers, appended last (codegen_primitives.hpp)
 };
@@ -31,8 +31,8 @@ inline std::string cuda_prelude(const PreludeFeatures &f) {
     s += "#include <cuda_fp16.h>\n";
   if (f.bf16)
     s += "#include <cuda_bf16.h>\ntypedef __nv_bfloat16 bfloat16;\n";
-  if (f.dynamic_smem)
-    s += "extern __shared__ __align__(16) uint8_t hidet_dynamic_smem[];\n";
+  if (f.dynamic_smem) // 1024 bytes: TMA boxes and wgmma tiles with a 128-byte swizzle need it
+    s += "extern __shared__ __align__(1024) uint8_t hidet_dynamic_smem[];\n";
   if (f.atomic_rmw)
     // op: 0 min, 1 max, 2 exchange, 3 add. Bits is an unsigned integer of sizeof(T) bytes.
     s += "template <class T, class Bits>\n"

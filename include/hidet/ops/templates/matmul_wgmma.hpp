@@ -1,0 +1,264 @@
+// A Hopper (sm_90a) matrix multiplication for f16 and bf16 in Hidet Script: TMA loads into a
+// multi-stage shared-memory ring, wgmma from shared-memory descriptors, and warp specialization.
+// c[m][n] = a[m][k] @ b[k][n], all row-major, f32 accumulation, output in the input dtype.
+//
+// Structure (defaults: 128 x 256 x 64 block tile, 4 stages, 3 warpgroups of 128 threads):
+//  * Warpgroup 0 is the producer: after setmaxnreg.dec it keeps few registers, and one of its
+//    threads issues, per k tile, one TMA box of a (block_m x 64, k innermost) and block_n / 64
+//    boxes of b (64 x 64, n innermost) into stage kt % stages, all completing on the stage's
+//    `full` mbarrier as transaction bytes. Before it reuses a stage it waits on the stage's
+//    `empty` mbarrier, which every consumer warpgroup arrives on once it has read the stage.
+//  * Warpgroups 1..consumers are the consumers (setmaxnreg.inc): consumer w owns rows
+//    [64 w, 64 w + 64) of the block tile and all its block_n columns, i.e. c's block tile maps
+//    to the consumers by spatial(consumers, 1) * (one m64 x block_n wgmma tile). Per k tile it
+//    waits on `full`, issues 4 wgmma.m64n{block_n}k16 (one per 16 of k) straight from shared
+//    memory, and once the products of the previous k tile have completed (wgmma_wait_group(1):
+//    one tile's products stay in flight) releases that tile's stage. Its accumulators
+//    (block_n / 2 f32 per thread) stay in registers for the whole k loop.
+//  * Shared tiles use the 128-byte swizzle that TMA writes and wgmma reads: a row of 64 halves is
+//    128 bytes and its 16-byte chunks are XOR-ed with the row index mod 8, so neither side has
+//    bank conflicts. a's tile is K-major (descriptor: 1024 bytes between 8-row groups; the k16
+//    steps advance the start address by 32 bytes inside the swizzled row). b's tile is MN-major
+//    (n contiguous, wgmma's transposed-B mode): 64-column boxes 8 KB apart (the leading byte
+//    offset), 1024 bytes between groups of 8 k rows (the stride byte offset); a k16 step advances
+//    by 16 rows = 2048 bytes. Both need 1024-byte aligned stages: dynamic shared memory is.
+//  * Partial tiles: TMA fills elements outside the tensor with zeros, which add nothing; the
+//    epilogue stores only elements inside c. TMA needs 16-byte aligned row strides, so when k
+//    (or n) is not a multiple of 8 the runner copies a (or b) into a padded workspace first.
+//  * Blocks are rasterized in groups of `group_m` block rows (blockIdx.x -> (tile_m, tile_n)),
+//    so blocks that run together share a's and b's panels in L2.
+//  * Epilogue: each consumer thread converts its accumulators to f16/bf16 pairs and stores them
+//    (lane (g, q) of warp w holds rows 16 w + g and 16 w + g + 8, columns 8 j + 2 q, + 1).
+//
+// The tensor maps are encoded on the host for the tensors' addresses (MatmulWgmma caches them
+// per address) and passed to the kernel as u8[128] tensors in global memory.
+#pragma once
+
+#include <string>
+
+#include "hidet/error.hpp"
+#include "hidet/lang.hpp"
+#include "hidet/ops/templates/matmul_f16.hpp"
+#include "hidet/runtime/compiled_module.hpp"
+#include "hidet/runtime/tensor.hpp"
+#include "hidet/runtime/tensor_map.hpp"
+
+namespace hidet::ops::templates {
+
+/// Tiling parameters of the Hopper matmul: block_m = 64 * consumers.
+struct MatmulWgmmaConfig {
+  int consumers = 2;  ///< consumer warpgroups (1 or 2), each computing 64 rows of the block tile
+  int block_n = 256;  ///< columns of the block tile (a multiple of 64, at most 256)
+  int stages = 4;     ///< shared-memory stages of the TMA ring (2..8)
+  int group_m = 8;    ///< block rows per rasterization group (L2 reuse)
+  int producer_regs = 40, consumer_regs = 232; ///< setmaxnreg budgets
+
+  static constexpr int block_k = 64; ///< one 128-byte swizzled row of halves
+  int block_m() const { return 64 * consumers; }
+  int threads() const { return 128 * (consumers + 1); }
+  int a_stage_bytes() const { return block_m() * block_k * 2; }
+  int b_stage_bytes() const { return block_k * block_n * 2; }
+  /// Dynamic shared memory: the stages, then the full and empty mbarriers.
+  int smem_bytes() const { return stages * (a_stage_bytes() + b_stage_bytes()) + stages * 16; }
+  /// "128x256x64 (2 consumer warpgroups, 4 stages)"
+  std::string str() const {
+    return str_cat(block_m(), "x", block_n, "x", block_k, " (", consumers, " consumer warpgroup", consumers > 1 ? "s" : "",
+                   ", ", stages, " stages)");
+  }
+};
+
+/// Throws ValueError naming the config when it cannot be built.
+inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
+  auto bad = [&](const std::string &why) { throw ValueError(str_cat("matmul_wgmma config ", c.str(), ": ", why)); };
+  if (c.consumers < 1 || c.consumers > 2) bad("consumers must be 1 or 2 warpgroups");
+  if (c.block_n < 64 || c.block_n > 256 || c.block_n % 64)
+    bad("block_n must be 64, 128, 192 or 256 (64-column TMA boxes, wgmma n <= 256)");
+  if (c.stages < 2 || c.stages > 8) bad("stages must be in [2, 8]");
+  if (c.group_m < 1) bad("group_m must be positive");
+  if (c.smem_bytes() > 227 * 1024) bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
+  if (c.producer_regs < 24 || c.consumer_regs > 256 || c.producer_regs % 8 || c.consumer_regs % 8)
+    bad("setmaxnreg budgets must be multiples of 8 in [24, 256]");
+  if (128 * (c.producer_regs + c.consumers * c.consumer_regs) > 65536)
+    bad(str_cat("register budgets need ", 128 * (c.producer_regs + c.consumers * c.consumer_regs),
+                " registers; a multiprocessor has 65536"));
+}
+
+/// Adds kernel `name`: c = a @ b, for c: dt[m][n] and the TMA maps of a: dt[m][lda] (boxes of
+/// block_m x 64, 128-byte swizzle) and b: dt[k][ldb] (boxes of 64 x 64, 128-byte swizzle), with
+/// lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n). Needs sm_90a.
+inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k, DataType dt,
+                                    const MatmulWgmmaConfig &cfg = {}) {
+  using namespace hidet::lang;
+  matmul_f16_detail::require_half(dt, str_cat("matmul_wgmma '", name, "'"));
+  check_matmul_wgmma_config(cfg);
+  if (m <= 0 || n <= 0 || k <= 0)
+    throw ValueError(str_cat("matmul_wgmma '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
+  const int bm = cfg.block_m(), bn = cfg.block_n, bk = cfg.block_k, stages = cfg.stages;
+  const int tiles_m = ceil_div(m, bm), tiles_n = ceil_div(n, bn), k_tiles = ceil_div(k, bk);
+  const int group = std::min(cfg.group_m, tiles_m);
+  const int stage_bytes = cfg.a_stage_bytes() + cfg.b_stage_bytes();
+  auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
+
+  mod.kernel(name, {u8[128], u8[128], T({})[m][n]}, [&](lang::Tensor tmap_a, lang::Tensor tmap_b, lang::Tensor c) {
+    attrs.cuda.grid_dim = tiles_m * tiles_n;
+    attrs.cuda.block_dim = cfg.threads();
+    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
+    attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect
+
+    auto sa = dynamic_shared_tensor(T({})[stages][bm][bk], 0, "smem_a");
+    auto sb = dynamic_shared_tensor(T({})[stages][bn / 64][bk][64], stages * cfg.a_stage_bytes(), "smem_b");
+    auto full = dynamic_shared_tensor(u64[stages], stages * stage_bytes, "full");
+    auto empty = dynamic_shared_tensor(u64[stages], stages * stage_bytes + stages * 8, "empty");
+
+    // Rasterization: groups of `group` block rows, column-major inside a group.
+    Var pid = blockIdx.x;
+    Var first_m = pid / (group * tiles_n) * group;
+    Var rows_in_group = min(tiles_m - first_m, group);
+    Var tile_m = first_m + pid % (group * tiles_n) % rows_in_group;
+    Var tile_n = pid % (group * tiles_n) / rows_in_group;
+    Var m0 = tile_m * bm, n0 = tile_n * bn;
+    Var wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+
+    if_(threadIdx.x == 0, [&] {
+      for (int s = 0; s < stages; ++s) {
+        mbarrier_init(full[s], 1);
+        mbarrier_init(empty[s], cfg.consumers);
+      }
+      fence_mbarrier_init();
+    });
+    syncthreads();
+
+    if_(wg == 0, [&] { // the producer warpgroup
+      setmaxnreg(cfg.producer_regs, false);
+      if_(tid == 0, [&] {
+        for_(range(k_tiles), [&](Var kt) {
+          Var s = kt % stages;
+          mbarrier_wait(empty[s], 1 - (kt / stages) % 2); // the stage's previous round was consumed
+          mbarrier_arrive_expect_tx(full[s], stage_bytes);
+          tma_load(sa[s][0][0], tmap_a, full[s], {kt * bk, m0});
+          for (int j = 0; j < bn / 64; ++j) tma_load(sb[s][j][0][0], tmap_b, full[s], {n0 + j * 64, kt * bk});
+        });
+      });
+    }).else_([&] { // the consumer warpgroups
+      setmaxnreg(cfg.consumer_regs, true);
+      auto acc = register_tensor(f32[bn / 2], "acc");
+      for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
+      Var row0 = (wg - 1) * 64;
+      for_(range(k_tiles), [&](Var kt) {
+        Var s = kt % stages;
+        mbarrier_wait(full[s], (kt / stages) % 2);
+        wgmma_fence();
+        for (int kk = 0; kk < bk / 16; ++kk) {
+          Expr desc_a = make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128);
+          Expr desc_b = make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024, Swizzle::B128);
+          wgmma(acc, desc_a, desc_b, bn, dt, 1, false, true);
+        }
+        wgmma_commit_group();
+        // Keep this k tile's products in flight; once the previous tile's are done, its stage is
+        // free for the producer.
+        wgmma_wait_group(1);
+        if_(tid == 0 && kt > 0, [&] { mbarrier_arrive(empty[(kt + stages - 1) % stages]); });
+      });
+      wgmma_wait_group(0);
+
+      // Epilogue: lane (g, q) of warp w holds rows 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
+      auto pair = register_tensor(u32[1], "pair");
+      Var w = tid / 32, g = tid % 32 / 4, q = tid % 4;
+      const bool guard_m = m % bm != 0, guard_n = n % bn != 0;
+      for_(repeat(bn / 8, 2).on(0), [&](Expr j, Expr h) {
+        Expr row = m0 + row0 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
+        Expr e = j * 4 + h * 2;
+        if (n % 2 == 0) {
+          pair[0] = half2_pack(acc[e], acc[e + 1], dt);
+          auto store = [&] { store_vector(c[row][col], pair, 4); };
+          Expr ok = true;
+          if (guard_m) ok = ok && row < m;
+          if (guard_n) ok = ok && col < n;
+          if (guard_m || guard_n) if_(ok, store);
+          else store();
+        } else {
+          for (int x = 0; x < 2; ++x)
+            if_(row < m && col + x < n, [&] { c[row][col + x] = acc[e + x]; });
+        }
+      });
+    });
+  });
+}
+
+/// A script module for these sizes: kernel "matmul_wgmma" (parameters as in
+/// add_matmul_wgmma_kernel), and "pad_a" / "pad_b" when k / n is not a multiple of 8.
+inline lang::ScriptModule matmul_wgmma_module(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {}) {
+  auto mod = lang::script_module(str_cat("matmul_wgmma_", dt, "_", m, "x", n, "x", k));
+  add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg);
+  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", m, k, matmul_f16_lda(k), dt);
+  if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", k, n, matmul_f16_ldb(n), dt);
+  return mod;
+}
+
+/// Build options of the Hopper kernels: sm_90a (wgmma and setmaxnreg need the 'a' target).
+inline BuildOptions matmul_wgmma_build_options() {
+  BuildOptions o;
+  o.arch = "sm_90a";
+  return o;
+}
+
+/// A tiling for an m x n x k product on `num_sms` multiprocessors: 128 x 256 tiles when there
+/// are enough of them to fill the GPU, else 128 x 128, else 64 x 128.
+inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int num_sms) {
+  (void)k;
+  MatmulWgmmaConfig c;
+  auto tiles = [&](const MatmulWgmmaConfig &t) {
+    return std::int64_t(lang::ceil_div(m, t.block_m())) * lang::ceil_div(n, t.block_n);
+  };
+  if (tiles(c) < num_sms) c.block_n = 128;
+  if (tiles(c) < num_sms) c.consumers = 1, c.stages = 6;
+  return c;
+}
+
+/// A built Hopper matmul for fixed sizes and dtype: f(a, b, c) computes c = a @ b (a: [m, k],
+/// b: [k, n], c: [m, n], all f16 or all bf16, on a Hopper GPU). The TMA maps are encoded for the
+/// tensors' addresses and cached, so repeated calls on the same tensors encode nothing.
+class MatmulWgmma {
+public:
+  MatmulWgmma(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {})
+      : m_(m), n_(n), k_(k), cfg_(cfg), cm_(matmul_wgmma_module(m, n, k, dt, cfg).build(matmul_wgmma_build_options())) {
+    if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({m, matmul_f16_lda(k)}, dt, "cuda");
+    if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({k, matmul_f16_ldb(n)}, dt, "cuda");
+  }
+  /// Launches the kernels on the current stream.
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) {
+    const Tensor *pa = &a, *pb = &b;
+    if (a_pad_.defined()) cm_["pad_a"](a, a_pad_), pa = &a_pad_;
+    if (b_pad_.defined()) cm_["pad_b"](b, b_pad_), pb = &b_pad_;
+    check(*pa, {m_, matmul_f16_lda(k_)}, "a");
+    check(*pb, {k_, matmul_f16_ldb(n_)}, "b");
+    map_for(map_a_, *pa, {cfg_.block_m(), MatmulWgmmaConfig::block_k});
+    map_for(map_b_, *pb, {MatmulWgmmaConfig::block_k, 64});
+    cm_["matmul_wgmma"](map_a_.device, map_b_.device, c);
+  }
+  const MatmulWgmmaConfig &config() const { return cfg_; }
+  const CompiledModule &module() const { return cm_; }
+
+private:
+  struct CachedMap {
+    const void *ptr = nullptr;
+    Tensor device;
+  };
+  void check(const Tensor &t, std::vector<std::int64_t> want, const char *what) const {
+    if (t.shape() != want)
+      throw ValueError(str_cat("matmul_wgmma: ", what, " has shape ", hidet::detail::shape_str(t.shape()), ", expected ",
+                               hidet::detail::shape_str(want)));
+  }
+  static void map_for(CachedMap &m, const Tensor &t, std::vector<std::int64_t> box) {
+    if (m.ptr == t.data_ptr() && m.device.defined()) return;
+    m.device = TensorMap::tiled(t, box, TensorMap::Swizzle::B128).to_device();
+    m.ptr = t.data_ptr();
+  }
+  int m_, n_, k_;
+  MatmulWgmmaConfig cfg_;
+  CompiledModule cm_;
+  Tensor a_pad_, b_pad_;
+  CachedMap map_a_, map_b_;
+};
+
+} // namespace hidet::ops::templates
