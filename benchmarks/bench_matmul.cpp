@@ -349,6 +349,9 @@ int main(int argc, char **argv) {
         };
         wadd(MatmulWgmmaConfig{});
         wadd(MatmulWgmmaConfig{2, 128, 6});
+        MatmulWgmmaConfig one_tile_per_block;
+        one_tile_per_block.persistent = false;
+        wadd(one_tile_per_block);
         if (sweep) {
           wadd(MatmulWgmmaConfig{2, 256, 3});
           wadd(MatmulWgmmaConfig{1, 256, 5});

@@ -45,7 +45,8 @@
 // a double-precision host reference. TMA and wgmma are not emulated: without a Hopper GPU it
 // checks that NVRTC compiles the kernel for sm_90a and reports SKIP (exit code 77).
 //
-// Usage: 05_hopper_wgmma_tma [m n k]   (default 333 444 555, then 150 140 100 and 256 512 128)
+// Usage: 05_hopper_wgmma_tma [m n k]   (default 333 444 555, then a few more shapes, and split-k
+// runs where k is cut into 4 slices whose f32 partial products a second kernel adds up)
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -101,26 +102,33 @@ int main(int argc, char **argv) {
   MatmulWgmmaConfig big;                // 128 x 256 x 64: 2 consumer warpgroups, 4 stages
   MatmulWgmmaConfig little{1, 128, 6};  // 64 x 128 x 64: 1 consumer warpgroup, 6 stages
 
+  MatmulWgmmaConfig split = little;     // k in 4 slices, summed by a second kernel
+  split.split_k = 4;
+
   bool hopper = !hidet::cuda_emulated() && hidet::runtime::device_info(0).arch() == "sm_90a";
   if (!hopper) {
-    // No Hopper GPU: generate the kernel and compile it for sm_90a (when NVRTC is present), so at
-    // least the code path up to the binary is exercised.
-    auto mod = hidet::ops::templates::matmul_wgmma_module(m, n, k, hidet::f16, big);
-    auto cm = mod.build(hidet::ops::templates::matmul_wgmma_build_options());
-    const std::string &src = cm.source();
-    for (const char *ptx : {"cp.async.bulk.tensor.2d", "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
-                            "mbarrier.try_wait.parity", "setmaxnreg.inc.sync.aligned.u32 232"})
-      if (src.find(ptx) == std::string::npos) {
-        std::printf("FAILED: the generated CUDA source has no '%s'\n", ptx);
-        return 1;
-      }
-    std::printf("generated the %s kernel (%zu bytes of CUDA C++%s)\n", big.str().c_str(), src.size(),
-                cm.binary().cubin.empty() ? "; NVRTC not available, not compiled" : ", compiled for sm_90a by NVRTC");
+    // No Hopper GPU: generate the kernels and compile them for sm_90a (when NVRTC is present), so
+    // at least the code path up to the binary is exercised.
+    for (auto &[cfg, mma] : {std::pair{big, "m64n256k16"}, std::pair{split, "m64n128k16"}}) {
+      auto mod = hidet::ops::templates::matmul_wgmma_module(m, n, k, hidet::f16, cfg);
+      auto cm = mod.build(hidet::ops::templates::matmul_wgmma_build_options());
+      const std::string &src = cm.source();
+      for (std::string ptx : {std::string("cp.async.bulk.tensor.2d"),
+                              "wgmma.mma_async.sync.aligned." + std::string(mma) + ".f32.f16.f16",
+                              std::string("mbarrier.try_wait.parity"), std::string("setmaxnreg.inc.sync.aligned.u32 232")})
+        if (src.find(ptx) == std::string::npos) {
+          std::printf("FAILED: the generated CUDA source has no '%s'\n", ptx.c_str());
+          return 1;
+        }
+      std::printf("generated the %s kernel (%zu bytes of CUDA C++%s)\n", cfg.str().c_str(), src.size(),
+                  cm.binary().cubin.empty() ? "; NVRTC not available, not compiled" : ", compiled for sm_90a by NVRTC");
+    }
     std::printf("SKIP: TMA and wgmma need a Hopper GPU (sm_90a); the emulator does not run them\n");
     return 77;
   }
   int fails = run(m, n, k, hidet::f16, big) + run(m, n, k, hidet::bf16, big) + run(150, 140, 100, hidet::f16, little) +
-              run(256, 512, 128, hidet::bf16, big) + run(37, 41, 23, hidet::f16, little);
+              run(256, 512, 128, hidet::bf16, big) + run(37, 41, 23, hidet::f16, little) +
+              run(96, 200, 1000, hidet::bf16, split) + run(70, 130, 333, hidet::f16, split);
   std::printf(fails ? "FAILED\n" : "OK\n");
   return fails ? 1 : 0;
 }

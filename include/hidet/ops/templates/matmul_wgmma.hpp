@@ -25,8 +25,13 @@
 //  * Partial tiles: TMA fills elements outside the tensor with zeros, which add nothing; the
 //    epilogue stores only elements inside c. TMA needs 16-byte aligned row strides, so when k
 //    (or n) is not a multiple of 8 the runner copies a (or b) into a padded workspace first.
-//  * Blocks are rasterized in groups of `group_m` block rows (blockIdx.x -> (tile_m, tile_n)),
-//    so blocks that run together share a's and b's panels in L2.
+//  * Persistent (default): one block per multiprocessor walks the tiles blockIdx.x, + gridDim.x,
+//    ...; the stage ring runs on across tiles (a counter of k tiles gives each stage's barrier
+//    parity), so the producer already loads the next tile while the consumers store this one.
+//    Tiles are rasterized in groups of `group_m` block rows (tile id -> (tile_m, tile_n)), so
+//    the tiles in flight together share a's and b's panels in L2.
+//  * Split-k (for shapes with few tiles): tiles are (k slice, tile_m, tile_n); each slice writes
+//    f32 partial products to a workspace and a second kernel adds them up and rounds.
 //  * Epilogue: each consumer thread converts its accumulators to f16/bf16 pairs and stores them
 //    (lane (g, q) of warp w holds rows 16 w + g and 16 w + g + 8, columns 8 j + 2 q, + 1).
 //
@@ -51,6 +56,8 @@ struct MatmulWgmmaConfig {
   int block_n = 256;  ///< columns of the block tile (a multiple of 64, at most 256)
   int stages = 4;     ///< shared-memory stages of the TMA ring (2..8)
   int group_m = 8;    ///< block rows per rasterization group (L2 reuse)
+  bool persistent = true; ///< one block per multiprocessor looping over the tiles
+  int split_k = 1;        ///< k is split into this many slices summed by a second kernel
   int producer_regs = 40, consumer_regs = 232; ///< setmaxnreg budgets
 
   static constexpr int block_k = 64; ///< one 128-byte swizzled row of halves
@@ -63,7 +70,8 @@ struct MatmulWgmmaConfig {
   /// "128x256x64 (2 consumer warpgroups, 4 stages)"
   std::string str() const {
     return str_cat(block_m(), "x", block_n, "x", block_k, " (", consumers, " consumer warpgroup", consumers > 1 ? "s" : "",
-                   ", ", stages, " stages)");
+                   ", ", stages, " stages", persistent ? ", persistent" : "",
+                   split_k > 1 ? str_cat(", split-k ", split_k) : std::string(), ")");
   }
 };
 
@@ -75,6 +83,7 @@ inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
     bad("block_n must be 64, 128, 192 or 256 (64-column TMA boxes, wgmma n <= 256)");
   if (c.stages < 2 || c.stages > 8) bad("stages must be in [2, 8]");
   if (c.group_m < 1) bad("group_m must be positive");
+  if (c.split_k < 1) bad("split_k must be positive");
   if (c.smem_bytes() > 227 * 1024) bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
   if (c.producer_regs < 24 || c.consumer_regs > 256 || c.producer_regs % 8 || c.consumer_regs % 8)
     bad("setmaxnreg budgets must be multiples of 8 in [24, 256]");
@@ -83,11 +92,20 @@ inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
                 " registers; a multiprocessor has 65536"));
 }
 
+/// The number of k slices actually used for k: every slice gets at least one k tile.
+inline int matmul_wgmma_splits(int k, const MatmulWgmmaConfig &cfg) {
+  int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
+  int per_split = lang::ceil_div(k_tiles, std::max(1, cfg.split_k));
+  return lang::ceil_div(k_tiles, per_split);
+}
+
 /// Adds kernel `name`: c = a @ b, for c: dt[m][n] and the TMA maps of a: dt[m][lda] (boxes of
 /// block_m x 64, 128-byte swizzle) and b: dt[k][ldb] (boxes of 64 x 64, 128-byte swizzle), with
-/// lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n). Needs sm_90a.
+/// lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n). Needs sm_90a. With split-k (S =
+/// matmul_wgmma_splits(k, cfg) > 1) the last parameter is instead an f32[S][m][n] workspace of
+/// the partial products of each k slice (add_sum_splits_kernel adds them up).
 inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k, DataType dt,
-                                    const MatmulWgmmaConfig &cfg = {}) {
+                                    const MatmulWgmmaConfig &cfg = {}, int num_sms = 132) {
   using namespace hidet::lang;
   matmul_f16_detail::require_half(dt, str_cat("matmul_wgmma '", name, "'"));
   check_matmul_wgmma_config(cfg);
@@ -95,12 +113,15 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     throw ValueError(str_cat("matmul_wgmma '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
   const int bm = cfg.block_m(), bn = cfg.block_n, bk = cfg.block_k, stages = cfg.stages;
   const int tiles_m = ceil_div(m, bm), tiles_n = ceil_div(n, bn), k_tiles = ceil_div(k, bk);
+  const int splits = matmul_wgmma_splits(k, cfg), split_tiles = ceil_div(k_tiles, splits);
   const int group = std::min(cfg.group_m, tiles_m);
   const int stage_bytes = cfg.a_stage_bytes() + cfg.b_stage_bytes();
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
-  mod.kernel(name, {u8[128], u8[128], T({})[m][n]}, [&](lang::Tensor tmap_a, lang::Tensor tmap_b, lang::Tensor c) {
-    attrs.cuda.grid_dim = tiles_m * tiles_n;
+  TensorSpec out = splits > 1 ? f32[splits][m][n] : T({})[m][n];
+  mod.kernel(name, {u8[128], u8[128], out}, [&](lang::Tensor tmap_a, lang::Tensor tmap_b, lang::Tensor c) {
+    const int num_tiles = tiles_m * tiles_n * splits;
+    attrs.cuda.grid_dim = cfg.persistent ? std::min(num_tiles, num_sms) : num_tiles;
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect
@@ -109,15 +130,23 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     auto sb = dynamic_shared_tensor(T({})[stages][bn / 64][bk][64], stages * cfg.a_stage_bytes(), "smem_b");
     auto full = dynamic_shared_tensor(u64[stages], stages * stage_bytes, "full");
     auto empty = dynamic_shared_tensor(u64[stages], stages * stage_bytes + stages * 8, "empty");
-
-    // Rasterization: groups of `group` block rows, column-major inside a group.
-    Var pid = blockIdx.x;
-    Var first_m = pid / (group * tiles_n) * group;
-    Var rows_in_group = min(tiles_m - first_m, group);
-    Var tile_m = first_m + pid % (group * tiles_n) % rows_in_group;
-    Var tile_n = pid % (group * tiles_n) / rows_in_group;
-    Var m0 = tile_m * bm, n0 = tile_n * bn;
     Var wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+
+    // The tiles of this block: blockIdx.x, + gridDim.x, ... (persistent) or just blockIdx.x. A
+    // tile is (k slice, tile_m, tile_n); body(m0, n0, split, first k tile, k tile count).
+    auto for_each_tile = [&](auto body) {
+      Range tiles = cfg.persistent ? range(blockIdx.x, num_tiles, gridDim.x) : range(blockIdx.x, blockIdx.x + 1);
+      for_(tiles, [&](Var id) {
+        Var split = id / (tiles_m * tiles_n), pid = id % (tiles_m * tiles_n);
+        Var kt0 = split * split_tiles;
+        // Rasterization: groups of `group` block rows, column-major inside a group.
+        Var first_m = pid / (group * tiles_n) * group;
+        Var rows_in_group = min(tiles_m - first_m, group);
+        Var tile_m = first_m + pid % (group * tiles_n) % rows_in_group;
+        Var tile_n = pid % (group * tiles_n) / rows_in_group;
+        body(tile_m * bm, tile_n * bn, split, kt0, min(k_tiles - kt0, split_tiles));
+      });
+    };
 
     if_(threadIdx.x == 0, [&] {
       for (int s = 0; s < stages; ++s) {
@@ -128,68 +157,109 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     });
     syncthreads();
 
+    // `it` counts k tiles over all tiles of the block: stage it % stages, used for the
+    // (it / stages)-th time, so its barriers' phase parity is (it / stages) % 2.
     if_(wg == 0, [&] { // the producer warpgroup
       setmaxnreg(cfg.producer_regs, false);
       if_(tid == 0, [&] {
-        for_(range(k_tiles), [&](Var kt) {
-          Var s = kt % stages;
-          mbarrier_wait(empty[s], 1 - (kt / stages) % 2); // the stage's previous round was consumed
-          mbarrier_arrive_expect_tx(full[s], stage_bytes);
-          tma_load(sa[s][0][0], tmap_a, full[s], {kt * bk, m0});
-          for (int j = 0; j < bn / 64; ++j) tma_load(sb[s][j][0][0], tmap_b, full[s], {n0 + j * 64, kt * bk});
+        Var it = var(i32, 0, "it");
+        for_each_tile([&](Expr m0, Expr n0, Expr, Expr kt0, Expr kts) {
+          for_(range(kt0, kt0 + kts), [&](Var kt) {
+            Var s = it % stages;
+            mbarrier_wait(empty[s], 1 - it / stages % 2); // the stage's previous round was consumed
+            mbarrier_arrive_expect_tx(full[s], stage_bytes);
+            tma_load(sa[s][0][0], tmap_a, full[s], {kt * bk, m0});
+            for (int j = 0; j < bn / 64; ++j) tma_load(sb[s][j][0][0], tmap_b, full[s], {n0 + j * 64, kt * bk});
+            it = it + 1;
+          });
         });
       });
     }).else_([&] { // the consumer warpgroups
       setmaxnreg(cfg.consumer_regs, true);
       auto acc = register_tensor(f32[bn / 2], "acc");
-      for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
-      Var row0 = (wg - 1) * 64;
-      for_(range(k_tiles), [&](Var kt) {
-        Var s = kt % stages;
-        mbarrier_wait(full[s], (kt / stages) % 2);
-        wgmma_fence();
-        for (int kk = 0; kk < bk / 16; ++kk) {
-          Expr desc_a = make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128);
-          Expr desc_b = make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024, Swizzle::B128);
-          wgmma(acc, desc_a, desc_b, bn, dt, 1, false, true);
-        }
-        wgmma_commit_group();
-        // Keep this k tile's products in flight; once the previous tile's are done, its stage is
-        // free for the producer.
-        wgmma_wait_group(1);
-        if_(tid == 0 && kt > 0, [&] { mbarrier_arrive(empty[(kt + stages - 1) % stages]); });
-      });
-      wgmma_wait_group(0);
-
-      // Epilogue: lane (g, q) of warp w holds rows 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
       auto pair = register_tensor(u32[1], "pair");
+      Var row0 = (wg - 1) * 64;
       Var w = tid / 32, g = tid % 32 / 4, q = tid % 4;
-      const bool guard_m = m % bm != 0, guard_n = n % bn != 0;
-      for_(repeat(bn / 8, 2).on(0), [&](Expr j, Expr h) {
-        Expr row = m0 + row0 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
-        Expr e = j * 4 + h * 2;
-        if (n % 2 == 0) {
-          pair[0] = half2_pack(acc[e], acc[e + 1], dt);
-          auto store = [&] { store_vector(c[row][col], pair, 4); };
-          Expr ok = true;
-          if (guard_m) ok = ok && row < m;
-          if (guard_n) ok = ok && col < n;
-          if (guard_m || guard_n) if_(ok, store);
-          else store();
-        } else {
-          for (int x = 0; x < 2; ++x)
-            if_(row < m && col + x < n, [&] { c[row][col + x] = acc[e + x]; });
-        }
+      Var it = var(i32, 0, "it");
+      for_each_tile([&](Expr m0, Expr n0, Expr split, Expr kt0, Expr kts) {
+        for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
+        for_(range(kt0, kt0 + kts), [&](Var kt) {
+          Var s = it % stages;
+          mbarrier_wait(full[s], it / stages % 2);
+          wgmma_fence();
+          for (int kk = 0; kk < bk / 16; ++kk) {
+            Expr desc_a = make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128);
+            Expr desc_b = make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024, Swizzle::B128);
+            wgmma(acc, desc_a, desc_b, bn, dt, 1, false, true);
+          }
+          wgmma_commit_group();
+          // Keep this k tile's products in flight; once the previous tile's are done, its stage
+          // is free for the producer.
+          wgmma_wait_group(1);
+          if_(tid == 0 && kt > kt0, [&] { mbarrier_arrive(empty[(it + stages - 1) % stages]); });
+          it = it + 1;
+        });
+        wgmma_wait_group(0);
+        if_(tid == 0, [&] { mbarrier_arrive(empty[(it + stages - 1) % stages]); });
+
+        // Epilogue (the producer already loads the next tile): lane (g, q) of warp w holds rows
+        // 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
+        const bool guard_m = m % bm != 0, guard_n = n % bn != 0;
+        for_(repeat(bn / 8, 2).on(0), [&](Expr j, Expr h) {
+          Expr row = m0 + row0 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
+          Expr e = j * 4 + h * 2;
+          if (splits > 1) { // f32 partial sums of this k slice
+            for (int x = 0; x < 2; ++x) {
+              Expr ok = true;
+              if (guard_m) ok = ok && row < m;
+              if (guard_n || n % 2) ok = ok && col + x < n;
+              if_(ok, [&] { c[split][row][col + x] = acc[e + x]; });
+            }
+          } else if (n % 2 == 0) {
+            pair[0] = half2_pack(acc[e], acc[e + 1], dt);
+            auto store = [&] { store_vector(c[row][col], pair, 4); };
+            Expr ok = true;
+            if (guard_m) ok = ok && row < m;
+            if (guard_n) ok = ok && col < n;
+            if (guard_m || guard_n) if_(ok, store);
+            else store();
+          } else {
+            for (int x = 0; x < 2; ++x)
+              if_(row < m && col + x < n, [&] { c[row][col + x] = acc[e + x]; });
+          }
+        });
       });
     });
   });
 }
 
+/// Adds kernel `name`: c[i][j] = sum over s of ws[s][i][j], rounded to dt (ws: f32[splits][m][n]).
+inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &name, int splits, int m, int n,
+                                  DataType dt) {
+  using namespace hidet::lang;
+  const int threads = 256;
+  const std::int64_t total = std::int64_t(m) * n;
+  mod.kernel(name, {f32[splits][m][n], TensorSpec(dt, {})[m][n]}, [&](lang::Tensor ws, lang::Tensor c) {
+    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+    attrs.cuda.block_dim = threads;
+    Var i = blockIdx.x * threads + threadIdx.x;
+    if_(i < total, [&] {
+      Var r = i / n, j = i % n;
+      Var sum = var(f32, 0.0f, "sum");
+      for_(range(splits).unroll(), [&](Var s) { sum = sum + ws[s][r][j]; });
+      c[r][j] = sum;
+    });
+  });
+}
+
 /// A script module for these sizes: kernel "matmul_wgmma" (parameters as in
-/// add_matmul_wgmma_kernel), and "pad_a" / "pad_b" when k / n is not a multiple of 8.
-inline lang::ScriptModule matmul_wgmma_module(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {}) {
+/// add_matmul_wgmma_kernel), "sum_splits" with split-k, and "pad_a" / "pad_b" when k / n is not
+/// a multiple of 8.
+inline lang::ScriptModule matmul_wgmma_module(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {},
+                                              int num_sms = 132) {
   auto mod = lang::script_module(str_cat("matmul_wgmma_", dt, "_", m, "x", n, "x", k));
-  add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg);
+  add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg, num_sms);
+  if (int splits = matmul_wgmma_splits(k, cfg); splits > 1) add_sum_splits_kernel(mod, "sum_splits", splits, m, n, dt);
   if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", m, k, matmul_f16_lda(k), dt);
   if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", k, n, matmul_f16_ldb(n), dt);
   return mod;
@@ -203,15 +273,17 @@ inline BuildOptions matmul_wgmma_build_options() {
 }
 
 /// A tiling for an m x n x k product on `num_sms` multiprocessors: 128 x 256 tiles when there
-/// are enough of them to fill the GPU, else 128 x 128, else 64 x 128.
+/// are enough of them to fill the GPU, else 128 x 128, else 64 x 128, split over k while that
+/// leaves fewer blocks than half the multiprocessors and at least 4 k tiles per slice.
 inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int num_sms) {
-  (void)k;
   MatmulWgmmaConfig c;
   auto tiles = [&](const MatmulWgmmaConfig &t) {
     return std::int64_t(lang::ceil_div(m, t.block_m())) * lang::ceil_div(n, t.block_n);
   };
   if (tiles(c) < num_sms) c.block_n = 128;
   if (tiles(c) < num_sms) c.consumers = 1, c.stages = 6;
+  int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
+  while (tiles(c) * c.split_k * 2 <= num_sms && k_tiles / (c.split_k * 2) >= 4) c.split_k *= 2;
   return c;
 }
 
@@ -221,9 +293,11 @@ inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int 
 class MatmulWgmma {
 public:
   MatmulWgmma(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {})
-      : m_(m), n_(n), k_(k), cfg_(cfg), cm_(matmul_wgmma_module(m, n, k, dt, cfg).build(matmul_wgmma_build_options())) {
+      : m_(m), n_(n), k_(k), cfg_(cfg),
+        cm_(matmul_wgmma_module(m, n, k, dt, cfg, runtime::device_info(0).sm_count).build(matmul_wgmma_build_options())) {
     if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({m, matmul_f16_lda(k)}, dt, "cuda");
     if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({k, matmul_f16_ldb(n)}, dt, "cuda");
+    if (int splits = matmul_wgmma_splits(k, cfg); splits > 1) ws_ = hidet::empty({splits, m, n}, f32, "cuda");
   }
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) {
@@ -234,7 +308,9 @@ public:
     check(*pb, {k_, matmul_f16_ldb(n_)}, "b");
     map_for(map_a_, *pa, {cfg_.block_m(), MatmulWgmmaConfig::block_k});
     map_for(map_b_, *pb, {MatmulWgmmaConfig::block_k, 64});
-    cm_["matmul_wgmma"](map_a_.device, map_b_.device, c);
+    if (!ws_.defined()) return cm_["matmul_wgmma"](map_a_.device, map_b_.device, c);
+    cm_["matmul_wgmma"](map_a_.device, map_b_.device, ws_);
+    cm_["sum_splits"](ws_, c);
   }
   const MatmulWgmmaConfig &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }
@@ -257,7 +333,7 @@ private:
   int m_, n_, k_;
   MatmulWgmmaConfig cfg_;
   CompiledModule cm_;
-  Tensor a_pad_, b_pad_;
+  Tensor a_pad_, b_pad_, ws_;
   CachedMap map_a_, map_b_;
 };
 
