@@ -413,17 +413,17 @@ TEST_CASE("bad input: mma fragment shape and dtype, wgmma for an older arch") {
   }
 }
 
-TEST_CASE("TMA: a 64x32 f16 box through an mbarrier into shared memory (GPU only)") {
-  if (hidet::runtime::cuda_emulated()) {
-    MESSAGE("SKIP: TMA needs a Hopper GPU");
-    return;
-  }
+namespace {
+/// A kernel that TMA-loads the 64x32 f16 box at a[64:128][32:64] into shared memory and copies it
+/// to `out`; the tensor map is a u8[128] tensor in global memory or a by-value parameter.
+hidet::lang::ScriptModule tma_module(bool by_value) {
   auto mod = script_module("tma");
-  mod.kernel("tma", {u8[128], f16[128][64], f32[64][32]}, [&](Tensor tmap, Tensor, Tensor out) {
+  hidet::lang::ParamSpec map_spec = by_value ? tensor_map_param() : hidet::lang::ParamSpec(u8[128]);
+  mod.kernel("tma", {map_spec, f16[128][64], f32[64][32]}, [&](Tensor tmap, Tensor, Tensor out) {
     attrs.cuda.grid_dim = 1;
     attrs.cuda.block_dim = 128;
-    // TMA needs a 128-byte aligned destination: dynamic shared memory at offset 0 (static shared
-    // tensors are only aligned to their dtype); the mbarrier after the tile.
+    // TMA needs an aligned destination: dynamic shared memory (1024-byte aligned) at offset 0;
+    // the mbarrier after the tile.
     attrs.cuda.dynamic_smem_bytes = 64 * 32 * 2 + 8;
     auto tile = dynamic_shared_tensor(f16[64][32], 0, "tile");
     auto bar = dynamic_shared_tensor(u64[1], 64 * 32 * 2, "bar");
@@ -442,15 +442,61 @@ TEST_CASE("TMA: a 64x32 f16 box through an mbarrier into shared memory (GPU only
       out[e / 32][e % 32] = tile[e / 32][e % 32];
     }
   });
+  return mod;
+}
+} // namespace
+
+TEST_CASE("TMA: a by-value tensor map is a const __grid_constant__ parameter; misuse is reported") {
   hidet::BuildOptions o;
   o.arch = "sm_90a";
-  auto cm = mod.build(o);
-  auto va = small_ints(128 * 64, -100, 100);
-  auto a = hidet::asarray(va, {128, 64}, hidet::f16), out = hidet::zeros({64, 32}, hidet::f32);
-  auto tmap = hidet::TensorMap::tiled(a, {64, 32});
-  cm(tmap.to_device(), a, out);
-  auto h = out.to_vector<float>();
-  for (int r = 0; r < 64; ++r)
-    for (int c = 0; c < 32; ++c)
-      REQUIRE_MESSAGE(double(h[std::size_t(r * 32 + c)]) == va[std::size_t((64 + r) * 64 + 32 + c)], "(", r, ", ", c, ")");
+  auto cm = tma_module(true).build(o);
+  CHECK(has(cm.source(), "const __grid_constant__ hidet_tensor_map arg0_by_value"));
+  CHECK(has(cm.source(), "const uint8_t *arg0 = (const uint8_t *)&arg0_by_value;"));
+  CHECK(has(cm.source(), "struct __align__(64) hidet_tensor_map { uint8_t bytes[128]; };"));
+  // a by-value tensor map is read-only
+  auto mod = script_module("bad");
+  int line = 0;
+  try {
+    mod.kernel("bad", {tensor_map_param(), f32[4]}, [&](Tensor tmap, Tensor) {
+      attrs.cuda.grid_dim = 1;
+      attrs.cuda.block_dim = 32;
+      line = __LINE__ + 1;
+      tmap[0] = 1;
+    });
+    FAIL("stored to a tensor map");
+  } catch (const hidet::DSLError &e) {
+    CHECK(has(e.what(), "is a by-value kernel parameter (a tensor map) and is read-only"));
+    CHECK(e.loc().line == std::uint32_t(line));
+  }
+  // passing a tensor where the kernel takes a tensor map (and the reverse) names the parameter
+  auto a = hidet::zeros({128, 64}, hidet::f16), out = hidet::zeros({64, 32}, hidet::f32);
+  try {
+    cm(a, a, out);
+    FAIL("launched with a tensor for a tensor map");
+  } catch (const hidet::ValueError &e) {
+    CHECK(has(e.what(), "kernel 'tma' argument 0"));
+    CHECK(has(e.what(), "expected a hidet::TensorMap"));
+  }
+}
+
+TEST_CASE("TMA: a 64x32 f16 box through an mbarrier into shared memory (GPU only)") {
+  if (hidet::runtime::cuda_emulated()) {
+    MESSAGE("SKIP: TMA needs a Hopper GPU");
+    return;
+  }
+  for (bool by_value : {false, true}) {
+    hidet::BuildOptions o;
+    o.arch = "sm_90a";
+    auto cm = tma_module(by_value).build(o);
+    auto va = small_ints(128 * 64, -100, 100);
+    auto a = hidet::asarray(va, {128, 64}, hidet::f16), out = hidet::zeros({64, 32}, hidet::f32);
+    auto tmap = hidet::TensorMap::tiled(a, {64, 32});
+    if (by_value) cm(tmap, a, out);
+    else cm(tmap.to_device(), a, out);
+    auto h = out.to_vector<float>();
+    for (int r = 0; r < 64; ++r)
+      for (int c = 0; c < 32; ++c)
+        REQUIRE_MESSAGE(double(h[std::size_t(r * 32 + c)]) == va[std::size_t((64 + r) * 64 + 32 + c)], "(", r, ", ", c,
+                        ") by value: ", by_value);
+  }
 }

@@ -473,6 +473,14 @@ inline std::string CudaEmitter::signature(const ir::Function &f) {
   for (std::size_t i = 0; i < f->params.size(); ++i) {
     const Var &p = f->params[i];
     std::string t = type(p->type), n = var_name(p.get());
+    auto tt = p->type.as<TensorTypeNode>();
+    if (tt && tt->scope == Scope::Param) { // a tensor map by value; the body sees its address
+      if (!kernel)
+        unsupported(str_cat("by-value tensor parameter '", p->hint, "' of a device function (kernels only)"), f->loc);
+      features_.tensor_map = true;
+      params += str_cat(i ? ", " : "", "const __grid_constant__ hidet_tensor_map ", n, "_by_value");
+      continue;
+    }
     if (is_tensor(p->type))
       t += kernel ? " __restrict__ " : "";
     params += str_cat(i ? ", " : "", t, t.back() == '*' || t.back() == ' ' ? "" : " ", n);
@@ -507,6 +515,10 @@ inline void CudaEmitter::function(const ir::Function &f) {
   mark(f->loc);
   std::string sig = signature(f);
   line(sig + " {");
+  for (auto &p : f->params)
+    if (auto tt = p->type.as<ir::TensorTypeNode>(); tt && tt->scope == ir::Scope::Param)
+      line(str_cat("  const ", dtype(tt->dtype), " *", var_name(p.get()), " = (const ", dtype(tt->dtype), " *)&",
+                   var_name(p.get()), "_by_value;"));
   block(f->body);
   line("}");
   raw_line("");

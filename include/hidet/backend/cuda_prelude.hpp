@@ -13,6 +13,7 @@ struct PreludeFeatures {
   bool bf16 = false;         ///< #include <cuda_bf16.h> + typedef bfloat16
   bool dynamic_smem = false; ///< extern __shared__ hidet_dynamic_smem[] (1024-byte aligned)
   bool atomic_rmw = false;   ///< hidet_atomic_rmw<T, Bits>(addr, value, op)
+  bool tensor_map = false;   ///< struct hidet_tensor_map: a by-value CUtensorMap parameter
   std::string extra;         ///< more device helpers, appended last (codegen_primitives.hpp)
 };
 
@@ -33,6 +34,8 @@ inline std::string cuda_prelude(const PreludeFeatures &f) {
     s += "#include <cuda_bf16.h>\ntypedef __nv_bfloat16 bfloat16;\n";
   if (f.dynamic_smem) // 1024 bytes: TMA boxes and wgmma tiles with a 128-byte swizzle need it
     s += "extern __shared__ __align__(1024) uint8_t hidet_dynamic_smem[];\n";
+  if (f.tensor_map)
+    s += "struct __align__(64) hidet_tensor_map { uint8_t bytes[128]; };\n";
   if (f.atomic_rmw)
     // op: 0 min, 1 max, 2 exchange, 3 add. Bits is an unsigned integer of sizeof(T) bytes.
     s += "template <class T, class Bits>\n"

@@ -16,14 +16,16 @@ using Expr = Ref<ExprNode>;
 struct LayoutNode;
 using Layout = Ref<LayoutNode>;
 
-/// Where a tensor lives.
-enum class Scope : std::uint8_t { Global, Shared, Register };
+/// Where a tensor lives. Param: a read-only kernel parameter passed by value (a 128-byte TMA
+/// tensor map, declared `const __grid_constant__`); its address is a generic address.
+enum class Scope : std::uint8_t { Global, Shared, Register, Param };
 
 inline const char *scope_name(Scope s) {
   switch (s) {
   case Scope::Global: return "global";
   case Scope::Shared: return "shared";
   case Scope::Register: return "register";
+  case Scope::Param: return "param";
   }
   return "?";
 }

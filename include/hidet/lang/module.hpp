@@ -33,7 +33,17 @@ struct ParamSpec {
   TensorSpec tensor;
   DataType scalar;
   bool is_tensor = false;
+  bool by_value = false; ///< a TMA tensor map passed by value (see tensor_map_param)
 };
+
+/// A kernel parameter holding a TMA tensor map (hidet::TensorMap) by value, as a
+/// `const __grid_constant__` parameter: the kernel sees a u8[128] tensor in param space whose
+/// address tma_load / tma_store take; the caller passes the TensorMap itself.
+inline ParamSpec tensor_map_param() {
+  ParamSpec p(TensorSpec(dtypes::u8, {ir::int32(128)}));
+  p.by_value = true;
+  return p;
+}
 
 /// What a body lambda receives for one parameter; converts to Tensor, Var or Expr.
 struct ParamHandle {
@@ -222,7 +232,8 @@ private:
     for (std::size_t i = 0; i < specs.size(); ++i) {
       auto &s = specs[i];
       std::string pname = s.tensor.name().empty() ? str_cat("arg", i) : s.tensor.name();
-      ir::Type t = s.is_tensor ? s.tensor.ir_type(ir::Scope::Global) : ir::scalar_type(s.scalar);
+      ir::Type t = s.is_tensor ? s.tensor.ir_type(s.by_value ? ir::Scope::Param : ir::Scope::Global)
+                               : ir::scalar_type(s.scalar);
       params.push_back(ir::make_var(t, pname, loc));
     }
     FunctionBuilder b(name, kind, loc);

@@ -162,6 +162,9 @@ private:
   }
   void store(ir::Expr v, SourceLoc loc) {
     check_complete(loc);
+    if (type().scope == ir::Scope::Param)
+      throw DSLError(str_cat("tensor '", base_->hint, "' is a by-value kernel parameter (a tensor map) and is read-only"),
+                     loc);
     auto &b = require_builder("storing to a tensor", loc);
     b.emit(ir::BufferStoreStmtNode::make(base_, idx_, std::move(v), loc));
   }

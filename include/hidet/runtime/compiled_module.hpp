@@ -22,6 +22,7 @@
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/stream.hpp"
 #include "hidet/runtime/tensor.hpp"
+#include "hidet/runtime/tensor_map.hpp"
 #include "hidet/transforms/instantiate_symbols.hpp"
 #include "hidet/transforms/lower.hpp"
 #include "hidet/util/env.hpp"
@@ -36,10 +37,11 @@ struct BuildOptions {
   std::vector<std::string> nvrtc_options; ///< extra NVRTC options
 };
 
-/// One argument of a kernel call: a tensor or a scalar.
+/// One argument of a kernel call: a tensor, a TMA tensor map (for a tensor_map_param) or a scalar.
 struct LaunchArg {
-  std::variant<const Tensor *, std::int64_t, double> value;
+  std::variant<const Tensor *, std::int64_t, double, const TensorMap *> value;
   LaunchArg(const Tensor &t) : value(&t) {}
+  LaunchArg(const TensorMap &m) : value(&m) {}
   template <class T>
     requires std::is_integral_v<T>
   LaunchArg(T v) : value(static_cast<std::int64_t>(v)) {}
@@ -253,9 +255,18 @@ inline void KernelHandle::launch(const std::vector<LaunchArg> &args) const {
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto &p = params[i];
     auto what = [&] { return str_cat("kernel '", info_->name, "' argument ", i, " (", detail::describe_param(p), ")"); };
-    if (auto tt = p->type.as<ir::TensorTypeNode>()) {
+    auto tt = p->type.as<ir::TensorTypeNode>();
+    if (tt && tt->scope == ir::Scope::Param) {
+      auto *mp = std::get_if<const TensorMap *>(&args[i].value);
+      if (!mp) throw ValueError(str_cat(what(), ": expected a hidet::TensorMap (a by-value tensor map parameter)"));
+      if (emulated)
+        throw ValueError(str_cat(what(), ": tensor maps (TMA) need a GPU; the CPU emulator cannot run this kernel"));
+      kargs.push_back(backend::KernelArg::bytes(&(*mp)->map(), std::int64_t(sizeof(CUtensorMap))));
+    } else if (tt) {
       auto *tp = std::get_if<const Tensor *>(&args[i].value);
-      if (!tp) throw ValueError(str_cat(what(), ": expected a tensor, got a scalar"));
+      if (!tp)
+        throw ValueError(str_cat(what(), ": expected a tensor, got ",
+                                 std::holds_alternative<const TensorMap *>(args[i].value) ? "a tensor map" : "a scalar"));
       const Tensor &t = **tp;
       if (t.dtype() != tt->dtype)
         throw ValueError(str_cat(what(), ": expected dtype ", tt->dtype.name(), ", got ", t.dtype().name()));

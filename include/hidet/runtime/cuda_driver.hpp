@@ -269,6 +269,11 @@ inline void launch(CUfunction f, LaunchDims grid, LaunchDims block, unsigned sme
 /// and the array of slot addresses.
 struct PackedArgs {
   std::vector<std::uint64_t> slots;
+  /// By-value blobs (tensor maps), 64-byte aligned as CUtensorMap requires.
+  struct alignas(64) Blob {
+    unsigned char bytes[128];
+  };
+  std::vector<Blob> blobs;
   std::vector<void *> params;
 };
 
@@ -277,10 +282,19 @@ inline PackedArgs pack_kernel_args(const std::vector<backend::KernelArg> &args) 
   using K = backend::KernelArg::Kind;
   PackedArgs p;
   p.slots.assign(args.size(), 0);
-  for (std::size_t i = 0; i < args.size(); ++i) {
+  std::size_t nblobs = 0;
+  for (const auto &a : args) nblobs += a.kind == K::Bytes;
+  p.blobs.resize(nblobs);
+  std::vector<void *> blob_of(args.size(), nullptr);
+  for (std::size_t i = 0, b = 0; i < args.size(); ++i) {
     const auto &a = args[i];
     void *slot = &p.slots[i];
-    if (a.kind == K::Pointer) {
+    if (a.kind == K::Bytes) {
+      if (a.i < 0 || a.i > std::int64_t(sizeof(PackedArgs::Blob)))
+        throw ValueError(str_cat("kernel argument ", i, ": a by-value argument of ", a.i, " bytes (at most 128)"));
+      std::memcpy(p.blobs[b].bytes, a.ptr, std::size_t(a.i));
+      blob_of[i] = &p.blobs[b++];
+    } else if (a.kind == K::Pointer) {
       std::memcpy(slot, &a.ptr, sizeof(void *));
     } else if (a.kind == K::Int) {
       std::int64_t v = a.dtype.is_bool() ? std::int64_t(a.i != 0) : a.i;
@@ -299,8 +313,8 @@ inline PackedArgs pack_kernel_args(const std::vector<backend::KernelArg> &args) 
                                a.dtype.name(), " parameter"));
     }
   }
-  for (auto &s : p.slots)
-    p.params.push_back(&s);
+  for (std::size_t i = 0; i < args.size(); ++i)
+    p.params.push_back(blob_of[i] ? blob_of[i] : static_cast<void *>(&p.slots[i]));
   return p;
 }
 

@@ -36,9 +36,11 @@
 //    (lane (g, q) of warp w holds rows 16 w + g and 16 w + g + 8, columns 8 j + 2 q, + 1).
 //
 // The tensor maps are encoded on the host for the tensors' addresses (MatmulWgmma caches them
-// per address) and passed to the kernel as u8[128] tensors in global memory.
+// per address) and passed to the kernel by value, as `const __grid_constant__` parameters
+// (tensor_map_param): no copy to device memory before a launch.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "hidet/error.hpp"
@@ -119,7 +121,8 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
   TensorSpec out = splits > 1 ? f32[splits][m][n] : T({})[m][n];
-  mod.kernel(name, {u8[128], u8[128], out}, [&](lang::Tensor tmap_a, lang::Tensor tmap_b, lang::Tensor c) {
+  mod.kernel(name, {tensor_map_param(), tensor_map_param(), out}, [&](lang::Tensor tmap_a, lang::Tensor tmap_b,
+                                                                       lang::Tensor c) {
     const int num_tiles = tiles_m * tiles_n * splits;
     attrs.cuda.grid_dim = cfg.persistent ? std::min(num_tiles, num_sms) : num_tiles;
     attrs.cuda.block_dim = cfg.threads();
@@ -308,8 +311,8 @@ public:
     check(*pb, {k_, matmul_f16_ldb(n_)}, "b");
     map_for(map_a_, *pa, {cfg_.block_m(), MatmulWgmmaConfig::block_k});
     map_for(map_b_, *pb, {MatmulWgmmaConfig::block_k, 64});
-    if (!ws_.defined()) return cm_["matmul_wgmma"](map_a_.device, map_b_.device, c);
-    cm_["matmul_wgmma"](map_a_.device, map_b_.device, ws_);
+    if (!ws_.defined()) return cm_["matmul_wgmma"](*map_a_.map, *map_b_.map, c);
+    cm_["matmul_wgmma"](*map_a_.map, *map_b_.map, ws_);
     cm_["sum_splits"](ws_, c);
   }
   const MatmulWgmmaConfig &config() const { return cfg_; }
@@ -318,7 +321,7 @@ public:
 private:
   struct CachedMap {
     const void *ptr = nullptr;
-    Tensor device;
+    std::optional<TensorMap> map;
   };
   void check(const Tensor &t, std::vector<std::int64_t> want, const char *what) const {
     if (t.shape() != want)
@@ -326,8 +329,8 @@ private:
                                hidet::detail::shape_str(want)));
   }
   static void map_for(CachedMap &m, const Tensor &t, std::vector<std::int64_t> box) {
-    if (m.ptr == t.data_ptr() && m.device.defined()) return;
-    m.device = TensorMap::tiled(t, box, TensorMap::Swizzle::B128).to_device();
+    if (m.ptr == t.data_ptr() && m.map) return;
+    m.map = TensorMap::tiled(t, box, TensorMap::Swizzle::B128);
     m.ptr = t.data_ptr();
   }
   int m_, n_, k_;
