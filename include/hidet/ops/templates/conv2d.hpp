@@ -1,0 +1,233 @@
+// conv2d templates: implicit GEMM on tensor cores (f16/bf16) and on the FMA units (f32), and a
+// direct depthwise kernel; NCHW and NHWC. The kernels are in conv2d_kernels.hpp (see its top for
+// the GEMM view). This header chooses among them:
+//  * Conv2dConfig: which kernel and its tiling; conv2d_heuristic_config() is the default per
+//    shape, conv2d_candidates(shape, dtype, layout, space, sms) the search space of tuning
+//    (space 0: the default only; 1: up to about 30; 2: more).
+//  * Conv2d: a built runner for one problem; f(x, w, bias, y) launches its kernels. The
+//    tensor-core path first repacks what its 16-byte copies cannot read directly: NCHW x into
+//    NHWC with channels padded per group to a multiple of 8 (one transpose kernel), and the
+//    weight into [O][KH][KW][cgp]; NHWC inputs with C / groups % 8 == 0 are read in place. The
+//    FMA and depthwise kernels read both layouts in place. y is written in the caller's layout
+//    by the epilogue (bias fused).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hidet/ops/templates/conv2d_kernels.hpp"
+#include "hidet/runtime/compiled_module.hpp"
+#include "hidet/runtime/tensor.hpp"
+
+namespace hidet::ops::templates {
+
+/// A kernel choice and its tiling.
+struct Conv2dConfig {
+  enum class Kind { Mma, Fma, Depthwise };
+  Kind kind = Kind::Mma;
+  Conv2dMmaConfig mma;   ///< for Kind::Mma
+  Conv2dFmaConfig fma;   ///< for Kind::Fma
+  int dw_threads = 256;  ///< for Kind::Depthwise: threads per block
+
+  /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)", "fma ...", "depthwise 256 threads"
+  std::string str() const {
+    if (kind == Kind::Mma) return mma.str();
+    if (kind == Kind::Fma) return fma.str();
+    return str_cat("depthwise ", dw_threads, " threads");
+  }
+};
+
+/// Throws ValueError (naming the problem) when no template serves it: dtype not f32/f16/bf16,
+/// sizes past 32-bit indexing, or more than 65535 groups.
+inline void check_conv2d_problem(const Conv2dShape &s, DataType dt) {
+  auto bad = [&](const std::string &why) { throw ValueError(str_cat("conv2d template (", s.str(), ", ", dt, "): ", why)); };
+  if (!(dt == hidet::f32 || dt.is_half())) bad("takes f32, f16 or bf16");
+  if (s.groups <= 0 || s.c % s.groups || s.o % s.groups) bad("C and O must be divisible by groups");
+  if (s.oh() <= 0 || s.ow() <= 0) bad("empty output");
+  std::int64_t lim = std::int64_t(1) << 31;
+  std::int64_t xs = std::int64_t(s.n) * s.h * s.w * s.groups * s.cgp(), ys = s.gemm_m() * s.o;
+  if (xs >= lim || ys >= lim || std::int64_t(s.o) * s.kh * s.kw * s.cgp() >= lim) bad("tensors past 2^31 elements");
+  if (s.groups > 65535) bad("more than 65535 groups");
+}
+
+/// Throws ValueError when `cfg` cannot serve the problem (kind, dtype, grid limits).
+inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dConfig &cfg) {
+  check_conv2d_problem(s, dt);
+  auto bad = [&](const std::string &why) {
+    throw ValueError(str_cat("conv2d config ", cfg.str(), " for ", s.str(), " (", dt, "): ", why));
+  };
+  if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
+    if (!s.depthwise()) bad("the depthwise kernel needs groups == C == O");
+    if (cfg.dw_threads <= 0 || cfg.dw_threads > 1024 || cfg.dw_threads % 32) bad("threads must be 32..1024, whole warps");
+    return;
+  }
+  int bm = 0;
+  if (cfg.kind == Conv2dConfig::Kind::Mma) {
+    if (!dt.is_half()) bad("the tensor-core kernel takes f16 or bf16");
+    check_conv2d_mma_config(cfg.mma);
+    bm = cfg.mma.block_m();
+  } else {
+    if (dt != hidet::f32) bad("the FMA kernel takes f32");
+    check_conv2d_fma_config(cfg.fma);
+    bm = cfg.fma.block_m();
+  }
+  if (lang::ceil_div(s.gemm_m(), std::int64_t(bm)) > 65535) bad("more than 65535 row tiles (grid.y)");
+}
+
+/// The default configuration for a problem on a GPU with `num_sms` multiprocessors: depthwise
+/// when groups == C == O; f16/bf16: 128 x 128 x 32 tiles of 4 warps, 3 stages (128 x 64 when a
+/// group has at most 64 output channels), 64 x 64 when the big tiles would leave most
+/// multiprocessors idle; f32: matmul_f32's 128 x 128 x 8 tiling, 64 x 64 x 8 for few tiles.
+inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms) {
+  Conv2dConfig c;
+  if (s.depthwise()) {
+    c.kind = Conv2dConfig::Kind::Depthwise;
+    return c;
+  }
+  std::int64_t M = s.gemm_m();
+  auto tiles = [&](int bm, int bn) {
+    return lang::ceil_div(M, std::int64_t(bm)) * lang::ceil_div(std::int64_t(s.og()), std::int64_t(bn)) * s.groups;
+  };
+  if (dt.is_half()) {
+    c.kind = Conv2dConfig::Kind::Mma;
+    if (s.og() <= 64) c.mma = Conv2dMmaConfig{4, 1, 32, 64, 32, 3}; // 128 x 64
+    if (tiles(c.mma.block_m(), c.mma.block_n()) * 2 < num_sms) c.mma = Conv2dMmaConfig{2, 2, 32, 32, 32, 3};
+    return c;
+  }
+  c.kind = Conv2dConfig::Kind::Fma;
+  if (tiles(128, 128) * 4 < num_sms) c.fma = Conv2dFmaConfig{2, 2, 2, 1, 4, 8, 4, 4, 8}; // 64 x 64
+  return c;
+}
+
+/// The search space (see the top of the file): the default first, then alternatives that pass
+/// check_conv2d_config, without duplicates.
+inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataType dt, int space, int num_sms) {
+  std::vector<Conv2dConfig> out;
+  auto add = [&](const Conv2dConfig &c) {
+    try {
+      check_conv2d_config(s, dt, c);
+    } catch (const ValueError &) {
+      return;
+    }
+    for (auto &o : out)
+      if (o.str() == c.str()) return;
+    out.push_back(c);
+  };
+  add(conv2d_heuristic_config(s, dt, num_sms));
+  if (space <= 0) return out;
+  Conv2dConfig c;
+  if (s.depthwise()) {
+    c.kind = Conv2dConfig::Kind::Depthwise;
+    for (int t : {128, 256, 512}) c.dw_threads = t, add(c);
+    return out;
+  }
+  if (dt.is_half()) {
+    c.kind = Conv2dConfig::Kind::Mma;
+    // warps_m, warps_n, warp_m, warp_n
+    std::vector<std::array<int, 4>> tiles{{2, 2, 64, 64}, {4, 1, 32, 64}, {2, 2, 32, 32}, {2, 2, 64, 32},
+                                          {2, 2, 32, 64}, {4, 2, 32, 32}, {4, 2, 64, 32}, {2, 1, 32, 32}};
+    if (space >= 2)
+      for (std::array<int, 4> t : {std::array<int, 4>{4, 2, 64, 64}, {2, 4, 32, 64}, {4, 2, 32, 64}, {1, 2, 64, 32},
+                                   {1, 1, 64, 64}, {2, 1, 64, 64}})
+        tiles.push_back(t);
+    std::vector<std::array<int, 2>> pipes{{32, 3}, {32, 4}, {64, 3}};
+    if (space >= 2) pipes = {{16, 3}, {16, 4}, {32, 2}, {32, 3}, {32, 4}, {64, 2}, {64, 3}, {64, 4}};
+    for (auto &t : tiles)
+      for (auto &p : pipes) c.mma = Conv2dMmaConfig{t[0], t[1], t[2], t[3], p[0], p[1]}, add(c);
+    return out;
+  }
+  c.kind = Conv2dConfig::Kind::Fma;
+  // warps, repeat, lanes, thread (m x n each)
+  std::vector<Conv2dFmaConfig> tiles{{4, 2, 2, 2, 4, 8, 4, 4, 8},  {2, 2, 2, 1, 4, 8, 4, 4, 8},
+                                     {2, 2, 2, 2, 4, 8, 4, 4, 8},  {4, 2, 2, 1, 4, 8, 4, 4, 8},
+                                     {2, 4, 2, 1, 8, 4, 4, 4, 8},  {2, 2, 1, 1, 8, 4, 4, 4, 8},
+                                     {4, 2, 2, 2, 4, 8, 4, 4, 16}, {2, 2, 2, 1, 4, 8, 4, 4, 16}};
+  if (space >= 2)
+    for (Conv2dFmaConfig t : {Conv2dFmaConfig{4, 4, 2, 2, 4, 8, 4, 4, 8}, {2, 2, 2, 2, 8, 4, 4, 4, 8},
+                              {2, 2, 1, 1, 4, 8, 4, 4, 16}, {4, 2, 1, 2, 8, 4, 4, 4, 8}, {2, 2, 2, 2, 4, 8, 4, 4, 16}})
+      tiles.push_back(t);
+  for (auto &t : tiles) c.fma = t, add(c);
+  return out;
+}
+
+/// A script module with the kernels of a problem: "conv2d" and, on the tensor-core path,
+/// "pack_x" / "pack_w" when x / w need repacking (conv2d_needs_pack_x/_w). Conv2d runs it.
+inline bool conv2d_needs_pack_x(const Conv2dShape &s, Conv2dLayout layout, const Conv2dConfig &cfg) {
+  return cfg.kind == Conv2dConfig::Kind::Mma && (layout == Conv2dLayout::NCHW || s.cg() % 8 != 0);
+}
+inline bool conv2d_needs_pack_w(const Conv2dShape &s, Conv2dLayout layout, const Conv2dConfig &cfg) {
+  if (cfg.kind != Conv2dConfig::Kind::Mma) return false;
+  return s.cg() % 8 != 0 || (layout == Conv2dLayout::NCHW && s.kh * s.kw > 1);
+}
+inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias,
+                                        const Conv2dConfig &cfg) {
+  check_conv2d_config(s, dt, cfg);
+  auto mod = lang::script_module(str_cat("conv2d_", dt, "_", layout == Conv2dLayout::NCHW ? "nchw" : "nhwc", "_", s.n,
+                                         "x", s.c, "x", s.h, "x", s.w, "_", s.o, "x", s.kh, "x", s.kw));
+  if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
+    add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads);
+  } else if (cfg.kind == Conv2dConfig::Kind::Fma) {
+    add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias, cfg.fma);
+  } else {
+    add_conv2d_mma_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.mma);
+    if (conv2d_needs_pack_x(s, layout, cfg)) {
+      if (layout == Conv2dLayout::NCHW) add_nchw_to_nhwc_kernel(mod, "pack_x", s, dt);
+      else add_pad_channels_kernel(mod, "pack_x", s, dt);
+    }
+    if (conv2d_needs_pack_w(s, layout, cfg)) add_pack_weight_kernel(mod, "pack_w", s, dt, layout);
+  }
+  return mod;
+}
+
+/// A built conv2d for one problem, dtype, layout and config. f(x, w, bias, y) launches on the
+/// current stream: x [N, C, H, W] / [N, H, W, C], w [O, C/groups, KH, KW] / [O, KH, KW, C/groups],
+/// bias [O] or nullptr, y [N, O, OH, OW] / [N, OH, OW, O] (all of dtype dt, contiguous, on cuda;
+/// on the tensor-core path x and w 16-byte aligned when read in place).
+class Conv2d {
+public:
+  Conv2d(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias, const Conv2dConfig &cfg)
+      : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg), cm_(conv2d_module(s, dt, layout, has_bias, cfg).build()) {
+    if (conv2d_needs_pack_x(s, layout, cfg)) x_pack_ = hidet::empty({s.n, s.h, s.w, s.groups * s.cgp()}, dt, "cuda");
+    if (conv2d_needs_pack_w(s, layout, cfg)) w_pack_ = hidet::empty({s.o, s.kh * s.kw * s.cgp()}, dt, "cuda");
+  }
+  void operator()(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) const {
+    if (bias_ != (bias != nullptr))
+      throw ValueError(str_cat("conv2d runner for ", s_.str(), ": built ", bias_ ? "with" : "without", " a bias"));
+    const std::int64_t P = std::int64_t(s_.oh()) * s_.ow(), R = std::int64_t(s_.kh) * s_.kw;
+    const bool nchw = layout_ == Conv2dLayout::NCHW;
+    Tensor xa = x, wa, ya;
+    auto launch = [&](const Tensor &xk, const Tensor &wk, const Tensor &yk) {
+      if (bias) cm_["conv2d"](xk, wk, *bias, yk);
+      else cm_["conv2d"](xk, wk, yk);
+    };
+    if (cfg_.kind == Conv2dConfig::Kind::Depthwise) return launch(x, w.reshape({s_.o, R}), y);
+    ya = nchw ? y.reshape({s_.n, s_.o, P}) : y.reshape({s_.gemm_m(), s_.o});
+    if (cfg_.kind == Conv2dConfig::Kind::Fma) return launch(x, w.reshape({s_.o, s_.gemm_k()}), ya);
+    if (x_pack_.defined()) {
+      if (nchw) cm_["pack_x"](x.reshape({s_.n, s_.c, std::int64_t(s_.h) * s_.w}), x_pack_.reshape({s_.n, std::int64_t(s_.h) * s_.w, -1}));
+      else cm_["pack_x"](x.reshape({std::int64_t(s_.n) * s_.h * s_.w, s_.c}), x_pack_.reshape({std::int64_t(s_.n) * s_.h * s_.w, -1}));
+      xa = x_pack_;
+    }
+    if (w_pack_.defined()) {
+      cm_["pack_w"](w.reshape({s_.o, s_.gemm_k()}), w_pack_);
+      wa = w_pack_;
+    } else {
+      wa = w.reshape({s_.o, s_.gemm_k()});
+    }
+    launch(xa, wa, ya);
+  }
+  const Conv2dConfig &config() const { return cfg_; }
+  const CompiledModule &module() const { return cm_; }
+
+private:
+  Conv2dShape s_;
+  DataType dt_;
+  Conv2dLayout layout_;
+  bool bias_;
+  Conv2dConfig cfg_;
+  CompiledModule cm_;
+  Tensor x_pack_, w_pack_;
+};
+
+} // namespace hidet::ops::templates
