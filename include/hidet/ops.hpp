@@ -15,3 +15,4 @@
 #include "hidet/ops/task.hpp"
 #include "hidet/ops/tensor_methods.hpp"
 #include "hidet/ops/transform.hpp"
+#include "hidet/ops/attention.hpp"

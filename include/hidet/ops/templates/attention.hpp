@@ -1,0 +1,405 @@
+// Scaled dot-product attention for f16 and bf16 in Hidet Script, in the flash-attention style:
+// out = softmax(q k^T * scale + mask) v for q, k, v, out in PyTorch's layout [B, H, S, D]
+// (row-major), head dim D = 64 or 128, any Sq and Skv, optional causal mask (query i attends
+// keys j <= i, top-left aligned like PyTorch's is_causal) and an optional additive mask
+// [B or 1, H or 1, Sq, Skv] (f32, f16 or bf16) added to the scaled scores.
+//
+// Structure (defaults: 4 warps, 64 or 128 query rows per block, K/V tiles of 64 keys):
+//  * Block (qt, h, b) owns query rows [qt * block_q, (qt + 1) * block_q) of head (b, h); warp w
+//    owns warp_q of those rows (16 or 32: one or two m16 tiles). The block copies its Q tile to
+//    shared memory once and the warps keep their Q fragments in registers (ldmatrix), unless
+//    q_in_regs is off (then they re-load them per K tile, saving registers).
+//  * K/V tiles of block_kv keys stream through a `stages`-deep cp.async ring (one commit group
+//    per tile, zero-filled past Skv), exactly like the k tiles of matmul_f16.hpp.
+//  * Per tile, a warp computes S = Q K^T with mma.sync.m16n8k16 (the row-major K tile is the
+//    column-major B operand: plain ldmatrix.x4 gives two n8 tiles), in f32 registers.
+//  * Online softmax in f32 registers: the scores are scaled by scale * log2(e) (so exp2 replaces
+//    exp), the mask is added (times log2(e)), keys past Skv and, on diagonal tiles, keys above the
+//    diagonal become -inf. A lane holds rows g and g + 8 of each m16 tile, so row maxima reduce
+//    over the 4 lanes of a quad with two xor-shuffles. The running max m and sum l of each row
+//    are updated and the output accumulator is rescaled by exp2(m_old - m_new). A row whose
+//    scores are all -inf so far uses 0 as its max (no inf - inf); a row masked entirely ends
+//    with l = 0 and outputs NaN, like softmax of all -inf.
+//  * P = exp2(S - m) is converted to f16/bf16 in registers: the C fragment of the two n8 tiles
+//    of keys 16kk..16kk+15 is exactly the A fragment of the k16 step kk of P V (see
+//    docs/primitives.md), so P never goes through shared memory. V is k-major (keys are rows),
+//    so its B fragments come from ldmatrix.x4.trans as in matmul_f16.hpp.
+//  * Causal: the block stops after the last tile that holds a key <= its last row (tiles entirely
+//    above the diagonal are skipped); only tiles crossing the diagonal (and a partial last tile)
+//    run the masked variant of the tile body. Blocks of the last query tiles (the most work) are
+//    launched first.
+//  * Epilogue: l is summed over the quad, out = o / l rounded to f16/bf16, stored as packed pairs.
+// Shared tiles use the XOR swizzle of matmul_f16.hpp (16-byte vectors, 8 rows of an ldmatrix
+// phase in 8 distinct bank groups).
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "hidet/error.hpp"
+#include "hidet/lang.hpp"
+#include "hidet/runtime/compiled_module.hpp"
+#include "hidet/runtime/tensor.hpp"
+
+namespace hidet::ops::templates {
+
+/// Tiling of the attention kernel. block_q = warps * warp_q query rows per block.
+struct AttentionConfig {
+  int warps = 4;          ///< warps of a block
+  int warp_q = 16;        ///< query rows of one warp: 16 or 32 (m16 tiles)
+  int block_kv = 64;      ///< keys of one K/V tile: 32, 64 or 128
+  int stages = 2;         ///< K/V buffers of the cp.async ring (2 or 3)
+  bool q_in_regs = true;  ///< keep the Q fragments in registers (else re-load them per tile)
+
+  int block_q() const { return warps * warp_q; }
+  int threads() const { return warps * 32; }
+  /// Dynamic shared memory in bytes for head dim `d`: the Q tile and `stages` K and V tiles.
+  int smem_bytes(int d) const { return (block_q() + 2 * stages * block_kv) * d * 2; }
+  /// A rough count of the 32-bit registers a thread needs for head dim `d` (fragments only).
+  int fragment_registers(int d) const {
+    int mt = warp_q / 16;
+    return mt * (d / 8) * 4 + mt * (block_kv / 8) * 4 + mt * (block_kv / 16) * 4 + (q_in_regs ? mt * d / 4 : 4);
+  }
+  /// "q64 kv64 (4 warps of 16 rows, 2 stages, Q in registers)"
+  std::string str() const {
+    return str_cat("q", block_q(), " kv", block_kv, " (", warps, " warps of ", warp_q, " rows, ", stages, " stages, Q in ",
+                   q_in_regs ? "registers" : "shared memory", ")");
+  }
+};
+
+/// One attention problem: sizes, dtype and masks. The kernel is specialized for it.
+struct AttentionProblem {
+  int batch = 1, heads = 1, seq_q = 1, seq_kv = 1, head_dim = 64;
+  DataType dtype = dtypes::f16;
+  bool causal = false;
+  bool has_mask = false;          ///< an additive mask [mask_batch, mask_heads, seq_q, seq_kv]
+  DataType mask_dtype = dtypes::f32;
+  int mask_batch = 1, mask_heads = 1; ///< 1 (broadcast) or batch / heads
+
+  /// "f16 [2, 8, 128, 64] x kv 256, causal, mask f32 [1, 8]"
+  std::string str() const {
+    std::string s = str_cat(dtype, " [", batch, ", ", heads, ", ", seq_q, ", ", head_dim, "] x kv ", seq_kv);
+    if (causal) s += ", causal";
+    if (has_mask) s += str_cat(", mask ", mask_dtype, " [", mask_batch, ", ", mask_heads, "]");
+    return s;
+  }
+};
+
+/// Throws ValueError naming the config when it cannot be built for head dim `head_dim`.
+inline void check_attention_config(const AttentionConfig &c, int head_dim) {
+  auto bad = [&](const std::string &why) {
+    throw ValueError(str_cat("attention config ", c.str(), " for head dim ", head_dim, ": ", why));
+  };
+  if (head_dim != 64 && head_dim != 128) bad("the tensor-core kernel takes head dim 64 or 128");
+  if (c.warps < 1 || c.warps > 16) bad("warps must be in [1, 16]");
+  if (c.warp_q != 16 && c.warp_q != 32) bad("warp_q must be 16 or 32 (one or two m16 tiles)");
+  if (c.block_kv != 32 && c.block_kv != 64 && c.block_kv != 128) bad("block_kv must be 32, 64 or 128");
+  if (c.stages < 2 || c.stages > 3) bad(str_cat("stages is ", c.stages, "; use 2 or 3"));
+  if (c.smem_bytes(head_dim) > 227 * 1024)
+    bad(str_cat(c.smem_bytes(head_dim), " bytes of shared memory; an H100 block may use 232448"));
+  int vec = head_dim / 8;
+  if ((c.block_q() * vec) % c.threads() || (c.block_kv * vec) % c.threads())
+    bad(str_cat("the ", c.threads(), " threads must copy the tiles in whole rounds of 16-byte vectors"));
+}
+
+/// Throws ValueError naming the problem when the kernel cannot serve it.
+inline void check_attention_problem(const AttentionProblem &p) {
+  auto bad = [&](const std::string &why) { throw ValueError(str_cat("attention kernel for ", p.str(), ": ", why)); };
+  if (!p.dtype.is_half()) bad("q, k, v must be f16 or bf16");
+  if (p.head_dim != 64 && p.head_dim != 128) bad("head dim must be 64 or 128");
+  if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_kv <= 0) bad("sizes must be positive");
+  if (p.batch > 65535 || p.heads > 65535) bad("batch and heads must be at most 65535 (grid dimensions)");
+  if (p.has_mask) {
+    if (p.mask_dtype != dtypes::f32 && !p.mask_dtype.is_half()) bad("the mask must be f32, f16 or bf16");
+    if ((p.mask_batch != 1 && p.mask_batch != p.batch) || (p.mask_heads != 1 && p.mask_heads != p.heads))
+      bad("the mask's batch and head dims must be 1 or those of q");
+  }
+}
+
+namespace attention_detail {
+/// A shared tile of `stages` x `rows` x `cols` halves with XOR-swizzled 16-byte vectors (the
+/// layout of matmul_f16.hpp): any 8 consecutive rows at one vector column lie in 8 distinct
+/// 16-byte bank groups.
+inline ir::Layout swizzled_tile(int stages, int rows, int cols) {
+  using namespace hidet::lang;
+  int vectors = cols / 8;
+  int log_step = vectors >= 8 ? 0 : vectors == 4 ? 1 : 2;
+  return swizzle(row_major(stages, rows, vectors), 2, 1, log_step) * row_major(1, 1, 8);
+}
+constexpr float log2e = 1.4426950408889634f;
+} // namespace attention_detail
+
+/// Adds kernel `name` for problem `p`. Parameters: q, k, v: dt[B][H][S][D], then (with a mask)
+/// mask: mask_dt[mask_batch][mask_heads][Sq][Skv], then out: dt[B][H][Sq][D] and scale (f32).
+inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &name, const AttentionProblem &p,
+                                 const AttentionConfig &cfg) {
+  using namespace hidet::lang;
+  check_attention_problem(p);
+  check_attention_config(cfg, p.head_dim);
+  const int B = p.batch, H = p.heads, Sq = p.seq_q, Skv = p.seq_kv, D = p.head_dim;
+  const int bq = cfg.block_q(), bkv = cfg.block_kv, stages = cfg.stages, threads = cfg.threads();
+  const int mt = cfg.warp_q / 16, nk = bkv / 8, dk = D / 16, nd = D / 8, pk = bkv / 16;
+  const int q_tiles = ceil_div(Sq, bq);
+  const bool causal = p.causal, guard_q = Sq % bq != 0, guard_kv = Skv % bkv != 0;
+  const DataType dt = p.dtype;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  auto T = [&](DataType d) { return TensorSpec(d, {}); };
+
+  auto body = [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask, lang::Tensor out,
+                  Var scale) {
+    attrs.cuda.grid_dim = {q_tiles, H, B};
+    attrs.cuda.block_dim = threads;
+    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes(D);
+
+    auto sq = dynamic_shared_tensor(T(dt)[1][bq][D].with_layout(attention_detail::swizzled_tile(1, bq, D)), 0, "smem_q");
+    auto sk = dynamic_shared_tensor(T(dt)[stages][bkv][D].with_layout(attention_detail::swizzled_tile(stages, bkv, D)),
+                                    bq * D * 2, "smem_k");
+    auto sv = dynamic_shared_tensor(T(dt)[stages][bkv][D].with_layout(attention_detail::swizzled_tile(stages, bkv, D)),
+                                    (bq + stages * bkv) * D * 2, "smem_v");
+    auto qf = register_tensor(T(dt)[mt][cfg.q_in_regs ? dk : 1][8], "q_frag");
+    auto kf = register_tensor(T(dt)[2][4], "k_frag");
+    auto vf = register_tensor(T(dt)[2][4], "v_frag");
+    auto sacc = register_tensor(f32[mt][nk][4], "s");
+    auto pf = register_tensor(T(dt)[mt][pk][8], "p_frag");
+    auto oacc = register_tensor(f32[mt][nd][4], "o");
+    auto row_max = register_tensor(f32[mt][2], "row_max");
+    auto row_sum = register_tensor(f32[mt][2], "row_sum");
+    auto pair = register_tensor(u32[1], "pair");
+
+    Var b = blockIdx.z, h = blockIdx.y;
+    Var qt = causal ? Expr(q_tiles - 1 - blockIdx.x) : Expr(blockIdx.x);
+    Var q0 = qt * bq;
+    Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    Var wq0 = warp * cfg.warp_q;
+    Var g = lane / 4, qd = lane % 4;
+    Var a_row = lane % 16, a_col = lane / 16 * 8;          // ldmatrix A (and .trans B) addressing
+    Var b_row = lane / 16 * 8 + lane % 8, b_col = lane / 8 % 2 * 8; // ldmatrix B from a [n][k] tile
+    Var sl2 = scale * attention_detail::log2e;
+    Var n_tiles = causal ? Expr(ceil_div(min(q0 + bq, Skv), bkv)) : Expr(ceil_div(Skv, bkv));
+
+    // cp.async of `rows` rows of `src` (from row0, zero-filled at and past `limit`) into dst[stage].
+    auto load_rows = [&](lang::Tensor dst, Expr stage, lang::Tensor src, Expr row0, int rows, int limit, bool guard) {
+      for_(auto_map({rows, D / 8}, threads).on(threadIdx.x), [&](Expr r, Expr c) {
+        Expr row = row0 + r;
+        if (!guard) return cp_async(dst[stage][r][c * 8], src[b][h][row][c * 8], 16);
+        cp_async(dst[stage][r][c * 8], src[b][h][min(row, limit - 1)][c * 8], 16, select(row < limit, 16, 0));
+      });
+    };
+    auto load_kv = [&](Expr stage, Expr kv0) {
+      load_rows(sk, stage, k, kv0, bkv, Skv, guard_kv);
+      load_rows(sv, stage, v, kv0, bkv, Skv, guard_kv);
+    };
+    auto load_q_frags = [&](int kk_first, int kk_count) {
+      for (int i = 0; i < mt; ++i)
+        for (int kk = kk_first; kk < kk_first + kk_count; ++kk)
+          ldmatrix(qf[i][cfg.q_in_regs ? kk : 0][0], sq[0][wq0 + i * 16 + a_row][kk * 16 + a_col], 4);
+    };
+
+    // One K/V tile in buffer `stage` starting at key kv0; `masked`: apply the causal / bounds mask.
+    auto tile = [&](Expr stage, Expr kv0, bool masked) {
+      for (int i = 0; i < mt; ++i)
+        for (int j = 0; j < nk; ++j)
+          for (int e = 0; e < 4; ++e) sacc[i][j][e] = 0.0f;
+      for (int kk = 0; kk < dk; ++kk) { // S = Q K^T
+        if (!cfg.q_in_regs) load_q_frags(kk, 1);
+        for (int j2 = 0; j2 < nk / 2; ++j2) {
+          ldmatrix(kf[0][0], sk[stage][j2 * 16 + b_row][kk * 16 + b_col], 4);
+          for (int i = 0; i < mt; ++i) {
+            auto a = qf[i][cfg.q_in_regs ? kk : 0][0];
+            mma_sync(sacc[i][2 * j2][0], a, kf[0][0], sacc[i][2 * j2][0]);
+            mma_sync(sacc[i][2 * j2 + 1][0], a, kf[1][0], sacc[i][2 * j2 + 1][0]);
+          }
+        }
+      }
+      // Scale (log2 units), additive mask, causal / bounds mask.
+      for (int i = 0; i < mt; ++i)
+        for (int j = 0; j < nk; ++j)
+          for (int e = 0; e < 4; ++e) {
+            Expr row = q0 + wq0 + (i * 16 + e / 2 * 8) + g, col = kv0 + (j * 8 + e % 2) + qd * 2;
+            Expr s = sacc[i][j][e] * sl2;
+            if (mask) {
+              Expr mrow = guard_q ? Expr(min(row, Sq - 1)) : row, mcol = guard_kv ? Expr(min(col, Skv - 1)) : col;
+              Expr mb = p.mask_batch == 1 ? Expr(0) : Expr(b), mh = p.mask_heads == 1 ? Expr(0) : Expr(h);
+              s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), attention_detail::log2e, s);
+            }
+            if (masked) {
+              Expr ok = causal ? Expr(col <= row) : Expr(col < Skv);
+              if (causal && guard_kv) ok = ok && col < Skv;
+              s = select(ok, s, neg_inf);
+            }
+            sacc[i][j][e] = s;
+          }
+      // Online softmax per row (half hh of m16 tile i: row g + 8 hh).
+      for (int i = 0; i < mt; ++i)
+        for (int hh = 0; hh < 2; ++hh) {
+          Var mx = max(sacc[i][0][2 * hh], sacc[i][0][2 * hh + 1]);
+          for (int j = 1; j < nk; ++j) mx = max(mx, max(sacc[i][j][2 * hh], sacc[i][j][2 * hh + 1]));
+          mx = max(mx, shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = max(mx, shfl_xor_sync(0xffffffffu, mx, 2));
+          Var m_new = max(row_max[i][hh], mx);
+          Var m_use = select(m_new == neg_inf, 0.0f, m_new);
+          Var corr = exp2(row_max[i][hh] - m_use);
+          row_max[i][hh] = m_new;
+          Var psum = var(f32, 0.0f, "psum");
+          for (int j = 0; j < nk; ++j)
+            for (int e = 2 * hh; e < 2 * hh + 2; ++e) {
+              sacc[i][j][e] = exp2(sacc[i][j][e] - m_use);
+              psum += sacc[i][j][e];
+            }
+          row_sum[i][hh] = row_sum[i][hh] * corr + psum;
+          for (int n = 0; n < nd; ++n)
+            for (int e = 2 * hh; e < 2 * hh + 2; ++e) oacc[i][n][e] = oacc[i][n][e] * corr;
+        }
+      // P in registers: the C fragments of n8 tiles 2kk, 2kk+1 are the A fragment of k step kk.
+      for (int i = 0; i < mt; ++i)
+        for (int kk = 0; kk < pk; ++kk)
+          for (int e = 0; e < 8; ++e) pf[i][kk][e] = sacc[i][2 * kk + e / 4][e % 4];
+      for (int kk = 0; kk < pk; ++kk) // O += P V
+        for (int j2 = 0; j2 < nd / 2; ++j2) {
+          ldmatrix(vf[0][0], sv[stage][kk * 16 + a_row][j2 * 16 + a_col], 4, true);
+          for (int i = 0; i < mt; ++i) {
+            mma_sync(oacc[i][2 * j2][0], pf[i][kk][0], vf[0][0], oacc[i][2 * j2][0]);
+            mma_sync(oacc[i][2 * j2 + 1][0], pf[i][kk][0], vf[1][0], oacc[i][2 * j2 + 1][0]);
+          }
+        }
+    };
+
+    for (int i = 0; i < mt; ++i) {
+      for (int hh = 0; hh < 2; ++hh) row_max[i][hh] = neg_inf, row_sum[i][hh] = 0.0f;
+      for (int n = 0; n < nd; ++n)
+        for (int e = 0; e < 4; ++e) oacc[i][n][e] = 0.0f;
+    }
+    load_rows(sq, 0, q, q0, bq, Sq, guard_q);
+    cp_async_commit_group();
+    for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 K/V tiles in flight
+      if_(s < n_tiles, [&] { load_kv(Expr(s), Expr(s * bkv)); });
+      cp_async_commit_group();
+    }
+    cp_async_wait_group(stages - 1); // the Q tile has landed (for this thread) ...
+    syncthreads();                   // ... for all threads
+    if (cfg.q_in_regs) load_q_frags(0, dk);
+    for_(range(n_tiles), [&](Var t) {
+      cp_async_wait_group(stages - 2); // tile t has landed (for this thread) ...
+      syncthreads();                   // ... for all threads; buffer (t - 1) % stages is free
+      Var next = t + (stages - 1);
+      if_(next < n_tiles, [&] { load_kv(next % stages, next * bkv); });
+      cp_async_commit_group(); // an empty group at the tail keeps the count uniform
+      Var kv0 = t * bkv;
+      if (causal || guard_kv) {
+        Expr need = causal ? Expr(kv0 + (bkv - 1) > q0) : Expr(false);
+        if (guard_kv) need = causal ? Expr(need || t == n_tiles - 1) : Expr(t == n_tiles - 1);
+        if_(need, [&] { tile(t % stages, kv0, true); }).else_([&] { tile(t % stages, kv0, false); });
+      } else {
+        tile(t % stages, kv0, false);
+      }
+    });
+    cp_async_wait_all();
+
+    // Epilogue: lane (g, qd) holds rows g, g + 8 and columns 2 qd, 2 qd + 1 of each n8 tile.
+    for (int i = 0; i < mt; ++i)
+      for (int hh = 0; hh < 2; ++hh) {
+        Var l = row_sum[i][hh];
+        l += shfl_xor_sync(0xffffffffu, l, 1);
+        l += shfl_xor_sync(0xffffffffu, l, 2);
+        Var inv = 1.0f / l;
+        Var row = q0 + wq0 + (i * 16 + hh * 8) + g;
+        auto store = [&] {
+          for (int n = 0; n < nd; ++n) {
+            pair[0] = half2_pack(oacc[i][n][2 * hh] * inv, oacc[i][n][2 * hh + 1] * inv, dt);
+            store_vector(out[b][h][row][n * 8 + qd * 2], pair, 4);
+          }
+        };
+        if (guard_q) if_(row < Sq, store);
+        else store();
+      }
+  };
+
+  auto qkv = T(dt)[B][H];
+  auto Tq = qkv[Sq][D], Tkv = qkv[Skv][D];
+  if (p.has_mask) {
+    mod.kernel(name, {Tq, Tkv, Tkv, T(p.mask_dtype)[p.mask_batch][p.mask_heads][Sq][Skv], Tq, f32},
+               [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor m, lang::Tensor o, Var scale) {
+                 body(q, k, v, &m, o, scale);
+               });
+  } else {
+    mod.kernel(name, {Tq, Tkv, Tkv, Tq, f32}, [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor o, Var scale) {
+      body(q, k, v, nullptr, o, scale);
+    });
+  }
+}
+
+/// A script module with kernel "attention" for problem `p` (parameters as in add_attention_kernel).
+inline lang::ScriptModule attention_module(const AttentionProblem &p, const AttentionConfig &cfg) {
+  auto mod = lang::script_module(str_cat("attention_", p.dtype, "_d", p.head_dim, p.causal ? "_causal" : ""));
+  add_attention_kernel(mod, "attention", p, cfg);
+  return mod;
+}
+
+/// The default tiling: 4 warps; head dim 64 takes 32 rows per warp (128-row blocks) with Q in
+/// registers; head dim 128 takes 16 rows per warp (64-row blocks) to stay within the registers;
+/// K/V tiles of 64 keys, double-buffered. Smaller blocks when the grid would leave most
+/// multiprocessors idle.
+inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int num_sms) {
+  AttentionConfig c;
+  c.warp_q = p.head_dim == 64 ? 32 : 16;
+  std::int64_t blocks = std::int64_t(lang::ceil_div(p.seq_q, c.block_q())) * p.batch * p.heads;
+  if (c.warp_q == 32 && blocks * 2 < num_sms) c.warp_q = 16;
+  return c;
+}
+
+/// Candidate tilings for problem `p` in search space `space` (0: the default for `num_sms`
+/// multiprocessors; 1: rows per warp, K/V tile, stages and Q placement, about 20; 2: also 8 warps
+/// and 128-key tiles). Configs that fail the checks or clearly exceed the registers are left out.
+inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem &p, int space, int num_sms = 132) {
+  auto def = attention_heuristic_config(p, num_sms);
+  std::vector<AttentionConfig> out{def};
+  if (space <= 0) return out;
+  auto add = [&](const AttentionConfig &c) {
+    try {
+      check_attention_config(c, p.head_dim);
+    } catch (const ValueError &) {
+      return;
+    }
+    if (c.fragment_registers(p.head_dim) > 200) return;
+    for (auto &o : out)
+      if (o.str() == c.str()) return;
+    out.push_back(c);
+  };
+  for (int warps : space >= 2 ? std::vector<int>{4, 8} : std::vector<int>{4})
+    for (int warp_q : {16, 32})
+      for (int bkv : space >= 2 ? std::vector<int>{32, 64, 128} : std::vector<int>{32, 64})
+        for (int stages : {2, 3})
+          for (bool qr : {true, false}) add(AttentionConfig{warps, warp_q, bkv, stages, qr});
+  return out;
+}
+
+/// A built attention kernel for one problem: f(q, k, v, out, scale) or, with a mask,
+/// f(q, k, v, mask, out, scale) (all on cuda, shapes and dtypes as in the problem).
+class Attention {
+public:
+  Attention(const AttentionProblem &p, const AttentionConfig &cfg = {})
+      : problem_(p), cfg_(cfg), cm_(attention_module(p, cfg).build()) {}
+  /// Launches on the current stream (no mask).
+  void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &out, double scale) const {
+    if (problem_.has_mask) throw ValueError(str_cat("attention kernel for ", problem_.str(), ": the mask is missing"));
+    cm_["attention"](q, k, v, out, scale);
+  }
+  /// Launches on the current stream with the additive mask.
+  void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &mask, const Tensor &out,
+                  double scale) const {
+    if (!problem_.has_mask) throw ValueError(str_cat("attention kernel for ", problem_.str(), ": built without a mask"));
+    cm_["attention"](q, k, v, mask, out, scale);
+  }
+  const AttentionProblem &problem() const { return problem_; }
+  const AttentionConfig &config() const { return cfg_; }
+  const CompiledModule &module() const { return cm_; }
+
+private:
+  AttentionProblem problem_;
+  AttentionConfig cfg_;
+  CompiledModule cm_;
+};
+
+} // namespace hidet::ops::templates
