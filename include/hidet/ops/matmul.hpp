@@ -1,9 +1,15 @@
-// Matrix products: matmul (numpy semantics), batch_matmul and linear, run by the tiled
-// shared-memory kernel of schedule_matmul.hpp: correct for every shape and dtype; the
-// tensor-core templates come with a later issue.
+// Matrix products: matmul (numpy semantics), batch_matmul and linear. When a and b have one
+// dtype among f32, f16 and bf16 and b is a matrix (a's batch dimensions then fold into its rows),
+// the product runs on a template (matmul_templates.hpp: FMA, mma.sync or TMA + wgmma kernels,
+// tuned per shape under hidet::option::search_space); every other case (integer dtypes, mixed
+// dtypes, batched b) runs the tiled shared-memory kernel of schedule_matmul.hpp, correct for
+// every shape and dtype.
 #pragma once
 
+#include <limits>
+
 #include "hidet/ops/elementwise.hpp"
+#include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/schedule_matmul.hpp"
 
 namespace hidet::ops {
@@ -31,12 +37,30 @@ inline Tensor matmul(const Tensor &a, const Tensor &b) {
   if (t.is_bool()) t = dtypes::i32;
   Shape out = batch;
   out.push_back(m), out.push_back(n);
-  Tensor r = run_plan(
-      "matmul{}", [&] { return detail::matmul_plan(sa, a.dtype(), sb, b.dtype(), out, t, compute_dtype(t)); },
-      {a.reshape(sa), b.reshape(sb)})[0];
   Shape final_shape = batch;
   if (a.ndim() > 1) final_shape.push_back(m);
   if (b.ndim() > 1) final_shape.push_back(n);
+  // The templates: one float dtype, b a matrix (a's batch folds into rows), sizes in int range.
+  std::int64_t rows = shape_numel(sa) / std::max<std::int64_t>(k, 1);
+  const std::int64_t int_max = std::numeric_limits<int>::max();
+  if (sb.size() == 2 && a.dtype() == b.dtype() && (t == dtypes::f32 || t.is_half()) && rows > 0 && n > 0 && k > 0 &&
+      rows <= int_max && n <= int_max && k <= int_max && shape_numel(sa) == rows * k) {
+    Device dev = detail::common_device("matmul", {a, b});
+    Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
+    // On the device, with 16-byte aligned data (the kernels' vector copies and TMA need it).
+    auto prepare = [&](const Tensor &x, Shape shape) {
+      Tensor y = x.to(run_dev).reshape(std::move(shape));
+      return reinterpret_cast<std::uintptr_t>(y.data_ptr()) % 16 ? y.clone() : y;
+    };
+    Tensor a2 = prepare(a, {rows, k}), b2 = prepare(b, {k, n});
+    Tensor c = empty(out, t, run_dev), c2 = c.reshape({rows, n});
+    matmul_template_kernel(int(rows), int(n), int(k), t, a2, b2, c2)(a2, b2, c2);
+    if (dev.is_cpu()) c = c.to(dev);
+    return final_shape == out ? c : c.reshape(final_shape);
+  }
+  Tensor r = run_plan(
+      "matmul{}", [&] { return detail::matmul_plan(sa, a.dtype(), sb, b.dtype(), out, t, compute_dtype(t)); },
+      {a.reshape(sa), b.reshape(sb)})[0];
   return final_shape == out ? r : r.reshape(final_shape);
 }
 /// Batched matrix product of [B, m, k] and [B, k, n].

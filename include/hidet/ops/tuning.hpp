@@ -9,6 +9,8 @@
 //  2. otherwise builds every candidate on a thread pool (each build compiles its kernels with
 //     NVRTC; a candidate whose build throws is logged and skipped), times each built candidate on
 //     the device with CUDA events (median of batches), and stores the fastest one's label.
+// On the CPU emulator (without an injected timer) it keeps the first candidate: emulated timings
+// say nothing about a GPU.
 // While tuning it draws a progress bar on stderr when stderr is a terminal (built, timed,
 // elapsed, remaining), plain log lines otherwise. The timer can be replaced (tests inject one).
 //
@@ -236,6 +238,21 @@ inline std::size_t pick(const std::string &what, const std::string &key, const s
       return *i;
     }
 
+  Timer timer;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    timer = st.timer;
+  }
+  if (!timer && runtime::cuda_emulated()) {
+    // The emulator's speed says nothing about a GPU's: keep the default, record nothing.
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::fprintf(stderr, "hidet: tuning needs a GPU; on the CPU emulator every template uses its default "
+                           "configuration (search space 0)\n");
+    });
+    return 0;
+  }
+
   // Build on a thread pool: NVRTC compiles run in parallel; module loads need the context.
   detail::Progress progress(what, cands.size());
   std::vector<Launch> launches(cands.size());
@@ -264,11 +281,6 @@ inline std::size_t pick(const std::string &what, const std::string &key, const s
   for (auto &l : launches) built += l ? 1 : 0;
   progress.phase_done("built", built);
 
-  Timer timer;
-  {
-    std::lock_guard<std::mutex> lock(st.mu);
-    timer = st.timer;
-  }
   if (!timer) timer = detail::event_timer;
   std::size_t best = cands.size(), timed = 0, failed = 0;
   double best_ms = 0;

@@ -242,6 +242,15 @@ public:
                                 storage_->host, nbytes());
     return out;
   }
+  /// A copy in fresh storage on the same device (allocations are at least 256-byte aligned, so
+  /// this also realigns a view at an odd offset).
+  Tensor clone() const {
+    require_defined("clone");
+    Tensor out(allocate_storage(nbytes(), device()), shape_, dtype_);
+    runtime::detail::copy_bytes(out.data_ptr(), device(), out.storage_->host, data_ptr(), device(), storage_->host,
+                                nbytes());
+    return out;
+  }
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
 

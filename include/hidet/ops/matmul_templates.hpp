@@ -1,0 +1,209 @@
+// The template implementations of ops::matmul, and their search spaces.
+//
+// For c[M, n] = a[M, k] @ b[k, n] with a, b and c all f32, all f16 or all bf16:
+//  * f32: the FMA kernel (templates/matmul_f32.hpp), with split-k for shapes with few tiles;
+//  * f16 / bf16 on a Hopper GPU (sm_90a): the TMA + wgmma kernel (templates/matmul_wgmma.hpp),
+//    and in the larger spaces the mma.sync kernel too;
+//  * f16 / bf16 elsewhere (older GPUs, the CPU emulator): the mma.sync kernel
+//    (templates/matmul_f16.hpp).
+// Space 0 is each template's heuristic configuration for the shape; space 1 a small set (up to
+// about 20); space 2 a larger one (up to about 50). tuning::pick chooses among them and records
+// the choice on disk; the built kernel is kept per (shape, dtype, configuration), so later calls
+// compile and tune nothing.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "hidet/ops/templates/matmul_f16.hpp"
+#include "hidet/ops/templates/matmul_f32.hpp"
+#include "hidet/ops/templates/matmul_wgmma.hpp"
+#include "hidet/ops/tuning.hpp"
+
+namespace hidet::ops {
+
+/// A built template kernel for fixed sizes: run(a, b, c) launches c = a @ b on the current stream.
+using MatmulRun = std::function<void(const Tensor &a, const Tensor &b, const Tensor &c)>;
+
+/// One configuration of one template for a fixed problem: its label ("wgmma 128x256x64 (...)")
+/// and a function that builds it (compiles its kernels).
+struct MatmulCandidate {
+  std::string label;
+  std::function<MatmulRun()> build;
+};
+
+/// True when the Hopper kernel can run here: a real sm_90a GPU.
+inline bool matmul_wgmma_available() {
+  if (runtime::cuda_emulated()) return false;
+  return runtime::device_info(0).arch() == "sm_90a";
+}
+
+/// The candidates of space `space` (0, 1 or 2) for c[m, n] = a[m, k] @ b[k, n] in dtype `dt`
+/// (f32, f16 or bf16), in order of preference: the first is the heuristic configuration.
+inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataType dt, int space) {
+  using namespace templates;
+  const auto &dev = runtime::device_info(0);
+  const int sms = dev.emulated || dev.sm_count <= 0 ? 132 : dev.sm_count;
+  std::vector<MatmulCandidate> out;
+  std::set<std::string> seen;
+  auto push = [&](std::string label, std::function<MatmulRun()> build) {
+    if (seen.insert(label).second) out.push_back({std::move(label), std::move(build)});
+  };
+  auto add_f32 = [&](MatmulF32Config c) {
+    try {
+      check_matmul_f32_config(c);
+    } catch (const ValueError &) {
+      return;
+    }
+    if (c.split_k > 1 && k / c.split_k < 2 * c.block_k) return;
+    push("fma " + c.str(), [=] {
+      auto mm = std::make_shared<MatmulF32>(m, n, k, c);
+      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
+    });
+  };
+  auto add_mma = [&](MatmulF16Config c) {
+    try {
+      check_matmul_f16_config(c);
+    } catch (const ValueError &) {
+      return;
+    }
+    push("mma.sync " + c.str(), [=] {
+      auto mm = std::make_shared<MatmulF16>(m, n, k, dt, c);
+      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
+    });
+  };
+  auto add_wgmma = [&](MatmulWgmmaConfig c) {
+    try {
+      check_matmul_wgmma_config(c);
+    } catch (const ValueError &) {
+      return;
+    }
+    push("wgmma " + c.str(), [=] {
+      auto mm = std::make_shared<MatmulWgmma>(m, n, k, dt, c);
+      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
+    });
+  };
+
+  if (dt == dtypes::f32) {
+    add_f32(matmul_f32_heuristic_config(m, n, k, sms));
+    if (space == 0) return out;
+    const MatmulF32Config big{}, small{2, 2, 2, 1, 4, 8, 4, 4, 8, 4, 1};
+    for (auto base : {big, small})
+      for (int bk : {8, 16})
+        for (int split : {1, 2, 4, 8}) {
+          auto c = base;
+          c.block_k = bk, c.split_k = split;
+          add_f32(c);
+          if (space == 2) {
+            c.min_blocks = c.min_blocks == 1 ? 2 : 1;
+            add_f32(c);
+          }
+        }
+    if (space == 2)
+      for (auto base : {big, small}) {
+        auto c = base;
+        c.split_k = 16;
+        add_f32(c);
+      }
+    return out;
+  }
+
+  if (matmul_wgmma_available()) {
+    add_wgmma(matmul_wgmma_heuristic_config(m, n, k, sms));
+    if (space == 0) return out;
+    const int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
+    struct Shape {
+      int consumers, block_n, stages;
+    };
+    for (Shape s : {Shape{2, 256, 4}, Shape{2, 128, 6}, Shape{1, 128, 6}, Shape{1, 256, 5}, Shape{2, 192, 4}})
+      for (int split : {1, 2, 4, 8}) {
+        MatmulWgmmaConfig c;
+        c.consumers = s.consumers, c.block_n = s.block_n, c.stages = s.stages, c.split_k = split;
+        std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n);
+        if (split > 1 && (tiles * split > 2 * sms || k_tiles / split < 2)) continue;
+        add_wgmma(c);
+        if (space == 2) {
+          auto v = c;
+          v.persistent = false;
+          add_wgmma(v);
+          v = c;
+          v.stages = std::max(2, c.stages - 1);
+          add_wgmma(v);
+          for (int g : {4, 16}) {
+            v = c;
+            v.group_m = g;
+            add_wgmma(v);
+          }
+        }
+      }
+  } else {
+    add_mma(matmul_f16_heuristic_config(m, n, k, sms));
+    if (space == 0) return out;
+  }
+  // mma.sync tilings (the only template off Hopper; more candidates on Hopper).
+  add_mma(MatmulF16Config{});                   // 128 x 128 x 32, 4 warps of 64 x 64, 3 stages
+  add_mma(MatmulF16Config{2, 2, 32, 32, 32, 3, 1}); // 64 x 64 x 32
+  if (!matmul_wgmma_available() || space == 2) {
+    add_mma(MatmulF16Config{2, 4, 64, 64, 32, 3, 1}); // 128 x 256
+    add_mma(MatmulF16Config{2, 2, 64, 64, 32, 4, 1});
+    add_mma(MatmulF16Config{2, 2, 64, 64, 64, 3, 1});
+    add_mma(MatmulF16Config{2, 2, 32, 32, 64, 3, 1});
+    add_mma(MatmulF16Config{4, 2, 64, 64, 32, 3, 1});
+    add_mma(MatmulF16Config{2, 2, 32, 32, 32, 2, 1});
+  }
+  if (space == 2)
+    for (int wm : {1, 2, 4})
+      for (int wn : {1, 2, 4})
+        for (int tile : {32, 64})
+          for (int bk : {32, 64})
+            for (int stages : {2, 3, 4})
+              if (wm * wn >= 2 && wm * wn <= 8) add_mma(MatmulF16Config{wm, wn, tile, tile, bk, stages, 1});
+  return out;
+}
+
+namespace detail {
+struct MatmulKernelCache {
+  std::mutex mu;
+  std::map<std::string, MatmulRun> runs; ///< "dtype m x n x k space S" -> the chosen kernel
+};
+inline MatmulKernelCache &matmul_kernel_cache() {
+  static MatmulKernelCache c;
+  return c;
+}
+} // namespace detail
+
+/// The kernel for c[m, n] = a[m, k] @ b[k, n] under the current search space: built once per
+/// problem and space; with more than one candidate, tuned on these very tensors (or answered from
+/// the tuning record).
+inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const Tensor &a, const Tensor &b,
+                                        const Tensor &c) {
+  int space = option::search_space();
+  std::string key = str_cat(dt, " ", m, "x", n, "x", k, " space ", space);
+  auto &cache = detail::matmul_kernel_cache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (auto it = cache.runs.find(key); it != cache.runs.end()) return it->second;
+  }
+  auto cands = matmul_candidates(m, n, k, dt, space);
+  HIDET_ASSERT(!cands.empty(), "matmul: no template candidate for ", key);
+  MatmulRun run;
+  if (cands.size() == 1) {
+    run = cands[0].build();
+  } else {
+    std::vector<MatmulRun> built(cands.size());
+    std::vector<tuning::Candidate> tc;
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      tc.push_back({cands[i].label, [&, i]() -> tuning::Launch {
+                      built[i] = cands[i].build();
+                      return [&, i] { built[i](a, b, c); };
+                    }});
+    std::size_t best = tuning::pick(str_cat("matmul ", key), tuning::make_key("matmul", key), tc);
+    run = built[best] ? built[best] : cands[best].build(); // a record from disk: nothing was built
+  }
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return cache.runs.emplace(key, std::move(run)).first->second;
+}
+
+} // namespace hidet::ops

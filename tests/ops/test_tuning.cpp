@@ -1,0 +1,176 @@
+// Tuning (ops/tuning.hpp) and the matmul templates behind ops::matmul (ops/matmul_templates.hpp):
+// the search-space option, pick() with an injected timer (fastest wins, failures skipped, the
+// choice reused from memory and from its disk record), the emulator's default choice, every
+// space-1 candidate against a double-precision reference, and ops::matmul through a tuned choice.
+#include <atomic>
+#include <filesystem>
+
+#include "ops_test_util.hpp"
+
+#include "hidet/ops/matmul_templates.hpp"
+
+using namespace ops_test;
+namespace tuning = hidet::ops::tuning;
+
+namespace {
+/// A private cache directory for one test case (the tuning records live under it).
+struct TempCache {
+  std::filesystem::path dir;
+  std::string old;
+  TempCache() {
+    dir = std::filesystem::temp_directory_path() / str_cat("hidet-tuning-test-", std::random_device{}());
+    if (const char *o = std::getenv("HIDET_CACHE_DIR")) old = o;
+    ::setenv("HIDET_CACHE_DIR", dir.c_str(), 1);
+    tuning::clear_memory();
+  }
+  ~TempCache() {
+    if (old.empty()) ::unsetenv("HIDET_CACHE_DIR");
+    else ::setenv("HIDET_CACHE_DIR", old.c_str(), 1);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    tuning::set_timer(nullptr);
+    tuning::clear_memory();
+  }
+};
+
+/// A timer that reports `ms[i]` for the i-th launch it measures (launches are told apart by the
+/// value they write into `tag`).
+struct TagTimer {
+  std::shared_ptr<int> tag = std::make_shared<int>(-1);
+  std::vector<double> ms;
+  tuning::Timer timer() const {
+    return [tag = tag, ms = ms](const tuning::Launch &launch) {
+      launch();
+      return ms.at(std::size_t(*tag));
+    };
+  }
+};
+
+std::vector<double> ref_matmul(const std::vector<double> &a, const std::vector<double> &b, int m, int n, int k) {
+  std::vector<double> c(std::size_t(m) * n, 0.0);
+  for (int i = 0; i < m; ++i)
+    for (int p = 0; p < k; ++p)
+      for (int j = 0; j < n; ++j) c[std::size_t(i) * n + j] += a[std::size_t(i) * k + p] * b[std::size_t(p) * n + j];
+  return c;
+}
+} // namespace
+
+TEST_CASE("search space: option, environment and bad values") {
+  int before = hidet::option::search_space();
+  hidet::option::search_space(2);
+  CHECK(hidet::option::search_space() == 2);
+  hidet::option::search_space(0);
+  CHECK(hidet::option::search_space() == 0);
+  expect_error([] { hidet::option::search_space(3); }, {"search_space(3): use 0, 1 or 2"});
+  hidet::option::search_space(before);
+}
+
+TEST_CASE("pick: the fastest candidate wins, failures are skipped, the choice is recorded and reused") {
+  TempCache cache;
+  TagTimer t;
+  t.ms = {5.0, 2.0, 9.0, 1.0};
+  tuning::set_timer(t.timer());
+  std::vector<tuning::Candidate> cands;
+  std::atomic<int> builds{0};
+  for (int i = 0; i < 4; ++i)
+    cands.push_back({str_cat("config ", i), [&, i, tag = t.tag]() -> tuning::Launch {
+                       ++builds; // the builds run on a thread pool: count after the pool joins
+                       if (i == 3) throw ValueError("candidate 3 does not compile");
+                       return [tag, i] { *tag = i; };
+                     }});
+  auto before = tuning::stats();
+  std::string key = tuning::make_key("test_op", str_cat("case ", std::random_device{}()));
+  CHECK(tuning::pick("test op", key, cands) == 1); // 3 would be faster but fails to build
+  auto after = tuning::stats();
+  CHECK(builds == 4);
+  CHECK(after.tuned == before.tuned + 1);
+  CHECK(after.failed == before.failed + 1);
+  CHECK(after.built == before.built + 3);
+  // Reused from this process's memory: nothing is built again.
+  CHECK(tuning::pick("test op", key, cands) == 1);
+  CHECK(builds == 4);
+  // Reused from the disk record (a new process would see only that).
+  tuning::clear_memory();
+  CHECK(tuning::pick("test op", key, cands) == 1);
+  CHECK(builds == 4);
+  CHECK(tuning::stats().reused == after.reused + 2);
+  // A record that names no current candidate is ignored: tuning runs again.
+  cands[1].label = "config 1 (renamed)";
+  tuning::clear_memory();
+  CHECK(tuning::pick("test op", key, cands) == 1);
+  CHECK(builds == 8);
+  // Every candidate failing is an error naming the first failure.
+  std::vector<tuning::Candidate> bad{{"a", []() -> tuning::Launch { throw ValueError("no A"); }},
+                                     {"b", []() -> tuning::Launch { throw ValueError("no B"); }}};
+  expect_error([&] { tuning::pick("bad op", tuning::make_key("bad_op", "x"), bad); },
+               {"tuning bad op: every candidate failed", "no A"});
+}
+
+TEST_CASE("pick on the CPU emulator without a timer keeps the default candidate") {
+  if (!hidet::runtime::cuda_emulated()) {
+    MESSAGE("SKIP: a GPU is present (this case checks the emulator's behaviour)");
+    return;
+  }
+  TempCache cache;
+  int builds = 0;
+  std::vector<tuning::Candidate> cands;
+  for (int i = 0; i < 3; ++i) cands.push_back({str_cat("c", i), [&]() -> tuning::Launch { return [&] { ++builds; }; }});
+  CHECK(tuning::pick("emulated op", tuning::make_key("emulated_op", "x"), cands) == 0);
+  CHECK(builds == 0);
+}
+
+TEST_CASE("matmul templates: every space-1 candidate is correct on a shape with partial tiles") {
+  // f32: FMA tilings with split-k; f16/bf16: mma.sync tilings (and wgmma ones on a Hopper GPU).
+  const int m = 37, n = 45, k = 70;
+  for (DataType dt : {DataType(dtypes::f32), DataType(dtypes::f16), DataType(dtypes::bf16)}) {
+    auto cands = hidet::ops::matmul_candidates(m, n, k, dt, 1);
+    REQUIRE(cands.size() > 1);
+    CHECK(cands.size() <= 30);
+    CHECK(hidet::ops::matmul_candidates(m, n, k, dt, 0).size() == 1);
+    CHECK(hidet::ops::matmul_candidates(m, n, k, dt, 2).size() >= cands.size());
+    Tensor a = make({m, k}, dt), b = make({k, n}, dt);
+    auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
+    for (auto &cand : cands) {
+      INFO(dt << " candidate " << cand.label);
+      Tensor c = hidet::full({m, n}, std::nan(""), dt);
+      cand.build()(a, b, c);
+      expect_close(c, {m, n}, want);
+    }
+  }
+}
+
+TEST_CASE("ops::matmul runs the tuned template and reuses its choice") {
+  TempCache cache;
+  const int m = 50, n = 40, k = 96;
+  auto cands = hidet::ops::matmul_candidates(m, n, k, dtypes::f32, 1);
+  REQUIRE(cands.size() >= 3);
+  // The timer favours the third candidate: it is timed third (builds run in parallel, timing
+  // goes in candidate order).
+  auto calls = std::make_shared<int>(0);
+  tuning::set_timer([calls](const tuning::Launch &launch) {
+    launch();
+    return (*calls)++ == 2 ? 1.0 : 10.0;
+  });
+  int before = hidet::option::search_space();
+  hidet::option::search_space(1);
+  Tensor a = make({m, k}, dtypes::f32), b = make({k, n}, dtypes::f32);
+  auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
+  auto tuned = tuning::stats().tuned;
+  expect_close(o::matmul(a, b), {m, n}, want);
+  CHECK(tuning::stats().tuned == tuned + 1);
+  std::string key = tuning::make_key("matmul", str_cat(dtypes::f32, " ", m, "x", n, "x", k, " space 1"));
+  auto record = tuning::detail::read_record(key);
+  REQUIRE(record);
+  CHECK(*record == cands[2].label);
+  // The same problem again: the kernel is kept, nothing is tuned or timed.
+  int timed = *calls;
+  expect_close(o::matmul(a, b), {m, n}, want);
+  CHECK(*calls == timed);
+  CHECK(tuning::stats().tuned == tuned + 1);
+  // Batched a with a matrix b folds into rows and uses the templates too; a view at an odd
+  // offset is realigned.
+  Tensor a3 = make({2, 3, k}, dtypes::f32);
+  auto want3 = ref_matmul(a3.to_double_vector(), b.to_double_vector(), 6, n, k);
+  expect_close(o::matmul(a3, b), {2, 3, n}, want3);
+  hidet::option::search_space(before);
+}
