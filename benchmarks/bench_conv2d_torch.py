@@ -1,0 +1,76 @@
+"""cuDNN's conv2d (torch.nn.functional.conv2d) on the ResNet-50 layers of bench_conv2d, same table
+format: f32 NCHW (allow_tf32=False), f16 NCHW, f16 NHWC (channels_last), bias included,
+torch.backends.cudnn.benchmark=True. CUDA-event timing, median of 7 batches after warm-up."""
+import sys
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("bench_conv2d_torch: torch is not installed; nothing to time")
+    sys.exit(0)
+
+if not torch.cuda.is_available():
+    print("bench_conv2d_torch: no GPU; nothing to time")
+    sys.exit(0)
+
+torch.backends.cudnn.benchmark = True
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
+
+# name, in channels, input size, out channels, kernel, stride, padding, occurrences in ResNet-50
+LAYERS = [
+    ("stem 7x7 3-64 s2", 3, 224, 64, 7, 2, 3, 1), ("s1 1x1 64-64", 64, 56, 64, 1, 1, 0, 1),
+    ("s1 3x3 64-64", 64, 56, 64, 3, 1, 1, 3), ("s1 1x1 64-256", 64, 56, 256, 1, 1, 0, 4),
+    ("s1 1x1 256-64", 256, 56, 64, 1, 1, 0, 2), ("s2 1x1 256-128", 256, 56, 128, 1, 1, 0, 1),
+    ("s2 3x3 128-128 s2", 128, 56, 128, 3, 2, 1, 1), ("s2 1x1 128-512", 128, 28, 512, 1, 1, 0, 4),
+    ("s2 ds 1x1 256-512 s2", 256, 56, 512, 1, 2, 0, 1), ("s2 1x1 512-128", 512, 28, 128, 1, 1, 0, 3),
+    ("s2 3x3 128-128", 128, 28, 128, 3, 1, 1, 3), ("s3 1x1 512-256", 512, 28, 256, 1, 1, 0, 1),
+    ("s3 3x3 256-256 s2", 256, 28, 256, 3, 2, 1, 1), ("s3 1x1 256-1024", 256, 14, 1024, 1, 1, 0, 6),
+    ("s3 ds 1x1 512-1024 s2", 512, 28, 1024, 1, 2, 0, 1), ("s3 1x1 1024-256", 1024, 14, 256, 1, 1, 0, 5),
+    ("s3 3x3 256-256", 256, 14, 256, 3, 1, 1, 5), ("s4 1x1 1024-512", 1024, 14, 512, 1, 1, 0, 1),
+    ("s4 3x3 512-512 s2", 512, 14, 512, 3, 2, 1, 1), ("s4 1x1 512-2048", 512, 7, 2048, 1, 1, 0, 3),
+    ("s4 ds 1x1 1024-2048 s2", 1024, 14, 2048, 1, 2, 0, 1), ("s4 1x1 2048-512", 2048, 7, 512, 1, 1, 0, 2),
+    ("s4 3x3 512-512", 512, 7, 512, 3, 1, 1, 2),
+]
+MODES = [("f32 NCHW", torch.float32, False), ("f16 NCHW", torch.float16, False), ("f16 NHWC", torch.float16, True)]
+
+
+def time_ms(fn):
+    for _ in range(3):
+        fn()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); fn(); e.record(); torch.cuda.synchronize()
+    per = max(1, min(200, int(2.0 / max(1e-3, s.elapsed_time(e)))))
+    times = []
+    for _ in range(7):
+        s.record()
+        for _ in range(per):
+            fn()
+        e.record(); torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) / per)
+    return sorted(times)[len(times) // 2]
+
+
+print(f"bench_conv2d_torch: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
+      f"{torch.cuda.get_device_name()}, cudnn.benchmark=True, allow_tf32=False")
+for batch in (1, 16):
+    print(f"\nbatch {batch} (ms per conv, bias included)\n{'layer':<26s}" + "".join(f" {m[0]:>10s}" for m in MODES))
+    total = [0.0] * len(MODES)
+    net = [0.0] * len(MODES)
+    for name, c, h, o, k, s, p, count in LAYERS:
+        row = f"{name:<26s}"
+        for i, (_, dt, nhwc) in enumerate(MODES):
+            x = torch.randn(batch, c, h, h, device="cuda", dtype=dt)
+            w = torch.randn(o, c, k, k, device="cuda", dtype=dt)
+            b = torch.randn(o, device="cuda", dtype=dt)
+            if nhwc:
+                x = x.to(memory_format=torch.channels_last)
+                w = w.to(memory_format=torch.channels_last)
+            ms = time_ms(lambda: F.conv2d(x, w, b, s, p))
+            total[i] += ms
+            net[i] += ms * count
+            row += f" {ms:10.4f}"
+        print(row)
+    print(f"{'sum (distinct layers)':<26s}" + "".join(f" {v:10.4f}" for v in total))
+    print(f"{'net (x occurrences)':<26s}" + "".join(f" {v:10.4f}" for v in net))
