@@ -98,3 +98,104 @@ TEST_CASE("conv2d templates: 1x1, 3x3, 7x7, stride, padding, dilation, groups, b
     for (DataType d : {dtypes::f32, dtypes::f16, dtypes::bf16})
       for (bool nhwc : {false, true}) check_case(c, d, nhwc, d == dtypes::f32 ? 1 : 2);
 }
+
+TEST_CASE("conv2d templates: every candidate of search space 1") {
+  // Small channel counts keep the emulator quick; OG = 24 and M = 2 * 5 * 6 leave partial tiles.
+  const int sms = hidet::runtime::device_info(0).sm_count;
+  struct Problem {
+    t::Conv2dShape s;
+    DataType d;
+    t::Conv2dLayout layout;
+  };
+  for (auto pr : std::vector<Problem>{{{2, 16, 6, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1}, dtypes::f16, t::Conv2dLayout::NHWC},
+                                      {{2, 16, 6, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1}, dtypes::f32, t::Conv2dLayout::NCHW},
+                                      {{1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8}, dtypes::f32, t::Conv2dLayout::NHWC}}) {
+    auto &s = pr.s;
+    bool nhwc = pr.layout == t::Conv2dLayout::NHWC;
+    Case c{{s.n, s.c, s.h, s.w}, {s.o, s.cg(), s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
+    Tensor x = make(c.x, pr.d, -2, 2, true), w = make(c.w, pr.d, -2, 2, true), b = make({s.o}, pr.d);
+    auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
+    o::Shape out;
+    auto want = ref_conv(xv, wv, &bv, c, out);
+    if (nhwc) {
+      x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), pr.d), w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), pr.d);
+      want = to_nhwc(want, out), out = nhwc_shape(out);
+    }
+    x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
+    auto cands = t::conv2d_candidates(s, pr.d, 1, sms);
+    CHECK(cands.size() >= (s.depthwise() ? 3u : 8u));
+    CHECK(cands.size() <= 30u);
+    CHECK(cands[0].str() == t::conv2d_heuristic_config(s, pr.d, sms).str());
+    CHECK(t::conv2d_candidates(s, pr.d, 0, sms).size() == 1u);
+    CHECK(t::conv2d_candidates(s, pr.d, 2, sms).size() >= cands.size());
+    for (auto &cfg : cands) {
+      INFO("config " << cfg.str() << ", " << s.str() << ", " << pr.d);
+      t::Conv2d run(s, pr.d, pr.layout, true, cfg);
+      Tensor y = empty(out, pr.d, "cuda");
+      run(x, w, &b, y);
+      expect_close(y, out, want, false, 2);
+    }
+  }
+}
+
+TEST_CASE("conv2d templates: search space 1 through ops::conv2d (injected timer), runner cache") {
+  hidet::ops::tuning::set_timer([](const hidet::ops::tuning::Launch &l) {
+    l();
+    return 1.0; // every candidate ties: the first (the heuristic default) wins
+  });
+  hidet::option::search_space(1);
+  Case c{{1, 8, 5, 5}, {8, 8, 3, 3}, 1, 1, 1, 1, true};
+  for (int rep = 0; rep < 2; ++rep) check_case(c, dtypes::f16, true);
+  hidet::option::search_space(0);
+  hidet::ops::tuning::set_timer(nullptr);
+  // A repeated call compiles nothing: neither a task nor a template module.
+  check_case(c, dtypes::f32, false);
+  auto tasks = o::compiled_task_count();
+  check_case(c, dtypes::f32, false);
+  CHECK(o::compiled_task_count() == tasks);
+}
+
+TEST_CASE("conv2d: dtypes and inputs the templates do not serve fall back to the auto-scheduler") {
+  Case c{{1, 4, 5, 6}, {6, 2, 3, 3}, 2, 1, 1, 2, true};
+  check_case(c, dtypes::i32, false); // integer: exact
+  check_case(c, dtypes::i32, true);
+  check_case(c, dtypes::f64, true);
+  // Mixed dtypes promote (f16 x, f32 weight -> f32).
+  Tensor x = make({1, 4, 5, 5}, dtypes::f16, -2, 2, true), w = make({3, 4, 3, 3}, dtypes::f32, -2, 2, true);
+  Case m{{1, 4, 5, 5}, {3, 4, 3, 3}, 1, 0, 1, 1, false};
+  o::Shape out;
+  auto want = ref_conv(x.to_double_vector(), w.to_double_vector(), nullptr, m, out);
+  Tensor y = o::conv2d(x, w);
+  CHECK(y.dtype() == dtypes::f32);
+  expect_close(y, out, want);
+  // Host tensors run on the device and come back.
+  Tensor yc = o::conv2d(x.astype(dtypes::f32).cpu(), w.cpu());
+  CHECK(yc.device().is_cpu());
+  expect_close(yc, out, want);
+}
+
+TEST_CASE("conv2d templates: errors") {
+  Tensor x = make({1, 5, 5, 4}, dtypes::f16);
+  expect_error([&] { (void)o::conv2d_nhwc(x, make({3, 3, 3, 3}, dtypes::f16)); },
+               {"conv2d_nhwc: x of shape (1, 5, 5, 4) and weight of shape (3, 3, 3, 3)", "groups=1", "shape[3]"});
+  expect_error([&] { (void)o::conv2d_nhwc(o::reshape(x, {5, 5, 4}), make({2, 3, 3, 4}, dtypes::f16)); },
+               {"conv2d_nhwc: expected x [N, H, W, C]"});
+  expect_error([&] { (void)o::conv2d_nhwc(x, make({2, 7, 7, 4}, dtypes::f16)); }, {"larger than the padded input"});
+  expect_error([&] { (void)o::conv2d_nhwc(x, make({2, 3, 3, 4}, dtypes::f16), make({3}, dtypes::f16)); },
+               {"conv2d_nhwc: bias must have shape (2,)"});
+  expect_error([&] { (void)o::conv2d_nhwc(x.astype(dtypes::boolean), make({2, 3, 3, 4}, dtypes::f16)); },
+               {"dtype bool is not supported"});
+  t::Conv2dShape s{1, 8, 5, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+  t::Conv2dConfig bad;
+  bad.mma.block_k = 24;
+  expect_error([&] { t::check_conv2d_config(s, dtypes::f16, bad); }, {"conv2d config mma", "block_k must be 16, 32 or 64"});
+  bad = t::conv2d_heuristic_config(s, dtypes::f16, 132);
+  expect_error([&] { t::check_conv2d_config(s, dtypes::f32, bad); }, {"the tensor-core kernel takes f16 or bf16"});
+  bad.kind = t::Conv2dConfig::Kind::Depthwise;
+  expect_error([&] { t::check_conv2d_config(s, dtypes::f16, bad); }, {"groups == C == O"});
+  expect_error([&] { t::check_conv2d_problem(s, dtypes::i8); }, {"conv2d template", "takes f32, f16 or bf16"});
+  // The runner checks its bias argument.
+  t::Conv2d r(s, dtypes::f32, t::Conv2dLayout::NCHW, true, t::conv2d_heuristic_config(s, dtypes::f32, 132));
+  Tensor xs = empty({1, 8, 5, 5}, dtypes::f32, "cuda"), ws = empty({8, 8, 3, 3}, dtypes::f32, "cuda");
+  expect_error([&] { r(xs, ws, nullptr, empty({1, 8, 5, 5}, dtypes::f32, "cuda")); }, {"built with a bias"});
+}
