@@ -500,3 +500,53 @@ TEST_CASE("TMA: a 64x32 f16 box through an mbarrier into shared memory (GPU only
                         ") by value: ", by_value);
   }
 }
+
+TEST_CASE("thread-block clusters: cluster_dim compiles to __cluster_dims__; ranks on the GPU") {
+  auto mod = script_module("clusters");
+  mod.kernel("cluster_ranks", {i32[8][2]}, [&](Tensor out) {
+    attrs.cuda.grid_dim = 8;
+    attrs.cuda.block_dim = 32;
+    attrs.cuda.cluster_dim = {2, 1, 1};
+    cluster_sync();
+    if_(threadIdx.x == 0, [&] {
+      out[blockIdx.x][0] = cluster_ctarank();
+      out[blockIdx.x][1] = cluster_nctarank();
+    });
+  });
+  hidet::BuildOptions o;
+  o.arch = "sm_90a";
+  auto cm = mod.build(o);
+  CHECK(has(cm.source(), "__cluster_dims__(2, 1, 1)"));
+  CHECK(has(hidet::ir::to_string(cm.lowered_ir()), "cluster_dim=(2, 1, 1)"));
+  // Too many blocks per cluster, and clusters for an older arch.
+  try {
+    auto bad = script_module("bad");
+    bad.kernel("big_cluster", {i32[8]}, [&](Tensor) {
+      attrs.cuda.grid_dim = 16;
+      attrs.cuda.block_dim = 32;
+      attrs.cuda.cluster_dim = {4, 4};
+    });
+    FAIL("a 16-block cluster was accepted");
+  } catch (const hidet::DSLError &e) {
+    CHECK(has(e.what(), "cluster_dim has 16 blocks; portable clusters have at most 8"));
+  }
+  hidet::BuildOptions old;
+  old.arch = "sm_80";
+  try {
+    mod.build(old);
+    FAIL("built a cluster kernel for sm_80");
+  } catch (const hidet::DSLError &e) {
+    CHECK(has(e.what(), "kernel 'cluster_ranks' has cluster_dim (2, 1, 1); thread-block clusters need sm_90"));
+  }
+  if (hidet::runtime::cuda_emulated()) {
+    MESSAGE("SKIP (run part): clusters need a Hopper GPU");
+    return;
+  }
+  auto out = hidet::full({8, 2}, -1, hidet::i32);
+  cm(out);
+  auto h = out.to_vector<std::int32_t>();
+  for (int b = 0; b < 8; ++b) {
+    CHECK_MESSAGE(h[std::size_t(b * 2)] == b % 2, "block ", b);
+    CHECK_MESSAGE(h[std::size_t(b * 2 + 1)] == 2, "block ", b);
+  }
+}

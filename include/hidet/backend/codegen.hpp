@@ -501,6 +501,9 @@ inline std::string CudaEmitter::signature(const ir::Function &f) {
         bounds += str_cat(", ", f->attrs.min_blocks);
       bounds += ") ";
     }
+    if (f->attrs.cluster_size() > 1)
+      bounds += str_cat("__cluster_dims__(", f->attrs.cluster_dim[0], ", ", f->attrs.cluster_dim[1], ", ",
+                        f->attrs.cluster_dim[2], ") ");
     return str_cat("extern \"C\" __global__ void ", bounds, func_names_.at(f->name), "(", params,
                    ")");
   }

@@ -114,6 +114,11 @@ inline void check_primitive_arch(const ir::Module &m, const std::string &arch) {
       }
     } v;
     v.sm = sm, v.specific = specific, v.arch = &arch, v.fn = f.get();
+    if (f->attrs.cluster_size() > 1 && sm < 90)
+      throw DSLError(str_cat("kernel '", f->name, "' has cluster_dim (", f->attrs.cluster_dim[0], ", ",
+                             f->attrs.cluster_dim[1], ", ", f->attrs.cluster_dim[2],
+                             "); thread-block clusters need sm_90 or newer, but the module is built for ", arch),
+                     f->loc);
     if (f->body) v.visit(f->body);
   }
 }

@@ -186,6 +186,7 @@ public:
     for (int i = 0; i < 3; ++i)
       if (!expr(x.grid_dim[i], y.grid_dim[i]) || !expr(x.block_dim[i], y.block_dim[i])) return false;
     if (x.has_grid != y.has_grid || x.has_block != y.has_block || x.min_blocks != y.min_blocks ||
+        x.cluster_dim != y.cluster_dim ||
         !expr(x.dynamic_smem_bytes, y.dynamic_smem_bytes))
       return false;
     return stmt(a->body, b->body);
@@ -353,6 +354,7 @@ public:
     }
     for (int i = 0; i < 3; ++i) expr(f->attrs.grid_dim[i]), expr(f->attrs.block_dim[i]);
     mix(f->attrs.has_grid * 2 + f->attrs.has_block), mix(std::size_t(f->attrs.min_blocks));
+    for (int c : f->attrs.cluster_dim) mix(std::size_t(c));
     expr(f->attrs.dynamic_smem_bytes);
     stmt(f->body);
   }

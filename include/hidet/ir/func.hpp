@@ -27,7 +27,10 @@ struct FuncAttrs {
   std::array<Expr, 3> block_dim; ///< null entries mean 1
   Expr dynamic_smem_bytes;       ///< null means 0
   int min_blocks = 0;            ///< __launch_bounds__ second argument; 0 = none
+  std::array<int, 3> cluster_dim{1, 1, 1}; ///< thread-block cluster (__cluster_dims__; sm_90)
   bool has_grid = false, has_block = false;
+  /// Blocks per cluster (1: no cluster).
+  int cluster_size() const { return cluster_dim[0] * cluster_dim[1] * cluster_dim[2]; }
 };
 
 struct FunctionNode : Object {

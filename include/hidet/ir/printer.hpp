@@ -393,6 +393,9 @@ private:
         print_expr(f->attrs.dynamic_smem_bytes, 0);
       }
       if (f->attrs.min_blocks) os_ << " min_blocks=" << f->attrs.min_blocks;
+      if (f->attrs.cluster_size() > 1)
+        os_ << " cluster_dim=(" << f->attrs.cluster_dim[0] << ", " << f->attrs.cluster_dim[1] << ", "
+            << f->attrs.cluster_dim[2] << ")";
     }
     os_ << " ";
     print_block(f->body, 0);

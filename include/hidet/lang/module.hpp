@@ -119,11 +119,32 @@ struct MinBlocksAttr {
     b.attrs().min_blocks = n;
   }
 };
+/// attrs.cuda.cluster_dim = {2, 1, 1}: thread-block clusters of that shape (compile time; sm_90).
+/// The grid dims must be multiples of it (checked at launch).
+struct ClusterDimAttr {
+  void operator=(std::initializer_list<int> dims) const {
+    auto &b = require_builder("attrs.cuda.cluster_dim", {});
+    if (b.kind() != ir::FuncKind::Kernel) throw DSLError("attrs.cuda.cluster_dim can only be set in a kernel", {});
+    if (dims.size() < 1 || dims.size() > 3)
+      throw DSLError(str_cat("attrs.cuda.cluster_dim takes 1 to 3 dimensions, got ", dims.size()), {});
+    std::array<int, 3> c{1, 1, 1};
+    int i = 0, total = 1;
+    for (int d : dims) {
+      if (d < 1) throw DSLError(str_cat("attrs.cuda.cluster_dim[", i, "] is ", d, "; dimensions must be positive"), {});
+      c[std::size_t(i++)] = d, total *= d;
+    }
+    if (total > 8)
+      throw DSLError(str_cat("attrs.cuda.cluster_dim has ", total, " blocks; portable clusters have at most 8"), {});
+    b.attrs().cluster_dim = c;
+  }
+  void operator=(int x) const { *this = {x}; }
+};
 struct CudaAttrs {
   DimsAttr grid_dim{true};
   DimsAttr block_dim{false};
   SmemAttr dynamic_smem_bytes;
   MinBlocksAttr min_blocks;
+  ClusterDimAttr cluster_dim;
 };
 struct Attrs {
   CudaAttrs cuda;

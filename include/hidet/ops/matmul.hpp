@@ -54,9 +54,11 @@ inline Tensor matmul(const Tensor &a, const Tensor &b) {
     };
     Tensor a2 = prepare(a, {rows, k}), b2 = prepare(b, {k, n});
     Tensor c = empty(out, t, run_dev), c2 = c.reshape({rows, n});
-    matmul_template_kernel(int(rows), int(n), int(k), t, a2, b2, c2)(a2, b2, c2);
-    if (dev.is_cpu()) c = c.to(dev);
-    return final_shape == out ? c : c.reshape(final_shape);
+    if (auto run = matmul_template_kernel(int(rows), int(n), int(k), t, a2, b2, c2)) {
+      run(a2, b2, c2);
+      if (dev.is_cpu()) c = c.to(dev);
+      return final_shape == out ? c : c.reshape(final_shape);
+    }
   }
   Tensor r = run_plan(
       "matmul{}", [&] { return detail::matmul_plan(sa, a.dtype(), sb, b.dtype(), out, t, compute_dtype(t)); },

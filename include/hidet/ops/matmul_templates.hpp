@@ -176,7 +176,8 @@ inline MatmulKernelCache &matmul_kernel_cache() {
 
 /// The kernel for c[m, n] = a[m, k] @ b[k, n] under the current search space: built once per
 /// problem and space; with more than one candidate, tuned on these very tensors (or answered from
-/// the tuning record).
+/// the tuning record). Empty when no candidate could be built (logged on stderr): the caller
+/// falls back to the auto-scheduled kernel.
 inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const Tensor &a, const Tensor &b,
                                         const Tensor &c) {
   int space = option::search_space();
@@ -189,9 +190,13 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
   auto cands = matmul_candidates(m, n, k, dt, space);
   HIDET_ASSERT(!cands.empty(), "matmul: no template candidate for ", key);
   MatmulRun run;
-  if (cands.size() == 1) {
-    run = cands[0].build();
-  } else {
+  try {
+    if (cands.size() == 1) run = cands[0].build();
+  } catch (const Error &e) {
+    std::fprintf(stderr, "hidet: matmul %s: template %s failed (%s); using the auto-scheduled kernel\n", key.c_str(),
+                 cands[0].label.c_str(), e.what());
+  }
+  if (cands.size() > 1) {
     std::vector<MatmulRun> built(cands.size());
     std::vector<tuning::Candidate> tc;
     for (std::size_t i = 0; i < cands.size(); ++i)
@@ -199,8 +204,13 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
                       built[i] = cands[i].build();
                       return [&, i] { built[i](a, b, c); };
                     }});
-    std::size_t best = tuning::pick(str_cat("matmul ", key), tuning::make_key("matmul", key), tc);
-    run = built[best] ? built[best] : cands[best].build(); // a record from disk: nothing was built
+    try {
+      std::size_t best = tuning::pick(str_cat("matmul ", key), tuning::make_key("matmul", key), tc);
+      run = built[best] ? built[best] : cands[best].build(); // a record from disk: nothing was built
+    } catch (const Error &e) {
+      std::fprintf(stderr, "hidet: matmul %s: no template candidate could be built (%s); using the auto-scheduled "
+                           "kernel\n", key.c_str(), e.what());
+    }
   }
   std::lock_guard<std::mutex> lock(cache.mu);
   return cache.runs.emplace(key, std::move(run)).first->second;

@@ -325,6 +325,13 @@ inline void KernelHandle::launch(const std::vector<LaunchArg> &args) const {
   if (block.count() > 1024)
     throw ValueError(str_cat("kernel '", info_->name, "': block_dim (", block.x, ", ", block.y, ", ", block.z, ") has ",
                              block.count(), " threads; CUDA allows at most 1024"));
+  for (int i = 0; i < 3; ++i) {
+    std::uint32_t g = i == 0 ? grid.x : i == 1 ? grid.y : grid.z, c = std::uint32_t(attrs.cluster_dim[std::size_t(i)]);
+    if (g % c != 0)
+      throw ValueError(str_cat("kernel '", info_->name, "': grid_dim (", grid.x, ", ", grid.y, ", ", grid.z,
+                               ") is not a multiple of its cluster_dim (", attrs.cluster_dim[0], ", ",
+                               attrs.cluster_dim[1], ", ", attrs.cluster_dim[2], ")"));
+  }
   if (grid.y > 65535 || grid.z > 65535)
     throw ValueError(str_cat("kernel '", info_->name, "': grid_dim (", grid.x, ", ", grid.y, ", ", grid.z,
                              ") exceeds the limit of 65535 in y and z"));
