@@ -57,10 +57,11 @@ struct AttentionConfig {
   int threads() const { return warps * 32; }
   /// Dynamic shared memory in bytes for head dim `d`: the Q tile and `stages` K and V tiles.
   int smem_bytes(int d) const { return (block_q() + 2 * stages * block_kv) * d * 2; }
-  /// A rough count of the 32-bit registers a thread needs for head dim `d` (fragments only).
+  /// A rough count of the 32-bit registers a thread needs for head dim `d`: the O and S
+  /// accumulators (P replaces S), the Q fragments when kept, the K/V fragments.
   int fragment_registers(int d) const {
     int mt = warp_q / 16;
-    return mt * (d / 8) * 4 + mt * (block_kv / 8) * 4 + mt * (block_kv / 16) * 4 + (q_in_regs ? mt * d / 4 : 4);
+    return mt * (d / 8) * 4 + mt * (block_kv / 8) * 4 + (q_in_regs ? mt * d / 4 : 4) + 8;
   }
   /// "q64 kv64 (4 warps of 16 rows, 2 stages, Q in registers)"
   std::string str() const {
@@ -337,21 +338,20 @@ inline lang::ScriptModule attention_module(const AttentionProblem &p, const Atte
   return mod;
 }
 
-/// The default tiling: 4 warps; head dim 64 takes 32 rows per warp (128-row blocks) with Q in
-/// registers; head dim 128 takes 16 rows per warp (64-row blocks) to stay within the registers;
-/// K/V tiles of 64 keys, double-buffered. Smaller blocks when the grid would leave most
-/// multiprocessors idle.
+/// The default tiling (flash-attention 2's choice for sm80/sm90): 4 warps of 32 query rows
+/// (128-row blocks) with Q re-loaded from shared memory per tile, K/V tiles of 128 keys for head
+/// dim 64 and 64 keys for head dim 128, double-buffered. 64-row blocks (16 rows per warp) when
+/// the grid would leave multiprocessors idle.
 inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int num_sms) {
-  AttentionConfig c;
-  c.warp_q = p.head_dim == 64 ? 32 : 16;
+  AttentionConfig c{4, 32, p.head_dim == 64 ? 128 : 64, 2, false};
   std::int64_t blocks = std::int64_t(lang::ceil_div(p.seq_q, c.block_q())) * p.batch * p.heads;
-  if (c.warp_q == 32 && blocks * 2 < num_sms) c.warp_q = 16;
+  if (blocks < num_sms) c.warp_q = 16;
   return c;
 }
 
 /// Candidate tilings for problem `p` in search space `space` (0: the default for `num_sms`
-/// multiprocessors; 1: rows per warp, K/V tile, stages and Q placement, about 20; 2: also 8 warps
-/// and 128-key tiles). Configs that fail the checks or clearly exceed the registers are left out.
+/// multiprocessors; 1: rows per warp, K/V tile, stages and Q placement, up to about 20; 2: also 8
+/// warps). Configs that fail the checks or would exceed the registers are left out.
 inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem &p, int space, int num_sms = 132) {
   auto def = attention_heuristic_config(p, num_sms);
   std::vector<AttentionConfig> out{def};
@@ -362,14 +362,14 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
     } catch (const ValueError &) {
       return;
     }
-    if (c.fragment_registers(p.head_dim) > 200) return;
+    if (c.fragment_registers(p.head_dim) > 232) return;
     for (auto &o : out)
       if (o.str() == c.str()) return;
     out.push_back(c);
   };
   for (int warps : space >= 2 ? std::vector<int>{4, 8} : std::vector<int>{4})
     for (int warp_q : {16, 32})
-      for (int bkv : space >= 2 ? std::vector<int>{32, 64, 128} : std::vector<int>{32, 64})
+      for (int bkv : {32, 64, 128})
         for (int stages : {2, 3})
           for (bool qr : {true, false}) add(AttentionConfig{warps, warp_q, bkv, stages, qr});
   return out;
@@ -380,7 +380,7 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
 class Attention {
 public:
   Attention(const AttentionProblem &p, const AttentionConfig &cfg = {})
-      : problem_(p), cfg_(cfg), cm_(attention_module(p, cfg).build()) {}
+      : problem_(p), cfg_(cfg), cm_(attention_module(p, cfg).build(build_options())) {}
   /// Launches on the current stream (no mask).
   void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &out, double scale) const {
     if (problem_.has_mask) throw ValueError(str_cat("attention kernel for ", problem_.str(), ": the mask is missing"));
@@ -397,6 +397,12 @@ public:
   const CompiledModule &module() const { return cm_; }
 
 private:
+  /// --use_fast_math: exp2 as one ex2.approx (the scores are f32, P is rounded to 16 bits anyway).
+  static BuildOptions build_options() {
+    BuildOptions o;
+    o.fast_math = true;
+    return o;
+  }
   AttentionProblem problem_;
   AttentionConfig cfg_;
   CompiledModule cm_;

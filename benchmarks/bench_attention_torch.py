@@ -1,0 +1,51 @@
+"""torch.nn.functional.scaled_dot_product_attention (flash-attention backend) on the shapes of
+bench_attention, for comparison with hidet's table. CUDA-event timing, median of 15 batches;
+TFLOP/s = 4 B H Sq Skv D / time, halved for causal."""
+import torch
+import torch.nn.functional as F
+
+SHAPES = [  # model, B, H, S, D, causal, dtype
+    ("BERT-base", 32, 12, 128, 64, False, torch.float16),
+    ("BERT-base", 32, 12, 512, 64, False, torch.float16),
+    ("Llama-7B", 4, 32, 2048, 128, False, torch.float16),
+    ("Llama-7B", 4, 32, 2048, 128, True, torch.float16),
+    ("Llama-7B", 1, 32, 2048, 128, True, torch.float16),
+    ("Llama-7B", 4, 32, 2048, 128, True, torch.bfloat16),
+]
+
+
+def flash_only():
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+    except ImportError:  # older PyTorch
+        return torch.backends.cuda.sdp_kernel(enable_flash=True, enable_math=False, enable_mem_efficient=False)
+
+
+def time_ms(fn):
+    for _ in range(3):
+        fn()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); fn(); e.record(); torch.cuda.synchronize()
+    per = max(1, min(200, int(2.0 / max(1e-3, s.elapsed_time(e)))))
+    times = []
+    for _ in range(15):
+        s.record()
+        for _ in range(per):
+            fn()
+        e.record(); torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) / per)
+    return sorted(times)[len(times) // 2]
+
+
+print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "
+      "scaled_dot_product_attention restricted to the flash backend")
+print(f"{'model':<10} {'dtype':<5} {'shape':<28} {'torch ms':>10} {'TFLOP/s':>9}")
+for name, b, h, s, d, causal, dt in SHAPES:
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dt) for _ in range(3))
+    with flash_only():
+        ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+    flops = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
+    dname = "f16" if dt == torch.float16 else "bf16"
+    shape = f"B={b} H={h} S={s} D={d}" + (" causal" if causal else "")
+    print(f"{name:<10} {dname:<5} {shape:<28} {ms:>10.3f} {flops / ms * 1e-9:>9.1f}")
