@@ -56,40 +56,14 @@
 #include <hidet/hidet.hpp>
 #include <hidet/ops/templates/matmul_wgmma.hpp>
 
+#include "half_matmul_check.hpp"
+
 using hidet::ops::templates::MatmulWgmma;
 using hidet::ops::templates::MatmulWgmmaConfig;
 
 static int run(int m, int n, int k, hidet::DataType dt, const MatmulWgmmaConfig &cfg) {
   MatmulWgmma matmul(m, n, k, dt, cfg);
-  unsigned seed = std::random_device{}();
-  hidet::manual_seed(seed);
-  auto a = hidet::randn({m, k}, dt, "cuda");
-  auto b = hidet::randn({k, n}, dt, "cuda");
-  auto c = hidet::full({m, n}, std::nan(""), dt, "cuda"); // poison: an unwritten element fails
-  matmul(a, b, c);
-  auto ha = a.to_double_vector(), hb = b.to_double_vector(), hc = c.to_double_vector();
-  const double out_eps = dt == hidet::f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-  double err2 = 0, ref2 = 0;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double ref = 0, mag = 0;
-      for (int kk = 0; kk < k; ++kk) {
-        double p = ha[std::size_t(i) * k + kk] * hb[std::size_t(kk) * n + j];
-        ref += p, mag += std::abs(p);
-      }
-      double got = hc[std::size_t(i) * n + j];
-      err2 += (got - ref) * (got - ref), ref2 += ref * ref;
-      double bound = 1.01 * out_eps * std::abs(ref) + 1e-6 * k * mag + 1e-6;
-      if (!(std::abs(got - ref) <= bound)) {
-        std::printf("FAILED %s %dx%dx%d, tiling %s: c[%d][%d] = %.6g, want %.6g (bound %.3g, seed %u)\n",
-                    hidet::str_cat(dt).c_str(), m, n, k, cfg.str().c_str(), i, j, got, ref, bound, seed);
-        return 1;
-      }
-    }
-  double rel = std::sqrt(err2 / ref2);
-  std::printf("%-4s matmul %dx%dx%d, tiling %s, on %s: relative error %.3g (seed %u)\n",
-              hidet::str_cat(dt).c_str(), m, n, k, cfg.str().c_str(), c.device_str().c_str(), rel, seed);
-  return rel < 2 * out_eps && ref2 > 0 ? 0 : 1;
+  return check_half_matmul(m, n, k, dt, cfg.str(), [&](auto &a, auto &b, auto &c) { matmul(a, b, c); });
 }
 
 int main(int argc, char **argv) {
