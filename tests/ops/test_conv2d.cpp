@@ -5,6 +5,8 @@
 // a double-precision host reference (ops_test_util.hpp's tolerance table).
 #include "ops_test_util.hpp"
 
+#include <algorithm>
+
 #include "hidet/ops/templates/conv2d.hpp"
 
 using namespace ops_test;
@@ -93,10 +95,19 @@ TEST_CASE("conv2d templates: 1x1, 3x3, 7x7, stride, padding, dilation, groups, b
       {{2, 16, 7, 7}, {16, 1, 3, 3}, 1, 1, 1, 16, true},  // depthwise
       {{1, 8, 9, 9}, {8, 1, 5, 5}, 2, 2, 1, 8, false},    // depthwise 5x5 stride 2
       {{1, 8, 7, 7}, {24, 8, 1, 1}, 2, 0, 1, 1, false},   // 1x1 stride 2 (downsample)
+      {{1, 64, 4, 4}, {16, 64, 3, 3}, 1, 1, 1, 1, true},  // few tiles, long k: split-k
   };
   for (auto &c : cases)
     for (DataType d : {dtypes::f32, dtypes::f16, dtypes::bf16})
       for (bool nhwc : {false, true}) check_case(c, d, nhwc, d == dtypes::f32 ? 1 : 2);
+}
+
+TEST_CASE("conv2d templates: the heuristic splits k when the tiles do not fill the GPU") {
+  t::Conv2dShape s{1, 64, 4, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1}; // one 64 x 64 tile, k = 576
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 4);
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f32, 132).fma.split_k == 8);
+  s.n = 64, s.h = s.w = 28; // plenty of tiles
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 1);
 }
 
 TEST_CASE("conv2d templates: every candidate of search space 1") {
@@ -128,6 +139,8 @@ TEST_CASE("conv2d templates: every candidate of search space 1") {
     CHECK(cands[0].str() == t::conv2d_heuristic_config(s, pr.d, sms).str());
     CHECK(t::conv2d_candidates(s, pr.d, 0, sms).size() == 1u);
     CHECK(t::conv2d_candidates(s, pr.d, 2, sms).size() >= cands.size());
+    CHECK(std::any_of(cands.begin(), cands.end(), [](auto &c) { return c.str().find("split-k") != std::string::npos; }) ==
+          !s.depthwise());
     for (auto &cfg : cands) {
       INFO("config " << cfg.str() << ", " << s.str() << ", " << pr.d);
       t::Conv2d run(s, pr.d, pr.layout, true, cfg);

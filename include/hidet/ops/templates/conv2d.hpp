@@ -9,9 +9,12 @@
 //    NHWC with channels padded per group to a multiple of 8 (one transpose kernel), and the
 //    weight into [O][KH][KW][cgp]; NHWC inputs with C / groups % 8 == 0 are read in place. The
 //    FMA and depthwise kernels read both layouts in place. y is written in the caller's layout
-//    by the epilogue (bias fused).
+//    by the epilogue (bias fused). With split-k (few output tiles, long k: small batches and the
+//    last stages) the slices' f32 partial sums go to a workspace and a second kernel adds them,
+//    the bias, and stores y.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,22 +66,32 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
     return;
   }
   int bm = 0;
+  int split = 1;
   if (cfg.kind == Conv2dConfig::Kind::Mma) {
     if (!dt.is_half()) bad("the tensor-core kernel takes f16 or bf16");
     check_conv2d_mma_config(cfg.mma);
-    bm = cfg.mma.block_m();
+    bm = cfg.mma.block_m(), split = cfg.mma.split_k;
   } else {
     if (dt != hidet::f32) bad("the FMA kernel takes f32");
     check_conv2d_fma_config(cfg.fma);
-    bm = cfg.fma.block_m();
+    bm = cfg.fma.block_m(), split = cfg.fma.split_k;
   }
   if (lang::ceil_div(s.gemm_m(), std::int64_t(bm)) > 65535) bad("more than 65535 row tiles (grid.y)");
+  if (std::int64_t(s.groups) * split > 65535) bad("more than 65535 groups times k slices (grid.z)");
+  if (split > 1 && s.gemm_m() * s.o * split >= (std::int64_t(1) << 31)) bad("the split-k workspace is too large");
 }
 
 /// The default configuration for a problem on a GPU with `num_sms` multiprocessors: depthwise
 /// when groups == C == O; f16/bf16: 128 x 128 x 32 tiles of 4 warps, 3 stages (128 x 64 when a
 /// group has at most 64 output channels), 64 x 64 when the big tiles would leave most
 /// multiprocessors idle; f32: matmul_f32's 128 x 128 x 8 tiling, 64 x 64 x 8 for few tiles.
+/// Then split-k (powers of 2 up to 16) while the blocks do not fill the GPU and every slice
+/// keeps at least 128 (f16) / 64 (f32) of k.
+inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_slice, int num_sms) {
+  int split = 1;
+  while (tiles * split * 2 <= num_sms && k / (split * 2) >= min_slice && split < 16) split *= 2;
+  return split;
+}
 inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms) {
   Conv2dConfig c;
   if (s.depthwise()) {
@@ -93,10 +106,12 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
     c.kind = Conv2dConfig::Kind::Mma;
     if (s.og() <= 64) c.mma = Conv2dMmaConfig{4, 1, 32, 64, 32, 3}; // 128 x 64
     if (tiles(c.mma.block_m(), c.mma.block_n()) * 2 < num_sms) c.mma = Conv2dMmaConfig{2, 2, 32, 32, 32, 3};
+    c.mma.split_k = conv2d_split_k(tiles(c.mma.block_m(), c.mma.block_n()), s.gemm_k(), 128, num_sms);
     return c;
   }
   c.kind = Conv2dConfig::Kind::Fma;
   if (tiles(128, 128) * 4 < num_sms) c.fma = Conv2dFmaConfig{2, 2, 2, 1, 4, 8, 4, 4, 8}; // 64 x 64
+  c.fma.split_k = conv2d_split_k(tiles(c.fma.block_m(), c.fma.block_n()), s.gemm_k(), 64, num_sms);
   return c;
 }
 
@@ -126,15 +141,25 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
     c.kind = Conv2dConfig::Kind::Mma;
     // warps_m, warps_n, warp_m, warp_n
     std::vector<std::array<int, 4>> tiles{{2, 2, 64, 64}, {4, 1, 32, 64}, {2, 2, 32, 32}, {2, 2, 64, 32},
-                                          {2, 2, 32, 64}, {4, 2, 32, 32}, {4, 2, 64, 32}, {2, 1, 32, 32}};
+                                          {2, 2, 32, 64}, {4, 2, 32, 32}, {4, 2, 64, 32}};
     if (space >= 2)
       for (std::array<int, 4> t : {std::array<int, 4>{4, 2, 64, 64}, {2, 4, 32, 64}, {4, 2, 32, 64}, {1, 2, 64, 32},
-                                   {1, 1, 64, 64}, {2, 1, 64, 64}})
+                                   {1, 1, 64, 64}, {2, 1, 64, 64}, {2, 1, 32, 32}})
         tiles.push_back(t);
     std::vector<std::array<int, 2>> pipes{{32, 3}, {32, 4}, {64, 3}};
     if (space >= 2) pipes = {{16, 3}, {16, 4}, {32, 2}, {32, 3}, {32, 4}, {64, 2}, {64, 3}, {64, 4}};
     for (auto &t : tiles)
       for (auto &p : pipes) c.mma = Conv2dMmaConfig{t[0], t[1], t[2], t[3], p[0], p[1]}, add(c);
+    // split-k for problems with few tiles (each slice at least 64 of k)
+    std::vector<std::array<int, 4>> small{{2, 2, 32, 32}, {4, 1, 32, 64}};
+    if (space >= 2) small.push_back({2, 2, 64, 64});
+    for (auto &t : small) {
+      Conv2dMmaConfig m{t[0], t[1], t[2], t[3], 32, 3};
+      std::int64_t n_tiles = lang::ceil_div(s.gemm_m(), std::int64_t(m.block_m())) *
+                             lang::ceil_div(std::int64_t(s.og()), std::int64_t(m.block_n())) * s.groups;
+      for (int split = 2; split <= 16; split *= 2)
+        if (n_tiles * split <= 2 * num_sms && s.gemm_k() / split >= 64) m.split_k = split, c.mma = m, add(c);
+    }
     return out;
   }
   c.kind = Conv2dConfig::Kind::Fma;
@@ -148,6 +173,11 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
                               {2, 2, 1, 1, 4, 8, 4, 4, 16}, {4, 2, 1, 2, 8, 4, 4, 4, 8}, {2, 2, 2, 2, 4, 8, 4, 4, 16}})
       tiles.push_back(t);
   for (auto &t : tiles) c.fma = t, add(c);
+  Conv2dFmaConfig m{2, 2, 2, 1, 4, 8, 4, 4, 8};
+  std::int64_t n_tiles = lang::ceil_div(s.gemm_m(), std::int64_t(m.block_m())) *
+                         lang::ceil_div(std::int64_t(s.og()), std::int64_t(m.block_n())) * s.groups;
+  for (int split = 2; split <= 16; split *= 2)
+    if (n_tiles * split <= 2 * num_sms && s.gemm_k() / split >= 32) m.split_k = split, c.fma = m, add(c);
   return out;
 }
 
@@ -160,17 +190,25 @@ inline bool conv2d_needs_pack_w(const Conv2dShape &s, Conv2dLayout layout, const
   if (cfg.kind != Conv2dConfig::Kind::Mma) return false;
   return s.cg() % 8 != 0 || (layout == Conv2dLayout::NCHW && s.kh * s.kw > 1);
 }
+/// The k slices of a config (1: no split-k).
+inline int conv2d_split_k_of(const Conv2dConfig &cfg) {
+  if (cfg.kind == Conv2dConfig::Kind::Mma) return cfg.mma.split_k;
+  if (cfg.kind == Conv2dConfig::Kind::Fma) return cfg.fma.split_k;
+  return 1;
+}
 inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias,
                                         const Conv2dConfig &cfg) {
   check_conv2d_config(s, dt, cfg);
   auto mod = lang::script_module(str_cat("conv2d_", dt, "_", layout == Conv2dLayout::NCHW ? "nchw" : "nhwc", "_", s.n,
                                          "x", s.c, "x", s.h, "x", s.w, "_", s.o, "x", s.kh, "x", s.kw));
+  int split = conv2d_split_k_of(cfg);
+  if (split > 1) add_split_k_sum_kernel(mod, "sum_slices", s, dt, layout, has_bias, split);
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
     add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads);
   } else if (cfg.kind == Conv2dConfig::Kind::Fma) {
-    add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias, cfg.fma);
+    add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias && split == 1, cfg.fma);
   } else {
-    add_conv2d_mma_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.mma);
+    add_conv2d_mma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.mma);
     if (conv2d_needs_pack_x(s, layout, cfg)) {
       if (layout == Conv2dLayout::NCHW) add_nchw_to_nhwc_kernel(mod, "pack_x", s, dt);
       else add_pad_channels_kernel(mod, "pack_x", s, dt);
@@ -190,6 +228,7 @@ public:
       : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg), cm_(conv2d_module(s, dt, layout, has_bias, cfg).build()) {
     if (conv2d_needs_pack_x(s, layout, cfg)) x_pack_ = hidet::empty({s.n, s.h, s.w, s.groups * s.cgp()}, dt, "cuda");
     if (conv2d_needs_pack_w(s, layout, cfg)) w_pack_ = hidet::empty({s.o, s.kh * s.kw * s.cgp()}, dt, "cuda");
+    if (int split = conv2d_split_k_of(cfg); split > 1) workspace_ = hidet::empty({split, s.gemm_m(), s.o}, hidet::f32, "cuda");
   }
   void operator()(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) const {
     if (bias_ != (bias != nullptr))
@@ -198,8 +237,15 @@ public:
     const bool nchw = layout_ == Conv2dLayout::NCHW;
     Tensor xa = x, wa, ya;
     auto launch = [&](const Tensor &xk, const Tensor &wk, const Tensor &yk) {
-      if (bias) cm_["conv2d"](xk, wk, *bias, yk);
-      else cm_["conv2d"](xk, wk, yk);
+      if (workspace_.defined()) {
+        cm_["conv2d"](xk, wk, workspace_);
+        if (bias) cm_["sum_slices"](workspace_, *bias, yk);
+        else cm_["sum_slices"](workspace_, yk);
+      } else if (bias) {
+        cm_["conv2d"](xk, wk, *bias, yk);
+      } else {
+        cm_["conv2d"](xk, wk, yk);
+      }
     };
     if (cfg_.kind == Conv2dConfig::Kind::Depthwise) return launch(x, w.reshape({s_.o, R}), y);
     ya = nchw ? y.reshape({s_.n, s_.o, P}) : y.reshape({s_.gemm_m(), s_.o});
@@ -227,7 +273,7 @@ private:
   bool bias_;
   Conv2dConfig cfg_;
   CompiledModule cm_;
-  Tensor x_pack_, w_pack_;
+  Tensor x_pack_, w_pack_, workspace_;
 };
 
 } // namespace hidet::ops::templates

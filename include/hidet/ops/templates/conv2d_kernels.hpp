@@ -62,6 +62,7 @@ struct Conv2dMmaConfig {
   int warp_m = 64, warp_n = 64; ///< sub-tile of one warp (multiples of 16)
   int block_k = 32;             ///< k extent of one shared tile (16, 32 or 64)
   int stages = 3;               ///< shared buffers of the cp.async pipeline (2..4)
+  int split_k = 1;              ///< slices of k computed by separate blocks, then summed
 
   int block_m() const { return warps_m * warp_m; }
   int block_n() const { return warps_n * warp_n; }
@@ -70,7 +71,7 @@ struct Conv2dMmaConfig {
   /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)"
   std::string str() const {
     return str_cat("mma ", block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, " of ", warp_m,
-                   "x", warp_n, ", ", stages, " stages)");
+                   "x", warp_n, ", ", stages, " stages", split_k > 1 ? str_cat(", split-k ", split_k) : "", ")");
   }
 };
 
@@ -81,6 +82,7 @@ struct Conv2dFmaConfig {
   int lanes_m = 4, lanes_n = 8;
   int thread_m = 4, thread_n = 4;
   int block_k = 8;
+  int split_k = 1; ///< slices of k computed by separate blocks, then summed
 
   int block_m() const { return warps_m * repeat_m * lanes_m * thread_m; }
   int block_n() const { return warps_n * repeat_n * lanes_n * thread_n; }
@@ -89,7 +91,7 @@ struct Conv2dFmaConfig {
   std::string str() const {
     return str_cat("fma ", block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, ", repeat ",
                    repeat_m, "x", repeat_n, ", lanes ", lanes_m, "x", lanes_n, ", thread ", thread_m, "x", thread_n,
-                   ")");
+                   split_k > 1 ? str_cat(", split-k ", split_k) : "", ")");
   }
 };
 
@@ -101,6 +103,7 @@ inline void check_conv2d_mma_config(const Conv2dMmaConfig &c) {
     bad("warp_m and warp_n must be positive multiples of 16");
   if (c.block_k != 16 && c.block_k != 32 && c.block_k != 64) bad("block_k must be 16, 32 or 64");
   if (c.stages < 2 || c.stages > 4) bad("stages must be 2, 3 or 4");
+  if (c.split_k < 1 || c.split_k > 32) bad("split_k must be 1..32");
   if (c.threads() > 1024) bad("more than 1024 threads per block");
   if (c.smem_bytes() > 227 * 1024) bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
   if ((c.block_m() * c.block_k / 8) % c.threads() || (c.block_n() * c.block_k / 8) % c.threads())
@@ -113,6 +116,7 @@ inline void check_conv2d_fma_config(const Conv2dFmaConfig &c) {
   for (int v : {c.warps_m, c.warps_n, c.repeat_m, c.repeat_n, c.lanes_m, c.lanes_n, c.thread_m, c.thread_n, c.block_k})
     if (v <= 0) bad("every extent must be positive");
   if (c.lanes_m * c.lanes_n != 32) bad("lanes_m * lanes_n must be 32");
+  if (c.split_k < 1 || c.split_k > 32) bad("split_k must be 1..32");
   if (c.threads() > 1024) bad("more than 1024 threads per block");
   int t = c.threads();
   if (t % c.block_k != 0 || c.block_m() % (t / c.block_k) != 0 || c.block_n() % (t / c.block_k) != 0)
@@ -175,16 +179,18 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads(), stages = cfg.stages;
   const int mt = cfg.warp_m / 16, nt = cfg.warp_n / 8;
   const int M = int(s.gemm_m()), OG = s.og(), cgp = s.cgp(), K = s.kh * s.kw * cgp, P = s.oh() * s.ow();
-  const int k_tiles = ceil_div(K, bk);
-  const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = K % bk != 0;
+  const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk, k_tiles = k_slice / bk;
+  const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = k_slice * split != K;
+  if (split > 1 && has_bias) throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
   std::vector<ParamSpec> params{T({})[s.n][s.h][s.w][s.groups * cgp], T({})[s.o][K]};
   if (has_bias) params.push_back(T({})[s.o]);
-  params.push_back(out_layout == Conv2dLayout::NHWC ? T({})[M][s.o] : T({})[s.n][s.o][P]);
+  if (split > 1) params.push_back(f32[split][M][s.o]); // partial sums (add_split_k_sum_kernel)
+  else params.push_back(out_layout == Conv2dLayout::NHWC ? T({})[M][s.o] : T({})[s.n][s.o][P]);
 
   conv2d_detail::define_kernel(mod, name, params, has_bias, [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias,
                                                                lang::Tensor y) {
-    attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups};
+    attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
     attrs.cuda.block_dim = threads;
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     attrs.cuda.min_blocks = 1;
@@ -197,7 +203,9 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
     auto af = register_tensor(T({})[mt][8], "a_frag");
     auto bf = register_tensor(T({})[nt][4], "b_frag");
 
-    Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn, grp = blockIdx.z;
+    Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
+    Var grp = split > 1 ? Expr(blockIdx.z / split) : Expr(blockIdx.z);
+    Var k_base = split > 1 ? Expr(blockIdx.z % split * k_slice) : Expr(0);
     Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     auto wt = conv2d_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
     Var wm0 = wt[0] * cfg.warp_m, wn0 = wt[1] * cfg.warp_n;
@@ -240,14 +248,14 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
 
     for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var e) { acc[i][j][e] = 0.0f; });
     for (int st = 0; st < stages - 1; ++st) {
-      if (st < k_tiles) load_tiles(Expr(st), Expr(st * bk));
+      if (st < k_tiles) load_tiles(Expr(st), k_base + st * bk);
       cp_async_commit_group();
     }
     for_(range(k_tiles), [&](Var kt) {
       cp_async_wait_group(stages - 2);
       syncthreads();
       Var next = kt + (stages - 1);
-      if_(next < k_tiles, [&] { load_tiles(next % stages, next * bk); });
+      if_(next < k_tiles, [&] { load_tiles(next % stages, k_base + next * bk); });
       cp_async_commit_group();
       compute(kt % stages);
     });
@@ -266,6 +274,14 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
         return v + cast((*bias)[bi], f32);
       };
       Expr ok_m = guard_m ? Expr(row < M) : Expr(true);
+      if (split > 1) { // f32 partial sums of this slice
+        for (int e = 0; e < 2; ++e) {
+          auto store = [&] { y[blockIdx.z % split][row][ch + e] = acc[i][j][h * 2 + e]; };
+          if (guard_m || guard_n || OG % 2) if_(ok_m && col + e < OG, store);
+          else store();
+        }
+        return;
+      }
       if (out_layout == Conv2dLayout::NHWC && OG % 2 == 0) {
         auto store = [&] {
           pair[0] = half2_pack(value(0), value(1), dt);
@@ -305,16 +321,18 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
   const int load_rows = threads / bk, a_rounds = bm / load_rows, b_rounds = bn / load_rows;
   const int a_pitch = bm + 4, b_pitch = bn + 4;
   const int M = int(s.gemm_m()), OG = s.og(), CG = s.cg(), K = int(s.gemm_k()), P = s.oh() * s.ow();
-  const int k_tiles = ceil_div(K, bk);
+  const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk, k_tiles = k_slice / bk;
   const bool nchw = layout == Conv2dLayout::NCHW;
-  const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = K % bk != 0;
+  const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = k_slice * split != K;
+  if (split > 1 && has_bias) throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
   std::vector<ParamSpec> params{nchw ? f32[s.n][s.c][s.h][s.w] : f32[s.n][s.h][s.w][s.c], f32[s.o][K]};
   if (has_bias) params.push_back(f32[s.o]);
-  params.push_back(nchw ? f32[s.n][s.o][P] : f32[M][s.o]);
+  if (split > 1) params.push_back(f32[split][M][s.o]);
+  else params.push_back(nchw ? f32[s.n][s.o][P] : f32[M][s.o]);
 
   conv2d_detail::define_kernel(mod, name, params, has_bias, [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias,
                                                                lang::Tensor y) {
-    attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups};
+    attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
     attrs.cuda.block_dim = threads;
     attrs.cuda.min_blocks = 2;
 
@@ -329,7 +347,9 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
     auto a_next = register_tensor(f32[a_rounds], "a_next");
     auto b_next = register_tensor(f32[b_rounds], "b_next");
 
-    Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn, grp = blockIdx.z;
+    Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
+    Var grp = split > 1 ? Expr(blockIdx.z / split) : Expr(blockIdx.z);
+    Var k_base = split > 1 ? Expr(blockIdx.z % split * k_slice) : Expr(0);
     Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     auto wt = conv2d_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
     auto lt = conv2d_detail::spatial_task(spatial(cfg.lanes_m, cfg.lanes_n), lane);
@@ -388,16 +408,16 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
     };
 
     for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
-    load_a(Expr(0));
-    load_b(Expr(0));
+    load_a(k_base);
+    load_b(k_base);
     store_tiles(Expr(0));
     syncthreads();
     for_(range(k_tiles), [&](Var kt) {
       Var buf = kt % 2;
       if (k_tiles > 1) {
         if_(kt + 1 < k_tiles, [&] {
-          load_a((kt + 1) * bk);
-          load_b((kt + 1) * bk);
+          load_a(k_base + (kt + 1) * bk);
+          load_b(k_base + (kt + 1) * bk);
         });
       }
       for_(range(bk).unroll(), [&](Var kk) {
@@ -421,7 +441,9 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
           Expr v = acc[ri * tm + ti][rj * tn + tj];
           Expr ch = grp * OG + col;
           if (has_bias) v = v + (*bias)[ch];
-          if (nchw) {
+          if (split > 1) {
+            y[blockIdx.z % split][row][ch] = v;
+          } else if (nchw) {
             auto px = conv2d_detail::pixel_of(s, row);
             y[px.img][ch][px.p] = v;
           } else {
@@ -433,6 +455,33 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
       });
     });
   });
+}
+
+/// Adds kernel `name`: y = sum of the split-k partials ws: f32[split][N * OH * OW][O] (+ bias),
+/// in dt and `out_layout` (y: dt[N * OH * OW][O] or dt[N][O][OH * OW]); one thread per output.
+inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s, DataType dt,
+                                   Conv2dLayout out_layout, bool has_bias, int split) {
+  using namespace hidet::lang;
+  const int M = int(s.gemm_m()), O = s.o, P = s.oh() * s.ow(), threads = 256;
+  const std::int64_t total = std::int64_t(M) * O;
+  const bool nchw = out_layout == Conv2dLayout::NCHW;
+  auto body = [&](lang::Tensor ws, const lang::Tensor *bias, lang::Tensor y) {
+    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+    attrs.cuda.block_dim = threads;
+    Var i = blockIdx.x * threads + threadIdx.x;
+    if_(i < total, [&] {
+      Var m = i / O, o = i % O;
+      Var sum = var(f32, bias ? cast((*bias)[o], f32) : Expr(0.0f), "sum");
+      for_(range(split).unroll(), [&](Var z) { sum += ws[z][m][o]; });
+      if (nchw) y[m / P][o][m % P] = sum;
+      else y[m][o] = sum;
+    });
+  };
+  TensorSpec ys = nchw ? TensorSpec(dt, {})[s.n][O][P] : TensorSpec(dt, {})[M][O];
+  if (has_bias)
+    mod.kernel(name, {f32[split][M][O], TensorSpec(dt, {})[O], ys},
+               [&](lang::Tensor ws, lang::Tensor b, lang::Tensor y) { body(ws, &b, y); });
+  else mod.kernel(name, {f32[split][M][O], ys}, [&](lang::Tensor ws, lang::Tensor y) { body(ws, nullptr, y); });
 }
 
 /// Adds kernel `name` (depthwise: groups == C == O): parameters x: dt, layout's order, w:
