@@ -1,6 +1,8 @@
 """cuDNN's conv2d (torch.nn.functional.conv2d) on the ResNet-50 layers of bench_conv2d, same table
 format: f32 NCHW (allow_tf32=False), f16 NCHW, f16 NHWC (channels_last), bias included,
-torch.backends.cudnn.benchmark=True. CUDA-event timing, median of 7 batches after warm-up."""
+torch.backends.cudnn.benchmark=True. CUDA-event timing, median of 7 batches after warm-up, two
+ways: the calls replayed from a CUDA graph (GPU time, no Python launch overhead: compare these
+with bench_conv2d) and eager calls (what a PyTorch program sees; small layers are launch-bound)."""
 import sys
 
 try:
@@ -36,6 +38,24 @@ LAYERS = [
 MODES = [("f32 NCHW", torch.float32, False), ("f16 NCHW", torch.float16, False), ("f16 NHWC", torch.float16, True)]
 
 
+GRAPH_CALLS = 20
+
+
+def time_graph_ms(fn):
+    """Per-call time of GRAPH_CALLS calls captured in one CUDA graph (after eager warm-up)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(GRAPH_CALLS):
+            fn()
+    return time_ms(g.replay) / GRAPH_CALLS
+
+
 def time_ms(fn):
     for _ in range(3):
         fn()
@@ -54,12 +74,9 @@ def time_ms(fn):
 
 print(f"bench_conv2d_torch: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
       f"{torch.cuda.get_device_name()}, cudnn.benchmark=True, allow_tf32=False")
+results = {}
 for batch in (1, 16):
-    print(f"\nbatch {batch} (ms per conv, bias included)\n{'layer':<26s}" + "".join(f" {m[0]:>10s}" for m in MODES))
-    total = [0.0] * len(MODES)
-    net = [0.0] * len(MODES)
     for name, c, h, o, k, s, p, count in LAYERS:
-        row = f"{name:<26s}"
         for i, (_, dt, nhwc) in enumerate(MODES):
             x = torch.randn(batch, c, h, h, device="cuda", dtype=dt)
             w = torch.randn(o, c, k, k, device="cuda", dtype=dt)
@@ -67,10 +84,28 @@ for batch in (1, 16):
             if nhwc:
                 x = x.to(memory_format=torch.channels_last)
                 w = w.to(memory_format=torch.channels_last)
-            ms = time_ms(lambda: F.conv2d(x, w, b, s, p))
-            total[i] += ms
-            net[i] += ms * count
-            row += f" {ms:10.4f}"
-        print(row)
-    print(f"{'sum (distinct layers)':<26s}" + "".join(f" {v:10.4f}" for v in total))
-    print(f"{'net (x occurrences)':<26s}" + "".join(f" {v:10.4f}" for v in net))
+            fn = lambda: F.conv2d(x, w, b, s, p)
+            eager = time_ms(fn)
+            try:
+                graph = time_graph_ms(fn)
+            except RuntimeError as e:  # capture failed: report eager
+                print(f"{name} {MODES[i][0]}: CUDA graph capture failed ({e}); eager time used")
+                graph = eager
+            results[(batch, name, i)] = (graph, eager)
+
+for how, which in (("CUDA graph replay: GPU time", 0), ("eager calls", 1)):
+    for batch in (1, 16):
+        print(f"\ncuDNN batch {batch}, {how} (ms per conv, bias included)\n{'layer':<26s}" +
+              "".join(f" {m[0]:>10s}" for m in MODES))
+        total = [0.0] * len(MODES)
+        net = [0.0] * len(MODES)
+        for name, c, h, o, k, s, p, count in LAYERS:
+            row = f"{name:<26s}"
+            for i in range(len(MODES)):
+                ms = results[(batch, name, i)][which]
+                total[i] += ms
+                net[i] += ms * count
+                row += f" {ms:10.4f}"
+            print(row)
+        print(f"{'sum (distinct layers)':<26s}" + "".join(f" {v:10.4f}" for v in total))
+        print(f"{'net (x occurrences)':<26s}" + "".join(f" {v:10.4f}" for v in net))
