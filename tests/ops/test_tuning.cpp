@@ -174,3 +174,36 @@ TEST_CASE("ops::matmul runs the tuned template and reuses its choice") {
   expect_close(o::matmul(a3, b), {2, 3, n}, want3);
   hidet::option::search_space(before);
 }
+
+TEST_CASE("matmul templates with a batch: both operands batched, one shared, split-k candidates") {
+  const int m = 21, n = 19, k = 70, count = 3;
+  auto ref = [&](const Tensor &a, const Tensor &b, bool a_has, bool b_has) {
+    auto ha = a.to_double_vector(), hb = b.to_double_vector();
+    std::vector<double> c;
+    for (int z = 0; z < count; ++z) {
+      std::vector<double> az(ha.begin() + (a_has ? z * m * k : 0), ha.begin() + (a_has ? z * m * k : 0) + m * k);
+      std::vector<double> bz(hb.begin() + (b_has ? z * k * n : 0), hb.begin() + (b_has ? z * k * n : 0) + k * n);
+      auto cz = ref_matmul(az, bz, m, n, k);
+      c.insert(c.end(), cz.begin(), cz.end());
+    }
+    return c;
+  };
+  for (DataType dt : {DataType(dtypes::f32), DataType(dtypes::f16), DataType(dtypes::bf16)}) {
+    INFO(dt);
+    // Through the operator: [3, m, k] @ [3, k, n], [m, k] @ [3, k, n], [3, m, k] @ [1, k, n].
+    Tensor a3 = make({count, m, k}, dt), b3 = make({count, k, n}, dt), a2 = make({m, k}, dt), b1 = make({1, k, n}, dt);
+    expect_close(o::matmul(a3, b3), {count, m, n}, ref(a3, b3, true, true));
+    expect_close(o::matmul(a2, b3), {count, m, n}, ref(a2, b3, false, true));
+    expect_close(o::matmul(a3, b1), {count, m, n}, ref(a3, b1, true, false));
+    // Every space-1 candidate of the batched problem (split-k ones included for f32).
+    hidet::ops::templates::MatmulBatch batch{count, true, false};
+    Tensor b2 = b1.reshape({k, n});
+    auto want = ref(a3, b2, true, false);
+    for (auto &cand : hidet::ops::matmul_candidates(m, n, k, dt, 1, batch)) {
+      INFO("candidate " << cand.label);
+      Tensor c = hidet::full({count, m, n}, std::nan(""), dt);
+      cand.build()(a3, b2, c);
+      expect_close(c, {count, m, n}, want);
+    }
+  }
+}

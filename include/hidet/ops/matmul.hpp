@@ -1,9 +1,9 @@
 // Matrix products: matmul (numpy semantics), batch_matmul and linear. When a and b have one
-// dtype among f32, f16 and bf16 and b is a matrix (a's batch dimensions then fold into its rows),
-// the product runs on a template (matmul_templates.hpp: FMA, mma.sync or TMA + wgmma kernels,
-// tuned per shape under hidet::option::search_space); every other case (integer dtypes, mixed
-// dtypes, batched b) runs the tiled shared-memory kernel of schedule_matmul.hpp, correct for
-// every shape and dtype.
+// dtype among f32, f16 and bf16, the product runs on a template (matmul_templates.hpp: FMA,
+// mma.sync or TMA + wgmma kernels, tuned per shape under hidet::option::search_space): a matrix b
+// folds a's batch dimensions into its rows; batched operands each carry the whole batch or none
+// of it. Every other case (integer or mixed dtypes, a partly broadcast batch) runs the tiled
+// shared-memory kernel of schedule_matmul.hpp, correct for every shape and dtype.
 #pragma once
 
 #include <limits>
@@ -40,11 +40,16 @@ inline Tensor matmul(const Tensor &a, const Tensor &b) {
   Shape final_shape = batch;
   if (a.ndim() > 1) final_shape.push_back(m);
   if (b.ndim() > 1) final_shape.push_back(n);
-  // The templates: one float dtype, b a matrix (a's batch folds into rows), sizes in int range.
-  std::int64_t rows = shape_numel(sa) / std::max<std::int64_t>(k, 1);
+  // The templates: one float dtype, sizes in int range; b a matrix (a's batch folds into rows),
+  // or a batch in which each operand has the whole batch or none of it.
+  std::int64_t rows = sb.size() == 2 ? shape_numel(sa) / std::max<std::int64_t>(k, 1) : m;
+  std::int64_t count = sb.size() == 2 ? 1 : shape_numel(batch);
+  bool a_has = shape_numel(ba) > 1, b_has = shape_numel(bb) > 1;
+  bool batch_ok = count == 1 || ((!a_has || ba == batch) && (!b_has || bb == batch) && count <= 65535);
   const std::int64_t int_max = std::numeric_limits<int>::max();
-  if (sb.size() == 2 && a.dtype() == b.dtype() && (t == dtypes::f32 || t.is_half()) && rows > 0 && n > 0 && k > 0 &&
-      rows <= int_max && n <= int_max && k <= int_max && shape_numel(sa) == rows * k) {
+  if (a.dtype() == b.dtype() && (t == dtypes::f32 || t.is_half()) && batch_ok && rows > 0 && n > 0 && k > 0 &&
+      rows * count <= int_max && n <= int_max && k <= int_max) {
+    templates::MatmulBatch mb{int(count), a_has, b_has};
     Device dev = detail::common_device("matmul", {a, b});
     Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
     // On the device, with 16-byte aligned data (the kernels' vector copies and TMA need it).
@@ -52,9 +57,13 @@ inline Tensor matmul(const Tensor &a, const Tensor &b) {
       Tensor y = x.to(run_dev).reshape(std::move(shape));
       return reinterpret_cast<std::uintptr_t>(y.data_ptr()) % 16 ? y.clone() : y;
     };
-    Tensor a2 = prepare(a, {rows, k}), b2 = prepare(b, {k, n});
-    Tensor c = empty(out, t, run_dev), c2 = c.reshape({rows, n});
-    if (auto run = matmul_template_kernel(int(rows), int(n), int(k), t, a2, b2, c2)) {
+    auto with_batch = [&](bool has, Shape s) {
+      if (count > 1 && has) s.insert(s.begin(), count);
+      return s;
+    };
+    Tensor a2 = prepare(a, with_batch(a_has, {rows, k})), b2 = prepare(b, with_batch(b_has, {k, n}));
+    Tensor c = empty(out, t, run_dev), c2 = c.reshape(with_batch(true, {rows, n}));
+    if (auto run = matmul_template_kernel(int(rows), int(n), int(k), t, a2, b2, c2, mb)) {
       run(a2, b2, c2);
       if (dev.is_cpu()) c = c.to(dev);
       return final_shape == out ? c : c.reshape(final_shape);

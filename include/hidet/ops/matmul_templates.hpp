@@ -41,9 +41,12 @@ inline bool matmul_wgmma_available() {
 }
 
 /// The candidates of space `space` (0, 1 or 2) for c[m, n] = a[m, k] @ b[k, n] in dtype `dt`
-/// (f32, f16 or bf16), in order of preference: the first is the heuristic configuration.
-inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataType dt, int space) {
+/// (f32, f16 or bf16), in order of preference: the first is the heuristic configuration. With a
+/// batch, c[z] = a[z] @ b[z] (see templates::MatmulBatch).
+inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataType dt, int space,
+                                                      const templates::MatmulBatch &batch = {}) {
   using namespace templates;
+  const int mb = m * batch.count; // the heuristics see the batch as more rows
   const auto &dev = runtime::device_info(0);
   const int sms = dev.emulated || dev.sm_count <= 0 ? 132 : dev.sm_count;
   std::vector<MatmulCandidate> out;
@@ -58,8 +61,9 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
       return;
     }
     if (c.split_k > 1 && k / c.split_k < 2 * c.block_k) return;
-    push("fma " + c.str(), [=] {
-      auto mm = std::make_shared<MatmulF32>(m, n, k, c);
+    if (std::int64_t(c.split_k) * batch.count > 65535) return; // grid z
+    push("fma " + c.str() + batch.str(), [=] {
+      auto mm = std::make_shared<MatmulF32>(m, n, k, c, batch);
       return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
     });
   };
@@ -69,8 +73,9 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     } catch (const ValueError &) {
       return;
     }
-    push("mma.sync " + c.str(), [=] {
-      auto mm = std::make_shared<MatmulF16>(m, n, k, dt, c);
+    if (batch.count > 65535) return; // grid z
+    push("mma.sync " + c.str() + batch.str(), [=] {
+      auto mm = std::make_shared<MatmulF16>(m, n, k, dt, c, batch);
       return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
     });
   };
@@ -80,14 +85,14 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     } catch (const ValueError &) {
       return;
     }
-    push("wgmma " + c.str(), [=] {
-      auto mm = std::make_shared<MatmulWgmma>(m, n, k, dt, c);
+    push("wgmma " + c.str() + batch.str(), [=] {
+      auto mm = std::make_shared<MatmulWgmma>(m, n, k, dt, c, batch);
       return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
     });
   };
 
   if (dt == dtypes::f32) {
-    add_f32(matmul_f32_heuristic_config(m, n, k, sms));
+    add_f32(matmul_f32_heuristic_config(mb, n, k, sms));
     if (space == 0) return out;
     const MatmulF32Config big{}, small{2, 2, 2, 1, 4, 8, 4, 4, 8, 4, 1};
     for (auto base : {big, small})
@@ -111,7 +116,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   }
 
   if (matmul_wgmma_available()) {
-    add_wgmma(matmul_wgmma_heuristic_config(m, n, k, sms));
+    add_wgmma(matmul_wgmma_heuristic_config(mb, n, k, sms));
     if (space == 0) return out;
     const int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
     struct Shape {
@@ -121,7 +126,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
       for (int split : {1, 2, 4, 8}) {
         MatmulWgmmaConfig c;
         c.consumers = s.consumers, c.block_n = s.block_n, c.stages = s.stages, c.split_k = split;
-        std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n);
+        std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n) * batch.count;
         if (split > 1 && (tiles * split > 2 * sms || k_tiles / split < 2)) continue;
         add_wgmma(c);
         if (space == 2) {
@@ -139,7 +144,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
         }
       }
   } else {
-    add_mma(matmul_f16_heuristic_config(m, n, k, sms));
+    add_mma(matmul_f16_heuristic_config(mb, n, k, sms));
     if (space == 0) return out;
   }
   // mma.sync tilings (the only template off Hopper; more candidates on Hopper).
@@ -179,15 +184,15 @@ inline MatmulKernelCache &matmul_kernel_cache() {
 /// the tuning record). Empty when no candidate could be built (logged on stderr): the caller
 /// falls back to the auto-scheduled kernel.
 inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const Tensor &a, const Tensor &b,
-                                        const Tensor &c) {
+                                        const Tensor &c, const templates::MatmulBatch &batch = {}) {
   int space = option::search_space();
-  std::string key = str_cat(dt, " ", m, "x", n, "x", k, " space ", space);
+  std::string key = str_cat(dt, " ", m, "x", n, "x", k, batch.str(), " space ", space);
   auto &cache = detail::matmul_kernel_cache();
   {
     std::lock_guard<std::mutex> lock(cache.mu);
     if (auto it = cache.runs.find(key); it != cache.runs.end()) return it->second;
   }
-  auto cands = matmul_candidates(m, n, k, dt, space);
+  auto cands = matmul_candidates(m, n, k, dt, space, batch);
   HIDET_ASSERT(!cands.empty(), "matmul: no template candidate for ", key);
   MatmulRun run;
   try {

@@ -32,6 +32,7 @@
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/ops/templates/matmul_batch.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
@@ -100,9 +101,11 @@ inline void require_half(DataType d, const std::string &what) {
 } // namespace matmul_f16_detail
 
 /// Adds kernel `name`: c = a @ b for a: dt[m][matmul_f16_lda(k)], b: dt[k][matmul_f16_ldb(n)],
-/// c: dt[m][n] (row-major, dt f16 or bf16; only the first k / n columns of a / b are read).
+/// c: dt[m][n] (row-major, dt f16 or bf16; only the first k / n columns of a / b are read). With
+/// a batch, each operand that has it gets a leading dimension of batch.count, and blockIdx.z
+/// picks the product.
 inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
-                                  DataType dt, const MatmulF16Config &cfg = {}) {
+                                  DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {}) {
   using namespace hidet::lang;
   matmul_f16_detail::require_half(dt, str_cat("matmul_f16 '", name, "'"));
   check_matmul_f16_config(cfg);
@@ -115,8 +118,17 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
   const bool guard_m = m % bm != 0, guard_n = n % bn != 0 || n % 8 != 0, guard_k = k % bk != 0;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
-  mod.kernel(name, {T({})[m][lda], T({})[k][ldb], T({})[m][n]}, [&](lang::Tensor a, lang::Tensor b, lang::Tensor c) {
-    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm)};
+  auto batched = [&](bool has, int rows, int cols) {
+    return batch.batched() && has ? T({})[batch.count][rows][cols] : T({})[rows][cols];
+  };
+  mod.kernel(name, {batched(batch.a, m, lda), batched(batch.b, k, ldb), batched(true, m, n)},
+             [&](lang::Tensor a_param, lang::Tensor b_param, lang::Tensor c_param) {
+    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm), batch.count};
+    // The operands of this block's product.
+    auto at = [&](const lang::Tensor &t, bool has) {
+      return [&t, has, on = batch.batched()](Expr r, Expr c) { return on && has ? t[blockIdx.z][r][c] : t[r][c]; };
+    };
+    auto a = at(a_param, batch.a), b = at(b_param, batch.b), c = at(c_param, true);
     attrs.cuda.block_dim = threads;
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     if (cfg.min_blocks > 0) attrs.cuda.min_blocks = cfg.min_blocks;
@@ -138,19 +150,19 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
     auto load_tiles = [&](Expr stage, Expr k0) {
       for_(auto_map({bm, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
         Expr row = m0 + r, col = k0 + v * 8;
-        if (!guard_m && !guard_k) return cp_async(sa[stage][r][v * 8], a[row][col], 16);
+        if (!guard_m && !guard_k) return cp_async(sa[stage][r][v * 8], a(row, col), 16);
         Expr bytes = guard_k ? max(min((k - col) * 2, 16), 0) : Expr(16);
         if (guard_m) bytes = select(row < m, bytes, 0);
         Expr src_row = guard_m ? min(row, m - 1) : row, src_col = guard_k ? min(col, lda - 8) : col;
-        cp_async(sa[stage][r][v * 8], a[src_row][src_col], 16, bytes);
+        cp_async(sa[stage][r][v * 8], a(src_row, src_col), 16, bytes);
       });
       for_(auto_map({bk, bn / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
         Expr row = k0 + r, col = n0 + v * 8;
-        if (!guard_k && !guard_n) return cp_async(sb[stage][r][v * 8], b[row][col], 16);
+        if (!guard_k && !guard_n) return cp_async(sb[stage][r][v * 8], b(row, col), 16);
         Expr bytes = guard_n ? max(min((n - col) * 2, 16), 0) : Expr(16);
         if (guard_k) bytes = select(row < k, bytes, 0);
         Expr src_row = guard_k ? min(row, k - 1) : row, src_col = guard_n ? min(col, ldb - 8) : col;
-        cp_async(sb[stage][r][v * 8], b[src_row][src_col], 16, bytes);
+        cp_async(sb[stage][r][v * 8], b(src_row, src_col), 16, bytes);
       });
     };
     // One k tile of mma on buffer `stage`: per 16 of k, mt A fragments, nt B fragments, mt x nt mma.
@@ -188,7 +200,7 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
       Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
       if (n % 2 == 0) {
         pair[0] = half2_pack(acc[i][j][h * 2], acc[i][j][h * 2 + 1], dt);
-        auto store = [&] { store_vector(c[row][col], pair, 4); };
+        auto store = [&] { store_vector(c(row, col), pair, 4); };
         Expr ok = true;
         if (guard_m) ok = ok && row < m;
         if (guard_n) ok = ok && col < n;
@@ -196,7 +208,7 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
         else store();
       } else {
         for (int e = 0; e < 2; ++e)
-          if_(row < m && col + e < n, [&] { c[row][col + e] = acc[i][j][h * 2 + e]; });
+          if_(row < m && col + e < n, [&] { c(row, col + e) = acc[i][j][h * 2 + e]; });
       }
     });
   });
@@ -221,12 +233,15 @@ inline void add_pad_columns_kernel(lang::ScriptModule &mod, const std::string &n
 }
 
 /// A script module for these sizes: kernel "matmul_f16" (parameters as in add_matmul_f16_kernel),
-/// and "pad_a" / "pad_b" when k / n is not a multiple of 8. MatmulF16 runs it.
-inline lang::ScriptModule matmul_f16_module(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {}) {
+/// and "pad_a" / "pad_b" when k / n is not a multiple of 8 (over all the rows of the batch).
+/// MatmulF16 runs it.
+inline lang::ScriptModule matmul_f16_module(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {},
+                                            const MatmulBatch &batch = {}) {
   auto mod = lang::script_module(str_cat("matmul_", dt, "_", m, "x", n, "x", k));
-  add_matmul_f16_kernel(mod, "matmul_f16", m, n, k, dt, cfg);
-  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", m, k, matmul_f16_lda(k), dt);
-  if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", k, n, matmul_f16_ldb(n), dt);
+  add_matmul_f16_kernel(mod, "matmul_f16", m, n, k, dt, cfg, batch);
+  int ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
+  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", ba * m, k, matmul_f16_lda(k), dt);
+  if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", bb * k, n, matmul_f16_ldb(n), dt);
   return mod;
 }
 
@@ -242,21 +257,30 @@ inline MatmulF16Config matmul_f16_heuristic_config(int m, int n, int k, int num_
 }
 
 /// A built tensor-core matmul for fixed sizes and dtype: f(a, b, c) computes c = a @ b
-/// (a: [m, k], b: [k, n], c: [m, n], all f16 or all bf16, on cuda). When k or n is not a multiple
-/// of 8 the inputs are first copied into padded workspaces (16-byte aligned rows for cp.async).
+/// (a: [m, k], b: [k, n], c: [m, n], all f16 or all bf16, on cuda; with a batch, [count, ...] for
+/// c and for each operand that has the batch). When k or n is not a multiple of 8 the inputs are
+/// first copied into padded workspaces (16-byte aligned rows for cp.async).
 class MatmulF16 {
 public:
-  MatmulF16(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {})
-      : cfg_(cfg), cm_(matmul_f16_module(m, n, k, dt, cfg).build()) {
-    if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({m, matmul_f16_lda(k)}, dt, "cuda");
-    if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({k, matmul_f16_ldb(n)}, dt, "cuda");
+  MatmulF16(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {})
+      : cfg_(cfg), cm_(matmul_f16_module(m, n, k, dt, cfg, batch).build()) {
+    std::int64_t ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
+    if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({ba * m, matmul_f16_lda(k)}, dt, "cuda");
+    if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({bb * k, matmul_f16_ldb(n)}, dt, "cuda");
   }
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const {
-    const Tensor *pa = &a, *pb = &b;
-    if (a_pad_.defined()) cm_["pad_a"](a, a_pad_), pa = &a_pad_;
-    if (b_pad_.defined()) cm_["pad_b"](b, b_pad_), pb = &b_pad_;
-    cm_["matmul_f16"](*pa, *pb, c);
+    Tensor pa = a, pb = b;
+    auto pad = [&](const char *kernel, const Tensor &x, const Tensor &ws) {
+      std::int64_t cols = x.shape().back();
+      cm_[kernel](x.reshape({x.numel() / cols, cols}), ws);
+      auto shape = x.shape();
+      shape.back() = ws.shape().back();
+      return ws.reshape(shape);
+    };
+    if (a_pad_.defined()) pa = pad("pad_a", a, a_pad_);
+    if (b_pad_.defined()) pb = pad("pad_b", b, b_pad_);
+    cm_["matmul_f16"](pa, pb, c);
   }
   const MatmulF16Config &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }

@@ -24,6 +24,7 @@
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/ops/templates/matmul_batch.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
@@ -87,8 +88,10 @@ inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const la
 /// Adds kernel `name`: c = a @ b for a: f32[m][k], b: f32[k][n], c: f32[m][n] (row-major).
 /// With cfg.split_k = s > 1 the third parameter is f32[s][m][n] instead: block z of the grid
 /// computes the partial product over the z-th slice of k into c[z] (sum them: add_sum_kernel).
+/// With a batch, each operand that has it gets a leading dimension of batch.count (the split-k
+/// workspace is f32[s][count * m][n]) and blockIdx.z / s picks the product.
 inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
-                                  const MatmulF32Config &cfg = {}) {
+                                  const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {}) {
   using namespace hidet::lang;
   check_matmul_f32_config(cfg);
   if (m <= 0 || n <= 0 || k <= 0)
@@ -103,10 +106,18 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
   const int k_slice = ceil_div(ceil_div(k, split), bk) * bk; // k per slice, whole tiles
   const int k_tiles = k_slice / bk;
   const bool guard_m = m % bm != 0, guard_n = n % bn != 0, guard_k = k % k_slice != 0 || k % bk != 0;
-  TensorSpec out_type = split > 1 ? f32[split][m][n] : f32[m][n];
+  const int count = batch.count;
+  auto batched = [&](bool has, int rows, int cols) { return batch.batched() && has ? f32[count][rows][cols] : f32[rows][cols]; };
+  TensorSpec out_type = split > 1 ? f32[split][count * m][n] : batched(true, m, n);
 
-  mod.kernel(name, {f32[m][k], f32[k][n], out_type}, [&](lang::Tensor a, lang::Tensor b, lang::Tensor c_param) {
-    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm), split};
+  mod.kernel(name, {batched(batch.a, m, k), batched(batch.b, k, n), out_type},
+             [&](lang::Tensor a_param, lang::Tensor b_param, lang::Tensor c_param) {
+    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm), split * count};
+    Var zb = blockIdx.z / split, zs = blockIdx.z % split; // the product and the k slice
+    auto at = [&](const lang::Tensor &t, bool has) {
+      return [&t, has, &zb, on = batch.batched()](Expr r, Expr c) { return on && has ? t[zb][r][c] : t[r][c]; };
+    };
+    auto a = at(a_param, batch.a), b = at(b_param, batch.b);
     attrs.cuda.block_dim = threads;
     if (cfg.min_blocks > 0) attrs.cuda.min_blocks = cfg.min_blocks;
 
@@ -122,9 +133,12 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
     auto b_next = register_tensor(f32[b_rounds], "b_next");
 
     Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
-    Expr k_base = split > 1 ? Expr(blockIdx.z * k_slice) : Expr(0);
+    Expr k_base = split > 1 ? Expr(zs * k_slice) : Expr(0);
     // c[row][col] of this block's output (its slice of the workspace under split-k)
-    auto c_at = [&](Expr row, Expr col) { return split > 1 ? c_param[blockIdx.z][row][col] : c_param[row][col]; };
+    auto c_at = [&](Expr row, Expr col) {
+      if (split > 1) return c_param[zs][zb * m + row][col];
+      return batch.batched() ? c_param[zb][row][col] : c_param[row][col];
+    };
     Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     // The spatial parts of the c mapping: this thread's warp tile and lane position.
     auto wt = matmul_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
@@ -146,9 +160,9 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
           if (guard_k) ok = ok && col < k;
           if (guard_m || guard_k) {
             a_next[r] = 0.0f;
-            if_(ok, [&] { a_next[r] = a[row][col]; });
+            if_(ok, [&] { a_next[r] = a(row, col); });
           } else {
-            a_next[r] = a[row][col];
+            a_next[r] = a(row, col);
           }
         });
       });
@@ -162,9 +176,9 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
           if (guard_n) ok = ok && col < n;
           if (guard_k || guard_n) {
             b_next[r] = 0.0f;
-            if_(ok, [&] { b_next[r] = b[row][col]; });
+            if_(ok, [&] { b_next[r] = b(row, col); });
           } else {
-            b_next[r] = b[row][col];
+            b_next[r] = b(row, col);
           }
         });
       });
@@ -239,10 +253,11 @@ inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int
 
 /// A script module for these sizes: kernel "matmul_f32" (and "sum_slices" under split-k). Without
 /// split-k, build() it and call it as cm(a, b, c); MatmulF32 runs either form.
-inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32Config &cfg = {}) {
+inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32Config &cfg = {},
+                                            const MatmulBatch &batch = {}) {
   auto mod = lang::script_module(str_cat("matmul_f32_", m, "x", n, "x", k));
-  add_matmul_f32_kernel(mod, "matmul_f32", m, n, k, cfg);
-  if (cfg.split_k > 1) add_sum_kernel(mod, "sum_slices", cfg.split_k, m, n);
+  add_matmul_f32_kernel(mod, "matmul_f32", m, n, k, cfg, batch);
+  if (cfg.split_k > 1) add_sum_kernel(mod, "sum_slices", cfg.split_k, batch.count * m, n);
   return mod;
 }
 
@@ -272,17 +287,15 @@ inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_
 /// c: [m, n], f32 tensors on cuda), with split-k through a workspace when the config asks.
 class MatmulF32 {
 public:
-  MatmulF32(int m, int n, int k, const MatmulF32Config &cfg = {})
-      : cfg_(cfg), cm_(matmul_f32_module(m, n, k, cfg).build()) {
-    if (cfg.split_k > 1) workspace_ = hidet::empty({cfg.split_k, m, n}, hidet::f32, "cuda");
+  MatmulF32(int m, int n, int k, const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {})
+      : cfg_(cfg), cm_(matmul_f32_module(m, n, k, cfg, batch).build()) {
+    if (cfg.split_k > 1) workspace_ = hidet::empty({cfg.split_k, std::int64_t(batch.count) * m, n}, hidet::f32, "cuda");
   }
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const {
     if (cfg_.split_k == 1) return cm_["matmul_f32"](a, b, c);
     cm_["matmul_f32"](a, b, workspace_);
-    auto &shape = c.shape();
-    cm_["sum_slices"](workspace_.reshape({cfg_.split_k, shape.size() == 2 ? shape[0] * shape[1] : -1}),
-                      c.reshape({-1}));
+    cm_["sum_slices"](workspace_.reshape({cfg_.split_k, c.numel()}), c.reshape({-1}));
   }
   const MatmulF32Config &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }

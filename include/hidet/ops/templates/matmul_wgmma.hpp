@@ -105,9 +105,12 @@ inline int matmul_wgmma_splits(int k, const MatmulWgmmaConfig &cfg) {
 /// block_m x 64, 128-byte swizzle) and b: dt[k][ldb] (boxes of 64 x 64, 128-byte swizzle), with
 /// lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n). Needs sm_90a. With split-k (S =
 /// matmul_wgmma_splits(k, cfg) > 1) the last parameter is instead an f32[S][m][n] workspace of
-/// the partial products of each k slice (add_sum_splits_kernel adds them up).
+/// the partial products of each k slice (add_sum_splits_kernel adds them up). With a batch, c
+/// is [count][m][n] (the workspace [S][count * m][n]) and the maps of the operands that have the
+/// batch are 3-D (boxes of 1 x ...): the persistent tile id also walks the batch.
 inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k, DataType dt,
-                                    const MatmulWgmmaConfig &cfg = {}, int num_sms = 132) {
+                                    const MatmulWgmmaConfig &cfg = {}, int num_sms = 132,
+                                    const MatmulBatch &batch = {}) {
   using namespace hidet::lang;
   matmul_f16_detail::require_half(dt, str_cat("matmul_wgmma '", name, "'"));
   check_matmul_wgmma_config(cfg);
@@ -120,10 +123,11 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   const int stage_bytes = cfg.a_stage_bytes() + cfg.b_stage_bytes();
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
-  TensorSpec out = splits > 1 ? f32[splits][m][n] : T({})[m][n];
+  const int count = batch.count;
+  TensorSpec out = splits > 1 ? f32[splits][count * m][n] : batch.batched() ? T({})[count][m][n] : T({})[m][n];
   mod.kernel(name, {tensor_map_param(), tensor_map_param(), out}, [&](lang::Tensor tmap_a, lang::Tensor tmap_b,
                                                                        lang::Tensor c) {
-    const int num_tiles = tiles_m * tiles_n * splits;
+    const int num_tiles = tiles_m * tiles_n * count * splits;
     attrs.cuda.grid_dim = cfg.persistent ? std::min(num_tiles, num_sms) : num_tiles;
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
@@ -136,18 +140,19 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     Var wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
     // The tiles of this block: blockIdx.x, + gridDim.x, ... (persistent) or just blockIdx.x. A
-    // tile is (k slice, tile_m, tile_n); body(m0, n0, split, first k tile, k tile count).
+    // tile is (k slice, batch, tile_m, tile_n); body(m0, n0, z, split, first k tile, k tiles).
     auto for_each_tile = [&](auto body) {
       Range tiles = cfg.persistent ? range(blockIdx.x, num_tiles, gridDim.x) : range(blockIdx.x, blockIdx.x + 1);
       for_(tiles, [&](Var id) {
-        Var split = id / (tiles_m * tiles_n), pid = id % (tiles_m * tiles_n);
+        Var split = id / (tiles_m * tiles_n * count), z = id / (tiles_m * tiles_n) % count;
+        Var pid = id % (tiles_m * tiles_n);
         Var kt0 = split * split_tiles;
         // Rasterization: groups of `group` block rows, column-major inside a group.
         Var first_m = pid / (group * tiles_n) * group;
         Var rows_in_group = min(tiles_m - first_m, group);
         Var tile_m = first_m + pid % (group * tiles_n) % rows_in_group;
         Var tile_n = pid % (group * tiles_n) / rows_in_group;
-        body(tile_m * bm, tile_n * bn, split, kt0, min(k_tiles - kt0, split_tiles));
+        body(tile_m * bm, tile_n * bn, z, split, kt0, min(k_tiles - kt0, split_tiles));
       });
     };
 
@@ -166,13 +171,17 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       setmaxnreg(cfg.producer_regs, false);
       if_(tid == 0, [&] {
         Var it = var(i32, 0, "it");
-        for_each_tile([&](Expr m0, Expr n0, Expr, Expr kt0, Expr kts) {
+        for_each_tile([&](Expr m0, Expr n0, Expr z, Expr, Expr kt0, Expr kts) {
           for_(range(kt0, kt0 + kts), [&](Var kt) {
             Var s = it % stages;
             mbarrier_wait(empty[s], 1 - it / stages % 2); // the stage's previous round was consumed
             mbarrier_arrive_expect_tx(full[s], stage_bytes);
-            tma_load(sa[s][0][0], tmap_a, full[s], {kt * bk, m0});
-            for (int j = 0; j < bn / 64; ++j) tma_load(sb[s][j][0][0], tmap_b, full[s], {n0 + j * 64, kt * bk});
+            if (batch.batched() && batch.a) tma_load(sa[s][0][0], tmap_a, full[s], {kt * bk, m0, z});
+            else tma_load(sa[s][0][0], tmap_a, full[s], {kt * bk, m0});
+            for (int j = 0; j < bn / 64; ++j) {
+              if (batch.batched() && batch.b) tma_load(sb[s][j][0][0], tmap_b, full[s], {n0 + j * 64, kt * bk, z});
+              else tma_load(sb[s][j][0][0], tmap_b, full[s], {n0 + j * 64, kt * bk});
+            }
             it = it + 1;
           });
         });
@@ -184,7 +193,12 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       Var row0 = (wg - 1) * 64;
       Var w = tid / 32, g = tid % 32 / 4, q = tid % 4;
       Var it = var(i32, 0, "it");
-      for_each_tile([&](Expr m0, Expr n0, Expr split, Expr kt0, Expr kts) {
+      for_each_tile([&](Expr m0, Expr n0, Expr z, Expr split, Expr kt0, Expr kts) {
+        // c[row][col] of this tile's product (its k slice's workspace rows under split-k)
+        auto c_at = [&](Expr row, Expr col) {
+          if (splits > 1) return c[split][z * m + row][col];
+          return batch.batched() ? c[z][row][col] : c[row][col];
+        };
         for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
         for_(range(kt0, kt0 + kts), [&](Var kt) {
           Var s = it % stages;
@@ -216,11 +230,11 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
               Expr ok = true;
               if (guard_m) ok = ok && row < m;
               if (guard_n || n % 2) ok = ok && col + x < n;
-              if_(ok, [&] { c[split][row][col + x] = acc[e + x]; });
+              if_(ok, [&] { c_at(row, col + x) = acc[e + x]; });
             }
           } else if (n % 2 == 0) {
             pair[0] = half2_pack(acc[e], acc[e + 1], dt);
-            auto store = [&] { store_vector(c[row][col], pair, 4); };
+            auto store = [&] { store_vector(c_at(row, col), pair, 4); };
             Expr ok = true;
             if (guard_m) ok = ok && row < m;
             if (guard_n) ok = ok && col < n;
@@ -228,7 +242,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
             else store();
           } else {
             for (int x = 0; x < 2; ++x)
-              if_(row < m && col + x < n, [&] { c[row][col + x] = acc[e + x]; });
+              if_(row < m && col + x < n, [&] { c_at(row, col + x) = acc[e + x]; });
           }
         });
       });
@@ -259,12 +273,14 @@ inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &na
 /// add_matmul_wgmma_kernel), "sum_splits" with split-k, and "pad_a" / "pad_b" when k / n is not
 /// a multiple of 8.
 inline lang::ScriptModule matmul_wgmma_module(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {},
-                                              int num_sms = 132) {
+                                              int num_sms = 132, const MatmulBatch &batch = {}) {
   auto mod = lang::script_module(str_cat("matmul_wgmma_", dt, "_", m, "x", n, "x", k));
-  add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg, num_sms);
-  if (int splits = matmul_wgmma_splits(k, cfg); splits > 1) add_sum_splits_kernel(mod, "sum_splits", splits, m, n, dt);
-  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", m, k, matmul_f16_lda(k), dt);
-  if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", k, n, matmul_f16_ldb(n), dt);
+  add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg, num_sms, batch);
+  if (int splits = matmul_wgmma_splits(k, cfg); splits > 1)
+    add_sum_splits_kernel(mod, "sum_splits", splits, batch.count * m, n, dt);
+  int ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
+  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", ba * m, k, matmul_f16_lda(k), dt);
+  if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", bb * k, n, matmul_f16_ldb(n), dt);
   return mod;
 }
 
@@ -291,29 +307,44 @@ inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int 
 }
 
 /// A built Hopper matmul for fixed sizes and dtype: f(a, b, c) computes c = a @ b (a: [m, k],
-/// b: [k, n], c: [m, n], all f16 or all bf16, on a Hopper GPU). The TMA maps are encoded for the
-/// tensors' addresses and cached, so repeated calls on the same tensors encode nothing.
+/// b: [k, n], c: [m, n], all f16 or all bf16, on a Hopper GPU; with a batch, [count, ...] for c
+/// and for each operand that has the batch). The TMA maps are encoded for the tensors' addresses
+/// and cached, so repeated calls on the same tensors encode nothing.
 class MatmulWgmma {
 public:
-  MatmulWgmma(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {})
-      : m_(m), n_(n), k_(k), cfg_(cfg),
-        cm_(matmul_wgmma_module(m, n, k, dt, cfg, runtime::device_info(0).sm_count).build(matmul_wgmma_build_options())) {
-    if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({m, matmul_f16_lda(k)}, dt, "cuda");
-    if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({k, matmul_f16_ldb(n)}, dt, "cuda");
-    if (int splits = matmul_wgmma_splits(k, cfg); splits > 1) ws_ = hidet::empty({splits, m, n}, f32, "cuda");
+  MatmulWgmma(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {}, const MatmulBatch &batch = {})
+      : m_(m), n_(n), k_(k), cfg_(cfg), batch_(batch),
+        cm_(matmul_wgmma_module(m, n, k, dt, cfg, runtime::device_info(0).sm_count, batch)
+                .build(matmul_wgmma_build_options())) {
+    std::int64_t ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
+    if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({ba * m, matmul_f16_lda(k)}, dt, "cuda");
+    if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({bb * k, matmul_f16_ldb(n)}, dt, "cuda");
+    if (int splits = matmul_wgmma_splits(k, cfg); splits > 1)
+      ws_ = hidet::empty({splits, std::int64_t(batch.count) * m, n}, f32, "cuda");
   }
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) {
-    const Tensor *pa = &a, *pb = &b;
-    if (a_pad_.defined()) cm_["pad_a"](a, a_pad_), pa = &a_pad_;
-    if (b_pad_.defined()) cm_["pad_b"](b, b_pad_), pb = &b_pad_;
-    check(*pa, {m_, matmul_f16_lda(k_)}, "a");
-    check(*pb, {k_, matmul_f16_ldb(n_)}, "b");
-    map_for(map_a_, *pa, {cfg_.block_m(), MatmulWgmmaConfig::block_k});
-    map_for(map_b_, *pb, {MatmulWgmmaConfig::block_k, 64});
+    Tensor pa = a, pb = b;
+    auto pad = [&](const char *kernel, const Tensor &x, const Tensor &ws) {
+      std::int64_t cols = x.shape().back();
+      cm_[kernel](x.reshape({x.numel() / cols, cols}), ws);
+      auto shape = x.shape();
+      shape.back() = ws.shape().back();
+      return ws.reshape(shape);
+    };
+    if (a_pad_.defined()) pa = pad("pad_a", a, a_pad_);
+    if (b_pad_.defined()) pb = pad("pad_b", b, b_pad_);
+    auto with_batch = [&](bool has, std::vector<std::int64_t> s) {
+      if (batch_.batched() && has) s.insert(s.begin(), batch_.count);
+      return s;
+    };
+    check(pa, with_batch(batch_.a, {m_, matmul_f16_lda(k_)}), "a");
+    check(pb, with_batch(batch_.b, {k_, matmul_f16_ldb(n_)}), "b");
+    map_for(map_a_, pa, with_batch(batch_.a, {cfg_.block_m(), MatmulWgmmaConfig::block_k}), batch_.a);
+    map_for(map_b_, pb, with_batch(batch_.b, {MatmulWgmmaConfig::block_k, 64}), batch_.b);
     if (!ws_.defined()) return cm_["matmul_wgmma"](*map_a_.map, *map_b_.map, c);
     cm_["matmul_wgmma"](*map_a_.map, *map_b_.map, ws_);
-    cm_["sum_splits"](ws_, c);
+    cm_["sum_splits"](ws_, c.reshape({std::int64_t(batch_.count) * m_, n_}));
   }
   const MatmulWgmmaConfig &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }
@@ -328,13 +359,16 @@ private:
       throw ValueError(str_cat("matmul_wgmma: ", what, " has shape ", hidet::detail::shape_str(t.shape()), ", expected ",
                                hidet::detail::shape_str(want)));
   }
-  static void map_for(CachedMap &m, const Tensor &t, std::vector<std::int64_t> box) {
+  /// The map of `t` with boxes of `box` (a leading batch dimension gets a box of 1).
+  void map_for(CachedMap &m, const Tensor &t, std::vector<std::int64_t> box, bool has_batch) const {
+    if (batch_.batched() && has_batch) box[0] = 1;
     if (m.ptr == t.data_ptr() && m.map) return;
     m.map = TensorMap::tiled(t, box, TensorMap::Swizzle::B128);
     m.ptr = t.data_ptr();
   }
   int m_, n_, k_;
   MatmulWgmmaConfig cfg_;
+  MatmulBatch batch_;
   CompiledModule cm_;
   Tensor a_pad_, b_pad_, ws_;
   CachedMap map_a_, map_b_;
