@@ -30,7 +30,7 @@ int main() {
   Tensor dst = empty({n, n}, f32);
   double bytes = double(n) * n * 4;
   double copy_us = time_us([&] {
-    runtime::detail::copy_bytes(dst.data_ptr(), dst.device(), false, x.data_ptr(), x.device(), false, std::size_t(bytes));
+    runtime::detail::copy_bytes(dst.data_ptr(), dst.device(), dst.is_host_memory(), x.data_ptr(), x.device(), x.is_host_memory(), std::size_t(bytes));
   }, iters);
   double copy_gbs = 2 * bytes / copy_us / 1e3;
   std::printf("%-24s %-14s %10s %10s %8s\n", "op", "shape", "time_us", "GB/s", "vs_copy");

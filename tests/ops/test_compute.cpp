@@ -55,13 +55,40 @@ TEST_CASE("the scheduler inlines element-wise producers and materializes reducti
   auto s = reduce({5}, {300}, [&](const Idx &i, const Idx &r) { return e.at({i[0], r[0]}); }, ReduceKind::Sum, {}, {}, "s");
   auto y = compute("y", {5, 300}, [&](Expr i, Expr j) { return e[i][j] / s[i]; });
   Task t{"softmax", {x}, {y}, "", {}};
-  Plan p = schedule(t);
+  Plan p = schedule_materialized(t);
   REQUIRE(p.steps.size() == 3); // m, s, y: e is inlined
   CHECK(p.buffers.size() == 4); // x, y, m, s
   auto lowered = ir::lower(p.module.ir());
   std::string text = ir::to_string(lowered);
   CHECK(text.find("shfl_xor_sync") != std::string::npos);
   CHECK(text.find("exp") != std::string::npos);
+
+  // The same task under schedule(): one row-resident kernel, x loaded once with vector copies,
+  // exp(x - m) computed once into registers (read by the sum and by the output).
+  Plan rows = schedule(t);
+  REQUIRE(rows.steps.size() == 1);
+  CHECK(rows.buffers.size() == 2);
+  CHECK(rows.steps[0].kernel == "softmax_rows");
+  std::string rtext = ir::to_string(ir::lower(rows.module.ir()));
+  CHECK(rtext.find("copy_vector") != std::string::npos);
+  CHECK(rtext.find("e_row") != std::string::npos);
+  auto count = [](const std::string &s, const std::string &what) {
+    std::size_t n = 0;
+    for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count(rtext, "exp(") == 1);
+
+  // A row too long for registers keeps the materialized schedule.
+  auto lx = input("x", {2, 40000}, dtypes::f32);
+  auto lm = reduce({2}, {40000}, [&](const Idx &i, const Idx &r) { return lx.at({i[0], r[0]}); }, ReduceKind::Max);
+  auto ly = compute("y", {2, 40000}, [&](Expr i, Expr j) { return lx[i][j] - lm[i]; });
+  CHECK(schedule(Task{"long", {lx}, {ly}, "", {}}).steps.size() > 1);
+  // A reduction read at another row does not have the form.
+  auto sx = input("x", {4, 64}, dtypes::f32);
+  auto sm = reduce({4}, {64}, [&](const Idx &i, const Idx &r) { return sx.at({i[0], r[0]}); }, ReduceKind::Sum);
+  auto sy = compute("y", {4, 64}, [&](Expr i, Expr j) { return sx[i][j] - sm[(i + 1) % 4]; });
+  CHECK(schedule(Task{"shifted", {sx}, {sy}, "", {}}).steps.size() == 2);
 
   // Sum over the leading axis: column schedule (no shuffles), split into slices for few outputs.
   auto z = input("z", {4096, 8}, dtypes::f32);

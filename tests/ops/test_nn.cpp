@@ -1,5 +1,6 @@
-// Matmul (tiled kernel), conv2d, pooling, group_norm and batch_norm against double-precision host
-// references (GPU when present, else the CPU emulator).
+// Matmul (tiled kernel), conv2d, pooling, softmax/log_softmax/layer_norm/rms_norm (row-resident
+// schedule), group_norm and batch_norm against double-precision host references (GPU when
+// present, else the CPU emulator).
 #include "ops_test_util.hpp"
 
 using namespace ops_test;
@@ -271,4 +272,75 @@ TEST_CASE("group_norm and batch_norm (inference)") {
   expect_error([&] { (void)o::batch_norm(x, make({6}, dtypes::f32), make({6}, dtypes::f16)); }, {"batch_norm: running_var has dtype f16"});
   expect_error([&] { (void)o::batch_norm(o::cast(x, dtypes::i32), make({6}, dtypes::f32), make({6}, dtypes::f32)); },
                {"batch_norm: expected a floating-point tensor"});
+}
+
+namespace {
+/// Host softmax (log: log_softmax) over the last axis of rows of length n.
+std::vector<double> ref_softmax(const std::vector<double> &x, std::int64_t n, bool log) {
+  std::vector<double> y(x.size());
+  for (std::size_t r = 0; r < x.size() / std::size_t(n); ++r) {
+    const double *a = &x[r * std::size_t(n)];
+    double m = -INFINITY, z = 0;
+    for (std::int64_t j = 0; j < n; ++j) m = std::max(m, a[j]);
+    for (std::int64_t j = 0; j < n; ++j) z += std::exp(a[j] - m);
+    for (std::int64_t j = 0; j < n; ++j) y[r * std::size_t(n) + std::size_t(j)] = log ? a[j] - m - std::log(z) : std::exp(a[j] - m) / z;
+  }
+  return y;
+}
+/// Host layer_norm (rms: rms_norm) over the last axis, with optional weight and bias.
+std::vector<double> ref_layer_norm(const std::vector<double> &x, std::int64_t n, const std::vector<double> *w,
+                                   const std::vector<double> *b, double eps, bool rms) {
+  std::vector<double> y(x.size());
+  for (std::size_t r = 0; r < x.size() / std::size_t(n); ++r) {
+    const double *a = &x[r * std::size_t(n)];
+    double mu = 0, var = 0;
+    if (!rms)
+      for (std::int64_t j = 0; j < n; ++j) mu += a[j] / double(n);
+    for (std::int64_t j = 0; j < n; ++j) var += (a[j] - mu) * (a[j] - mu) / double(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      double v = (a[j] - mu) / std::sqrt(var + eps);
+      if (w) v *= (*w)[std::size_t(j)];
+      if (b) v += (*b)[std::size_t(j)];
+      y[r * std::size_t(n) + std::size_t(j)] = v;
+    }
+  }
+  return y;
+}
+} // namespace
+
+TEST_CASE("softmax, log_softmax, layer_norm, rms_norm over the last axis: odd shapes, dtypes") {
+  // Vector loads (1000, 5000: 37 rows leave a partial block of warps; 5000 uses 256 threads per
+  // row with a partial last chunk), scalar loads (129, 45), a 3-D input, and a row too long for
+  // registers (20000: the materialized schedule).
+  std::vector<o::Shape> shapes{{37, 1000}, {3, 5000}, {130, 129}, {2, 3, 45}, {2, 20000}};
+  for (DataType d : {dtypes::f32, dtypes::f16, dtypes::bf16})
+    for (auto &s : shapes) {
+      if (d != dtypes::f32 && (s[0] == 130 || s[1] == 20000)) continue; // keep the emulator time modest
+      INFO("dtype " << d << ", shape " << o::shape_str(s));
+      std::int64_t n = s.back();
+      Tensor x = make(s, d, -4, 4), w = make({n}, d), b = make({n}, d);
+      auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
+      expect_close(o::softmax(x, -1), s, ref_softmax(xv, n, false), false, 2);
+      expect_close(o::log_softmax(x, -1), s, ref_softmax(xv, n, true), false, 2);
+      expect_close(o::layer_norm(x, 1, w, b), s, ref_layer_norm(xv, n, &wv, &bv, 1e-5, false), false, 4);
+      expect_close(o::rms_norm(x, 1, w), s, ref_layer_norm(xv, n, &wv, nullptr, 1e-6, true), false, 4);
+    }
+  // No affine parameters; eps placement (a constant row has variance 0: output 0, not NaN).
+  Tensor c = o::full({3, 64}, 2.5);
+  expect_close(o::layer_norm(c), {3, 64}, std::vector<double>(192, 0.0), true);
+  Tensor x = make({5, 64}, dtypes::f32);
+  auto xv = x.to_double_vector();
+  expect_close(o::layer_norm(x), {5, 64}, ref_layer_norm(xv, 64, nullptr, nullptr, 1e-5, false), false, 2);
+  expect_close(o::rms_norm(x, 1, std::nullopt, 1e-2), {5, 64}, ref_layer_norm(xv, 64, nullptr, nullptr, 1e-2, true), false, 2);
+  // -inf entries (masked attention scores) and a max that is not the first element.
+  std::vector<double> mv{-INFINITY, 1, 3, -INFINITY, 2, 0, -1, 3};
+  Tensor mx = asarray(mv, {2, 4}, dtypes::f32);
+  expect_close(o::softmax(mx, -1), {2, 4}, ref_softmax(mv, 4, false));
+  // A view at an offset that breaks 16-byte alignment: the plan runs on an aligned copy.
+  Tensor base = make({1, 4 * 64 + 1}, dtypes::f32);
+  Tensor view(base.storage(), {4, 64}, dtypes::f32, base.offset() + 4);
+  auto bv = base.to_double_vector();
+  std::vector<double> vv(bv.begin() + 1, bv.end());
+  expect_close(o::softmax(view, -1), {4, 64}, ref_softmax(vv, 64, false));
+  expect_close(o::layer_norm(view), {4, 64}, ref_layer_norm(vv, 64, nullptr, nullptr, 1e-5, false), false, 2);
 }

@@ -1,7 +1,7 @@
 // The auto-scheduler's kernels run on the CPU emulator directly (no runtime layer): f32 buffers
 // on the host, plans executed step by step, results against double-precision references. Covers
 // inlining, the row schedule (warp and block per row, split rows), the column schedule (split
-// slices) and arg-reductions.
+// slices), arg-reductions, the row-resident normalization schedule and the tiled transpose.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -62,16 +62,22 @@ void check(double got, double want, std::size_t i) {
 }
 } // namespace
 
-TEST_CASE("softmax plan on the emulator") {
+TEST_CASE("softmax plan on the emulator: row-resident and materialized schedules") {
   std::mt19937_64 rng(g_seed);
-  for (std::int64_t n : {45, 1500}) { // warp per row, block per row
+  // Row-resident: warp per row (45: scalar loads), 64 threads per row (1500: vector loads);
+  // materialized: warp per row, block per row.
+  for (bool rows : {true, false})
+  for (std::int64_t n : {45, 1500}) {
+    INFO("row-resident " << rows << ", n " << n);
     std::int64_t m = 3;
     auto x = input("x", {m, n}, dtypes::f32);
     auto mx = reduce({m}, {n}, [&](const Idx &i, const Idx &r) { return x.at({i[0], r[0]}); }, ReduceKind::Max);
     auto e = compute("e", {m, n}, [&](lang::Expr i, lang::Expr j) { return lang::exp(x[i][j] - mx[i]); });
     auto s = reduce({m}, {n}, [&](const Idx &i, const Idx &r) { return e.at({i[0], r[0]}); }, ReduceKind::Sum);
     auto y = compute("y", {m, n}, [&](lang::Expr i, lang::Expr j) { return e[i][j] / s[i]; });
-    Plan p = schedule(Task{"softmax", {x}, {y}, "", {}});
+    Task task{"softmax", {x}, {y}, "", {}};
+    Plan p = rows ? schedule(task) : schedule_materialized(task);
+    CHECK(p.steps.size() == (rows ? 1u : 3u));
     auto bufs = alloc(p);
     auto xv = randf(m * n, rng);
     std::memcpy(bufs[0].data(), xv.data(), bufs[0].size());
@@ -123,6 +129,65 @@ TEST_CASE("split row, split column and arg reductions on the emulator") {
       }
       check(as<float>(bufs[1])[k], want, k);
       CHECK(as<std::int64_t>(bufs[2])[k] == bi);
+    }
+  }
+}
+
+TEST_CASE("tiled transpose schedule on the emulator: a transposed read fused with a contiguous one") {
+  std::mt19937_64 rng(g_seed + 2);
+  std::int64_t m = 45, n = 70; // partial 64 x 64 tiles along both axes
+  auto x = input("x", {n, m}, dtypes::f32);
+  auto y = input("y", {m, n}, dtypes::f32);
+  auto z = compute("z", {m, n}, [&](lang::Expr i, lang::Expr j) { return x[j][i] * 2.0f + y[i][j]; });
+  Plan p = schedule(Task{"fused_transpose", {x, y}, {z}, "", {}});
+  REQUIRE(p.steps.size() == 1);
+  CHECK(ir::to_string(p.module.ir()).find("tile0") != std::string::npos);
+  auto bufs = alloc(p);
+  auto xv = randf(std::size_t(m * n), rng), yv = randf(std::size_t(m * n), rng);
+  std::memcpy(bufs[0].data(), xv.data(), bufs[0].size());
+  std::memcpy(bufs[1].data(), yv.data(), bufs[1].size());
+  run_plan(p, bufs);
+  const float *zv = as<float>(bufs[2]);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) check(zv[i * n + j], 2.0 * xv[j * m + i] + yv[i * n + j], std::size_t(i * n + j));
+  // A broadcast along the last axis is not a transpose: the plain element-wise schedule.
+  auto b = input("b", {m}, dtypes::f32);
+  auto w = compute("w", {m, n}, [&](lang::Expr i, lang::Expr j) { return b[i] + y[i][j]; });
+  CHECK(ir::to_string(schedule(Task{"bcast", {b, y}, {w}, "", {}}).module.ir()).find("tile0") == std::string::npos);
+}
+
+TEST_CASE("row-resident schedule on the emulator: layer_norm with weight and bias, 3-D rows") {
+  std::mt19937_64 rng(g_seed + 3);
+  std::int64_t b = 2, m = 3, n = 300; // 300 = 75 chunks of 4: a warp per row, partial last chunks
+  auto x = input("x", {b, m, n}, dtypes::f32);
+  auto g = input("g", {n}, dtypes::f32);
+  auto h = input("h", {n}, dtypes::f32);
+  auto mu = reduce({b, m, 1}, {n}, [&](const Idx &i, const Idx &r) { return x.at({i[0], i[1], r[0]}); }, ReduceKind::Mean);
+  auto var = reduce({b, m, 1}, {n}, [&](const Idx &i, const Idx &r) {
+    lang::Expr c = x.at({i[0], i[1], r[0]}) - mu.at({i[0], i[1], lang::Expr(0)});
+    return c * c;
+  }, ReduceKind::Mean);
+  auto y = compute("y", {b, m, n}, [&](lang::Expr i, lang::Expr j, lang::Expr k) {
+    return (x[i][j][k] - mu[i][j][0]) * lang::rsqrt(var[i][j][0] + 1e-5f) * g[k] + h[k];
+  });
+  Plan p = schedule(Task{"layer_norm", {x, g, h}, {y}, "", {}});
+  REQUIRE(p.steps.size() == 1);
+  auto bufs = alloc(p);
+  auto xv = randf(std::size_t(b * m * n), rng), gv = randf(std::size_t(n), rng), hv = randf(std::size_t(n), rng);
+  std::memcpy(bufs[0].data(), xv.data(), bufs[0].size());
+  std::memcpy(bufs[1].data(), gv.data(), bufs[1].size());
+  std::memcpy(bufs[2].data(), hv.data(), bufs[2].size());
+  run_plan(p, bufs);
+  const float *yv = as<float>(bufs[3]);
+  for (std::int64_t r = 0; r < b * m; ++r) {
+    double s = 0, ss = 0;
+    for (std::int64_t k = 0; k < n; ++k) s += xv[std::size_t(r * n + k)];
+    s /= double(n);
+    for (std::int64_t k = 0; k < n; ++k) ss += std::pow(xv[std::size_t(r * n + k)] - s, 2);
+    ss /= double(n);
+    for (std::int64_t k = 0; k < n; ++k) {
+      std::size_t f = std::size_t(r * n + k);
+      check(yv[f], (xv[f] - s) / std::sqrt(ss + 1e-5) * gv[std::size_t(k)] + hv[std::size_t(k)], f);
     }
   }
 }

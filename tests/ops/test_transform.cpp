@@ -238,3 +238,32 @@ TEST_CASE("creation: full, arange, linspace, *_like") {
   expect_error([&] { (void)o::arange(0, 1, 0); }, {"arange: step must not be 0"});
   expect_error([&] { (void)o::linspace(0, 1, -2); }, {"linspace: num must be non-negative, got -2"});
 }
+
+TEST_CASE("transpose and permute through the tiled schedule: partial tiles, skinny shapes, dtypes") {
+  struct Case {
+    o::Shape shape;
+    std::vector<int> perm;
+    DataType d;
+  };
+  std::vector<Case> cases{
+      {{130, 129}, {1, 0}, dtypes::f32},     {{37, 1000}, {1, 0}, dtypes::f32},  {{3, 5000}, {1, 0}, dtypes::f32},
+      {{5000, 3}, {1, 0}, dtypes::f32},      {{67, 131}, {1, 0}, dtypes::f16},   {{33, 65}, {1, 0}, dtypes::i8},
+      {{65, 33}, {1, 0}, dtypes::f64},       {{33, 70}, {1, 0}, dtypes::boolean}, {{4, 37, 70}, {0, 2, 1}, dtypes::f32},
+      {{5, 37, 70}, {2, 1, 0}, dtypes::bf16}, {{5, 37, 70}, {2, 0, 1}, dtypes::i32}, {{5, 37, 70}, {1, 0, 2}, dtypes::f32},
+  };
+  for (auto &c : cases) {
+    INFO("shape " << o::shape_str(c.shape) << ", dtype " << c.d << ", perm " << c.perm[0] << c.perm[1] << (c.perm.size() > 2 ? c.perm[2] : -1));
+    Tensor x = make(c.shape, c.d, -100, 100, true);
+    auto xv = x.to_double_vector();
+    o::Shape out;
+    for (int p : c.perm) out.push_back(c.shape[std::size_t(p)]);
+    std::vector<double> want(xv.size());
+    for (std::size_t f = 0; f < want.size(); ++f) {
+      auto oi = unravel(std::int64_t(f), out);
+      std::vector<std::int64_t> ii(c.shape.size());
+      for (std::size_t k = 0; k < c.perm.size(); ++k) ii[std::size_t(c.perm[k])] = oi[k];
+      want[f] = xv[std::size_t(ravel(ii, c.shape))];
+    }
+    expect_close(o::permute(x, c.perm), out, want);
+  }
+}

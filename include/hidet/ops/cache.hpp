@@ -97,6 +97,13 @@ std::vector<Tensor> run_plan(const std::string &key, MakePlan &&make_plan, const
     const auto &b = ct->plan.buffers[i];
     if (b.role == PlanBuffer::Role::Input) {
       bufs[i] = inputs.at(b.index).device() == run_dev ? inputs[b.index] : inputs[b.index].to(run_dev);
+      if (b.align > 1 && reinterpret_cast<std::uintptr_t>(bufs[i].data_ptr()) % std::uintptr_t(b.align) != 0) {
+        // A view at an offset the kernels' vector accesses cannot use: run on an aligned copy.
+        Tensor copy = empty(b.shape, b.dtype, run_dev);
+        runtime::detail::copy_bytes(copy.data_ptr(), run_dev, copy.is_host_memory(), bufs[i].data_ptr(), run_dev,
+                                    bufs[i].is_host_memory(), bufs[i].nbytes());
+        bufs[i] = copy;
+      }
     } else {
       bufs[i] = empty(b.shape, b.dtype, run_dev);
       if (b.role == PlanBuffer::Role::Output) outputs[b.index] = bufs[i];

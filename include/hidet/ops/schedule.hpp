@@ -6,15 +6,18 @@
 //     schedule_injective.hpp for element-wise definitions, schedule_reduce.hpp for reductions.
 //     Kernels are specialized for the task's shapes.
 //  3. Buffers: task inputs, task outputs, and temporaries (intermediate reductions, partials).
+// A task that normalizes rows over the last axis (softmax, layer_norm, ...) gets instead the
+// one-kernel row-resident schedule of schedule_row.hpp when its rows fit in registers.
 #pragma once
 
 #include "hidet/ops/schedule_injective.hpp"
 #include "hidet/ops/schedule_reduce.hpp"
+#include "hidet/ops/schedule_row.hpp"
 
 namespace hidet::ops {
 
-/// Builds the execution plan of `task` (see the top of this file).
-inline Plan schedule(const Task &task) {
+/// The general plan of `task`: one kernel per materialized tensor (steps 1-3 above).
+inline Plan schedule_materialized(const Task &task) {
   Plan plan;
   plan.module = lang::script_module(task.name);
   auto order = topo_order(task.outputs);
@@ -128,6 +131,13 @@ inline Plan schedule(const Task &task) {
     }
   }
   return plan;
+}
+
+/// Builds the execution plan of `task` (see the top of this file): the row-resident schedule
+/// when it applies, else the general one.
+inline Plan schedule(const Task &task) {
+  if (auto rows = detail::schedule_row_resident(task)) return std::move(*rows);
+  return schedule_materialized(task);
 }
 
 } // namespace hidet::ops

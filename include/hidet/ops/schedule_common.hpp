@@ -3,6 +3,7 @@
 // the definition of kernels with a run-time number of parameters.
 #pragma once
 
+#include <functional>
 #include <map>
 
 #include "hidet/ir/functor.hpp"
@@ -18,6 +19,9 @@ struct PlanBuffer {
   std::string name;
   Shape shape;
   DataType dtype;
+  /// Bytes the kernels need the data aligned to (vector accesses); 0 or 1: the element size.
+  /// run_plan copies a task input that is not aligned (a view at an odd offset) before launching.
+  int align = 0;
 };
 
 /// One kernel launch: the kernel's name in the module and the buffers passed to it.
@@ -76,6 +80,57 @@ private:
   const std::map<const ir::VarNode *, const TensorNode *> &inlined_;
   std::map<const ir::VarNode *, ir::Expr> subst_;
 };
+
+/// Substitutes variables and rewrites tensor reads: `rewrite(read, indices)` gets a read as it
+/// was and its indices after substitution, and returns its replacement, or null to keep the read
+/// (with the new indices).
+class ReadRewriter : public ir::IRMutator {
+public:
+  using Rewrite = std::function<ir::Expr(const ir::Expr &, const std::vector<ir::Expr> &)>;
+  ReadRewriter(std::map<const ir::VarNode *, ir::Expr> subst, Rewrite rewrite)
+      : subst_(std::move(subst)), rewrite_(std::move(rewrite)) {}
+
+  using ir::IRMutator::mutate;
+
+protected:
+  ir::Expr mutate_Var(const ir::Expr &e, const ir::VarNode *v) override {
+    auto it = subst_.find(v);
+    return it == subst_.end() ? e : it->second;
+  }
+  ir::Expr mutate_TensorElement(const ir::Expr &e, const ir::TensorElementNode *n) override {
+    std::vector<ir::Expr> idx;
+    for (auto &i : n->indices) idx.push_back(mutate(i));
+    if (rewrite_)
+      if (ir::Expr r = rewrite_(e, idx)) return r;
+    return ir::TensorElementNode::make(n->base, std::move(idx), e->loc);
+  }
+
+private:
+  std::map<const ir::VarNode *, ir::Expr> subst_;
+  Rewrite rewrite_;
+};
+
+/// Whether `e` mentions the variable `v`.
+inline bool mentions(const ir::Expr &e, const ir::VarNode *v) {
+  struct Find : ir::IRVisitor {
+    const ir::VarNode *target;
+    bool found = false;
+    void visit_Var(const ir::VarNode *x) override { found = found || x == target; }
+  } f;
+  f.target = v;
+  f.visit(e);
+  return f.found;
+}
+
+/// Whether `e` is the variable `v` itself.
+inline bool is_var(const ir::Expr &e, const ir::VarNode *v) { return e && e.get() == v; }
+
+/// The smallest power of two >= v (v >= 1).
+inline std::int64_t pow2_ceil(std::int64_t v) {
+  std::int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
 
 /// The row-major multi-index of flat index `flat` (an i32 expression) in `shape`.
 inline std::vector<ir::Expr> unravel(const ir::Expr &flat, const Shape &shape) {

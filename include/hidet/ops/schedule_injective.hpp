@@ -5,9 +5,12 @@
 // memory instruction of a warp touches consecutive addresses (coalesced), and each thread has E
 // independent loads in flight. The multi-index is recovered with constant divisors (the kernel is
 // specialized for the shape).
+//
+// When the output's contiguous axis walks a non-contiguous axis of an input (a transpose), the
+// tiled schedule of schedule_transpose.hpp runs instead.
 #pragma once
 
-#include "hidet/ops/schedule_common.hpp"
+#include "hidet/ops/schedule_transpose.hpp"
 
 namespace hidet::ops::detail {
 
@@ -24,14 +27,19 @@ inline int injective_elems_per_thread(DataType d) {
 inline void emit_injective(const TensorNode &node, const std::vector<ir::Var> &params, const std::vector<const TensorNode *> &reads,
                            const std::map<const ir::VarNode *, const TensorNode *> &inlined) {
   using namespace hidet::lang;
+  std::map<const ir::VarNode *, ir::Var> pmap;
+  for (std::size_t i = 0; i < reads.size(); ++i) pmap[reads[i]->buf.get()] = params[i];
+  const ir::Var &out = params.back();
+  ir::Expr value = Inliner(pmap, inlined, {}).mutate(node.value);
+  if (auto t = find_transpose(value, node.axes, node.shape)) {
+    emit_transpose_tiled(node, value, *t, out);
+    return;
+  }
   std::int64_t n = shape_numel(node.shape);
   int e = injective_elems_per_thread(node.dtype);
   std::int64_t per_block = std::int64_t(kInjectiveBlock) * e;
   attrs.cuda.grid_dim = int(std::max<std::int64_t>(1, (n + per_block - 1) / per_block));
   attrs.cuda.block_dim = kInjectiveBlock;
-  std::map<const ir::VarNode *, ir::Var> pmap;
-  for (std::size_t i = 0; i < reads.size(); ++i) pmap[reads[i]->buf.get()] = params[i];
-  const ir::Var &out = params.back();
   Var base = blockIdx.x * int(per_block) + threadIdx.x;
   for_(range(e).unroll(), [&](Var k) {
     Var flat = base + k * kInjectiveBlock;
@@ -39,8 +47,7 @@ inline void emit_injective(const TensorNode &node, const std::vector<ir::Var> &p
       auto idx = unravel(flat.ir(), node.shape);
       std::map<const ir::VarNode *, ir::Expr> s;
       for (std::size_t a = 0; a < node.axes.size(); ++a) s[node.axes[a].get()] = idx[a];
-      Inliner inl(pmap, inlined, std::move(s));
-      store(out, idx, inl.mutate(node.value));
+      store(out, idx, ReadRewriter(std::move(s), nullptr).mutate(value));
     });
   });
 }
