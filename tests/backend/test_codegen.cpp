@@ -110,7 +110,7 @@ TEST_CASE("no launch bounds when the block size is symbolic; register tensors; v
                make_module({make_function("k", {p, n}, body, void_type(), FuncKind::Kernel, a)}))
                .code;
   CHECK(has(c, "extern \"C\" __global__ void k(float * __restrict__ p, int32_t n) {"));
-  CHECK(has(c, "  float reg[8];\n"));
+  CHECK(has(c, "  __align__(16) float reg[8];\n"));
   CHECK(has(c, "  float *view = (float *)((p + 8));\n"));
   CHECK(has(c, "  reg[7] = view[2];\n"));
 }

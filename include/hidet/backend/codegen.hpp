@@ -355,10 +355,12 @@ inline void CudaEmitter::declare(const ir::DeclareStmtNode *d) {
                           "' without a constant size or a pointer to view (give it a "
                           "compile-time shape, or declare it as a view of a pointer)"),
                   d->loc);
+    // Register arrays are 16-byte aligned too: vector loads and stores (load_vector, 16-byte
+    // ldmatrix fragments) into them stay valid if the compiler ever places one in local memory.
     if (tt->scope == Scope::Shared)
       line(str_cat("__shared__ __align__(16) ", t, " ", name, "[", size, "];"));
     else
-      line(str_cat(t, " ", name, "[", size, "];"));
+      line(str_cat("__align__(16) ", t, " ", name, "[", size, "];"));
     return;
   }
   std::string decl = type(v->type);
