@@ -338,14 +338,14 @@ inline lang::ScriptModule attention_module(const AttentionProblem &p, const Atte
   return mod;
 }
 
-/// The default tiling (flash-attention 2's choice for sm80/sm90): 4 warps of 32 query rows
-/// (128-row blocks) with Q re-loaded from shared memory per tile, K/V tiles of 128 keys for head
-/// dim 64 and 64 keys for head dim 128, double-buffered. 64-row blocks (16 rows per warp) when
-/// the grid would leave multiprocessors idle.
+/// The default tiling, from the H100 sweep of search space 1 (docs/notes/attention.md): 4 warps,
+/// Q fragments in registers, K/V tiles of 64 keys, double-buffered; head dim 128 takes 16 rows
+/// per warp (64-row blocks: 32-row warps need too many registers), head dim 64 takes 32 rows
+/// per warp (128-row blocks) when the keys are many (>= 256) and the grid still fills the GPU.
 inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int num_sms) {
-  AttentionConfig c{4, 32, p.head_dim == 64 ? 128 : 64, 2, false};
-  std::int64_t blocks = std::int64_t(lang::ceil_div(p.seq_q, c.block_q())) * p.batch * p.heads;
-  if (blocks < num_sms) c.warp_q = 16;
+  AttentionConfig c{4, 16, 64, 2, true};
+  std::int64_t big_blocks = std::int64_t(lang::ceil_div(p.seq_q, 128)) * p.batch * p.heads;
+  if (p.head_dim == 64 && p.seq_kv >= 256 && big_blocks >= num_sms) c.warp_q = 32;
   return c;
 }
 
