@@ -95,7 +95,10 @@ TEST_CASE("conv2d templates: 1x1, 3x3, 7x7, stride, padding, dilation, groups, b
       {{2, 16, 7, 7}, {16, 1, 3, 3}, 1, 1, 1, 16, true},  // depthwise
       {{1, 8, 9, 9}, {8, 1, 5, 5}, 2, 2, 1, 8, false},    // depthwise 5x5 stride 2
       {{1, 8, 7, 7}, {24, 8, 1, 1}, 2, 0, 1, 1, false},   // 1x1 stride 2 (downsample)
-      {{1, 64, 4, 4}, {16, 64, 3, 3}, 1, 1, 1, 1, true},  // few tiles, long k: split-k
+      {{1, 64, 4, 4}, {16, 64, 3, 3}, 1, 1, 1, 1, true},  // few tiles, long k: split-k (f32)
+      {{1, 128, 3, 3}, {16, 128, 3, 3}, 1, 1, 1, 1, true}, // k = 1152: split-k (f16)
+      {{1, 4, 6, 6}, {8, 4, 3, 3}, 1, 1, 1, 1, true},     // C = 4: 8-byte copies, in place in NHWC
+      {{1, 24, 5, 5}, {8, 12, 3, 3}, 1, 1, 1, 2, false},  // C/groups = 12: 8-byte copies, k = 108
   };
   for (auto &c : cases)
     for (DataType d : {dtypes::f32, dtypes::f16, dtypes::bf16})
@@ -104,8 +107,11 @@ TEST_CASE("conv2d templates: 1x1, 3x3, 7x7, stride, padding, dilation, groups, b
 
 TEST_CASE("conv2d templates: the heuristic splits k when the tiles do not fill the GPU") {
   t::Conv2dShape s{1, 64, 4, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1}; // one 64 x 64 tile, k = 576
-  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 4);
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 1); // k < 1024: no split
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.str() == "mma 64x64x64 (warps 2x2 of 32x32, 3 stages)");
   CHECK(t::conv2d_heuristic_config(s, dtypes::f32, 132).fma.split_k == 8);
+  s.c = s.o = 512; // k = 4608, 8 tiles
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 16);
   s.n = 64, s.h = s.w = 28; // plenty of tiles
   CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 1);
 }

@@ -6,8 +6,9 @@
 //    (space 0: the default only; 1: up to about 30; 2: more).
 //  * Conv2d: a built runner for one problem; f(x, w, bias, y) launches its kernels. The
 //    tensor-core path first repacks what its 16-byte copies cannot read directly: NCHW x into
-//    NHWC with channels padded per group to a multiple of 8 (one transpose kernel), and the
-//    weight into [O][KH][KW][cgp]; NHWC inputs with C / groups % 8 == 0 are read in place. The
+//    NHWC with channels padded per group to a multiple of 8 or 4 (one transpose kernel), and the
+//    weight into [O][KH][KW][cgp] (rows padded to 8); NHWC inputs with C / groups % 4 == 0 are
+//    read in place. The
 //    FMA and depthwise kernels read both layouts in place. y is written in the caller's layout
 //    by the epilogue (bias fused). With split-k (few output tiles, long k: small batches and the
 //    last stages) the slices' f32 partial sums go to a workspace and a second kernel adds them,
@@ -50,7 +51,7 @@ inline void check_conv2d_problem(const Conv2dShape &s, DataType dt) {
   if (s.oh() <= 0 || s.ow() <= 0) bad("empty output");
   std::int64_t lim = std::int64_t(1) << 31;
   std::int64_t xs = std::int64_t(s.n) * s.h * s.w * s.groups * s.cgp(), ys = s.gemm_m() * s.o;
-  if (xs >= lim || ys >= lim || std::int64_t(s.o) * s.kh * s.kw * s.cgp() >= lim) bad("tensors past 2^31 elements");
+  if (xs >= lim || ys >= lim || std::int64_t(s.o) * s.k_pack() >= lim) bad("tensors past 2^31 elements");
   if (s.groups > 65535) bad("more than 65535 groups");
 }
 
@@ -82,11 +83,11 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
 }
 
 /// The default configuration for a problem on a GPU with `num_sms` multiprocessors: depthwise
-/// when groups == C == O; f16/bf16: 128 x 128 x 32 tiles of 4 warps, 3 stages (128 x 64 when a
-/// group has at most 64 output channels), 64 x 64 when the big tiles would leave most
-/// multiprocessors idle; f32: matmul_f32's 128 x 128 x 8 tiling, 64 x 64 x 8 for few tiles.
-/// Then split-k (powers of 2 up to 16) while the blocks do not fill the GPU and every slice
-/// keeps at least 128 (f16) / 64 (f32) of k.
+/// when groups == C == O; f16/bf16: 64 x 64 x 64 tiles of 4 warps (32 x 32 each), 3 stages (the
+/// most frequent winner of space-1 tuning over ResNet-50's layers on an H100), split-k when k is
+/// at least 1024 (powers of 2 up to 16, while the blocks stay within one per multiprocessor and
+/// every slice keeps 128 of k); f32: matmul_f32's 128 x 128 x 8 tiling, 64 x 64 x 8 for few
+/// tiles, split-k while the blocks do not fill the GPU and every slice keeps 64 of k.
 inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_slice, int num_sms) {
   int split = 1;
   while (tiles * split * 2 <= num_sms && k / (split * 2) >= min_slice && split < 16) split *= 2;
@@ -104,9 +105,8 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
   };
   if (dt.is_half()) {
     c.kind = Conv2dConfig::Kind::Mma;
-    if (s.og() <= 64) c.mma = Conv2dMmaConfig{4, 1, 32, 64, 32, 3}; // 128 x 64
-    if (tiles(c.mma.block_m(), c.mma.block_n()) * 2 < num_sms) c.mma = Conv2dMmaConfig{2, 2, 32, 32, 32, 3};
-    c.mma.split_k = conv2d_split_k(tiles(c.mma.block_m(), c.mma.block_n()), s.gemm_k(), 128, num_sms);
+    c.mma = Conv2dMmaConfig{2, 2, 32, 32, 64, 3};
+    if (s.gemm_k() >= 1024) c.mma.split_k = conv2d_split_k(tiles(64, 64), s.gemm_k(), 128, num_sms);
     return c;
   }
   c.kind = Conv2dConfig::Kind::Fma;
@@ -151,14 +151,14 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
     for (auto &t : tiles)
       for (auto &p : pipes) c.mma = Conv2dMmaConfig{t[0], t[1], t[2], t[3], p[0], p[1]}, add(c);
     // split-k for problems with few tiles (each slice at least 64 of k)
-    std::vector<std::array<int, 4>> small{{2, 2, 32, 32}, {4, 1, 32, 64}};
-    if (space >= 2) small.push_back({2, 2, 64, 64});
+    std::vector<std::array<int, 5>> small{{2, 2, 32, 32, 64}, {4, 1, 32, 64, 32}};
+    if (space >= 2) small.push_back({2, 2, 64, 64, 32});
     for (auto &t : small) {
-      Conv2dMmaConfig m{t[0], t[1], t[2], t[3], 32, 3};
+      Conv2dMmaConfig m{t[0], t[1], t[2], t[3], t[4], 3};
       std::int64_t n_tiles = lang::ceil_div(s.gemm_m(), std::int64_t(m.block_m())) *
                              lang::ceil_div(std::int64_t(s.og()), std::int64_t(m.block_n())) * s.groups;
       for (int split = 2; split <= 16; split *= 2)
-        if (n_tiles * split <= 2 * num_sms && s.gemm_k() / split >= 64) m.split_k = split, c.mma = m, add(c);
+        if (n_tiles * split <= 3 * num_sms && s.gemm_k() / split >= 64) m.split_k = split, c.mma = m, add(c);
     }
     return out;
   }
@@ -184,11 +184,11 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
 /// A script module with the kernels of a problem: "conv2d" and, on the tensor-core path,
 /// "pack_x" / "pack_w" when x / w need repacking (conv2d_needs_pack_x/_w). Conv2d runs it.
 inline bool conv2d_needs_pack_x(const Conv2dShape &s, Conv2dLayout layout, const Conv2dConfig &cfg) {
-  return cfg.kind == Conv2dConfig::Kind::Mma && (layout == Conv2dLayout::NCHW || s.cg() % 8 != 0);
+  return cfg.kind == Conv2dConfig::Kind::Mma && (layout == Conv2dLayout::NCHW || s.cgp() != s.cg());
 }
 inline bool conv2d_needs_pack_w(const Conv2dShape &s, Conv2dLayout layout, const Conv2dConfig &cfg) {
   if (cfg.kind != Conv2dConfig::Kind::Mma) return false;
-  return s.cg() % 8 != 0 || (layout == Conv2dLayout::NCHW && s.kh * s.kw > 1);
+  return s.cgp() != s.cg() || s.k_pack() != s.gemm_k() || (layout == Conv2dLayout::NCHW && s.kh * s.kw > 1);
 }
 /// The k slices of a config (1: no split-k).
 inline int conv2d_split_k_of(const Conv2dConfig &cfg) {
@@ -227,7 +227,7 @@ public:
   Conv2d(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias, const Conv2dConfig &cfg)
       : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg), cm_(conv2d_module(s, dt, layout, has_bias, cfg).build()) {
     if (conv2d_needs_pack_x(s, layout, cfg)) x_pack_ = hidet::empty({s.n, s.h, s.w, s.groups * s.cgp()}, dt, "cuda");
-    if (conv2d_needs_pack_w(s, layout, cfg)) w_pack_ = hidet::empty({s.o, s.kh * s.kw * s.cgp()}, dt, "cuda");
+    if (conv2d_needs_pack_w(s, layout, cfg)) w_pack_ = hidet::empty({s.o, s.k_pack()}, dt, "cuda");
     if (int split = conv2d_split_k_of(cfg); split > 1) workspace_ = hidet::empty({split, s.gemm_m(), s.o}, hidet::f32, "cuda");
   }
   void operator()(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) const {

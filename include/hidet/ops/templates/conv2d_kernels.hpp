@@ -7,10 +7,11 @@
 // Nothing is materialized: the A tiles are gathered from x by the loads of each k tile.
 //
 //  * Tensor cores (f16/bf16, add_conv2d_mma_kernel): x is NHWC with the group's channels padded
-//    to cgp = CG rounded up to 8 (x: [N][H][W][groups * cgp]) and w is [O][KH * KW * cgp] with
-//    k = (kh, kw, c), c fastest. Then 8 consecutive k are 8 contiguous halves of one pixel: one
-//    16-byte cp.async, zero-filled (src_bytes 0) where the pixel lies in the padding or past the
-//    tiles. The pipeline, swizzles and mma.sync/ldmatrix fragments are matmul_f16.hpp's; the
+//    to cgp (CG when CG % 8 == 0, else CG rounded up to 4; x: [N][H][W][groups * cgp]) and w is
+//    [O][kw_len] with k = (kh, kw, c), c fastest, rows zero-padded to kw_len = KH * KW * cgp
+//    rounded up to 8. Then 8 (cgp % 8 == 0) or 4 consecutive k are contiguous halves of one
+//    pixel: one 16- or 8-byte cp.async, zero-filled (src_bytes 0) where the pixel lies in the
+//    padding or past the tiles (the 4-wide copies halve the padding of the RGB stem: C = 3 -> 4). The pipeline, swizzles and mma.sync/ldmatrix fragments are matmul_f16.hpp's; the
 //    B tile is stored n-major ([n][k], as w is) and read by ldmatrix without .trans, which
 //    yields the col-major B fragment of mma.m16n8k16 directly.
 //  * FMA units (f32, add_conv2d_fma_kernel): matmul_f32.hpp's register-blocked SGEMM with the
@@ -45,7 +46,10 @@ struct Conv2dShape {
   int ow() const { return (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
   int cg() const { return c / groups; }                        ///< input channels per group
   int og() const { return o / groups; }                        ///< output channels per group
-  int cgp() const { return (cg() + 7) / 8 * 8; }               ///< cg padded for 16-byte copies
+  /// cg padded for the tensor-core path's copies: cg when a multiple of 8, else a multiple of 4
+  int cgp() const { return cg() % 8 == 0 ? cg() : (cg() + 3) / 4 * 4; }
+  int vec() const { return cgp() % 8 == 0 ? 8 : 4; }               ///< halves per A copy
+  int k_pack() const { return (kh * kw * cgp() + 7) / 8 * 8; }     ///< packed weight row length
   std::int64_t gemm_m() const { return std::int64_t(n) * oh() * ow(); }
   std::int64_t gemm_k() const { return std::int64_t(kh) * kw * cg(); }
   bool depthwise() const { return groups == c && groups == o && groups > 1; }
@@ -169,7 +173,7 @@ inline Tap tap_of(const Conv2dShape &s, const Pixel &px, const lang::Expr &kh, c
 } // namespace conv2d_detail
 
 /// Adds kernel `name` (f16/bf16 tensor cores, see the top of the file): parameters
-/// x: dt[N][H][W][groups * cgp], w: dt[O][KH * KW * cgp], [bias: dt[O]], y: dt[N * OH * OW][O]
+/// x: dt[N][H][W][groups * cgp], w: dt[O][k_pack], [bias: dt[O]], y: dt[N * OH * OW][O]
 /// (NHWC) or dt[N][O][OH * OW] (NCHW). Grid: (n tiles, m tiles, groups).
 inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s, DataType dt,
                                   Conv2dLayout out_layout, bool has_bias, const Conv2dMmaConfig &cfg) {
@@ -179,11 +183,12 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads(), stages = cfg.stages;
   const int mt = cfg.warp_m / 16, nt = cfg.warp_n / 8;
   const int M = int(s.gemm_m()), OG = s.og(), cgp = s.cgp(), K = s.kh * s.kw * cgp, P = s.oh() * s.ow();
+  const int vec = s.vec(), kw_len = s.k_pack();
   const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk, k_tiles = k_slice / bk;
   const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = k_slice * split != K;
   if (split > 1 && has_bias) throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  std::vector<ParamSpec> params{T({})[s.n][s.h][s.w][s.groups * cgp], T({})[s.o][K]};
+  std::vector<ParamSpec> params{T({})[s.n][s.h][s.w][s.groups * cgp], T({})[s.o][kw_len]};
   if (has_bias) params.push_back(T({})[s.o]);
   if (split > 1) params.push_back(f32[split][M][s.o]); // partial sums (add_split_k_sum_kernel)
   else params.push_back(out_layout == Conv2dLayout::NHWC ? T({})[M][s.o] : T({})[s.n][s.o][P]);
@@ -211,17 +216,17 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
     Var wm0 = wt[0] * cfg.warp_m, wn0 = wt[1] * cfg.warp_n;
 
     auto load_tiles = [&](Expr stage, Expr k0) {
-      for_(auto_map({bm, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
-        Expr row = m0 + r, kidx = k0 + v * 8;
+      for_(auto_map({bm, bk / vec}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
+        Expr row = m0 + r, kidx = k0 + v * vec;
         auto px = conv2d_detail::pixel_of(s, row);
         Expr rs = kidx / cgp, c = kidx % cgp;
         auto tap = conv2d_detail::tap_of(s, px, rs / s.kw, rs % s.kw);
         Expr ok = tap.inside;
         if (guard_m) ok = ok && row < M;
         if (guard_k) ok = ok && kidx < K;
-        cp_async(sa[stage][r][v * 8],
-                 x[select(ok, px.img, 0)][select(ok, tap.ih, 0)][select(ok, tap.iw, 0)][select(ok, grp * cgp + c, 0)], 16,
-                 select(ok, 16, 0));
+        cp_async(sa[stage][r][v * vec],
+                 x[select(ok, px.img, 0)][select(ok, tap.ih, 0)][select(ok, tap.iw, 0)][select(ok, grp * cgp + c, 0)],
+                 vec * 2, select(ok, vec * 2, 0));
       });
       for_(auto_map({bn, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
         Expr col = n0 + r, kidx = k0 + v * 8;
@@ -574,21 +579,21 @@ inline void add_pad_channels_kernel(lang::ScriptModule &mod, const std::string &
 }
 
 /// Adds kernel `name`: the weight in `layout`'s order ([O][CG][KH][KW] or [O][KH][KW][CG]) ->
-/// [O][KH][KW][cgp] (k = (kh, kw, c), channels zero-padded to cgp).
+/// [O][k_pack] (k = (kh, kw, c), channels zero-padded to cgp, rows to k_pack).
 inline void add_pack_weight_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s,
                                    DataType dt, Conv2dLayout layout) {
   using namespace hidet::lang;
-  const int CG = s.cg(), cgp = s.cgp(), R = s.kh * s.kw, threads = 256;
-  const std::int64_t total = std::int64_t(s.o) * R * cgp;
+  const int CG = s.cg(), cgp = s.cgp(), R = s.kh * s.kw, kl = s.k_pack(), threads = 256;
+  const std::int64_t total = std::int64_t(s.o) * kl;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  mod.kernel(name, {T({})[s.o][CG * R], T({})[s.o][R * cgp]}, [&](lang::Tensor w, lang::Tensor wp) {
+  mod.kernel(name, {T({})[s.o][CG * R], T({})[s.o][kl]}, [&](lang::Tensor w, lang::Tensor wp) {
     attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
     attrs.cuda.block_dim = threads;
     Var i = blockIdx.x * threads + threadIdx.x;
     if_(i < total, [&] {
-      Var oc = i / (R * cgp), rs = i / cgp % R, c = i % cgp;
+      Var oc = i / kl, k = i % kl, rs = k / cgp, c = k % cgp;
       Expr src = layout == Conv2dLayout::NCHW ? c * R + rs : rs * CG + c;
-      if_(c < CG, [&] { wp[oc][rs * cgp + c] = w[oc][src]; }).else_([&] { wp[oc][rs * cgp + c] = 0.0f; });
+      if_(c < CG && rs < R, [&] { wp[oc][k] = w[oc][select(rs < R, src, 0)]; }).else_([&] { wp[oc][k] = 0.0f; });
     });
   });
 }
