@@ -182,7 +182,8 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
 }
 
 /// A script module with the kernels of a problem: "conv2d" and, on the tensor-core path,
-/// "pack_x" / "pack_w" when x / w need repacking (conv2d_needs_pack_x/_w). Conv2d runs it.
+/// "pack" when x or w needs repacking (conv2d_needs_pack_x/_w; add_pack_kernel), "sum_slices"
+/// under split-k. Conv2d runs it.
 inline bool conv2d_needs_pack_x(const Conv2dShape &s, Conv2dLayout layout, const Conv2dConfig &cfg) {
   return cfg.kind == Conv2dConfig::Kind::Mma && (layout == Conv2dLayout::NCHW || s.cgp() != s.cg());
 }
@@ -209,11 +210,8 @@ inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2
     add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias && split == 1, cfg.fma);
   } else {
     add_conv2d_mma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.mma);
-    if (conv2d_needs_pack_x(s, layout, cfg)) {
-      if (layout == Conv2dLayout::NCHW) add_nchw_to_nhwc_kernel(mod, "pack_x", s, dt);
-      else add_pad_channels_kernel(mod, "pack_x", s, dt);
-    }
-    if (conv2d_needs_pack_w(s, layout, cfg)) add_pack_weight_kernel(mod, "pack_w", s, dt, layout);
+    bool px = conv2d_needs_pack_x(s, layout, cfg), pw = conv2d_needs_pack_w(s, layout, cfg);
+    if (px || pw) add_pack_kernel(mod, "pack", s, dt, layout, px, pw);
   }
   return mod;
 }
@@ -250,17 +248,15 @@ public:
     if (cfg_.kind == Conv2dConfig::Kind::Depthwise) return launch(x, w.reshape({s_.o, R}), y);
     ya = nchw ? y.reshape({s_.n, s_.o, P}) : y.reshape({s_.gemm_m(), s_.o});
     if (cfg_.kind == Conv2dConfig::Kind::Fma) return launch(x, w.reshape({s_.o, s_.gemm_k()}), ya);
-    if (x_pack_.defined()) {
-      if (nchw) cm_["pack_x"](x.reshape({s_.n, s_.c, std::int64_t(s_.h) * s_.w}), x_pack_.reshape({s_.n, std::int64_t(s_.h) * s_.w, -1}));
-      else cm_["pack_x"](x.reshape({std::int64_t(s_.n) * s_.h * s_.w, s_.c}), x_pack_.reshape({std::int64_t(s_.n) * s_.h * s_.w, -1}));
-      xa = x_pack_;
-    }
-    if (w_pack_.defined()) {
-      cm_["pack_w"](w.reshape({s_.o, s_.gemm_k()}), w_pack_);
-      wa = w_pack_;
-    } else {
-      wa = w.reshape({s_.o, s_.gemm_k()});
-    }
+    const std::int64_t HW = std::int64_t(s_.h) * s_.w;
+    Tensor xv = nchw ? x.reshape({s_.n, s_.c, HW}) : x.reshape({s_.n * HW, s_.c});
+    Tensor xpv = x_pack_.defined() ? (nchw ? x_pack_.reshape({s_.n, HW, -1}) : x_pack_.reshape({s_.n * HW, -1})) : Tensor();
+    Tensor wv = w.reshape({s_.o, s_.gemm_k()});
+    if (x_pack_.defined() && w_pack_.defined()) cm_["pack"](xv, wv, xpv, w_pack_);
+    else if (x_pack_.defined()) cm_["pack"](xv, xpv);
+    else if (w_pack_.defined()) cm_["pack"](wv, w_pack_);
+    xa = x_pack_.defined() ? x_pack_ : x;
+    wa = w_pack_.defined() ? w_pack_ : wv;
     launch(xa, wa, ya);
   }
   const Conv2dConfig &config() const { return cfg_; }

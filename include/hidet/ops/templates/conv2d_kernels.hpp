@@ -20,8 +20,8 @@
 //    with padded rows (loads along k are coalesced, the transposing stores conflict-free).
 //  * Depthwise (groups == C == O, add_conv2d_depthwise_kernel): one thread per output, the
 //    KH x KW window unrolled, f32 accumulation; memory-bound, not a GEMM.
-//  * Layout helpers: NCHW -> padded NHWC (a 32 x 32 shared-memory transpose per image) and the
-//    weight repacks.
+//  * Repacks (one kernel launch for x and w): NCHW -> padded NHWC (32 x 32 shared-memory
+//    transposes) and the weight into [O][k_pack].
 // The epilogues add the bias in f32 and store NHWC (packed pairs) or NCHW (y[img][o][oh OW + ow]).
 #pragma once
 
@@ -531,71 +531,73 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
   });
 }
 
-/// Adds kernel `name`: NCHW x [N][C][H][W] -> padded NHWC [N][H][W][groups * cgp] (dt f16/bf16),
-/// channel c of group g at g * cgp + c % CG, zeros in the padding. A 32 x 32 tile per block
-/// (channels x pixels) through shared memory: coalesced reads along pixels, writes along channels.
-inline void add_nchw_to_nhwc_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s,
-                                    DataType dt) {
+/// Adds kernel `name`, the repacks of the tensor-core path in one launch (a 1-D grid: the first
+/// blocks repack x, the rest w; either part may be absent). Parameters: (x, w, xp, wp), (x, xp)
+/// or (w, wp).
+///  * x: NCHW [N][C][H * W] -> xp [N][H * W][groups * cgp] by 32 x 32 (channel x pixel) tiles
+///    through shared memory (coalesced reads along pixels, writes along channels); NHWC
+///    [N * H * W][C] -> [N * H * W][groups * cgp] one element per thread. Channel c of group g
+///    goes to g * cgp + c % CG, zeros in the padding.
+///  * w: the weight in `layout`'s order ([O][CG][KH][KW] or [O][KH][KW][CG]) -> wp [O][k_pack]
+///    (k = (kh, kw, c), channels zero-padded to cgp, rows to k_pack), one element per thread.
+inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s, DataType dt,
+                            Conv2dLayout layout, bool pack_x, bool pack_w) {
   using namespace hidet::lang;
-  const int HW = s.h * s.w, CG = s.cg(), cgp = s.cgp(), Cp = s.groups * cgp;
+  const bool nchw = layout == Conv2dLayout::NCHW;
+  const int HW = s.h * s.w, CG = s.cg(), cgp = s.cgp(), Cp = s.groups * cgp, R = s.kh * s.kw, kl = s.k_pack();
+  const std::int64_t pixels = std::int64_t(s.n) * HW;
+  const int tiles_p = ceil_div(HW, 32), tiles_c = ceil_div(Cp, 32);
+  const std::int64_t x_blocks = !pack_x ? 0 : nchw ? std::int64_t(tiles_p) * tiles_c * s.n : ceil_div(pixels * Cp, std::int64_t(256));
+  const std::int64_t w_total = std::int64_t(s.o) * kl, w_blocks = pack_w ? ceil_div(w_total, std::int64_t(256)) : 0;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  mod.kernel(name, {T({})[s.n][s.c][HW], T({})[s.n][HW][Cp]}, [&](lang::Tensor x, lang::Tensor xp) {
-    attrs.cuda.grid_dim = {ceil_div(HW, 32), ceil_div(Cp, 32), s.n};
+  TensorSpec xs = nchw ? T({})[s.n][s.c][HW] : T({})[pixels][s.c], xps = nchw ? T({})[s.n][HW][Cp] : T({})[pixels][Cp];
+  TensorSpec ws = T({})[s.o][CG * R], wps = T({})[s.o][kl];
+  auto body = [&](const lang::Tensor *x, const lang::Tensor *w, const lang::Tensor *xp, const lang::Tensor *wp) {
+    attrs.cuda.grid_dim = int(x_blocks + w_blocks);
     attrs.cuda.block_dim = 256;
-    auto tile = shared_tensor(f32[32][33], "tile"); // [padded channel][pixel]
-    Var p0 = blockIdx.x * 32, c0 = blockIdx.y * 32, img = blockIdx.z;
-    Var tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-    for_(range(4).unroll(), [&](Var r) {
-      Var cp = c0 + ty + r * 8, p = p0 + tx;
-      Var cin = cp % cgp;
-      Expr ok = cp < Cp && p < HW && cin < CG;
-      tile[ty + r * 8][tx] = 0.0f;
-      if_(ok, [&] { tile[ty + r * 8][tx] = cast(x[img][cp / cgp * CG + cin][p], f32); });
-    });
-    syncthreads();
-    for_(range(4).unroll(), [&](Var r) {
-      Var p = p0 + ty + r * 8, cp = c0 + tx;
-      if_(p < HW && cp < Cp, [&] { xp[img][p][cp] = tile[tx][ty + r * 8]; });
-    });
-  });
-}
-
-/// Adds kernel `name`: NHWC x [N*H*W][C] -> [N*H*W][groups * cgp] (channels padded per group).
-inline void add_pad_channels_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s,
-                                    DataType dt) {
-  using namespace hidet::lang;
-  const int CG = s.cg(), cgp = s.cgp(), Cp = s.groups * cgp, threads = 256;
-  const std::int64_t pixels = std::int64_t(s.n) * s.h * s.w, total = pixels * Cp;
-  auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  mod.kernel(name, {T({})[pixels][s.c], T({})[pixels][Cp]}, [&](lang::Tensor x, lang::Tensor xp) {
-    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
-    attrs.cuda.block_dim = threads;
-    Var i = blockIdx.x * threads + threadIdx.x;
-    if_(i < total, [&] {
-      Var p = i / Cp, cp = i % Cp, cin = cp % cgp;
-      if_(cin < CG, [&] { xp[p][cp] = x[p][cp / cgp * CG + cin]; }).else_([&] { xp[p][cp] = 0.0f; });
-    });
-  });
-}
-
-/// Adds kernel `name`: the weight in `layout`'s order ([O][CG][KH][KW] or [O][KH][KW][CG]) ->
-/// [O][k_pack] (k = (kh, kw, c), channels zero-padded to cgp, rows to k_pack).
-inline void add_pack_weight_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s,
-                                   DataType dt, Conv2dLayout layout) {
-  using namespace hidet::lang;
-  const int CG = s.cg(), cgp = s.cgp(), R = s.kh * s.kw, kl = s.k_pack(), threads = 256;
-  const std::int64_t total = std::int64_t(s.o) * kl;
-  auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  mod.kernel(name, {T({})[s.o][CG * R], T({})[s.o][kl]}, [&](lang::Tensor w, lang::Tensor wp) {
-    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
-    attrs.cuda.block_dim = threads;
-    Var i = blockIdx.x * threads + threadIdx.x;
-    if_(i < total, [&] {
-      Var oc = i / kl, k = i % kl, rs = k / cgp, c = k % cgp;
-      Expr src = layout == Conv2dLayout::NCHW ? c * R + rs : rs * CG + c;
-      if_(c < CG && rs < R, [&] { wp[oc][k] = w[oc][select(rs < R, src, 0)]; }).else_([&] { wp[oc][k] = 0.0f; });
-    });
-  });
+    auto x_part = [&] {
+      if (!nchw) {
+        Var i = blockIdx.x * 256 + threadIdx.x;
+        if_(i < pixels * Cp, [&] {
+          Var p = i / Cp, cp = i % Cp, cin = cp % cgp;
+          if_(cin < CG, [&] { (*xp)[p][cp] = (*x)[p][cp / cgp * CG + cin]; }).else_([&] { (*xp)[p][cp] = 0.0f; });
+        });
+        return;
+      }
+      auto tile = shared_tensor(f32[32][33], "tile"); // [padded channel][pixel]
+      Var img = blockIdx.x / (tiles_p * tiles_c), ct = blockIdx.x / tiles_p % tiles_c, pt = blockIdx.x % tiles_p;
+      Var p0 = pt * 32, c0 = ct * 32;
+      Var tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+      for_(range(4).unroll(), [&](Var r) {
+        Var cp = c0 + ty + r * 8, p = p0 + tx;
+        Var cin = cp % cgp;
+        Expr ok = cp < Cp && p < HW && cin < CG;
+        tile[ty + r * 8][tx] = 0.0f;
+        if_(ok, [&] { tile[ty + r * 8][tx] = cast((*x)[img][cp / cgp * CG + cin][p], f32); });
+      });
+      syncthreads();
+      for_(range(4).unroll(), [&](Var r) {
+        Var p = p0 + ty + r * 8, cp = c0 + tx;
+        if_(p < HW && cp < Cp, [&] { (*xp)[img][p][cp] = tile[tx][ty + r * 8]; });
+      });
+    };
+    auto w_part = [&] {
+      Var i = (blockIdx.x - int(x_blocks)) * 256 + threadIdx.x;
+      if_(i < w_total, [&] {
+        Var oc = i / kl, k = i % kl, rs = k / cgp, c = k % cgp;
+        Expr src = nchw ? c * R + rs : rs * CG + c;
+        if_(c < CG && rs < R, [&] { (*wp)[oc][k] = (*w)[oc][select(rs < R, src, 0)]; }).else_([&] { (*wp)[oc][k] = 0.0f; });
+      });
+    };
+    if (pack_x && pack_w) if_(blockIdx.x < int(x_blocks), x_part).else_(w_part);
+    else if (pack_x) x_part();
+    else w_part();
+  };
+  using lang::Tensor;
+  if (pack_x && pack_w)
+    mod.kernel(name, {xs, ws, xps, wps}, [&](Tensor x, Tensor w, Tensor xp, Tensor wp) { body(&x, &w, &xp, &wp); });
+  else if (pack_x) mod.kernel(name, {xs, xps}, [&](Tensor x, Tensor xp) { body(&x, nullptr, &xp, nullptr); });
+  else if (pack_w) mod.kernel(name, {ws, wps}, [&](Tensor w, Tensor wp) { body(nullptr, &w, nullptr, &wp); });
 }
 
 } // namespace hidet::ops::templates
