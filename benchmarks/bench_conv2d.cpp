@@ -34,17 +34,28 @@ struct Layer {
 // Every distinct conv layer of ResNet-50 (in channels, input size, out channels, kernel, stride,
 // padding, occurrences).
 const std::vector<Layer> kLayers{
-    {"stem 7x7 3-64 s2", 3, 224, 64, 7, 2, 3, 1},     {"s1 1x1 64-64", 64, 56, 64, 1, 1, 0, 1},
-    {"s1 3x3 64-64", 64, 56, 64, 3, 1, 1, 3},         {"s1 1x1 64-256", 64, 56, 256, 1, 1, 0, 4},
-    {"s1 1x1 256-64", 256, 56, 64, 1, 1, 0, 2},       {"s2 1x1 256-128", 256, 56, 128, 1, 1, 0, 1},
-    {"s2 3x3 128-128 s2", 128, 56, 128, 3, 2, 1, 1},  {"s2 1x1 128-512", 128, 28, 512, 1, 1, 0, 4},
-    {"s2 ds 1x1 256-512 s2", 256, 56, 512, 1, 2, 0, 1}, {"s2 1x1 512-128", 512, 28, 128, 1, 1, 0, 3},
-    {"s2 3x3 128-128", 128, 28, 128, 3, 1, 1, 3},     {"s3 1x1 512-256", 512, 28, 256, 1, 1, 0, 1},
-    {"s3 3x3 256-256 s2", 256, 28, 256, 3, 2, 1, 1},  {"s3 1x1 256-1024", 256, 14, 1024, 1, 1, 0, 6},
-    {"s3 ds 1x1 512-1024 s2", 512, 28, 1024, 1, 2, 0, 1}, {"s3 1x1 1024-256", 1024, 14, 256, 1, 1, 0, 5},
-    {"s3 3x3 256-256", 256, 14, 256, 3, 1, 1, 5},     {"s4 1x1 1024-512", 1024, 14, 512, 1, 1, 0, 1},
-    {"s4 3x3 512-512 s2", 512, 14, 512, 3, 2, 1, 1},  {"s4 1x1 512-2048", 512, 7, 2048, 1, 1, 0, 3},
-    {"s4 ds 1x1 1024-2048 s2", 1024, 14, 2048, 1, 2, 0, 1}, {"s4 1x1 2048-512", 2048, 7, 512, 1, 1, 0, 2},
+    {"stem 7x7 3-64 s2", 3, 224, 64, 7, 2, 3, 1},
+    {"s1 1x1 64-64", 64, 56, 64, 1, 1, 0, 1},
+    {"s1 3x3 64-64", 64, 56, 64, 3, 1, 1, 3},
+    {"s1 1x1 64-256", 64, 56, 256, 1, 1, 0, 4},
+    {"s1 1x1 256-64", 256, 56, 64, 1, 1, 0, 2},
+    {"s2 1x1 256-128", 256, 56, 128, 1, 1, 0, 1},
+    {"s2 3x3 128-128 s2", 128, 56, 128, 3, 2, 1, 1},
+    {"s2 1x1 128-512", 128, 28, 512, 1, 1, 0, 4},
+    {"s2 ds 1x1 256-512 s2", 256, 56, 512, 1, 2, 0, 1},
+    {"s2 1x1 512-128", 512, 28, 128, 1, 1, 0, 3},
+    {"s2 3x3 128-128", 128, 28, 128, 3, 1, 1, 3},
+    {"s3 1x1 512-256", 512, 28, 256, 1, 1, 0, 1},
+    {"s3 3x3 256-256 s2", 256, 28, 256, 3, 2, 1, 1},
+    {"s3 1x1 256-1024", 256, 14, 1024, 1, 1, 0, 6},
+    {"s3 ds 1x1 512-1024 s2", 512, 28, 1024, 1, 2, 0, 1},
+    {"s3 1x1 1024-256", 1024, 14, 256, 1, 1, 0, 5},
+    {"s3 3x3 256-256", 256, 14, 256, 3, 1, 1, 5},
+    {"s4 1x1 1024-512", 1024, 14, 512, 1, 1, 0, 1},
+    {"s4 3x3 512-512 s2", 512, 14, 512, 3, 2, 1, 1},
+    {"s4 1x1 512-2048", 512, 7, 2048, 1, 1, 0, 3},
+    {"s4 ds 1x1 1024-2048 s2", 1024, 14, 2048, 1, 2, 0, 1},
+    {"s4 1x1 2048-512", 2048, 7, 512, 1, 1, 0, 2},
     {"s4 3x3 512-512", 512, 7, 512, 3, 1, 1, 2},
 };
 
@@ -72,23 +83,27 @@ Problem make_problem(const t::Conv2dShape &s, const Mode &m, std::mt19937_64 &rn
   Problem p;
   auto fill = [&](std::size_t n) {
     std::vector<double> v(n);
-    for (auto &e : v) e = std::round(u(rng) * 8) / 8; // exact in f16
+    for (auto &e : v)
+      e = std::round(u(rng) * 8) / 8; // exact in f16
     return v;
   };
   p.xh = fill(std::size_t(s.n) * s.c * s.h * s.w);
   p.wh = fill(std::size_t(s.o) * s.cg() * s.kh * s.kw);
   p.bh = fill(std::size_t(s.o));
   bool nhwc = m.layout == t::Conv2dLayout::NHWC;
-  auto perm = [&](const std::vector<double> &v, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
+  auto perm = [&](const std::vector<double> &v, std::int64_t a, std::int64_t b, std::int64_t c,
+                  std::int64_t d) {
     if (!nhwc) return v;
     std::vector<double> r(v.size());
     for (std::int64_t i = 0; i < a; ++i)
       for (std::int64_t j = 0; j < b; ++j)
         for (std::int64_t k = 0; k < c; ++k)
-          for (std::int64_t l = 0; l < d; ++l) r[((i * c + k) * d + l) * b + j] = v[((i * b + j) * c + k) * d + l];
+          for (std::int64_t l = 0; l < d; ++l)
+            r[((i * c + k) * d + l) * b + j] = v[((i * b + j) * c + k) * d + l];
     return r;
   };
-  std::vector<std::int64_t> xs = nhwc ? std::vector<std::int64_t>{s.n, s.h, s.w, s.c} : std::vector<std::int64_t>{s.n, s.c, s.h, s.w};
+  std::vector<std::int64_t> xs = nhwc ? std::vector<std::int64_t>{s.n, s.h, s.w, s.c}
+                                      : std::vector<std::int64_t>{s.n, s.c, s.h, s.w};
   std::vector<std::int64_t> ws = nhwc ? std::vector<std::int64_t>{s.o, s.kh, s.kw, s.cg()}
                                       : std::vector<std::int64_t>{s.o, s.cg(), s.kh, s.kw};
   std::vector<std::int64_t> ys = nhwc ? std::vector<std::int64_t>{s.n, s.oh(), s.ow(), s.o}
@@ -106,14 +121,16 @@ double check(const t::Conv2dShape &s, const Mode &m, const Problem &p, std::mt19
   bool nhwc = m.layout == t::Conv2dLayout::NHWC;
   double worst = 0;
   for (int smp = 0; smp < 64; ++smp) {
-    int n = int(rng() % s.n), o = int(rng() % s.o), i = int(rng() % s.oh()), j = int(rng() % s.ow());
+    int n = int(rng() % s.n), o = int(rng() % s.o), i = int(rng() % s.oh()),
+        j = int(rng() % s.ow());
     double want = p.bh[o], mag = std::abs(p.bh[o]);
     for (int c = 0; c < s.c; ++c)
       for (int a = 0; a < s.kh; ++a)
         for (int b = 0; b < s.kw; ++b) {
           int h = i * s.sh - s.ph + a, w = j * s.sw - s.pw + b;
           if (h < 0 || h >= s.h || w < 0 || w >= s.w) continue;
-          double v = p.xh[((std::size_t(n) * s.c + c) * s.h + h) * s.w + w] * p.wh[((std::size_t(o) * s.c + c) * s.kh + a) * s.kw + b];
+          double v = p.xh[((std::size_t(n) * s.c + c) * s.h + h) * s.w + w] *
+                     p.wh[((std::size_t(o) * s.c + c) * s.kh + a) * s.kw + b];
           want += v, mag += std::abs(v);
         }
     std::size_t idx = nhwc ? ((std::size_t(n) * s.oh() + i) * s.ow() + j) * s.o + o
@@ -124,7 +141,8 @@ double check(const t::Conv2dShape &s, const Mode &m, const Problem &p, std::mt19
 }
 
 double time_ms(const std::function<void()> &f) {
-  for (int i = 0; i < 3; ++i) f();
+  for (int i = 0; i < 3; ++i)
+    f();
   hidet::synchronize();
   hidet::Event s, e;
   s.record();
@@ -135,7 +153,8 @@ double time_ms(const std::function<void()> &f) {
   std::vector<double> ts;
   for (int r = 0; r < 7; ++r) {
     s.record();
-    for (int i = 0; i < per; ++i) f();
+    for (int i = 0; i < per; ++i)
+      f();
     e.record();
     ts.push_back(double(e.elapsed_ms_since(s)) / per);
   }
@@ -149,8 +168,9 @@ int main() {
     return 0;
   }
   const auto &dev = hidet::runtime::device_info(0);
-  std::printf("bench_conv2d on %s (%d SMs): hidet conv2d templates, heuristic configs (search space 0)\n",
-              dev.name.c_str(), dev.sm_count);
+  std::printf(
+      "bench_conv2d on %s (%d SMs): hidet conv2d templates, heuristic configs (search space 0)\n",
+      dev.name.c_str(), dev.sm_count);
   std::mt19937_64 rng(1);
   // Build every runner first, on a thread pool (NVRTC compiles in parallel).
   struct Job {
@@ -166,7 +186,8 @@ int main() {
     for (std::size_t l = 0; l < kLayers.size(); ++l)
       for (std::size_t m = 0; m < kModes.size(); ++m) {
         auto s = shape_of(kLayers[l], batch);
-        jobs.push_back({batch, l, m, s, t::conv2d_heuristic_config(s, kModes[m].dt, dev.sm_count), nullptr, ""});
+        jobs.push_back({batch, l, m, s, t::conv2d_heuristic_config(s, kModes[m].dt, dev.sm_count),
+                        nullptr, ""});
       }
   auto t0 = std::chrono::steady_clock::now();
   std::atomic<std::size_t> next{0};
@@ -175,7 +196,8 @@ int main() {
     for (std::size_t i; (i = next++) < jobs.size();) {
       auto &j = jobs[i];
       try {
-        j.runner = std::make_shared<t::Conv2d>(j.s, kModes[j.mode].dt, kModes[j.mode].layout, true, j.cfg);
+        j.runner =
+            std::make_shared<t::Conv2d>(j.s, kModes[j.mode].dt, kModes[j.mode].layout, true, j.cfg);
       } catch (const std::exception &e) {
         j.error = e.what();
       }
@@ -183,23 +205,27 @@ int main() {
   };
   std::vector<std::thread> pool;
   unsigned workers = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+  for (unsigned w = 1; w < workers; ++w)
+    pool.emplace_back(work);
   work();
-  for (auto &th : pool) th.join();
+  for (auto &th : pool)
+    th.join();
   std::printf("built %zu runners in %.1f s\n", jobs.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   for (int batch : {1, 16}) {
     std::printf("\nbatch %d (ms per conv, bias fused)\n%-26s", batch, "layer");
-    for (auto &m : kModes) std::printf(" %10s", m.name);
+    for (auto &m : kModes)
+      std::printf(" %10s", m.name);
     std::printf("   config (f16 NHWC)\n");
     std::vector<double> sum(kModes.size()), net(kModes.size());
     for (std::size_t l = 0; l < kLayers.size(); ++l) {
       std::printf("%-26s", kLayers[l].name);
       std::string cfg;
       for (std::size_t m = 0; m < kModes.size(); ++m) {
-        auto &j = *std::find_if(jobs.begin(), jobs.end(),
-                                [&](const Job &j) { return j.batch == batch && j.layer == l && j.mode == m; });
+        auto &j = *std::find_if(jobs.begin(), jobs.end(), [&](const Job &j) {
+          return j.batch == batch && j.layer == l && j.mode == m;
+        });
         if (!j.runner) {
           std::printf(" %10s", "ERROR");
           std::fprintf(stderr, "%s %s: %s\n", kLayers[l].name, kModes[m].name, j.error.c_str());
@@ -209,8 +235,9 @@ int main() {
         (*j.runner)(p.x, p.w, &p.b, p.y);
         double err = check(j.s, kModes[m], p, rng);
         double tol = kModes[m].dt == hidet::f32 ? 1e-5 : 1e-2;
-        if (!(err <= tol)) std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", kLayers[l].name,
-                                        kModes[m].name, batch, err);
+        if (!(err <= tol))
+          std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", kLayers[l].name,
+                       kModes[m].name, batch, err);
         double ms = time_ms([&] { (*j.runner)(p.x, p.w, &p.b, p.y); });
         sum[m] += ms, net[m] += ms * kLayers[l].count;
         std::printf(" %10.4f", ms);
@@ -219,14 +246,17 @@ int main() {
       std::printf("   %s\n", cfg.c_str());
     }
     std::printf("%-26s", "sum (distinct layers)");
-    for (double v : sum) std::printf(" %10.4f", v);
+    for (double v : sum)
+      std::printf(" %10.4f", v);
     std::printf("\n%-26s", "net (x occurrences)");
-    for (double v : net) std::printf(" %10.4f", v);
+    for (double v : net)
+      std::printf(" %10.4f", v);
     std::printf("\n");
   }
 
   // f16 NHWC tuned per layer at search space 1.
-  auto tune = [&](const t::Conv2dShape &s, const Mode &m, const Problem &p, int space, std::size_t &n) {
+  auto tune = [&](const t::Conv2dShape &s, const Mode &m, const Problem &p, int space,
+                  std::size_t &n) {
     auto cands = t::conv2d_candidates(s, m.dt, space, dev.sm_count);
     std::vector<hidet::ops::tuning::Candidate> tc;
     for (auto &c : cands)
@@ -252,12 +282,14 @@ int main() {
       t::Conv2d r(s, m.dt, m.layout, true, cfg);
       r(p.x, p.w, &p.b, p.y);
       double err = check(s, m, p, rng);
-      if (!(err <= 1e-2)) std::fprintf(stderr, "%s tuned batch %d: WRONG (max rel err %.3g)\n", l.name, batch, err);
+      if (!(err <= 1e-2))
+        std::fprintf(stderr, "%s tuned batch %d: WRONG (max rel err %.3g)\n", l.name, batch, err);
       double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
       sum += ms, net += ms * l.count;
       std::printf("%-26s %10.4f   %s (of %zu)\n", l.name, ms, cfg.str().c_str(), n);
     }
-    std::printf("%-26s %10.4f\n%-26s %10.4f\n", "sum (distinct layers)", sum, "net (x occurrences)", net);
+    std::printf("%-26s %10.4f\n%-26s %10.4f\n", "sum (distinct layers)", sum, "net (x occurrences)",
+                net);
   }
   std::printf("(tuning all of them took %.1f s)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count());
@@ -273,7 +305,8 @@ int main() {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   t::Conv2d r(s, m.dt, m.layout, true, best);
   double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
-  std::printf("\ntuning %s batch 16 f16 NHWC at search space 2: %zu candidates in %.1f s (0 s when the disk record "
+  std::printf("\ntuning %s batch 16 f16 NHWC at search space 2: %zu candidates in %.1f s (0 s when "
+              "the disk record "
               "exists); picked %s: %.4f ms\n",
               l.name, n, secs, best.str().c_str(), ms);
   return 0;

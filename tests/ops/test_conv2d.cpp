@@ -21,10 +21,12 @@ struct Case {
 };
 
 /// Host conv2d of NCHW data (PyTorch semantics), double precision.
-std::vector<double> ref_conv(const std::vector<double> &xv, const std::vector<double> &wv, const std::vector<double> *bias,
-                             const Case &c, o::Shape &out) {
-  std::int64_t N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3], O = c.w[0], CG = c.w[1], KH = c.w[2], KW = c.w[3];
-  std::int64_t OH = (H + 2 * c.p - c.d * (KH - 1) - 1) / c.s + 1, OW = (W + 2 * c.p - c.d * (KW - 1) - 1) / c.s + 1;
+std::vector<double> ref_conv(const std::vector<double> &xv, const std::vector<double> &wv,
+                             const std::vector<double> *bias, const Case &c, o::Shape &out) {
+  std::int64_t N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3], O = c.w[0], CG = c.w[1], KH = c.w[2],
+               KW = c.w[3];
+  std::int64_t OH = (H + 2 * c.p - c.d * (KH - 1) - 1) / c.s + 1,
+               OW = (W + 2 * c.p - c.d * (KW - 1) - 1) / c.s + 1;
   out = {N, O, OH, OW};
   std::vector<double> y(std::size_t(N * O * OH * OW));
   for (std::int64_t n = 0; n < N; ++n)
@@ -38,7 +40,8 @@ std::vector<double> ref_conv(const std::vector<double> &xv, const std::vector<do
               for (std::int64_t b = 0; b < KW; ++b) {
                 std::int64_t h = i * c.s - c.p + a * c.d, w = j * c.s - c.p + b * c.d;
                 if (h < 0 || h >= H || w < 0 || w >= W) continue;
-                acc += xv[((n * C + grp * CG + ci) * H + h) * W + w] * wv[((oc * CG + ci) * KH + a) * KW + b];
+                acc += xv[((n * C + grp * CG + ci) * H + h) * W + w] *
+                       wv[((oc * CG + ci) * KH + a) * KW + b];
               }
           y[((n * O + oc) * OH + i) * OW + j] = acc;
         }
@@ -52,15 +55,16 @@ std::vector<double> to_nhwc(const std::vector<double> &v, const o::Shape &s) {
     for (std::int64_t b = 0; b < s[1]; ++b)
       for (std::int64_t c = 0; c < s[2]; ++c)
         for (std::int64_t d = 0; d < s[3]; ++d)
-          r[std::size_t(((a * s[2] + c) * s[3] + d) * s[1] + b)] = v[std::size_t(((a * s[1] + b) * s[2] + c) * s[3] + d)];
+          r[std::size_t(((a * s[2] + c) * s[3] + d) * s[1] + b)] =
+              v[std::size_t(((a * s[1] + b) * s[2] + c) * s[3] + d)];
   return r;
 }
 o::Shape nhwc_shape(const o::Shape &s) { return {s[0], s[2], s[3], s[1]}; }
 
 /// Runs one case through ops::conv2d (NCHW) or ops::conv2d_nhwc and checks it.
 void check_case(const Case &c, DataType d, bool nhwc, double scale = 1) {
-  INFO("x " << o::shape_str(c.x) << " w " << o::shape_str(c.w) << " s" << c.s << " p" << c.p << " d" << c.d << " g"
-            << c.g << std::string(c.bias ? " bias" : "") << " dtype " << d
+  INFO("x " << o::shape_str(c.x) << " w " << o::shape_str(c.w) << " s" << c.s << " p" << c.p << " d"
+            << c.d << " g" << c.g << std::string(c.bias ? " bias" : "") << " dtype " << d
             << std::string(nhwc ? " NHWC" : " NCHW"));
   Tensor x = make(c.x, d, -2, 2, true), w = make(c.w, d, -2, 2, true), b = make({c.w[0]}, d);
   auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
@@ -73,7 +77,8 @@ void check_case(const Case &c, DataType d, bool nhwc, double scale = 1) {
     expect_close(y, out, want, false, scale);
     return;
   }
-  Tensor xn = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d), wn = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), d);
+  Tensor xn = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d),
+         wn = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), d);
   Tensor y = o::conv2d_nhwc(xn.to("cuda"), wn.to("cuda"), bias, {c.s}, {c.p}, {c.d}, c.g);
   CHECK(y.dtype() == d);
   expect_close(y, nhwc_shape(out), to_nhwc(want, out), false, scale);
@@ -81,34 +86,37 @@ void check_case(const Case &c, DataType d, bool nhwc, double scale = 1) {
 
 } // namespace
 
-TEST_CASE("conv2d templates: 1x1, 3x3, 7x7, stride, padding, dilation, groups, bias, NCHW and NHWC") {
+TEST_CASE(
+    "conv2d templates: 1x1, 3x3, 7x7, stride, padding, dilation, groups, bias, NCHW and NHWC") {
   // Channel counts leave partial tiles along every GEMM dimension; C = 3 and C / groups = 6 need
   // the channel padding of the tensor-core path.
   std::vector<Case> cases{
-      {{2, 16, 6, 7}, {24, 16, 1, 1}, 1, 0, 1, 1, true},  // 1x1
-      {{1, 8, 9, 9}, {16, 8, 3, 3}, 1, 1, 1, 1, false},   // 3x3, padding
-      {{2, 16, 9, 8}, {8, 16, 3, 3}, 2, 1, 1, 1, true},   // stride 2
-      {{1, 3, 12, 12}, {8, 3, 7, 7}, 2, 3, 1, 1, true},   // the ResNet stem's 7x7 (C = 3)
-      {{1, 8, 9, 10}, {8, 8, 3, 3}, 1, 2, 2, 1, false},   // dilation 2
-      {{1, 32, 5, 5}, {16, 16, 3, 3}, 1, 1, 1, 2, true},  // groups 2 (C/groups 16)
-      {{1, 12, 5, 6}, {10, 6, 3, 3}, 1, 1, 1, 2, true},   // groups 2, C/groups 6 (padded to 8)
-      {{2, 16, 7, 7}, {16, 1, 3, 3}, 1, 1, 1, 16, true},  // depthwise
-      {{1, 8, 9, 9}, {8, 1, 5, 5}, 2, 2, 1, 8, false},    // depthwise 5x5 stride 2
-      {{1, 8, 7, 7}, {24, 8, 1, 1}, 2, 0, 1, 1, false},   // 1x1 stride 2 (downsample)
-      {{1, 64, 4, 4}, {16, 64, 3, 3}, 1, 1, 1, 1, true},  // few tiles, long k: split-k (f32)
+      {{2, 16, 6, 7}, {24, 16, 1, 1}, 1, 0, 1, 1, true},   // 1x1
+      {{1, 8, 9, 9}, {16, 8, 3, 3}, 1, 1, 1, 1, false},    // 3x3, padding
+      {{2, 16, 9, 8}, {8, 16, 3, 3}, 2, 1, 1, 1, true},    // stride 2
+      {{1, 3, 12, 12}, {8, 3, 7, 7}, 2, 3, 1, 1, true},    // the ResNet stem's 7x7 (C = 3)
+      {{1, 8, 9, 10}, {8, 8, 3, 3}, 1, 2, 2, 1, false},    // dilation 2
+      {{1, 32, 5, 5}, {16, 16, 3, 3}, 1, 1, 1, 2, true},   // groups 2 (C/groups 16)
+      {{1, 12, 5, 6}, {10, 6, 3, 3}, 1, 1, 1, 2, true},    // groups 2, C/groups 6 (padded to 8)
+      {{2, 16, 7, 7}, {16, 1, 3, 3}, 1, 1, 1, 16, true},   // depthwise
+      {{1, 8, 9, 9}, {8, 1, 5, 5}, 2, 2, 1, 8, false},     // depthwise 5x5 stride 2
+      {{1, 8, 7, 7}, {24, 8, 1, 1}, 2, 0, 1, 1, false},    // 1x1 stride 2 (downsample)
+      {{1, 64, 4, 4}, {16, 64, 3, 3}, 1, 1, 1, 1, true},   // few tiles, long k: split-k (f32)
       {{1, 128, 3, 3}, {16, 128, 3, 3}, 1, 1, 1, 1, true}, // k = 1152: split-k (f16)
-      {{1, 4, 6, 6}, {8, 4, 3, 3}, 1, 1, 1, 1, true},     // C = 4: 8-byte copies, in place in NHWC
-      {{1, 24, 5, 5}, {8, 12, 3, 3}, 1, 1, 1, 2, false},  // C/groups = 12: 8-byte copies, k = 108
+      {{1, 4, 6, 6}, {8, 4, 3, 3}, 1, 1, 1, 1, true},      // C = 4: 8-byte copies, in place in NHWC
+      {{1, 24, 5, 5}, {8, 12, 3, 3}, 1, 1, 1, 2, false},   // C/groups = 12: 8-byte copies, k = 108
   };
   for (auto &c : cases)
     for (DataType d : {dtypes::f32, dtypes::f16, dtypes::bf16})
-      for (bool nhwc : {false, true}) check_case(c, d, nhwc, d == dtypes::f32 ? 1 : 2);
+      for (bool nhwc : {false, true})
+        check_case(c, d, nhwc, d == dtypes::f32 ? 1 : 2);
 }
 
 TEST_CASE("conv2d templates: the heuristic splits k when the tiles do not fill the GPU") {
   t::Conv2dShape s{1, 64, 4, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1}; // one 64 x 64 tile, k = 576
   CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 1); // k < 1024: no split
-  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.str() == "mma 64x64x64 (warps 2x2 of 32x32, 3 stages)");
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.str() ==
+        "mma 64x64x64 (warps 2x2 of 32x32, 3 stages)");
   CHECK(t::conv2d_heuristic_config(s, dtypes::f32, 132).fma.split_k == 8);
   s.c = s.o = 512; // k = 4608, 8 tiles
   CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 16);
@@ -124,18 +132,21 @@ TEST_CASE("conv2d templates: every candidate of search space 1") {
     DataType d;
     t::Conv2dLayout layout;
   };
-  for (auto pr : std::vector<Problem>{{{2, 16, 6, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1}, dtypes::f16, t::Conv2dLayout::NHWC},
-                                      {{2, 16, 6, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1}, dtypes::f32, t::Conv2dLayout::NCHW},
-                                      {{1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8}, dtypes::f32, t::Conv2dLayout::NHWC}}) {
+  for (auto pr : std::vector<Problem>{
+           {{2, 16, 6, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1}, dtypes::f16, t::Conv2dLayout::NHWC},
+           {{2, 16, 6, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1}, dtypes::f32, t::Conv2dLayout::NCHW},
+           {{1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8}, dtypes::f32, t::Conv2dLayout::NHWC}}) {
     auto &s = pr.s;
     bool nhwc = pr.layout == t::Conv2dLayout::NHWC;
     Case c{{s.n, s.c, s.h, s.w}, {s.o, s.cg(), s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
-    Tensor x = make(c.x, pr.d, -2, 2, true), w = make(c.w, pr.d, -2, 2, true), b = make({s.o}, pr.d);
+    Tensor x = make(c.x, pr.d, -2, 2, true), w = make(c.w, pr.d, -2, 2, true),
+           b = make({s.o}, pr.d);
     auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
     o::Shape out;
     auto want = ref_conv(xv, wv, &bv, c, out);
     if (nhwc) {
-      x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), pr.d), w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), pr.d);
+      x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), pr.d),
+      w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), pr.d);
       want = to_nhwc(want, out), out = nhwc_shape(out);
     }
     x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
@@ -145,8 +156,9 @@ TEST_CASE("conv2d templates: every candidate of search space 1") {
     CHECK(cands[0].str() == t::conv2d_heuristic_config(s, pr.d, sms).str());
     CHECK(t::conv2d_candidates(s, pr.d, 0, sms).size() == 1u);
     CHECK(t::conv2d_candidates(s, pr.d, 2, sms).size() >= cands.size());
-    CHECK(std::any_of(cands.begin(), cands.end(), [](auto &c) { return c.str().find("split-k") != std::string::npos; }) ==
-          !s.depthwise());
+    CHECK(std::any_of(cands.begin(), cands.end(), [](auto &c) {
+            return c.str().find("split-k") != std::string::npos;
+          }) == !s.depthwise());
     for (auto &cfg : cands) {
       INFO("config " << cfg.str() << ", " << s.str() << ", " << pr.d);
       t::Conv2d run(s, pr.d, pr.layout, true, cfg);
@@ -164,7 +176,8 @@ TEST_CASE("conv2d templates: search space 1 through ops::conv2d (injected timer)
   });
   hidet::option::search_space(1);
   Case c{{1, 8, 5, 5}, {8, 8, 3, 3}, 1, 1, 1, 1, true};
-  for (int rep = 0; rep < 2; ++rep) check_case(c, dtypes::f16, true);
+  for (int rep = 0; rep < 2; ++rep)
+    check_case(c, dtypes::f16, true);
   hidet::option::search_space(0);
   hidet::ops::tuning::set_timer(nullptr);
   // A repeated call compiles nothing: neither a task nor a template module.
@@ -180,7 +193,8 @@ TEST_CASE("conv2d: dtypes and inputs the templates do not serve fall back to the
   check_case(c, dtypes::i32, true);
   check_case(c, dtypes::f64, true);
   // Mixed dtypes promote (f16 x, f32 weight -> f32).
-  Tensor x = make({1, 4, 5, 5}, dtypes::f16, -2, 2, true), w = make({3, 4, 3, 3}, dtypes::f32, -2, 2, true);
+  Tensor x = make({1, 4, 5, 5}, dtypes::f16, -2, 2, true),
+         w = make({3, 4, 3, 3}, dtypes::f32, -2, 2, true);
   Case m{{1, 4, 5, 5}, {3, 4, 3, 3}, 1, 0, 1, 1, false};
   o::Shape out;
   auto want = ref_conv(x.to_double_vector(), w.to_double_vector(), nullptr, m, out);
@@ -195,26 +209,52 @@ TEST_CASE("conv2d: dtypes and inputs the templates do not serve fall back to the
 
 TEST_CASE("conv2d templates: errors") {
   Tensor x = make({1, 5, 5, 4}, dtypes::f16);
-  expect_error([&] { (void)o::conv2d_nhwc(x, make({3, 3, 3, 3}, dtypes::f16)); },
-               {"conv2d_nhwc: x of shape (1, 5, 5, 4) and weight of shape (3, 3, 3, 3)", "groups=1", "shape[3]"});
-  expect_error([&] { (void)o::conv2d_nhwc(o::reshape(x, {5, 5, 4}), make({2, 3, 3, 4}, dtypes::f16)); },
-               {"conv2d_nhwc: expected x [N, H, W, C]"});
-  expect_error([&] { (void)o::conv2d_nhwc(x, make({2, 7, 7, 4}, dtypes::f16)); }, {"larger than the padded input"});
-  expect_error([&] { (void)o::conv2d_nhwc(x, make({2, 3, 3, 4}, dtypes::f16), make({3}, dtypes::f16)); },
-               {"conv2d_nhwc: bias must have shape (2,)"});
-  expect_error([&] { (void)o::conv2d_nhwc(x.astype(dtypes::boolean), make({2, 3, 3, 4}, dtypes::f16)); },
-               {"dtype bool is not supported"});
+  expect_error(
+      [&] {
+        (void)o::conv2d_nhwc(x, make({3, 3, 3, 3}, dtypes::f16));
+      },
+      {"conv2d_nhwc: x of shape (1, 5, 5, 4) and weight of shape (3, 3, 3, 3)", "groups=1",
+       "shape[3]"});
+  expect_error(
+      [&] {
+        (void)o::conv2d_nhwc(o::reshape(x, {5, 5, 4}), make({2, 3, 3, 4}, dtypes::f16));
+      },
+      {"conv2d_nhwc: expected x [N, H, W, C]"});
+  expect_error(
+      [&] {
+        (void)o::conv2d_nhwc(x, make({2, 7, 7, 4}, dtypes::f16));
+      },
+      {"larger than the padded input"});
+  expect_error(
+      [&] {
+        (void)o::conv2d_nhwc(x, make({2, 3, 3, 4}, dtypes::f16), make({3}, dtypes::f16));
+      },
+      {"conv2d_nhwc: bias must have shape (2,)"});
+  expect_error(
+      [&] {
+        (void)o::conv2d_nhwc(x.astype(dtypes::boolean), make({2, 3, 3, 4}, dtypes::f16));
+      },
+      {"dtype bool is not supported"});
   t::Conv2dShape s{1, 8, 5, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1};
   t::Conv2dConfig bad;
   bad.mma.block_k = 24;
-  expect_error([&] { t::check_conv2d_config(s, dtypes::f16, bad); }, {"conv2d config mma", "block_k must be 16, 32 or 64"});
+  expect_error([&] { t::check_conv2d_config(s, dtypes::f16, bad); },
+               {"conv2d config mma", "block_k must be 16, 32 or 64"});
   bad = t::conv2d_heuristic_config(s, dtypes::f16, 132);
-  expect_error([&] { t::check_conv2d_config(s, dtypes::f32, bad); }, {"the tensor-core kernel takes f16 or bf16"});
+  expect_error([&] { t::check_conv2d_config(s, dtypes::f32, bad); },
+               {"the tensor-core kernel takes f16 or bf16"});
   bad.kind = t::Conv2dConfig::Kind::Depthwise;
   expect_error([&] { t::check_conv2d_config(s, dtypes::f16, bad); }, {"groups == C == O"});
-  expect_error([&] { t::check_conv2d_problem(s, dtypes::i8); }, {"conv2d template", "takes f32, f16 or bf16"});
+  expect_error([&] { t::check_conv2d_problem(s, dtypes::i8); },
+               {"conv2d template", "takes f32, f16 or bf16"});
   // The runner checks its bias argument.
-  t::Conv2d r(s, dtypes::f32, t::Conv2dLayout::NCHW, true, t::conv2d_heuristic_config(s, dtypes::f32, 132));
-  Tensor xs = empty({1, 8, 5, 5}, dtypes::f32, "cuda"), ws = empty({8, 8, 3, 3}, dtypes::f32, "cuda");
-  expect_error([&] { r(xs, ws, nullptr, empty({1, 8, 5, 5}, dtypes::f32, "cuda")); }, {"built with a bias"});
+  t::Conv2d r(s, dtypes::f32, t::Conv2dLayout::NCHW, true,
+              t::conv2d_heuristic_config(s, dtypes::f32, 132));
+  Tensor xs = empty({1, 8, 5, 5}, dtypes::f32, "cuda"),
+         ws = empty({8, 8, 3, 3}, dtypes::f32, "cuda");
+  expect_error(
+      [&] {
+        r(xs, ws, nullptr, empty({1, 8, 5, 5}, dtypes::f32, "cuda"));
+      },
+      {"built with a bias"});
 }

@@ -30,9 +30,9 @@ namespace hidet::ops::templates {
 struct Conv2dConfig {
   enum class Kind { Mma, Fma, Depthwise };
   Kind kind = Kind::Mma;
-  Conv2dMmaConfig mma;   ///< for Kind::Mma
-  Conv2dFmaConfig fma;   ///< for Kind::Fma
-  int dw_threads = 256;  ///< for Kind::Depthwise: threads per block
+  Conv2dMmaConfig mma;  ///< for Kind::Mma
+  Conv2dFmaConfig fma;  ///< for Kind::Fma
+  int dw_threads = 256; ///< for Kind::Depthwise: threads per block
 
   /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)", "fma ...", "depthwise 256 threads"
   std::string str() const {
@@ -45,13 +45,16 @@ struct Conv2dConfig {
 /// Throws ValueError (naming the problem) when no template serves it: dtype not f32/f16/bf16,
 /// sizes past 32-bit indexing, or more than 65535 groups.
 inline void check_conv2d_problem(const Conv2dShape &s, DataType dt) {
-  auto bad = [&](const std::string &why) { throw ValueError(str_cat("conv2d template (", s.str(), ", ", dt, "): ", why)); };
+  auto bad = [&](const std::string &why) {
+    throw ValueError(str_cat("conv2d template (", s.str(), ", ", dt, "): ", why));
+  };
   if (!(dt == hidet::f32 || dt.is_half())) bad("takes f32, f16 or bf16");
   if (s.groups <= 0 || s.c % s.groups || s.o % s.groups) bad("C and O must be divisible by groups");
   if (s.oh() <= 0 || s.ow() <= 0) bad("empty output");
   std::int64_t lim = std::int64_t(1) << 31;
   std::int64_t xs = std::int64_t(s.n) * s.h * s.w * s.groups * s.cgp(), ys = s.gemm_m() * s.o;
-  if (xs >= lim || ys >= lim || std::int64_t(s.o) * s.k_pack() >= lim) bad("tensors past 2^31 elements");
+  if (xs >= lim || ys >= lim || std::int64_t(s.o) * s.k_pack() >= lim)
+    bad("tensors past 2^31 elements");
   if (s.groups > 65535) bad("more than 65535 groups");
 }
 
@@ -63,7 +66,8 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
   };
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
     if (!s.depthwise()) bad("the depthwise kernel needs groups == C == O");
-    if (cfg.dw_threads <= 0 || cfg.dw_threads > 1024 || cfg.dw_threads % 32) bad("threads must be 32..1024, whole warps");
+    if (cfg.dw_threads <= 0 || cfg.dw_threads > 1024 || cfg.dw_threads % 32)
+      bad("threads must be 32..1024, whole warps");
     return;
   }
   int bm = 0;
@@ -77,9 +81,11 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
     check_conv2d_fma_config(cfg.fma);
     bm = cfg.fma.block_m(), split = cfg.fma.split_k;
   }
-  if (lang::ceil_div(s.gemm_m(), std::int64_t(bm)) > 65535) bad("more than 65535 row tiles (grid.y)");
+  if (lang::ceil_div(s.gemm_m(), std::int64_t(bm)) > 65535)
+    bad("more than 65535 row tiles (grid.y)");
   if (std::int64_t(s.groups) * split > 65535) bad("more than 65535 groups times k slices (grid.z)");
-  if (split > 1 && s.gemm_m() * s.o * split >= (std::int64_t(1) << 31)) bad("the split-k workspace is too large");
+  if (split > 1 && s.gemm_m() * s.o * split >= (std::int64_t(1) << 31))
+    bad("the split-k workspace is too large");
 }
 
 /// The default configuration for a problem on a GPU with `num_sms` multiprocessors: depthwise
@@ -90,7 +96,8 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
 /// tiles, split-k while the blocks do not fill the GPU and every slice keeps 64 of k.
 inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_slice, int num_sms) {
   int split = 1;
-  while (tiles * split * 2 <= num_sms && k / (split * 2) >= min_slice && split < 16) split *= 2;
+  while (tiles * split * 2 <= num_sms && k / (split * 2) >= min_slice && split < 16)
+    split *= 2;
   return split;
 }
 inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms) {
@@ -101,7 +108,8 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
   }
   std::int64_t M = s.gemm_m();
   auto tiles = [&](int bm, int bn) {
-    return lang::ceil_div(M, std::int64_t(bm)) * lang::ceil_div(std::int64_t(s.og()), std::int64_t(bn)) * s.groups;
+    return lang::ceil_div(M, std::int64_t(bm)) *
+           lang::ceil_div(std::int64_t(s.og()), std::int64_t(bn)) * s.groups;
   };
   if (dt.is_half()) {
     c.kind = Conv2dConfig::Kind::Mma;
@@ -117,7 +125,8 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
 
 /// The search space (see the top of the file): the default first, then alternatives that pass
 /// check_conv2d_config, without duplicates.
-inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataType dt, int space, int num_sms) {
+inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataType dt, int space,
+                                                   int num_sms) {
   std::vector<Conv2dConfig> out;
   auto add = [&](const Conv2dConfig &c) {
     try {
@@ -134,31 +143,42 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
   Conv2dConfig c;
   if (s.depthwise()) {
     c.kind = Conv2dConfig::Kind::Depthwise;
-    for (int t : {128, 256, 512}) c.dw_threads = t, add(c);
+    for (int t : {128, 256, 512})
+      c.dw_threads = t, add(c);
     return out;
   }
   if (dt.is_half()) {
     c.kind = Conv2dConfig::Kind::Mma;
     // warps_m, warps_n, warp_m, warp_n
-    std::vector<std::array<int, 4>> tiles{{2, 2, 64, 64}, {4, 1, 32, 64}, {2, 2, 32, 32}, {2, 2, 64, 32},
-                                          {2, 2, 32, 64}, {4, 2, 32, 32}, {4, 2, 64, 32}};
+    std::vector<std::array<int, 4>> tiles{{2, 2, 64, 64}, {4, 1, 32, 64}, {2, 2, 32, 32},
+                                          {2, 2, 64, 32}, {2, 2, 32, 64}, {4, 2, 32, 32},
+                                          {4, 2, 64, 32}};
     if (space >= 2)
-      for (std::array<int, 4> t : {std::array<int, 4>{4, 2, 64, 64}, {2, 4, 32, 64}, {4, 2, 32, 64}, {1, 2, 64, 32},
-                                   {1, 1, 64, 64}, {2, 1, 64, 64}, {2, 1, 32, 32}})
+      for (std::array<int, 4> t : {std::array<int, 4>{4, 2, 64, 64},
+                                   {2, 4, 32, 64},
+                                   {4, 2, 32, 64},
+                                   {1, 2, 64, 32},
+                                   {1, 1, 64, 64},
+                                   {2, 1, 64, 64},
+                                   {2, 1, 32, 32}})
         tiles.push_back(t);
     std::vector<std::array<int, 2>> pipes{{32, 3}, {32, 4}, {64, 3}};
-    if (space >= 2) pipes = {{16, 3}, {16, 4}, {32, 2}, {32, 3}, {32, 4}, {64, 2}, {64, 3}, {64, 4}};
+    if (space >= 2)
+      pipes = {{16, 3}, {16, 4}, {32, 2}, {32, 3}, {32, 4}, {64, 2}, {64, 3}, {64, 4}};
     for (auto &t : tiles)
-      for (auto &p : pipes) c.mma = Conv2dMmaConfig{t[0], t[1], t[2], t[3], p[0], p[1]}, add(c);
+      for (auto &p : pipes)
+        c.mma = Conv2dMmaConfig{t[0], t[1], t[2], t[3], p[0], p[1]}, add(c);
     // split-k for problems with few tiles (each slice at least 64 of k)
     std::vector<std::array<int, 5>> small{{2, 2, 32, 32, 64}, {4, 1, 32, 64, 32}};
     if (space >= 2) small.push_back({2, 2, 64, 64, 32});
     for (auto &t : small) {
       Conv2dMmaConfig m{t[0], t[1], t[2], t[3], t[4], 3};
       std::int64_t n_tiles = lang::ceil_div(s.gemm_m(), std::int64_t(m.block_m())) *
-                             lang::ceil_div(std::int64_t(s.og()), std::int64_t(m.block_n())) * s.groups;
+                             lang::ceil_div(std::int64_t(s.og()), std::int64_t(m.block_n())) *
+                             s.groups;
       for (int split = 2; split <= 16; split *= 2)
-        if (n_tiles * split <= 3 * num_sms && s.gemm_k() / split >= 64) m.split_k = split, c.mma = m, add(c);
+        if (n_tiles * split <= 3 * num_sms && s.gemm_k() / split >= 64)
+          m.split_k = split, c.mma = m, add(c);
     }
     return out;
   }
@@ -169,27 +189,35 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
                                      {2, 4, 2, 1, 8, 4, 4, 4, 8},  {2, 2, 1, 1, 8, 4, 4, 4, 8},
                                      {4, 2, 2, 2, 4, 8, 4, 4, 16}, {2, 2, 2, 1, 4, 8, 4, 4, 16}};
   if (space >= 2)
-    for (Conv2dFmaConfig t : {Conv2dFmaConfig{4, 4, 2, 2, 4, 8, 4, 4, 8}, {2, 2, 2, 2, 8, 4, 4, 4, 8},
-                              {2, 2, 1, 1, 4, 8, 4, 4, 16}, {4, 2, 1, 2, 8, 4, 4, 4, 8}, {2, 2, 2, 2, 4, 8, 4, 4, 16}})
+    for (Conv2dFmaConfig t : {Conv2dFmaConfig{4, 4, 2, 2, 4, 8, 4, 4, 8},
+                              {2, 2, 2, 2, 8, 4, 4, 4, 8},
+                              {2, 2, 1, 1, 4, 8, 4, 4, 16},
+                              {4, 2, 1, 2, 8, 4, 4, 4, 8},
+                              {2, 2, 2, 2, 4, 8, 4, 4, 16}})
       tiles.push_back(t);
-  for (auto &t : tiles) c.fma = t, add(c);
+  for (auto &t : tiles)
+    c.fma = t, add(c);
   Conv2dFmaConfig m{2, 2, 2, 1, 4, 8, 4, 4, 8};
   std::int64_t n_tiles = lang::ceil_div(s.gemm_m(), std::int64_t(m.block_m())) *
                          lang::ceil_div(std::int64_t(s.og()), std::int64_t(m.block_n())) * s.groups;
   for (int split = 2; split <= 16; split *= 2)
-    if (n_tiles * split <= 2 * num_sms && s.gemm_k() / split >= 32) m.split_k = split, c.fma = m, add(c);
+    if (n_tiles * split <= 2 * num_sms && s.gemm_k() / split >= 32)
+      m.split_k = split, c.fma = m, add(c);
   return out;
 }
 
 /// A script module with the kernels of a problem: "conv2d" and, on the tensor-core path,
 /// "pack" when x or w needs repacking (conv2d_needs_pack_x/_w; add_pack_kernel), "sum_slices"
 /// under split-k. Conv2d runs it.
-inline bool conv2d_needs_pack_x(const Conv2dShape &s, Conv2dLayout layout, const Conv2dConfig &cfg) {
+inline bool conv2d_needs_pack_x(const Conv2dShape &s, Conv2dLayout layout,
+                                const Conv2dConfig &cfg) {
   return cfg.kind == Conv2dConfig::Kind::Mma && (layout == Conv2dLayout::NCHW || s.cgp() != s.cg());
 }
-inline bool conv2d_needs_pack_w(const Conv2dShape &s, Conv2dLayout layout, const Conv2dConfig &cfg) {
+inline bool conv2d_needs_pack_w(const Conv2dShape &s, Conv2dLayout layout,
+                                const Conv2dConfig &cfg) {
   if (cfg.kind != Conv2dConfig::Kind::Mma) return false;
-  return s.cgp() != s.cg() || s.k_pack() != s.gemm_k() || (layout == Conv2dLayout::NCHW && s.kh * s.kw > 1);
+  return s.cgp() != s.cg() || s.k_pack() != s.gemm_k() ||
+         (layout == Conv2dLayout::NCHW && s.kh * s.kw > 1);
 }
 /// The k slices of a config (1: no split-k).
 inline int conv2d_split_k_of(const Conv2dConfig &cfg) {
@@ -197,11 +225,12 @@ inline int conv2d_split_k_of(const Conv2dConfig &cfg) {
   if (cfg.kind == Conv2dConfig::Kind::Fma) return cfg.fma.split_k;
   return 1;
 }
-inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias,
-                                        const Conv2dConfig &cfg) {
+inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2dLayout layout,
+                                        bool has_bias, const Conv2dConfig &cfg) {
   check_conv2d_config(s, dt, cfg);
-  auto mod = lang::script_module(str_cat("conv2d_", dt, "_", layout == Conv2dLayout::NCHW ? "nchw" : "nhwc", "_", s.n,
-                                         "x", s.c, "x", s.h, "x", s.w, "_", s.o, "x", s.kh, "x", s.kw));
+  auto mod = lang::script_module(
+      str_cat("conv2d_", dt, "_", layout == Conv2dLayout::NCHW ? "nchw" : "nhwc", "_", s.n, "x",
+              s.c, "x", s.h, "x", s.w, "_", s.o, "x", s.kh, "x", s.kw));
   int split = conv2d_split_k_of(cfg);
   if (split > 1) add_split_k_sum_kernel(mod, "sum_slices", s, dt, layout, has_bias, split);
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
@@ -222,23 +251,30 @@ inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2
 /// on the tensor-core path x and w 16-byte aligned when read in place).
 class Conv2d {
 public:
-  Conv2d(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias, const Conv2dConfig &cfg)
-      : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg), cm_(conv2d_module(s, dt, layout, has_bias, cfg).build()) {
-    if (conv2d_needs_pack_x(s, layout, cfg)) x_pack_ = hidet::empty({s.n, s.h, s.w, s.groups * s.cgp()}, dt, "cuda");
+  Conv2d(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias,
+         const Conv2dConfig &cfg)
+      : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg),
+        cm_(conv2d_module(s, dt, layout, has_bias, cfg).build()) {
+    if (conv2d_needs_pack_x(s, layout, cfg))
+      x_pack_ = hidet::empty({s.n, s.h, s.w, s.groups * s.cgp()}, dt, "cuda");
     if (conv2d_needs_pack_w(s, layout, cfg)) w_pack_ = hidet::empty({s.o, s.k_pack()}, dt, "cuda");
-    if (int split = conv2d_split_k_of(cfg); split > 1) workspace_ = hidet::empty({split, s.gemm_m(), s.o}, hidet::f32, "cuda");
+    if (int split = conv2d_split_k_of(cfg); split > 1)
+      workspace_ = hidet::empty({split, s.gemm_m(), s.o}, hidet::f32, "cuda");
   }
   void operator()(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) const {
     if (bias_ != (bias != nullptr))
-      throw ValueError(str_cat("conv2d runner for ", s_.str(), ": built ", bias_ ? "with" : "without", " a bias"));
+      throw ValueError(str_cat("conv2d runner for ", s_.str(), ": built ",
+                               bias_ ? "with" : "without", " a bias"));
     const std::int64_t P = std::int64_t(s_.oh()) * s_.ow(), R = std::int64_t(s_.kh) * s_.kw;
     const bool nchw = layout_ == Conv2dLayout::NCHW;
     Tensor xa = x, wa, ya;
     auto launch = [&](const Tensor &xk, const Tensor &wk, const Tensor &yk) {
       if (workspace_.defined()) {
         cm_["conv2d"](xk, wk, workspace_);
-        if (bias) cm_["sum_slices"](workspace_, *bias, yk);
-        else cm_["sum_slices"](workspace_, yk);
+        if (bias)
+          cm_["sum_slices"](workspace_, *bias, yk);
+        else
+          cm_["sum_slices"](workspace_, yk);
       } else if (bias) {
         cm_["conv2d"](xk, wk, *bias, yk);
       } else {
@@ -250,11 +286,16 @@ public:
     if (cfg_.kind == Conv2dConfig::Kind::Fma) return launch(x, w.reshape({s_.o, s_.gemm_k()}), ya);
     const std::int64_t HW = std::int64_t(s_.h) * s_.w;
     Tensor xv = nchw ? x.reshape({s_.n, s_.c, HW}) : x.reshape({s_.n * HW, s_.c});
-    Tensor xpv = x_pack_.defined() ? (nchw ? x_pack_.reshape({s_.n, HW, -1}) : x_pack_.reshape({s_.n * HW, -1})) : Tensor();
+    Tensor xpv = x_pack_.defined()
+                     ? (nchw ? x_pack_.reshape({s_.n, HW, -1}) : x_pack_.reshape({s_.n * HW, -1}))
+                     : Tensor();
     Tensor wv = w.reshape({s_.o, s_.gemm_k()});
-    if (x_pack_.defined() && w_pack_.defined()) cm_["pack"](xv, wv, xpv, w_pack_);
-    else if (x_pack_.defined()) cm_["pack"](xv, xpv);
-    else if (w_pack_.defined()) cm_["pack"](wv, w_pack_);
+    if (x_pack_.defined() && w_pack_.defined())
+      cm_["pack"](xv, wv, xpv, w_pack_);
+    else if (x_pack_.defined())
+      cm_["pack"](xv, xpv);
+    else if (w_pack_.defined())
+      cm_["pack"](wv, w_pack_);
     xa = x_pack_.defined() ? x_pack_ : x;
     wa = w_pack_.defined() ? w_pack_ : wv;
     launch(xa, wa, ya);

@@ -11,9 +11,10 @@
 //    [O][kw_len] with k = (kh, kw, c), c fastest, rows zero-padded to kw_len = KH * KW * cgp
 //    rounded up to 8. Then 8 (cgp % 8 == 0) or 4 consecutive k are contiguous halves of one
 //    pixel: one 16- or 8-byte cp.async, zero-filled (src_bytes 0) where the pixel lies in the
-//    padding or past the tiles (the 4-wide copies halve the padding of the RGB stem: C = 3 -> 4). The pipeline, swizzles and mma.sync/ldmatrix fragments are matmul_f16.hpp's; the
-//    B tile is stored n-major ([n][k], as w is) and read by ldmatrix without .trans, which
-//    yields the col-major B fragment of mma.m16n8k16 directly.
+//    padding or past the tiles (the 4-wide copies halve the padding of the RGB stem: C = 3 -> 4).
+//    The pipeline, swizzles and mma.sync/ldmatrix fragments are matmul_f16.hpp's; the B tile is
+//    stored n-major ([n][k], as w is) and read by ldmatrix without .trans, which yields the
+//    col-major B fragment of mma.m16n8k16 directly.
 //  * FMA units (f32, add_conv2d_fma_kernel): matmul_f32.hpp's register-blocked SGEMM with the
 //    tile loads replaced by guarded gathers from x in its own layout (NCHW: k = (c, kh, kw),
 //    the weight as PyTorch stores it; NHWC: k = (kh, kw, c)); the B tile is stored transposed
@@ -44,19 +45,19 @@ struct Conv2dShape {
 
   int oh() const { return (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1; }
   int ow() const { return (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
-  int cg() const { return c / groups; }                        ///< input channels per group
-  int og() const { return o / groups; }                        ///< output channels per group
+  int cg() const { return c / groups; } ///< input channels per group
+  int og() const { return o / groups; } ///< output channels per group
   /// cg padded for the tensor-core path's copies: cg when a multiple of 8, else a multiple of 4
   int cgp() const { return cg() % 8 == 0 ? cg() : (cg() + 3) / 4 * 4; }
-  int vec() const { return cgp() % 8 == 0 ? 8 : 4; }               ///< halves per A copy
-  int k_pack() const { return (kh * kw * cgp() + 7) / 8 * 8; }     ///< packed weight row length
+  int vec() const { return cgp() % 8 == 0 ? 8 : 4; }           ///< halves per A copy
+  int k_pack() const { return (kh * kw * cgp() + 7) / 8 * 8; } ///< packed weight row length
   std::int64_t gemm_m() const { return std::int64_t(n) * oh() * ow(); }
   std::int64_t gemm_k() const { return std::int64_t(kh) * kw * cg(); }
   bool depthwise() const { return groups == c && groups == o && groups > 1; }
   /// "x 1x64x56x56, w 64x3x3 s1x1 p1x1 d1x1 g1"
   std::string str() const {
-    return str_cat("x ", n, "x", c, "x", h, "x", w, ", w ", o, "x", kh, "x", kw, " s", sh, "x", sw, " p", ph, "x", pw,
-                   " d", dh, "x", dw, " g", groups);
+    return str_cat("x ", n, "x", c, "x", h, "x", w, ", w ", o, "x", kh, "x", kw, " s", sh, "x", sw,
+                   " p", ph, "x", pw, " d", dh, "x", dw, " g", groups);
   }
 };
 
@@ -74,8 +75,9 @@ struct Conv2dMmaConfig {
   int smem_bytes() const { return stages * (block_m() + block_n()) * block_k * 2; }
   /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)"
   std::string str() const {
-    return str_cat("mma ", block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, " of ", warp_m,
-                   "x", warp_n, ", ", stages, " stages", split_k > 1 ? str_cat(", split-k ", split_k) : "", ")");
+    return str_cat("mma ", block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x",
+                   warps_n, " of ", warp_m, "x", warp_n, ", ", stages, " stages",
+                   split_k > 1 ? str_cat(", split-k ", split_k) : "", ")");
   }
 };
 
@@ -93,15 +95,18 @@ struct Conv2dFmaConfig {
   int threads() const { return warps_m * warps_n * 32; }
   /// "fma 128x128x8 (warps 4x2, repeat 2x2, lanes 4x8, thread 4x4)"
   std::string str() const {
-    return str_cat("fma ", block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, ", repeat ",
-                   repeat_m, "x", repeat_n, ", lanes ", lanes_m, "x", lanes_n, ", thread ", thread_m, "x", thread_n,
+    return str_cat("fma ", block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x",
+                   warps_n, ", repeat ", repeat_m, "x", repeat_n, ", lanes ", lanes_m, "x", lanes_n,
+                   ", thread ", thread_m, "x", thread_n,
                    split_k > 1 ? str_cat(", split-k ", split_k) : "", ")");
   }
 };
 
 /// Throws ValueError naming the config when it cannot be built.
 inline void check_conv2d_mma_config(const Conv2dMmaConfig &c) {
-  auto bad = [&](const std::string &why) { throw ValueError(str_cat("conv2d config ", c.str(), ": ", why)); };
+  auto bad = [&](const std::string &why) {
+    throw ValueError(str_cat("conv2d config ", c.str(), ": ", why));
+  };
   if (c.warps_m <= 0 || c.warps_n <= 0) bad("warps_m and warps_n must be positive");
   if (c.warp_m <= 0 || c.warp_m % 16 || c.warp_n <= 0 || c.warp_n % 16)
     bad("warp_m and warp_n must be positive multiples of 16");
@@ -109,22 +114,28 @@ inline void check_conv2d_mma_config(const Conv2dMmaConfig &c) {
   if (c.stages < 2 || c.stages > 4) bad("stages must be 2, 3 or 4");
   if (c.split_k < 1 || c.split_k > 32) bad("split_k must be 1..32");
   if (c.threads() > 1024) bad("more than 1024 threads per block");
-  if (c.smem_bytes() > 227 * 1024) bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
+  if (c.smem_bytes() > 227 * 1024)
+    bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
   if ((c.block_m() * c.block_k / 8) % c.threads() || (c.block_n() * c.block_k / 8) % c.threads())
     bad("the threads must copy the tiles in whole rounds of 16-byte vectors");
 }
 
 /// Throws ValueError naming the config when its tiles cannot be split over its threads.
 inline void check_conv2d_fma_config(const Conv2dFmaConfig &c) {
-  auto bad = [&](const std::string &why) { throw ValueError(str_cat("conv2d config ", c.str(), ": ", why)); };
-  for (int v : {c.warps_m, c.warps_n, c.repeat_m, c.repeat_n, c.lanes_m, c.lanes_n, c.thread_m, c.thread_n, c.block_k})
+  auto bad = [&](const std::string &why) {
+    throw ValueError(str_cat("conv2d config ", c.str(), ": ", why));
+  };
+  for (int v : {c.warps_m, c.warps_n, c.repeat_m, c.repeat_n, c.lanes_m, c.lanes_n, c.thread_m,
+                c.thread_n, c.block_k})
     if (v <= 0) bad("every extent must be positive");
   if (c.lanes_m * c.lanes_n != 32) bad("lanes_m * lanes_n must be 32");
   if (c.split_k < 1 || c.split_k > 32) bad("split_k must be 1..32");
   if (c.threads() > 1024) bad("more than 1024 threads per block");
   int t = c.threads();
-  if (t % c.block_k != 0 || c.block_m() % (t / c.block_k) != 0 || c.block_n() % (t / c.block_k) != 0)
-    bad(str_cat("block_k must divide the ", t, " threads and ", t / c.block_k, " must divide block_m and block_n"));
+  if (t % c.block_k != 0 || c.block_m() % (t / c.block_k) != 0 ||
+      c.block_n() % (t / c.block_k) != 0)
+    bad(str_cat("block_k must divide the ", t, " threads and ", t / c.block_k,
+                " must divide block_m and block_n"));
 }
 
 namespace conv2d_detail {
@@ -137,11 +148,13 @@ inline ir::Layout swizzled_tile(int stages, int rows, int cols) {
 }
 /// Defines kernel `name` with parameters (x, w, [bias,] y): `body(x, w, bias or nullptr, y)`.
 template <class Body>
-void define_kernel(lang::ScriptModule &mod, const std::string &name, const std::vector<lang::ParamSpec> &params,
-                   bool has_bias, Body &&body) {
+void define_kernel(lang::ScriptModule &mod, const std::string &name,
+                   const std::vector<lang::ParamSpec> &params, bool has_bias, Body &&body) {
   using lang::Tensor;
-  if (has_bias) mod.kernel(name, params, [&](Tensor x, Tensor w, Tensor b, Tensor y) { body(x, w, &b, y); });
-  else mod.kernel(name, params, [&](Tensor x, Tensor w, Tensor y) { body(x, w, nullptr, y); });
+  if (has_bias)
+    mod.kernel(name, params, [&](Tensor x, Tensor w, Tensor b, Tensor y) { body(x, w, &b, y); });
+  else
+    mod.kernel(name, params, [&](Tensor x, Tensor w, Tensor y) { body(x, w, nullptr, y); });
 }
 /// The coordinates of the single task of `worker` in a spatial mapping (emits no statement).
 inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const lang::Expr &worker) {
@@ -162,7 +175,8 @@ inline Pixel pixel_of(const Conv2dShape &s, const lang::Expr &row) {
 struct Tap {
   lang::Expr ih, iw, inside;
 };
-inline Tap tap_of(const Conv2dShape &s, const Pixel &px, const lang::Expr &kh, const lang::Expr &kw) {
+inline Tap tap_of(const Conv2dShape &s, const Pixel &px, const lang::Expr &kh,
+                  const lang::Expr &kw) {
   lang::Expr ih = px.oh * s.sh - s.ph + kh * s.dh, iw = px.ow * s.sw - s.pw + kw * s.dw;
   lang::Expr inside = true;
   // Without padding every tap of a valid output pixel lies inside the input.
@@ -175,149 +189,175 @@ inline Tap tap_of(const Conv2dShape &s, const Pixel &px, const lang::Expr &kh, c
 /// Adds kernel `name` (f16/bf16 tensor cores, see the top of the file): parameters
 /// x: dt[N][H][W][groups * cgp], w: dt[O][k_pack], [bias: dt[O]], y: dt[N * OH * OW][O]
 /// (NHWC) or dt[N][O][OH * OW] (NCHW). Grid: (n tiles, m tiles, groups).
-inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s, DataType dt,
-                                  Conv2dLayout out_layout, bool has_bias, const Conv2dMmaConfig &cfg) {
+inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &name,
+                                  const Conv2dShape &s, DataType dt, Conv2dLayout out_layout,
+                                  bool has_bias, const Conv2dMmaConfig &cfg) {
   using namespace hidet::lang;
   check_conv2d_mma_config(cfg);
-  if (!dt.is_half()) throw ValueError(str_cat("conv2d '", name, "': the tensor-core kernel takes f16 or bf16, got ", dt));
-  const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads(), stages = cfg.stages;
+  if (!dt.is_half())
+    throw ValueError(
+        str_cat("conv2d '", name, "': the tensor-core kernel takes f16 or bf16, got ", dt));
+  const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads(),
+            stages = cfg.stages;
   const int mt = cfg.warp_m / 16, nt = cfg.warp_n / 8;
-  const int M = int(s.gemm_m()), OG = s.og(), cgp = s.cgp(), K = s.kh * s.kw * cgp, P = s.oh() * s.ow();
+  const int M = int(s.gemm_m()), OG = s.og(), cgp = s.cgp(), K = s.kh * s.kw * cgp,
+            P = s.oh() * s.ow();
   const int vec = s.vec(), kw_len = s.k_pack();
-  const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk, k_tiles = k_slice / bk;
+  const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk,
+            k_tiles = k_slice / bk;
   const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = k_slice * split != K;
-  if (split > 1 && has_bias) throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
+  if (split > 1 && has_bias)
+    throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
   std::vector<ParamSpec> params{T({})[s.n][s.h][s.w][s.groups * cgp], T({})[s.o][kw_len]};
   if (has_bias) params.push_back(T({})[s.o]);
-  if (split > 1) params.push_back(f32[split][M][s.o]); // partial sums (add_split_k_sum_kernel)
-  else params.push_back(out_layout == Conv2dLayout::NHWC ? T({})[M][s.o] : T({})[s.n][s.o][P]);
+  if (split > 1)
+    params.push_back(f32[split][M][s.o]); // partial sums (add_split_k_sum_kernel)
+  else
+    params.push_back(out_layout == Conv2dLayout::NHWC ? T({})[M][s.o] : T({})[s.n][s.o][P]);
 
-  conv2d_detail::define_kernel(mod, name, params, has_bias, [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias,
-                                                               lang::Tensor y) {
-    attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
-    attrs.cuda.block_dim = threads;
-    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
-    attrs.cuda.min_blocks = 1;
+  conv2d_detail::define_kernel(
+      mod, name, params, has_bias,
+      [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y) {
+        attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
+        attrs.cuda.block_dim = threads;
+        attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
+        attrs.cuda.min_blocks = 1;
 
-    auto sa = dynamic_shared_tensor(T({})[stages][bm][bk].with_layout(conv2d_detail::swizzled_tile(stages, bm, bk)), 0,
-                                    "smem_a");
-    auto sb = dynamic_shared_tensor(T({})[stages][bn][bk].with_layout(conv2d_detail::swizzled_tile(stages, bn, bk)),
-                                    stages * bm * bk * 2, "smem_b");
-    auto acc = register_tensor(f32[mt][nt][4], "acc");
-    auto af = register_tensor(T({})[mt][8], "a_frag");
-    auto bf = register_tensor(T({})[nt][4], "b_frag");
+        auto sa = dynamic_shared_tensor(
+            T({})[stages][bm][bk].with_layout(conv2d_detail::swizzled_tile(stages, bm, bk)), 0,
+            "smem_a");
+        auto sb = dynamic_shared_tensor(
+            T({})[stages][bn][bk].with_layout(conv2d_detail::swizzled_tile(stages, bn, bk)),
+            stages * bm * bk * 2, "smem_b");
+        auto acc = register_tensor(f32[mt][nt][4], "acc");
+        auto af = register_tensor(T({})[mt][8], "a_frag");
+        auto bf = register_tensor(T({})[nt][4], "b_frag");
 
-    Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
-    Var grp = split > 1 ? Expr(blockIdx.z / split) : Expr(blockIdx.z);
-    Var k_base = split > 1 ? Expr(blockIdx.z % split * k_slice) : Expr(0);
-    Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    auto wt = conv2d_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
-    Var wm0 = wt[0] * cfg.warp_m, wn0 = wt[1] * cfg.warp_n;
+        Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
+        Var grp = split > 1 ? Expr(blockIdx.z / split) : Expr(blockIdx.z);
+        Var k_base = split > 1 ? Expr(blockIdx.z % split * k_slice) : Expr(0);
+        Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        auto wt = conv2d_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
+        Var wm0 = wt[0] * cfg.warp_m, wn0 = wt[1] * cfg.warp_n;
 
-    auto load_tiles = [&](Expr stage, Expr k0) {
-      for_(auto_map({bm, bk / vec}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
-        Expr row = m0 + r, kidx = k0 + v * vec;
-        auto px = conv2d_detail::pixel_of(s, row);
-        Expr rs = kidx / cgp, c = kidx % cgp;
-        auto tap = conv2d_detail::tap_of(s, px, rs / s.kw, rs % s.kw);
-        Expr ok = tap.inside;
-        if (guard_m) ok = ok && row < M;
-        if (guard_k) ok = ok && kidx < K;
-        cp_async(sa[stage][r][v * vec],
-                 x[select(ok, px.img, 0)][select(ok, tap.ih, 0)][select(ok, tap.iw, 0)][select(ok, grp * cgp + c, 0)],
-                 vec * 2, select(ok, vec * 2, 0));
-      });
-      for_(auto_map({bn, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
-        Expr col = n0 + r, kidx = k0 + v * 8;
-        if (!guard_n && !guard_k) return cp_async(sb[stage][r][v * 8], w[grp * OG + col][kidx], 16);
-        Expr ok = true;
-        if (guard_n) ok = ok && col < OG;
-        if (guard_k) ok = ok && kidx < K;
-        cp_async(sb[stage][r][v * 8], w[grp * OG + select(ok, col, 0)][select(ok, kidx, 0)], 16, select(ok, 16, 0));
-      });
-    };
-    auto compute = [&](Expr stage) {
-      for_(range(bk / 16).unroll(), [&](Var kk) {
-        for_(repeat(mt, 1).on(0), [&](Expr i, Expr) {
-          ldmatrix(af[i][0], sa[stage][wm0 + i * 16 + lane % 16][kk * 16 + lane / 16 * 8], 4);
-        });
-        // Matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) of the
-        // [n][k] tile: the B fragments of n tiles 2j and 2j + 1.
-        for_(repeat(1, nt / 2).on(0), [&](Expr, Expr j) {
-          ldmatrix(bf[j * 2][0], sb[stage][wn0 + j * 16 + lane / 16 * 8 + lane % 8][kk * 16 + lane / 8 % 2 * 8], 4);
-        });
-        for_(repeat(mt, nt).on(0), [&](Expr i, Expr j) { mma_sync(acc[i][j][0], af[i][0], bf[j][0], acc[i][j][0]); });
-      });
-    };
-
-    for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var e) { acc[i][j][e] = 0.0f; });
-    for (int st = 0; st < stages - 1; ++st) {
-      if (st < k_tiles) load_tiles(Expr(st), k_base + st * bk);
-      cp_async_commit_group();
-    }
-    for_(range(k_tiles), [&](Var kt) {
-      cp_async_wait_group(stages - 2);
-      syncthreads();
-      Var next = kt + (stages - 1);
-      if_(next < k_tiles, [&] { load_tiles(next % stages, k_base + next * bk); });
-      cp_async_commit_group();
-      compute(kt % stages);
-    });
-    cp_async_wait_all();
-
-    // Epilogue: lane (g, q) of an m16n8 tile holds rows g, g + 8 and columns 2q, 2q + 1.
-    auto pair = register_tensor(u32[1], "pair");
-    Var g = lane / 4, q = lane % 4;
-    for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
-      Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
-      Expr ch = grp * OG + col;
-      auto value = [&](int e) -> Expr {
-        Expr v = acc[i][j][h * 2 + e];
-        if (!has_bias) return v;
-        Expr bi = guard_n ? select(col + e < OG, ch + e, 0) : ch + e;
-        return v + cast((*bias)[bi], f32);
-      };
-      Expr ok_m = guard_m ? Expr(row < M) : Expr(true);
-      if (split > 1) { // f32 partial sums of this slice
-        for (int e = 0; e < 2; ++e) {
-          auto store = [&] { y[blockIdx.z % split][row][ch + e] = acc[i][j][h * 2 + e]; };
-          if (guard_m || guard_n || OG % 2) if_(ok_m && col + e < OG, store);
-          else store();
-        }
-        return;
-      }
-      if (out_layout == Conv2dLayout::NHWC && OG % 2 == 0) {
-        auto store = [&] {
-          pair[0] = half2_pack(value(0), value(1), dt);
-          store_vector(y[row][ch], pair, 4);
-        };
-        if (guard_m || guard_n) if_(ok_m && col < OG, store);
-        else store();
-        return;
-      }
-      for (int e = 0; e < 2; ++e) {
-        auto store = [&] {
-          if (out_layout == Conv2dLayout::NHWC) {
-            y[row][ch + e] = value(e);
-          } else {
+        auto load_tiles = [&](Expr stage, Expr k0) {
+          for_(auto_map({bm, bk / vec}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
+            Expr row = m0 + r, kidx = k0 + v * vec;
             auto px = conv2d_detail::pixel_of(s, row);
-            y[px.img][ch + e][px.p] = value(e);
-          }
+            Expr rs = kidx / cgp, c = kidx % cgp;
+            auto tap = conv2d_detail::tap_of(s, px, rs / s.kw, rs % s.kw);
+            Expr ok = tap.inside;
+            if (guard_m) ok = ok && row < M;
+            if (guard_k) ok = ok && kidx < K;
+            cp_async(sa[stage][r][v * vec],
+                     x[select(ok, px.img, 0)][select(ok, tap.ih, 0)][select(ok, tap.iw, 0)]
+                      [select(ok, grp * cgp + c, 0)],
+                     vec * 2, select(ok, vec * 2, 0));
+          });
+          for_(auto_map({bn, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
+            Expr col = n0 + r, kidx = k0 + v * 8;
+            if (!guard_n && !guard_k)
+              return cp_async(sb[stage][r][v * 8], w[grp * OG + col][kidx], 16);
+            Expr ok = true;
+            if (guard_n) ok = ok && col < OG;
+            if (guard_k) ok = ok && kidx < K;
+            cp_async(sb[stage][r][v * 8], w[grp * OG + select(ok, col, 0)][select(ok, kidx, 0)], 16,
+                     select(ok, 16, 0));
+          });
         };
-        Expr ok = ok_m && col + e < OG;
-        if (guard_m || guard_n || OG % 2) if_(ok, store);
-        else store();
-      }
-    });
-  });
+        auto compute = [&](Expr stage) {
+          for_(range(bk / 16).unroll(), [&](Var kk) {
+            for_(repeat(mt, 1).on(0), [&](Expr i, Expr) {
+              ldmatrix(af[i][0], sa[stage][wm0 + i * 16 + lane % 16][kk * 16 + lane / 16 * 8], 4);
+            });
+            // Matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) of the
+            // [n][k] tile: the B fragments of n tiles 2j and 2j + 1.
+            for_(repeat(1, nt / 2).on(0), [&](Expr, Expr j) {
+              ldmatrix(
+                  bf[j * 2][0],
+                  sb[stage][wn0 + j * 16 + lane / 16 * 8 + lane % 8][kk * 16 + lane / 8 % 2 * 8],
+                  4);
+            });
+            for_(repeat(mt, nt).on(0),
+                 [&](Expr i, Expr j) { mma_sync(acc[i][j][0], af[i][0], bf[j][0], acc[i][j][0]); });
+          });
+        };
+
+        for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var e) { acc[i][j][e] = 0.0f; });
+        for (int st = 0; st < stages - 1; ++st) {
+          if (st < k_tiles) load_tiles(Expr(st), k_base + st * bk);
+          cp_async_commit_group();
+        }
+        for_(range(k_tiles), [&](Var kt) {
+          cp_async_wait_group(stages - 2);
+          syncthreads();
+          Var next = kt + (stages - 1);
+          if_(next < k_tiles, [&] { load_tiles(next % stages, k_base + next * bk); });
+          cp_async_commit_group();
+          compute(kt % stages);
+        });
+        cp_async_wait_all();
+
+        // Epilogue: lane (g, q) of an m16n8 tile holds rows g, g + 8 and columns 2q, 2q + 1.
+        auto pair = register_tensor(u32[1], "pair");
+        Var g = lane / 4, q = lane % 4;
+        for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
+          Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
+          Expr ch = grp * OG + col;
+          auto value = [&](int e) -> Expr {
+            Expr v = acc[i][j][h * 2 + e];
+            if (!has_bias) return v;
+            Expr bi = guard_n ? select(col + e < OG, ch + e, 0) : ch + e;
+            return v + cast((*bias)[bi], f32);
+          };
+          Expr ok_m = guard_m ? Expr(row < M) : Expr(true);
+          if (split > 1) { // f32 partial sums of this slice
+            for (int e = 0; e < 2; ++e) {
+              auto store = [&] { y[blockIdx.z % split][row][ch + e] = acc[i][j][h * 2 + e]; };
+              if (guard_m || guard_n || OG % 2)
+                if_(ok_m && col + e < OG, store);
+              else
+                store();
+            }
+            return;
+          }
+          if (out_layout == Conv2dLayout::NHWC && OG % 2 == 0) {
+            auto store = [&] {
+              pair[0] = half2_pack(value(0), value(1), dt);
+              store_vector(y[row][ch], pair, 4);
+            };
+            if (guard_m || guard_n)
+              if_(ok_m && col < OG, store);
+            else
+              store();
+            return;
+          }
+          for (int e = 0; e < 2; ++e) {
+            auto store = [&] {
+              if (out_layout == Conv2dLayout::NHWC) {
+                y[row][ch + e] = value(e);
+              } else {
+                auto px = conv2d_detail::pixel_of(s, row);
+                y[px.img][ch + e][px.p] = value(e);
+              }
+            };
+            Expr ok = ok_m && col + e < OG;
+            if (guard_m || guard_n || OG % 2)
+              if_(ok, store);
+            else
+              store();
+          }
+        });
+      });
 }
 
 /// Adds kernel `name` (f32 on the FMA units, see the top of the file): parameters
 /// x: f32 [N][C][H][W] (NCHW) or [N][H][W][C] (NHWC), w: f32[O][CG * KH * KW] (the weight in the
 /// layout's order, flattened), [bias: f32[O]], y: f32[N][O][OH * OW] (NCHW) or [N * OH * OW][O].
-inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s,
-                                  Conv2dLayout layout, bool has_bias, const Conv2dFmaConfig &cfg) {
+inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &name,
+                                  const Conv2dShape &s, Conv2dLayout layout, bool has_bias,
+                                  const Conv2dFmaConfig &cfg) {
   using namespace hidet::lang;
   check_conv2d_fma_config(cfg);
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads();
@@ -326,146 +366,166 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
   const int load_rows = threads / bk, a_rounds = bm / load_rows, b_rounds = bn / load_rows;
   const int a_pitch = bm + 4, b_pitch = bn + 4;
   const int M = int(s.gemm_m()), OG = s.og(), CG = s.cg(), K = int(s.gemm_k()), P = s.oh() * s.ow();
-  const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk, k_tiles = k_slice / bk;
+  const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk,
+            k_tiles = k_slice / bk;
   const bool nchw = layout == Conv2dLayout::NCHW;
   const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = k_slice * split != K;
-  if (split > 1 && has_bias) throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
-  std::vector<ParamSpec> params{nchw ? f32[s.n][s.c][s.h][s.w] : f32[s.n][s.h][s.w][s.c], f32[s.o][K]};
+  if (split > 1 && has_bias)
+    throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
+  std::vector<ParamSpec> params{nchw ? f32[s.n][s.c][s.h][s.w] : f32[s.n][s.h][s.w][s.c],
+                                f32[s.o][K]};
   if (has_bias) params.push_back(f32[s.o]);
-  if (split > 1) params.push_back(f32[split][M][s.o]);
-  else params.push_back(nchw ? f32[s.n][s.o][P] : f32[M][s.o]);
+  if (split > 1)
+    params.push_back(f32[split][M][s.o]);
+  else
+    params.push_back(nchw ? f32[s.n][s.o][P] : f32[M][s.o]);
 
-  conv2d_detail::define_kernel(mod, name, params, has_bias, [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias,
-                                                               lang::Tensor y) {
-    attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
-    attrs.cuda.block_dim = threads;
-    attrs.cuda.min_blocks = 2;
+  conv2d_detail::define_kernel(
+      mod, name, params, has_bias,
+      [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y) {
+        attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
+        attrs.cuda.block_dim = threads;
+        attrs.cuda.min_blocks = 2;
 
-    auto pitched = [&](int pitch, int rows) {
-      return strided(std::vector<std::int64_t>{2, bk, rows}, std::vector<std::int64_t>{std::int64_t(bk) * pitch, pitch, 1});
-    };
-    auto smem_a = shared_tensor(f32[2][bk][bm].with_layout(pitched(a_pitch, bm)), "smem_a");
-    auto smem_b = shared_tensor(f32[2][bk][bn].with_layout(pitched(b_pitch, bn)), "smem_b");
-    auto acc = register_tensor(f32[frag_m][frag_n], "acc");
-    auto a_frag = register_tensor(f32[frag_m], "a_frag");
-    auto b_frag = register_tensor(f32[frag_n], "b_frag");
-    auto a_next = register_tensor(f32[a_rounds], "a_next");
-    auto b_next = register_tensor(f32[b_rounds], "b_next");
-
-    Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
-    Var grp = split > 1 ? Expr(blockIdx.z / split) : Expr(blockIdx.z);
-    Var k_base = split > 1 ? Expr(blockIdx.z % split * k_slice) : Expr(0);
-    Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    auto wt = conv2d_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
-    auto lt = conv2d_detail::spatial_task(spatial(cfg.lanes_m, cfg.lanes_n), lane);
-    Var row0 = wt[0] * (rm * cfg.lanes_m * tm) + lt[0] * tm;
-    Var col0 = wt[1] * (rn * cfg.lanes_n * tn) + lt[1] * tn;
-    auto row_of = [&](Expr ri, Expr ti) { return row0 + ri * (cfg.lanes_m * tm) + ti; };
-    auto col_of = [&](Expr rj, Expr tj) { return col0 + rj * (cfg.lanes_n * tn) + tj; };
-
-    // The A tile's thread mapping: NHWC reads along k (contiguous channels), NCHW along m
-    // (contiguous ow). (i, kk) is the task's row and k within the round.
-    auto a_map = [&](const std::function<void(Expr, Expr)> &f) {
-      if (nchw) for_(spatial(bk, load_rows).on(threadIdx.x), [&](Expr kk, Expr i) { f(i, kk); });
-      else for_(spatial(load_rows, bk).on(threadIdx.x), [&](Expr i, Expr kk) { f(i, kk); });
-    };
-    auto load_a = [&](Expr k0) {
-      for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
-        a_map([&](Expr i, Expr kk) {
-          Expr row = m0 + r * load_rows + i, kidx = k0 + kk;
-          auto px = conv2d_detail::pixel_of(s, row);
-          Expr c, kh, kw;
-          if (nchw) c = kidx / (s.kh * s.kw), kh = kidx / s.kw % s.kh, kw = kidx % s.kw;
-          else c = kidx % CG, kh = kidx / CG / s.kw, kw = kidx / CG % s.kw;
-          auto tap = conv2d_detail::tap_of(s, px, kh, kw);
-          Expr ok = tap.inside;
-          if (guard_m) ok = ok && row < M;
-          if (guard_k) ok = ok && kidx < K;
-          Expr ch = grp * CG + c;
-          a_next[r] = 0.0f;
-          if_(ok, [&] { a_next[r] = nchw ? x[px.img][ch][tap.ih][tap.iw] : x[px.img][tap.ih][tap.iw][ch]; });
-        });
-      });
-    };
-    auto load_b = [&](Expr k0) {
-      for_(repeat(b_rounds, 1).on(0), [&](Expr r, Expr) {
-        for_(spatial(load_rows, bk).on(threadIdx.x), [&](Expr j, Expr kk) {
-          Expr col = n0 + r * load_rows + j, kidx = k0 + kk;
-          Expr ok = true;
-          if (guard_n) ok = ok && col < OG;
-          if (guard_k) ok = ok && kidx < K;
-          if (guard_n || guard_k) {
-            b_next[r] = 0.0f;
-            if_(ok, [&] { b_next[r] = w[grp * OG + col][kidx]; });
-          } else {
-            b_next[r] = w[grp * OG + col][kidx];
-          }
-        });
-      });
-    };
-    auto store_tiles = [&](Expr buf) {
-      for_(repeat(a_rounds, 1).on(0),
-           [&](Expr r, Expr) { a_map([&](Expr i, Expr kk) { smem_a[buf][kk][r * load_rows + i] = a_next[r]; }); });
-      for_(repeat(b_rounds, 1).on(0), [&](Expr r, Expr) {
-        for_(spatial(load_rows, bk).on(threadIdx.x),
-             [&](Expr j, Expr kk) { smem_b[buf][kk][r * load_rows + j] = b_next[r]; });
-      });
-    };
-
-    for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
-    load_a(k_base);
-    load_b(k_base);
-    store_tiles(Expr(0));
-    syncthreads();
-    for_(range(k_tiles), [&](Var kt) {
-      Var buf = kt % 2;
-      if (k_tiles > 1) {
-        if_(kt + 1 < k_tiles, [&] {
-          load_a(k_base + (kt + 1) * bk);
-          load_b(k_base + (kt + 1) * bk);
-        });
-      }
-      for_(range(bk).unroll(), [&](Var kk) {
-        for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) { a_frag[ri * tm + ti] = smem_a[buf][kk][row_of(ri, ti)]; });
-        for_(repeat(rn, tn).on(0), [&](Expr rj, Expr tj) { b_frag[rj * tn + tj] = smem_b[buf][kk][col_of(rj, tj)]; });
-        for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] += a_frag[i] * b_frag[j]; });
-      });
-      if (k_tiles > 1) {
-        if_(kt + 1 < k_tiles, [&] { store_tiles(1 - buf); });
-      }
-      syncthreads();
-    });
-
-    for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) {
-      for_(repeat(rn, tn).on(0), [&](Expr rj, Expr tj) {
-        Expr row = m0 + row_of(ri, ti), col = n0 + col_of(rj, tj);
-        Expr ok = true;
-        if (guard_m) ok = ok && row < M;
-        if (guard_n) ok = ok && col < OG;
-        auto store = [&] {
-          Expr v = acc[ri * tm + ti][rj * tn + tj];
-          Expr ch = grp * OG + col;
-          if (has_bias) v = v + (*bias)[ch];
-          if (split > 1) {
-            y[blockIdx.z % split][row][ch] = v;
-          } else if (nchw) {
-            auto px = conv2d_detail::pixel_of(s, row);
-            y[px.img][ch][px.p] = v;
-          } else {
-            y[row][ch] = v;
-          }
+        auto pitched = [&](int pitch, int rows) {
+          return strided(std::vector<std::int64_t>{2, bk, rows},
+                         std::vector<std::int64_t>{std::int64_t(bk) * pitch, pitch, 1});
         };
-        if (guard_m || guard_n) if_(ok, store);
-        else store();
+        auto smem_a = shared_tensor(f32[2][bk][bm].with_layout(pitched(a_pitch, bm)), "smem_a");
+        auto smem_b = shared_tensor(f32[2][bk][bn].with_layout(pitched(b_pitch, bn)), "smem_b");
+        auto acc = register_tensor(f32[frag_m][frag_n], "acc");
+        auto a_frag = register_tensor(f32[frag_m], "a_frag");
+        auto b_frag = register_tensor(f32[frag_n], "b_frag");
+        auto a_next = register_tensor(f32[a_rounds], "a_next");
+        auto b_next = register_tensor(f32[b_rounds], "b_next");
+
+        Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
+        Var grp = split > 1 ? Expr(blockIdx.z / split) : Expr(blockIdx.z);
+        Var k_base = split > 1 ? Expr(blockIdx.z % split * k_slice) : Expr(0);
+        Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        auto wt = conv2d_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
+        auto lt = conv2d_detail::spatial_task(spatial(cfg.lanes_m, cfg.lanes_n), lane);
+        Var row0 = wt[0] * (rm * cfg.lanes_m * tm) + lt[0] * tm;
+        Var col0 = wt[1] * (rn * cfg.lanes_n * tn) + lt[1] * tn;
+        auto row_of = [&](Expr ri, Expr ti) { return row0 + ri * (cfg.lanes_m * tm) + ti; };
+        auto col_of = [&](Expr rj, Expr tj) { return col0 + rj * (cfg.lanes_n * tn) + tj; };
+
+        // The A tile's thread mapping: NHWC reads along k (contiguous channels), NCHW along m
+        // (contiguous ow). (i, kk) is the task's row and k within the round.
+        auto a_map = [&](const std::function<void(Expr, Expr)> &f) {
+          if (nchw)
+            for_(spatial(bk, load_rows).on(threadIdx.x), [&](Expr kk, Expr i) { f(i, kk); });
+          else
+            for_(spatial(load_rows, bk).on(threadIdx.x), [&](Expr i, Expr kk) { f(i, kk); });
+        };
+        auto load_a = [&](Expr k0) {
+          for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
+            a_map([&](Expr i, Expr kk) {
+              Expr row = m0 + r * load_rows + i, kidx = k0 + kk;
+              auto px = conv2d_detail::pixel_of(s, row);
+              Expr c, kh, kw;
+              if (nchw)
+                c = kidx / (s.kh * s.kw), kh = kidx / s.kw % s.kh, kw = kidx % s.kw;
+              else
+                c = kidx % CG, kh = kidx / CG / s.kw, kw = kidx / CG % s.kw;
+              auto tap = conv2d_detail::tap_of(s, px, kh, kw);
+              Expr ok = tap.inside;
+              if (guard_m) ok = ok && row < M;
+              if (guard_k) ok = ok && kidx < K;
+              Expr ch = grp * CG + c;
+              a_next[r] = 0.0f;
+              if_(ok, [&] {
+                a_next[r] = nchw ? x[px.img][ch][tap.ih][tap.iw] : x[px.img][tap.ih][tap.iw][ch];
+              });
+            });
+          });
+        };
+        auto load_b = [&](Expr k0) {
+          for_(repeat(b_rounds, 1).on(0), [&](Expr r, Expr) {
+            for_(spatial(load_rows, bk).on(threadIdx.x), [&](Expr j, Expr kk) {
+              Expr col = n0 + r * load_rows + j, kidx = k0 + kk;
+              Expr ok = true;
+              if (guard_n) ok = ok && col < OG;
+              if (guard_k) ok = ok && kidx < K;
+              if (guard_n || guard_k) {
+                b_next[r] = 0.0f;
+                if_(ok, [&] { b_next[r] = w[grp * OG + col][kidx]; });
+              } else {
+                b_next[r] = w[grp * OG + col][kidx];
+              }
+            });
+          });
+        };
+        auto store_tiles = [&](Expr buf) {
+          for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
+            a_map([&](Expr i, Expr kk) { smem_a[buf][kk][r * load_rows + i] = a_next[r]; });
+          });
+          for_(repeat(b_rounds, 1).on(0), [&](Expr r, Expr) {
+            for_(spatial(load_rows, bk).on(threadIdx.x),
+                 [&](Expr j, Expr kk) { smem_b[buf][kk][r * load_rows + j] = b_next[r]; });
+          });
+        };
+
+        for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
+        load_a(k_base);
+        load_b(k_base);
+        store_tiles(Expr(0));
+        syncthreads();
+        for_(range(k_tiles), [&](Var kt) {
+          Var buf = kt % 2;
+          if (k_tiles > 1) {
+            if_(kt + 1 < k_tiles, [&] {
+              load_a(k_base + (kt + 1) * bk);
+              load_b(k_base + (kt + 1) * bk);
+            });
+          }
+          for_(range(bk).unroll(), [&](Var kk) {
+            for_(repeat(rm, tm).on(0),
+                 [&](Expr ri, Expr ti) { a_frag[ri * tm + ti] = smem_a[buf][kk][row_of(ri, ti)]; });
+            for_(repeat(rn, tn).on(0),
+                 [&](Expr rj, Expr tj) { b_frag[rj * tn + tj] = smem_b[buf][kk][col_of(rj, tj)]; });
+            for_(grid(frag_m, frag_n).unroll(),
+                 [&](Var i, Var j) { acc[i][j] += a_frag[i] * b_frag[j]; });
+          });
+          if (k_tiles > 1) {
+            if_(kt + 1 < k_tiles, [&] { store_tiles(1 - buf); });
+          }
+          syncthreads();
+        });
+
+        for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) {
+          for_(repeat(rn, tn).on(0), [&](Expr rj, Expr tj) {
+            Expr row = m0 + row_of(ri, ti), col = n0 + col_of(rj, tj);
+            Expr ok = true;
+            if (guard_m) ok = ok && row < M;
+            if (guard_n) ok = ok && col < OG;
+            auto store = [&] {
+              Expr v = acc[ri * tm + ti][rj * tn + tj];
+              Expr ch = grp * OG + col;
+              if (has_bias) v = v + (*bias)[ch];
+              if (split > 1) {
+                y[blockIdx.z % split][row][ch] = v;
+              } else if (nchw) {
+                auto px = conv2d_detail::pixel_of(s, row);
+                y[px.img][ch][px.p] = v;
+              } else {
+                y[row][ch] = v;
+              }
+            };
+            if (guard_m || guard_n)
+              if_(ok, store);
+            else
+              store();
+          });
+        });
       });
-    });
-  });
 }
 
 /// Adds kernel `name`: y = sum of the split-k partials ws: f32[split][N * OH * OW][O] (+ bias),
 /// in dt and `out_layout` (y: dt[N * OH * OW][O] or dt[N][O][OH * OW]); one thread per output.
-inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s, DataType dt,
-                                   Conv2dLayout out_layout, bool has_bias, int split) {
+inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &name,
+                                   const Conv2dShape &s, DataType dt, Conv2dLayout out_layout,
+                                   bool has_bias, int split) {
   using namespace hidet::lang;
   const int M = int(s.gemm_m()), O = s.o, P = s.oh() * s.ow(), threads = 256;
   const std::int64_t total = std::int64_t(M) * O;
@@ -478,57 +538,68 @@ inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &n
       Var m = i / O, o = i % O;
       Var sum = var(f32, bias ? cast((*bias)[o], f32) : Expr(0.0f), "sum");
       for_(range(split).unroll(), [&](Var z) { sum += ws[z][m][o]; });
-      if (nchw) y[m / P][o][m % P] = sum;
-      else y[m][o] = sum;
+      if (nchw)
+        y[m / P][o][m % P] = sum;
+      else
+        y[m][o] = sum;
     });
   };
   TensorSpec ys = nchw ? TensorSpec(dt, {})[s.n][O][P] : TensorSpec(dt, {})[M][O];
   if (has_bias)
     mod.kernel(name, {f32[split][M][O], TensorSpec(dt, {})[O], ys},
                [&](lang::Tensor ws, lang::Tensor b, lang::Tensor y) { body(ws, &b, y); });
-  else mod.kernel(name, {f32[split][M][O], ys}, [&](lang::Tensor ws, lang::Tensor y) { body(ws, nullptr, y); });
+  else
+    mod.kernel(name, {f32[split][M][O], ys},
+               [&](lang::Tensor ws, lang::Tensor y) { body(ws, nullptr, y); });
 }
 
 /// Adds kernel `name` (depthwise: groups == C == O): parameters x: dt, layout's order, w:
 /// dt[C][KH * KW], [bias: dt[C]], y: dt, layout's order ([N][C][OH][OW] or [N][OH][OW][C]).
 /// One thread per output element, `threads` per block.
-inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s,
-                                        DataType dt, Conv2dLayout layout, bool has_bias, int threads = 256) {
+inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::string &name,
+                                        const Conv2dShape &s, DataType dt, Conv2dLayout layout,
+                                        bool has_bias, int threads = 256) {
   using namespace hidet::lang;
   const bool nchw = layout == Conv2dLayout::NCHW;
   const int C = s.c, OH = s.oh(), OW = s.ow();
   const std::int64_t total = std::int64_t(s.n) * C * OH * OW;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  std::vector<ParamSpec> params{nchw ? T({})[s.n][C][s.h][s.w] : T({})[s.n][s.h][s.w][C], T({})[C][s.kh * s.kw]};
+  std::vector<ParamSpec> params{nchw ? T({})[s.n][C][s.h][s.w] : T({})[s.n][s.h][s.w][C],
+                                T({})[C][s.kh * s.kw]};
   if (has_bias) params.push_back(T({})[C]);
   params.push_back(nchw ? T({})[s.n][C][OH][OW] : T({})[s.n][OH][OW][C]);
-  conv2d_detail::define_kernel(mod, name, params, has_bias, [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias,
-                                                               lang::Tensor y) {
-    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
-    attrs.cuda.block_dim = threads;
-    Var i = blockIdx.x * threads + threadIdx.x;
-    if_(i < total, [&] {
-      // NCHW: i = ((img C + c) OH + oh) OW + ow;  NHWC: i = ((img OH + oh) OW + ow) C + c.
-      Var c = nchw ? Expr(i / (OH * OW) % C) : Expr(i % C);
-      Var pix = nchw ? Expr(i % (OH * OW)) : Expr(i / C % (OH * OW));
-      Var img = nchw ? Expr(i / (C * OH * OW)) : Expr(i / (C * OH * OW));
-      Var oh = pix / OW, ow = pix % OW;
-      Var sum = var(f32, has_bias ? cast((*bias)[c], f32) : Expr(0.0f), "sum");
-      conv2d_detail::Pixel px{img, oh, ow, pix};
-      for (int a = 0; a < s.kh; ++a)
-        for (int b = 0; b < s.kw; ++b) {
-          auto tap = conv2d_detail::tap_of(s, px, a, b);
-          auto add = [&] {
-            Expr xv = nchw ? x[img][c][tap.ih][tap.iw] : x[img][tap.ih][tap.iw][c];
-            sum += cast(xv, f32) * cast(w[c][a * s.kw + b], f32);
-          };
-          if (s.ph > 0 || s.pw > 0) if_(tap.inside, add);
-          else add();
-        }
-      if (nchw) y[img][c][oh][ow] = sum;
-      else y[img][oh][ow][c] = sum;
-    });
-  });
+  conv2d_detail::define_kernel(
+      mod, name, params, has_bias,
+      [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y) {
+        attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+        attrs.cuda.block_dim = threads;
+        Var i = blockIdx.x * threads + threadIdx.x;
+        if_(i < total, [&] {
+          // NCHW: i = ((img C + c) OH + oh) OW + ow;  NHWC: i = ((img OH + oh) OW + ow) C + c.
+          Var c = nchw ? Expr(i / (OH * OW) % C) : Expr(i % C);
+          Var pix = nchw ? Expr(i % (OH * OW)) : Expr(i / C % (OH * OW));
+          Var img = nchw ? Expr(i / (C * OH * OW)) : Expr(i / (C * OH * OW));
+          Var oh = pix / OW, ow = pix % OW;
+          Var sum = var(f32, has_bias ? cast((*bias)[c], f32) : Expr(0.0f), "sum");
+          conv2d_detail::Pixel px{img, oh, ow, pix};
+          for (int a = 0; a < s.kh; ++a)
+            for (int b = 0; b < s.kw; ++b) {
+              auto tap = conv2d_detail::tap_of(s, px, a, b);
+              auto add = [&] {
+                Expr xv = nchw ? x[img][c][tap.ih][tap.iw] : x[img][tap.ih][tap.iw][c];
+                sum += cast(xv, f32) * cast(w[c][a * s.kw + b], f32);
+              };
+              if (s.ph > 0 || s.pw > 0)
+                if_(tap.inside, add);
+              else
+                add();
+            }
+          if (nchw)
+            y[img][c][oh][ow] = sum;
+          else
+            y[img][oh][ow][c] = sum;
+        });
+      });
 }
 
 /// Adds kernel `name`, the repacks of the tensor-core path in one launch (a 1-D grid: the first
@@ -540,19 +611,25 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
 ///    goes to g * cgp + c % CG, zeros in the padding.
 ///  * w: the weight in `layout`'s order ([O][CG][KH][KW] or [O][KH][KW][CG]) -> wp [O][k_pack]
 ///    (k = (kh, kw, c), channels zero-padded to cgp, rows to k_pack), one element per thread.
-inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s, DataType dt,
-                            Conv2dLayout layout, bool pack_x, bool pack_w) {
+inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s,
+                            DataType dt, Conv2dLayout layout, bool pack_x, bool pack_w) {
   using namespace hidet::lang;
   const bool nchw = layout == Conv2dLayout::NCHW;
-  const int HW = s.h * s.w, CG = s.cg(), cgp = s.cgp(), Cp = s.groups * cgp, R = s.kh * s.kw, kl = s.k_pack();
+  const int HW = s.h * s.w, CG = s.cg(), cgp = s.cgp(), Cp = s.groups * cgp, R = s.kh * s.kw,
+            kl = s.k_pack();
   const std::int64_t pixels = std::int64_t(s.n) * HW;
   const int tiles_p = ceil_div(HW, 32), tiles_c = ceil_div(Cp, 32);
-  const std::int64_t x_blocks = !pack_x ? 0 : nchw ? std::int64_t(tiles_p) * tiles_c * s.n : ceil_div(pixels * Cp, std::int64_t(256));
-  const std::int64_t w_total = std::int64_t(s.o) * kl, w_blocks = pack_w ? ceil_div(w_total, std::int64_t(256)) : 0;
+  const std::int64_t x_blocks = !pack_x ? 0
+                                : nchw  ? std::int64_t(tiles_p) * tiles_c * s.n
+                                        : ceil_div(pixels * Cp, std::int64_t(256));
+  const std::int64_t w_total = std::int64_t(s.o) * kl,
+                     w_blocks = pack_w ? ceil_div(w_total, std::int64_t(256)) : 0;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  TensorSpec xs = nchw ? T({})[s.n][s.c][HW] : T({})[pixels][s.c], xps = nchw ? T({})[s.n][HW][Cp] : T({})[pixels][Cp];
+  TensorSpec xs = nchw ? T({})[s.n][s.c][HW] : T({})[pixels][s.c],
+             xps = nchw ? T({})[s.n][HW][Cp] : T({})[pixels][Cp];
   TensorSpec ws = T({})[s.o][CG * R], wps = T({})[s.o][kl];
-  auto body = [&](const lang::Tensor *x, const lang::Tensor *w, const lang::Tensor *xp, const lang::Tensor *wp) {
+  auto body = [&](const lang::Tensor *x, const lang::Tensor *w, const lang::Tensor *xp,
+                  const lang::Tensor *wp) {
     attrs.cuda.grid_dim = int(x_blocks + w_blocks);
     attrs.cuda.block_dim = 256;
     auto x_part = [&] {
@@ -560,12 +637,15 @@ inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, co
         Var i = blockIdx.x * 256 + threadIdx.x;
         if_(i < pixels * Cp, [&] {
           Var p = i / Cp, cp = i % Cp, cin = cp % cgp;
-          if_(cin < CG, [&] { (*xp)[p][cp] = (*x)[p][cp / cgp * CG + cin]; }).else_([&] { (*xp)[p][cp] = 0.0f; });
+          if_(cin < CG, [&] { (*xp)[p][cp] = (*x)[p][cp / cgp * CG + cin]; }).else_([&] {
+            (*xp)[p][cp] = 0.0f;
+          });
         });
         return;
       }
       auto tile = shared_tensor(f32[32][33], "tile"); // [padded channel][pixel]
-      Var img = blockIdx.x / (tiles_p * tiles_c), ct = blockIdx.x / tiles_p % tiles_c, pt = blockIdx.x % tiles_p;
+      Var img = blockIdx.x / (tiles_p * tiles_c), ct = blockIdx.x / tiles_p % tiles_c,
+          pt = blockIdx.x % tiles_p;
       Var p0 = pt * 32, c0 = ct * 32;
       Var tx = threadIdx.x % 32, ty = threadIdx.x / 32;
       for_(range(4).unroll(), [&](Var r) {
@@ -586,18 +666,26 @@ inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, co
       if_(i < w_total, [&] {
         Var oc = i / kl, k = i % kl, rs = k / cgp, c = k % cgp;
         Expr src = nchw ? c * R + rs : rs * CG + c;
-        if_(c < CG && rs < R, [&] { (*wp)[oc][k] = (*w)[oc][select(rs < R, src, 0)]; }).else_([&] { (*wp)[oc][k] = 0.0f; });
+        if_(c < CG && rs < R, [&] { (*wp)[oc][k] = (*w)[oc][select(rs < R, src, 0)]; }).else_([&] {
+          (*wp)[oc][k] = 0.0f;
+        });
       });
     };
-    if (pack_x && pack_w) if_(blockIdx.x < int(x_blocks), x_part).else_(w_part);
-    else if (pack_x) x_part();
-    else w_part();
+    if (pack_x && pack_w)
+      if_(blockIdx.x < int(x_blocks), x_part).else_(w_part);
+    else if (pack_x)
+      x_part();
+    else
+      w_part();
   };
   using lang::Tensor;
   if (pack_x && pack_w)
-    mod.kernel(name, {xs, ws, xps, wps}, [&](Tensor x, Tensor w, Tensor xp, Tensor wp) { body(&x, &w, &xp, &wp); });
-  else if (pack_x) mod.kernel(name, {xs, xps}, [&](Tensor x, Tensor xp) { body(&x, nullptr, &xp, nullptr); });
-  else if (pack_w) mod.kernel(name, {ws, wps}, [&](Tensor w, Tensor wp) { body(nullptr, &w, nullptr, &wp); });
+    mod.kernel(name, {xs, ws, xps, wps},
+               [&](Tensor x, Tensor w, Tensor xp, Tensor wp) { body(&x, &w, &xp, &wp); });
+  else if (pack_x)
+    mod.kernel(name, {xs, xps}, [&](Tensor x, Tensor xp) { body(&x, nullptr, &xp, nullptr); });
+  else if (pack_w)
+    mod.kernel(name, {ws, wps}, [&](Tensor w, Tensor wp) { body(nullptr, &w, nullptr, &wp); });
 }
 
 } // namespace hidet::ops::templates
