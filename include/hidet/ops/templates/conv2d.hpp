@@ -298,7 +298,7 @@ public:
       cm_["pack"](wv, w_pack_);
     xa = x_pack_.defined() ? x_pack_ : x;
     wa = w_pack_.defined() ? w_pack_ : wv;
-    launch(xa, wa, ya);
+    launch(xa.reshape({-1}), wa, ya);
   }
   const Conv2dConfig &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }

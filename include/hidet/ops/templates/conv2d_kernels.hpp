@@ -187,8 +187,8 @@ inline Tap tap_of(const Conv2dShape &s, const Pixel &px, const lang::Expr &kh,
 } // namespace conv2d_detail
 
 /// Adds kernel `name` (f16/bf16 tensor cores, see the top of the file): parameters
-/// x: dt[N][H][W][groups * cgp], w: dt[O][k_pack], [bias: dt[O]], y: dt[N * OH * OW][O]
-/// (NHWC) or dt[N][O][OH * OW] (NCHW). Grid: (n tiles, m tiles, groups).
+/// x: dt[N * H * W * groups * cgp] (NHWC, flattened), w: dt[O][k_pack], [bias: dt[O]], y: dt[N * OH
+/// * OW][O] (NHWC) or dt[N][O][OH * OW] (NCHW). Grid: (n tiles, m tiles, groups).
 inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &name,
                                   const Conv2dShape &s, DataType dt, Conv2dLayout out_layout,
                                   bool has_bias, const Conv2dMmaConfig &cfg) {
@@ -209,7 +209,9 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
   if (split > 1 && has_bias)
     throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  std::vector<ParamSpec> params{T({})[s.n][s.h][s.w][s.groups * cgp], T({})[s.o][kw_len]};
+  // x flattened: element ((img H + ih) W + iw) (groups cgp) + g cgp + c
+  const int x_len = s.n * s.h * s.w * s.groups * cgp;
+  std::vector<ParamSpec> params{T({})[x_len], T({})[s.o][kw_len]};
   if (has_bias) params.push_back(T({})[s.o]);
   if (split > 1)
     params.push_back(f32[split][M][s.o]); // partial sums (add_split_k_sum_kernel)
@@ -218,7 +220,7 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
 
   conv2d_detail::define_kernel(
       mod, name, params, has_bias,
-      [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y) {
+      [&](lang::Tensor x_flat, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y) {
         attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
         attrs.cuda.block_dim = threads;
         attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
@@ -241,19 +243,44 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
         auto wt = conv2d_detail::spatial_task(spatial(cfg.warps_m, cfg.warps_n), warp);
         Var wm0 = wt[0] * cfg.warp_m, wn0 = wt[1] * cfg.warp_n;
 
-        auto load_tiles = [&](Expr stage, Expr k0) {
-          for_(auto_map({bm, bk / vec}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
-            Expr row = m0 + r, kidx = k0 + v * vec;
+        // The A copies: thread t copies vector v = t % vecs of rows ri * a_rows + t / vecs. The
+        // output pixel of each of its rows is decoded once, before the k loop: the image's
+        // first element and the window's top-left corner (rows past M get a corner far above
+        // the input, so the bounds check zero-fills them).
+        const int vecs = bk / vec, a_rows = threads / vecs, a_reps = bm / a_rows;
+        if (threads % vecs || bm % a_rows || a_reps == 0) // implied by check_conv2d_mma_config
+          throw ValueError(
+              str_cat("conv2d '", name, "': config ", cfg.str(), " cannot copy its A tiles"));
+        auto a_base = register_tensor(i32[a_reps], "a_base");
+        auto a_ih = register_tensor(i32[a_reps], "a_ih");
+        auto a_iw = register_tensor(i32[a_reps], "a_iw");
+        const bool check_h = s.ph > 0 || guard_m, check_w = s.pw > 0;
+        for_(repeat(a_reps, 1).on(0), [&](Expr ri, Expr) {
+          for_(spatial(a_rows, vecs).on(threadIdx.x), [&](Expr i, Expr) {
+            Expr row = m0 + ri * a_rows + i;
             auto px = conv2d_detail::pixel_of(s, row);
-            Expr rs = kidx / cgp, c = kidx % cgp;
-            auto tap = conv2d_detail::tap_of(s, px, rs / s.kw, rs % s.kw);
-            Expr ok = tap.inside;
-            if (guard_m) ok = ok && row < M;
-            if (guard_k) ok = ok && kidx < K;
-            cp_async(sa[stage][r][v * vec],
-                     x[select(ok, px.img, 0)][select(ok, tap.ih, 0)][select(ok, tap.iw, 0)]
-                      [select(ok, grp * cgp + c, 0)],
-                     vec * 2, select(ok, vec * 2, 0));
+            Expr ih0 = px.oh * s.sh - s.ph;
+            a_base[ri] = select(row < M, px.img, 0) * (s.h * s.w * s.groups * cgp) + grp * cgp;
+            a_ih[ri] = guard_m ? select(row < M, ih0, -(1 << 20)) : ih0;
+            a_iw[ri] = px.ow * s.sw - s.pw;
+          });
+        });
+        auto load_tiles = [&](Expr stage, Expr k0) {
+          for_(repeat(a_reps, 1).on(0), [&](Expr ri, Expr) {
+            for_(spatial(a_rows, vecs).on(threadIdx.x), [&](Expr i, Expr v) {
+              Expr r = ri * a_rows + i, kidx = k0 + v * vec;
+              Expr rs = kidx / cgp, c = kidx % cgp;
+              Expr ih = a_ih[ri] + rs / s.kw * s.dh, iw = a_iw[ri] + rs % s.kw * s.dw;
+              Expr ok = true;
+              if (check_h) ok = ok && ih >= 0 && ih < s.h;
+              if (check_w) ok = ok && iw >= 0 && iw < s.w;
+              if (guard_k) ok = ok && kidx < K;
+              Expr off = a_base[ri] + (ih * s.w + iw) * (s.groups * cgp) + c;
+              if (!check_h && !check_w && !guard_k)
+                return cp_async(sa[stage][r][v * vec], x_flat[off], vec * 2);
+              cp_async(sa[stage][r][v * vec], x_flat[select(ok, off, 0)], vec * 2,
+                       select(ok, vec * 2, 0));
+            });
           });
           for_(auto_map({bn, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
             Expr col = n0 + r, kidx = k0 + v * 8;
