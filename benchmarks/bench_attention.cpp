@@ -32,7 +32,8 @@
 namespace tpl = hidet::ops::templates;
 
 double time_ms(const std::function<void()> &fn) {
-  for (int i = 0; i < 3; ++i) fn();
+  for (int i = 0; i < 3; ++i)
+    fn();
   hidet::synchronize();
   hidet::Event s, e;
   s.record();
@@ -43,7 +44,8 @@ double time_ms(const std::function<void()> &fn) {
   std::vector<double> t;
   for (int r = 0; r < 15; ++r) {
     s.record();
-    for (int i = 0; i < per_batch; ++i) fn();
+    for (int i = 0; i < per_batch; ++i)
+      fn();
     e.record();
     t.push_back(double(e.elapsed_ms_since(s)) / per_batch);
   }
@@ -59,9 +61,10 @@ struct Shape {
 };
 
 /// Max over sampled rows of |got - ref| / bound (<= 1 passes), reference in double.
-double check(const Shape &sh, const hidet::Tensor &q, const hidet::Tensor &k, const hidet::Tensor &v,
-             const hidet::Tensor &out, std::mt19937 &rng) {
-  auto hq = q.to_double_vector(), hk = k.to_double_vector(), hv = v.to_double_vector(), ho = out.to_double_vector();
+double check(const Shape &sh, const hidet::Tensor &q, const hidet::Tensor &k,
+             const hidet::Tensor &v, const hidet::Tensor &out, std::mt19937 &rng) {
+  auto hq = q.to_double_vector(), hk = k.to_double_vector(), hv = v.to_double_vector(),
+       ho = out.to_double_vector();
   const double eps = sh.dt == hidet::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
   const double scale = 1.0 / std::sqrt(double(sh.d));
   std::uniform_int_distribution<int> rb(0, sh.b - 1), rh(0, sh.h - 1), ri(0, sh.s - 1);
@@ -74,10 +77,12 @@ double check(const Shape &sh, const hidet::Tensor &q, const hidet::Tensor &k, co
     double mx = -INFINITY, sum = 0;
     for (int j = 0; j < keys; ++j) {
       double acc = 0;
-      for (int e = 0; e < sh.d; ++e) acc += hq[(base + i) * sh.d + e] * hk[(base + j) * sh.d + e];
+      for (int e = 0; e < sh.d; ++e)
+        acc += hq[(base + i) * sh.d + e] * hk[(base + j) * sh.d + e];
       p[std::size_t(j)] = acc * scale, mx = std::max(mx, acc * scale);
     }
-    for (int j = 0; j < keys; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
+    for (int j = 0; j < keys; ++j)
+      sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
     for (int e = 0; e < sh.d; ++e) {
       double ref = 0, mag = 0;
       for (int j = 0; j < keys; ++j) {
@@ -94,16 +99,21 @@ double check(const Shape &sh, const hidet::Tensor &q, const hidet::Tensor &k, co
 
 int main(int argc, char **argv) {
   if (hidet::cuda_emulated()) {
-    std::printf("bench_attention needs a CUDA GPU (the 'cuda' device is the CPU emulator here); nothing measured.\n");
+    std::printf("bench_attention needs a CUDA GPU (the 'cuda' device is the CPU emulator here); "
+                "nothing measured.\n");
     return 0;
   }
   bool all = argc > 1 && std::string(argv[1]) == "--all";
   const auto &dev = hidet::runtime::device_info(0);
-  std::printf("hidet scaled_dot_product_attention, %s (%s, %d SMs)\n", dev.name.c_str(), dev.arch().c_str(), dev.sm_count);
+  std::printf("hidet scaled_dot_product_attention, %s (%s, %d SMs)\n", dev.name.c_str(),
+              dev.arch().c_str(), dev.sm_count);
   std::vector<Shape> shapes = {
-      {32, 12, 128, 64, false, hidet::f16, "BERT-base"},   {32, 12, 512, 64, false, hidet::f16, "BERT-base"},
-      {4, 32, 2048, 128, false, hidet::f16, "Llama-7B"},   {4, 32, 2048, 128, true, hidet::f16, "Llama-7B"},
-      {1, 32, 2048, 128, true, hidet::f16, "Llama-7B"},    {4, 32, 2048, 128, true, hidet::bf16, "Llama-7B"},
+      {32, 12, 128, 64, false, hidet::f16, "BERT-base"},
+      {32, 12, 512, 64, false, hidet::f16, "BERT-base"},
+      {4, 32, 2048, 128, false, hidet::f16, "Llama-7B"},
+      {4, 32, 2048, 128, true, hidet::f16, "Llama-7B"},
+      {1, 32, 2048, 128, true, hidet::f16, "Llama-7B"},
+      {4, 32, 2048, 128, true, hidet::bf16, "Llama-7B"},
   };
   std::mt19937 rng(1234);
   int failures = 0;
@@ -111,7 +121,8 @@ int main(int argc, char **argv) {
   // Tuning time of search space 2 through the operator, on a fresh key.
   {
     Shape sh{2, 32, 1024, 128, true, hidet::f16, "Llama-7B"};
-    auto q = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"), k = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
+    auto q = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
+         k = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
          v = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda");
     hidet::option::search_space(2);
     const auto tuned_before = hidet::ops::tuning::stats().tuned;
@@ -121,21 +132,26 @@ int main(int argc, char **argv) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     hidet::option::search_space(0);
     tpl::AttentionProblem ap;
-    ap.batch = sh.b, ap.heads = sh.h, ap.seq_q = ap.seq_kv = sh.s, ap.head_dim = sh.d, ap.dtype = sh.dt, ap.causal = true;
+    ap.batch = sh.b, ap.heads = sh.h, ap.seq_q = ap.seq_kv = sh.s, ap.head_dim = sh.d,
+    ap.dtype = sh.dt, ap.causal = true;
     bool tuned = hidet::ops::tuning::stats().tuned > tuned_before;
-    std::printf("tuning, search space 2 (%zu candidates), %s: %.1f s (first call, compiles included%s); check %s\n",
+    std::printf("tuning, search space 2 (%zu candidates), %s: %.1f s (first call, compiles "
+                "included%s); check %s\n",
                 tpl::attention_candidates(ap, 2, dev.sm_count).size(), ap.str().c_str(), secs,
                 tuned ? "" : "; NOT a tuning time: the choice came from the tuning record on disk",
                 check(sh, q, k, v, out, rng) <= 1 ? "ok" : "FAILED");
   }
 
-  std::printf("%-10s %-5s %-28s %10s %9s   %10s %9s  %s\n", "model", "dtype", "shape", "default ms", "TFLOP/s",
-              "tuned ms", "TFLOP/s", "tuned tiling");
+  std::printf("%-10s %-5s %-28s %10s %9s   %10s %9s  %s\n", "model", "dtype", "shape", "default ms",
+              "TFLOP/s", "tuned ms", "TFLOP/s", "tuned tiling");
   for (auto &sh : shapes) {
     tpl::AttentionProblem ap;
-    ap.batch = sh.b, ap.heads = sh.h, ap.seq_q = ap.seq_kv = sh.s, ap.head_dim = sh.d, ap.dtype = sh.dt, ap.causal = sh.causal;
-    auto q = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"), k = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
-         v = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"), out = hidet::empty({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda");
+    ap.batch = sh.b, ap.heads = sh.h, ap.seq_q = ap.seq_kv = sh.s, ap.head_dim = sh.d,
+    ap.dtype = sh.dt, ap.causal = sh.causal;
+    auto q = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
+         k = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
+         v = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
+         out = hidet::empty({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda");
     const double scale = 1.0 / std::sqrt(double(sh.d));
     auto cfgs = tpl::attention_candidates(ap, 1, dev.sm_count); // cfgs[0] is the default
     std::vector<std::shared_ptr<tpl::Attention>> built(cfgs.size());
@@ -154,14 +170,16 @@ int main(int argc, char **argv) {
             }
           }
         });
-      for (auto &t : pool) t.join();
+      for (auto &t : pool)
+        t.join();
     }
     const double flops = 4.0 * sh.b * sh.h * double(sh.s) * sh.s * sh.d * (sh.causal ? 0.5 : 1.0);
     auto tflops = [&](double ms) { return flops / ms * 1e-9; };
-    std::string shape_s = hidet::str_cat("B=", sh.b, " H=", sh.h, " S=", sh.s, " D=", sh.d, sh.causal ? " causal" : "");
+    std::string shape_s = hidet::str_cat("B=", sh.b, " H=", sh.h, " S=", sh.s, " D=", sh.d,
+                                         sh.causal ? " causal" : "");
     if (!built[0]) {
-      std::printf("%-10s %-5s %-28s default tiling failed to build: %s\n", sh.name, hidet::str_cat(sh.dt).c_str(),
-                  shape_s.c_str(), errors[0].c_str());
+      std::printf("%-10s %-5s %-28s default tiling failed to build: %s\n", sh.name,
+                  hidet::str_cat(sh.dt).c_str(), shape_s.c_str(), errors[0].c_str());
       ++failures;
       continue;
     }
@@ -177,16 +195,19 @@ int main(int argc, char **argv) {
     std::size_t best = 0;
     for (std::size_t i = 0; i < cfgs.size(); ++i) {
       if (!built[i]) {
-        if (all) std::printf("    %-56s build failed: %s\n", cfgs[i].str().c_str(), errors[i].c_str());
+        if (all)
+          std::printf("    %-56s build failed: %s\n", cfgs[i].str().c_str(), errors[i].c_str());
         continue;
       }
       double ms = time_ms([&] { (*built[i])(q, k, v, out, scale); });
-      if (all) std::printf("    %-56s %8.3f ms %7.1f TFLOP/s\n", cfgs[i].str().c_str(), ms, tflops(ms));
+      if (all)
+        std::printf("    %-56s %8.3f ms %7.1f TFLOP/s\n", cfgs[i].str().c_str(), ms, tflops(ms));
       if (i == 0) def_ms = ms;
       if (i == 0 || ms < best_ms) best_ms = ms, best = i;
     }
-    std::printf("%-10s %-5s %-28s %10.3f %9.1f   %10.3f %9.1f  %s\n", sh.name, hidet::str_cat(sh.dt).c_str(),
-                shape_s.c_str(), def_ms, tflops(def_ms), best_ms, tflops(best_ms), cfgs[best].str().c_str());
+    std::printf("%-10s %-5s %-28s %10.3f %9.1f   %10.3f %9.1f  %s\n", sh.name,
+                hidet::str_cat(sh.dt).c_str(), shape_s.c_str(), def_ms, tflops(def_ms), best_ms,
+                tflops(best_ms), cfgs[best].str().c_str());
   }
   return failures ? 1 : 0;
 }

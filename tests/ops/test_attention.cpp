@@ -14,7 +14,7 @@ struct Problem {
   std::int64_t b, h, sq, skv, d;
   DataType dt;
   bool causal = false;
-  o::Shape mask_shape;     ///< empty: no mask
+  o::Shape mask_shape; ///< empty: no mask
   DataType mask_dt = dtypes::f32;
 };
 
@@ -24,19 +24,24 @@ struct Inputs {
 };
 
 Inputs make_inputs(const Problem &p) {
-  Inputs in{make({p.b, p.h, p.sq, p.d}, p.dt), make({p.b, p.h, p.skv, p.d}, p.dt), make({p.b, p.h, p.skv, p.d}, p.dt), {}};
+  Inputs in{make({p.b, p.h, p.sq, p.d}, p.dt),
+            make({p.b, p.h, p.skv, p.d}, p.dt),
+            make({p.b, p.h, p.skv, p.d}, p.dt),
+            {}};
   if (!p.mask_shape.empty()) {
     if (p.mask_dt.is_bool()) {
       // true = attend; key 0 always attended so that no row is masked entirely.
       std::vector<bool> m(std::size_t(o::shape_numel(p.mask_shape)));
       std::bernoulli_distribution keep(0.7);
-      for (std::size_t i = 0; i < m.size(); ++i) m[i] = i % std::size_t(p.skv) == 0 || keep(g_rng);
+      for (std::size_t i = 0; i < m.size(); ++i)
+        m[i] = i % std::size_t(p.skv) == 0 || keep(g_rng);
       in.mask = asarray(m, p.mask_shape).to("cuda");
     } else {
       // Values in [-2, 2) and about 10% -inf, never at key 0.
       std::vector<double> m(std::size_t(o::shape_numel(p.mask_shape)));
       std::uniform_real_distribution<double> u(-2, 2);
-      for (std::size_t i = 0; i < m.size(); ++i) m[i] = (i % std::size_t(p.skv) != 0 && u(g_rng) > 1.6) ? -INFINITY : u(g_rng);
+      for (std::size_t i = 0; i < m.size(); ++i)
+        m[i] = (i % std::size_t(p.skv) != 0 && u(g_rng) > 1.6) ? -INFINITY : u(g_rng);
       in.mask = asarray(m, p.mask_shape, p.mask_dt).to("cuda");
     }
   }
@@ -44,16 +49,19 @@ Inputs make_inputs(const Problem &p) {
 }
 
 /// The reference output and, per element, sum_j p_j |v_j| (the magnitude the error scales with).
-void reference(const Problem &p, const Inputs &in, double scale, std::vector<double> &out, std::vector<double> &mag) {
+void reference(const Problem &p, const Inputs &in, double scale, std::vector<double> &out,
+               std::vector<double> &mag) {
   auto q = in.q.to_double_vector(), k = in.k.to_double_vector(), v = in.v.to_double_vector();
   std::vector<double> m;
   o::Shape ms4;
   if (in.mask) {
     m = in.mask->to_double_vector();
     if (in.mask->dtype().is_bool())
-      for (auto &x : m) x = x != 0 ? 0.0 : -INFINITY;
+      for (auto &x : m)
+        x = x != 0 ? 0.0 : -INFINITY;
     ms4 = in.mask->shape();
-    while (ms4.size() < 4) ms4.insert(ms4.begin(), 1);
+    while (ms4.size() < 4)
+      ms4.insert(ms4.begin(), 1);
   }
   out.assign(std::size_t(p.b * p.h * p.sq * p.d), 0), mag.assign(out.size(), 0);
   std::vector<double> s(std::size_t(p.skv));
@@ -64,7 +72,8 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
         for (std::int64_t j = 0; j < p.skv; ++j) {
           double acc = 0;
           for (std::int64_t e = 0; e < p.d; ++e)
-            acc += q[std::size_t(((b * p.h + h) * p.sq + i) * p.d + e)] * k[std::size_t(((b * p.h + h) * p.skv + j) * p.d + e)];
+            acc += q[std::size_t(((b * p.h + h) * p.sq + i) * p.d + e)] *
+                   k[std::size_t(((b * p.h + h) * p.skv + j) * p.d + e)];
           acc *= scale;
           if (in.mask) {
             std::int64_t mb = ms4[0] == 1 ? 0 : b, mh = ms4[1] == 1 ? 0 : h;
@@ -74,14 +83,18 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
           s[std::size_t(j)] = acc, mx = std::max(mx, acc);
         }
         double sum = 0;
-        for (auto &x : s) sum += (x = std::exp(x - mx));
+        for (auto &x : s)
+          sum += (x = std::exp(x - mx));
         for (std::int64_t e = 0; e < p.d; ++e) {
           double acc = 0, mg = 0;
           for (std::int64_t j = 0; j < p.skv; ++j) {
-            double pv = s[std::size_t(j)] / sum, vv = v[std::size_t(((b * p.h + h) * p.skv + j) * p.d + e)];
+            double pv = s[std::size_t(j)] / sum,
+                   vv = v[std::size_t(((b * p.h + h) * p.skv + j) * p.d + e)];
             acc += pv * vv, mg += pv * std::abs(vv);
           }
-          out[std::size_t(((b * p.h + h) * p.sq + i) * p.d + e)] = acc, mag[std::size_t(((b * p.h + h) * p.sq + i) * p.d + e)] = mg;
+          out[std::size_t(((b * p.h + h) * p.sq + i) * p.d +
+                          e)] = acc,
+                          mag[std::size_t(((b * p.h + h) * p.sq + i) * p.d + e)] = mg;
         }
       }
 }
@@ -89,23 +102,28 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
 /// Checks `got` against the reference. Errors come from rounding P to the input dtype before
 /// P V (relative eps_in per term, so up to eps_in * sum_j p_j |v_j|), from f32 scores and sums
 /// (~1e-5 relative), and from rounding the output (eps_out of the value).
-void check(const Problem &p, const Inputs &in, const Tensor &got, double scale, const std::string &what) {
+void check(const Problem &p, const Inputs &in, const Tensor &got, double scale,
+           const std::string &what) {
   std::vector<double> want, mag;
   reference(p, in, scale, want, mag);
-  INFO(what << ": " << p.dt << " B=" << p.b << " H=" << p.h << " Sq=" << p.sq << " Skv=" << p.skv << " D=" << p.d
-            << (p.causal ? " causal" : "") << (p.mask_shape.empty() ? "" : " masked") << ", seed " << g_seed);
+  INFO(what << ": " << p.dt << " B=" << p.b << " H=" << p.h << " Sq=" << p.sq << " Skv=" << p.skv
+            << " D=" << p.d << (p.causal ? " causal" : "")
+            << (p.mask_shape.empty() ? "" : " masked") << ", seed " << g_seed);
   REQUIRE(got.shape() == o::Shape{p.b, p.h, p.sq, p.d});
   REQUIRE(got.dtype() == p.dt);
   auto g = got.to_double_vector();
-  double eps = p.dt == dtypes::f16 ? std::ldexp(1.0, -11) : p.dt == dtypes::bf16 ? std::ldexp(1.0, -8) : 1e-6;
+  double eps = p.dt == dtypes::f16    ? std::ldexp(1.0, -11)
+               : p.dt == dtypes::bf16 ? std::ldexp(1.0, -8)
+                                      : 1e-6;
   bool nonzero = false;
   for (std::size_t i = 0; i < g.size(); ++i) {
     nonzero |= g[i] != 0;
     double bound = 1.01 * eps * std::abs(want[i]) + 2.0 * eps * mag[i] + 1e-4 * mag[i] + 1e-6;
     if (!(std::abs(g[i] - want[i]) <= bound)) {
       auto idx = unravel(std::int64_t(i), got.shape());
-      FAIL_CHECK("first bad index [" << idx[0] << ", " << idx[1] << ", " << idx[2] << ", " << idx[3] << "]: got " << g[i]
-                                     << ", want " << want[i] << " (bound " << bound << ")");
+      FAIL_CHECK("first bad index [" << idx[0] << ", " << idx[1] << ", " << idx[2] << ", " << idx[3]
+                                     << "]: got " << g[i] << ", want " << want[i] << " (bound "
+                                     << bound << ")");
       return;
     }
   }
@@ -124,7 +142,7 @@ TEST_CASE("sdpa: flash template, f16/bf16, head dims 64 and 128, partial tiles, 
   run_op({1, 2, 70, 90, 64, dtypes::bf16, true});
   run_op({1, 1, 33, 33, 128, dtypes::f16, true});
   run_op({2, 1, 33, 33, 128, dtypes::bf16}, 0.3);
-  run_op({1, 1, 90, 40, 64, dtypes::f16, true}); // Sq > Skv: the last rows attend every key
+  run_op({1, 1, 90, 40, 64, dtypes::f16, true});    // Sq > Skv: the last rows attend every key
   run_op({1, 1, 128, 128, 64, dtypes::bf16, true}); // whole tiles only
 }
 
@@ -145,7 +163,8 @@ TEST_CASE("sdpa: every tiling of search space 1") {
     CHECK(cfgs.size() <= 30);
     for (auto &c : cfgs) {
       auto in = make_inputs(p);
-      auto out = full({p.b, p.h, p.sq, p.d}, NAN, p.dt, "cuda"); // poison: an unwritten element fails
+      auto out =
+          full({p.b, p.h, p.sq, p.d}, NAN, p.dt, "cuda"); // poison: an unwritten element fails
       tpl::Attention att(ap, c);
       att(in.q, in.k, in.v, out, 1.0 / std::sqrt(double(d)));
       check(p, in, out, 1.0 / std::sqrt(double(d)), c.str());
@@ -176,17 +195,46 @@ TEST_CASE("sdpa: fallback for f32 and other head dims") {
 }
 
 TEST_CASE("sdpa: user errors name the operator, the shapes and the rule") {
-  auto q = make({1, 2, 8, 64}, dtypes::f16), k = make({1, 2, 10, 64}, dtypes::f16), v = make({1, 2, 10, 64}, dtypes::f16);
+  auto q = make({1, 2, 8, 64}, dtypes::f16), k = make({1, 2, 10, 64}, dtypes::f16),
+       v = make({1, 2, 10, 64}, dtypes::f16);
   auto sdpa = [](auto... a) { return o::scaled_dot_product_attention(a...); };
-  expect_error([&] { sdpa(q.reshape({2, 8, 64}), k, v); }, {"scaled_dot_product_attention", "4-D", "(2, 8, 64)"});
-  expect_error([&] { sdpa(q, make({1, 2, 10, 32}, dtypes::f16), v); }, {"k's head dim 32 must equal q's 64"});
+  expect_error(
+      [&] {
+        sdpa(q.reshape({2, 8, 64}), k, v);
+      },
+      {"scaled_dot_product_attention", "4-D", "(2, 8, 64)"});
+  expect_error(
+      [&] {
+        sdpa(q, make({1, 2, 10, 32}, dtypes::f16), v);
+      },
+      {"k's head dim 32 must equal q's 64"});
   expect_error([&] { sdpa(q, k, make({1, 2, 10, 32}, dtypes::f16)); }, {"v's head dim 32"});
   expect_error([&] { sdpa(q, k, make({1, 2, 11, 64}, dtypes::f16)); }, {"same sequence length"});
-  expect_error([&] { sdpa(q, make({1, 3, 10, 64}, dtypes::f16), v); }, {"batch and heads", "(1, 3, 10, 64)"});
+  expect_error(
+      [&] {
+        sdpa(q, make({1, 3, 10, 64}, dtypes::f16), v);
+      },
+      {"batch and heads", "(1, 3, 10, 64)"});
   expect_error([&] { sdpa(q, k.astype(dtypes::bf16), v); }, {"one dtype", "f16", "bf16"});
-  expect_error([&] { sdpa(make({1, 2, 8, 64}, dtypes::i32), make({1, 2, 10, 64}, dtypes::i32), make({1, 2, 10, 64}, dtypes::i32)); },
-               {"floating point"});
-  expect_error([&] { sdpa(q, k, v, std::optional<Tensor>(make({8, 11}, dtypes::f32))); }, {"attn_mask", "[Sq, Skv] = [8, 10]"});
-  expect_error([&] { sdpa(q, k, v, std::optional<Tensor>(make({3, 1, 8, 10}, dtypes::f32))); }, {"leading dims"});
-  expect_error([&] { sdpa(q, k, v, std::optional<Tensor>(make({8, 10}, dtypes::i32))); }, {"attn_mask must be f32"});
+  expect_error(
+      [&] {
+        sdpa(make({1, 2, 8, 64}, dtypes::i32), make({1, 2, 10, 64}, dtypes::i32),
+             make({1, 2, 10, 64}, dtypes::i32));
+      },
+      {"floating point"});
+  expect_error(
+      [&] {
+        sdpa(q, k, v, std::optional<Tensor>(make({8, 11}, dtypes::f32)));
+      },
+      {"attn_mask", "[Sq, Skv] = [8, 10]"});
+  expect_error(
+      [&] {
+        sdpa(q, k, v, std::optional<Tensor>(make({3, 1, 8, 10}, dtypes::f32)));
+      },
+      {"leading dims"});
+  expect_error(
+      [&] {
+        sdpa(q, k, v, std::optional<Tensor>(make({8, 10}, dtypes::i32)));
+      },
+      {"attn_mask must be f32"});
 }

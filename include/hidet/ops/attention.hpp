@@ -29,7 +29,7 @@ constexpr const char *op = "scaled_dot_product_attention";
 
 /// The built kernels of this process, by problem and tiling.
 inline std::shared_ptr<templates::Attention> runner(const templates::AttentionProblem &p,
-                                                   const templates::AttentionConfig &c) {
+                                                    const templates::AttentionConfig &c) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<templates::Attention>> built;
   std::string key = str_cat(p.str(), " | ", c.str());
@@ -43,9 +43,9 @@ inline std::shared_ptr<templates::Attention> runner(const templates::AttentionPr
 }
 
 /// The tiling chosen for a problem in search space `space` (tuned once per process and key).
-inline std::shared_ptr<templates::Attention> choose(const templates::AttentionProblem &p, int space, const Tensor &q,
-                                                    const Tensor &k, const Tensor &v, const std::optional<Tensor> &mask,
-                                                    const Tensor &out, double scale) {
+inline std::shared_ptr<templates::Attention>
+choose(const templates::AttentionProblem &p, int space, const Tensor &q, const Tensor &k,
+       const Tensor &v, const std::optional<Tensor> &mask, const Tensor &out, double scale) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<templates::Attention>> chosen;
   std::string key = str_cat(p.str(), " | space ", space);
@@ -61,8 +61,10 @@ inline std::shared_ptr<templates::Attention> choose(const templates::AttentionPr
       cands.push_back({c.str(), [=] {
                          auto r = runner(p, c);
                          return tuning::Launch([=] {
-                           if (mask) (*r)(q, k, v, *mask, out, scale);
-                           else (*r)(q, k, v, out, scale);
+                           if (mask)
+                             (*r)(q, k, v, *mask, out, scale);
+                           else
+                             (*r)(q, k, v, out, scale);
                          });
                        }});
     best = tuning::pick("sdpa", tuning::make_key("sdpa", p.str()), cands);
@@ -76,7 +78,8 @@ inline std::shared_ptr<templates::Attention> choose(const templates::AttentionPr
 inline Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device) {
   std::vector<double> v(std::size_t(sq * skv));
   for (std::int64_t i = 0; i < sq; ++i)
-    for (std::int64_t j = 0; j < skv; ++j) v[std::size_t(i * skv + j)] = j <= i ? 0.0 : -std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < skv; ++j)
+      v[std::size_t(i * skv + j)] = j <= i ? 0.0 : -std::numeric_limits<double>::infinity();
   return asarray(v, {sq, skv}, dtypes::f32, device);
 }
 } // namespace attention_detail
@@ -88,15 +91,19 @@ inline Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device) {
 /// `is_causal` masks keys j > i (top-left aligned); both may be given. Rows with every key
 /// masked give NaN. Returns [B, H, Sq, D] in q's dtype.
 inline Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                                           const std::optional<Tensor> &attn_mask = std::nullopt, bool is_causal = false,
+                                           const std::optional<Tensor> &attn_mask = std::nullopt,
+                                           bool is_causal = false,
                                            std::optional<double> scale = std::nullopt) {
   using namespace attention_detail;
   auto shapes = [&] {
-    std::string s = str_cat("q ", shape_str(q.shape()), ", k ", shape_str(k.shape()), ", v ", shape_str(v.shape()));
+    std::string s = str_cat("q ", shape_str(q.shape()), ", k ", shape_str(k.shape()), ", v ",
+                            shape_str(v.shape()));
     if (attn_mask) s += str_cat(", attn_mask ", shape_str(attn_mask->shape()));
     return s;
   };
-  auto fail = [&](const std::string &why) { throw ValueError(str_cat(op, ": ", why, " (", shapes(), ")")); };
+  auto fail = [&](const std::string &why) {
+    throw ValueError(str_cat(op, ": ", why, " (", shapes(), ")"));
+  };
   if (!q.defined() || !k.defined() || !v.defined() || (attn_mask && !attn_mask->defined()))
     throw ValueError(str_cat(op, ": q, k, v and attn_mask must be defined tensors"));
   if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4)
@@ -106,12 +113,16 @@ inline Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, con
     fail("k and v must have q's batch and heads (dims 0 and 1)");
   if (sk[2] != sv[2]) fail("k and v must have the same sequence length (dim 2)");
   if (sk[3] != sq[3]) fail(str_cat("k's head dim ", sk[3], " must equal q's ", sq[3]));
-  if (sv[3] != sq[3]) fail(str_cat("v's head dim ", sv[3], " must equal q's ", sq[3], " (a different value dim is not supported)"));
+  if (sv[3] != sq[3])
+    fail(str_cat("v's head dim ", sv[3], " must equal q's ", sq[3],
+                 " (a different value dim is not supported)"));
   if (q.dtype() != k.dtype() || q.dtype() != v.dtype())
-    fail(str_cat("q, k and v must have one dtype, got ", q.dtype(), ", ", k.dtype(), " and ", v.dtype()));
+    fail(str_cat("q, k and v must have one dtype, got ", q.dtype(), ", ", k.dtype(), " and ",
+                 v.dtype()));
   if (!q.dtype().is_float()) fail(str_cat("q, k and v must be floating point, got ", q.dtype()));
   if (q.device() != k.device() || q.device() != v.device())
-    fail(str_cat("q, k and v must be on one device, got ", q.device_str(), ", ", k.device_str(), " and ", v.device_str()));
+    fail(str_cat("q, k and v must be on one device, got ", q.device_str(), ", ", k.device_str(),
+                 " and ", v.device_str()));
   for (auto d : sq)
     if (d <= 0) fail("sizes must be positive");
   if (sk[2] <= 0) fail("sizes must be positive");
@@ -120,7 +131,8 @@ inline Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, con
   if (attn_mask) {
     const auto &ms = attn_mask->shape();
     if (ms.size() < 2 || ms.size() > 4 || ms[ms.size() - 2] != Sq || ms.back() != Skv)
-      fail(str_cat("attn_mask must be [Sq, Skv] = [", Sq, ", ", Skv, "], optionally with leading [B or 1, H or 1]"));
+      fail(str_cat("attn_mask must be [Sq, Skv] = [", Sq, ", ", Skv,
+                   "], optionally with leading [B or 1, H or 1]"));
     Shape m4(4 - ms.size(), 1);
     m4.insert(m4.end(), ms.begin(), ms.end());
     if ((m4[0] != 1 && m4[0] != B) || (m4[1] != 1 && m4[1] != H))
@@ -135,21 +147,27 @@ inline Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, con
     } else if (md == dtypes::f32 || md.is_half()) {
       mask = attn_mask->reshape(m4);
     } else {
-      fail(str_cat("attn_mask must be f32, f16, bf16 (added to the scores) or bool (true = attend), got ", md));
+      fail(str_cat(
+          "attn_mask must be f32, f16, bf16 (added to the scores) or bool (true = attend), got ",
+          md));
     }
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
 
-  if (q.dtype().is_half() && (D == 64 || D == 128) && q.device().is_cuda() && B <= 65535 && H <= 65535) {
+  if (q.dtype().is_half() && (D == 64 || D == 128) && q.device().is_cuda() && B <= 65535 &&
+      H <= 65535) {
     templates::AttentionProblem p;
     p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
     p.dtype = q.dtype(), p.causal = is_causal;
-    if (mask) p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]),
-              p.mask_heads = int(mask->shape()[1]);
+    if (mask)
+      p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]),
+      p.mask_heads = int(mask->shape()[1]);
     Tensor out = empty({B, H, Sq, D}, q.dtype(), q.device());
     auto r = choose(p, option::search_space(), q, k, v, mask, out, s);
-    if (mask) (*r)(q, k, v, *mask, out, s);
-    else (*r)(q, k, v, out, s);
+    if (mask)
+      (*r)(q, k, v, *mask, out, s);
+    else
+      (*r)(q, k, v, out, s);
     return out;
   }
 

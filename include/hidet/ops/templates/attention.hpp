@@ -47,11 +47,11 @@ namespace hidet::ops::templates {
 
 /// Tiling of the attention kernel. block_q = warps * warp_q query rows per block.
 struct AttentionConfig {
-  int warps = 4;          ///< warps of a block
-  int warp_q = 16;        ///< query rows of one warp: 16 or 32 (m16 tiles)
-  int block_kv = 64;      ///< keys of one K/V tile: 32, 64 or 128
-  int stages = 2;         ///< K/V buffers of the cp.async ring (2 or 3)
-  bool q_in_regs = true;  ///< keep the Q fragments in registers (else re-load them per tile)
+  int warps = 4;         ///< warps of a block
+  int warp_q = 16;       ///< query rows of one warp: 16 or 32 (m16 tiles)
+  int block_kv = 64;     ///< keys of one K/V tile: 32, 64 or 128
+  int stages = 2;        ///< K/V buffers of the cp.async ring (2 or 3)
+  bool q_in_regs = true; ///< keep the Q fragments in registers (else re-load them per tile)
 
   int block_q() const { return warps * warp_q; }
   int threads() const { return warps * 32; }
@@ -65,8 +65,8 @@ struct AttentionConfig {
   }
   /// "q64 kv64 (4 warps of 16 rows, 2 stages, Q in registers)"
   std::string str() const {
-    return str_cat("q", block_q(), " kv", block_kv, " (", warps, " warps of ", warp_q, " rows, ", stages, " stages, Q in ",
-                   q_in_regs ? "registers" : "shared memory", ")");
+    return str_cat("q", block_q(), " kv", block_kv, " (", warps, " warps of ", warp_q, " rows, ",
+                   stages, " stages, Q in ", q_in_regs ? "registers" : "shared memory", ")");
   }
 };
 
@@ -75,13 +75,14 @@ struct AttentionProblem {
   int batch = 1, heads = 1, seq_q = 1, seq_kv = 1, head_dim = 64;
   DataType dtype = dtypes::f16;
   bool causal = false;
-  bool has_mask = false;          ///< an additive mask [mask_batch, mask_heads, seq_q, seq_kv]
+  bool has_mask = false; ///< an additive mask [mask_batch, mask_heads, seq_q, seq_kv]
   DataType mask_dtype = dtypes::f32;
   int mask_batch = 1, mask_heads = 1; ///< 1 (broadcast) or batch / heads
 
   /// "f16 [2, 8, 128, 64] x kv 256, causal, mask f32 [1, 8]"
   std::string str() const {
-    std::string s = str_cat(dtype, " [", batch, ", ", heads, ", ", seq_q, ", ", head_dim, "] x kv ", seq_kv);
+    std::string s =
+        str_cat(dtype, " [", batch, ", ", heads, ", ", seq_q, ", ", head_dim, "] x kv ", seq_kv);
     if (causal) s += ", causal";
     if (has_mask) s += str_cat(", mask ", mask_dtype, " [", mask_batch, ", ", mask_heads, "]");
     return s;
@@ -96,25 +97,32 @@ inline void check_attention_config(const AttentionConfig &c, int head_dim) {
   if (head_dim != 64 && head_dim != 128) bad("the tensor-core kernel takes head dim 64 or 128");
   if (c.warps < 1 || c.warps > 16) bad("warps must be in [1, 16]");
   if (c.warp_q != 16 && c.warp_q != 32) bad("warp_q must be 16 or 32 (one or two m16 tiles)");
-  if (c.block_kv != 32 && c.block_kv != 64 && c.block_kv != 128) bad("block_kv must be 32, 64 or 128");
+  if (c.block_kv != 32 && c.block_kv != 64 && c.block_kv != 128)
+    bad("block_kv must be 32, 64 or 128");
   if (c.stages < 2 || c.stages > 3) bad(str_cat("stages is ", c.stages, "; use 2 or 3"));
   if (c.smem_bytes(head_dim) > 227 * 1024)
     bad(str_cat(c.smem_bytes(head_dim), " bytes of shared memory; an H100 block may use 232448"));
   int vec = head_dim / 8;
   if ((c.block_q() * vec) % c.threads() || (c.block_kv * vec) % c.threads())
-    bad(str_cat("the ", c.threads(), " threads must copy the tiles in whole rounds of 16-byte vectors"));
+    bad(str_cat("the ", c.threads(),
+                " threads must copy the tiles in whole rounds of 16-byte vectors"));
 }
 
 /// Throws ValueError naming the problem when the kernel cannot serve it.
 inline void check_attention_problem(const AttentionProblem &p) {
-  auto bad = [&](const std::string &why) { throw ValueError(str_cat("attention kernel for ", p.str(), ": ", why)); };
+  auto bad = [&](const std::string &why) {
+    throw ValueError(str_cat("attention kernel for ", p.str(), ": ", why));
+  };
   if (!p.dtype.is_half()) bad("q, k, v must be f16 or bf16");
   if (p.head_dim != 64 && p.head_dim != 128) bad("head dim must be 64 or 128");
   if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_kv <= 0) bad("sizes must be positive");
-  if (p.batch > 65535 || p.heads > 65535) bad("batch and heads must be at most 65535 (grid dimensions)");
+  if (p.batch > 65535 || p.heads > 65535)
+    bad("batch and heads must be at most 65535 (grid dimensions)");
   if (p.has_mask) {
-    if (p.mask_dtype != dtypes::f32 && !p.mask_dtype.is_half()) bad("the mask must be f32, f16 or bf16");
-    if ((p.mask_batch != 1 && p.mask_batch != p.batch) || (p.mask_heads != 1 && p.mask_heads != p.heads))
+    if (p.mask_dtype != dtypes::f32 && !p.mask_dtype.is_half())
+      bad("the mask must be f32, f16 or bf16");
+    if ((p.mask_batch != 1 && p.mask_batch != p.batch) ||
+        (p.mask_heads != 1 && p.mask_heads != p.heads))
       bad("the mask's batch and head dims must be 1 or those of q");
   }
 }
@@ -134,8 +142,8 @@ constexpr float log2e = 1.4426950408889634f;
 
 /// Adds kernel `name` for problem `p`. Parameters: q, k, v: dt[B][H][S][D], then (with a mask)
 /// mask: mask_dt[mask_batch][mask_heads][Sq][Skv], then out: dt[B][H][Sq][D] and scale (f32).
-inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &name, const AttentionProblem &p,
-                                 const AttentionConfig &cfg) {
+inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &name,
+                                 const AttentionProblem &p, const AttentionConfig &cfg) {
   using namespace hidet::lang;
   check_attention_problem(p);
   check_attention_config(cfg, p.head_dim);
@@ -148,17 +156,20 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto T = [&](DataType d) { return TensorSpec(d, {}); };
 
-  auto body = [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask, lang::Tensor out,
-                  Var scale) {
+  auto body = [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask,
+                  lang::Tensor out, Var scale) {
     attrs.cuda.grid_dim = {q_tiles, H, B};
     attrs.cuda.block_dim = threads;
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes(D);
 
-    auto sq = dynamic_shared_tensor(T(dt)[1][bq][D].with_layout(attention_detail::swizzled_tile(1, bq, D)), 0, "smem_q");
-    auto sk = dynamic_shared_tensor(T(dt)[stages][bkv][D].with_layout(attention_detail::swizzled_tile(stages, bkv, D)),
-                                    bq * D * 2, "smem_k");
-    auto sv = dynamic_shared_tensor(T(dt)[stages][bkv][D].with_layout(attention_detail::swizzled_tile(stages, bkv, D)),
-                                    (bq + stages * bkv) * D * 2, "smem_v");
+    auto sq = dynamic_shared_tensor(
+        T(dt)[1][bq][D].with_layout(attention_detail::swizzled_tile(1, bq, D)), 0, "smem_q");
+    auto sk = dynamic_shared_tensor(
+        T(dt)[stages][bkv][D].with_layout(attention_detail::swizzled_tile(stages, bkv, D)),
+        bq * D * 2, "smem_k");
+    auto sv = dynamic_shared_tensor(
+        T(dt)[stages][bkv][D].with_layout(attention_detail::swizzled_tile(stages, bkv, D)),
+        (bq + stages * bkv) * D * 2, "smem_v");
     auto qf = register_tensor(T(dt)[mt][cfg.q_in_regs ? dk : 1][8], "q_frag");
     auto kf = register_tensor(T(dt)[2][4], "k_frag");
     auto vf = register_tensor(T(dt)[2][4], "v_frag");
@@ -175,17 +186,20 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     Var wq0 = warp * cfg.warp_q;
     Var g = lane / 4, qd = lane % 4;
-    Var a_row = lane % 16, a_col = lane / 16 * 8;          // ldmatrix A (and .trans B) addressing
+    Var a_row = lane % 16, a_col = lane / 16 * 8; // ldmatrix A (and .trans B) addressing
     Var b_row = lane / 16 * 8 + lane % 8, b_col = lane / 8 % 2 * 8; // ldmatrix B from a [n][k] tile
     Var sl2 = scale * attention_detail::log2e;
     Var n_tiles = causal ? Expr(ceil_div(min(q0 + bq, Skv), bkv)) : Expr(ceil_div(Skv, bkv));
 
-    // cp.async of `rows` rows of `src` (from row0, zero-filled at and past `limit`) into dst[stage].
-    auto load_rows = [&](lang::Tensor dst, Expr stage, lang::Tensor src, Expr row0, int rows, int limit, bool guard) {
+    // cp.async of `rows` rows of `src` (from row0, zero-filled at and past `limit`) into
+    // dst[stage].
+    auto load_rows = [&](lang::Tensor dst, Expr stage, lang::Tensor src, Expr row0, int rows,
+                         int limit, bool guard) {
       for_(auto_map({rows, D / 8}, threads).on(threadIdx.x), [&](Expr r, Expr c) {
         Expr row = row0 + r;
         if (!guard) return cp_async(dst[stage][r][c * 8], src[b][h][row][c * 8], 16);
-        cp_async(dst[stage][r][c * 8], src[b][h][min(row, limit - 1)][c * 8], 16, select(row < limit, 16, 0));
+        cp_async(dst[stage][r][c * 8], src[b][h][min(row, limit - 1)][c * 8], 16,
+                 select(row < limit, 16, 0));
       });
     };
     auto load_kv = [&](Expr stage, Expr kv0) {
@@ -195,14 +209,16 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     auto load_q_frags = [&](int kk_first, int kk_count) {
       for (int i = 0; i < mt; ++i)
         for (int kk = kk_first; kk < kk_first + kk_count; ++kk)
-          ldmatrix(qf[i][cfg.q_in_regs ? kk : 0][0], sq[0][wq0 + i * 16 + a_row][kk * 16 + a_col], 4);
+          ldmatrix(qf[i][cfg.q_in_regs ? kk : 0][0], sq[0][wq0 + i * 16 + a_row][kk * 16 + a_col],
+                   4);
     };
 
     // One K/V tile in buffer `stage` starting at key kv0; `masked`: apply the causal / bounds mask.
     auto tile = [&](Expr stage, Expr kv0, bool masked) {
       for (int i = 0; i < mt; ++i)
         for (int j = 0; j < nk; ++j)
-          for (int e = 0; e < 4; ++e) sacc[i][j][e] = 0.0f;
+          for (int e = 0; e < 4; ++e)
+            sacc[i][j][e] = 0.0f;
       for (int kk = 0; kk < dk; ++kk) { // S = Q K^T
         if (!cfg.q_in_regs) load_q_frags(kk, 1);
         for (int j2 = 0; j2 < nk / 2; ++j2) {
@@ -221,8 +237,10 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
             Expr row = q0 + wq0 + (i * 16 + e / 2 * 8) + g, col = kv0 + (j * 8 + e % 2) + qd * 2;
             Expr s = sacc[i][j][e] * sl2;
             if (mask) {
-              Expr mrow = guard_q ? Expr(min(row, Sq - 1)) : row, mcol = guard_kv ? Expr(min(col, Skv - 1)) : col;
-              Expr mb = p.mask_batch == 1 ? Expr(0) : Expr(b), mh = p.mask_heads == 1 ? Expr(0) : Expr(h);
+              Expr mrow = guard_q ? Expr(min(row, Sq - 1)) : row,
+                   mcol = guard_kv ? Expr(min(col, Skv - 1)) : col;
+              Expr mb = p.mask_batch == 1 ? Expr(0) : Expr(b),
+                   mh = p.mask_heads == 1 ? Expr(0) : Expr(h);
               s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), attention_detail::log2e, s);
             }
             if (masked) {
@@ -236,7 +254,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
       for (int i = 0; i < mt; ++i)
         for (int hh = 0; hh < 2; ++hh) {
           Var mx = max(sacc[i][0][2 * hh], sacc[i][0][2 * hh + 1]);
-          for (int j = 1; j < nk; ++j) mx = max(mx, max(sacc[i][j][2 * hh], sacc[i][j][2 * hh + 1]));
+          for (int j = 1; j < nk; ++j)
+            mx = max(mx, max(sacc[i][j][2 * hh], sacc[i][j][2 * hh + 1]));
           mx = max(mx, shfl_xor_sync(0xffffffffu, mx, 1));
           mx = max(mx, shfl_xor_sync(0xffffffffu, mx, 2));
           Var m_new = max(row_max[i][hh], mx);
@@ -251,12 +270,14 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
             }
           row_sum[i][hh] = row_sum[i][hh] * corr + psum;
           for (int n = 0; n < nd; ++n)
-            for (int e = 2 * hh; e < 2 * hh + 2; ++e) oacc[i][n][e] = oacc[i][n][e] * corr;
+            for (int e = 2 * hh; e < 2 * hh + 2; ++e)
+              oacc[i][n][e] = oacc[i][n][e] * corr;
         }
       // P in registers: the C fragments of n8 tiles 2kk, 2kk+1 are the A fragment of k step kk.
       for (int i = 0; i < mt; ++i)
         for (int kk = 0; kk < pk; ++kk)
-          for (int e = 0; e < 8; ++e) pf[i][kk][e] = sacc[i][2 * kk + e / 4][e % 4];
+          for (int e = 0; e < 8; ++e)
+            pf[i][kk][e] = sacc[i][2 * kk + e / 4][e % 4];
       for (int kk = 0; kk < pk; ++kk) // O += P V
         for (int j2 = 0; j2 < nd / 2; ++j2) {
           ldmatrix(vf[0][0], sv[stage][kk * 16 + a_row][j2 * 16 + a_col], 4, true);
@@ -268,9 +289,11 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     };
 
     for (int i = 0; i < mt; ++i) {
-      for (int hh = 0; hh < 2; ++hh) row_max[i][hh] = neg_inf, row_sum[i][hh] = 0.0f;
+      for (int hh = 0; hh < 2; ++hh)
+        row_max[i][hh] = neg_inf, row_sum[i][hh] = 0.0f;
       for (int n = 0; n < nd; ++n)
-        for (int e = 0; e < 4; ++e) oacc[i][n][e] = 0.0f;
+        for (int e = 0; e < 4; ++e)
+          oacc[i][n][e] = 0.0f;
     }
     load_rows(sq, 0, q, q0, bq, Sq, guard_q);
     cp_async_commit_group();
@@ -291,7 +314,9 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
       if (causal || guard_kv) {
         Expr need = causal ? Expr(kv0 + (bkv - 1) > q0) : Expr(false);
         if (guard_kv) need = causal ? Expr(need || t == n_tiles - 1) : Expr(t == n_tiles - 1);
-        if_(need, [&] { tile(t % stages, kv0, true); }).else_([&] { tile(t % stages, kv0, false); });
+        if_(need, [&] { tile(t % stages, kv0, true); }).else_([&] {
+          tile(t % stages, kv0, false);
+        });
       } else {
         tile(t % stages, kv0, false);
       }
@@ -312,8 +337,10 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
             store_vector(out[b][h][row][n * 8 + qd * 2], pair, 4);
           }
         };
-        if (guard_q) if_(row < Sq, store);
-        else store();
+        if (guard_q)
+          if_(row < Sq, store);
+        else
+          store();
       }
   };
 
@@ -321,19 +348,20 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   auto Tq = qkv[Sq][D], Tkv = qkv[Skv][D];
   if (p.has_mask) {
     mod.kernel(name, {Tq, Tkv, Tkv, T(p.mask_dtype)[p.mask_batch][p.mask_heads][Sq][Skv], Tq, f32},
-               [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor m, lang::Tensor o, Var scale) {
-                 body(q, k, v, &m, o, scale);
-               });
+               [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor m, lang::Tensor o,
+                   Var scale) { body(q, k, v, &m, o, scale); });
   } else {
-    mod.kernel(name, {Tq, Tkv, Tkv, Tq, f32}, [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor o, Var scale) {
-      body(q, k, v, nullptr, o, scale);
-    });
+    mod.kernel(name, {Tq, Tkv, Tkv, Tq, f32},
+               [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor o, Var scale) {
+                 body(q, k, v, nullptr, o, scale);
+               });
   }
 }
 
 /// A script module with kernel "attention" for problem `p` (parameters as in add_attention_kernel).
 inline lang::ScriptModule attention_module(const AttentionProblem &p, const AttentionConfig &cfg) {
-  auto mod = lang::script_module(str_cat("attention_", p.dtype, "_d", p.head_dim, p.causal ? "_causal" : ""));
+  auto mod = lang::script_module(
+      str_cat("attention_", p.dtype, "_d", p.head_dim, p.causal ? "_causal" : ""));
   add_attention_kernel(mod, "attention", p, cfg);
   return mod;
 }
@@ -352,7 +380,8 @@ inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int
 /// Candidate tilings for problem `p` in search space `space` (0: the default for `num_sms`
 /// multiprocessors; 1: rows per warp, K/V tile, stages and Q placement, up to about 20; 2: also 8
 /// warps). Configs that fail the checks or would exceed the registers are left out.
-inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem &p, int space, int num_sms = 132) {
+inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem &p, int space,
+                                                         int num_sms = 132) {
   auto def = attention_heuristic_config(p, num_sms);
   std::vector<AttentionConfig> out{def};
   if (space <= 0) return out;
@@ -371,7 +400,8 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
     for (int warp_q : {16, 32})
       for (int bkv : {32, 64, 128})
         for (int stages : {2, 3})
-          for (bool qr : {true, false}) add(AttentionConfig{warps, warp_q, bkv, stages, qr});
+          for (bool qr : {true, false})
+            add(AttentionConfig{warps, warp_q, bkv, stages, qr});
   return out;
 }
 
@@ -382,14 +412,17 @@ public:
   Attention(const AttentionProblem &p, const AttentionConfig &cfg = {})
       : problem_(p), cfg_(cfg), cm_(attention_module(p, cfg).build(build_options())) {}
   /// Launches on the current stream (no mask).
-  void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &out, double scale) const {
-    if (problem_.has_mask) throw ValueError(str_cat("attention kernel for ", problem_.str(), ": the mask is missing"));
+  void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &out,
+                  double scale) const {
+    if (problem_.has_mask)
+      throw ValueError(str_cat("attention kernel for ", problem_.str(), ": the mask is missing"));
     cm_["attention"](q, k, v, out, scale);
   }
   /// Launches on the current stream with the additive mask.
-  void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &mask, const Tensor &out,
-                  double scale) const {
-    if (!problem_.has_mask) throw ValueError(str_cat("attention kernel for ", problem_.str(), ": built without a mask"));
+  void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &mask,
+                  const Tensor &out, double scale) const {
+    if (!problem_.has_mask)
+      throw ValueError(str_cat("attention kernel for ", problem_.str(), ": built without a mask"));
     cm_["attention"](q, k, v, mask, out, scale);
   }
   const AttentionProblem &problem() const { return problem_; }
