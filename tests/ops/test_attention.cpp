@@ -238,3 +238,18 @@ TEST_CASE("sdpa: user errors name the operator, the shapes and the rule") {
       },
       {"attn_mask must be f32"});
 }
+
+TEST_CASE("sdpa template: problems the kernel cannot serve are ValueErrors naming the rule") {
+  tpl::AttentionProblem p;
+  p.batch = 64, p.heads = 32, p.seq_q = p.seq_kv = 8192, p.head_dim = 128;
+  expect_error([&] { tpl::check_attention_problem(p); }, {"attention kernel for", "2^31"});
+  p.batch = 1, p.dtype = dtypes::f32;
+  expect_error([&] { tpl::check_attention_problem(p); }, {"f16 or bf16"});
+  p.dtype = dtypes::f16, p.head_dim = 96;
+  expect_error([&] { tpl::check_attention_problem(p); }, {"head dim must be 64 or 128"});
+  expect_error(
+      [&] {
+        tpl::check_attention_config(tpl::AttentionConfig{4, 24, 64, 2, true}, 64);
+      },
+      {"warp_q must be 16 or 32"});
+}

@@ -8,6 +8,7 @@
 // per (problem, tiling) in this process, so a repeated call compiles nothing.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -154,8 +155,11 @@ inline Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, con
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
 
-  if (q.dtype().is_half() && (D == 64 || D == 128) && q.device().is_cuda() && B <= 65535 &&
-      H <= 65535) {
+  // The template indexes with 32-bit integers and puts heads and batch on grid y and z.
+  const std::int64_t lim = std::int64_t(1) << 31;
+  const bool fits = B <= 65535 && H <= 65535 && B * H * std::max(Sq, Skv) * D < lim &&
+                    (!mask || mask->numel() < lim);
+  if (q.dtype().is_half() && (D == 64 || D == 128) && q.device().is_cuda() && fits) {
     templates::AttentionProblem p;
     p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
     p.dtype = q.dtype(), p.causal = is_causal;

@@ -33,6 +33,7 @@
 // phase in 8 distinct bank groups).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -108,6 +109,15 @@ inline void check_attention_config(const AttentionConfig &c, int head_dim) {
                 " threads must copy the tiles in whole rounds of 16-byte vectors"));
 }
 
+/// True when every tensor of the problem has fewer than 2^31 elements: the kernel indexes them
+/// with 32-bit integers.
+inline bool attention_fits_int32(const AttentionProblem &p) {
+  const std::int64_t lim = std::int64_t(1) << 31, bh = std::int64_t(p.batch) * p.heads;
+  std::int64_t mask =
+      p.has_mask ? std::int64_t(p.mask_batch) * p.mask_heads * p.seq_q * p.seq_kv : 0;
+  return bh * std::max(p.seq_q, p.seq_kv) * p.head_dim < lim && mask < lim;
+}
+
 /// Throws ValueError naming the problem when the kernel cannot serve it.
 inline void check_attention_problem(const AttentionProblem &p) {
   auto bad = [&](const std::string &why) {
@@ -118,6 +128,9 @@ inline void check_attention_problem(const AttentionProblem &p) {
   if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_kv <= 0) bad("sizes must be positive");
   if (p.batch > 65535 || p.heads > 65535)
     bad("batch and heads must be at most 65535 (grid dimensions)");
+  if (!attention_fits_int32(p))
+    bad("q, k, v, out and the mask must each have fewer than 2^31 elements (32-bit indexing); "
+        "split the batch");
   if (p.has_mask) {
     if (p.mask_dtype != dtypes::f32 && !p.mask_dtype.is_half())
       bad("the mask must be f32, f16 or bf16");
