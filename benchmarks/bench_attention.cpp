@@ -28,30 +28,11 @@
 
 #include <hidet/hidet.hpp>
 #include <hidet/ops/attention.hpp>
+#include <hidet/runtime/timing.hpp>
 
 namespace tpl = hidet::ops::templates;
 
-double time_ms(const std::function<void()> &fn) {
-  for (int i = 0; i < 3; ++i)
-    fn();
-  hidet::synchronize();
-  hidet::Event s, e;
-  s.record();
-  fn();
-  e.record();
-  double one = std::max(1e-3, double(e.elapsed_ms_since(s)));
-  int per_batch = std::clamp(int(2.0 / one), 1, 200);
-  std::vector<double> t;
-  for (int r = 0; r < 15; ++r) {
-    s.record();
-    for (int i = 0; i < per_batch; ++i)
-      fn();
-    e.record();
-    t.push_back(double(e.elapsed_ms_since(s)) / per_batch);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+double time_ms(const std::function<void()> &fn) { return hidet::median_ms(fn); }
 
 struct Shape {
   int b, h, s, d;

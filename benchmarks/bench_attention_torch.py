@@ -2,6 +2,7 @@
 bench_attention, for comparison with hidet's table. CUDA-event timing, median of 15 batches;
 TFLOP/s = 4 B H Sq Skv D / time, halved for causal."""
 import torch
+from torch_timing import time_ms
 import torch.nn.functional as F
 
 SHAPES = [  # model, B, H, S, D, causal, dtype
@@ -22,20 +23,6 @@ def flash_only():
         return torch.backends.cuda.sdp_kernel(enable_flash=True, enable_math=False, enable_mem_efficient=False)
 
 
-def time_ms(fn):
-    for _ in range(3):
-        fn()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); fn(); e.record(); torch.cuda.synchronize()
-    per = max(1, min(200, int(2.0 / max(1e-3, s.elapsed_time(e)))))
-    times = []
-    for _ in range(15):
-        s.record()
-        for _ in range(per):
-            fn()
-        e.record(); torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / per)
-    return sorted(times)[len(times) // 2]
 
 
 print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "

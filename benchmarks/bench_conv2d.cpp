@@ -23,6 +23,7 @@
 #include <hidet/hidet.hpp>
 #include <hidet/ops.hpp>
 #include <hidet/ops/templates/conv2d.hpp>
+#include <hidet/runtime/timing.hpp>
 
 namespace t = hidet::ops::templates;
 
@@ -140,27 +141,7 @@ double check(const t::Conv2dShape &s, const Mode &m, const Problem &p, std::mt19
   return worst;
 }
 
-double time_ms(const std::function<void()> &f) {
-  for (int i = 0; i < 3; ++i)
-    f();
-  hidet::synchronize();
-  hidet::Event s, e;
-  s.record();
-  f();
-  e.record();
-  double one = std::max(1e-3, double(e.elapsed_ms_since(s)));
-  int per = std::clamp(int(2.0 / one), 1, 200);
-  std::vector<double> ts;
-  for (int r = 0; r < 7; ++r) {
-    s.record();
-    for (int i = 0; i < per; ++i)
-      f();
-    e.record();
-    ts.push_back(double(e.elapsed_ms_since(s)) / per);
-  }
-  std::sort(ts.begin(), ts.end());
-  return ts[ts.size() / 2];
-}
+double time_ms(const std::function<void()> &f) { return hidet::median_ms(f, 7); }
 
 int main() {
   if (hidet::runtime::cuda_emulated()) {

@@ -16,6 +16,12 @@ if not torch.cuda.is_available():
     print("bench_conv2d_torch: no GPU; nothing to time")
     sys.exit(0)
 
+from torch_timing import time_ms as _time_ms  # noqa: E402
+
+
+def time_ms(fn):
+    return _time_ms(fn, batches=7)
+
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -56,20 +62,6 @@ def time_graph_ms(fn):
     return time_ms(g.replay) / GRAPH_CALLS
 
 
-def time_ms(fn):
-    for _ in range(3):
-        fn()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); fn(); e.record(); torch.cuda.synchronize()
-    per = max(1, min(200, int(2.0 / max(1e-3, s.elapsed_time(e)))))
-    times = []
-    for _ in range(7):
-        s.record()
-        for _ in range(per):
-            fn()
-        e.record(); torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / per)
-    return sorted(times)[len(times) // 2]
 
 
 print(f"bench_conv2d_torch: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "

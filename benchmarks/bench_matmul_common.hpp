@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <hidet/hidet.hpp>
+#include <hidet/runtime/timing.hpp>
 
 // ---- cuBLAS through dlopen: the few declarations we need --------------------------------------
 namespace cublas {
@@ -128,25 +129,7 @@ inline int gemm_ex_row_major(const Lib &l, int m, int n, int k, const hidet::Ten
 
 // ---- timing --------------------------------------------------------------------------------------
 // Median milliseconds per call of `fn`: warm-up, then batches sized to about 2 ms each.
-inline double time_ms(const std::function<void()> &fn) {
-  for (int i = 0; i < 3; ++i) fn();
-  hidet::synchronize();
-  hidet::Event s, e;
-  s.record();
-  fn();
-  e.record();
-  double one = std::max(1e-3, double(e.elapsed_ms_since(s)));
-  int per_batch = std::clamp(int(2.0 / one), 1, 200);
-  std::vector<double> t;
-  for (int r = 0; r < 15; ++r) {
-    s.record();
-    for (int i = 0; i < per_batch; ++i) fn();
-    e.record();
-    t.push_back(double(e.elapsed_ms_since(s)) / per_batch);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+inline double time_ms(const std::function<void()> &fn) { return hidet::median_ms(fn); }
 
 struct Check {
   double rel_vs_cublas = -1; // -1: cuBLAS not loaded

@@ -1,6 +1,7 @@
 """f32 matmul TFLOP/s of torch.matmul (cuBLAS) without TF32, for when bench_matmul cannot dlopen
 cuBLAS itself. Same shapes as bench_matmul; CUDA-event timing, median of 15 batches."""
 import torch
+from torch_timing import time_ms
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -8,20 +9,6 @@ SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 819
           (333, 444, 555), (4095, 4097, 1023), (128, 768, 3072), (2048, 4096, 4096)]
 
 
-def time_ms(fn):
-    for _ in range(3):
-        fn()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); fn(); e.record(); torch.cuda.synchronize()
-    per = max(1, min(200, int(2.0 / max(1e-3, s.elapsed_time(e)))))
-    times = []
-    for _ in range(15):
-        s.record()
-        for _ in range(per):
-            fn()
-        e.record(); torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / per)
-    return sorted(times)[len(times) // 2]
 
 
 print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, allow_tf32=False")

@@ -40,6 +40,7 @@
 #include "hidet/error.hpp"
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/stream.hpp"
+#include "hidet/runtime/timing.hpp"
 #include "hidet/util/env.hpp"
 #include "hidet/util/hash.hpp"
 
@@ -103,26 +104,8 @@ inline State &state() {
   return s;
 }
 
-/// CUDA events around batches of launches after warm-up; the median batch.
-inline double event_timer(const Launch &launch) {
-  for (int i = 0; i < 2; ++i) launch();
-  synchronize();
-  Event s, e;
-  s.record();
-  launch();
-  e.record();
-  double one = std::max(1e-3, double(e.elapsed_ms_since(s)));
-  int per_batch = std::clamp(int(1.0 / one), 1, 100);
-  std::vector<double> t;
-  for (int r = 0; r < 7; ++r) {
-    s.record();
-    for (int i = 0; i < per_batch; ++i) launch();
-    e.record();
-    t.push_back(double(e.elapsed_ms_since(s)) / per_batch);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+/// CUDA events around batches of launches after warm-up; the median batch (7 batches of ~1 ms).
+inline double event_timer(const Launch &launch) { return median_ms(launch, 7, 1.0); }
 
 /// The file holding the choice for `key` (under the compile cache's directory).
 inline std::filesystem::path record_path(const std::string &key) {

@@ -232,6 +232,16 @@ inline void add_pad_columns_kernel(lang::ScriptModule &mod, const std::string &n
              });
 }
 
+/// Runs the padding kernel `kernel` of `cm` (add_pad_columns_kernel) over all the rows of `x` into
+/// the workspace `ws` ([rows, ld]) and returns `ws` viewed with x's shape (last dim ld).
+inline Tensor pad_columns(const CompiledModule &cm, const char *kernel, const Tensor &x, const Tensor &ws) {
+  std::int64_t cols = x.shape().back();
+  cm[kernel](x.reshape({x.numel() / cols, cols}), ws);
+  auto shape = x.shape();
+  shape.back() = ws.shape().back();
+  return ws.reshape(shape);
+}
+
 /// A script module for these sizes: kernel "matmul_f16" (parameters as in add_matmul_f16_kernel),
 /// and "pad_a" / "pad_b" when k / n is not a multiple of 8 (over all the rows of the batch).
 /// MatmulF16 runs it.
@@ -270,16 +280,8 @@ public:
   }
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const {
-    Tensor pa = a, pb = b;
-    auto pad = [&](const char *kernel, const Tensor &x, const Tensor &ws) {
-      std::int64_t cols = x.shape().back();
-      cm_[kernel](x.reshape({x.numel() / cols, cols}), ws);
-      auto shape = x.shape();
-      shape.back() = ws.shape().back();
-      return ws.reshape(shape);
-    };
-    if (a_pad_.defined()) pa = pad("pad_a", a, a_pad_);
-    if (b_pad_.defined()) pb = pad("pad_b", b, b_pad_);
+    Tensor pa = a_pad_.defined() ? pad_columns(cm_, "pad_a", a, a_pad_) : a;
+    Tensor pb = b_pad_.defined() ? pad_columns(cm_, "pad_b", b, b_pad_) : b;
     cm_["matmul_f16"](pa, pb, c);
   }
   const MatmulF16Config &config() const { return cfg_; }

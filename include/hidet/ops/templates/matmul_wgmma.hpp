@@ -324,16 +324,8 @@ public:
   }
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) {
-    Tensor pa = a, pb = b;
-    auto pad = [&](const char *kernel, const Tensor &x, const Tensor &ws) {
-      std::int64_t cols = x.shape().back();
-      cm_[kernel](x.reshape({x.numel() / cols, cols}), ws);
-      auto shape = x.shape();
-      shape.back() = ws.shape().back();
-      return ws.reshape(shape);
-    };
-    if (a_pad_.defined()) pa = pad("pad_a", a, a_pad_);
-    if (b_pad_.defined()) pb = pad("pad_b", b, b_pad_);
+    Tensor pa = a_pad_.defined() ? pad_columns(cm_, "pad_a", a, a_pad_) : a;
+    Tensor pb = b_pad_.defined() ? pad_columns(cm_, "pad_b", b, b_pad_) : b;
     auto with_batch = [&](bool has, std::vector<std::int64_t> s) {
       if (batch_.batched() && has) s.insert(s.begin(), batch_.count);
       return s;
