@@ -98,6 +98,27 @@ inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const la
 inline void require_half(DataType d, const std::string &what) {
   if (!d.is_half()) throw ValueError(str_cat(what, ": dtype is ", d, "; the tensor-core matmul takes f16 or bf16"));
 }
+/// Stores the accumulators (lo, hi) to c(row, col) and c(row, col + 1) of an m x n f16/bf16
+/// matrix: one packed 4-byte store through the u32 register `pair` when n is even (the pair is
+/// then 4-byte aligned), else two element stores; guarded where a tile can overhang m or n.
+template <class At>
+void store_pair(const At &c, const lang::Expr &row, const lang::Expr &col, const lang::Expr &lo, const lang::Expr &hi,
+                int m, int n, bool guard_m, bool guard_n, DataType dt, const lang::Tensor &pair) {
+  using namespace hidet::lang;
+  if (n % 2 == 0) {
+    pair[0] = half2_pack(lo, hi, dt);
+    auto store = [&] { store_vector(c(row, col), pair, 4); };
+    Expr ok = true;
+    if (guard_m) ok = ok && row < m;
+    if (guard_n) ok = ok && col < n;
+    if (guard_m || guard_n) if_(ok, store);
+    else store();
+  } else {
+    const Expr *v[2] = {&lo, &hi};
+    for (int x = 0; x < 2; ++x)
+      if_(row < m && col + x < n, [&] { c(row, col + x) = *v[x]; });
+  }
+}
 } // namespace matmul_f16_detail
 
 /// Adds kernel `name`: c = a @ b for a: dt[m][matmul_f16_lda(k)], b: dt[k][matmul_f16_ldb(n)],
@@ -198,18 +219,8 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
     Var g = lane / 4, q = lane % 4;
     for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
       Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
-      if (n % 2 == 0) {
-        pair[0] = half2_pack(acc[i][j][h * 2], acc[i][j][h * 2 + 1], dt);
-        auto store = [&] { store_vector(c(row, col), pair, 4); };
-        Expr ok = true;
-        if (guard_m) ok = ok && row < m;
-        if (guard_n) ok = ok && col < n;
-        if (guard_m || guard_n) if_(ok, store);
-        else store();
-      } else {
-        for (int e = 0; e < 2; ++e)
-          if_(row < m && col + e < n, [&] { c(row, col + e) = acc[i][j][h * 2 + e]; });
-      }
+      matmul_f16_detail::store_pair(c, row, col, acc[i][j][h * 2], acc[i][j][h * 2 + 1], m, n, guard_m, guard_n, dt,
+                                    pair);
     });
   });
 }

@@ -232,17 +232,8 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
               if (guard_n || n % 2) ok = ok && col + x < n;
               if_(ok, [&] { c_at(row, col + x) = acc[e + x]; });
             }
-          } else if (n % 2 == 0) {
-            pair[0] = half2_pack(acc[e], acc[e + 1], dt);
-            auto store = [&] { store_vector(c_at(row, col), pair, 4); };
-            Expr ok = true;
-            if (guard_m) ok = ok && row < m;
-            if (guard_n) ok = ok && col < n;
-            if (guard_m || guard_n) if_(ok, store);
-            else store();
           } else {
-            for (int x = 0; x < 2; ++x)
-              if_(row < m && col + x < n, [&] { c_at(row, col + x) = acc[e + x]; });
+            matmul_f16_detail::store_pair(c_at, row, col, acc[e], acc[e + 1], m, n, guard_m, guard_n, dt, pair);
           }
         });
       });
