@@ -64,10 +64,15 @@ struct Mode {
   const char *name;
   hidet::DataType dt;
   t::Conv2dLayout layout;
+  enum Kernel { Default, Mma, Wgmma } kernel = Default; ///< the last two: f16 NHWC forced to one kernel
 };
+// The last two columns show the two tensor-core kernels apart (the default picks between them on
+// a Hopper GPU): mma.sync everywhere, and the wgmma kernel wherever it serves the layer.
 const std::vector<Mode> kModes{{"f32 NCHW", hidet::f32, t::Conv2dLayout::NCHW},
                                {"f16 NCHW", hidet::f16, t::Conv2dLayout::NCHW},
-                               {"f16 NHWC", hidet::f16, t::Conv2dLayout::NHWC}};
+                               {"f16 NHWC", hidet::f16, t::Conv2dLayout::NHWC},
+                               {"NHWC mma", hidet::f16, t::Conv2dLayout::NHWC, Mode::Mma},
+                               {"NHWC wgmma", hidet::f16, t::Conv2dLayout::NHWC, Mode::Wgmma}};
 
 t::Conv2dShape shape_of(const Layer &l, int batch) {
   return t::Conv2dShape{batch, l.c, l.h, l.h, l.o, l.k, l.k, l.s, l.s, l.p, l.p, 1, 1, 1};
@@ -149,6 +154,7 @@ int main() {
     return 0;
   }
   const auto &dev = hidet::runtime::device_info(0);
+  const bool hopper = t::wgmma_available(); // the wgmma kernel joins the defaults and the spaces
   std::printf(
       "bench_conv2d on %s (%d SMs): hidet conv2d templates, heuristic configs (search space 0)\n",
       dev.name.c_str(), dev.sm_count);
@@ -167,8 +173,11 @@ int main() {
     for (std::size_t l = 0; l < kLayers.size(); ++l)
       for (std::size_t m = 0; m < kModes.size(); ++m) {
         auto s = shape_of(kLayers[l], batch);
-        jobs.push_back({batch, l, m, s, t::conv2d_heuristic_config(s, kModes[m].dt, dev.sm_count),
-                        nullptr, ""});
+        auto cfg = t::conv2d_heuristic_config(s, kModes[m].dt, dev.sm_count,
+                                              hopper && kModes[m].kernel != Mode::Mma);
+        if (kModes[m].kernel == Mode::Wgmma && hopper && t::conv2d_wgmma_supports(s, kModes[m].dt))
+          cfg.kind = t::Conv2dConfig::Kind::Wgmma, cfg.wgmma = t::conv2d_wgmma_heuristic_config(s, dev.sm_count);
+        jobs.push_back({batch, l, m, s, cfg, nullptr, ""});
       }
   auto t0 = std::chrono::steady_clock::now();
   std::atomic<std::size_t> next{0};
@@ -238,7 +247,7 @@ int main() {
   // f16 NHWC tuned per layer at search space 1.
   auto tune = [&](const t::Conv2dShape &s, const Mode &m, const Problem &p, int space,
                   std::size_t &n) {
-    auto cands = t::conv2d_candidates(s, m.dt, space, dev.sm_count);
+    auto cands = t::conv2d_candidates(s, m.dt, space, dev.sm_count, hopper);
     std::vector<hidet::ops::tuning::Candidate> tc;
     for (auto &c : cands)
       tc.push_back({c.str(), [=]() -> hidet::ops::tuning::Launch {

@@ -298,6 +298,7 @@ hidet::lang::ScriptModule hopper_module() {
     });
     mbarrier_wait(bar, 0);
     mbarrier_arrive(bar);
+    cp_async_mbarrier_arrive(bar);
     Var desc = make_wgmma_desc(tile, 16, 1024, Swizzle::B128);
     wgmma_fence();
     wgmma(acc, desc, desc, 64, hidet::f16, 0);
@@ -321,7 +322,8 @@ TEST_CASE("Hopper primitives compile for sm_90a; the emulator rejects them") {
   o.arch = "sm_90a";
   auto cm = hopper_module().build(o);
   for (const char *ptx : {"setmaxnreg.inc.sync.aligned.u32 240", "mbarrier.init.shared::cta.b64",
-                          "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "cp.async.bulk.tensor.2d.shared::cluster",
+                          "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
+                          "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "cp.async.bulk.tensor.2d.shared::cluster",
                           "cp.async.bulk.tensor.2d.global.shared::cta", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
                           "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async",
                           "barrier.cluster.arrive", "%%cluster_ctarank"})

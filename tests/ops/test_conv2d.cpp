@@ -60,6 +60,7 @@ std::vector<double> to_nhwc(const std::vector<double> &v, const o::Shape &s) {
   return r;
 }
 o::Shape nhwc_shape(const o::Shape &s) { return {s[0], s[2], s[3], s[1]}; }
+bool has(const std::string &s, const std::string &sub) { return s.find(sub) != std::string::npos; }
 
 /// Runs one case through ops::conv2d (NCHW) or ops::conv2d_nhwc and checks it.
 void check_case(const Case &c, DataType d, bool nhwc, double scale = 1) {
@@ -166,6 +167,92 @@ TEST_CASE("conv2d templates: every candidate of search space 1") {
       run(x, w, &b, y);
       expect_close(y, out, want, false, 2);
     }
+  }
+}
+
+TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)") {
+  // Which problems it serves, and when the default picks it.
+  t::Conv2dShape big{16, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1}; // ResNet s3 3x3, batch 16
+  CHECK(t::conv2d_wgmma_supports(big, dtypes::f16));
+  CHECK(t::conv2d_heuristic_config(big, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Wgmma);
+  CHECK(t::conv2d_heuristic_config(big, dtypes::f16, 132, false).kind == t::Conv2dConfig::Kind::Mma);
+  CHECK(t::conv2d_heuristic_config(big, dtypes::f32, 132, true).kind == t::Conv2dConfig::Kind::Fma);
+  t::Conv2dShape small = big;
+  small.n = 1; // 0.23 GFLOP: the mma.sync kernel starts faster
+  CHECK(t::conv2d_heuristic_config(small, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
+  t::Conv2dShape stem{16, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1};
+  CHECK(!t::conv2d_wgmma_supports(stem, dtypes::f16)); // C % 64 != 0
+  t::Conv2dShape grouped = big;
+  grouped.groups = 2;
+  CHECK(!t::conv2d_wgmma_supports(grouped, dtypes::bf16));
+  t::Conv2dConfig wg;
+  wg.kind = t::Conv2dConfig::Kind::Wgmma;
+  expect_error([&] { t::check_conv2d_config(grouped, dtypes::f16, wg); },
+               {"conv2d config wgmma", "groups == 1 and C % 64 == 0"});
+  wg.wgmma.block_n = 96;
+  expect_error([&] { t::check_conv2d_config(big, dtypes::f16, wg); }, {"block_n must be 64, 128, 192 or 256"});
+  auto hopper_cands = t::conv2d_candidates(big, dtypes::f16, 1, 132, true);
+  CHECK(hopper_cands.size() <= 30u);
+  CHECK(std::count_if(hopper_cands.begin(), hopper_cands.end(),
+                      [](auto &c) { return c.kind == t::Conv2dConfig::Kind::Wgmma; }) >= 8);
+  CHECK(std::any_of(hopper_cands.begin(), hopper_cands.end(),
+                    [](auto &c) { return c.kind == t::Conv2dConfig::Kind::Mma; }));
+
+  // Small problems with partial tiles along m and n, padding, stride, 1x1 and 3x3, split-k; on a
+  // Hopper GPU every configuration runs against the host reference, elsewhere the kernels are
+  // generated and compiled for sm_90a (the emulator does not run wgmma or TMA).
+  struct Problem {
+    Case c;
+    std::vector<t::Conv2dConfig> cfgs;
+  };
+  auto wgmma_cfg = [](int consumers, int bn, int stages, int split, bool persistent = true) {
+    t::Conv2dConfig c;
+    c.kind = t::Conv2dConfig::Kind::Wgmma;
+    c.wgmma.consumers = consumers, c.wgmma.block_n = bn, c.wgmma.stages = stages, c.wgmma.split_k = split;
+    c.wgmma.persistent = persistent;
+    return c;
+  };
+  std::vector<Problem> problems{
+      {{{2, 64, 9, 10}, {72, 64, 3, 3}, 1, 1, 1, 1, true},
+       {wgmma_cfg(2, 128, 4, 1), wgmma_cfg(1, 64, 6, 1), wgmma_cfg(1, 128, 3, 3, false), wgmma_cfg(2, 256, 4, 2)}},
+      {{{1, 128, 7, 7}, {64, 128, 1, 1}, 2, 0, 1, 1, false}, {wgmma_cfg(1, 64, 4, 1), wgmma_cfg(2, 64, 4, 2)}},
+      {{{1, 64, 6, 5}, {129, 64, 3, 3}, 2, 1, 1, 1, true}, {wgmma_cfg(2, 192, 4, 1), wgmma_cfg(1, 256, 4, 4)}},
+  };
+  const bool run = t::wgmma_available();
+  if (!run) MESSAGE("no Hopper GPU: the wgmma conv2d kernels are generated and compiled, not run");
+  for (auto &pr : problems) {
+    const Case &c = pr.c;
+    t::Conv2dShape s{int(c.x[0]), int(c.x[1]), int(c.x[2]), int(c.x[3]), int(c.w[0]), int(c.w[2]), int(c.w[3]),
+                     int(c.s),    int(c.s),    int(c.p),    int(c.p),    int(c.d),    int(c.d),    int(c.g)};
+    for (DataType d : {dtypes::f16, dtypes::bf16})
+      for (auto layout : {t::Conv2dLayout::NHWC, t::Conv2dLayout::NCHW})
+        for (auto &cfg : pr.cfgs) {
+          INFO("config " << cfg.str() << ", " << s.str() << ", " << d
+                         << std::string(layout == t::Conv2dLayout::NHWC ? " NHWC" : " NCHW"));
+          t::check_conv2d_config(s, d, cfg);
+          if (!run) {
+            auto cm = t::conv2d_module(s, d, layout, c.bias, cfg).build(t::matmul_wgmma_build_options());
+            CHECK(has(cm.source(), "cp.async.mbarrier.arrive.noinc.shared::cta.b64"));
+            CHECK(has(cm.source(), "wgmma.mma_async.sync.aligned.m64n" + std::to_string(cfg.wgmma.block_n) + "k16"));
+            if (hidet::detail::nvrtc_available()) CHECK(!cm.binary().cubin.empty());
+            continue;
+          }
+          Tensor x = make(c.x, d, -2, 2, true), w = make(c.w, d, -2, 2, true), b = make({c.w[0]}, d);
+          auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
+          o::Shape out;
+          auto want = ref_conv(xv, wv, c.bias ? &bv : nullptr, c, out);
+          if (layout == t::Conv2dLayout::NHWC) {
+            x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d), w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), d);
+            want = to_nhwc(want, out), out = nhwc_shape(out);
+          }
+          x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
+          t::Conv2d r(s, d, layout, c.bias, cfg);
+          Tensor y = empty(out, d, "cuda");
+          for (int rep = 0; rep < 2; ++rep) { // the second call reuses the cached tensor map
+            r(x, w, c.bias ? &b : nullptr, y);
+            expect_close(y, out, want, false, 2);
+          }
+        }
   }
 }
 

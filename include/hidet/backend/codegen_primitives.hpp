@@ -199,6 +199,9 @@ inline std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
   case I::MbarrierArriveExpectTx:
     return str_cat("asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(", smem(0),
                    "), \"r\"(", a(1), ") : \"memory\")");
+  case I::CpAsyncMbarrierArrive:
+    return str_cat("asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\" :: \"r\"(", smem(0),
+                   ") : \"memory\")");
   case I::MbarrierTryWait: return str_cat("hidet_mbarrier_try_wait(", a(0), ", ", a(1), ")");
   case I::FenceProxyAsync: return "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\")";
   case I::FenceMbarrierInit: return "asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\")";

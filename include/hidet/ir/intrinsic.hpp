@@ -47,6 +47,7 @@ namespace hidet::ir {
   X(MbarrierInit, "mbarrier_init")                       /* (bar, count) */                        \
   X(MbarrierArrive, "mbarrier_arrive")                   /* (bar) */                               \
   X(MbarrierArriveExpectTx, "mbarrier_arrive_expect_tx") /* (bar, bytes) */                        \
+  X(CpAsyncMbarrierArrive, "cp_async_mbarrier_arrive")  /* (bar): after this thread's cp.async */ \
   X(MbarrierTryWait, "mbarrier_try_wait")                /* (bar, phase) -> bool */                \
   X(FenceProxyAsync, "fence_proxy_async") X(FenceMbarrierInit, "fence_mbarrier_init")              \
   /* TMA: (dst shared, tensor map, bar, coords...), (tensor map, src shared, coords...) */         \

@@ -108,7 +108,8 @@ inline templates::Conv2dConfig conv2d_config(const templates::Conv2dShape &s, Da
   int space = option::search_space();
   int sms = runtime::device_info(0).sm_count;
   bool nhwc = layout == templates::Conv2dLayout::NHWC;
-  if (space == 0) return templates::conv2d_heuristic_config(s, dt, sms);
+  bool hopper = templates::wgmma_available();
+  if (space == 0) return templates::conv2d_heuristic_config(s, dt, sms, hopper);
   std::string sig = str_cat(dt, nhwc ? " nhwc " : " nchw ", s.str(), bias ? " bias" : "");
   static std::mutex mu;
   static std::map<std::string, templates::Conv2dConfig> chosen;
@@ -117,7 +118,7 @@ inline templates::Conv2dConfig conv2d_config(const templates::Conv2dShape &s, Da
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = chosen.find(mkey); it != chosen.end()) return it->second;
   }
-  auto cfgs = templates::conv2d_candidates(s, dt, space, sms);
+  auto cfgs = templates::conv2d_candidates(s, dt, space, sms, hopper);
   Tensor y = empty(out_shape, dt, "cuda");
   std::vector<tuning::Candidate> cands;
   for (auto &cfg : cfgs)

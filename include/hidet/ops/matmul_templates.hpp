@@ -35,10 +35,7 @@ struct MatmulCandidate {
 };
 
 /// True when the Hopper kernel can run here: a real sm_90a GPU.
-inline bool matmul_wgmma_available() {
-  if (runtime::cuda_emulated()) return false;
-  return runtime::device_info(0).arch() == "sm_90a";
-}
+inline bool matmul_wgmma_available() { return templates::wgmma_available(); }
 
 /// The candidates of space `space` (0, 1 or 2) for c[m, n] = a[m, k] @ b[k, n] in dtype `dt`
 /// (f32, f16 or bf16), in order of preference: the first is the heuristic configuration. With a

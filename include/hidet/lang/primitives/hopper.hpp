@@ -53,6 +53,13 @@ inline void mbarrier_arrive_expect_tx(const PtrArg &bar, const Operand &bytes) {
   detail::emit_intrinsic(ir::Intrinsic::MbarrierArriveExpectTx,
                          {bar.ptr, detail::u32_arg(bytes, "mbarrier_arrive_expect_tx")}, bar.loc);
 }
+/// cp.async.mbarrier.arrive.noinc: one arrival on `bar` once every cp.async this thread issued
+/// before it has completed (the copies then complete the phase like TMA bytes do). .noinc: the
+/// arrival counts against the barrier's init count, so count these threads in mbarrier_init.
+inline void cp_async_mbarrier_arrive(const PtrArg &bar) {
+  detail::require_mbarrier(bar, "cp_async_mbarrier_arrive");
+  detail::emit_intrinsic(ir::Intrinsic::CpAsyncMbarrierArrive, {bar.ptr}, bar.loc);
+}
 /// mbarrier.try_wait.parity: true when the phase of parity `phase` (0 or 1) has completed.
 inline Expr mbarrier_try_wait(const PtrArg &bar, const Operand &phase) {
   detail::require_mbarrier(bar, "mbarrier_try_wait");

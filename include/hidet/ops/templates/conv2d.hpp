@@ -17,10 +17,12 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hidet/ops/templates/conv2d_kernels.hpp"
+#include "hidet/ops/templates/conv2d_wgmma.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
@@ -28,9 +30,10 @@ namespace hidet::ops::templates {
 
 /// A kernel choice and its tiling.
 struct Conv2dConfig {
-  enum class Kind { Mma, Fma, Depthwise };
+  enum class Kind { Mma, Fma, Depthwise, Wgmma };
   Kind kind = Kind::Mma;
   Conv2dMmaConfig mma;  ///< for Kind::Mma
+  MatmulWgmmaConfig wgmma; ///< for Kind::Wgmma (Hopper: conv2d_wgmma.hpp)
   Conv2dFmaConfig fma;  ///< for Kind::Fma
   int dw_threads = 256; ///< for Kind::Depthwise: threads per block
 
@@ -38,6 +41,7 @@ struct Conv2dConfig {
   std::string str() const {
     if (kind == Kind::Mma) return mma.str();
     if (kind == Kind::Fma) return fma.str();
+    if (kind == Kind::Wgmma) return "wgmma " + wgmma.str();
     return str_cat("depthwise ", dw_threads, " threads");
   }
 };
@@ -72,6 +76,13 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
   }
   int bm = 0;
   int split = 1;
+  if (cfg.kind == Conv2dConfig::Kind::Wgmma) {
+    if (!conv2d_wgmma_supports(s, dt)) bad("the Hopper kernel needs f16/bf16, groups == 1 and C % 64 == 0");
+    check_matmul_wgmma_config(cfg.wgmma);
+    split = matmul_wgmma_splits(int(s.gemm_k()), cfg.wgmma);
+    if (split > 1 && s.gemm_m() * s.o * split >= (std::int64_t(1) << 31)) bad("the split-k workspace is too large");
+    return;
+  }
   if (cfg.kind == Conv2dConfig::Kind::Mma) {
     if (!dt.is_half()) bad("the tensor-core kernel takes f16 or bf16");
     check_conv2d_mma_config(cfg.mma);
@@ -100,10 +111,34 @@ inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_s
     split *= 2;
   return split;
 }
-inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms) {
+/// The Hopper kernel's default tiling: block_n the output channels rounded up to 64 (at most
+/// 256), 2 consumer warpgroups (128 rows); 128 columns, then 64 rows (1 consumer, 6 stages) while
+/// the tiles do not fill the GPU; split-k as matmul_wgmma's heuristic.
+inline MatmulWgmmaConfig conv2d_wgmma_heuristic_config(const Conv2dShape &s, int num_sms) {
+  MatmulWgmmaConfig c;
+  const std::int64_t M = s.gemm_m();
+  c.block_n = std::min(256, (s.o + 63) / 64 * 64);
+  auto tiles = [&] { return lang::ceil_div(M, std::int64_t(c.block_m())) * lang::ceil_div(s.o, c.block_n); };
+  if (tiles() < num_sms && c.block_n > 128) c.block_n = 128;
+  if (tiles() < num_sms) c.consumers = 1, c.stages = 6;
+  int k_tiles = int(s.gemm_k() / MatmulWgmmaConfig::block_k);
+  while (tiles() * c.split_k * 2 <= num_sms && k_tiles / (c.split_k * 2) >= 4) c.split_k *= 2;
+  return c;
+}
+/// True when the default configuration is the Hopper kernel: a Hopper GPU (`hopper`), a problem
+/// it serves, and enough work per call that its setup pays off.
+inline bool conv2d_prefers_wgmma(const Conv2dShape &s, DataType dt, bool hopper) {
+  return hopper && conv2d_wgmma_supports(s, dt) && 2.0 * double(s.gemm_m()) * s.o * double(s.gemm_k()) >= 1e9;
+}
+inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms, bool hopper = false) {
   Conv2dConfig c;
   if (s.depthwise()) {
     c.kind = Conv2dConfig::Kind::Depthwise;
+    return c;
+  }
+  if (conv2d_prefers_wgmma(s, dt, hopper)) {
+    c.kind = Conv2dConfig::Kind::Wgmma;
+    c.wgmma = conv2d_wgmma_heuristic_config(s, num_sms);
     return c;
   }
   std::int64_t M = s.gemm_m();
@@ -126,7 +161,7 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
 /// The search space (see the top of the file): the default first, then alternatives that pass
 /// check_conv2d_config, without duplicates.
 inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataType dt, int space,
-                                                   int num_sms) {
+                                                   int num_sms, bool hopper = false) {
   std::vector<Conv2dConfig> out;
   auto add = [&](const Conv2dConfig &c) {
     try {
@@ -138,7 +173,7 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
       if (o.str() == c.str()) return;
     out.push_back(c);
   };
-  add(conv2d_heuristic_config(s, dt, num_sms));
+  add(conv2d_heuristic_config(s, dt, num_sms, hopper));
   if (space <= 0) return out;
   Conv2dConfig c;
   if (s.depthwise()) {
@@ -146,6 +181,25 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
     for (int t : {128, 256, 512})
       c.dw_threads = t, add(c);
     return out;
+  }
+  if (hopper && conv2d_wgmma_supports(s, dt)) {
+    // The Hopper kernel: block_n up to the channels rounded to 64, 1 or 2 consumers, stages;
+    // split-k for the default tiling.
+    c.kind = Conv2dConfig::Kind::Wgmma;
+    const int max_n = std::min(256, (s.o + 63) / 64 * 64);
+    for (int consumers : {1, 2})
+      for (int bn : {64, 128, 192, 256}) {
+        if (bn > max_n || (space < 2 && bn == 192)) continue;
+        for (int stages : space >= 2 ? std::vector<int>{3, 4, 5, 6} : std::vector<int>{4, 6}) {
+          c.wgmma = MatmulWgmmaConfig{};
+          c.wgmma.consumers = consumers, c.wgmma.block_n = bn, c.wgmma.stages = stages;
+          add(c);
+          if (space >= 2) c.wgmma.persistent = false, add(c);
+        }
+      }
+    MatmulWgmmaConfig h = conv2d_wgmma_heuristic_config(s, num_sms);
+    for (int split : {2, 4, 8})
+      if (split != h.split_k) c.wgmma = h, c.wgmma.split_k = split, add(c);
   }
   if (dt.is_half()) {
     c.kind = Conv2dConfig::Kind::Mma;
@@ -163,6 +217,7 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
                                    {2, 1, 32, 32}})
         tiles.push_back(t);
     std::vector<std::array<int, 2>> pipes{{32, 3}, {32, 4}, {64, 3}};
+    if (hopper && conv2d_wgmma_supports(s, dt)) pipes = {{64, 3}}; // room for the wgmma tilings
     if (space >= 2)
       pipes = {{16, 3}, {16, 4}, {32, 2}, {32, 3}, {32, 4}, {64, 2}, {64, 3}, {64, 4}};
     for (auto &t : tiles)
@@ -209,36 +264,43 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
 /// A script module with the kernels of a problem: "conv2d" and, on the tensor-core path,
 /// "pack" when x or w needs repacking (conv2d_needs_pack_x/_w; add_pack_kernel), "sum_slices"
 /// under split-k. Conv2d runs it.
+inline bool conv2d_tensor_core(const Conv2dConfig &cfg) {
+  return cfg.kind == Conv2dConfig::Kind::Mma || cfg.kind == Conv2dConfig::Kind::Wgmma;
+}
 inline bool conv2d_needs_pack_x(const Conv2dShape &s, Conv2dLayout layout,
                                 const Conv2dConfig &cfg) {
-  return cfg.kind == Conv2dConfig::Kind::Mma && (layout == Conv2dLayout::NCHW || s.cgp() != s.cg());
+  return conv2d_tensor_core(cfg) && (layout == Conv2dLayout::NCHW || s.cgp() != s.cg());
 }
 inline bool conv2d_needs_pack_w(const Conv2dShape &s, Conv2dLayout layout,
                                 const Conv2dConfig &cfg) {
-  if (cfg.kind != Conv2dConfig::Kind::Mma) return false;
+  if (!conv2d_tensor_core(cfg)) return false;
   return s.cgp() != s.cg() || s.k_pack() != s.gemm_k() ||
          (layout == Conv2dLayout::NCHW && s.kh * s.kw > 1);
 }
 /// The k slices of a config (1: no split-k).
-inline int conv2d_split_k_of(const Conv2dConfig &cfg) {
+inline int conv2d_split_k_of(const Conv2dShape &s, const Conv2dConfig &cfg) {
   if (cfg.kind == Conv2dConfig::Kind::Mma) return cfg.mma.split_k;
   if (cfg.kind == Conv2dConfig::Kind::Fma) return cfg.fma.split_k;
+  if (cfg.kind == Conv2dConfig::Kind::Wgmma) return matmul_wgmma_splits(int(s.gemm_k()), cfg.wgmma);
   return 1;
 }
 inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2dLayout layout,
-                                        bool has_bias, const Conv2dConfig &cfg) {
+                                        bool has_bias, const Conv2dConfig &cfg, int num_sms = 132) {
   check_conv2d_config(s, dt, cfg);
   auto mod = lang::script_module(
       str_cat("conv2d_", dt, "_", layout == Conv2dLayout::NCHW ? "nchw" : "nhwc", "_", s.n, "x",
               s.c, "x", s.h, "x", s.w, "_", s.o, "x", s.kh, "x", s.kw));
-  int split = conv2d_split_k_of(cfg);
+  int split = conv2d_split_k_of(s, cfg);
   if (split > 1) add_split_k_sum_kernel(mod, "sum_slices", s, dt, layout, has_bias, split);
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
     add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads);
   } else if (cfg.kind == Conv2dConfig::Kind::Fma) {
     add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias && split == 1, cfg.fma);
   } else {
-    add_conv2d_mma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.mma);
+    if (cfg.kind == Conv2dConfig::Kind::Wgmma)
+      add_conv2d_wgmma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.wgmma, num_sms);
+    else
+      add_conv2d_mma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.mma);
     bool px = conv2d_needs_pack_x(s, layout, cfg), pw = conv2d_needs_pack_w(s, layout, cfg);
     if (px || pw) add_pack_kernel(mod, "pack", s, dt, layout, px, pw);
   }
@@ -254,11 +316,12 @@ public:
   Conv2d(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias,
          const Conv2dConfig &cfg)
       : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg),
-        cm_(conv2d_module(s, dt, layout, has_bias, cfg).build()) {
+        cm_(conv2d_module(s, dt, layout, has_bias, cfg, runtime::device_info(0).sm_count)
+                .build(cfg.kind == Conv2dConfig::Kind::Wgmma ? matmul_wgmma_build_options() : BuildOptions{})) {
     if (conv2d_needs_pack_x(s, layout, cfg))
       x_pack_ = hidet::empty({s.n, s.h, s.w, s.groups * s.cgp()}, dt, "cuda");
     if (conv2d_needs_pack_w(s, layout, cfg)) w_pack_ = hidet::empty({s.o, s.k_pack()}, dt, "cuda");
-    if (int split = conv2d_split_k_of(cfg); split > 1)
+    if (int split = conv2d_split_k_of(s, cfg); split > 1)
       workspace_ = hidet::empty({split, s.gemm_m(), s.o}, hidet::f32, "cuda");
   }
   void operator()(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) const {
@@ -268,7 +331,7 @@ public:
     const std::int64_t P = std::int64_t(s_.oh()) * s_.ow(), R = std::int64_t(s_.kh) * s_.kw;
     const bool nchw = layout_ == Conv2dLayout::NCHW;
     Tensor xa = x, wa, ya;
-    auto launch = [&](const Tensor &xk, const Tensor &wk, const Tensor &yk) {
+    auto launch = [&](const Tensor &xk, const auto &wk, const Tensor &yk) {
       if (workspace_.defined()) {
         cm_["conv2d"](xk, wk, workspace_);
         if (bias)
@@ -298,6 +361,14 @@ public:
       cm_["pack"](wv, w_pack_);
     xa = x_pack_.defined() ? x_pack_ : x;
     wa = w_pack_.defined() ? w_pack_ : wv;
+    if (cfg_.kind == Conv2dConfig::Kind::Wgmma) {
+      // The weight's TMA map ([O][K], boxes of block_n x 64), encoded once per address.
+      if (w_map_ptr_ != wa.data_ptr() || !w_map_) {
+        w_map_ = TensorMap::tiled(wa, {cfg_.wgmma.block_n, MatmulWgmmaConfig::block_k}, TensorMap::Swizzle::B128);
+        w_map_ptr_ = wa.data_ptr();
+      }
+      return launch(xa.reshape({-1}), *w_map_, ya);
+    }
     launch(xa.reshape({-1}), wa, ya);
   }
   const Conv2dConfig &config() const { return cfg_; }
@@ -311,6 +382,8 @@ private:
   Conv2dConfig cfg_;
   CompiledModule cm_;
   Tensor x_pack_, w_pack_, workspace_;
+  mutable std::optional<TensorMap> w_map_; ///< Kind::Wgmma: the weight's TMA map
+  mutable const void *w_map_ptr_ = nullptr;
 };
 
 } // namespace hidet::ops::templates

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <string>
 
 #include "hidet/error.hpp"
@@ -51,6 +52,13 @@
 #include "hidet/runtime/tensor_map.hpp"
 
 namespace hidet::ops::templates {
+
+/// True when the Hopper kernels (wgmma, TMA; sm_90a) can run here: a real Hopper GPU, not the
+/// emulator.
+inline bool wgmma_available() {
+  if (runtime::cuda_emulated()) return false;
+  return runtime::device_info(0).arch() == "sm_90a";
+}
 
 /// Tiling parameters of the Hopper matmul: block_m = 64 * consumers.
 struct MatmulWgmmaConfig {
@@ -101,6 +109,66 @@ inline int matmul_wgmma_splits(int k, const MatmulWgmmaConfig &cfg) {
   return lang::ceil_div(k_tiles, per_split);
 }
 
+namespace wgmma_detail {
+/// The output tiles of a warp-specialized wgmma kernel: (k slice, batch, tile_m, tile_n), one per
+/// block or walked by persistent blocks, rasterized in groups of `group` block rows.
+struct Tiles {
+  int tiles_m, tiles_n, count, splits, split_tiles, k_tiles, group, bm, bn;
+  bool persistent;
+  int total() const { return tiles_m * tiles_n * count * splits; }
+};
+/// Runs body(m0, n0, z, split, first k tile, k tiles) for each tile of this block: blockIdx.x,
+/// + gridDim.x, ... (persistent) or just blockIdx.x.
+template <class Body>
+void for_each_tile(const Tiles &t, Body &&body) {
+  using namespace hidet::lang;
+  Range tiles = t.persistent ? range(blockIdx.x, t.total(), gridDim.x) : range(blockIdx.x, blockIdx.x + 1);
+  for_(tiles, [&](Var id) {
+    Var split = id / (t.tiles_m * t.tiles_n * t.count), z = id / (t.tiles_m * t.tiles_n) % t.count;
+    Var pid = id % (t.tiles_m * t.tiles_n);
+    Var kt0 = split * t.split_tiles;
+    // Rasterization: groups of `group` block rows, column-major inside a group.
+    Var first_m = pid / (t.group * t.tiles_n) * t.group;
+    Var rows_in_group = min(t.tiles_m - first_m, t.group);
+    Var tile_m = first_m + pid % (t.group * t.tiles_n) % rows_in_group;
+    Var tile_n = pid % (t.group * t.tiles_n) / rows_in_group;
+    body(tile_m * t.bm, tile_n * t.bn, z, split, kt0, min(t.k_tiles - kt0, t.split_tiles));
+  });
+}
+/// The k loop of a consumer warpgroup: for k tiles [kt0, kt0 + kts) (stage it % stages, `it`
+/// counting k tiles over the block's tiles), waits on the stage's `full` barrier, issues the four
+/// k16 wgmma of the stage with descriptors desc(stage, kk) -> {a, b} into `acc` (f32[bn / 2],
+/// zeroed first), keeps one k tile's products in flight and releases the previous tile's stage
+/// on `empty`. `generic_writes`: the stage was (partly) written by threads (cp.async), so a
+/// proxy fence makes those writes visible to wgmma.
+template <class Desc>
+void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const lang::Tensor &empty, lang::Var &it,
+                     const lang::Expr &kt0, const lang::Expr &kts, int stages, int bn, DataType dt, bool trans_b,
+                     bool generic_writes, Desc &&desc) {
+  using namespace hidet::lang;
+  Var tid = threadIdx.x % 128;
+  for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
+  for_(range(kt0, kt0 + kts), [&](Var kt) {
+    Var s = it % stages;
+    mbarrier_wait(full[s], it / stages % 2);
+    if (generic_writes) fence_proxy_async();
+    wgmma_fence();
+    for (int kk = 0; kk < MatmulWgmmaConfig::block_k / 16; ++kk) {
+      auto [desc_a, desc_b] = desc(Expr(s), kk);
+      wgmma(acc, desc_a, desc_b, bn, dt, 1, false, trans_b);
+    }
+    wgmma_commit_group();
+    // Keep this k tile's products in flight; once the previous tile's are done, its stage is
+    // free for the producer.
+    wgmma_wait_group(1);
+    if_(tid == 0 && kt > kt0, [&] { mbarrier_arrive(empty[(it + stages - 1) % stages]); });
+    it = it + 1;
+  });
+  wgmma_wait_group(0);
+  if_(tid == 0, [&] { mbarrier_arrive(empty[(it + stages - 1) % stages]); });
+}
+} // namespace wgmma_detail
+
 /// Adds kernel `name`: c = a @ b, for c: dt[m][n] and the TMA maps of a: dt[m][lda] (boxes of
 /// block_m x 64, 128-byte swizzle) and b: dt[k][ldb] (boxes of 64 x 64, 128-byte swizzle), with
 /// lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n). Needs sm_90a. With split-k (S =
@@ -124,11 +192,11 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
   const int count = batch.count;
+  const wgmma_detail::Tiles tiles{tiles_m, tiles_n, count, splits, split_tiles, k_tiles, group, bm, bn, cfg.persistent};
   TensorSpec out = splits > 1 ? f32[splits][count * m][n] : batch.batched() ? T({})[count][m][n] : T({})[m][n];
   mod.kernel(name, {tensor_map_param(), tensor_map_param(), out}, [&](lang::Tensor tmap_a, lang::Tensor tmap_b,
                                                                        lang::Tensor c) {
-    const int num_tiles = tiles_m * tiles_n * count * splits;
-    attrs.cuda.grid_dim = cfg.persistent ? std::min(num_tiles, num_sms) : num_tiles;
+    attrs.cuda.grid_dim = cfg.persistent ? std::min(tiles.total(), num_sms) : tiles.total();
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect
@@ -139,22 +207,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     auto empty = dynamic_shared_tensor(u64[stages], stages * stage_bytes + stages * 8, "empty");
     Var wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
-    // The tiles of this block: blockIdx.x, + gridDim.x, ... (persistent) or just blockIdx.x. A
-    // tile is (k slice, batch, tile_m, tile_n); body(m0, n0, z, split, first k tile, k tiles).
-    auto for_each_tile = [&](auto body) {
-      Range tiles = cfg.persistent ? range(blockIdx.x, num_tiles, gridDim.x) : range(blockIdx.x, blockIdx.x + 1);
-      for_(tiles, [&](Var id) {
-        Var split = id / (tiles_m * tiles_n * count), z = id / (tiles_m * tiles_n) % count;
-        Var pid = id % (tiles_m * tiles_n);
-        Var kt0 = split * split_tiles;
-        // Rasterization: groups of `group` block rows, column-major inside a group.
-        Var first_m = pid / (group * tiles_n) * group;
-        Var rows_in_group = min(tiles_m - first_m, group);
-        Var tile_m = first_m + pid % (group * tiles_n) % rows_in_group;
-        Var tile_n = pid % (group * tiles_n) / rows_in_group;
-        body(tile_m * bm, tile_n * bn, z, split, kt0, min(k_tiles - kt0, split_tiles));
-      });
-    };
+    auto for_each_tile = [&](auto body) { wgmma_detail::for_each_tile(tiles, body); };
 
     if_(threadIdx.x == 0, [&] {
       for (int s = 0; s < stages; ++s) {
@@ -199,25 +252,12 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
           if (splits > 1) return c[split][z * m + row][col];
           return batch.batched() ? c[z][row][col] : c[row][col];
         };
-        for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
-        for_(range(kt0, kt0 + kts), [&](Var kt) {
-          Var s = it % stages;
-          mbarrier_wait(full[s], it / stages % 2);
-          wgmma_fence();
-          for (int kk = 0; kk < bk / 16; ++kk) {
-            Expr desc_a = make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128);
-            Expr desc_b = make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024, Swizzle::B128);
-            wgmma(acc, desc_a, desc_b, bn, dt, 1, false, true);
-          }
-          wgmma_commit_group();
-          // Keep this k tile's products in flight; once the previous tile's are done, its stage
-          // is free for the producer.
-          wgmma_wait_group(1);
-          if_(tid == 0 && kt > kt0, [&] { mbarrier_arrive(empty[(it + stages - 1) % stages]); });
-          it = it + 1;
-        });
-        wgmma_wait_group(0);
-        if_(tid == 0, [&] { mbarrier_arrive(empty[(it + stages - 1) % stages]); });
+        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false,
+                                      [&](Expr s, int kk) {
+                                        return std::pair{make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128),
+                                                         make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024,
+                                                                         Swizzle::B128)};
+                                      });
 
         // Epilogue (the producer already loads the next tile): lane (g, q) of warp w holds rows
         // 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
