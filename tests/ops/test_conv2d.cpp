@@ -178,8 +178,13 @@ TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)")
   CHECK(t::conv2d_heuristic_config(big, dtypes::f16, 132, false).kind == t::Conv2dConfig::Kind::Mma);
   CHECK(t::conv2d_heuristic_config(big, dtypes::f32, 132, true).kind == t::Conv2dConfig::Kind::Fma);
   t::Conv2dShape small = big;
-  small.n = 1; // 0.23 GFLOP: the mma.sync kernel starts faster
+  small.n = 1; // 16 tiles of 64 x 64: mma.sync with a deep split-k wins
   CHECK(t::conv2d_heuristic_config(small, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
+  auto h = t::conv2d_heuristic_config(big, dtypes::f16, 132, true).wgmma;
+  CHECK(h.str() == "64x128x64 (1 consumer warpgroup, 4 stages, persistent)");
+  t::Conv2dShape narrow = big;
+  narrow.c = 64; // fewer than 256 input channels: mma.sync
+  CHECK(t::conv2d_heuristic_config(narrow, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
   t::Conv2dShape stem{16, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1};
   CHECK(!t::conv2d_wgmma_supports(stem, dtypes::f16)); // C % 64 != 0
   t::Conv2dShape grouped = big;

@@ -106,6 +106,33 @@ TEST_CASE("pick: the fastest candidate wins, failures are skipped, the choice is
                {"tuning bad op: every candidate failed", "no A"});
 }
 
+TEST_CASE("pick: finalists are timed twice and the default stays unless beaten by 2%") {
+  TempCache cache;
+  // Candidate 1 is 1% faster than the default in both rounds: within the noise, the default
+  // stays. Candidate 2 looks fastest in the first round only (noise): its second time is slow.
+  auto calls = std::make_shared<std::vector<int>>(4, 0);
+  auto tag = std::make_shared<int>(-1);
+  tuning::set_timer([calls, tag](const tuning::Launch &launch) {
+    launch();
+    int i = *tag, n = (*calls)[std::size_t(i)]++;
+    const double first[] = {1.00, 0.99, 0.50, 1.50}, second[] = {1.00, 0.99, 1.20, 1.50};
+    return n == 0 ? first[i] : second[i];
+  });
+  std::vector<tuning::Candidate> cands;
+  for (int i = 0; i < 4; ++i)
+    cands.push_back({str_cat("config ", i), [i, tag]() -> tuning::Launch { return [tag, i] { *tag = i; }; }});
+  // The second round keeps each finalist's better time: candidate 2 keeps 0.50 and wins. With
+  // its first time 1.20 as well, the default (1.00, within 2% of 0.99) would stay.
+  CHECK(tuning::pick("test op", tuning::make_key("finalists", str_cat(std::random_device{}())), cands) == 2);
+  CHECK((*calls)[0] == 2); // the default is always a finalist
+  CHECK((*calls)[3] == 2); // four finalists of four
+  for (auto &c : *calls) c = 0;
+  cands.pop_back(), cands.pop_back(); // candidates 0 and 1 only
+  CHECK(tuning::pick("test op", tuning::make_key("finalists", str_cat(std::random_device{}())), cands) == 0);
+  CHECK((*calls)[0] == 2);
+  CHECK((*calls)[1] == 2);
+}
+
 TEST_CASE("pick on the CPU emulator without a timer keeps the default candidate") {
   if (!hidet::runtime::cuda_emulated()) {
     MESSAGE("SKIP: a GPU is present (this case checks the emulator's behaviour)");

@@ -111,24 +111,27 @@ inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_s
     split *= 2;
   return split;
 }
-/// The Hopper kernel's default tiling: block_n the output channels rounded up to 64 (at most
-/// 256), 2 consumer warpgroups (128 rows); 128 columns, then 64 rows (1 consumer, 6 stages) while
-/// the tiles do not fill the GPU; split-k as matmul_wgmma's heuristic.
+/// The Hopper kernel's default tiling (from space-1 tuning over ResNet-50's layers on an H100):
+/// 64 x 128 tiles, one consumer warpgroup, 4 stages (6 for k of 64 tiles or more); 64 x 64 when
+/// there are at most 64 output channels or the 64 x 128 tiles fill less than half the GPU;
+/// split-k while the blocks stay within the multiprocessors and every slice keeps 8 k tiles.
 inline MatmulWgmmaConfig conv2d_wgmma_heuristic_config(const Conv2dShape &s, int num_sms) {
   MatmulWgmmaConfig c;
   const std::int64_t M = s.gemm_m();
-  c.block_n = std::min(256, (s.o + 63) / 64 * 64);
+  const int k_tiles = int(s.gemm_k() / MatmulWgmmaConfig::block_k);
+  c.consumers = 1, c.block_n = 128, c.stages = k_tiles >= 64 ? 6 : 4;
   auto tiles = [&] { return lang::ceil_div(M, std::int64_t(c.block_m())) * lang::ceil_div(s.o, c.block_n); };
-  if (tiles() < num_sms && c.block_n > 128) c.block_n = 128;
-  if (tiles() < num_sms) c.consumers = 1, c.stages = 6;
-  int k_tiles = int(s.gemm_k() / MatmulWgmmaConfig::block_k);
-  while (tiles() * c.split_k * 2 <= num_sms && k_tiles / (c.split_k * 2) >= 4) c.split_k *= 2;
+  if (s.o <= 64 || tiles() * 2 < num_sms) c.block_n = 64;
+  while (tiles() * c.split_k * 2 <= num_sms && k_tiles / (c.split_k * 2) >= 8) c.split_k *= 2;
   return c;
 }
 /// True when the default configuration is the Hopper kernel: a Hopper GPU (`hopper`), a problem
-/// it serves, and enough work per call that its setup pays off.
+/// it serves with at least 256 input channels (with fewer, each 64-channel k tile re-gathers
+/// the window's pixels too often and mma.sync wins), and at least 24 output tiles of 64 x 64
+/// (with fewer, mma.sync with a deep split-k wins).
 inline bool conv2d_prefers_wgmma(const Conv2dShape &s, DataType dt, bool hopper) {
-  return hopper && conv2d_wgmma_supports(s, dt) && 2.0 * double(s.gemm_m()) * s.o * double(s.gemm_k()) >= 1e9;
+  return hopper && conv2d_wgmma_supports(s, dt) && s.c >= 256 &&
+         lang::ceil_div(s.gemm_m(), std::int64_t(64)) * lang::ceil_div(s.o, 64) >= 24;
 }
 inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms, bool hopper = false) {
   Conv2dConfig c;
