@@ -41,46 +41,6 @@ struct Plan {
 
 namespace detail {
 
-/// Substitutes axis variables and inlines element-wise definitions: a read of an inlined
-/// Compute becomes its value at the read's indices; a read of a materialized tensor becomes a
-/// read of the kernel parameter that holds it.
-class Inliner : public ir::IRMutator {
-public:
-  Inliner(const std::map<const ir::VarNode *, ir::Var> &params,
-          const std::map<const ir::VarNode *, const TensorNode *> &inlined,
-          std::map<const ir::VarNode *, ir::Expr> subst)
-      : params_(params), inlined_(inlined), subst_(std::move(subst)) {}
-
-  using ir::IRMutator::mutate;
-
-protected:
-  ir::Expr mutate_Var(const ir::Expr &e, const ir::VarNode *v) override {
-    auto it = subst_.find(v);
-    return it == subst_.end() ? e : it->second;
-  }
-  ir::Expr mutate_TensorElement(const ir::Expr &e, const ir::TensorElementNode *n) override {
-    std::vector<ir::Expr> idx;
-    for (auto &i : n->indices) idx.push_back(mutate(i));
-    if (auto p = params_.find(n->base.get()); p != params_.end())
-      return ir::TensorElementNode::make(p->second, idx, e->loc);
-    if (auto c = inlined_.find(n->base.get()); c != inlined_.end()) {
-      const TensorNode *t = c->second;
-      std::map<const ir::VarNode *, ir::Expr> s;
-      for (std::size_t i = 0; i < t->axes.size(); ++i) s[t->axes[i].get()] = idx[i];
-      Inliner child(params_, inlined_, std::move(s));
-      return child.mutate(t->value);
-    }
-    throw ValueError(str_cat("tensor '", n->base->hint,
-                             "' is read by a compute definition but was not indexed inside an index "
-                             "function (index tensors only inside compute/reduce lambdas)"));
-  }
-
-private:
-  const std::map<const ir::VarNode *, ir::Var> &params_;
-  const std::map<const ir::VarNode *, const TensorNode *> &inlined_;
-  std::map<const ir::VarNode *, ir::Expr> subst_;
-};
-
 /// Substitutes variables and rewrites tensor reads: `rewrite(read, indices)` gets a read as it
 /// was and its indices after substitution, and returns its replacement, or null to keep the read
 /// (with the new indices).
@@ -108,6 +68,30 @@ protected:
 private:
   std::map<const ir::VarNode *, ir::Expr> subst_;
   Rewrite rewrite_;
+};
+
+/// Substitutes axis variables and inlines element-wise definitions: a read of an inlined
+/// Compute becomes its value at the read's indices; a read of a materialized tensor becomes a
+/// read of the kernel parameter that holds it.
+class Inliner : public ReadRewriter {
+public:
+  Inliner(const std::map<const ir::VarNode *, ir::Var> &params,
+          const std::map<const ir::VarNode *, const TensorNode *> &inlined,
+          std::map<const ir::VarNode *, ir::Expr> subst)
+      : ReadRewriter(std::move(subst), [&params, &inlined](const ir::Expr &e, const std::vector<ir::Expr> &idx) {
+          const auto *n = e.as<ir::TensorElementNode>();
+          if (auto p = params.find(n->base.get()); p != params.end())
+            return ir::TensorElementNode::make(p->second, idx, e->loc);
+          if (auto c = inlined.find(n->base.get()); c != inlined.end()) {
+            const TensorNode *t = c->second;
+            std::map<const ir::VarNode *, ir::Expr> s;
+            for (std::size_t i = 0; i < t->axes.size(); ++i) s[t->axes[i].get()] = idx[i];
+            return Inliner(params, inlined, std::move(s)).mutate(t->value);
+          }
+          throw ValueError(str_cat("tensor '", n->base->hint,
+                                   "' is read by a compute definition but was not indexed inside an index "
+                                   "function (index tensors only inside compute/reduce lambdas)"));
+        }) {}
 };
 
 /// Whether `e` mentions the variable `v`.
