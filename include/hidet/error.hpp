@@ -13,6 +13,8 @@
 #include <string>
 #include <utility>
 
+#include "hidet/config.hpp"
+
 namespace hidet {
 
 /// A position in the user's C++ source, recorded by every front-end call.

@@ -1,0 +1,52 @@
+// Build modes: one source for header-only and compiled use (the Asio/fmt pattern).
+//
+//  * Header-only (the default): `#include <hidet/hidet.hpp>` and go. Every definition is in the
+//    headers; each translation unit compiles what it uses.
+//  * Compiled: define HIDET_SEPARATE_COMPILATION (Meson's `dependency('hidet')` and `hidet.pc`
+//    do) and link libhidet. The headers then hold declarations, templates and small inline
+//    functions only; the rest is compiled once into libhidet.
+//
+// Definitions live in `impl/*.ipp` files beside their headers. A header includes its .ipp only
+// in header-only mode; libhidet's sources (`src/`) include each .ipp exactly once. Functions in
+// an .ipp are marked HIDET_INLINE: `inline` in header-only mode, ordinary external definitions
+// in libhidet.
+//
+// One program must use one mode: translation units of both kinds linked into one program (a
+// header-only one with libhidet) would carry two definitions of every function. Each
+// translation unit registers its mode when the program starts; the first mismatch stops the
+// program with a message saying what to change, instead of an ODR crash later.
+#pragma once
+
+#if defined(HIDET_SEPARATE_COMPILATION)
+#if defined(HIDET_HEADER_ONLY) && HIDET_HEADER_ONLY
+#error "hidet: HIDET_HEADER_ONLY=1 and HIDET_SEPARATE_COMPILATION are both defined; choose one"
+#endif
+#undef HIDET_HEADER_ONLY
+/// 1 when every definition is in the headers, 0 when they come from libhidet.
+#define HIDET_HEADER_ONLY 0
+/// Marks a definition in an .ipp file: empty in libhidet (one external definition).
+#define HIDET_INLINE
+#else
+#undef HIDET_HEADER_ONLY
+#define HIDET_HEADER_ONLY 1
+/// Marks a definition in an .ipp file: `inline` in header-only mode.
+#define HIDET_INLINE inline
+#endif
+
+namespace hidet::detail {
+
+/// Records that a translation unit of `mode` (0: header-only, 1: compiled) is part of the
+/// program; stops the program with an explanation when both modes are present.
+int register_build_mode(int mode);
+
+#if HIDET_HEADER_ONLY
+inline const int header_only_mode_registered = register_build_mode(0);
+#else
+inline const int compiled_mode_registered = register_build_mode(1);
+#endif
+
+} // namespace hidet::detail
+
+#if HIDET_HEADER_ONLY
+#include "hidet/impl/config.ipp"
+#endif

@@ -1,0 +1,1 @@
+// libhidet: the backend layer's definitions (compiled mode).

@@ -1,0 +1,1 @@
+// libhidet: the ir layer's definitions (compiled mode).

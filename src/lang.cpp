@@ -1,0 +1,1 @@
+// libhidet: the lang layer's definitions (compiled mode).

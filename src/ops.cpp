@@ -1,0 +1,1 @@
+// libhidet: the ops layer's definitions (compiled mode).

@@ -1,0 +1,1 @@
+// libhidet: the runtime layer's definitions (compiled mode).

@@ -1,0 +1,1 @@
+// libhidet: the transforms layer's definitions (compiled mode).
