@@ -33,11 +33,32 @@
 #define HIDET_INLINE inline
 #endif
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace hidet::detail {
+
+/// The build modes seen so far (bit 0: header-only, bit 1: compiled). An inline variable is one
+/// object per process (a unique symbol shared by the program and libhidet), whichever mode the
+/// translation units that touch it were compiled in.
+inline int build_modes_seen = 0;
 
 /// Records that a translation unit of `mode` (0: header-only, 1: compiled) is part of the
 /// program; stops the program with an explanation when both modes are present.
-int register_build_mode(int mode);
+inline int register_build_mode(int mode) {
+  build_modes_seen |= 1 << mode;
+  if (build_modes_seen == 3) {
+    std::fputs("hidet: this program mixes header-only translation units with libhidet (compiled "
+               "mode).\n"
+               "  Every translation unit that includes hidet must use the same mode: either compile "
+               "all of them with -DHIDET_SEPARATE_COMPILATION and link libhidet (what Meson's "
+               "dependency('hidet') and pkg-config's hidet.pc give), or compile none of them with "
+               "it and do not link libhidet (header-only: dependency('hidet-header-only')).\n",
+               stderr);
+    std::abort();
+  }
+  return mode;
+}
 
 #if HIDET_HEADER_ONLY
 inline const int header_only_mode_registered = register_build_mode(0);
@@ -46,7 +67,3 @@ inline const int compiled_mode_registered = register_build_mode(1);
 #endif
 
 } // namespace hidet::detail
-
-#if HIDET_HEADER_ONLY
-#include "hidet/impl/config.ipp"
-#endif

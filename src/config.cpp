@@ -1,2 +1,0 @@
-// libhidet: the build-mode check (include/hidet/config.hpp).
-#include "hidet/impl/config.ipp"
