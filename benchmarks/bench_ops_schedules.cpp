@@ -11,6 +11,8 @@
 
 #include "hidet/hidet.hpp"
 #include "hidet/ops.hpp"
+#include "hidet/ops/schedule_row.hpp"
+#include "hidet/ops/schedule_transpose.hpp"
 
 using namespace hidet;
 using namespace hidet::ops;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 
+#include "hidet/ops/cache.hpp"
 #include "hidet/ops/reduce.hpp"
 #include "hidet/ops/templates/conv2d.hpp"
 #include "hidet/ops/transform.hpp"

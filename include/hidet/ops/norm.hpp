@@ -9,191 +9,37 @@ namespace hidet::ops {
 
 namespace detail {
 /// x with index i along `axis` replaced by 0 (the keepdims index of a reduction over `axis`).
-inline Idx at_axis0(Idx i, const std::vector<int> &axes) {
-  for (int a : axes) i[a] = Expr(0);
-  return i;
-}
-
-inline Tensor softmax_impl(const char *op, const Tensor &x, int axis, bool log) {
-  require_float(op, x);
-  int ax = normalize_axis(op, axis, x.ndim(), x.shape());
-  std::string attrs = str_cat("axis=", ax);
-  return run_task(
-      str_cat(op, "{", attrs, "}"),
-      [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        std::vector<int> axes{ax};
-        auto ld = [&](const Idx &i) { return lang::cast(a.at(i), dtypes::f32); };
-        auto m = reduce_over(a, axes, true, ReduceKind::Max, ld, "row_max", dtypes::f32);
-        auto e = compute("e", x.shape(), [&](const Idx &i) { return lang::exp(ld(i) - m.at(at_axis0(i, axes))); });
-        auto s = reduce_over(e, axes, true, ReduceKind::Sum, [&](const Idx &i) { return e.at(i); }, "row_sum", dtypes::f32);
-        auto y = compute(op, x.shape(), [&](const Idx &i) {
-          Idx k = at_axis0(i, axes);
-          return log ? Expr(ld(i) - m.at(k) - lang::log(s.at(k))) : Expr(e.at(i) / s.at(k));
-        }, x.dtype());
-        return Task{op, {a}, {y}, attrs, {}};
-      },
-      {x})[0];
-}
-
-/// Checks an optional affine parameter of shape `want`.
-inline void check_param(const char *op, const char *what, const std::optional<Tensor> &p, const Shape &want, DataType d) {
-  if (!p) return;
-  if (p->shape() != want)
-    throw ValueError(str_cat(op, ": ", what, " has shape ", shape_str(p->shape()), " but the normalized shape is ",
-                             shape_str(want)));
-  if (p->dtype() != d)
-    throw ValueError(str_cat(op, ": ", what, " has dtype ", p->dtype(), " but the input has dtype ", d));
-}
+Idx at_axis0(Idx i, const std::vector<int> &axes);
 } // namespace detail
 
 /// softmax along `axis` (computed in f32, max-subtracted).
-inline Tensor softmax(const Tensor &x, int axis = -1) { return detail::softmax_impl("softmax", x, axis, false); }
+Tensor softmax(const Tensor &x, int axis = -1);
 /// log(softmax(x)) along `axis`, computed stably.
-inline Tensor log_softmax(const Tensor &x, int axis = -1) { return detail::softmax_impl("log_softmax", x, axis, true); }
+Tensor log_softmax(const Tensor &x, int axis = -1);
 
 /// Layer normalization over the last `normalized_ndim` axes, then `* weight + bias` when given
 /// (their shape is the normalized shape). Biased variance, like PyTorch.
-inline Tensor layer_norm(const Tensor &x, int normalized_ndim = 1, const std::optional<Tensor> &weight = std::nullopt,
-                         const std::optional<Tensor> &bias = std::nullopt, double eps = 1e-5, bool rms = false) {
-  const char *op = rms ? "rms_norm" : "layer_norm";
-  detail::require_float(op, x);
-  if (normalized_ndim < 1 || normalized_ndim > x.ndim())
-    throw ValueError(str_cat(op, ": normalized_ndim ", normalized_ndim, " must be in [1, ", x.ndim(), "] for a tensor of shape ",
-                             shape_str(x.shape())));
-  Shape ns(x.shape().end() - normalized_ndim, x.shape().end());
-  detail::check_param(op, "weight", weight, ns, x.dtype());
-  detail::check_param(op, "bias", bias, ns, x.dtype());
-  std::vector<int> axes;
-  for (int i = x.ndim() - normalized_ndim; i < x.ndim(); ++i) axes.push_back(i);
-  std::string attrs = str_cat("normalized_ndim=", normalized_ndim, ", eps=", detail::fmt_double(eps), ", weight=", bool(weight),
-                              ", bias=", bool(bias));
-  std::vector<Tensor> ins{x};
-  if (weight) ins.push_back(*weight);
-  if (bias) ins.push_back(*bias);
-  return run_task(
-      str_cat(op, "{", attrs, "}"),
-      [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        std::vector<TensorDef> inputs{a};
-        TensorDef w, b;
-        if (weight) inputs.push_back(w = input("weight", ns, x.dtype()));
-        if (bias) inputs.push_back(b = input("bias", ns, x.dtype()));
-        auto ld = [&](const Idx &i) { return lang::cast(a.at(i), dtypes::f32); };
-        TensorDef mu;
-        if (!rms) mu = detail::reduce_over(a, axes, true, ReduceKind::Mean, ld, "mean", dtypes::f32);
-        auto centered = [&](const Idx &i) { return rms ? ld(i) : Expr(ld(i) - mu.at(detail::at_axis0(i, axes))); };
-        auto v = detail::reduce_over(a, axes, true, ReduceKind::Mean, [&](const Idx &i) { Expr c = centered(i); return c * c; },
-                                     "var", dtypes::f32);
-        auto y = compute(op, x.shape(), [&](const Idx &i) {
-          Expr r = centered(i) * lang::rsqrt(v.at(detail::at_axis0(i, axes)) + float(eps));
-          Idx pi(i.end() - normalized_ndim, i.end());
-          if (weight) r = r * lang::cast(w.at(pi), dtypes::f32);
-          if (bias) r = r + lang::cast(b.at(pi), dtypes::f32);
-          return r;
-        }, x.dtype());
-        return Task{op, inputs, {y}, attrs, {}};
-      },
-      ins)[0];
-}
+Tensor layer_norm(const Tensor &x, int normalized_ndim = 1, const std::optional<Tensor> &weight = std::nullopt,
+                  const std::optional<Tensor> &bias = std::nullopt, double eps = 1e-5, bool rms = false);
 /// RMS normalization over the last `normalized_ndim` axes: x / sqrt(mean(x^2) + eps) * weight.
-inline Tensor rms_norm(const Tensor &x, int normalized_ndim = 1, const std::optional<Tensor> &weight = std::nullopt,
-                       double eps = 1e-6) {
-  return layer_norm(x, normalized_ndim, weight, std::nullopt, eps, true);
-}
+Tensor rms_norm(const Tensor &x, int normalized_ndim = 1, const std::optional<Tensor> &weight = std::nullopt,
+                double eps = 1e-6);
 
 /// Group normalization of x [N, C, *]: the C channels are split into `num_groups` groups and each
 /// (sample, group) is normalized over its channels and spatial positions (biased variance), then
 /// `* weight[c] + bias[c]` when given (shape [C]). PyTorch's group_norm.
-inline Tensor group_norm(const Tensor &x, std::int64_t num_groups, const std::optional<Tensor> &weight = std::nullopt,
-                         const std::optional<Tensor> &bias = std::nullopt, double eps = 1e-5) {
-  const char *op = "group_norm";
-  detail::require_float(op, x);
-  if (x.ndim() < 2)
-    throw ValueError(str_cat(op, ": expected x of shape [N, C, *] (at least 2-D), got ", shape_str(x.shape())));
-  std::int64_t N = x.shape()[0], C = x.shape()[1];
-  if (num_groups <= 0 || C % num_groups != 0)
-    throw ValueError(str_cat(op, ": num_groups ", num_groups, " must be positive and divide the ", C,
-                             " channels of x of shape ", shape_str(x.shape())));
-  detail::check_param(op, "weight", weight, {C}, x.dtype());
-  detail::check_param(op, "bias", bias, {C}, x.dtype());
-  std::int64_t spatial = 1;
-  for (int d = 2; d < x.ndim(); ++d) spatial *= x.shape()[d];
-  std::int64_t cg = C / num_groups, M = cg * spatial;
-  Shape view{N, num_groups, M};
-  std::string attrs = str_cat("num_groups=", num_groups, ", eps=", detail::fmt_double(eps), ", weight=", bool(weight),
-                              ", bias=", bool(bias));
-  std::vector<Tensor> ins{x.reshape(view)};
-  if (weight) ins.push_back(*weight);
-  if (bias) ins.push_back(*bias);
-  return run_task(
-      str_cat(op, "{", attrs, "}"),
-      [&] {
-        auto a = input("x", view, x.dtype());
-        std::vector<TensorDef> inputs{a};
-        TensorDef w, b;
-        if (weight) inputs.push_back(w = input("weight", {C}, x.dtype()));
-        if (bias) inputs.push_back(b = input("bias", {C}, x.dtype()));
-        std::vector<int> axes{2};
-        auto ld = [&](const Idx &i) { return lang::cast(a.at(i), dtypes::f32); };
-        auto mu = detail::reduce_over(a, axes, true, ReduceKind::Mean, ld, "mean", dtypes::f32);
-        auto v = detail::reduce_over(a, axes, true, ReduceKind::Mean, [&](const Idx &i) {
-          Expr c = ld(i) - mu.at(detail::at_axis0(i, axes));
-          return c * c;
-        }, "var", dtypes::f32);
-        auto y = compute(op, view, [&](const Idx &i) {
-          Idx k = detail::at_axis0(i, axes);
-          Expr r = (ld(i) - mu.at(k)) * lang::rsqrt(v.at(k) + float(eps));
-          Expr ch = i[1] * int(cg) + i[2] / int(std::max<std::int64_t>(spatial, 1));
-          if (weight) r = r * lang::cast(w.at({ch}), dtypes::f32);
-          if (bias) r = r + lang::cast(b.at({ch}), dtypes::f32);
-          return r;
-        }, x.dtype());
-        return Task{op, inputs, {y}, attrs, {}};
-      },
-      ins)[0]
-      .reshape(x.shape());
-}
+Tensor group_norm(const Tensor &x, std::int64_t num_groups, const std::optional<Tensor> &weight = std::nullopt,
+                  const std::optional<Tensor> &bias = std::nullopt, double eps = 1e-5);
 
 /// Batch normalization for inference on x [N, C, *] with per-channel running statistics:
 /// (x - running_mean[c]) / sqrt(running_var[c] + eps) * weight[c] + bias[c] (weight and bias
 /// optional; all parameters of shape [C] and x's dtype). Computed in f32 for f16/bf16.
-inline Tensor batch_norm(const Tensor &x, const Tensor &running_mean, const Tensor &running_var,
-                         const std::optional<Tensor> &weight = std::nullopt, const std::optional<Tensor> &bias = std::nullopt,
-                         double eps = 1e-5) {
-  const char *op = "batch_norm";
-  detail::require_float(op, x);
-  if (x.ndim() < 2)
-    throw ValueError(str_cat(op, ": expected x of shape [N, C, *] (at least 2-D), got ", shape_str(x.shape())));
-  std::int64_t C = x.shape()[1];
-  detail::check_param(op, "running_mean", running_mean, {C}, x.dtype());
-  detail::check_param(op, "running_var", running_var, {C}, x.dtype());
-  detail::check_param(op, "weight", weight, {C}, x.dtype());
-  detail::check_param(op, "bias", bias, {C}, x.dtype());
-  std::string attrs = str_cat("eps=", detail::fmt_double(eps), ", weight=", bool(weight), ", bias=", bool(bias));
-  std::vector<Tensor> ins{x, running_mean, running_var};
-  if (weight) ins.push_back(*weight);
-  if (bias) ins.push_back(*bias);
-  return run_task(
-      str_cat(op, "{", attrs, "}"),
-      [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        auto m = input("running_mean", {C}, x.dtype());
-        auto v = input("running_var", {C}, x.dtype());
-        std::vector<TensorDef> inputs{a, m, v};
-        TensorDef w, b;
-        if (weight) inputs.push_back(w = input("weight", {C}, x.dtype()));
-        if (bias) inputs.push_back(b = input("bias", {C}, x.dtype()));
-        auto f = [](const TensorDef &t, const Expr &c) { return lang::cast(t.at({c}), dtypes::f32); };
-        auto y = compute(op, x.shape(), [&](const Idx &i) {
-          Expr r = (lang::cast(a.at(i), dtypes::f32) - f(m, i[1])) * lang::rsqrt(f(v, i[1]) + float(eps));
-          if (weight) r = r * f(w, i[1]);
-          if (bias) r = r + f(b, i[1]);
-          return r;
-        }, x.dtype());
-        return Task{op, inputs, {y}, attrs, {}};
-      },
-      ins)[0];
-}
+Tensor batch_norm(const Tensor &x, const Tensor &running_mean, const Tensor &running_var,
+                  const std::optional<Tensor> &weight = std::nullopt, const std::optional<Tensor> &bias = std::nullopt,
+                  double eps = 1e-5);
 
 } // namespace hidet::ops
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ops/impl/norm.ipp"
+#endif

@@ -10,7 +10,7 @@
 // tiled schedule of schedule_transpose.hpp runs instead.
 #pragma once
 
-#include "hidet/ops/schedule_transpose.hpp"
+#include "hidet/ops/schedule_common.hpp"
 
 namespace hidet::ops::detail {
 
@@ -18,38 +18,14 @@ namespace hidet::ops::detail {
 inline constexpr int kInjectiveBlock = 256;
 
 /// Elements per thread for an output of dtype `d`.
-inline int injective_elems_per_thread(DataType d) {
-  int e = int(16 / d.nbytes());
-  return std::max(1, std::min(8, e));
-}
+int injective_elems_per_thread(DataType d);
 
 /// Emits the body of an element-wise kernel for `node` (its params: reads..., out).
-inline void emit_injective(const TensorNode &node, const std::vector<ir::Var> &params, const std::vector<const TensorNode *> &reads,
-                           const std::map<const ir::VarNode *, const TensorNode *> &inlined) {
-  using namespace hidet::lang;
-  std::map<const ir::VarNode *, ir::Var> pmap;
-  for (std::size_t i = 0; i < reads.size(); ++i) pmap[reads[i]->buf.get()] = params[i];
-  const ir::Var &out = params.back();
-  ir::Expr value = Inliner(pmap, inlined, {}).mutate(node.value);
-  if (auto t = find_transpose(value, node.axes, node.shape)) {
-    emit_transpose_tiled(node, value, *t, out);
-    return;
-  }
-  std::int64_t n = shape_numel(node.shape);
-  int e = injective_elems_per_thread(node.dtype);
-  std::int64_t per_block = std::int64_t(kInjectiveBlock) * e;
-  attrs.cuda.grid_dim = int(std::max<std::int64_t>(1, (n + per_block - 1) / per_block));
-  attrs.cuda.block_dim = kInjectiveBlock;
-  Var base = blockIdx.x * int(per_block) + threadIdx.x;
-  for_(range(e).unroll(), [&](Var k) {
-    Var flat = base + k * kInjectiveBlock;
-    if_(flat < int(n), [&] {
-      auto idx = unravel(flat.ir(), node.shape);
-      std::map<const ir::VarNode *, ir::Expr> s;
-      for (std::size_t a = 0; a < node.axes.size(); ++a) s[node.axes[a].get()] = idx[a];
-      store(out, idx, ReadRewriter(std::move(s), nullptr).mutate(value));
-    });
-  });
-}
+void emit_injective(const TensorNode &node, const std::vector<ir::Var> &params, const std::vector<const TensorNode *> &reads,
+                    const std::map<const ir::VarNode *, const TensorNode *> &inlined);
 
 } // namespace hidet::ops::detail
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ops/impl/schedule_injective.ipp"
+#endif

@@ -17,39 +17,12 @@
 // and keep the first index among equal values.
 #pragma once
 
-#include <cmath>
-#include <limits>
-
 #include "hidet/ops/schedule_common.hpp"
 
 namespace hidet::ops::detail {
 
 /// The identity of a reduction in dtype `d`.
-inline ir::Expr reduce_init(ReduceKind k, DataType d) {
-  auto c = [&](double v) { return d.is_float() ? ir::ConstantNode::make_float(d, v) : ir::ConstantNode::make_int(d, std::int64_t(v)); };
-  auto lowest = [&]() -> ir::Expr {
-    if (d.is_float()) return ir::ConstantNode::make_float(d, -std::numeric_limits<double>::infinity());
-    if (!d.is_signed()) return ir::ConstantNode::make_int(d, 0);
-    return ir::ConstantNode::make_int(d, d.nbytes() == 8 ? std::numeric_limits<std::int64_t>::min() : -(std::int64_t(1) << (8 * d.nbytes() - 1)));
-  };
-  auto highest = [&]() -> ir::Expr {
-    if (d.is_float()) return ir::ConstantNode::make_float(d, std::numeric_limits<double>::infinity());
-    if (!d.is_signed()) return ir::ConstantNode::make_int(d, -1); // all bits set
-    return ir::ConstantNode::make_int(d, d.nbytes() == 8 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t(1) << (8 * d.nbytes() - 1)) - 1);
-  };
-  switch (k) {
-  case ReduceKind::Sum:
-  case ReduceKind::Mean: return c(0);
-  case ReduceKind::Prod: return c(1);
-  case ReduceKind::Max:
-  case ReduceKind::ArgMax: return lowest();
-  case ReduceKind::Min:
-  case ReduceKind::ArgMin: return highest();
-  case ReduceKind::And: return c(1);
-  case ReduceKind::Or: return c(0);
-  }
-  return c(0);
-}
+ir::Expr reduce_init(ReduceKind k, DataType d);
 
 /// An accumulator: a value and, for arg-reductions, an index.
 struct Acc {
@@ -58,75 +31,16 @@ struct Acc {
 };
 
 /// acc = combine(acc, (v, i)). For arg-reductions a tie keeps the smaller index.
-inline void combine(ReduceKind k, Acc &acc, const lang::Expr &v, const lang::Expr *i) {
-  using namespace hidet::lang;
-  switch (k) {
-  case ReduceKind::Sum:
-  case ReduceKind::Mean: acc.v = lang::Operand(acc.v + v); break;
-  case ReduceKind::Prod: acc.v = lang::Operand(acc.v * v); break;
-  case ReduceKind::Max: acc.v = lang::Operand(select(v > acc.v || v != v, v, acc.v)); break; // NaN propagates
-  case ReduceKind::Min: acc.v = lang::Operand(select(v < acc.v || v != v, v, acc.v)); break;
-  case ReduceKind::And: acc.v = lang::Operand(min(acc.v, v)); break;
-  case ReduceKind::Or: acc.v = lang::Operand(max(acc.v, v)); break;
-  case ReduceKind::ArgMax:
-  case ReduceKind::ArgMin: {
-    Expr better = k == ReduceKind::ArgMax ? (v > acc.v) : (v < acc.v);
-    Expr take = better || (v == acc.v && *i < *acc.i);
-    if_(take, [&] {
-      acc.v = lang::Operand(v);
-      *acc.i = lang::Operand(*i);
-    });
-    break;
-  }
-  }
-}
+void combine(ReduceKind k, Acc &acc, const lang::Expr &v, const lang::Expr *i);
 
 /// Butterfly reduction across `width` lanes of a warp; every lane ends with the result.
-inline void warp_reduce(ReduceKind k, Acc &acc, int width = 32) {
-  using namespace hidet::lang;
-  for (int off = width / 2; off >= 1; off /= 2) {
-    Var ov = shfl_xor_sync(0xffffffffu, acc.v, off);
-    if (acc.i) {
-      Var oi = shfl_xor_sync(0xffffffffu, *acc.i, off);
-      Expr oie = oi;
-      combine(k, acc, ov, &oie);
-    } else {
-      combine(k, acc, ov, nullptr);
-    }
-  }
-}
+void warp_reduce(ReduceKind k, Acc &acc, int width = 32);
 
 /// The final value of an accumulator for output dtype `out` (Mean divides by `count`).
-inline ir::Expr reduce_finish(ReduceKind k, const Acc &acc, std::int64_t count, DataType out) {
-  using namespace hidet::lang;
-  if (is_arg_reduce(k)) return lang::detail::convert(acc.i->ir(), out, {});
-  Expr v = acc.v;
-  if (k == ReduceKind::Mean) v = v / cast(Expr(double(count)), acc.v.dtype());
-  if (out.is_bool()) return (v != 0).ir();
-  return lang::detail::convert(v.ir(), out, {});
-}
+ir::Expr reduce_finish(ReduceKind k, const Acc &acc, std::int64_t count, DataType out);
 
 /// Whether some read in `value` has an innermost index that depends on the innermost reduction axis.
-inline bool reads_contiguous_in(const ir::Expr &value, const ir::Var &raxis) {
-  struct V : ir::IRVisitor {
-    const ir::VarNode *target;
-    bool found = false, in_last = false;
-    void visit_Var(const ir::VarNode *v) override {
-      if (v == target && in_last) found = true;
-    }
-    void visit_TensorElement(const ir::TensorElementNode *n) override {
-      for (std::size_t i = 0; i < n->indices.size(); ++i) {
-        bool saved = in_last;
-        in_last = in_last || i + 1 == n->indices.size();
-        visit(n->indices[i]);
-        in_last = saved;
-      }
-    }
-  } v;
-  v.target = raxis.get();
-  v.visit(value);
-  return v.found;
-}
+bool reads_contiguous_in(const ir::Expr &value, const ir::Var &raxis);
 
 /// How a reduction is scheduled (see the top of this file).
 struct ReduceSchedule {
@@ -136,138 +50,26 @@ struct ReduceSchedule {
   std::int64_t chunk = 0; ///< reduction elements per split
 };
 
-inline ReduceSchedule choose_reduce_schedule(const TensorNode &node, const ir::Expr &inlined_value) {
-  ReduceSchedule s;
-  std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
-  s.row = !node.raxes.empty() && reads_contiguous_in(inlined_value, node.raxes.back()) && len >= 16;
-  if (s.row) {
-    s.threads = len <= 1024 ? 32 : 256;
-    // Few rows and long rows: split each row over several blocks.
-    if (outs < 264 && len >= 16384) s.splits = std::min<std::int64_t>((len + 8191) / 8192, std::max<std::int64_t>(1, 1056 / outs));
-  } else {
-    if (outs < 16384 && len >= 256) s.splits = std::min<std::int64_t>((len + 63) / 64, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(outs, 1)));
-    s.splits = std::min<std::int64_t>(s.splits, 65535);
-  }
-  s.chunk = (len + s.splits - 1) / s.splits;
-  if (s.splits > 1) s.splits = (len + s.chunk - 1) / s.chunk;
-  return s;
-}
+ReduceSchedule choose_reduce_schedule(const TensorNode &node, const ir::Expr &inlined_value);
 
 /// Kernel body: the row schedule. Reads `value` at (row axes, flat r in [begin, end)) and writes
 /// either the finished result to out (splits == 1) or partials to pv[row][split] (and pi).
-inline void emit_row_reduce(const TensorNode &node, const ReduceSchedule &s, const std::map<const ir::VarNode *, ir::Var> &pmap,
-                            const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
-                            const ir::Var &pv, const ir::Var &pi) {
-  using namespace hidet::lang;
-  std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
-  int T = s.threads, rows_per_block = 256 / T;
-  attrs.cuda.grid_dim = {int(std::max<std::int64_t>(1, (outs + rows_per_block - 1) / rows_per_block)), int(s.splits)};
-  attrs.cuda.block_dim = 256;
-  bool arg = is_arg_reduce(node.reduce_kind);
-  Var tid = threadIdx.x;
-  Var row = T == 256 ? Var(blockIdx.x) : Var(blockIdx.x * rows_per_block + tid / T);
-  Var lane = tid % T;
-  Var begin = blockIdx.y * int(s.chunk);
-  Var end = select(row < int(outs), min(begin + int(s.chunk), int(len)), 0);
-  Acc acc{let(node.acc_dtype, reduce_init(node.reduce_kind, node.acc_dtype), "acc"), std::nullopt};
-  if (arg) acc.i = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "acc_i");
-  for_(range(begin + lane, end, T), [&](Var r) {
-    auto ridx = unravel(r.ir(), node.rextents);
-    auto oidx = unravel(row.ir(), node.shape);
-    std::map<const ir::VarNode *, ir::Expr> sub;
-    for (std::size_t a = 0; a < node.axes.size(); ++a) sub[node.axes[a].get()] = oidx[a];
-    for (std::size_t a = 0; a < node.raxes.size(); ++a) sub[node.raxes[a].get()] = ridx[a];
-    Inliner inl(pmap, inlined, std::move(sub));
-    Var v = let(node.acc_dtype, inl.mutate(node.value), "x");
-    Expr ri = cast(r, i64);
-    combine(node.reduce_kind, acc, v, arg ? &ri : nullptr);
-  });
-  warp_reduce(node.reduce_kind, acc);
-  if (T == 256) {
-    lang::Tensor sv = shared_tensor(TensorSpec(node.acc_dtype, {ir::int32(8)}), "red_v");
-    std::optional<lang::Tensor> si;
-    if (arg) si = shared_tensor(TensorSpec(dtypes::i64, {ir::int32(8)}), "red_i");
-    if_(tid % 32 == 0, [&] {
-      sv[tid / 32] = acc.v;
-      if (arg) (*si)[tid / 32] = *acc.i;
-    });
-    syncthreads();
-    acc.v = Operand(select(tid < 8, Expr(sv[tid % 8]), Expr(reduce_init(node.reduce_kind, node.acc_dtype))));
-    if (arg) *acc.i = Operand(select(tid < 8, Expr((*si)[tid % 8]), Expr(0)));
-    warp_reduce(node.reduce_kind, acc, 8);
-  }
-  if_(lane == 0 && row < int(outs), [&] {
-    if (s.splits == 1) {
-      store(out, unravel(row.ir(), node.shape), reduce_finish(node.reduce_kind, acc, len, node.dtype));
-    } else {
-      store(pv, {(row * int(s.splits) + blockIdx.y).ir()}, acc.v.ir());
-      if (arg) store(pi, {(row * int(s.splits) + blockIdx.y).ir()}, acc.i->ir());
-    }
-  });
-}
+void emit_row_reduce(const TensorNode &node, const ReduceSchedule &s, const std::map<const ir::VarNode *, ir::Var> &pmap,
+                     const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
+                     const ir::Var &pv, const ir::Var &pi);
 
 /// Kernel body: the column schedule. Thread per output; blockIdx.y picks the reduction slice.
-inline void emit_column_reduce(const TensorNode &node, const ReduceSchedule &s, const std::map<const ir::VarNode *, ir::Var> &pmap,
-                               const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
-                               const ir::Var &pv, const ir::Var &pi) {
-  using namespace hidet::lang;
-  std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
-  attrs.cuda.grid_dim = {int(std::max<std::int64_t>(1, (outs + 255) / 256)), int(s.splits)};
-  attrs.cuda.block_dim = 256;
-  bool arg = is_arg_reduce(node.reduce_kind);
-  Var o = blockIdx.x * 256 + threadIdx.x;
-  if_(o < int(outs), [&] {
-    Acc acc{let(node.acc_dtype, reduce_init(node.reduce_kind, node.acc_dtype), "acc"), std::nullopt};
-    if (arg) acc.i = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "acc_i");
-    Var begin = blockIdx.y * int(s.chunk);
-    Var end = min(begin + int(s.chunk), int(len));
-    auto oidx = unravel(o.ir(), node.shape);
-    for_(range(begin, end), [&](Var r) {
-      auto ridx = unravel(r.ir(), node.rextents);
-      std::map<const ir::VarNode *, ir::Expr> sub;
-      for (std::size_t a = 0; a < node.axes.size(); ++a) sub[node.axes[a].get()] = oidx[a];
-      for (std::size_t a = 0; a < node.raxes.size(); ++a) sub[node.raxes[a].get()] = ridx[a];
-      Inliner inl(pmap, inlined, std::move(sub));
-      Var v = let(node.acc_dtype, inl.mutate(node.value), "x");
-      Expr ri = cast(r, i64);
-      combine(node.reduce_kind, acc, v, arg ? &ri : nullptr);
-    });
-    if (s.splits == 1) {
-      store(out, oidx, reduce_finish(node.reduce_kind, acc, len, node.dtype));
-    } else {
-      store(pv, {(blockIdx.y * int(outs) + o).ir()}, acc.v.ir());
-      if (arg) store(pi, {(blockIdx.y * int(outs) + o).ir()}, acc.i->ir());
-    }
-  });
-}
+void emit_column_reduce(const TensorNode &node, const ReduceSchedule &s, const std::map<const ir::VarNode *, ir::Var> &pmap,
+                        const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
+                        const ir::Var &pv, const ir::Var &pi);
 
 /// Kernel body: combines the partials of a split reduction (row: pv[row][split], column:
 /// pv[split][output]) and writes the finished result.
-inline void emit_combine_partials(const TensorNode &node, const ReduceSchedule &s, const ir::Var &pv, const ir::Var &pi,
-                                  const ir::Var &out) {
-  using namespace hidet::lang;
-  std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
-  bool arg = is_arg_reduce(node.reduce_kind);
-  // Partial sums of Mean are sums; combining them is a Sum until the final division.
-  ReduceKind k = node.reduce_kind == ReduceKind::Mean ? ReduceKind::Sum : node.reduce_kind;
-  attrs.cuda.grid_dim = int(std::max<std::int64_t>(1, (outs + 255) / 256));
-  attrs.cuda.block_dim = 256;
-  Var o = blockIdx.x * 256 + threadIdx.x;
-  if_(o < int(outs), [&] {
-    Acc acc{let(node.acc_dtype, reduce_init(k, node.acc_dtype), "acc"), std::nullopt};
-    if (arg) acc.i = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "acc_i");
-    for_(range(int(s.splits)), [&](Var j) {
-      Expr at = s.row ? o * int(s.splits) + j : j * int(outs) + o;
-      Var v = let(node.acc_dtype, lang::Element(pv, {at.ir()}, {}).to_ir({}), "x");
-      if (arg) {
-        Expr iv = Expr(lang::Element(pi, {at.ir()}, {}).to_ir({}));
-        combine(k, acc, v, &iv);
-      } else {
-        combine(k, acc, v, nullptr);
-      }
-    });
-    store(out, unravel(o.ir(), node.shape), reduce_finish(node.reduce_kind, acc, len, node.dtype));
-  });
-}
+void emit_combine_partials(const TensorNode &node, const ReduceSchedule &s, const ir::Var &pv, const ir::Var &pi,
+                           const ir::Var &out);
 
 } // namespace hidet::ops::detail
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ops/impl/schedule_reduce.ipp"
+#endif

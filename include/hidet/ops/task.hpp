@@ -51,11 +51,7 @@ template <class T> void print_attr(std::ostream &os, const T &v) {
   }
 }
 /// "[1, 2, 3]": a list of integers as attributes and messages print it.
-inline std::string ints_str(const std::vector<std::int64_t> &v) {
-  std::ostringstream os;
-  print_attr(os, v);
-  return os.str();
-}
+std::string ints_str(const std::vector<std::int64_t> &v);
 } // namespace detail
 
 /// "name1=value1, name2=value2": the attributes as text (also their identity in caches).
@@ -98,36 +94,14 @@ struct Task {
   /// True when every output is an element-wise compute (no reduction anywhere).
   bool injective() const;
   /// "add(a: f32(2, 3), b: f32(3,)) -> f32(2, 3) {attrs}"
-  std::string str() const {
-    std::string s = name + "(";
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      s += str_cat(i ? ", " : "", inputs[i].name(), ": ", inputs[i].dtype(), shape_str(inputs[i].shape()));
-    s += ") -> ";
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-      s += str_cat(i ? ", " : "", outputs[i].dtype(), shape_str(outputs[i].shape()));
-    if (!attrs.empty()) s += " {" + attrs + "}";
-    return s;
-  }
+  std::string str() const;
 };
 
 /// All nodes reachable from `outputs`, each after the nodes it reads (inputs first).
-inline std::vector<const TensorNode *> topo_order(const std::vector<TensorDef> &outputs) {
-  std::vector<const TensorNode *> order;
-  std::vector<const TensorNode *> visiting;
-  std::function<void(const TensorNode *)> visit = [&](const TensorNode *n) {
-    for (auto *o : order)
-      if (o == n) return;
-    for (auto &d : n->deps) visit(d.get());
-    order.push_back(n);
-  };
-  for (auto &o : outputs) visit(&o.node());
-  return order;
-}
-
-inline bool Task::injective() const {
-  for (auto *n : topo_order(outputs))
-    if (n->kind == TensorNode::Kind::Reduce) return false;
-  return true;
-}
+std::vector<const TensorNode *> topo_order(const std::vector<TensorDef> &outputs);
 
 } // namespace hidet::ops
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ops/impl/task.ipp"
+#endif

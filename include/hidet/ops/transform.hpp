@@ -4,322 +4,55 @@
 // (copies).
 #pragma once
 
-#include <numeric>
-
 #include "hidet/ops/reduce.hpp"
 
 namespace hidet::ops {
 
-namespace detail {
-/// Runs a one-input injective task out[i] = x[index_of(i)].
-template <class F>
-Tensor gather_like(const std::string &op, const std::string &attrs, const Tensor &x, const Shape &out_shape, F index_of) {
-  return run_task(
-      str_cat(op, "{", attrs, "}"),
-      [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        auto y = compute(op, out_shape, [&](const Idx &i) { return a.at(index_of(i)); });
-        return Task{op, {a}, {y}, attrs, {}};
-      },
-      {x})[0];
-}
-} // namespace detail
-
 /// The same elements in a new shape (one dimension may be -1: inferred).
-inline Tensor reshape(const Tensor &x, Shape shape) {
-  std::int64_t known = 1;
-  int infer = -1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (infer >= 0) throw ValueError(str_cat("reshape: only one dimension can be -1, got ", shape_str(shape)));
-      infer = int(i);
-    } else if (shape[i] < 0) {
-      throw ValueError(str_cat("reshape: invalid dimension ", shape[i], " in ", shape_str(shape)));
-    } else {
-      known *= shape[i];
-    }
-  }
-  if (infer >= 0 && known != 0 && x.numel() % known == 0) shape[infer] = x.numel() / known;
-  if (shape_numel(shape) != x.numel() || (infer >= 0 && shape[infer] == -1))
-    throw ValueError(str_cat("reshape: cannot reshape a tensor of shape ", shape_str(x.shape()), " (", x.numel(),
-                             " elements, ", x.dtype(), ") to ", shape_str(shape), ": the element count must not change"));
-  Shape in = x.shape();
-  return detail::gather_like("reshape", "shape=" + detail::ints_str(shape), x, shape, [&](const Idx &i) {
-    Expr flat = Expr(0);
-    for (std::size_t d = 0; d < shape.size(); ++d) flat = flat * int(shape[d]) + i[d];
-    Idx r;
-    for (auto &e : detail::unravel(flat.ir(), in)) r.push_back(Expr(e));
-    return r;
-  });
-}
+Tensor reshape(const Tensor &x, Shape shape);
 /// Merges axes start..end (inclusive) into one.
-inline Tensor flatten(const Tensor &x, int start = 0, int end = -1) {
-  if (x.ndim() == 0) return reshape(x, {1});
-  int s = detail::normalize_axis("flatten", start, x.ndim(), x.shape()), e = detail::normalize_axis("flatten", end, x.ndim(), x.shape());
-  Shape r;
-  for (int d = 0; d < s; ++d) r.push_back(x.shape()[d]);
-  std::int64_t m = 1;
-  for (int d = s; d <= e; ++d) m *= x.shape()[d];
-  r.push_back(m);
-  for (int d = e + 1; d < x.ndim(); ++d) r.push_back(x.shape()[d]);
-  return reshape(x, r);
-}
+Tensor flatten(const Tensor &x, int start = 0, int end = -1);
 /// Removes the given axes of size 1 (all size-1 axes when empty).
-inline Tensor squeeze(const Tensor &x, std::vector<int> axes = {}) {
-  std::vector<int> ax;
-  for (int a : axes) {
-    int n = detail::normalize_axis("squeeze", a, x.ndim(), x.shape());
-    if (x.shape()[n] != 1)
-      throw ValueError(str_cat("squeeze: axis ", a, " of shape ", shape_str(x.shape()), " has size ", x.shape()[n], ", not 1"));
-    ax.push_back(n);
-  }
-  Shape r;
-  for (int d = 0; d < x.ndim(); ++d) {
-    bool drop = axes.empty() ? x.shape()[d] == 1 : std::find(ax.begin(), ax.end(), d) != ax.end();
-    if (!drop) r.push_back(x.shape()[d]);
-  }
-  return reshape(x, r);
-}
+Tensor squeeze(const Tensor &x, std::vector<int> axes = {});
 /// Inserts an axis of size 1 at `axis` (in the result's numbering).
-inline Tensor unsqueeze(const Tensor &x, int axis) {
-  int n = detail::normalize_axis("unsqueeze", axis, x.ndim() + 1, x.shape());
-  Shape r = x.shape();
-  r.insert(r.begin() + n, 1);
-  return reshape(x, r);
-}
+Tensor unsqueeze(const Tensor &x, int axis);
 /// Reorders the axes: result axis d is input axis perm[d].
-inline Tensor permute(const Tensor &x, std::vector<int> perm) {
-  if (int(perm.size()) != x.ndim())
-    throw ValueError(str_cat("permute: the permutation has ", perm.size(), " axes but the tensor of shape ", shape_str(x.shape()),
-                             " has ", x.ndim()));
-  std::vector<int> p;
-  for (int a : perm) p.push_back(detail::normalize_axis("permute", a, x.ndim(), x.shape()));
-  auto sorted = p;
-  std::sort(sorted.begin(), sorted.end());
-  for (int i = 0; i < x.ndim(); ++i)
-    if (sorted[i] != i) throw ValueError(str_cat("permute: ", [&] { std::ostringstream os; detail::print_attr(os, perm); return os.str(); }(), " is not a permutation of the axes of a tensor of shape ", shape_str(x.shape())));
-  Shape r;
-  for (int a : p) r.push_back(x.shape()[a]);
-  std::ostringstream os;
-  detail::print_attr(os, p);
-  return detail::gather_like("permute", "perm=" + os.str(), x, r, [&](const Idx &i) {
-    Idx in(x.ndim());
-    for (int d = 0; d < x.ndim(); ++d) in[p[d]] = i[d];
-    return in;
-  });
-}
+Tensor permute(const Tensor &x, std::vector<int> perm);
 /// Swaps two axes (the last two by default).
-inline Tensor transpose(const Tensor &x, int a = -2, int b = -1) {
-  if (x.ndim() < 2) return x;
-  std::vector<int> p(x.ndim());
-  std::iota(p.begin(), p.end(), 0);
-  std::swap(p[detail::normalize_axis("transpose", a, x.ndim(), x.shape())], p[detail::normalize_axis("transpose", b, x.ndim(), x.shape())]);
-  return permute(x, p);
-}
+Tensor transpose(const Tensor &x, int a = -2, int b = -1);
 /// Broadcasts x to `shape` (numpy rules).
-inline Tensor broadcast_to(const Tensor &x, const Shape &shape) {
-  Shape s = broadcast_shapes("broadcast_to", x.shape(), shape, x.dtype(), x.dtype());
-  if (s != shape)
-    throw ValueError(str_cat("broadcast_to: cannot broadcast shape ", shape_str(x.shape()), " to ", shape_str(shape)));
-  return detail::gather_like("broadcast_to", "shape=" + detail::ints_str(shape), x, shape,
-                             [&](const Idx &i) { return broadcast_index(x.shape(), i); });
-}
+Tensor broadcast_to(const Tensor &x, const Shape &shape);
 /// x[start:stop:step] along each of `axes` (negative start/stop count from the end and are
 /// clamped like Python slices; step > 0).
-inline Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, Shape stops, Shape steps = {}) {
-  if (steps.empty()) steps.assign(axes.size(), 1);
-  if (starts.size() != axes.size() || stops.size() != axes.size() || steps.size() != axes.size())
-    throw ValueError(str_cat("slice: axes, starts, stops and steps must have the same length"));
-  Shape out = x.shape(), begin(x.ndim(), 0), step(x.ndim(), 1);
-  for (std::size_t k = 0; k < axes.size(); ++k) {
-    int a = detail::normalize_axis("slice", axes[k], x.ndim(), x.shape());
-    std::int64_t n = x.shape()[a];
-    if (steps[k] <= 0) throw ValueError(str_cat("slice: step ", steps[k], " on axis ", a, " must be positive"));
-    auto clampi = [&](std::int64_t v) { v = v < 0 ? v + n : v; return std::min(std::max<std::int64_t>(v, 0), n); };
-    std::int64_t s = clampi(starts[k]), e = clampi(stops[k]);
-    begin[a] = s, step[a] = steps[k];
-    out[a] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
-  }
-  return detail::gather_like("slice", str_cat("begin=", detail::ints_str(begin), ", step=", detail::ints_str(step), ", shape=",
-                                              detail::ints_str(out)),
-                             x, out,
-                             [&](const Idx &i) {
-                               Idx r;
-                               for (int d = 0; d < x.ndim(); ++d) r.push_back(i[d] * int(step[d]) + int(begin[d]));
-                               return r;
-                             });
-}
+Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, Shape stops, Shape steps = {});
 /// Reverses the order of elements along `axes`.
-inline Tensor flip(const Tensor &x, std::vector<int> axes) {
-  auto ax = detail::normalize_axes("flip", axes, x.shape());
-  std::ostringstream os;
-  detail::print_attr(os, ax);
-  return detail::gather_like("flip", "axes=" + os.str(), x, x.shape(), [&](const Idx &i) {
-    Idx r = i;
-    for (int a : ax) r[a] = int(x.shape()[a] - 1) - i[a];
-    return r;
-  });
-}
+Tensor flip(const Tensor &x, std::vector<int> axes);
 /// Joins tensors of the same dtype along `axis` (other dimensions must match).
-inline Tensor concat(const std::vector<Tensor> &xs, int axis) {
-  if (xs.empty()) throw ValueError("concat: needs at least one tensor");
-  int ax = detail::normalize_axis("concat", axis, xs[0].ndim(), xs[0].shape());
-  Shape out = xs[0].shape();
-  out[ax] = 0;
-  for (auto &t : xs) {
-    bool ok = t.ndim() == xs[0].ndim() && t.dtype() == xs[0].dtype();
-    for (int d = 0; ok && d < t.ndim(); ++d) ok = d == ax || t.shape()[d] == xs[0].shape()[d];
-    if (!ok)
-      throw ValueError(str_cat("concat: cannot join ", xs[0].dtype(), shape_str(xs[0].shape()), " and ", t.dtype(), shape_str(t.shape()),
-                               " along axis ", ax, ": dtypes and all other dimensions must match"));
-    out[ax] += t.shape()[ax];
-  }
-  return run_task(
-      str_cat("concat{axis=", ax, "}"),
-      [&] {
-        std::vector<TensorDef> in;
-        for (std::size_t k = 0; k < xs.size(); ++k) in.push_back(input(str_cat("x", k), xs[k].shape(), xs[k].dtype()));
-        auto y = compute("concat", out, [&](const Idx &i) {
-          // Select from the last input whose offset is <= i[ax].
-          std::int64_t off = 0;
-          std::vector<std::int64_t> offs;
-          for (auto &t : xs) offs.push_back(off), off += t.shape()[ax];
-          Expr v;
-          for (std::size_t k = 0; k < xs.size(); ++k) {
-            if (xs[k].shape()[ax] == 0) continue;
-            Idx j = i;
-            j[ax] = lang::min(lang::max(i[ax] - int(offs[k]), 0), int(xs[k].shape()[ax] - 1));
-            Expr e = in[k].at(j);
-            v = v.defined() ? Expr(lang::select(i[ax] >= int(offs[k]), e, v)) : e;
-          }
-          return v;
-        });
-        return Task{"concat", in, {y}, str_cat("axis=", ax), {}};
-      },
-      xs)[0];
-}
+Tensor concat(const std::vector<Tensor> &xs, int axis);
 /// Gathers along `axis`: out has x's shape with axis replaced by indices' shape (indices are
 /// integers; negative indices count from the end; out-of-range indices are clamped).
-inline Tensor take(const Tensor &x, const Tensor &indices, int axis = 0) {
-  int ax = detail::normalize_axis("take", axis, x.ndim(), x.shape());
-  if (!indices.dtype().is_integer())
-    throw ValueError(str_cat("take: indices must be integers, got dtype ", indices.dtype(), " of shape ", shape_str(indices.shape())));
-  Shape out;
-  for (int d = 0; d < ax; ++d) out.push_back(x.shape()[d]);
-  for (auto s : indices.shape()) out.push_back(s);
-  for (int d = ax + 1; d < x.ndim(); ++d) out.push_back(x.shape()[d]);
-  std::int64_t n = x.shape()[ax];
-  return run_task(
-      str_cat("take{axis=", ax, "}"),
-      [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        auto ix = input("indices", indices.shape(), indices.dtype());
-        auto y = compute("take", out, [&](const Idx &i) {
-          Idx ii(i.begin() + ax, i.begin() + ax + indices.ndim());
-          Expr k = lang::cast(ix.at(ii), dtypes::i32);
-          k = lang::select(k < 0, k + int(n), k);
-          k = lang::min(lang::max(k, 0), int(std::max<std::int64_t>(n - 1, 0)));
-          Idx j(i.begin(), i.begin() + ax);
-          j.push_back(k);
-          for (std::size_t d = ax + indices.ndim(); d < i.size(); ++d) j.push_back(i[d]);
-          return a.at(j);
-        });
-        return Task{"take", {a, ix}, {y}, str_cat("axis=", ax), {}};
-      },
-      {x, indices})[0];
-}
+Tensor take(const Tensor &x, const Tensor &indices, int axis = 0);
 /// index_select(x, axis, indices) == take(x, indices, axis) with 1-D indices.
-inline Tensor index_select(const Tensor &x, int axis, const Tensor &indices) { return take(x, indices, axis); }
+Tensor index_select(const Tensor &x, int axis, const Tensor &indices);
 /// Embedding lookup: rows of `weight` [num, dim] picked by integer `indices` -> indices.shape + [dim].
-inline Tensor embedding(const Tensor &indices, const Tensor &weight) {
-  if (weight.ndim() != 2) throw ValueError(str_cat("embedding: weight must be 2-D, got shape ", shape_str(weight.shape())));
-  return take(weight, indices, 0);
-}
+Tensor embedding(const Tensor &indices, const Tensor &weight);
 
 /// Constant padding, PyTorch's F.pad convention: `pads` holds (before, after) pairs starting from
 /// the last axis: {last_before, last_after, second_last_before, ...}; pads are non-negative.
-inline Tensor pad(const Tensor &x, const Shape &pads, double value = 0) {
-  if (pads.size() % 2 != 0 || pads.size() / 2 > std::size_t(x.ndim()))
-    throw ValueError(str_cat("pad: pads ", detail::ints_str(pads), " must hold (before, after) pairs for at most the ", x.ndim(),
-                             " axes of a tensor of shape ", shape_str(x.shape())));
-  Shape before(x.ndim(), 0), out = x.shape();
-  for (std::size_t k = 0; k < pads.size() / 2; ++k) {
-    int d = x.ndim() - 1 - int(k);
-    if (pads[2 * k] < 0 || pads[2 * k + 1] < 0)
-      throw ValueError(str_cat("pad: pads ", detail::ints_str(pads), " must be non-negative (use slice to crop)"));
-    before[d] = pads[2 * k];
-    out[d] += pads[2 * k] + pads[2 * k + 1];
-  }
-  std::string attrs = str_cat("pads=", detail::ints_str(pads), ", value=", detail::fmt_double(value));
-  return run_task(
-      str_cat("pad{", attrs, "}"),
-      [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        auto y = compute("pad", out, [&](const Idx &i) {
-          Expr ok = Expr(true);
-          Idx j;
-          for (int d = 0; d < x.ndim(); ++d) {
-            Expr k = i[d] - int(before[d]);
-            if (before[d] != 0 || out[d] != x.shape()[d]) ok = ok && k >= 0 && k < int(x.shape()[d]);
-            j.push_back(lang::min(lang::max(k, 0), int(std::max<std::int64_t>(x.shape()[d] - 1, 0))));
-          }
-          Expr fill = x.dtype().is_float() ? Expr(ir::ConstantNode::make_float(dtypes::f64, value))
-                                           : Expr(ir::ConstantNode::make_int(dtypes::i64, std::int64_t(value)));
-          if (x.numel() == 0) return lang::cast(fill, x.dtype());
-          return lang::select(ok, a.at(j), lang::cast(fill, x.dtype()));
-        });
-        return Task{"pad", {a}, {y}, attrs, {}};
-      },
-      {x})[0];
-}
+Tensor pad(const Tensor &x, const Shape &pads, double value = 0);
 
 /// Repeats x `reps[d]` times along each axis (numpy.tile: a shorter side is padded with 1s in
 /// front).
-inline Tensor tile(const Tensor &x, Shape reps) {
-  for (auto r : reps)
-    if (r < 0) throw ValueError(str_cat("tile: reps ", detail::ints_str(reps), " must be non-negative"));
-  Shape in = x.shape();
-  while (in.size() < reps.size()) in.insert(in.begin(), 1);
-  while (reps.size() < in.size()) reps.insert(reps.begin(), 1);
-  Shape out(in.size());
-  for (std::size_t d = 0; d < in.size(); ++d) out[d] = in[d] * reps[d];
-  Tensor xv = x.reshape(in);
-  return detail::gather_like("tile", "reps=" + detail::ints_str(reps), xv, out, [&](const Idx &i) {
-    Idx r;
-    for (std::size_t d = 0; d < in.size(); ++d) r.push_back(in[d] == 1 ? Expr(0) : Expr(i[d] % int(in[d])));
-    return r;
-  });
-}
+Tensor tile(const Tensor &x, Shape reps);
 
 /// Splits x along `axis` into pieces of the given sizes (they must add up to the axis length).
-inline std::vector<Tensor> split(const Tensor &x, const Shape &sizes, int axis = 0) {
-  if (x.ndim() == 0) throw ValueError("split: cannot split a 0-d tensor");
-  int ax = detail::normalize_axis("split", axis, x.ndim(), x.shape());
-  std::int64_t total = 0;
-  for (auto s : sizes) {
-    if (s < 0) throw ValueError(str_cat("split: sizes ", detail::ints_str(sizes), " must be non-negative"));
-    total += s;
-  }
-  if (total != x.shape()[ax])
-    throw ValueError(str_cat("split: sizes ", detail::ints_str(sizes), " add up to ", total, " but axis ", ax,
-                             " of the tensor of shape ", shape_str(x.shape()), " has ", x.shape()[ax], " elements"));
-  std::vector<Tensor> r;
-  std::int64_t off = 0;
-  for (auto s : sizes) {
-    r.push_back(slice(x, {ax}, {off}, {off + s}));
-    off += s;
-  }
-  return r;
-}
+std::vector<Tensor> split(const Tensor &x, const Shape &sizes, int axis = 0);
 /// Splits x along `axis` into pieces of `chunk` elements (the last one may be shorter), like
 /// torch.split with an integer.
-inline std::vector<Tensor> split(const Tensor &x, std::int64_t chunk, int axis = 0) {
-  if (x.ndim() == 0) throw ValueError("split: cannot split a 0-d tensor");
-  int ax = detail::normalize_axis("split", axis, x.ndim(), x.shape());
-  if (chunk <= 0) throw ValueError(str_cat("split: chunk size ", chunk, " must be positive"));
-  Shape sizes;
-  for (std::int64_t off = 0; off < x.shape()[ax]; off += chunk) sizes.push_back(std::min(chunk, x.shape()[ax] - off));
-  return split(x, sizes, ax);
-}
+std::vector<Tensor> split(const Tensor &x, std::int64_t chunk, int axis = 0);
 
 } // namespace hidet::ops
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ops/impl/transform.ipp"
+#endif

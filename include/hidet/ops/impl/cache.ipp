@@ -1,0 +1,100 @@
+// Definitions for hidet/ops/cache.hpp.
+#pragma once
+
+#include "hidet/ops/cache.hpp"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace hidet::ops {
+
+namespace detail {
+/// The in-process kernel cache of run_plan and run_task: compiled tasks by full key.
+struct TaskCache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<CompiledTask>> map;
+  std::size_t compiles = 0;
+};
+HIDET_INLINE TaskCache &task_cache() {
+  static TaskCache c;
+  return c;
+}
+
+HIDET_INLINE std::string signature_of(const std::vector<Tensor> &xs) {
+  std::string s;
+  for (auto &x : xs) s += str_cat(x.dtype(), shape_str(x.shape()), ";");
+  return s;
+}
+
+HIDET_INLINE Device common_device(const std::string &op, const std::vector<Tensor> &xs) {
+  if (xs.empty()) return Device::cuda();
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    if (!xs[i].defined()) throw ValueError(str_cat(op, ": input ", i, " is an undefined tensor"));
+  auto d = xs[0].device();
+  for (auto &x : xs)
+    if (!(x.device() == d))
+      throw ValueError(str_cat(op, ": all inputs must be on the same device, got ", d.str(), " and ", x.device().str(),
+                               "; move them with .to(\"cuda\")"));
+  return d;
+}
+
+HIDET_INLINE std::shared_ptr<CompiledTask> find_compiled(const std::string &full_key) {
+  auto &c = detail::task_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  auto it = c.map.find(full_key);
+  return it != c.map.end() ? it->second : nullptr;
+}
+
+HIDET_INLINE std::shared_ptr<CompiledTask> add_compiled(const std::string &full_key, Plan plan) {
+  auto fresh = std::make_shared<CompiledTask>();
+  fresh->plan = std::move(plan);
+  if (!fresh->plan.steps.empty()) fresh->module = fresh->plan.module.build();
+  for (auto &b : fresh->plan.buffers) {
+    if (b.role != PlanBuffer::Role::Output) continue;
+    if (fresh->output_shapes.size() <= std::size_t(b.index)) {
+      fresh->output_shapes.resize(b.index + 1);
+      fresh->output_dtypes.resize(b.index + 1);
+    }
+    fresh->output_shapes[b.index] = b.shape, fresh->output_dtypes[b.index] = b.dtype;
+  }
+  auto &c = detail::task_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  c.compiles++;
+  return c.map.emplace(full_key, fresh).first->second;
+}
+
+HIDET_INLINE std::vector<Tensor> launch_compiled(const CompiledTask &ct, const std::vector<Tensor> &inputs, Device dev) {
+  Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
+  std::vector<Tensor> bufs(ct.plan.buffers.size());
+  std::vector<Tensor> outputs(ct.output_shapes.size());
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    const auto &b = ct.plan.buffers[i];
+    if (b.role == PlanBuffer::Role::Input) {
+      bufs[i] = inputs.at(b.index).device() == run_dev ? inputs[b.index] : inputs[b.index].to(run_dev);
+      if (b.align > 1 && reinterpret_cast<std::uintptr_t>(bufs[i].data_ptr()) % std::uintptr_t(b.align) != 0) {
+        // A view at an offset the kernels' vector accesses cannot use: run on an aligned copy.
+        Tensor copy = empty(b.shape, b.dtype, run_dev);
+        runtime::detail::copy_bytes(copy.data_ptr(), run_dev, copy.is_host_memory(), bufs[i].data_ptr(), run_dev,
+                                    bufs[i].is_host_memory(), bufs[i].nbytes());
+        bufs[i] = copy;
+      }
+    } else {
+      bufs[i] = empty(b.shape, b.dtype, run_dev);
+      if (b.role == PlanBuffer::Role::Output) outputs[b.index] = bufs[i];
+    }
+  }
+  for (auto &step : ct.plan.steps) {
+    if (step.work == 0) continue;
+    std::vector<LaunchArg> args;
+    for (int a : step.args) args.emplace_back(bufs[a]);
+    ct.module[step.kernel].launch(args);
+  }
+  if (dev.is_cpu())
+    for (auto &o : outputs) o = o.to(dev);
+  return outputs;
+}
+} // namespace detail
+
+HIDET_INLINE std::size_t compiled_task_count() { return detail::task_cache().compiles; }
+
+} // namespace hidet::ops

@@ -1,0 +1,53 @@
+// Definitions for hidet/ops/create.hpp.
+#pragma once
+
+#include "hidet/ops/create.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "hidet/ops/cache.hpp"
+
+namespace hidet::ops::detail {
+
+template <class F>
+Tensor generate(const std::string &op, const std::string &attrs, const Shape &shape, DataType d, Device dev, F f) {
+  return run_task(
+      str_cat(op, "{", attrs, ", shape=", ints_str(shape), ", dtype=", d, "}"),
+      [&] {
+        auto y = compute(op, shape, [&](const Idx &i) { return f(i); }, d);
+        return Task{op, {}, {y}, attrs, {}};
+      },
+      {}, dev)[0];
+}
+
+} // namespace hidet::ops::detail
+
+namespace hidet::ops {
+
+HIDET_INLINE Tensor full(const Shape &shape, double value, DataType dtype, Device device) {
+  return detail::generate("full", "value=" + detail::fmt_double(value), shape, dtype, device,
+                          [&](const Idx &) { return Expr(ir::ConstantNode::make_float(dtypes::f64, value)); });
+}
+
+HIDET_INLINE Tensor arange(double start, double stop, double step, DataType dtype, Device device) {
+  if (step == 0) throw ValueError("arange: step must not be 0");
+  std::int64_t n = std::max<std::int64_t>(0, std::int64_t(std::ceil((stop - start) / step)));
+  return detail::generate("arange", str_cat("start=", detail::fmt_double(start), ", step=", detail::fmt_double(step)), {n}, dtype,
+                          device, [&](const Idx &i) { return Expr(lang::cast(i[0], dtypes::f64) * step + start); });
+}
+
+HIDET_INLINE Tensor linspace(double start, double stop, std::int64_t num, DataType dtype, Device device) {
+  if (num < 0) throw ValueError(str_cat("linspace: num must be non-negative, got ", num));
+  double step = num > 1 ? (stop - start) / double(num - 1) : 0;
+  return detail::generate("linspace", str_cat("start=", detail::fmt_double(start), ", step=", detail::fmt_double(step)), {num}, dtype,
+                          device, [&](const Idx &i) { return Expr(lang::cast(i[0], dtypes::f64) * step + start); });
+}
+
+HIDET_INLINE Tensor full_like(const Tensor &x, double value) { return ops::full(x.shape(), value, x.dtype(), x.device()); }
+
+HIDET_INLINE Tensor zeros_like(const Tensor &x) { return full_like(x, 0); }
+
+HIDET_INLINE Tensor ones_like(const Tensor &x) { return full_like(x, 1); }
+
+} // namespace hidet::ops

@@ -1,0 +1,95 @@
+// Definitions for hidet/ops/matmul.hpp.
+#pragma once
+
+#include "hidet/ops/matmul.hpp"
+
+#include <limits>
+
+#include "hidet/ops/cache.hpp"
+#include "hidet/ops/matmul_templates.hpp"
+#include "hidet/ops/schedule_matmul.hpp"
+
+namespace hidet::ops {
+
+HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b) {
+  if (a.ndim() == 0 || b.ndim() == 0)
+    throw ValueError(str_cat("matmul: operands must have at least one dimension, got shapes ", shape_str(a.shape()), " and ",
+                             shape_str(b.shape())));
+  Shape sa = a.shape(), sb = b.shape();
+  if (sa.size() == 1) sa.insert(sa.begin(), 1);
+  if (sb.size() == 1) sb.push_back(1);
+  std::int64_t m = sa[sa.size() - 2], k = sa.back(), k2 = sb[sb.size() - 2], n = sb.back();
+  if (k != k2)
+    throw ValueError(str_cat("matmul: cannot multiply shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), " (dtypes ",
+                             a.dtype(), " and ", b.dtype(), "): the last dimension of a (", k,
+                             ") must equal the second-to-last dimension of b (", k2, ")"));
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  Shape batch = broadcast_shapes("matmul", ba, bb, a.dtype(), b.dtype());
+  if (shape_numel(batch) > 65535)
+    throw ValueError(str_cat("matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), " give ", shape_numel(batch),
+                             " batches; at most 65535 are supported, reshape the batch into the rows of a"));
+  DataType t = promote_types(a.dtype(), b.dtype());
+  if (t.is_bool()) t = dtypes::i32;
+  Shape out = batch;
+  out.push_back(m), out.push_back(n);
+  Shape final_shape = batch;
+  if (a.ndim() > 1) final_shape.push_back(m);
+  if (b.ndim() > 1) final_shape.push_back(n);
+  // The templates: one float dtype, sizes in int range; b a matrix (a's batch folds into rows),
+  // or a batch in which each operand has the whole batch or none of it.
+  std::int64_t rows = sb.size() == 2 ? shape_numel(sa) / std::max<std::int64_t>(k, 1) : m;
+  std::int64_t count = sb.size() == 2 ? 1 : shape_numel(batch);
+  bool a_has = shape_numel(ba) > 1, b_has = shape_numel(bb) > 1;
+  bool batch_ok = count == 1 || ((!a_has || ba == batch) && (!b_has || bb == batch) && count <= 65535);
+  const std::int64_t int_max = std::numeric_limits<int>::max();
+  if (a.dtype() == b.dtype() && (t == dtypes::f32 || t.is_half()) && batch_ok && rows > 0 && n > 0 && k > 0 &&
+      rows * count <= int_max && n <= int_max && k <= int_max) {
+    templates::MatmulBatch mb{int(count), a_has, b_has};
+    Device dev = detail::common_device("matmul", {a, b});
+    Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
+    // On the device, with 16-byte aligned data (the kernels' vector copies and TMA need it).
+    auto prepare = [&](const Tensor &x, Shape shape) {
+      Tensor y = x.to(run_dev).reshape(std::move(shape));
+      return reinterpret_cast<std::uintptr_t>(y.data_ptr()) % 16 ? y.clone() : y;
+    };
+    auto with_batch = [&](bool has, Shape s) {
+      if (count > 1 && has) s.insert(s.begin(), count);
+      return s;
+    };
+    Tensor a2 = prepare(a, with_batch(a_has, {rows, k})), b2 = prepare(b, with_batch(b_has, {k, n}));
+    Tensor c = empty(out, t, run_dev), c2 = c.reshape(with_batch(true, {rows, n}));
+    if (auto run = matmul_template_kernel(int(rows), int(n), int(k), t, a2, b2, c2, mb)) {
+      run(a2, b2, c2);
+      if (dev.is_cpu()) c = c.to(dev);
+      return final_shape == out ? c : c.reshape(final_shape);
+    }
+  }
+  Tensor r = run_plan(
+      "matmul{}", [&] { return detail::matmul_plan(sa, a.dtype(), sb, b.dtype(), out, t, compute_dtype(t)); },
+      {a.reshape(sa), b.reshape(sb)})[0];
+  return final_shape == out ? r : r.reshape(final_shape);
+}
+
+HIDET_INLINE Tensor batch_matmul(const Tensor &a, const Tensor &b) {
+  if (a.ndim() != 3 || b.ndim() != 3 || a.shape()[0] != b.shape()[0])
+    throw ValueError(str_cat("batch_matmul: expected [B, m, k] and [B, k, n], got shapes ", shape_str(a.shape()), " and ",
+                             shape_str(b.shape())));
+  return matmul(a, b);
+}
+
+HIDET_INLINE Tensor linear(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias) {
+  if (weight.ndim() != 2)
+    throw ValueError(str_cat("linear: weight must be 2-D [out_features, in_features], got shape ", shape_str(weight.shape())));
+  Tensor wt = run_task(
+      "linear_weight_t{}",
+      [&] {
+        auto w = input("w", weight.shape(), weight.dtype());
+        auto y = compute("wt", {weight.shape()[1], weight.shape()[0]}, [&](Expr i, Expr j) { return w[j][i]; });
+        return Task{"transpose", {w}, {y}, "", {}};
+      },
+      {weight})[0];
+  Tensor y = matmul(x, wt);
+  return bias ? add(y, *bias) : y;
+}
+
+} // namespace hidet::ops

@@ -1,0 +1,158 @@
+// Definitions for hidet/ops/pool.hpp.
+#pragma once
+
+#include "hidet/ops/pool.hpp"
+
+#include "hidet/ops/cache.hpp"
+#include "hidet/ops/schedule_reduce.hpp"
+
+namespace hidet::ops {
+
+/// Window parameters of a 2-D pooling, per (height, width).
+struct Pool2dAttrs {
+  BOOST_HANA_DEFINE_STRUCT(Pool2dAttrs, (std::vector<std::int64_t>, kernel), (std::vector<std::int64_t>, stride),
+                           (std::vector<std::int64_t>, padding), (std::vector<std::int64_t>, dilation), (bool, ceil_mode),
+                           (bool, count_include_pad));
+};
+
+} // namespace hidet::ops
+
+namespace hidet::ops::detail {
+
+/// The output extent of one pooled axis (see the top of the file).
+HIDET_INLINE std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p, std::int64_t d, bool ceil_mode) {
+  std::int64_t span = in + 2 * p - d * (k - 1) - 1;
+  if (span < 0) return 0;
+  std::int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  return out;
+}
+
+/// Validates the arguments of a 2-D pooling and returns the output shape.
+HIDET_INLINE Shape pool2d_shape(const char *op, const Tensor &x, const Pool2dAttrs &a) {
+  if (x.ndim() != 4)
+    throw ValueError(str_cat(op, ": expected an NCHW tensor (4-D), got shape ", shape_str(x.shape()), " (", x.dtype(), ")"));
+  if (x.dtype().is_bool())
+    throw ValueError(str_cat(op, ": dtype bool is not supported (shape ", shape_str(x.shape()), "); cast it first"));
+  for (int i = 0; i < 2; ++i) {
+    if (a.kernel[i] <= 0 || a.stride[i] <= 0 || a.dilation[i] <= 0 || a.padding[i] < 0)
+      throw ValueError(str_cat(op, ": kernel ", ints_str(a.kernel), ", stride ", ints_str(a.stride), " and dilation ",
+                               ints_str(a.dilation), " must be positive and padding ", ints_str(a.padding), " non-negative"));
+    if (2 * a.padding[i] > a.kernel[i])
+      throw ValueError(str_cat(op, ": padding ", ints_str(a.padding), " must be at most half the kernel ", ints_str(a.kernel)));
+  }
+  Shape out{x.shape()[0], x.shape()[1]};
+  for (int i = 0; i < 2; ++i)
+    out.push_back(pool_out_size(x.shape()[2 + i], a.kernel[i], a.stride[i], a.padding[i], a.dilation[i], a.ceil_mode));
+  if ((out[2] == 0 || out[3] == 0) && x.numel() > 0)
+    throw ValueError(str_cat(op, ": the window ", ints_str(a.kernel), " (dilation ", ints_str(a.dilation), ", padding ",
+                             ints_str(a.padding), ") is larger than the padded input of shape ", shape_str(x.shape())));
+  return out;
+}
+
+HIDET_INLINE std::vector<std::int64_t> pair_of(const char *op, const char *what, std::vector<std::int64_t> v) {
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2) throw ValueError(str_cat(op, ": ", what, " must have 1 or 2 values, got ", ints_str(v)));
+  return v;
+}
+
+HIDET_INLINE Tensor pool2d(const char *op, const Tensor &x, Pool2dAttrs a, bool is_max) {
+  a.kernel = pair_of(op, "kernel", a.kernel);
+  a.stride = pair_of(op, "stride", a.stride.empty() ? a.kernel : a.stride);
+  a.padding = pair_of(op, "padding", a.padding);
+  a.dilation = pair_of(op, "dilation", a.dilation);
+  Shape out = pool2d_shape(op, x, a);
+  std::string attrs = attrs_str(a);
+  return run_task(
+      str_cat(op, "{", attrs, "}"),
+      [&] {
+        auto in = input("x", x.shape(), x.dtype());
+        std::int64_t H = x.shape()[2], W = x.shape()[3];
+        DataType cd = is_max ? x.dtype() : (x.dtype().is_float() ? compute_dtype(x.dtype()) : dtypes::f32);
+        auto r = reduce(out, {a.kernel[0], a.kernel[1]}, [&](const Idx &o, const Idx &k) {
+          Expr h = o[2] * int(a.stride[0]) - int(a.padding[0]) + k[0] * int(a.dilation[0]);
+          Expr w = o[3] * int(a.stride[1]) - int(a.padding[1]) + k[1] * int(a.dilation[1]);
+          Expr ok = h >= 0 && h < int(H) && w >= 0 && w < int(W);
+          Expr v = lang::cast(in.at({o[0], o[1], lang::min(lang::max(h, 0), int(H - 1)), lang::min(lang::max(w, 0), int(W - 1))}), cd);
+          Expr pad = Expr(reduce_init(is_max ? ReduceKind::Max : ReduceKind::Sum, cd));
+          return lang::select(ok, v, pad);
+        }, is_max ? ReduceKind::Max : ReduceKind::Sum, std::nullopt, is_max ? x.dtype() : cd, is_max ? std::string(op) : "window_sum");
+        if (is_max) return Task{op, {in}, {r}, attrs, {}};
+        auto y = compute(op, out, [&](const Idx &i) {
+          Expr cnt[2];
+          for (int d = 0; d < 2; ++d) {
+            std::int64_t n = x.shape()[2 + d], p = a.padding[d];
+            Expr start = i[2 + d] * int(a.stride[d]) - int(p);
+            Expr end = lang::min(start + int(a.kernel[d]), int(n + p));
+            if (!a.count_include_pad) start = lang::max(start, 0), end = lang::min(end, int(n));
+            cnt[d] = end - start;
+          }
+          return lang::cast(r.at(i), dtypes::f32) / lang::cast(cnt[0] * cnt[1], dtypes::f32);
+        }, x.dtype().is_float() ? x.dtype() : dtypes::f32);
+        return Task{op, {in}, {y}, attrs, {}};
+      },
+      {x})[0];
+}
+
+} // namespace hidet::ops::detail
+
+namespace hidet::ops {
+
+HIDET_INLINE Tensor max_pool2d(const Tensor &x, std::vector<std::int64_t> kernel, std::vector<std::int64_t> stride,
+                               std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation, bool ceil_mode) {
+  return detail::pool2d("max_pool2d", x, Pool2dAttrs{kernel, stride, padding, dilation, ceil_mode, true}, true);
+}
+
+HIDET_INLINE Tensor avg_pool2d(const Tensor &x, std::vector<std::int64_t> kernel, std::vector<std::int64_t> stride,
+                               std::vector<std::int64_t> padding, bool ceil_mode, bool count_include_pad,
+                               std::vector<std::int64_t> dilation) {
+  return detail::pool2d("avg_pool2d", x, Pool2dAttrs{kernel, stride, padding, dilation, ceil_mode, count_include_pad}, false);
+}
+
+HIDET_INLINE Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<std::int64_t> output_size) {
+  const char *op = "adaptive_avg_pool2d";
+  output_size = detail::pair_of(op, "output_size", output_size);
+  if (x.ndim() != 4)
+    throw ValueError(str_cat(op, ": expected an NCHW tensor (4-D), got shape ", shape_str(x.shape()), " (", x.dtype(), ")"));
+  if (!x.dtype().is_float())
+    throw ValueError(str_cat(op, ": expected a floating-point tensor, got dtype ", x.dtype(), " of shape ", shape_str(x.shape())));
+  for (int d = 0; d < 2; ++d)
+    if (output_size[d] <= 0 || x.shape()[2 + d] == 0)
+      throw ValueError(str_cat(op, ": output size ", detail::ints_str(output_size),
+                               " must be positive and the input's spatial dims non-empty, got input shape ", shape_str(x.shape())));
+  std::int64_t kmax[2];
+  for (int d = 0; d < 2; ++d) {
+    std::int64_t n = x.shape()[2 + d], o = output_size[d];
+    kmax[d] = 0;
+    for (std::int64_t i = 0; i < o; ++i) kmax[d] = std::max(kmax[d], ((i + 1) * n + o - 1) / o - i * n / o);
+  }
+  Shape out{x.shape()[0], x.shape()[1], output_size[0], output_size[1]};
+  std::string attrs = "output_size=" + detail::ints_str(output_size);
+  return run_task(
+      str_cat(op, "{", attrs, "}"),
+      [&] {
+        auto in = input("x", x.shape(), x.dtype());
+        auto bounds = [&](const Expr &i, int d) {
+          std::int64_t n = x.shape()[2 + d], o = output_size[d];
+          Expr start = i * int(n) / int(o);
+          Expr end = ((i + 1) * int(n) + int(o - 1)) / int(o);
+          return std::pair{start, end};
+        };
+        auto r = reduce(out, {kmax[0], kmax[1]}, [&](const Idx &o, const Idx &k) {
+          auto [h0, h1] = bounds(o[2], 0);
+          auto [w0, w1] = bounds(o[3], 1);
+          Expr h = h0 + k[0], w = w0 + k[1];
+          Expr v = lang::cast(in.at({o[0], o[1], lang::min(h, int(x.shape()[2] - 1)), lang::min(w, int(x.shape()[3] - 1))}), dtypes::f32);
+          return lang::select(h < h1 && w < w1, v, Expr(0.0f));
+        }, ReduceKind::Sum, dtypes::f32, dtypes::f32, "window_sum");
+        auto y = compute(op, out, [&](const Idx &i) {
+          auto [h0, h1] = bounds(i[2], 0);
+          auto [w0, w1] = bounds(i[3], 1);
+          return r.at(i) / lang::cast((h1 - h0) * (w1 - w0), dtypes::f32);
+        }, x.dtype());
+        return Task{op, {in}, {y}, attrs, {}};
+      },
+      {x})[0];
+}
+
+} // namespace hidet::ops

@@ -1,0 +1,42 @@
+// The execution plan of a task: the kernels of one script module, the buffers they use (task
+// inputs, task outputs, temporaries) and the launches in order. The scheduler (schedule.hpp)
+// produces plans; run_plan (cache.hpp) compiles and launches them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hidet/ops/compute.hpp"
+
+namespace hidet::ops {
+
+/// A buffer of an execution plan: a task input, a task output or a temporary.
+struct PlanBuffer {
+  enum class Role : std::uint8_t { Input, Output, Temp };
+  Role role = Role::Temp;
+  int index = 0; ///< position among the task's inputs / outputs
+  std::string name;
+  Shape shape;
+  DataType dtype;
+  /// Bytes the kernels need the data aligned to (vector accesses); 0 or 1: the element size.
+  /// run_plan copies a task input that is not aligned (a view at an odd offset) before launching.
+  int align = 0;
+};
+
+/// One kernel launch: the kernel's name in the module and the buffers passed to it.
+struct PlanStep {
+  std::string kernel;
+  std::vector<int> args;
+  std::int64_t work = 0; ///< number of output elements; 0 skips the launch (empty tensors)
+};
+
+/// How a task runs: a script module with one kernel per materialized tensor, the buffers and the
+/// launches in order.
+struct Plan {
+  lang::ScriptModule module{"task"};
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanStep> steps;
+};
+
+} // namespace hidet::ops
