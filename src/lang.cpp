@@ -7,3 +7,8 @@
 #include "hidet/lang/impl/module.ipp"
 #include "hidet/lang/impl/types.ipp"
 #include "hidet/lang/impl/var.ipp"
+
+#include "hidet/lang/primitives/impl/half.ipp"
+#include "hidet/lang/primitives/impl/hopper.ipp"
+#include "hidet/lang/primitives/impl/memory.ipp"
+#include "hidet/lang/primitives/impl/mma.ipp"
