@@ -41,31 +41,19 @@ private:
   static constexpr int kPrimary = 100, kUnary = 90, kSelect = 20;
   static int precedence(BinaryOp op);
   static int precedence(const Expr &e);
-
   static std::string float_text(double v, bool as_f32);
-
   void print_constant(const ConstantNode *c);
-
   void print_list(const std::vector<Expr> &xs);
-
   /// Prints `e`, parenthesized when its precedence is below `min_prec`.
   void print_expr(const Expr &e, int min_prec);
-
   void print_string(const std::string &s);
-
   void print_type(const Type &t);
-
   void indent(int level);
-
   /// Prints `{`, the block body one level deeper, and `}` (no trailing newline).
   void print_block(const Stmt &body, int level);
-
   void print_operands(const std::vector<AsmOperand> &ops);
-
   void print_stmt(const Stmt &s, int level);
-
   void print_dims(const char *label, const std::array<Expr, 3> &dims);
-
   void print_function(const Function &f);
 
   std::ostream &os_;
