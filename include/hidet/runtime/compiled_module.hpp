@@ -16,6 +16,7 @@
 #include "hidet/backend/compile_cache.hpp"
 #include "hidet/backend/emulator/program.hpp"
 #include "hidet/ir/eval.hpp"
+#include "hidet/ir/functor.hpp"
 #include "hidet/ir/printer.hpp"
 #include "hidet/lang/module.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
