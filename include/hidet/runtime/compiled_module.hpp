@@ -12,15 +12,12 @@
 #include <variant>
 #include <vector>
 
+#include "hidet/backend/compiled_binary.hpp"
 #include "hidet/ir/func.hpp"
 #include "hidet/lang/module.hpp"
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/stream.hpp"
 #include "hidet/runtime/tensor.hpp"
-
-namespace hidet::backend {
-struct CompiledBinary;
-} // namespace hidet::backend
 
 namespace hidet::runtime::detail {
 struct KernelInfo;

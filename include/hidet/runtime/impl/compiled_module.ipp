@@ -11,6 +11,7 @@
 #include "hidet/backend/emulator/program.hpp"
 #include "hidet/backend/kernel_arg.hpp"
 #include "hidet/ir/eval.hpp"
+#include "hidet/ir/functor.hpp"
 #include "hidet/ir/printer.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/runtime/detail/kernel_info.hpp"
