@@ -5,13 +5,21 @@
 //  * host launch overhead of CompiledModule's call against a raw cuLaunchKernel of the same
 //    CUfunction with pre-packed arguments, in the same run (GPU only).
 // Targets (issue 2): warm load under 5 ms; launch overhead at most 1.5x the raw launch.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <vector>
 
+#include "hidet/backend/codegen.hpp"
+#include "hidet/backend/compile_cache.hpp"
+#include "hidet/backend/nvrtc.hpp"
 #include "hidet/hidet.hpp"
+#include "hidet/runtime/cuda_driver.hpp"
+#include "hidet/runtime/detail/kernel_info.hpp"
+#include "hidet/transforms/lower.hpp"
 
 using namespace hidet::lang;
 using hidet::f32;

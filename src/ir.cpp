@@ -1,1 +1,19 @@
-// libhidet: the ir layer's definitions (compiled mode).
+// libhidet: the ir layer's definitions (compiled mode), with hidet/error.hpp and hidet/util.
+#include "hidet/impl/error.ipp"
+#include "hidet/util/impl/dynlib.ipp"
+#include "hidet/util/impl/env.ipp"
+#include "hidet/util/impl/hash.ipp"
+
+#include "hidet/ir/impl/dtype.ipp"
+#include "hidet/ir/impl/equal.ipp"
+#include "hidet/ir/impl/eval.ipp"
+#include "hidet/ir/impl/expr.ipp"
+#include "hidet/ir/impl/func.ipp"
+#include "hidet/ir/impl/functor.ipp"
+#include "hidet/ir/impl/intrinsic.ipp"
+#include "hidet/ir/impl/layout.ipp"
+#include "hidet/ir/impl/layouts.ipp"
+#include "hidet/ir/impl/node.ipp"
+#include "hidet/ir/impl/printer.ipp"
+#include "hidet/ir/impl/stmt.ipp"
+#include "hidet/ir/impl/type.ipp"

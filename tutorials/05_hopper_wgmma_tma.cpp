@@ -53,6 +53,7 @@
 #include <random>
 #include <string>
 
+#include <hidet/backend/nvrtc.hpp> // CompiledModule::binary()
 #include <hidet/hidet.hpp>
 #include <hidet/ops/templates/matmul_wgmma.hpp>
 

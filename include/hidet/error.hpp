@@ -28,10 +28,7 @@ struct SourceLoc {
 
   bool valid() const { return file != nullptr && line != 0; }
   /// "file.cpp:12", or "<unknown location>".
-  std::string str() const {
-    if (!valid()) return "<unknown location>";
-    return std::string(file) + ":" + std::to_string(line);
-  }
+  std::string str() const;
   bool operator==(const SourceLoc &o) const = default;
 };
 
@@ -45,9 +42,7 @@ template <class... Args> std::string str_cat(const Args &...args) {
 /// A user error. what() is "file:line: message" when a location is known.
 class Error : public std::runtime_error {
 public:
-  explicit Error(const std::string &message, SourceLoc loc = {})
-      : std::runtime_error(loc.valid() ? loc.str() + ": " + message : message), loc_(loc),
-        message_(message) {}
+  explicit Error(const std::string &message, SourceLoc loc = {});
   /// The user's source position the error refers to (may be invalid).
   const SourceLoc &loc() const { return loc_; }
   /// The message without the location prefix.
@@ -82,11 +77,8 @@ public:
 };
 
 namespace detail {
-[[noreturn]] inline void internal_fail(const char *cond, const std::string &msg,
-                                       std::source_location loc = std::source_location::current()) {
-  throw InternalError(str_cat("hidet internal error at ", loc.file_name(), ":", loc.line(),
-                              ": check `", cond, "` failed", msg.empty() ? "" : ": ", msg));
-}
+[[noreturn]] void internal_fail(const char *cond, const std::string &msg,
+                                std::source_location loc = std::source_location::current());
 } // namespace detail
 
 } // namespace hidet
@@ -97,3 +89,7 @@ namespace detail {
     if (!(cond)) [[unlikely]]                                                                      \
       ::hidet::detail::internal_fail(#cond, ::hidet::str_cat("" __VA_OPT__(, ) __VA_ARGS__));      \
   } while (0)
+
+#if HIDET_HEADER_ONLY
+#include "hidet/impl/error.ipp"
+#endif

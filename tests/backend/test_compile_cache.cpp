@@ -15,6 +15,8 @@
 #include "codegen_test_kernels.hpp"
 #include "hidet/backend/codegen.hpp"
 #include "hidet/backend/compile_cache.hpp"
+#include "hidet/util/env.hpp"
+#include "hidet/util/hash.hpp"
 
 using namespace hidet;
 using namespace hidet::backend;

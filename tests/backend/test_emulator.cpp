@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "hidet/backend/emulator/call_nodes.hpp" // format_printf, Slot (internal)
 #include "hidet/backend/emulator/program.hpp"
 #include "test_emulator_kernels.hpp"
 

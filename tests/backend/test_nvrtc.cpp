@@ -12,6 +12,7 @@
 #include "codegen_test_kernels.hpp"
 #include "hidet/backend/codegen.hpp"
 #include "hidet/backend/nvrtc.hpp"
+#include "hidet/util/dynlib.hpp"
 
 using namespace hidet;
 using namespace hidet::backend;

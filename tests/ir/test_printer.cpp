@@ -1,6 +1,8 @@
 // Tests of the IR printer: the exact text of a kernel, unique names, constants, precedence.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "hidet/ir/printer.hpp"
 
 using namespace hidet;

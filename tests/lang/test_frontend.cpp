@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "hidet/ir/equal.hpp"
+#include "hidet/ir/functor.hpp"
 #include "hidet/ir/printer.hpp"
 #include "hidet/lang.hpp"
 #include "hidet/transforms/lower.hpp"

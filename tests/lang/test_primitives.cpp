@@ -7,7 +7,9 @@
 
 #include <random>
 
+#include "hidet/backend/nvrtc.hpp" // CompiledModule::binary()
 #include "hidet/hidet.hpp"
+#include "hidet/ir/printer.hpp" // ir::to_string
 #include "hidet/runtime/tensor_map.hpp"
 
 using namespace hidet::lang;

@@ -9,6 +9,7 @@
 
 #include "hidet/backend/emulator/program.hpp"
 #include "hidet/ir/eval.hpp"
+#include "hidet/ir/printer.hpp"
 #include "hidet/ops/schedule.hpp"
 #include "hidet/transforms/lower.hpp"
 

@@ -1,7 +1,9 @@
 // Devices: parsing and printing, the emulated device description, streams on the emulator.
 #include <doctest/doctest.h>
 
+#include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/runtime/stream.hpp"
+#include "hidet/util/env.hpp"
 
 using hidet::Device;
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/runtime/tensor.hpp"
 
 using namespace hidet;

@@ -9,7 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/runtime/tensor.hpp"
+#include "hidet/util/env.hpp"
 
 TEST_CASE("driver: unavailable driver falls back to the emulator with one notice") {
   std::string path = hidet::util::env_string_or("HIDET_LIBCUDA_PATH", "");

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "hidet/ir/equal.hpp"
+#include "hidet/ir/printer.hpp"
 #include "hidet/transforms/lower.hpp"
 
 using namespace hidet;

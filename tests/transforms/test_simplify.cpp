@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "hidet/ir/equal.hpp"
 #include "hidet/ir/printer.hpp"
 #include "hidet/transforms/simplify.hpp"
 

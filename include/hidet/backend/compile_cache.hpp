@@ -9,21 +9,13 @@
 //    processes never see half-written entries.
 #pragma once
 
-#include <unistd.h>
-
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include "hidet/backend/nvrtc.hpp"
-#include "hidet/version.hpp"
+#include "hidet/config.hpp"
 
 namespace hidet::backend {
 
@@ -38,215 +30,45 @@ struct CompileCacheStats {
 
 namespace detail {
 
-struct CompileCacheState {
-  std::mutex mu;
-  std::unordered_map<std::string, CompiledBinary> entries;
-  CompileCacheStats stats;
-};
-inline CompileCacheState &compile_cache_state() {
-  static CompileCacheState s;
-  return s;
-}
-
-inline constexpr char kCacheMagic[8] = {'H', 'I', 'D', 'E', 'T', 'K', 'C', '\n'};
-inline constexpr std::uint32_t kCacheFormat = 1;
-inline constexpr std::size_t kCacheHeaderSize = 8 + 4 + 4 + 8 + 16;
-
-inline void put_u64(std::string &out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i)
-    out += char((v >> (8 * i)) & 0xff);
-}
-inline std::uint64_t get_u64(const char *p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i)
-    v |= std::uint64_t(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
-inline void put_field(std::string &out, std::string_view s) {
-  put_u64(out, s.size());
-  out.append(s.data(), s.size());
-}
-
 /// Serializes an entry (header + payload).
-inline std::string encode_cache_entry(const std::string &key, const CompiledBinary &b) {
-  std::string payload;
-  put_field(payload, key);
-  put_field(payload, b.arch);
-  put_field(payload, std::string_view(b.cubin.data(), b.cubin.size()));
-  put_field(payload, b.ptx);
-  put_field(payload, b.log);
-  put_field(payload, std::to_string(b.compile_ms));
-  util::Hash128 sum = util::hash128(payload);
-  std::string out(kCacheMagic, 8);
-  for (int i = 0; i < 4; ++i)
-    out += char((kCacheFormat >> (8 * i)) & 0xff);
-  out.append(4, '\0');
-  put_u64(out, payload.size());
-  put_u64(out, sum.hi);
-  put_u64(out, sum.lo);
-  return out + payload;
-}
-
+std::string encode_cache_entry(const std::string &key, const CompiledBinary &b);
 /// Parses an entry; nullopt when anything is wrong (magic, format, length, checksum, key).
-inline std::optional<CompiledBinary> decode_cache_entry(const std::string &data,
-                                                        const std::string &key) {
-  if (data.size() < kCacheHeaderSize || std::memcmp(data.data(), kCacheMagic, 8) != 0)
-    return std::nullopt;
-  std::uint32_t format = std::uint32_t(get_u64(data.data() + 8) & 0xffffffffu);
-  std::uint64_t len = get_u64(data.data() + 16);
-  if (format != kCacheFormat || len != data.size() - kCacheHeaderSize)
-    return std::nullopt;
-  std::string_view payload(data.data() + kCacheHeaderSize, len);
-  util::Hash128 sum = util::hash128(payload);
-  if (sum.hi != get_u64(data.data() + 24) || sum.lo != get_u64(data.data() + 32))
-    return std::nullopt;
-  std::size_t pos = 0;
-  auto field = [&](std::string &out) {
-    if (payload.size() - pos < 8)
-      return false;
-    std::uint64_t n = get_u64(payload.data() + pos);
-    pos += 8;
-    if (payload.size() - pos < n)
-      return false;
-    out.assign(payload.data() + pos, n);
-    pos += n;
-    return true;
-  };
-  std::string k, cubin, ms;
-  CompiledBinary b;
-  if (!field(k) || k != key || !field(b.arch) || !field(cubin) || !field(b.ptx) || !field(b.log) ||
-      !field(ms) || pos != payload.size() || cubin.empty())
-    return std::nullopt;
-  b.cubin.assign(cubin.begin(), cubin.end());
-  b.compile_ms = std::atof(ms.c_str());
-  return b;
-}
-
-inline std::optional<std::string> read_file_bytes(const std::filesystem::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f)
-    return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
+std::optional<CompiledBinary> decode_cache_entry(const std::string &data, const std::string &key);
+/// The bytes of file `p`, or nullopt when it cannot be read.
+std::optional<std::string> read_file_bytes(const std::filesystem::path &p);
 /// Writes `data` to `path` atomically (temp file in the same dir + rename); false on failure.
-inline bool write_file_atomic(const std::filesystem::path &path, const std::string &data) {
-  static std::atomic<std::uint64_t> counter{0};
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  std::filesystem::path tmp =
-      path.string() + str_cat(".tmp.", ::getpid(), ".", counter.fetch_add(1));
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      return false;
-    f.write(data.data(), std::streamsize(data.size()));
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp, ec);
-      return false;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    std::filesystem::remove(tmp, ec);
-  return !ec;
-}
+bool write_file_atomic(const std::filesystem::path &path, const std::string &data);
 
 } // namespace detail
 
 /// The disk cache root: $HIDET_CACHE_DIR, else $XDG_CACHE_HOME/hidet, else ~/.cache/hidet.
-inline std::filesystem::path cache_root_dir() {
-  if (auto d = util::env_string_or("HIDET_CACHE_DIR", ""); !d.empty())
-    return d;
-  if (auto x = util::env_string_or("XDG_CACHE_HOME", ""); !x.empty())
-    return std::filesystem::path(x) / "hidet";
-  std::string home = util::env_string_or("HOME", "");
-  if (home.empty())
-    return std::filesystem::temp_directory_path() / "hidet-cache";
-  return std::filesystem::path(home) / ".cache" / "hidet";
-}
+std::filesystem::path cache_root_dir();
 
 /// The directory of compiled-kernel entries (<root>/kernels).
-inline std::filesystem::path kernel_cache_dir() { return cache_root_dir() / "kernels"; }
+std::filesystem::path kernel_cache_dir();
 
 /// The cache key (32 hex digits) of compiling `source` with `opts`.
-inline std::string compile_cache_key(const std::string &source, const CompileOptions &opts) {
-  std::vector<std::string> options = nvrtc_options(opts);
-  std::sort(options.begin(), options.end());
-  util::Hasher128 h;
-  h.add(std::string_view(HIDET_VERSION_STRING)).add(source).add(std::uint64_t(options.size()));
-  for (auto &o : options)
-    h.add(o);
-  h.add(std::uint64_t(nvrtc_version()));
-  h.add(opts.arch.empty() ? default_cuda_arch() : opts.arch);
-  return h.finish().hex();
-}
+std::string compile_cache_key(const std::string &source, const CompileOptions &opts);
 
 /// The disk entry path for a key.
-inline std::filesystem::path compile_cache_entry_path(const std::string &key) {
-  return kernel_cache_dir() / (key + ".hkc");
-}
+std::filesystem::path compile_cache_entry_path(const std::string &key);
 
 /// A snapshot of the counters.
-inline CompileCacheStats compile_cache_stats() {
-  auto &st = detail::compile_cache_state();
-  std::lock_guard<std::mutex> lock(st.mu);
-  return st.stats;
-}
+CompileCacheStats compile_cache_stats();
 /// Sets every counter to zero.
-inline void reset_compile_cache_stats() {
-  auto &st = detail::compile_cache_state();
-  std::lock_guard<std::mutex> lock(st.mu);
-  st.stats = {};
-}
+void reset_compile_cache_stats();
 /// Drops every in-process entry (the disk cache is untouched).
-inline void clear_memory_compile_cache() {
-  auto &st = detail::compile_cache_state();
-  std::lock_guard<std::mutex> lock(st.mu);
-  st.entries.clear();
-}
+void clear_memory_compile_cache();
 
 /// nvrtc_compile() through the caches: the in-process map, then the disk entry (unless
 /// HIDET_DISABLE_CACHE=1), then NVRTC, whose result is stored in both. A hit has from_cache set
 /// and compile_ms of the original compile. Errors are those of nvrtc_compile(); a disk cache
 /// that cannot be written is skipped silently.
-inline CompiledBinary compile_cuda_cached(const std::string &source, const std::string &name,
-                                          const CompileOptions &opts) {
-  auto &st = detail::compile_cache_state();
-  std::string key = compile_cache_key(source, opts);
-  {
-    std::lock_guard<std::mutex> lock(st.mu);
-    if (auto it = st.entries.find(key); it != st.entries.end()) {
-      ++st.stats.memory_hits;
-      CompiledBinary b = it->second;
-      b.from_cache = true;
-      return b;
-    }
-  }
-  bool use_disk = !util::env_bool("HIDET_DISABLE_CACHE", false);
-  std::filesystem::path path = compile_cache_entry_path(key);
-  if (use_disk) {
-    if (auto data = detail::read_file_bytes(path)) {
-      if (auto b = detail::decode_cache_entry(*data, key)) {
-        std::lock_guard<std::mutex> lock(st.mu);
-        ++st.stats.disk_hits;
-        st.entries.emplace(key, *b);
-        b->from_cache = true;
-        return *b;
-      }
-      std::lock_guard<std::mutex> lock(st.mu);
-      ++st.stats.corrupt_entries;
-    }
-  }
-  CompiledBinary b = nvrtc_compile(source, name, opts);
-  bool wrote = use_disk && detail::write_file_atomic(path, detail::encode_cache_entry(key, b));
-  std::lock_guard<std::mutex> lock(st.mu);
-  ++st.stats.compiles;
-  if (wrote)
-    ++st.stats.disk_writes;
-  st.entries.emplace(key, b);
-  return b;
-}
+CompiledBinary compile_cuda_cached(const std::string &source, const std::string &name,
+                                   const CompileOptions &opts);
 
 } // namespace hidet::backend
+
+#if HIDET_HEADER_ONLY
+#include "hidet/backend/impl/compile_cache.ipp"
+#endif

@@ -6,6 +6,8 @@
 #include <ostream>
 #include <string_view>
 
+#include "hidet/config.hpp"
+
 namespace hidet {
 
 /// The scalar data types. Listed once; everything else is derived from this table:
@@ -119,19 +121,10 @@ inline constexpr DataType f16{DTypeCode::F16}, bf16{DTypeCode::BF16}, f32{DTypeC
 } // namespace dtypes
 
 /// Parses "f32", "float32", "half", ...; returns false when unknown.
-inline bool parse_dtype(std::string_view s, DataType &out) {
-#define HIDET_X(e, sh, l, c, n, f, sg)                                                             \
-  if (s == sh || s == l) {                                                                         \
-    out = DataType(DTypeCode::e);                                                                  \
-    return true;                                                                                   \
-  }
-  HIDET_DTYPES(HIDET_X)
-#undef HIDET_X
-  if (s == "half") return out = dtypes::f16, true;
-  if (s == "float") return out = dtypes::f32, true;
-  if (s == "double") return out = dtypes::f64, true;
-  if (s == "int") return out = dtypes::i32, true;
-  return false;
-}
+bool parse_dtype(std::string_view s, DataType &out);
 
 } // namespace hidet
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ir/impl/dtype.ipp"
+#endif

@@ -15,10 +15,8 @@ enum class FuncKind : std::uint8_t {
   Device, ///< __device__, called from kernels or other device functions
   Host,   ///< runs on the host (reserved for generated launchers)
 };
-inline const char *func_kind_name(FuncKind k) {
-  static const char *s[] = {"kernel", "device", "host"};
-  return s[static_cast<int>(k)];
-}
+/// "kernel", "device", "host".
+const char *func_kind_name(FuncKind k);
 
 /// Launch attributes of a kernel. Dims are expressions over the kernel's parameters (scalar
 /// parameters and symbolic dimensions), evaluated by the launcher.
@@ -66,11 +64,7 @@ struct ModuleNode : Object {
   std::vector<Function> functions;
   explicit ModuleNode(std::vector<Function> f) : Object(kKind), functions(std::move(f)) {}
   /// The function with this name, or null.
-  Function lookup(const std::string &name) const {
-    for (auto &f : functions)
-      if (f->name == name) return f;
-    return {};
-  }
+  Function lookup(const std::string &name) const;
 };
 using Module = Ref<ModuleNode>;
 
@@ -79,3 +73,7 @@ inline Module make_module(std::vector<Function> functions) {
 }
 
 } // namespace hidet::ir
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ir/impl/func.ipp"
+#endif

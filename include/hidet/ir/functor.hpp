@@ -17,283 +17,85 @@ class IRVisitor {
 public:
   virtual ~IRVisitor() = default;
 
-  virtual void visit(const Expr &e) {
-    if (!e) return;
-    switch (e->kind) {
-#define HIDET_X(Name)                                                                              \
-  case NodeKind::Name: return visit_##Name(static_cast<const Name##Node *>(e.get()));
-      HIDET_EXPR_NODES(HIDET_X)
-#undef HIDET_X
-    default: HIDET_ASSERT(false, "not an expression");
-    }
-  }
-  virtual void visit(const Stmt &s) {
-    if (!s) return;
-    switch (s->kind) {
-#define HIDET_X(Name)                                                                              \
-  case NodeKind::Name: return visit_##Name(static_cast<const Name##Node *>(s.get()));
-      HIDET_STMT_NODES(HIDET_X)
-#undef HIDET_X
-    default: HIDET_ASSERT(false, "not a statement");
-    }
-  }
-  virtual void visit(const Function &f) {
-    for (auto &p : f->params) visit_type(p->type);
-    for (auto &d : f->attrs.grid_dim) visit(d);
-    for (auto &d : f->attrs.block_dim) visit(d);
-    visit(f->attrs.dynamic_smem_bytes);
-    visit(f->body);
-  }
-  virtual void visit(const Module &m) {
-    for (auto &f : m->functions) visit(f);
-  }
+  virtual void visit(const Expr &e);
+  virtual void visit(const Stmt &s);
+  virtual void visit(const Function &f);
+  virtual void visit(const Module &m);
   /// Visits the shape expressions of tensor types.
-  virtual void visit_type(const Type &t) {
-    if (auto tt = t.as<TensorTypeNode>())
-      for (auto &d : tt->shape) visit(d);
-  }
+  virtual void visit_type(const Type &t);
 
 protected:
-  virtual void visit_Constant(const ConstantNode *) {}
-  virtual void visit_Var(const VarNode *) {}
-  virtual void visit_Builtin(const BuiltinNode *) {}
-  virtual void visit_Unary(const UnaryNode *e) { visit(e->a); }
-  virtual void visit_Binary(const BinaryNode *e) { visit(e->a), visit(e->b); }
-  virtual void visit_Cast(const CastNode *e) { visit(e->a); }
-  virtual void visit_Select(const SelectNode *e) { visit(e->cond), visit(e->t), visit(e->f); }
-  virtual void visit_Call(const CallNode *e) {
-    for (auto &a : e->args) visit(a);
-  }
-  virtual void visit_TensorElement(const TensorElementNode *e) {
-    visit(Expr(e->base));
-    for (auto &i : e->indices) visit(i);
-  }
-  virtual void visit_Address(const AddressNode *e) { visit(e->a); }
-  virtual void visit_Deref(const DerefNode *e) { visit(e->a); }
+  virtual void visit_Constant(const ConstantNode *);
+  virtual void visit_Var(const VarNode *);
+  virtual void visit_Builtin(const BuiltinNode *);
+  virtual void visit_Unary(const UnaryNode *e);
+  virtual void visit_Binary(const BinaryNode *e);
+  virtual void visit_Cast(const CastNode *e);
+  virtual void visit_Select(const SelectNode *e);
+  virtual void visit_Call(const CallNode *e);
+  virtual void visit_TensorElement(const TensorElementNode *e);
+  virtual void visit_Address(const AddressNode *e);
+  virtual void visit_Deref(const DerefNode *e);
 
-  virtual void visit_DeclareStmt(const DeclareStmtNode *s) {
-    visit_type(s->var->type);
-    visit(s->init);
-  }
-  virtual void visit_AssignStmt(const AssignStmtNode *s) {
-    visit(Expr(s->var));
-    visit(s->value);
-  }
-  virtual void visit_BufferStoreStmt(const BufferStoreStmtNode *s) {
-    visit(Expr(s->base));
-    for (auto &i : s->indices) visit(i);
-    visit(s->value);
-  }
-  virtual void visit_SeqStmt(const SeqStmtNode *s) {
-    for (auto &x : s->seq) visit(x);
-  }
-  virtual void visit_ForStmt(const ForStmtNode *s) {
-    visit(s->start), visit(s->stop), visit(s->step);
-    visit(s->body);
-  }
-  virtual void visit_WhileStmt(const WhileStmtNode *s) { visit(s->cond), visit(s->body); }
-  virtual void visit_IfStmt(const IfStmtNode *s) {
-    visit(s->cond), visit(s->then_body), visit(s->else_body);
-  }
-  virtual void visit_BreakStmt(const BreakStmtNode *) {}
-  virtual void visit_ContinueStmt(const ContinueStmtNode *) {}
-  virtual void visit_ReturnStmt(const ReturnStmtNode *s) { visit(s->value); }
-  virtual void visit_EvaluateStmt(const EvaluateStmtNode *s) { visit(s->expr); }
-  virtual void visit_AssertStmt(const AssertStmtNode *s) { visit(s->cond); }
-  virtual void visit_AsmStmt(const AsmStmtNode *s) {
-    for (auto &o : s->outputs) visit(o.expr);
-    for (auto &i : s->inputs) visit(i.expr);
-  }
+  virtual void visit_DeclareStmt(const DeclareStmtNode *s);
+  virtual void visit_AssignStmt(const AssignStmtNode *s);
+  virtual void visit_BufferStoreStmt(const BufferStoreStmtNode *s);
+  virtual void visit_SeqStmt(const SeqStmtNode *s);
+  virtual void visit_ForStmt(const ForStmtNode *s);
+  virtual void visit_WhileStmt(const WhileStmtNode *s);
+  virtual void visit_IfStmt(const IfStmtNode *s);
+  virtual void visit_BreakStmt(const BreakStmtNode *);
+  virtual void visit_ContinueStmt(const ContinueStmtNode *);
+  virtual void visit_ReturnStmt(const ReturnStmtNode *s);
+  virtual void visit_EvaluateStmt(const EvaluateStmtNode *s);
+  virtual void visit_AssertStmt(const AssertStmtNode *s);
+  virtual void visit_AsmStmt(const AsmStmtNode *s);
 };
 
 class IRMutator {
 public:
   virtual ~IRMutator() = default;
 
-  virtual Expr mutate(const Expr &e) {
-    if (!e) return e;
-    switch (e->kind) {
-#define HIDET_X(Name)                                                                              \
-  case NodeKind::Name: return mutate_##Name(e, static_cast<const Name##Node *>(e.get()));
-      HIDET_EXPR_NODES(HIDET_X)
-#undef HIDET_X
-    default: HIDET_ASSERT(false, "not an expression");
-    }
-    return e;
-  }
-  virtual Stmt mutate(const Stmt &s) {
-    if (!s) return s;
-    switch (s->kind) {
-#define HIDET_X(Name)                                                                              \
-  case NodeKind::Name: return mutate_##Name(s, static_cast<const Name##Node *>(s.get()));
-      HIDET_STMT_NODES(HIDET_X)
-#undef HIDET_X
-    default: HIDET_ASSERT(false, "not a statement");
-    }
-    return s;
-  }
+  virtual Expr mutate(const Expr &e);
+  virtual Stmt mutate(const Stmt &s);
   /// Mutates a function's body and attribute expressions; returns `f` itself if nothing changed.
-  virtual Function mutate(const Function &f) {
-    FuncAttrs attrs = f->attrs;
-    bool changed = false;
-    auto upd = [&](Expr &e) {
-      Expr n = mutate(e);
-      changed |= !n.same_as(e);
-      e = n;
-    };
-    for (auto &d : attrs.grid_dim) upd(d);
-    for (auto &d : attrs.block_dim) upd(d);
-    upd(attrs.dynamic_smem_bytes);
-    Stmt body = mutate(f->body);
-    changed |= !body.same_as(f->body);
-    if (!changed) return f;
-    return make_function(f->name, f->params, body, f->ret_type, f->func_kind, attrs, f->loc);
-  }
-  virtual Module mutate(const Module &m) {
-    std::vector<Function> fs;
-    bool changed = false;
-    for (auto &f : m->functions) {
-      fs.push_back(mutate(f));
-      changed |= !fs.back().same_as(f);
-    }
-    return changed ? make_module(std::move(fs)) : m;
-  }
+  virtual Function mutate(const Function &f);
+  virtual Module mutate(const Module &m);
 
 protected:
   /// Mutates a list; returns true if any element changed.
-  bool mutate_list(const std::vector<Expr> &in, std::vector<Expr> &out) {
-    bool changed = false;
-    out.clear();
-    out.reserve(in.size());
-    for (auto &x : in) {
-      out.push_back(mutate(x));
-      changed |= !out.back().same_as(x);
-    }
-    return changed;
-  }
+  bool mutate_list(const std::vector<Expr> &in, std::vector<Expr> &out);
   /// Variables are not rewritten by default; a pass that substitutes overrides mutate_Var.
-  Var mutate_var_ref(const Var &v) {
-    Expr e = mutate(Expr(v));
-    auto nv = e.as<VarNode>();
-    HIDET_ASSERT(nv, "a variable in a definition position was replaced by a non-variable");
-    return Var(nv);
-  }
+  Var mutate_var_ref(const Var &v);
 
-  virtual Expr mutate_Constant(const Expr &e, const ConstantNode *) { return e; }
-  virtual Expr mutate_Var(const Expr &e, const VarNode *) { return e; }
-  virtual Expr mutate_Builtin(const Expr &e, const BuiltinNode *) { return e; }
-  virtual Expr mutate_Unary(const Expr &e, const UnaryNode *n) {
-    Expr a = mutate(n->a);
-    return a.same_as(n->a) ? e : UnaryNode::make(n->op, a, n->loc);
-  }
-  virtual Expr mutate_Binary(const Expr &e, const BinaryNode *n) {
-    Expr a = mutate(n->a), b = mutate(n->b);
-    return a.same_as(n->a) && b.same_as(n->b) ? e : BinaryNode::make(n->op, a, b, n->loc);
-  }
-  virtual Expr mutate_Cast(const Expr &e, const CastNode *n) {
-    Expr a = mutate(n->a);
-    return a.same_as(n->a) ? e : CastNode::make(a, n->type, n->loc);
-  }
-  virtual Expr mutate_Select(const Expr &e, const SelectNode *n) {
-    Expr c = mutate(n->cond), t = mutate(n->t), f = mutate(n->f);
-    return c.same_as(n->cond) && t.same_as(n->t) && f.same_as(n->f) ? e : SelectNode::make(c, t, f, n->loc);
-  }
-  virtual Expr mutate_Call(const Expr &e, const CallNode *n) {
-    std::vector<Expr> args;
-    if (!mutate_list(n->args, args)) return e;
-    return Expr(new CallNode(n->op, n->func_name, std::move(args), n->text, n->type, n->loc));
-  }
-  virtual Expr mutate_TensorElement(const Expr &e, const TensorElementNode *n) {
-    Var base = mutate_var_ref(n->base);
-    std::vector<Expr> idx;
-    bool changed = mutate_list(n->indices, idx);
-    if (!changed && base.same_as(n->base)) return e;
-    return TensorElementNode::make(base, std::move(idx), n->loc);
-  }
-  virtual Expr mutate_Address(const Expr &e, const AddressNode *n) {
-    Expr a = mutate(n->a);
-    return a.same_as(n->a) ? e : AddressNode::make(a, n->loc);
-  }
-  virtual Expr mutate_Deref(const Expr &e, const DerefNode *n) {
-    Expr a = mutate(n->a);
-    return a.same_as(n->a) ? e : DerefNode::make(a, n->loc);
-  }
+  virtual Expr mutate_Constant(const Expr &e, const ConstantNode *);
+  virtual Expr mutate_Var(const Expr &e, const VarNode *);
+  virtual Expr mutate_Builtin(const Expr &e, const BuiltinNode *);
+  virtual Expr mutate_Unary(const Expr &e, const UnaryNode *n);
+  virtual Expr mutate_Binary(const Expr &e, const BinaryNode *n);
+  virtual Expr mutate_Cast(const Expr &e, const CastNode *n);
+  virtual Expr mutate_Select(const Expr &e, const SelectNode *n);
+  virtual Expr mutate_Call(const Expr &e, const CallNode *n);
+  virtual Expr mutate_TensorElement(const Expr &e, const TensorElementNode *n);
+  virtual Expr mutate_Address(const Expr &e, const AddressNode *n);
+  virtual Expr mutate_Deref(const Expr &e, const DerefNode *n);
 
-  virtual Stmt mutate_DeclareStmt(const Stmt &s, const DeclareStmtNode *n) {
-    Var v = mutate_var_ref(n->var);
-    Expr init = mutate(n->init);
-    return v.same_as(n->var) && init.same_as(n->init) ? s : DeclareStmtNode::make(v, init, n->loc);
-  }
-  virtual Stmt mutate_AssignStmt(const Stmt &s, const AssignStmtNode *n) {
-    Var v = mutate_var_ref(n->var);
-    Expr x = mutate(n->value);
-    return v.same_as(n->var) && x.same_as(n->value) ? s : AssignStmtNode::make(v, x, n->loc);
-  }
-  virtual Stmt mutate_BufferStoreStmt(const Stmt &s, const BufferStoreStmtNode *n) {
-    Var base = mutate_var_ref(n->base);
-    std::vector<Expr> idx;
-    bool changed = mutate_list(n->indices, idx);
-    Expr v = mutate(n->value);
-    if (!changed && base.same_as(n->base) && v.same_as(n->value)) return s;
-    return BufferStoreStmtNode::make(base, std::move(idx), v, n->loc);
-  }
-  virtual Stmt mutate_SeqStmt(const Stmt &s, const SeqStmtNode *n) {
-    std::vector<Stmt> out;
-    bool changed = false;
-    for (auto &x : n->seq) {
-      out.push_back(mutate(x));
-      changed |= !out.back().same_as(x);
-    }
-    return changed ? seq(std::move(out), n->loc) : s;
-  }
-  virtual Stmt mutate_ForStmt(const Stmt &s, const ForStmtNode *n) {
-    Var v = mutate_var_ref(n->var);
-    Expr a = mutate(n->start), b = mutate(n->stop), c = mutate(n->step);
-    Stmt body = mutate(n->body);
-    if (v.same_as(n->var) && a.same_as(n->start) && b.same_as(n->stop) && c.same_as(n->step) &&
-        body.same_as(n->body))
-      return s;
-    return ForStmtNode::make(v, a, b, c, n->unroll, body, n->loc);
-  }
-  virtual Stmt mutate_WhileStmt(const Stmt &s, const WhileStmtNode *n) {
-    Expr c = mutate(n->cond);
-    Stmt b = mutate(n->body);
-    return c.same_as(n->cond) && b.same_as(n->body) ? s : WhileStmtNode::make(c, b, n->loc);
-  }
-  virtual Stmt mutate_IfStmt(const Stmt &s, const IfStmtNode *n) {
-    Expr c = mutate(n->cond);
-    Stmt t = mutate(n->then_body), f = mutate(n->else_body);
-    if (c.same_as(n->cond) && t.same_as(n->then_body) && f.same_as(n->else_body)) return s;
-    return IfStmtNode::make(c, t, f, n->loc);
-  }
-  virtual Stmt mutate_BreakStmt(const Stmt &s, const BreakStmtNode *) { return s; }
-  virtual Stmt mutate_ContinueStmt(const Stmt &s, const ContinueStmtNode *) { return s; }
-  virtual Stmt mutate_ReturnStmt(const Stmt &s, const ReturnStmtNode *n) {
-    Expr v = mutate(n->value);
-    return v.same_as(n->value) ? s : ReturnStmtNode::make(v, n->loc);
-  }
-  virtual Stmt mutate_EvaluateStmt(const Stmt &s, const EvaluateStmtNode *n) {
-    Expr v = mutate(n->expr);
-    return v.same_as(n->expr) ? s : EvaluateStmtNode::make(v, n->loc);
-  }
-  virtual Stmt mutate_AssertStmt(const Stmt &s, const AssertStmtNode *n) {
-    Expr c = mutate(n->cond);
-    return c.same_as(n->cond) ? s : AssertStmtNode::make(c, n->message, n->loc);
-  }
-  virtual Stmt mutate_AsmStmt(const Stmt &s, const AsmStmtNode *n) {
-    bool changed = false;
-    auto ops = [&](const std::vector<AsmOperand> &in) {
-      std::vector<AsmOperand> out;
-      for (auto &o : in) {
-        out.push_back({o.constraint, mutate(o.expr)});
-        changed |= !out.back().expr.same_as(o.expr);
-      }
-      return out;
-    };
-    auto outs = ops(n->outputs), ins = ops(n->inputs);
-    if (!changed) return s;
-    return AsmStmtNode::make(n->templ, outs, ins, n->is_volatile, n->memory_clobber, n->loc);
-  }
+  virtual Stmt mutate_DeclareStmt(const Stmt &s, const DeclareStmtNode *n);
+  virtual Stmt mutate_AssignStmt(const Stmt &s, const AssignStmtNode *n);
+  virtual Stmt mutate_BufferStoreStmt(const Stmt &s, const BufferStoreStmtNode *n);
+  virtual Stmt mutate_SeqStmt(const Stmt &s, const SeqStmtNode *n);
+  virtual Stmt mutate_ForStmt(const Stmt &s, const ForStmtNode *n);
+  virtual Stmt mutate_WhileStmt(const Stmt &s, const WhileStmtNode *n);
+  virtual Stmt mutate_IfStmt(const Stmt &s, const IfStmtNode *n);
+  virtual Stmt mutate_BreakStmt(const Stmt &s, const BreakStmtNode *);
+  virtual Stmt mutate_ContinueStmt(const Stmt &s, const ContinueStmtNode *);
+  virtual Stmt mutate_ReturnStmt(const Stmt &s, const ReturnStmtNode *n);
+  virtual Stmt mutate_EvaluateStmt(const Stmt &s, const EvaluateStmtNode *n);
+  virtual Stmt mutate_AssertStmt(const Stmt &s, const AssertStmtNode *n);
+  virtual Stmt mutate_AsmStmt(const Stmt &s, const AsmStmtNode *n);
 };
 
 } // namespace hidet::ir
+#if HIDET_HEADER_ONLY
+#include "hidet/ir/impl/functor.ipp"
+#endif

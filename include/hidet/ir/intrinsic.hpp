@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "hidet/config.hpp"
+
 namespace hidet::ir {
 
 /// X(enumerator, name as printed)
@@ -69,16 +71,8 @@ enum class Intrinsic : std::uint8_t {
 #undef HIDET_X
 };
 
-inline std::string_view intrinsic_name(Intrinsic op) {
-  switch (op) {
-  case Intrinsic::None: return "<call>";
-#define HIDET_X(e, n)                                                                              \
-  case Intrinsic::e: return n;
-    HIDET_INTRINSICS(HIDET_X)
-#undef HIDET_X
-  }
-  return "?";
-}
+/// The intrinsic's name as printed ("exp", "mma_sync", ...); "<call>" for None.
+std::string_view intrinsic_name(Intrinsic op);
 
 /// True for the math intrinsics (pure, elementwise on scalars).
 inline bool is_math_intrinsic(Intrinsic op) {
@@ -95,3 +89,7 @@ inline bool is_hopper_intrinsic(Intrinsic op) {
 }
 
 } // namespace hidet::ir
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ir/impl/intrinsic.ipp"
+#endif

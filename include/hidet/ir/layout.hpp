@@ -28,50 +28,23 @@ struct LayoutNode : Object {
 };
 
 /// Folding helpers that keep generated index arithmetic small: constants fold, x*1, x+0 vanish.
-inline Expr fold_mul(const Expr &a, const Expr &b) {
-  std::int64_t x = 0, y = 0;
-  bool ca = as_const_int(a, x), cb = as_const_int(b, y);
-  if (ca && cb) return ConstantNode::make_int(dtype_of(a->type), x * y);
-  if (ca && x == 1) return b;
-  if (cb && y == 1) return a;
-  if ((ca && x == 0) || (cb && y == 0)) return ConstantNode::make_int(dtype_of(a->type), 0);
-  return BinaryNode::make(BinaryOp::Mul, a, b);
-}
-inline Expr fold_add(const Expr &a, const Expr &b) {
-  std::int64_t x = 0, y = 0;
-  bool ca = as_const_int(a, x), cb = as_const_int(b, y);
-  if (ca && cb) return ConstantNode::make_int(dtype_of(a->type), x + y);
-  if (ca && x == 0) return b;
-  if (cb && y == 0) return a;
-  return BinaryNode::make(BinaryOp::Add, a, b);
-}
+Expr fold_mul(const Expr &a, const Expr &b);
+Expr fold_add(const Expr &a, const Expr &b);
 
 /// Row-major offset: ((i0 * s1 + i1) * s2 + i2) ...
-inline Expr row_major_offset(const std::vector<Expr> &shape, const std::vector<Expr> &indices) {
-  HIDET_ASSERT(shape.size() == indices.size(), "rank mismatch");
-  if (indices.empty()) return int32(0);
-  Expr off = indices[0];
-  for (std::size_t i = 1; i < indices.size(); ++i) off = fold_add(fold_mul(off, shape[i]), indices[i]);
-  return off;
-}
+Expr row_major_offset(const std::vector<Expr> &shape, const std::vector<Expr> &indices);
 
 /// Product of the dims.
-inline Expr shape_numel(const std::vector<Expr> &shape) {
-  Expr n = int32(1);
-  for (auto &d : shape) n = fold_mul(n, d);
-  return n;
-}
+Expr shape_numel(const std::vector<Expr> &shape);
 
 /// The storage offset of tensor element `indices` of a tensor of type `t`.
-inline Expr tensor_offset(const TensorTypeNode &t, const std::vector<Expr> &indices) {
-  if (t.layout) return t.layout->offset(indices);
-  return row_major_offset(t.shape, indices);
-}
+Expr tensor_offset(const TensorTypeNode &t, const std::vector<Expr> &indices);
 
 /// The number of elements to allocate for a tensor of type `t`.
-inline Expr tensor_storage_size(const TensorTypeNode &t) {
-  if (t.layout) return t.layout->storage_size();
-  return shape_numel(t.shape);
-}
+Expr tensor_storage_size(const TensorTypeNode &t);
 
 } // namespace hidet::ir
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ir/impl/layout.ipp"
+#endif

@@ -4,8 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <type_traits>
 #include <utility>
 
 #include "hidet/error.hpp"
@@ -37,7 +38,7 @@ struct Object {
   mutable std::atomic<std::int32_t> ref_count{0};
   NodeKind kind;
   explicit Object(NodeKind k) : kind(k) {}
-  virtual ~Object() = default;
+  virtual ~Object();
   Object(const Object &) = delete;
   Object &operator=(const Object &) = delete;
 };
@@ -87,10 +88,11 @@ private:
   const T *ptr_ = nullptr;
 };
 
-/// Hash of a handle by identity (for maps keyed by variables).
+/// Hash of a handle by identity (for maps keyed by variables): the node's address, as
+/// std::hash of a pointer gives it.
 struct RefHash {
   template <class T> std::size_t operator()(const Ref<T> &r) const {
-    return std::hash<const void *>()(r.get());
+    return reinterpret_cast<std::size_t>(static_cast<const void *>(r.get()));
   }
 };
 struct RefEq {
@@ -100,3 +102,7 @@ struct RefEq {
 };
 
 } // namespace hidet::ir
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ir/impl/node.ipp"
+#endif

@@ -160,15 +160,10 @@ struct AsmStmtNode : StmtNode {
 };
 
 /// A sequence from a list, flattening nested sequences; a single statement is returned as is.
-inline Stmt seq(std::vector<Stmt> stmts, SourceLoc l = {}) {
-  std::vector<Stmt> flat;
-  for (auto &s : stmts) {
-    if (!s) continue;
-    if (auto q = s.as<SeqStmtNode>()) flat.insert(flat.end(), q->seq.begin(), q->seq.end());
-    else flat.push_back(s);
-  }
-  if (flat.size() == 1) return flat[0];
-  return SeqStmtNode::make(std::move(flat), l);
-}
+Stmt seq(std::vector<Stmt> stmts, SourceLoc l = {});
 
 } // namespace hidet::ir
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ir/impl/stmt.ipp"
+#endif

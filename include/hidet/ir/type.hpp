@@ -20,15 +20,8 @@ using Layout = Ref<LayoutNode>;
 /// tensor map, declared `const __grid_constant__`); its address is a generic address.
 enum class Scope : std::uint8_t { Global, Shared, Register, Param };
 
-inline const char *scope_name(Scope s) {
-  switch (s) {
-  case Scope::Global: return "global";
-  case Scope::Shared: return "shared";
-  case Scope::Register: return "register";
-  case Scope::Param: return "param";
-  }
-  return "?";
-}
+/// "global", "shared", "register", "param".
+const char *scope_name(Scope s);
 
 struct TypeNode : Object {
   using Object::Object;
@@ -60,8 +53,9 @@ struct TensorTypeNode : TypeNode {
   Scope scope;
   static constexpr NodeKind kKind = NodeKind::TensorType;
   static bool is_kind(NodeKind k) { return k == kKind; }
-  TensorTypeNode(DataType d, std::vector<Expr> s, Layout l, Scope sc)
-      : TypeNode(kKind), dtype(d), shape(std::move(s)), layout(std::move(l)), scope(sc) {}
+  // The constructor and make() are defined in ir/impl/layout.ipp, where LayoutNode is complete
+  // (this header only declares it), so that this header compiles on its own.
+  TensorTypeNode(DataType d, std::vector<Expr> s, Layout l, Scope sc);
   static Type make(DataType d, std::vector<Expr> shape, Scope scope = Scope::Global,
                    Layout layout = {});
   std::size_t rank() const { return shape.size(); }
@@ -71,34 +65,23 @@ struct VoidTypeNode : TypeNode {
   static constexpr NodeKind kKind = NodeKind::VoidType;
   static bool is_kind(NodeKind k) { return k == kKind; }
   VoidTypeNode() : TypeNode(kKind) {}
-  static Type make() {
-    static const Type t(new VoidTypeNode());
-    return t;
-  }
+  /// Interned: one node.
+  static Type make();
 };
-
-inline Type ScalarTypeNode::make(DataType d) {
-  static const Type table[] = {
-#define HIDET_X(e, s, l, c, n, f, sg) Type(new ScalarTypeNode(DTypeCode::e)),
-      HIDET_DTYPES(HIDET_X)
-#undef HIDET_X
-  };
-  return table[static_cast<int>(d.code)];
-}
 
 inline Type scalar_type(DataType d) { return ScalarTypeNode::make(d); }
 inline Type pointer_type(Type base) { return PointerTypeNode::make(std::move(base)); }
 inline Type void_type() { return VoidTypeNode::make(); }
 
 /// The dtype of a scalar type; throws InternalError otherwise.
-inline DataType dtype_of(const Type &t) {
-  if (auto s = t.as<ScalarTypeNode>()) return s->dtype;
-  HIDET_ASSERT(false, "expected a scalar type");
-  return {};
-}
+DataType dtype_of(const Type &t);
 inline bool is_scalar(const Type &t) { return t.is<ScalarTypeNode>(); }
 inline bool is_pointer(const Type &t) { return t.is<PointerTypeNode>(); }
 inline bool is_tensor(const Type &t) { return t.is<TensorTypeNode>(); }
 inline bool is_void(const Type &t) { return t.is<VoidTypeNode>(); }
 
 } // namespace hidet::ir
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ir/impl/type.ipp"
+#endif

@@ -27,13 +27,7 @@ public:
   /// Opens a nested scope (a loop or branch body).
   void push_scope() { scopes_.emplace_back(); }
   /// Closes the innermost scope and returns its statements as one statement.
-  ir::Stmt pop_scope() {
-    HIDET_ASSERT(scopes_.size() > 1, "scope underflow");
-    auto body = ir::seq(std::move(scopes_.back()));
-    scopes_.pop_back();
-    if (!body) body = ir::SeqStmtNode::make({});
-    return body;
-  }
+  ir::Stmt pop_scope();
   /// The statements of the innermost scope (for if/else chaining).
   std::vector<ir::Stmt> &current_scope() { return scopes_.back(); }
   std::size_t scope_depth() const { return scopes_.size(); }
@@ -42,13 +36,7 @@ public:
   ir::Type ret_type;        ///< device functions: the declared return type
 
   /// Finishes the body.
-  ir::Stmt finish() {
-    HIDET_ASSERT(scopes_.size() == 1, "unbalanced scopes");
-    auto body = ir::seq(std::move(scopes_.back()));
-    scopes_.back().clear();
-    if (!body) body = ir::SeqStmtNode::make({});
-    return body;
-  }
+  ir::Stmt finish();
 
 private:
   std::string name_;
@@ -59,32 +47,18 @@ private:
 };
 
 namespace detail {
-inline FunctionBuilder *&current_builder_slot() {
-  thread_local FunctionBuilder *b = nullptr;
-  return b;
-}
+/// The calling thread's current builder (one per thread).
+FunctionBuilder *&current_builder_slot();
 } // namespace detail
 
 /// The builder of the function whose body is being defined, or null outside any definition.
 inline FunctionBuilder *current_builder() { return detail::current_builder_slot(); }
 
 /// The active builder; `what` must be used inside a kernel or device function body.
-inline FunctionBuilder &require_builder(const char *what, SourceLoc loc) {
-  auto *b = current_builder();
-  if (!b)
-    throw DSLError(str_cat(what, " can only be used inside the body of a kernel or device function "
-                                 "(inside the lambda passed to mod.kernel(...) or mod.device_function(...))"),
-                   loc);
-  return *b;
-}
+FunctionBuilder &require_builder(const char *what, SourceLoc loc);
 
 /// The active builder, which must be building a kernel.
-inline FunctionBuilder &require_kernel(const char *what, SourceLoc loc) {
-  auto &b = require_builder(what, loc);
-  if (b.kind() != ir::FuncKind::Kernel && b.kind() != ir::FuncKind::Device)
-    throw DSLError(str_cat(what, " can only be used in device code"), loc);
-  return b;
-}
+FunctionBuilder &require_kernel(const char *what, SourceLoc loc);
 
 /// Makes `b` the current builder for the lifetime of the guard (nests).
 class BuilderGuard {
@@ -104,3 +78,7 @@ private:
 inline void emit(ir::Stmt s, const char *what) { require_builder(what, s->loc).emit(std::move(s)); }
 
 } // namespace hidet::lang
+
+#if HIDET_HEADER_ONLY
+#include "hidet/lang/impl/builder.ipp"
+#endif

@@ -43,18 +43,8 @@ public:
   std::vector<Branch> branches_;
 
 private:
-  void branches_check(SourceLoc loc) {
-    if (current_builder() != b_ || b_->scope_depth() != depth_ || b_->current_scope().size() != index_ + 1 ||
-        !b_->current_scope()[index_].same_as(last_))
-      throw DSLError("else_/else_if must directly follow its if_ (as in if_(c, ...).else_(...))", loc);
-  }
-  void rebuild() {
-    ir::Stmt s = else_body_;
-    for (auto it = branches_.rbegin(); it != branches_.rend(); ++it)
-      s = ir::IfStmtNode::make(it->cond, it->body, s, it->loc);
-    b_->current_scope()[index_] = s;
-    last_ = s;
-  }
+  void branches_check(SourceLoc loc);
+  void rebuild();
   friend IfChain make_if(FunctionBuilder &, ir::Expr, ir::Stmt, SourceLoc);
   FunctionBuilder *b_;
   std::size_t depth_, index_;
@@ -63,14 +53,8 @@ private:
   ir::Stmt last_;
 };
 
-inline IfChain make_if(FunctionBuilder &b, ir::Expr cond, ir::Stmt then, SourceLoc loc) {
-  auto s = ir::IfStmtNode::make(cond, then, {}, loc);
-  b.emit(s);
-  IfChain chain(&b, b.scope_depth(), b.current_scope().size() - 1, loc);
-  chain.branches_.push_back({cond, then, loc});
-  chain.last_ = s;
-  return chain;
-}
+/// Emits `if (cond) then` into `b` and returns the chain that extends it.
+IfChain make_if(FunctionBuilder &b, ir::Expr cond, ir::Stmt then, SourceLoc loc);
 
 /// if (cond) { body }; returns a chain for .else_if(...) / .else_(...).
 template <class F> IfChain if_(const Operand &cond, F &&body) {
@@ -86,47 +70,32 @@ struct Range {
   Operand start, stop, step;
   int unroll_factor = 0;
   /// Asks codegen to unroll (fully by default, or by `factor`).
-  Range unroll(int factor = -1) const {
-    Range r = *this;
-    r.unroll_factor = factor;
-    return r;
-  }
+  Range unroll(int factor = -1) const;
 };
 
 /// range(stop), range(start, stop), range(start, stop, step): like Python's range.
-inline Range range(const Operand &stop) {
-  Operand zero(0), one(1);
-  zero.loc = one.loc = stop.loc;
-  return Range{zero, stop, one};
-}
+Range range(const Operand &stop);
 inline Range range(const Operand &start, const Operand &stop, const Operand &step = Operand(1)) {
   return Range{start, stop, step};
 }
 
 namespace detail {
+/// Starts a for_ loop: checks the range, makes the loop variable `v` (of the range's promoted
+/// type) and opens the body's scope. Returns the active builder.
+FunctionBuilder &begin_for(const Range &r, const char *hint, SourceLoc loc, ir::Var &v);
+/// Ends a for_ loop started by begin_for: closes the body's scope and emits the loop.
+void end_for(FunctionBuilder &b, const Range &r, const ir::Var &v, SourceLoc loc);
+
 template <class F> void emit_for(const Range &r, const char *hint, SourceLoc loc, F &&body) {
-  auto &b = require_builder("for_", loc);
-  for (auto *o : {&r.start, &r.stop, &r.step}) {
-    require_scalar(*o, "range");
-    if (!ir::dtype_of(o->node->type).is_integer())
-      throw DSLError(str_cat("range bounds must be integers, got ", ir::dtype_of(o->node->type)), o->loc);
-  }
-  DataType t = binary_type(r.start, r.stop, "range");
-  std::int64_t step;
-  if (ir::as_const_int(r.step.node, step) && step == 0) throw DSLError("range step is 0", r.step.loc);
-  auto v = ir::make_var(ir::scalar_type(t), hint, loc);
-  b.push_scope();
-  b.loop_depth++;
+  ir::Var v;
+  auto &b = begin_for(r, hint, loc, v);
   try {
     body(Var(v));
   } catch (...) {
     b.loop_depth--;
     throw;
   }
-  b.loop_depth--;
-  auto s = b.pop_scope();
-  b.emit(ir::ForStmtNode::make(v, convert(r.start.node, t, loc), convert(r.stop.node, t, loc),
-                               convert(r.step.node, t, loc), r.unroll_factor, s, loc));
+  end_for(b, r, v, loc);
 }
 } // namespace detail
 
@@ -186,30 +155,16 @@ template <class F> void while_(const Operand &cond, F &&body) {
 }
 
 /// Leaves the innermost loop.
-inline void break_(HIDET_LOC_PARAM) {
-  auto &b = require_builder("break_", loc_);
-  if (b.loop_depth == 0) throw DSLError("break_ used outside a loop (for_ or while_)", loc_);
-  b.emit(ir::BreakStmtNode::make(loc_));
-}
+void break_(HIDET_LOC_PARAM);
 /// Skips to the next iteration of the innermost loop.
-inline void continue_(HIDET_LOC_PARAM) {
-  auto &b = require_builder("continue_", loc_);
-  if (b.loop_depth == 0) throw DSLError("continue_ used outside a loop (for_ or while_)", loc_);
-  b.emit(ir::ContinueStmtNode::make(loc_));
-}
+void continue_(HIDET_LOC_PARAM);
 /// Returns from a kernel or a void device function.
-inline void return_(HIDET_LOC_PARAM) {
-  auto &b = require_builder("return_", loc_);
-  if (b.ret_type && !ir::is_void(b.ret_type))
-    throw DSLError(str_cat("function '", b.name(), "' returns a value: use return_(value)"), loc_);
-  b.emit(ir::ReturnStmtNode::make({}, loc_));
-}
+void return_(HIDET_LOC_PARAM);
 /// Returns a value from a device function.
-inline void return_(const Operand &value) {
-  auto &b = require_builder("return_", value.loc);
-  if (!b.ret_type || ir::is_void(b.ret_type))
-    throw DSLError(str_cat("function '", b.name(), "' returns void: use return_() without a value"), value.loc);
-  b.emit(ir::ReturnStmtNode::make(detail::store_value(value, ir::dtype_of(b.ret_type), "return_"), value.loc));
-}
+void return_(const Operand &value);
 
 } // namespace hidet::lang
+
+#if HIDET_HEADER_ONLY
+#include "hidet/lang/impl/control.ipp"
+#endif

@@ -22,9 +22,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -42,29 +40,10 @@ public:
   enum class Kind : std::uint8_t { Spatial, Repeat, Composed };
 
   /// spatial/repeat over `shape`; col = column-major order.
-  static TaskMapping leaf(Kind kind, std::vector<std::int64_t> shape, bool col, SourceLoc loc) {
-    const char *name = leaf_name(kind, col);
-    if (shape.empty()) throw DSLError(str_cat(name, "() needs at least one dimension"), loc);
-    for (auto d : shape)
-      if (d <= 0) throw DSLError(str_cat(name, "(", join(shape), "): dimension ", d, " is not positive"), loc);
-    auto n = std::make_shared<Node>();
-    n->kind = kind, n->col = col, n->shape = shape, n->task_shape = shape, n->loc = loc;
-    n->workers = kind == Kind::Spatial ? numel(shape) : 1;
-    return TaskMapping(std::move(n));
-  }
+  static TaskMapping leaf(Kind kind, std::vector<std::int64_t> shape, bool col, SourceLoc loc);
   /// outer * inner; the ranks must agree.
-  static TaskMapping compose(const TaskMapping &outer, const TaskMapping &inner, SourceLoc loc = {}) {
-    if (outer.rank() != inner.rank())
-      throw DSLError(str_cat("task mapping composition ", outer.str(), " * ", inner.str(), ": ranks differ (",
-                             outer.rank(), " vs ", inner.rank(), "); compose mappings of the same rank"),
-                     loc.valid() ? loc : inner.n_->loc);
-    auto n = std::make_shared<Node>();
-    n->kind = Kind::Composed, n->outer = outer.n_, n->inner = inner.n_;
-    n->loc = loc.valid() ? loc : outer.n_->loc;
-    n->workers = outer.num_workers() * inner.num_workers();
-    for (std::size_t k = 0; k < outer.rank(); ++k) n->task_shape.push_back(outer.task_shape()[k] * inner.task_shape()[k]);
-    return TaskMapping(std::move(n));
-  }
+  static TaskMapping compose(const TaskMapping &outer, const TaskMapping &inner,
+                             SourceLoc loc = {});
 
   /// The number of workers the mapping distributes tasks over.
   std::int64_t num_workers() const { return n_->workers; }
@@ -74,40 +53,14 @@ public:
   Kind kind() const { return n_->kind; }
 
   /// The tasks of worker `w` in execution order (host side; w in [0, num_workers)).
-  std::vector<std::vector<std::int64_t>> tasks_of(std::int64_t w) const {
-    if (w < 0 || w >= num_workers())
-      throw ValueError(str_cat("task mapping ", str(), " has ", num_workers(), " workers; worker ", w,
-                               " is out of range"));
-    std::vector<std::vector<std::int64_t>> out;
-    host_tasks(*n_, w, out);
-    return out;
-  }
+  std::vector<std::vector<std::int64_t>> tasks_of(std::int64_t w) const;
 
   /// "spatial(4, 8) * repeat(2, 2)".
   std::string str() const { return node_str(*n_); }
 
   /// For a rank-2 mapping: the task grid with the id of the worker that runs each task, e.g.
   /// for spatial(2, 4) * repeat(1, 2): "0 0 1 1 2 2 3 3\n4 4 5 5 6 6 7 7\n".
-  std::string grid_str() const {
-    if (rank() != 2)
-      throw DSLError(str_cat("grid_str(): task mapping ", str(), " has rank ", rank(), "; only rank-2 mappings print as a grid"));
-    std::int64_t rows = task_shape()[0], cols = task_shape()[1];
-    if (rows * cols > 64 * 64)
-      throw DSLError(str_cat("grid_str(): task mapping ", str(), " has ", rows * cols, " tasks; at most 4096 print"));
-    std::vector<std::int64_t> owner(std::size_t(rows * cols), -1);
-    for (std::int64_t w = 0; w < num_workers(); ++w)
-      for (auto &t : tasks_of(w)) owner[std::size_t(t[0] * cols + t[1])] = w;
-    std::size_t width = std::to_string(num_workers() - 1).size();
-    std::string out;
-    for (std::int64_t i = 0; i < rows; ++i) {
-      for (std::int64_t j = 0; j < cols; ++j) {
-        auto s = std::to_string(owner[std::size_t(i * cols + j)]);
-        out += std::string(j ? 1 : 0, ' ') + std::string(width - std::min(width, s.size()), ' ') + s;
-      }
-      out += '\n';
-    }
-    return out;
-  }
+  std::string grid_str() const;
 
   /// Iterates the tasks of `worker` in a kernel: for_(m.on(threadIdx.x), [&](Expr i, Expr j) {...}).
   /// `block_threads`: > 0 checks that the mapping has exactly that many workers; 0 (default)
@@ -141,102 +94,34 @@ private:
   };
   explicit TaskMapping(std::shared_ptr<const Node> n) : n_(std::move(n)) {}
 
-  static std::int64_t numel(const std::vector<std::int64_t> &s) {
-    return std::accumulate(s.begin(), s.end(), std::int64_t(1), std::multiplies<>());
-  }
-  static std::string join(const std::vector<std::int64_t> &s) {
-    std::string r;
-    for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-    return r;
-  }
-  static const char *leaf_name(Kind k, bool col) {
-    if (k == Kind::Spatial) return col ? "col_spatial" : "spatial";
-    return col ? "col_repeat" : "repeat";
-  }
-  static std::string node_str(const Node &n) {
-    if (n.kind != Kind::Composed) return str_cat(leaf_name(n.kind, n.col), "(", join(n.shape), ")");
-    return node_str(*n.outer) + " * " + node_str(*n.inner);
-  }
+  static std::int64_t numel(const std::vector<std::int64_t> &s);
+  static std::string join(const std::vector<std::int64_t> &s);
+  static const char *leaf_name(Kind k, bool col);
+  static std::string node_str(const Node &n);
   /// Strides of a row-major (or column-major) unravel of `shape`.
-  static std::vector<std::int64_t> strides(const std::vector<std::int64_t> &shape, bool col) {
-    std::vector<std::int64_t> st(shape.size());
-    std::int64_t acc = 1;
-    if (col)
-      for (std::size_t k = 0; k < shape.size(); ++k) st[k] = acc, acc *= shape[k];
-    else
-      for (std::size_t k = shape.size(); k-- > 0;) st[k] = acc, acc *= shape[k];
-    return st;
-  }
-  static void host_tasks(const Node &n, std::int64_t w, std::vector<std::vector<std::int64_t>> &out) {
-    if (n.kind == Kind::Spatial) {
-      auto st = strides(n.shape, n.col);
-      std::vector<std::int64_t> t;
-      for (std::size_t k = 0; k < n.shape.size(); ++k) t.push_back(w / st[k] % n.shape[k]);
-      out.push_back(t);
-    } else if (n.kind == Kind::Repeat) {
-      auto st = strides(n.shape, n.col);
-      for (std::int64_t i = 0; i < numel(n.shape); ++i) {
-        std::vector<std::int64_t> t;
-        for (std::size_t k = 0; k < n.shape.size(); ++k) t.push_back(i / st[k] % n.shape[k]);
-        out.push_back(t);
-      }
-    } else {
-      std::vector<std::vector<std::int64_t>> a, b;
-      host_tasks(*n.outer, w / n.inner->workers, a);
-      host_tasks(*n.inner, w % n.inner->workers, b);
-      for (auto &ta : a)
-        for (auto &tb : b) {
-          std::vector<std::int64_t> t;
-          for (std::size_t k = 0; k < ta.size(); ++k) t.push_back(ta[k] * n.inner->task_shape[k] + tb[k]);
-          out.push_back(t);
-        }
-    }
-  }
+  static std::vector<std::int64_t> strides(const std::vector<std::int64_t> &shape, bool col);
+  static void host_tasks(const Node &n, std::int64_t w,
+                         std::vector<std::vector<std::int64_t>> &out);
 
-  /// The continuation receiving one task's coordinates (type-erased: emit_node recurses).
-  using TaskFn = std::function<void(const std::vector<ir::Expr> &)>;
-  static void emit_node(FunctionBuilder &b, const Node &n, const ir::Expr &w, SourceLoc loc, const TaskFn &k) {
-    using ir::int32;
-    if (n.kind == Kind::Spatial) {
-      auto st = strides(n.shape, n.col);
-      std::vector<ir::Expr> t;
-      for (std::size_t d = 0; d < n.shape.size(); ++d)
-        t.push_back(ir::fold_mod(ir::fold_div(w, int32(st[d])), int32(n.shape[d])));
-      k(t);
-    } else if (n.kind == Kind::Repeat) {
-      std::vector<ir::Expr> t(n.shape.size());
-      // Loop order: row-major iterates dimension 0 outermost; column-major the last dimension.
-      std::vector<std::size_t> order;
-      for (std::size_t d = 0; d < n.shape.size(); ++d) order.push_back(n.col ? n.shape.size() - 1 - d : d);
-      emit_repeat(b, n, order, 0, t, loc, k);
-    } else {
-      ir::Expr wo = ir::fold_div(w, int32(n.inner->workers)), wi = ir::fold_mod(w, int32(n.inner->workers));
-      emit_node(b, *n.outer, wo, loc, [&](const std::vector<ir::Expr> &to) {
-        emit_node(b, *n.inner, wi, loc, [&](const std::vector<ir::Expr> &ti) {
-          std::vector<ir::Expr> t;
-          for (std::size_t d = 0; d < to.size(); ++d)
-            t.push_back(ir::fold_add_any(ir::fold_mul_any(to[d], int32(n.inner->task_shape[d])), ti[d]));
-          k(t);
-        });
-      });
-    }
-  }
+  /// The continuation receiving one task's coordinates (type-erased: emit_node recurses): a
+  /// reference to a callable that outlives the call it is passed to.
+  class TaskFn {
+  public:
+    template <class F>
+    TaskFn(const F &f)
+        : fn_(&f), call_([](const void *fn, const std::vector<ir::Expr> &t) {
+            (*static_cast<const F *>(fn))(t);
+          }) {}
+    void operator()(const std::vector<ir::Expr> &t) const { call_(fn_, t); }
+
+  private:
+    const void *fn_;
+    void (*call_)(const void *, const std::vector<ir::Expr> &);
+  };
+  static void emit_node(FunctionBuilder &b, const Node &n, const ir::Expr &w, SourceLoc loc,
+                        const TaskFn &k);
   static void emit_repeat(FunctionBuilder &b, const Node &n, const std::vector<std::size_t> &order, std::size_t level,
-                          std::vector<ir::Expr> &t, SourceLoc loc, const TaskFn &k) {
-    if (level == order.size()) return k(t);
-    std::size_t d = order[level];
-    if (n.shape[d] == 1) {
-      t[d] = ir::int32(0);
-      return emit_repeat(b, n, order, level + 1, t, loc, k);
-    }
-    static const char *hints[] = {"ri", "rj", "rk", "rl", "rm", "rn"};
-    auto v = ir::make_var(ir::scalar_type(dtypes::i32), hints[d % 6], loc);
-    t[d] = v;
-    b.push_scope();
-    emit_repeat(b, n, order, level + 1, t, loc, k);
-    auto body = b.pop_scope();
-    b.emit(ir::ForStmtNode::make(v, ir::int32(0), ir::int32(n.shape[d]), ir::int32(1), -1, body, loc));
-  }
+                          std::vector<ir::Expr> &t, SourceLoc loc, const TaskFn &k);
 
   std::shared_ptr<const Node> n_;
 };
@@ -251,19 +136,6 @@ public:
   std::int64_t block_threads; ///< see TaskMapping::on
   SourceLoc loc;              ///< where on() was called
 };
-
-inline MappingOn TaskMapping::on(const Operand &worker, std::int64_t block_threads) const {
-  detail::require_scalar(worker, "mapping.on");
-  DataType d = ir::dtype_of(worker.node->type);
-  if (!d.is_integer())
-    throw DSLError(str_cat("task mapping ", str(), ": the worker must be an integer expression, got ", d), worker.loc);
-  if (block_threads > 0 && block_threads != num_workers())
-    throw DSLError(str_cat("task mapping ", str(), " has ", num_workers(), " workers but the block has ",
-                           block_threads, " threads; use a mapping with ", block_threads,
-                           " workers, or pass -1 to skip the check"),
-                   worker.loc);
-  return MappingOn(*this, detail::convert(worker.node, dtypes::i32, worker.loc), block_threads, worker.loc);
-}
 
 /// spatial(d0, d1, ...): one task per worker, workers numbered row-major over the tasks.
 template <std::integral... D> TaskMapping spatial(D... d) {
@@ -302,50 +174,20 @@ inline TaskMapping operator*(const TaskMapping &outer, const TaskMapping &inner)
 
 /// Hidet's auto_map: repeat(T / S) * spatial(S) with S chosen from the last dimension backwards
 /// as gcd(remaining workers, T_k). prod(shape) must be a multiple of `workers`.
-inline TaskMapping auto_map(const std::vector<std::int64_t> &shape, std::int64_t workers, HIDET_LOC_PARAM) {
-  std::int64_t n = 1;
-  for (auto d : shape) {
-    if (d <= 0) throw DSLError(str_cat("auto_map: task dimension ", d, " is not positive"), loc_);
-    n *= d;
-  }
-  if (shape.empty()) throw DSLError("auto_map: the task shape is empty", loc_);
-  if (workers <= 0 || n % workers != 0)
-    throw DSLError(str_cat("auto_map: the ", n, " tasks of the task shape cannot be split evenly over ", workers,
-                           " workers; the number of tasks must be a multiple of the number of workers"),
-                   loc_);
-  std::vector<std::int64_t> sp(shape.size()), rp(shape.size());
-  std::int64_t remain = workers;
-  for (std::size_t k = shape.size(); k-- > 0;) {
-    sp[k] = std::gcd(remain, shape[k]);
-    rp[k] = shape[k] / sp[k];
-    remain /= sp[k];
-  }
-  HIDET_ASSERT(remain == 1, "auto_map left ", remain, " workers unused");
-  return TaskMapping::compose(TaskMapping::leaf(TaskMapping::Kind::Repeat, rp, false, loc_),
-                              TaskMapping::leaf(TaskMapping::Kind::Spatial, sp, false, loc_), loc_);
-}
+TaskMapping auto_map(const std::vector<std::int64_t> &shape, std::int64_t workers, HIDET_LOC_PARAM);
 
 /// for each task of the worker: for_(m.on(threadIdx.x), [&](Expr i, Expr j) { ... }). The lambda
 /// takes one Expr per dimension of the task shape.
+namespace detail {
+/// The checks of a for_ over a task mapping (device code, block size, the body's arity);
+/// returns the active builder.
+FunctionBuilder &check_mapping_for(const MappingOn &m, std::size_t arity, SourceLoc loc);
+} // namespace detail
+
 template <class F> void for_(const MappingOn &m, F &&body, HIDET_LOC_PARAM) {
-  auto &b = require_kernel("for_(mapping.on(...))", loc_);
-  const TaskMapping &tm = m.mapping;
-  if (m.block_threads == 0) {
-    auto bi = m.worker.as<ir::BuiltinNode>();
-    std::int64_t bx;
-    if (bi && bi->which == ir::BuiltinKind::ThreadIdxX && b.attrs().has_block && b.attrs().block_dim[0] &&
-        ir::as_const_int(b.attrs().block_dim[0], bx) && bx != tm.num_workers())
-      throw DSLError(str_cat("task mapping ", tm.str(), " has ", tm.num_workers(),
-                             " workers but the block has ", bx, " threads (attrs.cuda.block_dim.x = ", bx,
-                             ") and the worker is threadIdx.x; use a mapping with ", bx,
-                             " workers, or pass -1 as on()'s second argument inside a guard"),
-                     m.loc);
-  }
   constexpr std::size_t arity = detail::lambda_arity<std::decay_t<F>>::value;
-  if (arity != tm.rank())
-    throw DSLError(str_cat("for_ over task mapping ", tm.str(), ": its tasks have ", tm.rank(),
-                           " coordinates but the body lambda takes ", arity, " parameters"),
-                   loc_);
+  auto &b = detail::check_mapping_for(m, arity, loc_);
+  const TaskMapping &tm = m.mapping;
   // break_/continue_ directly in the body would leave an unrolled repeat loop: forbid them.
   int saved_depth = b.loop_depth;
   b.loop_depth = 0;
@@ -370,3 +212,7 @@ using ir::strided;
 using ir::swizzle;
 
 } // namespace hidet::lang
+
+#if HIDET_HEADER_ONLY
+#include "hidet/lang/impl/mapping.ipp"
+#endif

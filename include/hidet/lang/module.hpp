@@ -10,10 +10,10 @@
 //   hidet::CompiledModule cm = mod.build();   // see hidet/runtime/compiled_module.hpp
 #pragma once
 
-#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "hidet/lang/cuda.hpp"
@@ -39,21 +39,13 @@ struct ParamSpec {
 /// A kernel parameter holding a TMA tensor map (hidet::TensorMap) by value, as a
 /// `const __grid_constant__` parameter: the kernel sees a u8[128] tensor in param space whose
 /// address tma_load / tma_store take; the caller passes the TensorMap itself.
-inline ParamSpec tensor_map_param() {
-  ParamSpec p(TensorSpec(dtypes::u8, {ir::int32(128)}));
-  p.by_value = true;
-  return p;
-}
+ParamSpec tensor_map_param();
 
 /// What a body lambda receives for one parameter; converts to Tensor, Var or Expr.
 struct ParamHandle {
   ir::Var v;
   operator Tensor() const { return Tensor(v); }
-  operator Var() const {
-    if (!ir::is_scalar(v->type))
-      throw DSLError(str_cat("parameter '", v->hint, "' is a tensor; declare it as Tensor in the lambda"), v->loc);
-    return Var(v);
-  }
+  operator Var() const;
   operator Expr() const { return Expr(ir::Expr(v)); }
 };
 
@@ -78,65 +70,18 @@ struct DimsAttr {
   void operator=(const Operand &d) const { set({d}); }
 
 private:
-  void set(const std::vector<Operand> &dims) const {
-    const char *name = grid ? "attrs.cuda.grid_dim" : "attrs.cuda.block_dim";
-    SourceLoc loc = dims.empty() ? SourceLoc{} : dims[0].loc;
-    auto &b = require_builder(name, loc);
-    if (b.kind() != ir::FuncKind::Kernel) throw DSLError(str_cat(name, " can only be set in a kernel"), loc);
-    if (dims.empty() || dims.size() > 3) throw DSLError(str_cat(name, " takes 1 to 3 dimensions, got ", dims.size()), loc);
-    std::array<ir::Expr, 3> out{ir::int32(1), ir::int32(1), ir::int32(1)};
-    std::int64_t total = 1;
-    bool all_const = true;
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-      detail::require_scalar(dims[i], name);
-      if (!ir::dtype_of(dims[i].node->type).is_integer())
-        throw DSLError(str_cat(name, "[", i, "] must be an integer expression"), dims[i].loc);
-      out[i] = detail::convert(dims[i].node, dtypes::i32, dims[i].loc);
-      std::int64_t v;
-      if (ir::as_const_int(out[i], v)) {
-        if (v <= 0) throw DSLError(str_cat(name, "[", i, "] is ", v, "; dimensions must be positive"), dims[i].loc);
-        total *= v;
-      } else {
-        all_const = false;
-      }
-    }
-    if (!grid && all_const && total > 1024)
-      throw DSLError(str_cat(name, " has ", total, " threads per block; CUDA allows at most 1024"), loc);
-    if (grid) b.attrs().grid_dim = out, b.attrs().has_grid = true;
-    else b.attrs().block_dim = out, b.attrs().has_block = true;
-  }
+  void set(const std::vector<Operand> &dims) const;
 };
 struct SmemAttr {
-  void operator=(const Operand &bytes) const {
-    auto &b = require_builder("attrs.cuda.dynamic_smem_bytes", bytes.loc);
-    detail::require_scalar(bytes, "dynamic_smem_bytes");
-    b.attrs().dynamic_smem_bytes = detail::convert(bytes.node, dtypes::i32, bytes.loc);
-  }
+  void operator=(const Operand &bytes) const;
 };
 struct MinBlocksAttr {
-  void operator=(int n) const {
-    auto &b = require_builder("attrs.cuda.min_blocks", {});
-    b.attrs().min_blocks = n;
-  }
+  void operator=(int n) const;
 };
 /// attrs.cuda.cluster_dim = {2, 1, 1}: thread-block clusters of that shape (compile time; sm_90).
 /// The grid dims must be multiples of it (checked at launch).
 struct ClusterDimAttr {
-  void operator=(std::initializer_list<int> dims) const {
-    auto &b = require_builder("attrs.cuda.cluster_dim", {});
-    if (b.kind() != ir::FuncKind::Kernel) throw DSLError("attrs.cuda.cluster_dim can only be set in a kernel", {});
-    if (dims.size() < 1 || dims.size() > 3)
-      throw DSLError(str_cat("attrs.cuda.cluster_dim takes 1 to 3 dimensions, got ", dims.size()), {});
-    std::array<int, 3> c{1, 1, 1};
-    int i = 0, total = 1;
-    for (int d : dims) {
-      if (d < 1) throw DSLError(str_cat("attrs.cuda.cluster_dim[", i, "] is ", d, "; dimensions must be positive"), {});
-      c[std::size_t(i++)] = d, total *= d;
-    }
-    if (total > 8)
-      throw DSLError(str_cat("attrs.cuda.cluster_dim has ", total, " blocks; portable clusters have at most 8"), {});
-    b.attrs().cluster_dim = c;
-  }
+  void operator=(std::initializer_list<int> dims) const;
   void operator=(int x) const { *this = {x}; }
 };
 struct CudaAttrs {
@@ -161,18 +106,7 @@ public:
   const std::string &name() const { return name_; }
 
 private:
-  Action call(std::vector<Operand> args) const {
-    SourceLoc loc = args.empty() ? SourceLoc{} : args[0].loc;
-    require_kernel(name_.c_str(), loc);
-    if (args.size() != params_.size())
-      throw DSLError(str_cat("device function '", name_, "' takes ", params_.size(), " arguments, got ", args.size()), loc);
-    std::vector<ir::Expr> a;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      if (ir::is_scalar(params_[i])) a.push_back(detail::store_value(args[i], ir::dtype_of(params_[i]), name_.c_str()));
-      else a.push_back(args[i].node);
-    }
-    return Action(ir::CallNode::make_func(name_, std::move(a), ret_, loc), loc);
-  }
+  Action call(std::vector<Operand> args) const;
   std::string name_;
   ir::Type ret_;
   std::vector<ir::Type> params_;
@@ -188,7 +122,7 @@ inline TensorArg pass(const Tensor &t) { return TensorArg{t}; }
 /// A module of kernels and device functions written in Hidet Script.
 class ScriptModule {
 public:
-  explicit ScriptModule(std::string name) : st_(std::make_shared<State>()) { st_->name = std::move(name); }
+  explicit ScriptModule(std::string name);
 
   /// Defines a kernel. `body` takes one Tensor (or Var, for scalar params) per parameter.
   template <class F>
@@ -233,51 +167,23 @@ private:
   template <class F>
   ir::Function define(const std::string &name, ir::FuncKind kind, ir::Type ret, const std::vector<ParamSpec> &specs, F &body,
                       SourceLoc loc) {
-    if (current_builder())
-      throw DSLError(str_cat("function '", name, "' is defined inside the body of '", current_builder()->name(),
-                             "'; define functions at module level"),
-                     loc);
-    if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
-      throw DSLError(str_cat("function name '", name, "' is not a valid identifier"), loc);
-    for (char c : name)
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
-        throw DSLError(str_cat("function name '", name, "' is not a valid identifier"), loc);
-    for (auto &f : st_->functions)
-      if (f->name == name) throw DSLError(str_cat("module already has a function named '", name, "'"), loc);
     constexpr std::size_t arity = detail::lambda_arity<std::decay_t<F>>::value;
-    if (arity != specs.size())
-      throw DSLError(str_cat(ir::func_kind_name(kind), " '", name, "' declares ", specs.size(),
-                             " parameters but its body lambda takes ", arity),
-                     loc);
-    std::vector<ir::Var> params;
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      auto &s = specs[i];
-      std::string pname = s.tensor.name().empty() ? str_cat("arg", i) : s.tensor.name();
-      ir::Type t = s.is_tensor ? s.tensor.ir_type(s.by_value ? ir::Scope::Param : ir::Scope::Global)
-                               : ir::scalar_type(s.scalar);
-      params.push_back(ir::make_var(t, pname, loc));
-    }
+    std::vector<ir::Var> params = begin_define(name, kind, specs, arity, loc);
     FunctionBuilder b(name, kind, loc);
     b.ret_type = ret;
     {
       BuilderGuard g(b);
       detail::invoke_with_params(body, params, std::make_index_sequence<arity>{});
     }
-    auto body_stmt = b.finish();
-    if (kind == ir::FuncKind::Kernel) {
-      if (!b.attrs().has_grid)
-        throw DSLError(str_cat("kernel '", name, "' does not set attrs.cuda.grid_dim; set it in the kernel body, e.g. "
-                                                 "attrs.cuda.grid_dim = {ceil_div(n, 256)}"),
-                       loc);
-      if (!b.attrs().has_block)
-        throw DSLError(str_cat("kernel '", name, "' does not set attrs.cuda.block_dim; set it in the kernel body, e.g. "
-                                                 "attrs.cuda.block_dim = 256"),
-                       loc);
-    }
-    auto f = ir::make_function(name, params, body_stmt, ret, kind, b.attrs(), loc);
-    st_->functions.push_back(f);
-    return f;
+    return end_define(b, std::move(params), std::move(ret));
   }
+  /// Checks a new function's name and its number of parameters (`arity`: the body lambda's);
+  /// returns the parameter variables.
+  std::vector<ir::Var> begin_define(const std::string &name, ir::FuncKind kind,
+                                    const std::vector<ParamSpec> &specs, std::size_t arity,
+                                    SourceLoc loc) const;
+  /// Finishes the function `b` has built (a kernel must have set its launch dims) and adds it.
+  ir::Function end_define(FunctionBuilder &b, std::vector<ir::Var> params, ir::Type ret);
 
   std::shared_ptr<State> st_;
 };
@@ -286,3 +192,7 @@ private:
 inline ScriptModule script_module(std::string name = "module") { return ScriptModule(std::move(name)); }
 
 } // namespace hidet::lang
+
+#if HIDET_HEADER_ONLY
+#include "hidet/lang/impl/module.ipp"
+#endif

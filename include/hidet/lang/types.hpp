@@ -18,22 +18,13 @@ struct DimArg {
   SourceLoc loc;
   DimArg(int v, HIDET_LOC_PARAM) : e(ir::int32(v)), loc(loc_) { check(v); }
   DimArg(long v, HIDET_LOC_PARAM) : DimArg(static_cast<long long>(v), loc_) {}
-  DimArg(long long v, HIDET_LOC_PARAM) : e(ir::int32(v)), loc(loc_) {
-    if (v > INT32_MAX) throw DSLError(str_cat("tensor dimension ", v, " exceeds the i32 range"), loc);
-    check(v);
-  }
+  DimArg(long long v, HIDET_LOC_PARAM);
   DimArg(unsigned v, HIDET_LOC_PARAM) : DimArg(static_cast<long long>(v), loc_) {}
   DimArg(unsigned long v, HIDET_LOC_PARAM) : DimArg(static_cast<long long>(v), loc_) {}
-  DimArg(const Expr &x, HIDET_LOC_PARAM) : e(x.ir()), loc(loc_) {
-    if (!e || !ir::is_scalar(e->type) || !ir::dtype_of(e->type).is_integer())
-      throw DSLError("a tensor dimension must be an integer or an integer expression", loc);
-    if (ir::dtype_of(e->type) != dtypes::i32) e = ir::CastNode::make(e, ir::scalar_type(dtypes::i32), loc);
-  }
+  DimArg(const Expr &x, HIDET_LOC_PARAM);
 
 private:
-  void check(long long v) const {
-    if (v < 0) throw DSLError(str_cat("tensor dimension ", v, " is negative"), loc);
-  }
+  void check(long long v) const;
 };
 
 /// A tensor type under construction: dtype, shape, optional layout and a parameter name.
@@ -41,39 +32,12 @@ class TensorSpec {
 public:
   TensorSpec(DataType d, std::vector<ir::Expr> shape) : dtype_(d), shape_(std::move(shape)) {}
   /// Appends a dimension: f32[4][8].
-  TensorSpec operator[](const DimArg &d) const {
-    TensorSpec t = *this;
-    t.shape_.push_back(d.e);
-    return t;
-  }
+  TensorSpec operator[](const DimArg &d) const;
   /// The same type with a layout; the layout's shape must equal the tensor's (checked for
   /// constant dims when the tensor's shape is known), else a DSLError at the caller's line.
-  TensorSpec with_layout(ir::Layout l, HIDET_LOC_PARAM) const {
-    HIDET_ASSERT(l, "with_layout(null)");
-    if (!shape_.empty() && !layout_shape_matches(*l)) {
-      auto dims = [](const std::vector<ir::Expr> &s) {
-        std::string r;
-        for (std::size_t i = 0; i < s.size(); ++i) {
-          std::int64_t v;
-          r += (i ? ", " : "") + (ir::as_const_int(s[i], v) ? std::to_string(v) : std::string("?"));
-        }
-        return "[" + r + "]";
-      };
-      throw DSLError(str_cat("layout ", l->str(), " has shape ", dims(l->shape), " but the tensor (",
-                             dtype_, ") has shape ", dims(shape_),
-                             "; give the tensor and its layout the same shape"),
-                     loc_);
-    }
-    TensorSpec t = *this;
-    t.layout_ = std::move(l);
-    return t;
-  }
+  TensorSpec with_layout(ir::Layout l, HIDET_LOC_PARAM) const;
   /// Names the parameter (used in messages and generated code).
-  TensorSpec named(std::string n) const {
-    TensorSpec t = *this;
-    t.name_ = std::move(n);
-    return t;
-  }
+  TensorSpec named(std::string n) const;
   DataType dtype() const { return dtype_; }
   const std::vector<ir::Expr> &shape() const { return shape_; }
   const ir::Layout &layout() const { return layout_; }
@@ -82,14 +46,7 @@ public:
   ir::Type ir_type(ir::Scope s) const { return ir::TensorTypeNode::make(dtype_, shape_, s, layout_); }
 
 private:
-  bool layout_shape_matches(const ir::LayoutNode &l) const {
-    if (l.shape.size() != shape_.size()) return false;
-    for (std::size_t i = 0; i < shape_.size(); ++i) {
-      std::int64_t a, b;
-      if (ir::as_const_int(shape_[i], a) && ir::as_const_int(l.shape[i], b) && a != b) return false;
-    }
-    return true;
-  }
+  bool layout_shape_matches(const ir::LayoutNode &l) const;
   DataType dtype_;
   std::vector<ir::Expr> shape_;
   ir::Layout layout_;
@@ -103,9 +60,7 @@ struct DTypeSpec : DataType {
 };
 
 /// A symbolic dimension: a named i32 whose value the launcher takes from the argument tensors.
-inline Expr symbol(std::string name, HIDET_LOC_PARAM) {
-  return Expr(ir::Expr(ir::make_var(ir::scalar_type(dtypes::i32), std::move(name), loc_)));
-}
+Expr symbol(std::string name, HIDET_LOC_PARAM);
 
 } // namespace lang
 
@@ -136,3 +91,7 @@ using hidet::u8;
 } // namespace lang
 
 } // namespace hidet
+
+#if HIDET_HEADER_ONLY
+#include "hidet/lang/impl/types.ipp"
+#endif

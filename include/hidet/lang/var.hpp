@@ -15,10 +15,7 @@ namespace hidet::lang {
 
 namespace detail {
 /// Converts an operand for storing into a location of dtype `d` (C++ assignment conversion).
-inline ir::Expr store_value(const Operand &v, DataType d, const char *what) {
-  require_scalar(v, what);
-  return convert(v.node, d, v.loc);
-}
+ir::Expr store_value(const Operand &v, DataType d, const char *what);
 } // namespace detail
 
 /// A scalar variable.
@@ -41,13 +38,7 @@ public:
   template <ExprLike T> Var(const T &init, HIDET_LOC_PARAM) { declare(Operand(init, loc_), "v", loc_); }
 
   /// Declares a variable of dtype `d` with an optional initial value and a name hint.
-  static Var declare_new(DataType d, const Operand *init, std::string hint, SourceLoc loc) {
-    auto &b = require_builder("declaring a variable", loc);
-    auto v = ir::make_var(ir::scalar_type(d), std::move(hint), loc);
-    ir::Expr i = init ? detail::store_value(*init, d, "=") : ir::Expr();
-    b.emit(ir::DeclareStmtNode::make(v, i, loc));
-    return Var(v);
-  }
+  static Var declare_new(DataType d, const Operand *init, std::string hint, SourceLoc loc);
 
   /// Assignment emits `x = value` (converted to x's dtype). A template, so that it is preferred
   /// over converting the value to a Var (which would declare a new variable).
@@ -60,12 +51,7 @@ public:
     return *this;
   }
   Var &operator=(const Var &other) { return *this = Operand::of(other.ir(), other.var_->loc); }
-#define HIDET_COMPOUND(sym)                                                                        \
-  Var &operator sym##=(const Operand &value) {                                                     \
-    Expr r = Operand::of(ir(), value.loc) sym value;                                               \
-    assign(detail::store_value(Operand::of(r.ir(), value.loc), dtype(), #sym "="), value.loc);     \
-    return *this;                                                                                  \
-  }
+#define HIDET_COMPOUND(sym) Var &operator sym##=(const Operand &value);
   HIDET_COMPOUND(+) HIDET_COMPOUND(-) HIDET_COMPOUND(*) HIDET_COMPOUND(/) HIDET_COMPOUND(%)
   HIDET_COMPOUND(&) HIDET_COMPOUND(|) HIDET_COMPOUND(^) HIDET_COMPOUND(<<) HIDET_COMPOUND(>>)
 #undef HIDET_COMPOUND
@@ -73,18 +59,8 @@ public:
   const ir::Var &var() const { return var_; }
 
 private:
-  void declare(const Operand &init, std::string hint, SourceLoc loc) {
-    detail::require_scalar(init, "=");
-    DataType d = ir::dtype_of(init.node->type);
-    if (init.weak && d == dtypes::f64 && !init.weak_float_is_double) d = dtypes::f32;
-    Var fresh = declare_new(d, &init, std::move(hint), loc);
-    node_ = fresh.node_;
-    var_ = fresh.var_;
-  }
-  void assign(ir::Expr v, SourceLoc loc) {
-    auto &b = require_builder("assigning a variable", loc);
-    b.emit(ir::AssignStmtNode::make(var_, std::move(v), loc));
-  }
+  void declare(const Operand &init, std::string hint, SourceLoc loc);
+  void assign(ir::Expr v, SourceLoc loc);
   Var() = default;
   ir::Var var_;
 };
@@ -105,33 +81,18 @@ public:
       : base_(std::move(base)), idx_(std::move(idx)), loc_(loc) {}
   Element(const Element &) = default;
 
-  Element operator[](const Operand &i) const {
-    Element e = *this;
-    e.push(i);
-    return e;
-  }
+  Element operator[](const Operand &i) const;
   /// The element as an expression (all indices must be given).
-  ir::Expr to_ir(SourceLoc use) const {
-    check_complete(use);
-    return ir::TensorElementNode::make(base_, idx_, loc_);
-  }
+  ir::Expr to_ir(SourceLoc use) const;
   /// &t[i][j]
-  Expr address() const {
-    check_complete(loc_);
-    return ir::AddressNode::make(ir::TensorElementNode::make(base_, idx_, loc_), loc_);
-  }
+  Expr address() const;
 
   Element &operator=(const Operand &value) {
     store(detail::store_value(value, dtype(), "="), value.loc);
     return *this;
   }
   Element &operator=(const Element &other) { return *this = Operand::of(other.to_ir(other.loc_), other.loc_); }
-#define HIDET_COMPOUND(sym)                                                                        \
-  Element &operator sym##=(const Operand &value) {                                                 \
-    Expr r = Operand::of(to_ir(value.loc), value.loc) sym value;                                   \
-    store(detail::store_value(Operand::of(r.ir(), value.loc), dtype(), #sym "="), value.loc);      \
-    return *this;                                                                                  \
-  }
+#define HIDET_COMPOUND(sym) Element &operator sym##=(const Operand &value);
   HIDET_COMPOUND(+) HIDET_COMPOUND(-) HIDET_COMPOUND(*) HIDET_COMPOUND(/) HIDET_COMPOUND(%)
   HIDET_COMPOUND(&) HIDET_COMPOUND(|) HIDET_COMPOUND(^) HIDET_COMPOUND(<<) HIDET_COMPOUND(>>)
 #undef HIDET_COMPOUND
@@ -140,34 +101,12 @@ public:
   const ir::Var &base() const { return base_; }
   const std::vector<ir::Expr> &indices() const { return idx_; }
 
-  void push(const Operand &i) {
-    if (idx_.size() >= type().rank())
-      throw DSLError(str_cat("tensor '", base_->hint, "' has rank ", type().rank(),
-                             " but is indexed with ", idx_.size() + 1, " indices"),
-                     i.loc);
-    detail::require_scalar(i, "[]");
-    DataType d = ir::dtype_of(i.node->type);
-    if (!d.is_integer())
-      throw DSLError(str_cat("index ", idx_.size(), " of tensor '", base_->hint, "' must be an integer, got ", d), i.loc);
-    idx_.push_back(d == dtypes::i32 || d == dtypes::i64 ? i.node : detail::convert(i.node, dtypes::i32, i.loc));
-  }
+  void push(const Operand &i);
 
 private:
   const ir::TensorTypeNode &type() const { return *base_->type.as<ir::TensorTypeNode>(); }
-  void check_complete(SourceLoc use) const {
-    if (idx_.size() != type().rank())
-      throw DSLError(str_cat("tensor '", base_->hint, "' has rank ", type().rank(), " but is indexed with ",
-                             idx_.size(), " indices; give one index per dimension"),
-                     use.valid() ? use : loc_);
-  }
-  void store(ir::Expr v, SourceLoc loc) {
-    check_complete(loc);
-    if (type().scope == ir::Scope::Param)
-      throw DSLError(str_cat("tensor '", base_->hint, "' is a by-value kernel parameter (a tensor map) and is read-only"),
-                     loc);
-    auto &b = require_builder("storing to a tensor", loc);
-    b.emit(ir::BufferStoreStmtNode::make(base_, idx_, std::move(v), loc));
-  }
+  void check_complete(SourceLoc use) const;
+  void store(ir::Expr v, SourceLoc loc);
   ir::Var base_;
   std::vector<ir::Expr> idx_;
   SourceLoc loc_;
@@ -176,15 +115,9 @@ private:
 /// A tensor: a kernel parameter, a shared or register buffer, or a view of memory.
 class Tensor {
 public:
-  explicit Tensor(ir::Var v) : var_(std::move(v)) {
-    HIDET_ASSERT(var_->type.is<ir::TensorTypeNode>(), "Tensor over a non-tensor variable");
-  }
+  explicit Tensor(ir::Var v);
   /// t[i]: indexing, one dimension at a time.
-  Element operator[](const Operand &i) const {
-    Element e(var_, {}, i.loc);
-    e.push(i);
-    return e;
-  }
+  Element operator[](const Operand &i) const;
   /// t(i, j, ...): all indices at once.
   template <class... I> Element operator()(const I &...idx) const {
     Element e(var_, {}, SourceLoc{});
@@ -205,20 +138,9 @@ private:
 };
 
 namespace detail {
-inline Tensor declare_tensor(const TensorSpec &spec, ir::Scope scope, std::string name, ir::Expr view,
-                             SourceLoc loc) {
-  auto &b = require_kernel(scope == ir::Scope::Shared ? "shared_tensor" : "register_tensor", loc);
-  for (std::size_t i = 0; i < spec.shape().size(); ++i) {
-    std::int64_t v;
-    if (!view && !ir::as_const_int(spec.shape()[i], v))
-      throw DSLError(str_cat(ir::scope_name(scope), " tensor '", name, "' needs constant dimensions; dimension ",
-                             i, " is not a constant (use dynamic shared memory for run-time sizes)"),
-                     loc);
-  }
-  auto v = ir::make_var(spec.ir_type(scope), std::move(name), loc);
-  b.emit(ir::DeclareStmtNode::make(v, view, loc));
-  return Tensor(v);
-}
+/// Declares a shared or register tensor (or, with `view`, a tensor over the memory at `view`).
+Tensor declare_tensor(const TensorSpec &spec, ir::Scope scope, std::string name, ir::Expr view,
+                      SourceLoc loc);
 } // namespace detail
 
 /// Declares a tensor in shared memory (one per thread block); dims must be constants.
@@ -231,3 +153,7 @@ inline Tensor register_tensor(const TensorSpec &spec, std::string name = "regs",
 }
 
 } // namespace hidet::lang
+
+#if HIDET_HEADER_ONLY
+#include "hidet/lang/impl/var.ipp"
+#endif

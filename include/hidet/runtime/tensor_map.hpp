@@ -7,10 +7,11 @@
 //   cm(tmap.to_device(), a, ...);
 #pragma once
 
+#include <cuda.h>
+
 #include <cstdint>
 #include <vector>
 
-#include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/runtime/tensor.hpp"
 
 namespace hidet {
@@ -24,59 +25,20 @@ public:
   /// Encodes a tiled map over `t` (row-major, 1 to 5 dims) moving boxes of `box` elements
   /// (outermost first, like t's shape). Throws ValueError for shapes the hardware rejects and
   /// CudaError when the driver refuses the map.
-  static TensorMap tiled(const Tensor &t, const std::vector<std::int64_t> &box, Swizzle swizzle = Swizzle::None) {
-    const auto &shape = t.shape();
-    std::size_t r = shape.size();
-    if (r < 1 || r > 5 || box.size() != r)
-      throw ValueError(str_cat("TensorMap::tiled: tensor of rank ", r, " with a box of rank ", box.size(),
-                               "; both need the same rank in [1, 5]"));
-    if (t.device().kind != runtime::Device::Kind::CUDA || runtime::cuda_emulated())
-      throw ValueError("TensorMap::tiled: the tensor must live on a real GPU (TMA is not emulated)");
-    CUtensorMapDataType dt;
-    switch (t.dtype().code) {
-    case DTypeCode::F16: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
-    case DTypeCode::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
-    case DTypeCode::F32: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
-    case DTypeCode::I32: dt = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
-    case DTypeCode::U8: case DTypeCode::I8: dt = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
-    default: throw ValueError(str_cat("TensorMap::tiled: dtype ", t.dtype(), " is not supported (f16, bf16, f32, i32, i8, u8)"));
-    }
-    std::uint64_t dims[5], strides[4];
-    std::uint32_t boxes[5], elem_strides[5];
-    std::uint64_t esize = t.dtype().nbytes(), stride = esize;
-    for (std::size_t i = 0; i < r; ++i) { // the driver wants the innermost dimension first
-      std::size_t d = r - 1 - i;
-      dims[i] = std::uint64_t(shape[d]);
-      if (box[d] < 1 || box[d] > 256) // a box may overhang the tensor: TMA zero-fills outside
-        throw ValueError(str_cat("TensorMap::tiled: box dimension ", d, " is ", box[d], "; it must be in [1, 256]"));
-      boxes[i] = std::uint32_t(box[d]);
-      elem_strides[i] = 1;
-      if (i > 0) strides[i - 1] = stride;
-      stride *= std::uint64_t(shape[d]);
-    }
-    if ((std::uint64_t(box[r - 1]) * esize) % 16 != 0)
-      throw ValueError(str_cat("TensorMap::tiled: the innermost box row is ", box[r - 1] * std::int64_t(esize),
-                               " bytes; it must be a multiple of 16"));
-    TensorMap m;
-    CUresult res = cuda::driver().cuTensorMapEncodeTiled(
-        &m.map_, dt, cuuint32_t(r), const_cast<void *>(t.data_ptr()), dims, strides, boxes, elem_strides,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(int(swizzle)), CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    cuda::check(res, "cuTensorMapEncodeTiled");
-    return m;
-  }
+  static TensorMap tiled(const Tensor &t, const std::vector<std::int64_t> &box,
+                         Swizzle swizzle = Swizzle::None);
 
   /// The 128 bytes of the map.
   const CUtensorMap &map() const { return map_; }
   /// A u8[128] tensor on the GPU holding the map, for a kernel parameter of type u8[128].
-  Tensor to_device() const {
-    std::vector<std::uint8_t> bytes(sizeof(CUtensorMap));
-    std::memcpy(bytes.data(), &map_, bytes.size());
-    return asarray(bytes, {std::int64_t(bytes.size())});
-  }
+  Tensor to_device() const;
 
 private:
   alignas(64) CUtensorMap map_{};
 };
 
 } // namespace hidet
+
+#if HIDET_HEADER_ONLY
+#include "hidet/runtime/impl/tensor_map.ipp"
+#endif

@@ -20,24 +20,7 @@ public:
   /// Opens the first of `paths` that dlopen() accepts. Returns an unloaded library when none
   /// does; `tried` (if given) then lists "  <path>: <dlerror>" lines, one per attempt.
   static DynamicLibrary open_first(const std::vector<std::string> &paths,
-                                   std::string *tried = nullptr) {
-    DynamicLibrary lib;
-    for (auto &p : paths) {
-      if (p.empty())
-        continue;
-      void *h = ::dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (h) {
-        lib.handle_ = h;
-        lib.path_ = p;
-        return lib;
-      }
-      if (tried) {
-        const char *err = ::dlerror();
-        *tried += str_cat("  ", p, ": ", err ? err : "unknown dlopen error", "\n");
-      }
-    }
-    return lib;
-  }
+                                   std::string *tried = nullptr);
 
   /// Like open_first, but throws `Err` naming `what`, every path tried and `hint` on failure.
   template <class Err = Error>
@@ -73,3 +56,7 @@ private:
 };
 
 } // namespace hidet::util
+
+#if HIDET_HEADER_ONLY
+#include "hidet/util/impl/dynlib.ipp"
+#endif

@@ -8,6 +8,7 @@
 
 #include "hidet/backend/emulator/exec.hpp"
 #include "hidet/ir/expr.hpp"
+#include "hidet/ir/layout.hpp"
 
 namespace hidet::backend::emu {
 

@@ -12,47 +12,23 @@
 namespace hidet::lang {
 
 namespace detail {
-inline void require_half(DataType d, const char *fn, SourceLoc loc) {
-  if (!d.is_half()) throw DSLError(str_cat(fn, ": the packed dtype is ", d, "; use f16 or bf16"), loc);
-}
-inline ir::Expr packed(const Operand &x, const char *fn) {
-  require_scalar(x, fn);
-  DataType d = ir::dtype_of(x.node->type);
-  if (d != dtypes::u32 && !(x.weak && d.is_integer()))
-    throw DSLError(str_cat(fn, ": a packed pair is a u32, got ", d, " (build one with half2_pack)"), x.loc);
-  return convert(x.node, dtypes::u32, x.loc);
-}
-inline Expr half2_op(ir::Intrinsic op, std::vector<const Operand *> xs, DataType d) {
-  const char *fn = ir::intrinsic_name(op).data();
-  require_half(d, fn, xs[0]->loc);
-  std::vector<ir::Expr> args;
-  for (auto *x : xs) args.push_back(packed(*x, fn));
-  args.push_back(imm(int(d.code)));
-  return call(op, std::move(args), dtypes::u32, xs[0]->loc);
-}
+/// Throws a DSLError unless `d` (the packed dtype) is f16 or bf16.
+void require_half(DataType d, const char *fn, SourceLoc loc);
+/// A packed pair operand as u32 (a u32 expression or an integer literal).
+ir::Expr packed(const Operand &x, const char *fn);
+/// A lane-wise operation on packed pairs of dtype `d`.
+Expr half2_op(ir::Intrinsic op, std::vector<const Operand *> xs, DataType d);
 } // namespace detail
 
 /// x converted to f16 / bf16 / f32 (round to nearest even).
-inline Expr to_f16(const Operand &x) { detail::require_scalar(x, "to_f16"); return Expr(detail::convert(x.node, dtypes::f16, x.loc)); }
-inline Expr to_bf16(const Operand &x) { detail::require_scalar(x, "to_bf16"); return Expr(detail::convert(x.node, dtypes::bf16, x.loc)); }
-inline Expr to_f32(const Operand &x) { detail::require_scalar(x, "to_f32"); return Expr(detail::convert(x.node, dtypes::f32, x.loc)); }
+Expr to_f16(const Operand &x);
+Expr to_bf16(const Operand &x);
+Expr to_f32(const Operand &x);
 
 /// Packs two values, rounded to `d` (f16 or bf16), into a u32: `lo` in bits 0-15, `hi` in 16-31.
-inline Expr half2_pack(const Operand &lo, const Operand &hi, DataType d = dtypes::f16) {
-  detail::require_half(d, "half2_pack", lo.loc);
-  detail::require_scalar(lo, "half2_pack"), detail::require_scalar(hi, "half2_pack");
-  return detail::call(ir::Intrinsic::Half2Pack,
-                      {detail::convert(lo.node, dtypes::f32, lo.loc), detail::convert(hi.node, dtypes::f32, hi.loc),
-                       detail::imm(int(d.code))},
-                      dtypes::u32, lo.loc);
-}
+Expr half2_pack(const Operand &lo, const Operand &hi, DataType d = dtypes::f16);
 /// Half `index` (0: low, 1: high) of a packed pair of dtype `d`, as f32.
-inline Expr half2_unpack(const Operand &p, int index, DataType d = dtypes::f16) {
-  detail::require_half(d, "half2_unpack", p.loc);
-  if (index != 0 && index != 1) throw DSLError(str_cat("half2_unpack: index ", index, " is not 0 or 1"), p.loc);
-  return detail::call(ir::Intrinsic::Half2Unpack, {detail::packed(p, "half2_unpack"), detail::imm(index), detail::imm(int(d.code))},
-                      dtypes::f32, p.loc);
-}
+Expr half2_unpack(const Operand &p, int index, DataType d = dtypes::f16);
 /// Lane-wise a + b, a - b, a * b and a * b + c on packed pairs of dtype `d`.
 inline Expr half2_add(const Operand &a, const Operand &b, DataType d = dtypes::f16) { return detail::half2_op(ir::Intrinsic::Half2Add, {&a, &b}, d); }
 inline Expr half2_sub(const Operand &a, const Operand &b, DataType d = dtypes::f16) { return detail::half2_op(ir::Intrinsic::Half2Sub, {&a, &b}, d); }
@@ -62,3 +38,7 @@ inline Expr half2_fma(const Operand &a, const Operand &b, const Operand &c, Data
 }
 
 } // namespace hidet::lang
+
+#if HIDET_HEADER_ONLY
+#include "hidet/lang/primitives/impl/half.ipp"
+#endif

@@ -26,6 +26,7 @@
 // The epilogues add the bias in f32 and store NHWC (packed pairs) or NCHW (y[img][o][oh OW + ow]).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "hidet/error.hpp"

@@ -1,0 +1,22 @@
+// Definitions for hidet/ir/dtype.hpp.
+#pragma once
+#include "hidet/ir/dtype.hpp"
+
+namespace hidet {
+
+HIDET_INLINE bool parse_dtype(std::string_view s, DataType &out) {
+#define HIDET_X(e, sh, l, c, n, f, sg)                                                             \
+  if (s == sh || s == l) {                                                                         \
+    out = DataType(DTypeCode::e);                                                                  \
+    return true;                                                                                   \
+  }
+  HIDET_DTYPES(HIDET_X)
+#undef HIDET_X
+  if (s == "half") return out = dtypes::f16, true;
+  if (s == "float") return out = dtypes::f32, true;
+  if (s == "double") return out = dtypes::f64, true;
+  if (s == "int") return out = dtypes::i32, true;
+  return false;
+}
+
+} // namespace hidet

@@ -1,0 +1,46 @@
+// KernelHandle's internals, KernelHandle::Info and KernelHandle::Shared: the IR of one compiled
+// kernel with what the launcher derives from it, and what the kernels of one module share (the
+// loaded CUDA module, or the emulator's program). Internal: <hidet/hidet.hpp> does not include
+// this header; the launcher (runtime/impl/compiled_module.ipp) and code that inspects a compiled
+// kernel (KernelHandle::info(), e.g. the raw CUfunction) do.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hidet/ir/func.hpp"
+#include "hidet/runtime/cuda_driver.hpp"
+#include "hidet/transforms/instantiate_symbols.hpp"
+
+namespace hidet::backend::emu {
+class Program;
+} // namespace hidet::backend::emu
+
+namespace hidet::runtime::detail {
+
+/// KernelHandle::Info: one kernel of a compiled module.
+struct KernelInfo {
+  std::string name;
+  ir::Function original; ///< as the user defined it (its params are what callers pass)
+  ir::Function lowered;  ///< after lowering: original params, then symbolic dims
+  std::vector<std::pair<ir::Var, ir::SymbolSource>> symbols;
+  std::size_t static_smem = 0;
+  CUfunction function = nullptr; ///< on a GPU
+  std::size_t max_dynamic_smem_set = 48 * 1024;
+  std::mutex mu;
+};
+
+/// KernelHandle::Shared: what the kernels of one compiled module share.
+struct KernelShared {
+  std::shared_ptr<backend::emu::Program> emulator;
+  CUmodule module = nullptr;
+  ~KernelShared() {
+    if (module) runtime::unload_module(module);
+  }
+};
+
+} // namespace hidet::runtime::detail

@@ -1,1 +1,0 @@
-// libhidet: the backend layer's definitions (compiled mode).

@@ -1,0 +1,2 @@
+// libhidet: the backend layer's definitions (compiled mode): the SIMT emulator.
+#include "hidet/backend/emulator/impl/program.ipp"
