@@ -12,6 +12,7 @@
 #include <boost/hana/define_struct.hpp>
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/members.hpp>
+#include <functional>
 #include <optional>
 #include <sstream>
 
