@@ -28,6 +28,8 @@
 
 #include <hidet/hidet.hpp>
 #include <hidet/ops/attention.hpp>
+#include <hidet/ops/templates/attention.hpp>
+#include <hidet/ops/tuning.hpp>
 #include <hidet/runtime/timing.hpp>
 
 namespace tpl = hidet::ops::templates;

@@ -15,4 +15,5 @@
 #include "hidet/ops/task.hpp"
 #include "hidet/ops/tensor_methods.hpp"
 #include "hidet/ops/transform.hpp"
+#include "hidet/ops/tuning.hpp"
 #include "hidet/ops/attention.hpp"

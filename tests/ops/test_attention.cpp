@@ -5,6 +5,8 @@
 #include "ops_test_util.hpp"
 
 #include "hidet/ops/attention.hpp"
+#include "hidet/ops/templates/attention.hpp"
+#include "hidet/ops/tuning.hpp"
 
 using namespace ops_test;
 namespace tpl = hidet::ops::templates;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "hidet/ops/templates/conv2d.hpp"
+#include "hidet/ops/tuning.hpp"
 
 using namespace ops_test;
 namespace t = hidet::ops::templates;

@@ -186,7 +186,7 @@ TEST_CASE("ops::matmul runs the tuned template and reuses its choice") {
   expect_close(o::matmul(a, b), {m, n}, want);
   CHECK(tuning::stats().tuned == tuned + 1);
   std::string key = tuning::make_key("matmul", str_cat(dtypes::f32, " ", m, "x", n, "x", k, " space 1"));
-  auto record = tuning::detail::read_record(key);
+  auto record = tuning::stored_label(key);
   REQUIRE(record);
   CHECK(*record == cands[2].label);
   // The same problem again: the kernel is kept, nothing is tuned or timed.

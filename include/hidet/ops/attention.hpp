@@ -8,82 +8,11 @@
 // per (problem, tiling) in this process, so a repeated call compiles nothing.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 
-#include "hidet/ops/elementwise.hpp"
-#include "hidet/ops/matmul.hpp"
-#include "hidet/ops/norm.hpp"
-#include "hidet/ops/templates/attention.hpp"
-#include "hidet/ops/transform.hpp"
-#include "hidet/ops/tuning.hpp"
+#include "hidet/runtime/tensor.hpp"
 
 namespace hidet::ops {
-
-namespace attention_detail {
-constexpr const char *op = "scaled_dot_product_attention";
-
-/// The built kernels of this process, by problem and tiling.
-inline std::shared_ptr<templates::Attention> runner(const templates::AttentionProblem &p,
-                                                    const templates::AttentionConfig &c) {
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<templates::Attention>> built;
-  std::string key = str_cat(p.str(), " | ", c.str());
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = built.find(key); it != built.end()) return it->second;
-  }
-  auto r = std::make_shared<templates::Attention>(p, c); // compiles outside the lock
-  std::lock_guard<std::mutex> lock(mu);
-  return built.emplace(key, r).first->second;
-}
-
-/// The tiling chosen for a problem in search space `space` (tuned once per process and key).
-inline std::shared_ptr<templates::Attention>
-choose(const templates::AttentionProblem &p, int space, const Tensor &q, const Tensor &k,
-       const Tensor &v, const std::optional<Tensor> &mask, const Tensor &out, double scale) {
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<templates::Attention>> chosen;
-  std::string key = str_cat(p.str(), " | space ", space);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = chosen.find(key); it != chosen.end()) return it->second;
-  }
-  auto cfgs = templates::attention_candidates(p, space, runtime::device_info(0).sm_count);
-  std::size_t best = 0;
-  if (cfgs.size() > 1) {
-    std::vector<tuning::Candidate> cands;
-    for (auto &c : cfgs)
-      cands.push_back({c.str(), [=] {
-                         auto r = runner(p, c);
-                         return tuning::Launch([=] {
-                           if (mask)
-                             (*r)(q, k, v, *mask, out, scale);
-                           else
-                             (*r)(q, k, v, out, scale);
-                         });
-                       }});
-    best = tuning::pick("sdpa", tuning::make_key("sdpa", p.str()), cands);
-  }
-  auto r = runner(p, cfgs[best]);
-  std::lock_guard<std::mutex> lock(mu);
-  return chosen.emplace(key, r).first->second;
-}
-
-/// [Sq, Skv] f32: 0 where key j <= query i, -inf above the diagonal (PyTorch's is_causal).
-inline Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device) {
-  std::vector<double> v(std::size_t(sq * skv));
-  for (std::int64_t i = 0; i < sq; ++i)
-    for (std::int64_t j = 0; j < skv; ++j)
-      v[std::size_t(i * skv + j)] = j <= i ? 0.0 : -std::numeric_limits<double>::infinity();
-  return asarray(v, {sq, skv}, dtypes::f32, device);
-}
-} // namespace attention_detail
 
 /// Attention of q [B, H, Sq, D] over k, v [B, H, Skv, D] (PyTorch's
 /// torch.nn.functional.scaled_dot_product_attention): softmax(q k^T * scale + mask) v with
@@ -91,99 +20,13 @@ inline Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device) {
 /// [B, H, Sq, Skv] whose last two dims are exactly [Sq, Skv] (or a bool mask: true = attend);
 /// `is_causal` masks keys j > i (top-left aligned); both may be given. Rows with every key
 /// masked give NaN. Returns [B, H, Sq, D] in q's dtype.
-inline Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                                           const std::optional<Tensor> &attn_mask = std::nullopt,
-                                           bool is_causal = false,
-                                           std::optional<double> scale = std::nullopt) {
-  using namespace attention_detail;
-  auto shapes = [&] {
-    std::string s = str_cat("q ", shape_str(q.shape()), ", k ", shape_str(k.shape()), ", v ",
-                            shape_str(v.shape()));
-    if (attn_mask) s += str_cat(", attn_mask ", shape_str(attn_mask->shape()));
-    return s;
-  };
-  auto fail = [&](const std::string &why) {
-    throw ValueError(str_cat(op, ": ", why, " (", shapes(), ")"));
-  };
-  if (!q.defined() || !k.defined() || !v.defined() || (attn_mask && !attn_mask->defined()))
-    throw ValueError(str_cat(op, ": q, k, v and attn_mask must be defined tensors"));
-  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4)
-    fail("q, k and v must be 4-D [batch, heads, seq, head_dim]; reshape other layouts first");
-  const auto &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
-  if (sk[0] != sq[0] || sv[0] != sq[0] || sk[1] != sq[1] || sv[1] != sq[1])
-    fail("k and v must have q's batch and heads (dims 0 and 1)");
-  if (sk[2] != sv[2]) fail("k and v must have the same sequence length (dim 2)");
-  if (sk[3] != sq[3]) fail(str_cat("k's head dim ", sk[3], " must equal q's ", sq[3]));
-  if (sv[3] != sq[3])
-    fail(str_cat("v's head dim ", sv[3], " must equal q's ", sq[3],
-                 " (a different value dim is not supported)"));
-  if (q.dtype() != k.dtype() || q.dtype() != v.dtype())
-    fail(str_cat("q, k and v must have one dtype, got ", q.dtype(), ", ", k.dtype(), " and ",
-                 v.dtype()));
-  if (!q.dtype().is_float()) fail(str_cat("q, k and v must be floating point, got ", q.dtype()));
-  if (q.device() != k.device() || q.device() != v.device())
-    fail(str_cat("q, k and v must be on one device, got ", q.device_str(), ", ", k.device_str(),
-                 " and ", v.device_str()));
-  for (auto d : sq)
-    if (d <= 0) fail("sizes must be positive");
-  if (sk[2] <= 0) fail("sizes must be positive");
-  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = sk[2], D = sq[3];
-  std::optional<Tensor> mask;
-  if (attn_mask) {
-    const auto &ms = attn_mask->shape();
-    if (ms.size() < 2 || ms.size() > 4 || ms[ms.size() - 2] != Sq || ms.back() != Skv)
-      fail(str_cat("attn_mask must be [Sq, Skv] = [", Sq, ", ", Skv,
-                   "], optionally with leading [B or 1, H or 1]"));
-    Shape m4(4 - ms.size(), 1);
-    m4.insert(m4.end(), ms.begin(), ms.end());
-    if ((m4[0] != 1 && m4[0] != B) || (m4[1] != 1 && m4[1] != H))
-      fail(str_cat("attn_mask's leading dims must be 1 or q's batch ", B, " and heads ", H));
-    if (attn_mask->device() != q.device())
-      fail(str_cat("attn_mask is on ", attn_mask->device_str(), " but q on ", q.device_str()));
-    DataType md = attn_mask->dtype();
-    if (md.is_bool()) {
-      const double inf = std::numeric_limits<double>::infinity();
-      mask = where(attn_mask->reshape(m4), hidet::full({1}, 0.0, dtypes::f32, q.device()),
-                   hidet::full({1}, -inf, dtypes::f32, q.device()));
-    } else if (md == dtypes::f32 || md.is_half()) {
-      mask = attn_mask->reshape(m4);
-    } else {
-      fail(str_cat(
-          "attn_mask must be f32, f16, bf16 (added to the scores) or bool (true = attend), got ",
-          md));
-    }
-  }
-  const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
-
-  // The template indexes with 32-bit integers and puts heads and batch on grid y and z.
-  const std::int64_t lim = std::int64_t(1) << 31;
-  const bool fits = B <= 65535 && H <= 65535 && B * H * std::max(Sq, Skv) * D < lim &&
-                    (!mask || mask->numel() < lim);
-  if (q.dtype().is_half() && (D == 64 || D == 128) && q.device().is_cuda() && fits) {
-    templates::AttentionProblem p;
-    p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
-    p.dtype = q.dtype(), p.causal = is_causal;
-    if (mask)
-      p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]),
-      p.mask_heads = int(mask->shape()[1]);
-    Tensor out = empty({B, H, Sq, D}, q.dtype(), q.device());
-    auto r = choose(p, option::search_space(), q, k, v, mask, out, s);
-    if (mask)
-      (*r)(q, k, v, *mask, out, s);
-    else
-      (*r)(q, k, v, out, s);
-    return out;
-  }
-
-  // Composition: scores in f32 for half inputs (the matmul accumulates in f32 either way).
-  Tensor scores = matmul(q, transpose(k, -2, -1));
-  if (scores.dtype().is_half()) scores = cast(scores, dtypes::f32);
-  scores = scores * s;
-  if (mask) scores = scores + *mask;
-  if (is_causal) scores = scores + causal_bias(Sq, Skv, q.device());
-  Tensor probs = softmax(scores, -1);
-  if (probs.dtype() != v.dtype()) probs = cast(probs, v.dtype());
-  return matmul(probs, v);
-}
+Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                                    const std::optional<Tensor> &attn_mask = std::nullopt,
+                                    bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt);
 
 } // namespace hidet::ops
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ops/impl/attention.ipp"
+#endif

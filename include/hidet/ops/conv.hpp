@@ -14,255 +14,31 @@
 // through the auto-scheduler: correct for every shape, stride, padding, dilation and group count.
 #pragma once
 
-#include <map>
-#include <memory>
-#include <mutex>
+#include <cstdint>
+#include <optional>
+#include <vector>
 
-#include "hidet/ops/cache.hpp"
-#include "hidet/ops/reduce.hpp"
-#include "hidet/ops/templates/conv2d.hpp"
-#include "hidet/ops/transform.hpp"
-#include "hidet/ops/tuning.hpp"
+#include "hidet/runtime/tensor.hpp"
 
 namespace hidet::ops {
-
-/// Attributes of conv2d (each a (height, width) pair).
-struct Conv2dAttrs {
-  BOOST_HANA_DEFINE_STRUCT(Conv2dAttrs, (std::vector<std::int64_t>, stride),
-                           (std::vector<std::int64_t>, padding),
-                           (std::vector<std::int64_t>, dilation), (std::int64_t, groups),
-                           (bool, bias));
-};
-
-namespace detail {
-/// Validated sizes of a conv2d call (NCHW order whatever the layout).
-struct Conv2dSizes {
-  std::int64_t N, C, H, W, O, CG, KH, KW, OH, OW;
-  std::vector<std::int64_t> stride, padding, dilation;
-  std::int64_t groups;
-};
-
-/// Checks a conv2d call and derives its sizes; `nhwc` selects the shapes' axis order.
-inline Conv2dSizes conv2d_sizes(const char *op, const Tensor &x, const Tensor &weight,
-                                const std::optional<Tensor> &bias, std::vector<std::int64_t> stride,
-                                std::vector<std::int64_t> padding,
-                                std::vector<std::int64_t> dilation, std::int64_t groups,
-                                bool nhwc) {
-  auto pair = [&](const char *what, std::vector<std::int64_t> v) {
-    if (v.size() == 1) v.push_back(v[0]);
-    if (v.size() != 2)
-      throw ValueError(
-          str_cat(op, ": ", what, " must have 1 or 2 values, got ", detail::ints_str(v)));
-    return v;
-  };
-  stride = pair("stride", stride), padding = pair("padding", padding),
-  dilation = pair("dilation", dilation);
-  if (x.ndim() != 4 || weight.ndim() != 4)
-    throw ValueError(
-        str_cat(op,
-                nhwc ? ": expected x [N, H, W, C] and weight [O, KH, KW, C/groups], got shapes "
-                     : ": expected x [N, C, H, W] and weight [O, C/groups, KH, KW], got shapes ",
-                shape_str(x.shape()), " and ", shape_str(weight.shape())));
-  const auto &xs = x.shape(), &ws = weight.shape();
-  Conv2dSizes z;
-  z.N = xs[0], z.C = nhwc ? xs[3] : xs[1], z.H = nhwc ? xs[1] : xs[2], z.W = nhwc ? xs[2] : xs[3];
-  z.O = ws[0], z.CG = nhwc ? ws[3] : ws[1], z.KH = nhwc ? ws[1] : ws[2],
-  z.KW = nhwc ? ws[2] : ws[3];
-  if (groups <= 0 || z.C % groups != 0 || z.O % groups != 0 || z.CG != z.C / groups)
-    throw ValueError(str_cat(
-        op, ": x of shape ", shape_str(xs), " and weight of shape ", shape_str(ws),
-        " do not match groups=", groups, ": C and O must be divisible by groups and the weight's ",
-        "channel extent (", nhwc ? "shape[3]" : "shape[1]", ") must be C / groups"));
-  for (int i = 0; i < 2; ++i)
-    if (stride[i] <= 0 || dilation[i] <= 0 || padding[i] < 0)
-      throw ValueError(str_cat(op, ": stride ", detail::ints_str(stride), " and dilation ",
-                               detail::ints_str(dilation), " must be positive and padding ",
-                               detail::ints_str(padding), " non-negative"));
-  if (x.dtype().is_bool() || weight.dtype().is_bool())
-    throw ValueError(str_cat(op, ": dtype bool is not supported (x ", x.dtype(), ", weight ",
-                             weight.dtype(), ")"));
-  if (bias && (bias->ndim() != 1 || bias->shape()[0] != z.O))
-    throw ValueError(
-        str_cat(op, ": bias must have shape (", z.O, ",), got ", shape_str(bias->shape())));
-  auto out_size = [](std::int64_t n, std::int64_t k, std::int64_t s, std::int64_t p,
-                     std::int64_t d) -> std::int64_t {
-    std::int64_t span = n + 2 * p - d * (k - 1) - 1;
-    return span < 0 ? 0 : span / s + 1;
-  };
-  z.OH = out_size(z.H, z.KH, stride[0], padding[0], dilation[0]);
-  z.OW = out_size(z.W, z.KW, stride[1], padding[1], dilation[1]);
-  if (z.OH <= 0 || z.OW <= 0)
-    throw ValueError(str_cat(op, ": the kernel ", shape_str({z.KH, z.KW}), " (dilation ",
-                             detail::ints_str(dilation),
-                             ") is larger than the padded input of shape ", shape_str(xs)));
-  z.stride = stride, z.padding = padding, z.dilation = dilation, z.groups = groups;
-  return z;
-}
-
-/// The config for a problem: the heuristic at search space 0, else the tuned choice (remembered
-/// per problem and space in this process; tuning::pick records it on disk).
-inline templates::Conv2dConfig conv2d_config(const templates::Conv2dShape &s, DataType dt,
-                                             templates::Conv2dLayout layout, const Tensor &x,
-                                             const Tensor &w, const std::optional<Tensor> &bias,
-                                             const Shape &out_shape) {
-  using templates::Conv2d;
-  int space = option::search_space();
-  int sms = runtime::device_info(0).sm_count;
-  bool nhwc = layout == templates::Conv2dLayout::NHWC;
-  bool hopper = templates::wgmma_available();
-  if (space == 0) return templates::conv2d_heuristic_config(s, dt, sms, hopper);
-  std::string sig = str_cat(dt, nhwc ? " nhwc " : " nchw ", s.str(), bias ? " bias" : "");
-  static std::mutex mu;
-  static std::map<std::string, templates::Conv2dConfig> chosen;
-  std::string mkey = str_cat(sig, " space ", space);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = chosen.find(mkey); it != chosen.end()) return it->second;
-  }
-  auto cfgs = templates::conv2d_candidates(s, dt, space, sms, hopper);
-  Tensor y = empty(out_shape, dt, "cuda");
-  std::vector<tuning::Candidate> cands;
-  for (auto &cfg : cfgs)
-    cands.push_back({cfg.str(), [=]() -> tuning::Launch {
-                       auto r = std::make_shared<Conv2d>(s, dt, layout, bool(bias), cfg);
-                       return [=] { (*r)(x, w, bias ? &*bias : nullptr, y); };
-                     }});
-  auto best = cfgs[tuning::pick("conv2d", tuning::make_key("conv2d", sig), cands)];
-  std::lock_guard<std::mutex> lock(mu);
-  chosen.emplace(mkey, best);
-  return best;
-}
-
-/// Runs conv2d through a template when one serves the call (see the top of the file); nullopt
-/// otherwise.
-inline std::optional<Tensor> conv2d_template(const Conv2dSizes &z, const Tensor &x,
-                                             const Tensor &weight,
-                                             const std::optional<Tensor> &bias,
-                                             templates::Conv2dLayout layout) {
-  using namespace templates;
-  DataType dt = x.dtype();
-  if (weight.dtype() != dt || (bias && bias->dtype() != dt)) return std::nullopt;
-  if (!(dt == dtypes::f32 || dt.is_half())) return std::nullopt;
-  const std::int64_t lim = std::int64_t(1) << 30;
-  for (std::int64_t v : {z.N, z.C, z.H, z.W, z.O, z.KH, z.KW, z.OH, z.OW, z.groups, z.stride[0],
-                         z.stride[1], z.padding[0], z.padding[1], z.dilation[0], z.dilation[1]})
-    if (v >= lim) return std::nullopt;
-  Conv2dShape s{int(z.N),           int(z.C),          int(z.H),          int(z.W),
-                int(z.O),           int(z.KH),         int(z.KW),         int(z.stride[0]),
-                int(z.stride[1]),   int(z.padding[0]), int(z.padding[1]), int(z.dilation[0]),
-                int(z.dilation[1]), int(z.groups)};
-  try {
-    check_conv2d_problem(s, dt);
-  } catch (const ValueError &) {
-    return std::nullopt;
-  }
-  std::vector<Tensor> ins{x, weight};
-  if (bias) ins.push_back(*bias);
-  Device dev = detail::common_device("conv2d", ins);
-  Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
-  for (auto &t : ins)
-    if (!(t.device() == run_dev)) t = t.to(run_dev);
-  for (auto &t : ins)
-    if (reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 != 0)
-      return std::nullopt; // a view: 16-byte copies fail
-  std::optional<Tensor> b;
-  if (bias) b = ins[2];
-  bool nhwc = layout == Conv2dLayout::NHWC;
-  Shape out = nhwc ? Shape{z.N, z.OH, z.OW, z.O} : Shape{z.N, z.O, z.OH, z.OW};
-  Conv2dConfig cfg = conv2d_config(s, dt, layout, ins[0], ins[1], b, out);
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<Conv2d>> runners;
-  std::string key =
-      str_cat(dt, nhwc ? " nhwc " : " nchw ", s.str(), bias ? " bias " : " ", cfg.str());
-  std::shared_ptr<Conv2d> runner;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = runners.find(key); it != runners.end()) runner = it->second;
-  }
-  if (!runner) {
-    runner = std::make_shared<Conv2d>(s, dt, layout, bool(bias), cfg);
-    std::lock_guard<std::mutex> lock(mu);
-    runner = runners.emplace(key, runner).first->second;
-  }
-  Tensor y = empty(out, dt, run_dev);
-  (*runner)(ins[0], ins[1], b ? &*b : nullptr, y);
-  return dev.is_cpu() ? y.to(dev) : y;
-}
-
-/// The auto-scheduled conv2d of NCHW tensors (every dtype and size).
-inline Tensor conv2d_generic(const Conv2dSizes &z, const Tensor &x, const Tensor &weight,
-                             const std::optional<Tensor> &bias) {
-  const char *op = "conv2d";
-  auto [N, C, H, W, O, CG, KH, KW, OH, OW, stride, padding, dilation, groups] = z;
-  (void)N, (void)C;
-  DataType t = promote_types(x.dtype(), weight.dtype());
-  if (bias) t = promote_types(t, bias->dtype());
-  DataType cd = compute_dtype(t);
-  Conv2dAttrs a{stride, padding, dilation, groups, bool(bias)};
-  std::string attrs = attrs_str(a);
-  Shape out{z.N, O, OH, OW};
-  std::vector<Tensor> ins{x, weight};
-  if (bias) ins.push_back(*bias);
-  return run_task(
-      str_cat(op, "{", attrs, "}"),
-      [&] {
-        auto xi = input("x", x.shape(), x.dtype());
-        auto wi = input("weight", weight.shape(), weight.dtype());
-        std::int64_t og = O / groups;
-        auto r = reduce(
-            out, {CG, KH, KW},
-            [&](const Idx &o, const Idx &k) {
-              Expr h = o[2] * int(stride[0]) - int(padding[0]) + k[1] * int(dilation[0]);
-              Expr w = o[3] * int(stride[1]) - int(padding[1]) + k[2] * int(dilation[1]);
-              Expr ok = h >= 0 && h < int(H) && w >= 0 && w < int(W);
-              Expr c = o[1] / int(og) * int(CG) + k[0];
-              Expr xv = lang::cast(xi.at({o[0], c, lang::min(lang::max(h, 0), int(H - 1)),
-                                          lang::min(lang::max(w, 0), int(W - 1))}),
-                                   cd);
-              Expr prod = xv * lang::cast(wi.at({o[1], k[0], k[1], k[2]}), cd);
-              return lang::select(ok, prod, lang::cast(Expr(0), cd));
-            },
-            ReduceKind::Sum, cd, bias ? cd : t, bias ? "conv2d_sum" : op);
-        if (!bias) return Task{op, {xi, wi}, {r}, attrs, {}};
-        auto bi = input("bias", bias->shape(), bias->dtype());
-        auto y = compute(
-            op, out, [&](const Idx &i) { return r.at(i) + lang::cast(bi.at({i[1]}), cd); }, t);
-        return Task{op, {xi, wi, bi}, {y}, attrs, {}};
-      },
-      ins)[0];
-}
-} // namespace detail
 
 /// 2-D convolution (see the top of the file): x [N, C, H, W], weight [O, C / groups, KH, KW],
 /// optional bias [O]; stride/padding/dilation take 1 (both axes) or 2 values. PyTorch's conv2d.
 /// The result has the promoted dtype of x, weight and bias.
-inline Tensor conv2d(const Tensor &x, const Tensor &weight,
-                     const std::optional<Tensor> &bias = std::nullopt,
-                     std::vector<std::int64_t> stride = {1},
-                     std::vector<std::int64_t> padding = {0},
-                     std::vector<std::int64_t> dilation = {1}, std::int64_t groups = 1) {
-  auto z =
-      detail::conv2d_sizes("conv2d", x, weight, bias, stride, padding, dilation, groups, false);
-  if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NCHW))
-    return *y;
-  return detail::conv2d_generic(z, x, weight, bias);
-}
+Tensor conv2d(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias = std::nullopt,
+              std::vector<std::int64_t> stride = {1}, std::vector<std::int64_t> padding = {0},
+              std::vector<std::int64_t> dilation = {1}, std::int64_t groups = 1);
 
 /// conv2d of channels-last tensors: x [N, H, W, C], weight [O, KH, KW, C / groups], optional bias
 /// [O]; returns y [N, OH, OW, O]. The fast layout of the tensor-core template (no repacking when
 /// C / groups is a multiple of 8); other dtypes run conv2d on permuted copies.
-inline Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,
-                          const std::optional<Tensor> &bias = std::nullopt,
-                          std::vector<std::int64_t> stride = {1},
-                          std::vector<std::int64_t> padding = {0},
-                          std::vector<std::int64_t> dilation = {1}, std::int64_t groups = 1) {
-  auto z =
-      detail::conv2d_sizes("conv2d_nhwc", x, weight, bias, stride, padding, dilation, groups, true);
-  if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NHWC))
-    return *y;
-  Tensor y =
-      detail::conv2d_generic(z, permute(x, {0, 3, 1, 2}), permute(weight, {0, 3, 1, 2}), bias);
-  return permute(y, {0, 2, 3, 1});
-}
+Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,
+                   const std::optional<Tensor> &bias = std::nullopt,
+                   std::vector<std::int64_t> stride = {1}, std::vector<std::int64_t> padding = {0},
+                   std::vector<std::int64_t> dilation = {1}, std::int64_t groups = 1);
 
 } // namespace hidet::ops
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ops/impl/conv.ipp"
+#endif

@@ -173,7 +173,7 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
   for (auto &[var, src] : info_->symbols) {
     auto *t = std::get_if<const Tensor *>(&args[src.param_index].value);
     if (!t) continue; // reported below
-    if ((*t)->ndim() > src.dim_index) env[var.get()] = double((*t)->shape()[src.dim_index]);
+    if (std::size_t((*t)->ndim()) > src.dim_index) env[var.get()] = double((*t)->shape()[src.dim_index]);
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto &p = params[i];
@@ -193,7 +193,7 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
       const Tensor &t = **tp;
       if (t.dtype() != tt->dtype)
         throw ValueError(str_cat(what(), ": expected dtype ", tt->dtype.name(), ", got ", t.dtype().name()));
-      if (t.ndim() != tt->rank())
+      if (std::size_t(t.ndim()) != tt->rank())
         throw ValueError(str_cat(what(), ": expected rank ", tt->rank(), ", got a tensor of shape ",
                                  detail::shape_str(t.shape())));
       for (std::size_t d = 0; d < tt->rank(); ++d) {

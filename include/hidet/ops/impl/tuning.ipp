@@ -1,0 +1,283 @@
+// Definitions for hidet/ops/tuning.hpp.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hidet/ops/tuning.hpp"
+
+#include "hidet/backend/compile_cache.hpp"
+#include "hidet/error.hpp"
+#include "hidet/runtime/device.hpp"
+#include "hidet/runtime/stream.hpp"
+#include "hidet/runtime/timing.hpp"
+#include "hidet/util/env.hpp"
+#include "hidet/util/hash.hpp"
+
+namespace hidet {
+
+namespace option {
+namespace detail {
+inline int &search_space_setting() {
+  static int v = -1; // -1: not set by the program, read HIDET_SEARCH_SPACE
+  return v;
+}
+} // namespace detail
+HIDET_INLINE void search_space(int space) {
+  if (space < 0 || space > 2) throw ValueError(str_cat("search_space(", space, "): use 0, 1 or 2"));
+  detail::search_space_setting() = space;
+}
+HIDET_INLINE int search_space() {
+  if (detail::search_space_setting() >= 0) return detail::search_space_setting();
+  auto v = util::env_int("HIDET_SEARCH_SPACE", 0);
+  if (v < 0 || v > 2) throw ValueError(str_cat("HIDET_SEARCH_SPACE=", v, ": use 0, 1 or 2"));
+  return int(v);
+}
+} // namespace option
+
+namespace ops::tuning {
+
+namespace detail {
+struct State {
+  std::mutex mu;
+  Timer timer;
+  Stats stats;
+  std::vector<std::pair<std::string, std::string>> memory; ///< key -> label, this process
+};
+inline State &state() {
+  static State s;
+  return s;
+}
+
+/// CUDA events around batches of launches after warm-up; the median batch (7 batches of ~1 ms).
+inline double event_timer(const Launch &launch) { return median_ms(launch, 7, 1.0); }
+
+/// The file holding the choice for `key` (under the compile cache's directory).
+inline std::filesystem::path record_path(const std::string &key) {
+  return backend::cache_root_dir() / "tuning" / (util::hash128(key).hex() + ".txt");
+}
+/// The stored label for `key`, when the record exists and names this key.
+inline std::optional<std::string> read_record(const std::string &key) {
+  if (util::env_bool("HIDET_DISABLE_CACHE", false)) return std::nullopt;
+  std::ifstream f(record_path(key));
+  std::string stored_key, label;
+  if (!f || !std::getline(f, stored_key) || !std::getline(f, label) || stored_key != key) return std::nullopt;
+  return label;
+}
+inline void write_record(const std::string &key, const std::string &label) {
+  if (util::env_bool("HIDET_DISABLE_CACHE", false)) return;
+  auto path = record_path(key);
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  auto tmp = path;
+  tmp += str_cat(".tmp", ::getpid(), "_", std::hash<std::thread::id>()(std::this_thread::get_id()));
+  {
+    std::ofstream f(tmp);
+    if (!f) return;
+    f << key << "\n" << label << "\n";
+    if (!f) return;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+/// Progress on stderr: a redrawn bar on a terminal, a line per phase otherwise.
+class Progress {
+public:
+  Progress(std::string what, std::size_t total) : what_(std::move(what)), total_(total), tty_(::isatty(2)) {
+    start_ = std::chrono::steady_clock::now();
+    if (!tty_) std::fprintf(stderr, "hidet: tuning %s: %zu candidates\n", what_.c_str(), total_);
+  }
+  void update(const char *phase, std::size_t done) {
+    if (!tty_) return;
+    double el = elapsed();
+    double rem = done ? el / double(done) * double(total_ - done) : 0;
+    int width = 24, fill = total_ ? int(width * done / total_) : width;
+    std::fprintf(stderr, "\rhidet: tuning %s [%s%s] %s %zu/%zu, %.1f s elapsed, ~%.1f s left   ", what_.c_str(),
+                 std::string(std::size_t(fill), '#').c_str(), std::string(std::size_t(width - fill), '.').c_str(),
+                 phase, done, total_, el, rem);
+    std::fflush(stderr);
+  }
+  void phase_done(const char *phase, std::size_t ok) {
+    if (tty_) std::fprintf(stderr, "\n");
+    else std::fprintf(stderr, "hidet: tuning %s: %s %zu of %zu candidates in %.1f s\n", what_.c_str(), phase, ok, total_,
+                      elapsed());
+  }
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+private:
+  std::string what_;
+  std::size_t total_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_;
+};
+} // namespace detail
+
+HIDET_INLINE void set_timer(Timer t) {
+  std::lock_guard<std::mutex> lock(detail::state().mu);
+  detail::state().timer = std::move(t);
+}
+HIDET_INLINE Stats stats() {
+  std::lock_guard<std::mutex> lock(detail::state().mu);
+  return detail::state().stats;
+}
+HIDET_INLINE void clear_memory() {
+  std::lock_guard<std::mutex> lock(detail::state().mu);
+  detail::state().memory.clear();
+}
+
+HIDET_INLINE std::string make_key(const std::string &op, const std::string &signature) {
+  const auto &dev = runtime::device_info(0);
+  return str_cat("tuning v1|", op, "|", signature, "|", dev.emulated ? std::string("emulator") : dev.arch(), "|",
+                 dev.name);
+}
+
+HIDET_INLINE std::optional<std::string> stored_label(const std::string &key) { return detail::read_record(key); }
+
+HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, const std::vector<Candidate> &cands) {
+  if (cands.empty()) throw ValueError(str_cat("tuning ", what, ": no candidates"));
+  if (cands.size() == 1) return 0;
+  auto find = [&](const std::string &label) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      if (cands[i].label == label) return i;
+    return std::nullopt;
+  };
+  auto &st = detail::state();
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    for (auto &[k, label] : st.memory)
+      if (k == key)
+        if (auto i = find(label)) {
+          ++st.stats.reused;
+          return *i;
+        }
+  }
+  if (auto label = detail::read_record(key))
+    if (auto i = find(*label)) {
+      std::lock_guard<std::mutex> lock(st.mu);
+      ++st.stats.reused;
+      st.memory.emplace_back(key, *label);
+      return *i;
+    }
+
+  Timer timer;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    timer = st.timer;
+  }
+  if (!timer && runtime::cuda_emulated()) {
+    // The emulator's speed says nothing about a GPU's: keep the default, record nothing.
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::fprintf(stderr, "hidet: tuning needs a GPU; on the CPU emulator every template uses its default "
+                           "configuration (search space 0)\n");
+    });
+    return 0;
+  }
+
+  // Build on a thread pool: NVRTC compiles run in parallel; module loads need the context.
+  detail::Progress progress(what, cands.size());
+  std::vector<Launch> launches(cands.size());
+  std::vector<std::string> errors(cands.size());
+  std::atomic<std::size_t> next{0}, done{0};
+  std::mutex progress_mu;
+  bool gpu = !runtime::cuda_emulated();
+  unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(cands.size())));
+  auto work = [&] {
+    if (gpu) ensure_context(0);
+    for (std::size_t i; (i = next++) < cands.size();) {
+      try {
+        launches[i] = cands[i].build();
+      } catch (const std::exception &e) {
+        errors[i] = e.what();
+      }
+      std::lock_guard<std::mutex> lock(progress_mu);
+      progress.update("built", ++done);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto &t : pool) t.join();
+  std::size_t built = 0;
+  for (auto &l : launches) built += l ? 1 : 0;
+  progress.phase_done("built", built);
+
+  if (!timer) timer = detail::event_timer;
+  std::size_t best = cands.size(), timed = 0, failed = 0;
+  double best_ms = 0;
+  std::vector<double> first(cands.size(), -1); // the first round's time of each candidate
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    if (launches[i]) {
+      try {
+        double ms = timer(launches[i]);
+        first[i] = ms;
+        if (best == cands.size() || ms < best_ms) best = i, best_ms = ms;
+      } catch (const std::exception &e) {
+        errors[i] = e.what();
+      }
+    }
+    if (!errors[i].empty()) {
+      ++failed;
+      std::fprintf(stderr, "%shidet: tuning %s: candidate %s skipped: %s\n", ::isatty(2) ? "\n" : "", what.c_str(),
+                   cands[i].label.c_str(), errors[i].c_str());
+    }
+    progress.update("timed", ++timed);
+  }
+  progress.phase_done("timed", timed - failed);
+  // A second look at the finalists: the fastest few and the default (candidate 0) are timed
+  // again, and each keeps its faster time; the default stays unless another candidate beats it
+  // by 2%. Short kernels (microseconds) are timed with noise; this keeps a noisy winner from
+  // replacing a default that is as fast.
+  if (best != cands.size()) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      if (first[i] >= 0) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return first[a] < first[b]; });
+    if (order.size() > 4) order.resize(4);
+    if (first[0] >= 0 && std::find(order.begin(), order.end(), std::size_t(0)) == order.end()) order.push_back(0);
+    for (std::size_t i : order) {
+      try {
+        first[i] = std::min(first[i], timer(launches[i]));
+      } catch (const std::exception &) {
+      }
+    }
+    best = order[0], best_ms = first[best];
+    for (std::size_t i : order)
+      if (first[i] < best_ms) best = i, best_ms = first[i];
+    if (best != 0 && first[0] >= 0 && first[0] <= best_ms * 1.02) best = 0, best_ms = first[0];
+  }
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.stats.built += built;
+    st.stats.failed += failed;
+    st.stats.last_seconds = progress.elapsed();
+    if (best != cands.size()) {
+      ++st.stats.tuned;
+      st.memory.emplace_back(key, cands[best].label);
+    }
+  }
+  if (best == cands.size())
+    throw ValueError(str_cat("tuning ", what, ": every candidate failed; the first error: ", errors[0]));
+  std::fprintf(stderr, "hidet: tuning %s: picked %s (%.4f ms) in %.1f s\n", what.c_str(), cands[best].label.c_str(),
+               best_ms, progress.elapsed());
+  detail::write_record(key, cands[best].label);
+  return best;
+}
+
+} // namespace ops::tuning
+} // namespace hidet
