@@ -1,4 +1,4 @@
-// Quick start, part one: tensors and imperative operators.
+// Quick start: tensors, imperative operators, and symbolic tracing into a flow graph.
 //
 // Hidet for C++ runs operators eagerly on hidet::Tensor, like PyTorch. Each operator is defined
 // by a compute definition; the first call for a given operator, attributes, shapes and dtypes
@@ -7,10 +7,14 @@
 //
 // 1. Create tensors with randn / zeros / ones / full / asarray, and print them.
 // 2. Run matmul and + imperatively, and print the result.
+// 3. Symbolic tensors: the same operators applied to hidet::symbol_like(a) run nothing; they
+//    record themselves, y.trace() names the operator that made y, and hidet::trace_from(y) gives
+//    the FlowGraph, printed in Hidet's form. Calling the graph runs it.
+#include <cmath>
 #include <iostream>
 
+#include "hidet/graph.hpp"
 #include "hidet/hidet.hpp"
-#include "hidet/ops.hpp"
 
 int main() {
   // 1. Create tensors on the (possibly emulated) GPU.
@@ -30,6 +34,21 @@ int main() {
     std::cerr << "unexpected result: " << dv[0] << " != " << want << "\n";
     return 1;
   }
+
+  // 3. Symbolic tensor and flow graph: x has a's shape, dtype and device but no data.
+  hidet::Tensor x = hidet::symbol_like(a);
+  hidet::Tensor y = hidet::ops::matmul(x, b) + c;
+  std::cout << "x: " << x << "\n" << "y: " << y << "\n";
+  hidet::FlowGraph graph = hidet::trace_from(y);
+  std::cout << graph << "\n";
+  hidet::Tensor y1 = graph(a);
+  std::cout << "graph(a) = " << y1 << "\n";
+  auto yv = y1.to_double_vector();
+  for (std::size_t i = 0; i < yv.size(); ++i)
+    if (std::abs(yv[i] - dv[i]) > 1e-4) {
+      std::cerr << "graph result differs from the eager one at " << i << "\n";
+      return 1;
+    }
   std::cout << "ok\n";
   return 0;
 }

@@ -4,6 +4,9 @@
 // dtypes and device); on a miss it builds the task, schedules it and compiles the plan's module
 // (NVRTC's disk cache underneath makes a second process compile nothing); then it allocates the
 // outputs and temporaries and launches the plan's kernels in order on the current stream.
+// When an input is symbolic, nothing is compiled or launched: the operator is recorded (an
+// Operator named after the key, "softmax{axis=1}" -> Softmax(..., axis=1), holding the plan) and
+// its outputs are symbolic; running the node runs this same plan.
 #pragma once
 
 #include <memory>
@@ -11,6 +14,7 @@
 
 #include "hidet/ops/schedule.hpp"
 #include "hidet/runtime/compiled_module.hpp"
+#include "hidet/runtime/operator.hpp"
 #include "hidet/runtime/tensor.hpp"
 
 namespace hidet::ops {
@@ -38,6 +42,14 @@ std::shared_ptr<CompiledTask> add_compiled(const std::string &full_key, Plan pla
 /// Allocates the outputs and temporaries of `ct` on `dev` (cuda for cpu) and launches its kernels
 /// in order on `inputs`; returns the outputs, on `dev`.
 std::vector<Tensor> launch_compiled(const CompiledTask &ct, const std::vector<Tensor> &inputs, Device dev);
+
+/// Records the operator of `key` (see the top of this file) on inputs of which some are symbolic;
+/// returns its symbolic outputs.
+std::vector<Tensor> trace_plan(const std::string &key, Plan plan, const std::vector<Tensor> &inputs,
+                               std::optional<Device> device);
+
+/// "Softmax" for "softmax{axis=1}": the operator's name in a graph.
+std::string op_display_name(const std::string &key);
 } // namespace detail
 
 /// Number of tasks compiled by this process so far (cache misses).
@@ -49,6 +61,7 @@ std::size_t compiled_task_count();
 template <class MakePlan>
 std::vector<Tensor> run_plan(const std::string &key, MakePlan &&make_plan, const std::vector<Tensor> &inputs,
                              std::optional<Device> device = std::nullopt) {
+  if (any_symbolic(inputs)) return detail::trace_plan(key, make_plan(), inputs, device);
   Device dev = device ? *device : detail::common_device(key.substr(0, key.find('{')), inputs);
   std::string full_key = str_cat(key, "|", detail::signature_of(inputs));
   std::shared_ptr<CompiledTask> ct = detail::find_compiled(full_key);

@@ -5,6 +5,11 @@
 //
 // Copies between host and GPU go through the driver on the calling thread's current stream and
 // wait for it, so values read back include all work queued on that stream before.
+//
+// A symbolic tensor (symbol(), symbol_like(), or the result of an operator applied to one) has a
+// shape, a dtype and a device but no storage: operators given one record themselves (an Operator,
+// see runtime/operator.hpp) instead of running, and trace() says which operator made it. Its
+// extents may be named symbols (Dim, runtime/dim.hpp); shape() then throws and sym_shape() answers.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "hidet/ir/dtype.hpp"
+#include "hidet/runtime/dim.hpp"
 #include "hidet/runtime/allocator.hpp"
 #include "hidet/runtime/random.hpp"
 #include "hidet/runtime/stream.hpp"
@@ -92,6 +98,35 @@ std::int64_t checked_numel(const std::vector<std::int64_t> &shape, const char *w
 
 } // namespace runtime::detail
 
+class Operator;
+class Tensor;
+
+namespace runtime::detail {
+/// The state of a symbolic tensor.
+struct SymbolicInfo {
+  SymShape shape;
+  Device device;
+  std::string name;                   ///< a graph input's name ("x"); empty for operator outputs
+  std::shared_ptr<const Operator> op; ///< the operator that made it (null for a graph input)
+  int index = 0;                      ///< which of op's outputs
+  bool constant_shape = true;         ///< no extent is a symbol
+};
+} // namespace runtime::detail
+
+namespace runtime::detail {
+/// The name of a traced operator (defined with Operator, in runtime/operator.hpp).
+const std::string &operator_name(const Operator &op);
+/// x.reshape(shape) for a symbolic x: records a Reshape.
+Tensor trace_reshape(const Tensor &x, std::vector<std::int64_t> shape);
+} // namespace runtime::detail
+
+/// Where a symbolic tensor comes from: output `index` of `op` (null op: a graph input).
+struct Trace {
+  std::shared_ptr<const Operator> op;
+  int index = 0;
+  explicit operator bool() const { return op != nullptr; }
+};
+
 /// A dense, contiguous, row-major tensor.
 class Tensor {
 public:
@@ -101,19 +136,40 @@ public:
   Tensor(std::shared_ptr<Storage> storage, std::vector<std::int64_t> shape, DataType dtype,
          std::size_t offset = 0);
 
+  /// A symbolic tensor (see the top of the file): `name` names a graph input; `op` and `index`
+  /// say which operator output it is (set by the operators, null for an input).
+  static Tensor symbolic(SymShape shape, DataType dtype, Device device, std::string name = "",
+                         std::shared_ptr<const Operator> op = nullptr, int index = 0);
+
   /// False for a default-constructed tensor.
-  bool defined() const { return storage_ != nullptr; }
-  const std::vector<std::int64_t> &shape() const { return shape_; }
+  bool defined() const { return storage_ != nullptr || sym_ != nullptr; }
+  /// True for a symbolic tensor (no storage; see the top of the file).
+  bool is_symbolic() const { return sym_ != nullptr; }
+  /// The extents; throws ValueError for a symbolic tensor whose extents are not all constant.
+  const std::vector<std::int64_t> &shape() const {
+    if (sym_ && !sym_->constant_shape) throw_symbolic_shape();
+    return shape_;
+  }
+  /// The extents as Dims (symbols included).
+  SymShape sym_shape() const { return sym_ ? sym_->shape : to_sym_shape(shape_); }
   DataType dtype() const { return dtype_; }
   /// The device; cpu for an undefined tensor.
-  Device device() const { return storage_ ? storage_->device : Device::cpu(); }
-  int ndim() const { return int(shape_.size()); }
+  Device device() const {
+    return storage_ ? storage_->device : sym_ ? sym_->device : Device::cpu();
+  }
+  int ndim() const { return sym_ ? int(sym_->shape.size()) : int(shape_.size()); }
   std::int64_t numel() const {
     std::int64_t n = 1;
-    for (auto s : shape_)
+    for (auto s : shape())
       n *= s;
     return n;
   }
+  /// The operator output a symbolic tensor is (empty for graph inputs and tensors with data).
+  Trace trace() const { return sym_ ? Trace{sym_->op, sym_->index} : Trace{}; }
+  /// A symbolic graph input's name ("" otherwise).
+  const std::string &name() const;
+  /// The symbolic state shared by copies of this tensor (its identity in a graph), or null.
+  const runtime::detail::SymbolicInfo *symbolic_info() const { return sym_.get(); }
   std::size_t nbytes() const { return std::size_t(numel()) * dtype_.nbytes(); }
   /// The first element's address: a device address (cast to void*) on a GPU, else a host pointer.
   void *data_ptr() const {
@@ -161,7 +217,8 @@ public:
   /// Hidet's first line: Tensor(shape=(2, 3), dtype='float32', device='cuda:0').
   std::string signature() const;
 
-  /// The signature, a newline and the values (see tensor_print.hpp).
+  /// The signature, a newline and the values (see tensor_print.hpp); for a symbolic tensor the
+  /// signature and "from (Matmul, 0)".
   std::string str() const;
 
   // Operator methods forwarding to hidet::ops (defined in hidet/ops/tensor_methods.hpp, included
@@ -191,8 +248,10 @@ public:
 private:
   void require_defined(const char *what) const;
   void check_element_type(DataType want, const char *what) const;
+  [[noreturn]] void throw_symbolic_shape() const;
 
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<const runtime::detail::SymbolicInfo> sym_;
   std::vector<std::int64_t> shape_;
   DataType dtype_ = dtypes::f32;
   std::size_t offset_ = 0;
@@ -254,6 +313,13 @@ Tensor asarray(std::initializer_list<T> data, std::vector<std::int64_t> shape = 
                Device device = Device::cuda()) {
   return asarray(std::vector<T>(data), std::move(shape), device);
 }
+
+/// A symbolic tensor named `name` (a graph input): extents are integers or named symbols,
+/// symbol({"n", 3}, dtypes::f32, "cuda").
+Tensor symbol(SymShape shape, DataType dtype = dtypes::f32, Device device = Device::cuda(),
+              std::string name = "x");
+/// A symbolic tensor with t's shape, dtype and device.
+Tensor symbol_like(const Tensor &t, std::string name = "x");
 
 /// A tensor of `dtype` from doubles (converted like full()).
 Tensor asarray(const std::vector<double> &data, std::vector<std::int64_t> shape, DataType dtype,

@@ -17,6 +17,7 @@
 #include "hidet/ops/templates/attention.hpp"
 #include "hidet/ops/transform.hpp"
 #include "hidet/ops/tuning.hpp"
+#include "hidet/runtime/operator.hpp"
 
 namespace hidet::ops {
 
@@ -140,6 +141,20 @@ HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &
           "attn_mask must be f32, f16, bf16 (added to the scores) or bool (true = attend), got ",
           md));
     }
+  }
+  if (any_symbolic({q, k, v}) || (attn_mask && attn_mask->is_symbolic())) {
+    // Record the node; running it calls this function on concrete inputs.
+    std::vector<Tensor> ins{q, k, v};
+    if (attn_mask) ins.push_back(*attn_mask);
+    std::string attrs = str_cat("is_causal=", is_causal ? "true" : "false");
+    if (scale) attrs += str_cat(", scale=", *scale);
+    auto run = [is_causal, scale](const std::vector<Tensor> &in) {
+      std::optional<Tensor> m;
+      if (in.size() > 3) m = in[3];
+      return std::vector<Tensor>{scaled_dot_product_attention(in[0], in[1], in[2], m, is_causal, scale)};
+    };
+    return trace_operator("ScaledDotProductAttention", ins, attrs,
+                          {{q.sym_shape(), q.dtype(), q.device()}}, run)[0];
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
 

@@ -3,6 +3,7 @@
 
 #include "hidet/ops/cache.hpp"
 
+#include <cctype>
 #include <mutex>
 #include <unordered_map>
 
@@ -92,6 +93,39 @@ HIDET_INLINE std::vector<Tensor> launch_compiled(const CompiledTask &ct, const s
   if (dev.is_cpu())
     for (auto &o : outputs) o = o.to(dev);
   return outputs;
+}
+HIDET_INLINE std::string op_display_name(const std::string &key) {
+  std::string op = key.substr(0, key.find('{')), name;
+  bool upper = true;
+  for (char ch : op) {
+    if (ch == '_') {
+      upper = true;
+      continue;
+    }
+    name += upper ? char(std::toupper(static_cast<unsigned char>(ch))) : ch;
+    upper = false;
+  }
+  return name;
+}
+
+HIDET_INLINE std::vector<Tensor> trace_plan(const std::string &key, Plan plan, const std::vector<Tensor> &inputs,
+                                            std::optional<Device> device) {
+  std::string op = key.substr(0, key.find('{'));
+  Device dev = device ? *device : common_device(op, inputs);
+  std::vector<TensorMeta> metas;
+  for (const auto &b : plan.buffers) {
+    if (b.role != PlanBuffer::Role::Output) continue;
+    if (metas.size() <= std::size_t(b.index)) metas.resize(std::size_t(b.index) + 1);
+    metas[std::size_t(b.index)] = TensorMeta{to_sym_shape(b.shape), b.dtype, dev};
+  }
+  std::string attrs;
+  if (auto open = key.find('{'); open != std::string::npos && key.size() > open + 2)
+    attrs = key.substr(open + 1, key.size() - open - 2);
+  auto shared = std::make_shared<const Plan>(std::move(plan));
+  return trace_operator(op_display_name(key), inputs, attrs, std::move(metas),
+                        [key, shared, device](const std::vector<Tensor> &ins) {
+                          return run_plan(key, [&] { return *shared; }, ins, device);
+                        });
 }
 } // namespace detail
 

@@ -178,6 +178,30 @@ HIDET_INLINE std::optional<Tensor> conv2d_template(const Conv2dSizes &z, const T
   return dev.is_cpu() ? y.to(dev) : y;
 }
 
+/// The node recorded when an input is symbolic (its run calls `eager`, the operator itself).
+HIDET_INLINE std::optional<Tensor> conv2d_trace(const char *name, const Conv2dSizes &z, const Tensor &x,
+                                               const Tensor &weight, const std::optional<Tensor> &bias,
+                                               const Shape &out,
+                                               Tensor (*eager)(const Tensor &, const Tensor &,
+                                                               const std::optional<Tensor> &,
+                                                               std::vector<std::int64_t>, std::vector<std::int64_t>,
+                                                               std::vector<std::int64_t>, std::int64_t)) {
+  std::vector<Tensor> ins{x, weight};
+  if (bias) ins.push_back(*bias);
+  if (!any_symbolic(ins)) return std::nullopt;
+  DataType t = promote_types(x.dtype(), weight.dtype());
+  if (bias) t = promote_types(t, bias->dtype());
+  Device dev = common_device(name, ins);
+  std::string attrs = str_cat("stride=", ints_str(z.stride), ", padding=", ints_str(z.padding),
+                              ", dilation=", ints_str(z.dilation), ", groups=", z.groups);
+  auto run = [z, eager](const std::vector<Tensor> &in) {
+    std::optional<Tensor> b;
+    if (in.size() > 2) b = in[2];
+    return std::vector<Tensor>{eager(in[0], in[1], b, z.stride, z.padding, z.dilation, z.groups)};
+  };
+  return trace_operator(name, ins, attrs, {{to_sym_shape(out), t, dev}}, run)[0];
+}
+
 /// The auto-scheduled conv2d of NCHW tensors (every dtype and size).
 HIDET_INLINE Tensor conv2d_generic(const Conv2dSizes &z, const Tensor &x, const Tensor &weight,
                              const std::optional<Tensor> &bias) {
@@ -229,6 +253,8 @@ HIDET_INLINE Tensor conv2d(const Tensor &x, const Tensor &weight,
                      std::vector<std::int64_t> dilation, std::int64_t groups) {
   auto z =
       detail::conv2d_sizes("conv2d", x, weight, bias, stride, padding, dilation, groups, false);
+  if (auto traced = detail::conv2d_trace("Conv2d", z, x, weight, bias, Shape{z.N, z.O, z.OH, z.OW}, &conv2d))
+    return *traced;
   if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NCHW))
     return *y;
   return detail::conv2d_generic(z, x, weight, bias);
@@ -241,6 +267,8 @@ HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,
                           std::vector<std::int64_t> dilation, std::int64_t groups) {
   auto z =
       detail::conv2d_sizes("conv2d_nhwc", x, weight, bias, stride, padding, dilation, groups, true);
+  if (auto traced = detail::conv2d_trace("Conv2dNhwc", z, x, weight, bias, Shape{z.N, z.OH, z.OW, z.O}, &conv2d_nhwc))
+    return *traced;
   if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NHWC))
     return *y;
   Tensor y =

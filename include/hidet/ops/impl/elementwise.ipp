@@ -112,7 +112,7 @@ Tensor binary(const std::string &name, const Tensor &x, const Tensor &y, DataTyp
 
 /// A binary operator with a C++ scalar on the right (or left when `scalar_left`).
 template <class F>
-Tensor binary_scalar(const std::string &name, const Tensor &x, double v, bool is_float, bool scalar_left, DataType cd,
+Tensor binary_scalar(const std::string &name, const Tensor &x, double v, [[maybe_unused]] bool is_float, bool scalar_left, DataType cd,
                      DataType out, F f) {
   std::string attrs = str_cat("scalar=", fmt_double(v), ", left=", scalar_left);
   return run_task(
@@ -150,8 +150,8 @@ namespace hidet::ops {
 
 HIDET_INLINE Tensor cast(const Tensor &x, DataType to) {
   if (x.dtype() == to) return x;
-  return detail::unary(str_cat("cast_", to.short_name()), x, x.dtype(), to,
-                       [&](Expr v) { return to.is_bool() ? Expr(v != 0) : v; });
+  return detail::unary("cast", x, x.dtype(), to, [&](Expr v) { return to.is_bool() ? Expr(v != 0) : v; },
+                       str_cat("dtype=", to.name()));
 }
 
 #define HIDET_FLOAT_UNARY(fname, body)                                                             \

@@ -35,6 +35,9 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b) {
   Shape final_shape = batch;
   if (a.ndim() > 1) final_shape.push_back(m);
   if (b.ndim() > 1) final_shape.push_back(n);
+  if (any_symbolic({a, b})) // record the node; running it calls this function (templates included)
+    return trace_operator("Matmul", {a, b}, "", {{to_sym_shape(final_shape), t, detail::common_device("matmul", {a, b})}},
+                          [](const std::vector<Tensor> &in) { return std::vector<Tensor>{matmul(in[0], in[1])}; })[0];
   // The templates: one float dtype, sizes in int range; b a matrix (a's batch folds into rows),
   // or a batch in which each operand has the whole batch or none of it.
   std::int64_t rows = sb.size() == 2 ? shape_numel(sa) / std::max<std::int64_t>(k, 1) : m;

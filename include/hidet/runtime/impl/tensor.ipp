@@ -121,6 +121,40 @@ HIDET_INLINE Tensor::Tensor(std::shared_ptr<Storage> storage, std::vector<std::i
                " bytes");
 }
 
+HIDET_INLINE Tensor Tensor::symbolic(SymShape shape, DataType dtype, Device device, std::string name,
+                                    std::shared_ptr<const Operator> op, int index) {
+  auto info = std::make_shared<runtime::detail::SymbolicInfo>();
+  info->constant_shape = is_constant_shape(shape);
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i].is_constant() && shape[i].value() < 0)
+      throw ValueError(str_cat("symbolic tensor ", name.empty() ? "" : "'" + name + "' ",
+                               "of shape ", sym_shape_str(shape), ": extents must be >= 0"));
+  Tensor t;
+  if (info->constant_shape) t.shape_ = constant_shape(shape);
+  info->shape = std::move(shape);
+  info->device = device;
+  info->name = std::move(name);
+  info->op = std::move(op);
+  info->index = index;
+  t.dtype_ = dtype;
+  t.sym_ = std::move(info);
+  return t;
+}
+
+HIDET_INLINE const std::string &Tensor::name() const {
+  static const std::string none;
+  return sym_ ? sym_->name : none;
+}
+
+HIDET_INLINE void Tensor::throw_symbolic_shape() const {
+  throw ValueError(str_cat(
+      "the tensor ", sym_->name.empty() ? "" : "'" + sym_->name + "' ", "of shape ",
+      sym_shape_str(sym_->shape),
+      sym_->op ? str_cat(" (output ", sym_->index, " of ", runtime::detail::operator_name(*sym_->op), ")") : std::string(),
+      " has symbolic extents, so it has no concrete shape(); use sym_shape(), or give the "
+      "operator constant extents (this operator does not trace symbolic dimensions)"));
+}
+
 HIDET_INLINE void Tensor::copy_to_host(void *dst) const {
   require_defined("copy_to_host");
   runtime::detail::copy_bytes(dst, Device::cpu(), true, data_ptr(), device(), storage_->host,
@@ -134,6 +168,7 @@ HIDET_INLINE void Tensor::copy_from_host(const void *src) const {
 }
 
 HIDET_INLINE Tensor Tensor::to(Device target) const {
+  if (sym_ && target == device()) return *this;
   require_defined("to");
   if (target == device()) return *this;
   Tensor out(allocate_storage(nbytes(), target), shape_, dtype_);
@@ -161,7 +196,7 @@ HIDET_INLINE std::vector<double> Tensor::to_double_vector() const {
 }
 
 HIDET_INLINE Tensor Tensor::reshape(std::vector<std::int64_t> new_shape) const {
-  require_defined("reshape");
+  if (!sym_) require_defined("reshape");
   using runtime::detail::shape_str;
   int infer = -1;
   std::int64_t known = 1;
@@ -193,27 +228,42 @@ HIDET_INLINE Tensor Tensor::reshape(std::vector<std::int64_t> new_shape) const {
     throw ValueError(str_cat("reshape: cannot reshape tensor of shape ", shape_str(shape_), " (",
                              n, " elements) into shape ", shape_str(new_shape), " (", known,
                              " elements)"));
+  if (sym_) return runtime::detail::trace_reshape(*this, std::move(new_shape));
   return Tensor(storage_, std::move(new_shape), dtype_, offset_);
 }
 
 HIDET_INLINE std::string Tensor::device_str() const {
-  return is_emulated() ? device().str() + " (emulator)" : device().str();
+  bool emulated = is_emulated() || (sym_ && sym_->device.is_cuda() && runtime::cuda_emulated());
+  return emulated ? device().str() + " (emulator)" : device().str();
 }
 
 HIDET_INLINE std::string Tensor::signature() const {
   if (!defined()) return "Tensor(undefined)";
-  return str_cat("Tensor(shape=", runtime::detail::shape_str(shape_), ", dtype='", dtype_.name(),
-                 "', device='", device_str(), "')");
+  std::string shape = runtime::detail::shape_str(shape_);
+  if (sym_ && !sym_->constant_shape) {
+    shape = sym_shape_str(sym_->shape);
+    shape = "(" + shape.substr(1, shape.size() - 2) + (sym_->shape.size() == 1 ? ",)" : ")");
+  }
+  return str_cat("Tensor(shape=", shape, ", dtype='", dtype_.name(), "', device='", device_str(),
+                 "')");
 }
 
 HIDET_INLINE std::string Tensor::str() const {
   if (!defined()) return signature();
+  if (sym_)
+    return sym_->op ? str_cat(signature(), "\nfrom (", runtime::detail::operator_name(*sym_->op), ", ", sym_->index, ")")
+                    : signature();
   std::vector<char> raw(nbytes());
   copy_to_host(raw.data());
   return signature() + "\n" + format_array(raw.data(), dtype_, shape_);
 }
 
 HIDET_INLINE void Tensor::require_defined(const char *what) const {
+  if (sym_)
+    throw ValueError(str_cat("Tensor::", what, ": the tensor is symbolic (", signature(),
+                             sym_->op ? str_cat(", output ", sym_->index, " of ", runtime::detail::operator_name(*sym_->op))
+                                      : std::string(),
+                             "): it holds no data; trace a graph from it and run the graph"));
   if (!storage_)
     throw ValueError(
         str_cat("Tensor::", what, ": the tensor is undefined (default-constructed)"));
@@ -235,6 +285,15 @@ template <> HIDET_INLINE std::vector<bool> Tensor::to_vector<bool>() const {
 }
 
 HIDET_INLINE std::ostream &operator<<(std::ostream &os, const Tensor &t) { return os << t.str(); }
+
+HIDET_INLINE Tensor symbol(SymShape shape, DataType dtype, Device device, std::string name) {
+  return Tensor::symbolic(std::move(shape), dtype, device, std::move(name));
+}
+
+HIDET_INLINE Tensor symbol_like(const Tensor &t, std::string name) {
+  if (!t.defined()) throw ValueError("symbol_like: the tensor is undefined (default-constructed)");
+  return Tensor::symbolic(t.sym_shape(), t.dtype(), t.device(), std::move(name));
+}
 
 HIDET_INLINE Tensor empty(std::vector<std::int64_t> shape, DataType dtype, Device device) {
   std::int64_t n = runtime::detail::checked_numel(shape, "empty");
@@ -335,3 +394,7 @@ HIDET_INLINE Tensor asarray(const std::vector<double> &data, std::vector<std::in
 }
 
 } // namespace hidet
+
+// Operator-dependent definitions (operator_name, trace_reshape) are in operator.ipp; included
+// last, so that either header may come first.
+#include "hidet/runtime/operator.hpp"

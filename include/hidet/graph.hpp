@@ -1,0 +1,6 @@
+// The graph layer: symbolic tracing of the operator library into FlowGraphs
+// (hidet/graph/flow_graph.hpp). Includes the operators (hidet/ops.hpp).
+#pragma once
+
+#include "hidet/graph/flow_graph.hpp"
+#include "hidet/ops.hpp"

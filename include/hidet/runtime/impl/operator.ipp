@@ -1,0 +1,66 @@
+// Definitions for hidet/runtime/operator.hpp.
+#pragma once
+
+#include "hidet/runtime/operator.hpp"
+
+#include "hidet/error.hpp"
+
+namespace hidet {
+
+HIDET_INLINE Operator::Operator(std::string name, std::vector<Tensor> inputs, std::string attrs,
+                                std::vector<TensorMeta> outputs, Run run)
+    : name_(std::move(name)), inputs_(std::move(inputs)), attrs_(std::move(attrs)),
+      outputs_(std::move(outputs)), run_(std::move(run)) {
+  for (std::size_t i = 0; i < inputs_.size(); ++i)
+    if (!inputs_[i].defined())
+      throw ValueError(str_cat(name_, ": input ", i, " is an undefined tensor"));
+}
+
+HIDET_INLINE Operator::~Operator() = default;
+
+HIDET_INLINE std::vector<Tensor> Operator::run(const std::vector<Tensor> &inputs) const {
+  if (inputs.size() != inputs_.size())
+    throw ValueError(str_cat("operator ", name_, ": expected ", inputs_.size(), " inputs, got ",
+                             inputs.size()));
+  std::vector<Tensor> out = run_(inputs);
+  if (out.size() != outputs_.size())
+    throw ValueError(str_cat("operator ", name_, ": produced ", out.size(), " outputs, recorded ",
+                             outputs_.size()));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i].dtype() != outputs_[i].dtype ||
+        out[i].ndim() != int(outputs_[i].shape.size()))
+      throw ValueError(str_cat("operator ", name_, ": output ", i, " is ", out[i].dtype(),
+                               sym_shape_str(out[i].sym_shape()), " but was traced as ",
+                               outputs_[i].dtype, sym_shape_str(outputs_[i].shape)));
+  return out;
+}
+
+HIDET_INLINE bool any_symbolic(const std::vector<Tensor> &xs) {
+  for (const auto &x : xs)
+    if (x.is_symbolic()) return true;
+  return false;
+}
+
+HIDET_INLINE std::vector<Tensor> trace_operator(std::string name, std::vector<Tensor> inputs,
+                                                std::string attrs, std::vector<TensorMeta> outputs,
+                                                Operator::Run run) {
+  auto op = std::make_shared<const Operator>(std::move(name), std::move(inputs), std::move(attrs),
+                                             outputs, std::move(run));
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    out.push_back(Tensor::symbolic(outputs[i].shape, outputs[i].dtype, outputs[i].device, "", op,
+                                   int(i)));
+  return out;
+}
+
+namespace runtime::detail {
+HIDET_INLINE const std::string &operator_name(const Operator &op) { return op.name(); }
+
+HIDET_INLINE Tensor trace_reshape(const Tensor &x, std::vector<std::int64_t> shape) {
+  std::string attrs = str_cat("shape=", sym_shape_str(to_sym_shape(shape)));
+  return trace_operator("Reshape", {x}, attrs, {{to_sym_shape(shape), x.dtype(), x.device()}},
+                        [shape](const std::vector<Tensor> &in) { return std::vector<Tensor>{in[0].reshape(shape)}; })[0];
+}
+} // namespace runtime::detail
+
+} // namespace hidet

@@ -1,0 +1,76 @@
+// hidet::Operator: an operator application recorded by tracing, the node of a FlowGraph.
+//
+// Every operator of hidet::ops runs at once when its inputs hold data. When one of them is
+// symbolic (see runtime/tensor.hpp), it validates its arguments and derives its outputs' shapes
+// and dtypes exactly as an eager call does, then records an Operator instead of launching
+// anything: its name ("Matmul"), its inputs (symbolic tensors, or tensors with data, which a
+// graph shows as constants), its attributes as printed ("axis=1"), its outputs' metadata, and a
+// function that computes the outputs from concrete inputs. That function calls the operator's
+// own eager implementation, so a traced node and an eager call are one implementation.
+//
+//   Tensor x = hidet::symbol({2, 3}, dtypes::f32, "cuda");
+//   Tensor y = hidet::ops::relu(x);     // y.trace().op->name() == "Relu", no kernel runs
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hidet/runtime/tensor.hpp"
+
+namespace hidet {
+
+/// One output of an operator, before it holds data.
+struct TensorMeta {
+  SymShape shape;
+  DataType dtype;
+  Device device;
+};
+
+/// An operator application recorded by tracing (see the top of the file).
+class Operator {
+public:
+  /// Computes the outputs from concrete inputs (one per input of the node, in order).
+  using Run = std::function<std::vector<Tensor>(const std::vector<Tensor> &)>;
+
+  Operator(std::string name, std::vector<Tensor> inputs, std::string attrs,
+           std::vector<TensorMeta> outputs, Run run);
+  virtual ~Operator();
+  Operator(const Operator &) = delete;
+  Operator &operator=(const Operator &) = delete;
+
+  /// "Matmul", "Add", "Conv2d".
+  const std::string &name() const { return name_; }
+  /// The inputs: symbolic tensors and constants (tensors with data).
+  const std::vector<Tensor> &inputs() const { return inputs_; }
+  /// The attributes as printed: "axis=1, keepdims=true"; empty when there are none.
+  const std::string &attrs() const { return attrs_; }
+  /// The outputs' shapes, dtypes and devices.
+  const std::vector<TensorMeta> &output_metas() const { return outputs_; }
+  int num_outputs() const { return int(outputs_.size()); }
+  /// Runs the operator on concrete inputs (as many as inputs()); throws ValueError naming the
+  /// operator when the count is wrong or an output's dtype or rank differs from its metadata.
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
+
+private:
+  std::string name_;
+  std::vector<Tensor> inputs_;
+  std::string attrs_;
+  std::vector<TensorMeta> outputs_;
+  Run run_;
+};
+
+/// True when some tensor of `xs` is symbolic.
+bool any_symbolic(const std::vector<Tensor> &xs);
+
+/// Records an operator (see the top of the file) and returns its symbolic outputs, one per
+/// entry of `outputs`. Each output is created once here: copies share its identity in a graph.
+std::vector<Tensor> trace_operator(std::string name, std::vector<Tensor> inputs, std::string attrs,
+                                   std::vector<TensorMeta> outputs, Operator::Run run);
+
+} // namespace hidet
+
+#if HIDET_HEADER_ONLY
+#include "hidet/runtime/impl/operator.ipp"
+#endif

@@ -1,0 +1,185 @@
+// Symbolic tensors and FlowGraph (include/hidet/graph/flow_graph.hpp), on the GPU when present,
+// else on the emulator: tracing records operators instead of running them, the printed form is
+// Hidet's, a traced graph run on fresh random inputs of odd shapes gives the eager operators'
+// results (templates and auto-scheduled operators alike), shared subgraphs are traced once,
+// symbols bind from inputs, and bad graphs or inputs give errors naming what was wrong.
+#include "../ops/ops_test_util.hpp"
+
+#include "hidet/graph.hpp"
+
+using namespace ops_test;
+
+namespace {
+/// The message of the ValueError `f` throws ("" when it throws none).
+template <class F> std::string value_error(F &&f) {
+  try {
+    f();
+  } catch (const ValueError &e) {
+    return e.what();
+  }
+  return "";
+}
+#define CHECK_ERROR_HAS(expr, text)                                                                \
+  do {                                                                                             \
+    std::string msg_ = value_error([&] { (void)(expr); });                                         \
+    INFO("message: " << msg_);                                                                     \
+    CHECK(msg_.find(text) != std::string::npos);                                                   \
+  } while (0)
+
+/// got equals want (same shape and dtype, values within the dtype's tolerance).
+void expect_same(const Tensor &got, const Tensor &want) {
+  REQUIRE(got.dtype() == want.dtype());
+  expect_close(got, want.shape(), want.to_double_vector(), true);
+}
+} // namespace
+
+TEST_CASE("quick start: trace matmul + add, print in Hidet's form, run") {
+  Tensor a = make({2, 3}, dtypes::f32), b = make({3, 2}, dtypes::f32), c = make({2}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  Tensor y = o::matmul(x, b) + c;
+  CHECK(x.is_symbolic());
+  CHECK(!x.trace());
+  REQUIRE(y.trace());
+  CHECK(y.trace().op->name() == "Add");
+  CHECK(y.trace().index == 0);
+  std::string sig = "Tensor(shape=(2, 2), dtype='float32', device='" + a.device_str() + "')";
+  CHECK(y.signature() == sig); // "cuda:0", or "cuda:0 (emulator)" as for a
+  CHECK(y.str() == sig + "\nfrom (Add, 0)");
+  auto before = o::compiled_task_count();
+
+  FlowGraph g = trace_from(y);
+  CHECK(g.str() == "Graph(x: float32[2, 3][cuda]){\n"
+                   "  c = Constant(float32[3, 2][cuda])\n"
+                   "  c_1 = Constant(float32[2][cuda])\n"
+                   "  x_1: float32[2, 2][cuda] = Matmul(x, c)\n"
+                   "  x_2: float32[2, 2][cuda] = Add(x_1, c_1)\n"
+                   "  return x_2\n"
+                   "}");
+  CHECK(o::compiled_task_count() == before); // tracing compiles nothing
+  REQUIRE(g.nodes().size() == 2);
+  CHECK(g.inputs().size() == 1);
+  CHECK(g.constants().size() == 2);
+
+  Tensor y1 = g(a);
+  Tensor want = o::matmul(a, b) + c;
+  expect_same(y1, want);
+  // Against a host reference too.
+  auto av = a.to_double_vector(), bv = b.to_double_vector(), cv = c.to_double_vector();
+  std::vector<double> ref(4);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      double s = cv[std::size_t(j)];
+      for (int k = 0; k < 3; ++k) s += av[std::size_t(i * 3 + k)] * bv[std::size_t(k * 2 + j)];
+      ref[std::size_t(i * 2 + j)] = s;
+    }
+  expect_close(y1, {2, 2}, ref);
+  // Fresh inputs: the graph is a function.
+  Tensor a2 = make({2, 3}, dtypes::f32);
+  expect_same(g.run({a2})[0], o::matmul(a2, b) + c);
+}
+
+TEST_CASE("a traced network runs like its eager operators (odd shapes, several dtypes)") {
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt.name());
+    const std::int64_t n = 3, cin = 5, h = 9, w = 7, cout = 6, feat = 11;
+    Tensor img = make({n, cin, h, w}, dt), wc = make({cout, cin, 3, 3}, dt, -0.5, 0.5), bc = make({cout}, dt);
+    Tensor w1 = make({cout * 4 * 3, feat}, dt, -0.2, 0.2), b1 = make({feat}, dt);
+    auto net = [&](const Tensor &x) {
+      Tensor y = o::conv2d(x, wc, bc, {2}, {1});                  // [3, 6, 5, 4]
+      y = o::relu(y);
+      y = o::max_pool2d(y, {2}, {1});                             // [3, 6, 4, 3]
+      y = y.reshape({n, cout * 4 * 3});                           // [3, 72]
+      y = o::matmul(y, w1) + b1;                                  // [3, 11]
+      y = o::softmax(o::cast(y, dtypes::f32), -1);
+      return o::sum(y * y, {1}, true);                            // [3, 1]
+    };
+    Tensor x = symbol_like(img, "img");
+    FlowGraph g = trace_from(net(x), {x});
+    CHECK(g.nodes().size() >= 9);
+    CHECK(g.str().find("Conv2d(img, c, c_1, stride=[2, 2], padding=[1, 1], dilation=[1, 1], groups=1)") !=
+          std::string::npos);
+    CHECK(g.str().find("Reshape(") != std::string::npos);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor in = make({n, cin, h, w}, dt);
+      expect_same(g(in), net(in));
+    }
+  }
+}
+
+TEST_CASE("multi-output graphs share their common nodes; identity outputs; DOT") {
+  Tensor a = make({4, 5}, dtypes::f32), bias = make({5}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  Tensor t = o::exp(x) + bias; // shared by both outputs
+  Tensor y1 = t * 2.0, y2 = t - x;
+  FlowGraph g = trace_from({y1, y2, x}, {x});
+  CHECK(g.nodes().size() == 4); // Exp, Add, Multiply, Subtract: t traced once
+  auto outs = g.run({a});
+  REQUIRE(outs.size() == 3);
+  Tensor te = o::exp(a) + bias;
+  expect_same(outs[0], te * 2.0);
+  expect_same(outs[1], te - a);
+  expect_same(outs[2], a);
+  CHECK_ERROR_HAS(g(a), "3 outputs; call run()");
+  std::string dot = g.dot();
+  CHECK(dot.rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(dot.find("in0 -> n0") != std::string::npos);
+  CHECK(dot.find("out2") != std::string::npos);
+}
+
+TEST_CASE("attention and a template matmul trace as one node each") {
+  Tensor q = make({1, 2, 5, 8}, dtypes::f32), k = make({1, 2, 7, 8}, dtypes::f32), v = make({1, 2, 7, 8}, dtypes::f32);
+  Tensor qs = symbol_like(q, "q");
+  Tensor out = o::scaled_dot_product_attention(qs, k, v, std::nullopt, true);
+  REQUIRE(out.trace());
+  CHECK(out.trace().op->name() == "ScaledDotProductAttention");
+  FlowGraph g = trace_from(out);
+  CHECK(g.nodes().size() == 1);
+  CHECK(g.str().find("ScaledDotProductAttention(q, c, c_1, is_causal=true)") != std::string::npos);
+  expect_same(g(q), o::scaled_dot_product_attention(q, k, v, std::nullopt, true));
+}
+
+TEST_CASE("symbolic dimensions: printing and binding from inputs") {
+  Tensor x = symbol({"n", 3}, dtypes::f32, "cuda", "x");
+  Tensor z = symbol({"n", 2 * Dim("m")}, dtypes::f32, "cuda", "z");
+  CHECK(x.signature().rfind("Tensor(shape=(n, 3), dtype='float32', device='cuda:0", 0) == 0);
+  CHECK(hidet::sym_shape_str(z.sym_shape()) == "[n, 2*m]");
+  CHECK_ERROR_HAS(x.shape(), "has symbolic extents");
+  // Operators need constant extents for now: the error says so instead of guessing.
+  CHECK_ERROR_HAS(o::relu(x), "symbolic extents");
+  FlowGraph g = trace_from({x, z}, {x, z});
+  CHECK(g.str() == "Graph(x: float32[n, 3][cuda], z: float32[n, 2*m][cuda]){\n  return x, z\n}");
+  auto values = g.bind_symbols({make({4, 3}, dtypes::f32), make({4, 6}, dtypes::f32)});
+  CHECK(values.at("n") == 4);
+  CHECK(values.at("m") == 3); // solved from 2*m = 6
+  auto outs = g.run({make({5, 3}, dtypes::f32), make({5, 2}, dtypes::f32)});
+  CHECK(outs[1].shape() == std::vector<std::int64_t>{5, 2});
+  CHECK_ERROR_HAS(g.run({make({4, 3}, dtypes::f32), make({5, 2}, dtypes::f32)}), "the symbol n is 5 here");
+  CHECK_ERROR_HAS(g.run({make({4, 3}, dtypes::f32), make({4, 3}, dtypes::f32)}), "2*m cannot equal");
+  Tensor u = symbol({"n", "n"}, dtypes::f32, "cuda", "u");
+  CHECK_ERROR_HAS(trace_from(u, {u}).run({make({2, 3}, dtypes::f32)}), "the symbol n is 3 here (dim 1) but 2 from input 0 'u' dim 0");
+}
+
+TEST_CASE("bad graphs and bad inputs name what was wrong") {
+  Tensor a = make({2, 3}, dtypes::f32);
+  Tensor x = symbol_like(a, "x"), other = symbol_like(a, "other");
+  Tensor y = o::relu(x) + other;
+  CHECK_ERROR_HAS(trace_from(a), "holds data");
+  CHECK_ERROR_HAS(trace_from(y, {x}), "symbolic tensor 'other'");
+  CHECK_ERROR_HAS(trace_from(y, {x, x}), "given twice");
+  CHECK_ERROR_HAS(trace_from(y, {o::relu(x)}), "is output 0 of Relu");
+  CHECK_ERROR_HAS(trace_from(y, {a}), "is not symbolic");
+  FlowGraph g = trace_from(y, {x, other});
+  CHECK_ERROR_HAS(g.run({a}), "graph expects 2 inputs");
+  CHECK_ERROR_HAS(g.run({a, make({2, 4}, dtypes::f32)}), "graph input 1 'other'");
+  CHECK_ERROR_HAS(g.run({a, make({2, 4}, dtypes::f32)}), "dim 1 must be 3");
+  CHECK_ERROR_HAS(g.run({a, make({2, 3}, dtypes::f16)}), "got dtype float16");
+  CHECK_ERROR_HAS(g.run({a, a.cpu()}), "got a tensor on cpu");
+  CHECK_ERROR_HAS(g.run({a, x}), "expected a tensor with data");
+  // A symbolic tensor holds no data.
+  CHECK_ERROR_HAS(y.to_vector<float>(), "the tensor is symbolic");
+  CHECK_ERROR_HAS(y.to_double_vector(), "output 0 of Add");
+  // Shape errors surface while tracing, as in eager mode.
+  CHECK_ERROR_HAS(o::matmul(x, x), "cannot multiply shapes");
+  // The graph still runs after all these errors.
+  expect_same(g.run({a, a})[0], o::relu(a) + a);
+}
