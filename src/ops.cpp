@@ -3,6 +3,7 @@
 // the reductions, transforms, normalizations and pooling, conv2d and attention are in src/ops_*.cpp.
 #include "hidet/ops/impl/compute.ipp"
 #include "hidet/ops/impl/task.ipp"
+#include "hidet/ops/impl/fuse.ipp"
 #include "hidet/ops/impl/cache.ipp"
 #include "hidet/ops/impl/create.ipp"
 #include "hidet/ops/impl/matmul.ipp"

@@ -3,4 +3,5 @@
 #pragma once
 
 #include "hidet/graph/flow_graph.hpp"
+#include "hidet/graph/passes.hpp"
 #include "hidet/ops.hpp"

@@ -10,21 +10,8 @@
 using namespace ops_test;
 
 namespace {
-/// The message of the ValueError `f` throws ("" when it throws none).
-template <class F> std::string value_error(F &&f) {
-  try {
-    f();
-  } catch (const ValueError &e) {
-    return e.what();
-  }
-  return "";
-}
-#define CHECK_ERROR_HAS(expr, text)                                                                \
-  do {                                                                                             \
-    std::string msg_ = value_error([&] { (void)(expr); });                                         \
-    INFO("message: " << msg_);                                                                     \
-    CHECK(msg_.find(text) != std::string::npos);                                                   \
-  } while (0)
+/// Checks that `expr` throws a ValueError whose message contains `text`.
+#define CHECK_ERROR_HAS(expr, text) expect_error([&] { (void)(expr); }, {text})
 
 /// got equals want (same shape and dtype, values within the dtype's tolerance).
 void expect_same(const Tensor &got, const Tensor &want) {

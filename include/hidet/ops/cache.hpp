@@ -5,8 +5,9 @@
 // (NVRTC's disk cache underneath makes a second process compile nothing); then it allocates the
 // outputs and temporaries and launches the plan's kernels in order on the current stream.
 // When an input is symbolic, nothing is compiled or launched: the operator is recorded (an
-// Operator named after the key, "softmax{axis=1}" -> Softmax(..., axis=1), holding the plan) and
-// its outputs are symbolic; running the node runs this same plan.
+// Operator named after the key, "softmax{axis=1}" -> Softmax(..., axis=1); run_task records a
+// TaskOperator holding the task) and its outputs are symbolic; running the node runs the same
+// kernels.
 #pragma once
 
 #include <memory>
@@ -43,6 +44,10 @@ std::shared_ptr<CompiledTask> add_compiled(const std::string &full_key, Plan pla
 /// in order on `inputs`; returns the outputs, on `dev`.
 std::vector<Tensor> launch_compiled(const CompiledTask &ct, const std::vector<Tensor> &inputs, Device dev);
 
+/// Records the task-defined operator of `key` (run_task's tracing; see TaskOperator).
+std::vector<Tensor> trace_task(const std::string &key, Task task, const std::vector<Tensor> &inputs,
+                               std::optional<Device> device);
+
 /// Records the operator of `key` (see the top of this file) on inputs of which some are symbolic;
 /// returns its symbolic outputs.
 std::vector<Tensor> trace_plan(const std::string &key, Plan plan, const std::vector<Tensor> &inputs,
@@ -51,6 +56,32 @@ std::vector<Tensor> trace_plan(const std::string &key, Plan plan, const std::vec
 /// "Softmax" for "softmax{axis=1}": the operator's name in a graph.
 std::string op_display_name(const std::string &key);
 } // namespace detail
+
+/// A traced operator defined by a compute definition (recorded by run_task): besides what every
+/// Operator has, its Task, the kernel-cache key it runs under and its device, so that graph
+/// passes can compose it with its neighbours (ops/fuse.hpp). A fused one lists the operators it
+/// was made from (`members`, in order) and which of them is the anchor (the reduction, or the
+/// last when all are element-wise).
+class TaskOperator : public Operator {
+public:
+  TaskOperator(std::string name, std::vector<Tensor> inputs, std::string attrs, std::vector<TensorMeta> outputs,
+               std::string key, Task task, std::optional<Device> device, std::vector<std::string> members = {},
+               int anchor = 0);
+  const Task &task() const { return task_; }
+  const std::string &key() const { return key_; }
+  std::optional<Device> device() const { return device_; }
+  /// The names of the operators this one was fused from ({name()} when it was not fused).
+  const std::vector<std::string> &members() const { return members_; }
+  int anchor() const { return anchor_; }
+  std::shared_ptr<const Operator> with_inputs(std::vector<Tensor> inputs) const override;
+
+private:
+  std::string key_;
+  Task task_;
+  std::optional<Device> device_;
+  std::vector<std::string> members_;
+  int anchor_ = 0;
+};
 
 /// Number of tasks compiled by this process so far (cache misses).
 std::size_t compiled_task_count();
@@ -74,6 +105,7 @@ std::vector<Tensor> run_plan(const std::string &key, MakePlan &&make_plan, const
 template <class MakeTask>
 std::vector<Tensor> run_task(const std::string &key, MakeTask &&make_task, const std::vector<Tensor> &inputs,
                              std::optional<Device> device = std::nullopt) {
+  if (any_symbolic(inputs)) return detail::trace_task(key, make_task(), inputs, device);
   return run_plan(key, [&] { return schedule(make_task()); }, inputs, device);
 }
 

@@ -52,6 +52,8 @@ public:
   /// Runs the operator on concrete inputs (as many as inputs()); throws ValueError naming the
   /// operator when the count is wrong or an output's dtype or rank differs from its metadata.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
+  /// The same operator applied to other inputs (same count, shapes, dtypes; for graph passes).
+  virtual std::shared_ptr<const Operator> with_inputs(std::vector<Tensor> inputs) const;
 
 private:
   std::string name_;
@@ -63,6 +65,10 @@ private:
 
 /// True when some tensor of `xs` is symbolic.
 bool any_symbolic(const std::vector<Tensor> &xs);
+
+/// The symbolic outputs of `op`, created anew: call it once per operator and share the tensors
+/// (a graph identifies a tensor by its operator and index, so copies agree).
+std::vector<Tensor> outputs_of(const std::shared_ptr<const Operator> &op);
 
 /// Records an operator (see the top of the file) and returns its symbolic outputs, one per
 /// entry of `outputs`. Each output is created once here: copies share its identity in a graph.

@@ -108,19 +108,40 @@ HIDET_INLINE std::string op_display_name(const std::string &key) {
   return name;
 }
 
-HIDET_INLINE std::vector<Tensor> trace_plan(const std::string &key, Plan plan, const std::vector<Tensor> &inputs,
-                                            std::optional<Device> device) {
-  std::string op = key.substr(0, key.find('{'));
-  Device dev = device ? *device : common_device(op, inputs);
+/// The outputs' metadata of a plan's Output buffers, on `dev`.
+HIDET_INLINE std::vector<TensorMeta> plan_output_metas(const Plan &plan, Device dev) {
   std::vector<TensorMeta> metas;
   for (const auto &b : plan.buffers) {
     if (b.role != PlanBuffer::Role::Output) continue;
     if (metas.size() <= std::size_t(b.index)) metas.resize(std::size_t(b.index) + 1);
     metas[std::size_t(b.index)] = TensorMeta{to_sym_shape(b.shape), b.dtype, dev};
   }
-  std::string attrs;
-  if (auto open = key.find('{'); open != std::string::npos && key.size() > open + 2)
-    attrs = key.substr(open + 1, key.size() - open - 2);
+  return metas;
+}
+
+/// The attributes part of "op{attrs}".
+HIDET_INLINE std::string key_attrs(const std::string &key) {
+  auto open = key.find('{');
+  return open != std::string::npos && key.size() > open + 2 ? key.substr(open + 1, key.size() - open - 2) : "";
+}
+
+HIDET_INLINE std::vector<Tensor> trace_task(const std::string &key, Task task, const std::vector<Tensor> &inputs,
+                                            std::optional<Device> device) {
+  Device dev = device ? *device : common_device(key.substr(0, key.find('{')), inputs);
+  std::vector<TensorMeta> metas;
+  for (const auto &o : task.outputs) metas.push_back(TensorMeta{to_sym_shape(o.shape()), o.dtype(), dev});
+  std::string name = op_display_name(key);
+  auto op = std::make_shared<const TaskOperator>(name, inputs, key_attrs(key), std::move(metas), key, std::move(task),
+                                                 device, std::vector<std::string>{name}, 0);
+  return outputs_of(op);
+}
+
+HIDET_INLINE std::vector<Tensor> trace_plan(const std::string &key, Plan plan, const std::vector<Tensor> &inputs,
+                                            std::optional<Device> device) {
+  std::string op = key.substr(0, key.find('{'));
+  Device dev = device ? *device : common_device(op, inputs);
+  std::vector<TensorMeta> metas = plan_output_metas(plan, dev);
+  std::string attrs = key_attrs(key);
   auto shared = std::make_shared<const Plan>(std::move(plan));
   return trace_operator(op_display_name(key), inputs, attrs, std::move(metas),
                         [key, shared, device](const std::vector<Tensor> &ins) {
@@ -128,6 +149,22 @@ HIDET_INLINE std::vector<Tensor> trace_plan(const std::string &key, Plan plan, c
                         });
 }
 } // namespace detail
+
+HIDET_INLINE TaskOperator::TaskOperator(std::string name, std::vector<Tensor> inputs, std::string attrs,
+                                        std::vector<TensorMeta> outputs, std::string key, Task task,
+                                        std::optional<Device> device, std::vector<std::string> members, int anchor)
+    : Operator(std::move(name), std::move(inputs), std::move(attrs), std::move(outputs),
+               [key, task, device](const std::vector<Tensor> &ins) {
+                 return run_plan(key, [&] { return schedule(task); }, ins, device);
+               }),
+      key_(std::move(key)), task_(std::move(task)), device_(device), members_(std::move(members)), anchor_(anchor) {
+  if (members_.empty()) members_.push_back(this->name());
+}
+
+HIDET_INLINE std::shared_ptr<const Operator> TaskOperator::with_inputs(std::vector<Tensor> inputs) const {
+  return std::make_shared<const TaskOperator>(name(), std::move(inputs), attrs(), output_metas(), key_, task_, device_,
+                                              members_, anchor_);
+}
 
 HIDET_INLINE std::size_t compiled_task_count() { return detail::task_cache().compiles; }
 

@@ -35,6 +35,22 @@ HIDET_INLINE std::vector<Tensor> Operator::run(const std::vector<Tensor> &inputs
   return out;
 }
 
+HIDET_INLINE std::shared_ptr<const Operator> Operator::with_inputs(std::vector<Tensor> inputs) const {
+  if (inputs.size() != inputs_.size())
+    throw ValueError(str_cat("operator ", name_, ": with_inputs got ", inputs.size(), " inputs, has ",
+                             inputs_.size()));
+  return std::make_shared<const Operator>(name_, std::move(inputs), attrs_, outputs_, run_);
+}
+
+HIDET_INLINE std::vector<Tensor> outputs_of(const std::shared_ptr<const Operator> &op) {
+  std::vector<Tensor> out;
+  for (int i = 0; i < op->num_outputs(); ++i) {
+    const auto &m = op->output_metas()[std::size_t(i)];
+    out.push_back(Tensor::symbolic(m.shape, m.dtype, m.device, "", op, i));
+  }
+  return out;
+}
+
 HIDET_INLINE bool any_symbolic(const std::vector<Tensor> &xs) {
   for (const auto &x : xs)
     if (x.is_symbolic()) return true;
@@ -45,12 +61,8 @@ HIDET_INLINE std::vector<Tensor> trace_operator(std::string name, std::vector<Te
                                                 std::string attrs, std::vector<TensorMeta> outputs,
                                                 Operator::Run run) {
   auto op = std::make_shared<const Operator>(std::move(name), std::move(inputs), std::move(attrs),
-                                             outputs, std::move(run));
-  std::vector<Tensor> out;
-  for (std::size_t i = 0; i < outputs.size(); ++i)
-    out.push_back(Tensor::symbolic(outputs[i].shape, outputs[i].dtype, outputs[i].device, "", op,
-                                   int(i)));
-  return out;
+                                             std::move(outputs), std::move(run));
+  return outputs_of(op);
 }
 
 namespace runtime::detail {

@@ -1,0 +1,143 @@
+// Definitions for hidet/graph/passes.hpp.
+#pragma once
+
+#include "hidet/graph/passes.hpp"
+
+#include <map>
+#include <set>
+
+#include "hidet/ops/cache.hpp"
+#include "hidet/ops/fuse.hpp"
+
+// Uses detail::TensorKey and key_of of flow_graph.ipp, which src/graph.cpp includes first.
+
+namespace hidet::graph {
+
+namespace detail {
+/// A task-defined operator being fused: its task, the inputs of the task (old graph tensors), its
+/// key and members.
+struct FusionGroup {
+  std::shared_ptr<const ops::TaskOperator> head; ///< the last operator of the group (its outputs)
+  ops::Task task;
+  std::vector<Tensor> inputs;
+  std::string key;
+  std::vector<std::string> members;
+  std::vector<bool> injective; ///< per member
+};
+
+inline FusionGroup single_group(const std::shared_ptr<const ops::TaskOperator> &op) {
+  return {op, op->task(), op->inputs(), op->key(), {op->name()}, {op->task().injective()}};
+}
+
+/// The anchor among a group's members: the first non-injective one, else the last.
+inline int anchor_of(const FusionGroup &g) {
+  for (std::size_t i = 0; i < g.injective.size(); ++i)
+    if (!g.injective[i]) return int(i);
+  return int(g.members.size()) - 1;
+}
+} // namespace detail
+
+HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &graph) {
+  using detail::TensorKey;
+  using detail::key_of;
+  // Uses of each symbolic tensor (as an operator input or a graph output) and its consumers.
+  std::map<TensorKey, int> uses;
+  std::map<TensorKey, const Operator *> consumer;
+  for (const auto &op : graph.nodes())
+    for (const auto &t : op->inputs())
+      if (t.is_symbolic()) ++uses[key_of(t)], consumer[key_of(t)] = op.get();
+  std::set<TensorKey> graph_outputs;
+  for (const auto &t : graph.outputs()) graph_outputs.insert(key_of(t)), ++uses[key_of(t)];
+
+  auto as_task_op = [](const std::shared_ptr<const Operator> &op) {
+    return std::dynamic_pointer_cast<const ops::TaskOperator>(op);
+  };
+  // Groups waiting to be fused into their consumer, by their head's old operator.
+  std::map<const Operator *, detail::FusionGroup> pending;
+  std::map<TensorKey, Tensor> new_of; // old symbolic tensor -> tensor of the new graph
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t; // constants and graph inputs stay
+    auto it = new_of.find(key_of(t));
+    HIDET_ASSERT(it != new_of.end(), "fuse_operators: no new tensor for an input of a node");
+    return it->second;
+  };
+  for (const auto &op : graph.nodes()) {
+    auto top = as_task_op(op);
+    if (!top) {
+      std::vector<Tensor> ins;
+      for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+      auto outs = outputs_of(op->with_inputs(std::move(ins)));
+      for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+      continue;
+    }
+    detail::FusionGroup g = detail::single_group(top);
+    // Fuse pending producers feeding this operator, until none is left.
+    for (bool fused = true; fused;) {
+      fused = false;
+      for (std::size_t j = 0; j < g.inputs.size(); ++j) {
+        auto tr = g.inputs[j].trace();
+        if (!tr) continue;
+        auto it = pending.find(tr.op.get());
+        if (it == pending.end()) continue;
+        detail::FusionGroup p = std::move(it->second);
+        pending.erase(it);
+        detail::FusionGroup merged;
+        merged.head = g.head;
+        merged.task = ops::fuse_prologue(g.task, j, p.task);
+        merged.inputs.assign(g.inputs.begin(), g.inputs.begin() + std::ptrdiff_t(j));
+        merged.inputs.insert(merged.inputs.end(), p.inputs.begin(), p.inputs.end());
+        merged.inputs.insert(merged.inputs.end(), g.inputs.begin() + std::ptrdiff_t(j) + 1, g.inputs.end());
+        merged.key = str_cat("fused{", p.key, " -> ", j, ":", g.key, "}");
+        merged.members = p.members;
+        merged.members.insert(merged.members.end(), g.members.begin(), g.members.end());
+        merged.injective = p.injective;
+        merged.injective.insert(merged.injective.end(), g.injective.begin(), g.injective.end());
+        g = std::move(merged);
+        fused = true;
+        break;
+      }
+    }
+    // An injective one-output operator whose output feeds one task-defined operator once waits
+    // to be fused into it.
+    TensorKey out{op.get(), 0};
+    bool all_injective = true;
+    for (bool b : g.injective) all_injective = all_injective && b;
+    auto cons = consumer.find(out);
+    if (all_injective && op->num_outputs() == 1 && uses[out] == 1 && !graph_outputs.count(out) &&
+        cons != consumer.end()) {
+      const Operator *c = cons->second;
+      bool task_consumer = false;
+      for (const auto &n : graph.nodes())
+        if (n.get() == c) task_consumer = as_task_op(n) != nullptr;
+      if (task_consumer) {
+        pending.emplace(op.get(), std::move(g));
+        continue;
+      }
+    }
+    // Emit the group as one node.
+    std::vector<Tensor> ins;
+    for (const auto &t : g.inputs) ins.push_back(map_input(t));
+    std::shared_ptr<const Operator> node;
+    if (g.members.size() == 1) {
+      node = top->with_inputs(std::move(ins));
+    } else {
+      int anchor = detail::anchor_of(g);
+      std::string list;
+      for (const auto &m : g.members) list += (list.empty() ? "" : ", ") + m;
+      std::string attrs = str_cat("fused_graph=FlowGraph(", list, "), anchor=", anchor);
+      node = std::make_shared<const ops::TaskOperator>("Fused" + g.members[std::size_t(anchor)], std::move(ins), attrs,
+                                                       top->output_metas(), g.key, g.task, top->device(), g.members,
+                                                       anchor);
+    }
+    auto outs = outputs_of(node);
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  HIDET_ASSERT(pending.empty(), "fuse_operators: ", pending.size(), " operators were left unfused");
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
+HIDET_INLINE FlowGraph optimize(const FlowGraph &graph) { return fuse_operators(graph); }
+
+} // namespace hidet::graph

@@ -1,0 +1,31 @@
+// Graph passes: FlowGraph in, FlowGraph out.
+//
+// fuse_operators: every injective operator defined by a compute definition (element-wise math,
+// broadcasts, casts, transposes, ...) whose single output feeds exactly one other such operator,
+// and is not a graph output, is fused into that consumer as a prologue (ops/fuse.hpp): its
+// element definition is inlined into the consumer's kernels, so the intermediate tensor is never
+// written. Chains fuse transitively (add -> relu -> sum becomes one node, one kernel: FusedSum).
+// A fused node prints as Hidet's do:
+//   x_1: float32[4][cuda] = FusedSum(x, c, fused_graph=FlowGraph(Add, Relu, Sum), anchor=2)
+// Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention) and views
+// (Reshape) are left as they are.
+//
+// optimize(graph) runs the passes in order (today: fuse_operators) and returns the new graph;
+// the input graph is not changed.
+#pragma once
+
+#include "hidet/graph/flow_graph.hpp"
+
+namespace hidet::graph {
+
+/// Prologue fusion of injective task-defined operators (see the top of the file).
+FlowGraph fuse_operators(const FlowGraph &graph);
+
+/// The optimization pipeline (see the top of the file).
+FlowGraph optimize(const FlowGraph &graph);
+
+} // namespace hidet::graph
+
+#if HIDET_HEADER_ONLY
+#include "hidet/graph/impl/passes.ipp"
+#endif

@@ -1,0 +1,115 @@
+// Graph passes (include/hidet/graph/passes.hpp), on the GPU when present, else on the emulator:
+// prologue fusion of element-wise chains into reductions, row normalizations and other
+// element-wise operators, with the fused graph printed in Hidet's form and run against the
+// unfused graph and the eager operators on fresh random inputs of odd shapes; what must not fuse
+// (a tensor used twice, a graph output, a template operator's input) stays unfused.
+#include "../ops/ops_test_util.hpp"
+
+#include "hidet/graph.hpp"
+
+using namespace ops_test;
+
+namespace {
+void expect_same(const Tensor &got, const Tensor &want, double scale = 1) {
+  REQUIRE(got.dtype() == want.dtype());
+  expect_close(got, want.shape(), want.to_double_vector(), true, scale);
+}
+int count_named(const FlowGraph &g, const std::string &prefix) {
+  int n = 0;
+  for (const auto &op : g.nodes()) n += op->name().rfind(prefix, 0) == 0;
+  return n;
+}
+} // namespace
+
+TEST_CASE("an element-wise chain fuses into the reduction after it: one kernel") {
+  const std::int64_t rows = 7, cols = 13;
+  Tensor a = make({rows, cols}, dtypes::f32), bias = make({cols}, dtypes::f32);
+  auto f = [&](const Tensor &x) { return o::sum(o::relu(x + bias), {1}); };
+  Tensor x = symbol_like(a);
+  FlowGraph g = trace_from(f(x));
+  REQUIRE(g.nodes().size() == 3);
+  FlowGraph opt = graph::optimize(g);
+  REQUIRE(opt.nodes().size() == 1);
+  INFO(opt.str());
+  CHECK(opt.str() == "Graph(x: float32[7, 13][cuda]){\n"
+                     "  c = Constant(float32[13][cuda])\n"
+                     "  x_1: float32[7][cuda] = FusedSum(x, c, fused_graph=FlowGraph(Add, Relu, Sum), anchor=2)\n"
+                     "  return x_1\n"
+                     "}");
+  auto before = o::compiled_task_count();
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor in = make({rows, cols}, dtypes::f32);
+    expect_same(opt(in), f(in));
+    expect_same(opt(in), g(in));
+  }
+  // The fused kernel once, and the three unfused ones that f(in) and g(in) share.
+  CHECK(o::compiled_task_count() == before + 4);
+  CHECK(g.nodes().size() == 3); // the input graph is unchanged
+}
+
+TEST_CASE("prologues fuse into softmax and layer_norm rows; half precision") {
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt.name());
+    Tensor s = make({3, 5, 37}, dt), mask = make({5, 37}, dt), gamma = make({37}, dt), beta = make({37}, dt);
+    auto f = [&](const Tensor &x) {
+      Tensor p = o::softmax(x * 0.125 + mask, -1);
+      return o::layer_norm(o::exp(p) - 1.0, 1, gamma, beta);
+    };
+    Tensor x = symbol_like(s, "scores");
+    FlowGraph g = trace_from(f(x));
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(opt.nodes().size() < g.nodes().size());
+    CHECK(count_named(opt, "FusedSoftmax") == 1);
+    CHECK(count_named(opt, "FusedLayerNorm") == 1);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor in = make({3, 5, 37}, dt);
+      expect_same(opt(in), g(in), 2);
+    }
+  }
+}
+
+TEST_CASE("what must not fuse stays unfused") {
+  Tensor a = make({6, 9}, dtypes::f32), w = make({9, 4}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  SUBCASE("a tensor used twice") {
+    Tensor t = o::exp(x);
+    FlowGraph g = trace_from(o::sum(t, {1}) + o::max(t, {1}));
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(count_named(opt, "Exp") == 1); // exp(x) is read by two reductions: computed once
+    expect_same(opt(a), g(a));
+  }
+  SUBCASE("a graph output in the middle") {
+    Tensor t = o::relu(x);
+    FlowGraph g = trace_from({t, o::sum(t, {0})}, {x});
+    FlowGraph opt = graph::optimize(g);
+    CHECK(opt.nodes().size() == 2);
+    auto outs = opt.run({a});
+    auto want = g.run({a});
+    expect_same(outs[0], want[0]);
+    expect_same(outs[1], want[1]);
+  }
+  SUBCASE("the input of a template operator, and a view") {
+    Tensor t = o::relu(x).reshape({3, 18}).reshape({6, 9});
+    FlowGraph g = trace_from(o::matmul(t, w) * 2.0);
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(count_named(opt, "Relu") == 1);
+    CHECK(count_named(opt, "Matmul") == 1);
+    expect_same(opt(a), g(a));
+  }
+}
+
+TEST_CASE("fuse_prologue checks what it is given") {
+  Tensor a = make({4, 5}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  auto sum_op = std::dynamic_pointer_cast<const o::TaskOperator>(o::sum(x, {1}).trace().op);
+  auto relu_op = std::dynamic_pointer_cast<const o::TaskOperator>(o::relu(x).trace().op);
+  auto other_op = std::dynamic_pointer_cast<const o::TaskOperator>(o::relu(symbol({4, 6})).trace().op);
+  REQUIRE(sum_op);
+  REQUIRE(relu_op);
+  expect_error([&] { o::fuse_prologue(relu_op->task(), 0, sum_op->task()); }, {"must be injective"});
+  expect_error([&] { o::fuse_prologue(sum_op->task(), 3, relu_op->task()); }, {"no input 3"});
+  expect_error([&] { o::fuse_prologue(sum_op->task(), 0, other_op->task()); }, {"(4, 6)", "(4, 5)"});
+}
