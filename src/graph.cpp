@@ -1,3 +1,4 @@
-// libhidet: the graph layer's definitions (compiled mode): FlowGraph, tracing, passes.
+// libhidet: the graph layer's definitions (compiled mode): FlowGraph, tracing, passes, CUDA graphs.
 #include "hidet/graph/impl/flow_graph.ipp"
 #include "hidet/graph/impl/passes.ipp"
+#include "hidet/graph/impl/cuda_graph.ipp"

@@ -1,7 +1,9 @@
 // The graph layer: symbolic tracing of the operator library into FlowGraphs
-// (hidet/graph/flow_graph.hpp). Includes the operators (hidet/ops.hpp).
+// (hidet/graph/flow_graph.hpp), passes (graph/passes.hpp) and CUDA graphs (graph/cuda_graph.hpp).
+// Includes the operators (hidet/ops.hpp).
 #pragma once
 
+#include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/graph/passes.hpp"
 #include "hidet/ops.hpp"

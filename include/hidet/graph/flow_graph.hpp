@@ -30,6 +30,8 @@
 
 namespace hidet::graph {
 
+class CudaGraph;
+
 /// A traced computation graph (see the top of the file).
 class FlowGraph {
 public:
@@ -55,6 +57,9 @@ public:
 
   /// The symbol values the given inputs bind (checked as run() checks them).
   SymbolValues bind_symbols(const std::vector<Tensor> &inputs) const;
+
+  /// The graph captured as a CUDA graph (graph/cuda_graph.hpp; include it to use the result).
+  CudaGraph cuda_graph() const;
 
   /// Hidet's printed form (see the top of the file).
   std::string str() const;

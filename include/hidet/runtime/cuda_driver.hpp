@@ -61,6 +61,12 @@ namespace hidet::cuda {
   X(cuEventSynchronize)                                                                            \
   X(cuEventElapsedTime_v2)                                                                         \
   X(cuEventDestroy_v2)                                                                             \
+  X(cuStreamBeginCapture_v2)                                                                       \
+  X(cuStreamEndCapture)                                                                            \
+  X(cuGraphInstantiateWithFlags)                                                                   \
+  X(cuGraphLaunch)                                                                                 \
+  X(cuGraphExecDestroy)                                                                            \
+  X(cuGraphDestroy)                                                                                \
   X(cuTensorMapEncodeTiled)
 
 /// The loaded driver: one function pointer per entry point (null until loaded).

@@ -81,6 +81,12 @@ struct Storage {
 std::shared_ptr<Storage> allocate_storage(std::size_t nbytes, Device device);
 
 namespace runtime::detail {
+/// While set (on this thread), every storage allocated is also appended here: a CUDA graph being
+/// captured keeps the memory its kernels write alive for as long as it can replay them.
+std::vector<std::shared_ptr<Storage>> *&capture_keep_list();
+} // namespace runtime::detail
+
+namespace runtime::detail {
 
 /// Copies n bytes between any two memories (host, or GPU `index`), stream-ordered on the current
 /// stream and waiting for it when the host is involved.

@@ -22,7 +22,13 @@ HIDET_INLINE std::shared_ptr<Storage> allocate_storage(std::size_t nbytes, Devic
   s->device = device;
   s->nbytes = nbytes;
   s->ptr = s->alloc->allocate(nbytes);
+  if (auto *keep = runtime::detail::capture_keep_list()) keep->push_back(s);
   return s;
+}
+
+HIDET_INLINE std::vector<std::shared_ptr<Storage>> *&runtime::detail::capture_keep_list() {
+  thread_local std::vector<std::shared_ptr<Storage>> *list = nullptr;
+  return list;
 }
 
 namespace runtime::detail {

@@ -1,0 +1,60 @@
+// CudaGraph: a FlowGraph captured once as a CUDA graph and replayed with one launch.
+//
+//   hidet::graph::CudaGraph cg = opt_graph.cuda_graph();   // or CudaGraph(opt_graph)
+//   hidet::Tensor y = cg.run({a})[0];                      // copy a in, replay, read y
+//
+// Capturing: the graph's inputs get static buffers (their shapes must be constant); the graph
+// runs once to compile and load every kernel, then runs again on a fresh stream under stream
+// capture (relaxed mode) and the captured work is instantiated. Every block of memory allocated
+// during the capture (outputs, intermediates, the operators' temporaries) is kept by the
+// CudaGraph, so replays write only memory it owns. Each run() copies the given inputs into the
+// static input buffers, launches the graph on the current stream and returns the static output
+// tensors: a later run() overwrites them (clone() what you keep), as with PyTorch's CUDA graphs.
+//
+// On the CPU emulator there is nothing to capture: run() runs the graph's nodes and copies the
+// results into the same static outputs, so programs behave alike (captured() is false).
+//
+// Errors: an input with a symbolic extent, an operator that synchronizes with the host while
+// captured (the capture is abandoned and the CudaError names the failing call), inputs of the
+// wrong count, shape, dtype or device (a ValueError naming the input).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hidet/graph/flow_graph.hpp"
+
+namespace hidet::graph {
+
+/// A FlowGraph captured as a CUDA graph (see the top of the file).
+class CudaGraph {
+public:
+  /// Captures `graph` (see the top of the file). Throws ValueError for a symbolic input extent.
+  explicit CudaGraph(FlowGraph graph);
+  ~CudaGraph();
+  CudaGraph(CudaGraph &&) noexcept;
+  CudaGraph &operator=(CudaGraph &&) noexcept;
+  CudaGraph(const CudaGraph &) = delete;
+  CudaGraph &operator=(const CudaGraph &) = delete;
+
+  /// Copies `inputs` into the static input buffers, replays, returns the static outputs.
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs);
+  /// Replays on the data already in inputs() (write them in place to skip the copies).
+  std::vector<Tensor> run();
+  /// The static input buffers, one per graph input.
+  const std::vector<Tensor> &inputs() const;
+  /// The static outputs, overwritten by each run.
+  const std::vector<Tensor> &outputs() const;
+  /// True when a CUDA graph was captured (false on the emulator).
+  bool captured() const;
+
+private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+} // namespace hidet::graph
+
+#if HIDET_HEADER_ONLY
+#include "hidet/graph/impl/cuda_graph.ipp"
+#endif
