@@ -2,3 +2,4 @@
 #include "hidet/graph/impl/flow_graph.ipp"
 #include "hidet/graph/impl/passes.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"
+#include "hidet/graph/impl/build.ipp"

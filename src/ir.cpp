@@ -3,6 +3,7 @@
 #include "hidet/util/impl/dynlib.ipp"
 #include "hidet/util/impl/env.ipp"
 #include "hidet/util/impl/hash.ipp"
+#include "hidet/util/impl/progress.ipp"
 
 #include "hidet/ir/impl/dtype.ipp"
 #include "hidet/ir/impl/equal.ipp"

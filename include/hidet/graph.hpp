@@ -3,6 +3,7 @@
 // Includes the operators (hidet/ops.hpp).
 #pragma once
 
+#include "hidet/graph/build.hpp"
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/graph/passes.hpp"

@@ -113,3 +113,21 @@ TEST_CASE("fuse_prologue checks what it is given") {
   expect_error([&] { o::fuse_prologue(sum_op->task(), 3, relu_op->task()); }, {"no input 3"});
   expect_error([&] { o::fuse_prologue(sum_op->task(), 0, other_op->task()); }, {"(4, 6)", "(4, 5)"});
 }
+
+TEST_CASE("build compiles every task-defined node in parallel; the run then compiles nothing") {
+  Tensor a = make({11, 29}, dtypes::f32), bias = make({29}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  Tensor h = o::softmax(o::tanh(x) + bias, -1);
+  FlowGraph opt = graph::optimize(trace_from({o::sum(h * h, {1}), o::max(h, {0})}, {x}));
+  INFO(opt.str());
+  auto st = graph::build(opt, 3);
+  CHECK(st.nodes == opt.nodes().size());
+  CHECK(st.compiled == st.nodes); // shapes no other test uses
+  auto before = o::compiled_task_count();
+  auto outs = opt.run({a});
+  CHECK(o::compiled_task_count() == before);
+  CHECK(graph::build(opt).compiled == 0);
+  Tensor he = o::softmax(o::tanh(a) + bias, -1);
+  expect_same(outs[0], o::sum(he * he, {1}));
+  expect_same(outs[1], o::max(he, {0}));
+}

@@ -5,7 +5,8 @@
 //
 // Capturing: the graph's inputs get static buffers (their shapes must be constant); the graph
 // runs once to compile and load every kernel, then runs again on a fresh stream under stream
-// capture (relaxed mode) and the captured work is instantiated. Every block of memory allocated
+// capture (relaxed mode) and the captured work is instantiated. (The kernels are built first,
+// in parallel: graph/build.hpp.) Every block of memory allocated
 // during the capture (outputs, intermediates, the operators' temporaries) is kept by the
 // CudaGraph, so replays write only memory it owns. Each run() copies the given inputs into the
 // static input buffers, launches the graph on the current stream and returns the static output

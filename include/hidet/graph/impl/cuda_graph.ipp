@@ -4,6 +4,7 @@
 #include "hidet/graph/cuda_graph.hpp"
 
 #include "hidet/error.hpp"
+#include "hidet/graph/build.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/stream.hpp"
@@ -56,7 +57,9 @@ HIDET_INLINE CudaGraph::CudaGraph(FlowGraph graph) : s_(std::make_unique<State>(
     s_->inputs.push_back(zeros(constant_shape(shape), x.dtype(), x.device()));
   }
   s_->device = g.outputs()[0].device();
-  // Run once: every kernel is compiled and loaded, the allocator has blocks of the right sizes.
+  // Build the kernels in parallel, then run once: every kernel is loaded (templates build theirs)
+  // and the allocator has blocks of the right sizes.
+  build(g);
   std::vector<Tensor> warm = g.run(s_->inputs);
   bool capturable = s_->device.is_cuda() && !runtime::cuda_emulated();
   for (const auto &x : s_->inputs) capturable = capturable && x.device() == s_->device;

@@ -25,6 +25,7 @@
 #include "hidet/runtime/timing.hpp"
 #include "hidet/util/env.hpp"
 #include "hidet/util/hash.hpp"
+#include "hidet/util/progress.hpp"
 
 namespace hidet {
 
@@ -93,38 +94,6 @@ inline void write_record(const std::string &key, const std::string &label) {
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
-/// Progress on stderr: a redrawn bar on a terminal, a line per phase otherwise.
-class Progress {
-public:
-  Progress(std::string what, std::size_t total) : what_(std::move(what)), total_(total), tty_(::isatty(2)) {
-    start_ = std::chrono::steady_clock::now();
-    if (!tty_) std::fprintf(stderr, "hidet: tuning %s: %zu candidates\n", what_.c_str(), total_);
-  }
-  void update(const char *phase, std::size_t done) {
-    if (!tty_) return;
-    double el = elapsed();
-    double rem = done ? el / double(done) * double(total_ - done) : 0;
-    int width = 24, fill = total_ ? int(width * done / total_) : width;
-    std::fprintf(stderr, "\rhidet: tuning %s [%s%s] %s %zu/%zu, %.1f s elapsed, ~%.1f s left   ", what_.c_str(),
-                 std::string(std::size_t(fill), '#').c_str(), std::string(std::size_t(width - fill), '.').c_str(),
-                 phase, done, total_, el, rem);
-    std::fflush(stderr);
-  }
-  void phase_done(const char *phase, std::size_t ok) {
-    if (tty_) std::fprintf(stderr, "\n");
-    else std::fprintf(stderr, "hidet: tuning %s: %s %zu of %zu candidates in %.1f s\n", what_.c_str(), phase, ok, total_,
-                      elapsed());
-  }
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
-private:
-  std::string what_;
-  std::size_t total_;
-  bool tty_;
-  std::chrono::steady_clock::time_point start_;
-};
 } // namespace detail
 
 HIDET_INLINE void set_timer(Timer t) {
@@ -190,7 +159,7 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
   }
 
   // Build on a thread pool: NVRTC compiles run in parallel; module loads need the context.
-  detail::Progress progress(what, cands.size());
+  util::Progress progress("tuning " + what, cands.size(), "candidates");
   std::vector<Launch> launches(cands.size());
   std::vector<std::string> errors(cands.size());
   std::atomic<std::size_t> next{0}, done{0};

@@ -1,0 +1,34 @@
+// Building a graph's kernels ahead of its first run.
+//
+// build(graph) compiles the kernels of every task-defined node (ops::TaskOperator: the
+// auto-scheduled and fused operators) on a thread pool: scheduling and NVRTC run in parallel,
+// with NVRTC's disk cache underneath (a second process compiles nothing) and the in-process
+// kernel cache on top (a node compiled before, by an eager call or another graph, is skipped).
+// Progress goes to stderr: a bar on a terminal (kernels built, elapsed, remaining), log lines
+// otherwise. Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention)
+// build their kernels on their first run. A node whose kernels fail to build is reported by a
+// CudaError or ValueError naming the node after the other nodes are built.
+#pragma once
+
+#include <cstddef>
+
+#include "hidet/graph/flow_graph.hpp"
+
+namespace hidet::graph {
+
+/// What build() did.
+struct BuildStats {
+  std::size_t nodes = 0;    ///< task-defined nodes in the graph
+  std::size_t compiled = 0; ///< of them, compiled by this call
+  double seconds = 0;       ///< wall time
+};
+
+/// Compiles the graph's task-defined kernels in parallel (see the top of the file); `threads` 0
+/// means one per hardware thread.
+BuildStats build(const FlowGraph &graph, unsigned threads = 0);
+
+} // namespace hidet::graph
+
+#if HIDET_HEADER_ONLY
+#include "hidet/graph/impl/build.ipp"
+#endif
