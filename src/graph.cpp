@@ -1,5 +1,7 @@
-// libhidet: the graph layer's definitions (compiled mode): FlowGraph, tracing, passes, CUDA graphs.
+// libhidet: the graph layer's definitions (compiled mode): FlowGraph, tracing, passes, CUDA graphs, builds,
+// correctness reports.
 #include "hidet/graph/impl/flow_graph.ipp"
 #include "hidet/graph/impl/passes.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"
 #include "hidet/graph/impl/build.ipp"
+#include "hidet/graph/impl/report.ipp"

@@ -7,4 +7,5 @@
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/graph/passes.hpp"
+#include "hidet/graph/report.hpp"
 #include "hidet/ops.hpp"

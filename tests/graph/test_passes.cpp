@@ -131,3 +131,28 @@ TEST_CASE("build compiles every task-defined node in parallel; the run then comp
   expect_same(outs[0], o::sum(he * he, {1}));
   expect_same(outs[1], o::max(he, {0}));
 }
+
+TEST_CASE("correctness report: fused and unfused values of the traced tensors") {
+  Tensor a = make({5, 23}, dtypes::f16), bias = make({23}, dtypes::f16);
+  Tensor x = symbol_like(a);
+  Tensor t = o::exp(x * 0.5 + bias);
+  FlowGraph g = trace_from({o::softmax(t, -1), o::sum(t, {1})}, {x});
+  FlowGraph opt = graph::optimize(g);
+  auto report = graph::correctness_report(g, opt, {a});
+  INFO(report.str());
+  REQUIRE(report.rows.size() == 1 + g.nodes().size());
+  CHECK(report.rows[0].kind == "input");
+  int compared = 0, fused = 0;
+  for (const auto &r : report.rows) (r.compared ? compared : fused)++;
+  CHECK(fused == 2);    // x * 0.5 and + bias live inside the fused kernels
+  CHECK(compared == 4); // the input, exp (read twice), softmax, sum
+  CHECK(!report.any_flagged());
+  CHECK(report.max_error() < 1e-2);
+  std::string s = report.str();
+  CHECK(s.rfind("    kind      operator", 0) == 0);
+  CHECK(s.find("fused") != std::string::npos);
+  CHECK(s.find("Softmax(axis=1)") != std::string::npos);
+  // An optimized graph of other inputs is refused.
+  Tensor y = symbol_like(a);
+  expect_error([&] { graph::correctness_report(g, trace_from(o::exp(y)), {a}); }, {"not input 0 of the traced graph"});
+}

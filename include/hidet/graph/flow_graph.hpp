@@ -50,6 +50,8 @@ public:
 
   /// Runs the graph on one tensor per input (see the top of the file); returns the outputs.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
+  /// Runs the graph like run() and returns every node's outputs, in nodes() order.
+  std::vector<std::vector<Tensor>> node_outputs(const std::vector<Tensor> &inputs) const;
   /// run() for a graph of one output: g(a), g(a, b).
   template <class... Ts> Tensor operator()(const Ts &...xs) const {
     return single_output(run(std::vector<Tensor>{Tensor(xs)...}));
@@ -68,6 +70,7 @@ public:
 
 private:
   Tensor single_output(std::vector<Tensor> outs) const;
+  std::vector<Tensor> run_impl(const std::vector<Tensor> &inputs, std::vector<std::vector<Tensor>> *all) const;
 
   std::vector<Tensor> inputs_;
   std::vector<Tensor> outputs_;

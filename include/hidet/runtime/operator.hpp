@@ -29,7 +29,7 @@ struct TensorMeta {
 };
 
 /// An operator application recorded by tracing (see the top of the file).
-class Operator {
+class Operator : public std::enable_shared_from_this<Operator> {
 public:
   /// Computes the outputs from concrete inputs (one per input of the node, in order).
   using Run = std::function<std::vector<Tensor>(const std::vector<Tensor> &)>;
@@ -53,7 +53,15 @@ public:
   /// operator when the count is wrong or an output's dtype or rank differs from its metadata.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
   /// The same operator applied to other inputs (same count, shapes, dtypes; for graph passes).
+  /// The copy's origin() is this operator's origin, or this operator.
   virtual std::shared_ptr<const Operator> with_inputs(std::vector<Tensor> inputs) const;
+  /// The operator of the traced graph this one stands for after graph passes (a fused operator:
+  /// the last operator it was fused from); null for an operator recorded by tracing.
+  const std::shared_ptr<const Operator> &origin() const { return origin_; }
+  /// Sets origin() (for passes, before the operator is shared).
+  void set_origin(std::shared_ptr<const Operator> origin) { origin_ = std::move(origin); }
+  /// origin(), or this operator when it has none.
+  std::shared_ptr<const Operator> origin_or_self() const { return origin_ ? origin_ : shared_from_this(); }
 
 private:
   std::string name_;
@@ -61,6 +69,7 @@ private:
   std::string attrs_;
   std::vector<TensorMeta> outputs_;
   Run run_;
+  std::shared_ptr<const Operator> origin_;
 };
 
 /// True when some tensor of `xs` is symbolic.

@@ -264,6 +264,17 @@ HIDET_INLINE SymbolValues FlowGraph::bind_symbols(const std::vector<Tensor> &inp
 }
 
 HIDET_INLINE std::vector<Tensor> FlowGraph::run(const std::vector<Tensor> &inputs) const {
+  return run_impl(inputs, nullptr);
+}
+
+HIDET_INLINE std::vector<std::vector<Tensor>> FlowGraph::node_outputs(const std::vector<Tensor> &inputs) const {
+  std::vector<std::vector<Tensor>> all;
+  run_impl(inputs, &all);
+  return all;
+}
+
+HIDET_INLINE std::vector<Tensor> FlowGraph::run_impl(const std::vector<Tensor> &inputs,
+                                                     std::vector<std::vector<Tensor>> *all) const {
   SymbolValues values = bind_symbols(inputs);
   std::map<detail::TensorKey, Tensor> env;
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -294,6 +305,7 @@ HIDET_INLINE std::vector<Tensor> FlowGraph::run(const std::vector<Tensor> &input
                                  " = ", sym_shape_str(to_sym_shape(want))));
       env[{op.get(), i}] = outs[std::size_t(i)];
     }
+    if (all) all->push_back(std::move(outs));
   }
   std::vector<Tensor> out;
   for (const auto &t : outputs_)

@@ -125,9 +125,11 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &graph) {
       std::string list;
       for (const auto &m : g.members) list += (list.empty() ? "" : ", ") + m;
       std::string attrs = str_cat("fused_graph=FlowGraph(", list, "), anchor=", anchor);
-      node = std::make_shared<const ops::TaskOperator>("Fused" + g.members[std::size_t(anchor)], std::move(ins), attrs,
+      auto fused = std::make_shared<ops::TaskOperator>("Fused" + g.members[std::size_t(anchor)], std::move(ins), attrs,
                                                        top->output_metas(), g.key, g.task, top->device(), g.members,
                                                        anchor);
+      fused->set_origin(top->origin_or_self());
+      node = fused;
     }
     auto outs = outputs_of(node);
     for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];

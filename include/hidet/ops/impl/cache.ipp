@@ -162,8 +162,10 @@ HIDET_INLINE TaskOperator::TaskOperator(std::string name, std::vector<Tensor> in
 }
 
 HIDET_INLINE std::shared_ptr<const Operator> TaskOperator::with_inputs(std::vector<Tensor> inputs) const {
-  return std::make_shared<const TaskOperator>(name(), std::move(inputs), attrs(), output_metas(), key_, task_, device_,
-                                              members_, anchor_);
+  auto op = std::make_shared<TaskOperator>(name(), std::move(inputs), attrs(), output_metas(), key_, task_, device_,
+                                            members_, anchor_);
+  op->set_origin(origin_or_self());
+  return op;
 }
 
 HIDET_INLINE std::size_t compiled_task_count() { return detail::task_cache().compiles; }

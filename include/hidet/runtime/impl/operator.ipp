@@ -39,7 +39,9 @@ HIDET_INLINE std::shared_ptr<const Operator> Operator::with_inputs(std::vector<T
   if (inputs.size() != inputs_.size())
     throw ValueError(str_cat("operator ", name_, ": with_inputs got ", inputs.size(), " inputs, has ",
                              inputs_.size()));
-  return std::make_shared<const Operator>(name_, std::move(inputs), attrs_, outputs_, run_);
+  auto op = std::make_shared<Operator>(name_, std::move(inputs), attrs_, outputs_, run_);
+  op->set_origin(origin_or_self());
+  return op;
 }
 
 HIDET_INLINE std::vector<Tensor> outputs_of(const std::shared_ptr<const Operator> &op) {
