@@ -2,7 +2,8 @@
 // ways: eager operators, the traced FlowGraph (reference interpreter), the optimized graph
 // (fusion), and the optimized graph as a CUDA graph. Prints the latency of each, the number of
 // operators before and after fusion, the time of graph::build (the fused kernels, in parallel;
-// the disk cache warm or cold as found) and of the first run after it (template kernels). benchmarks/bench_graph_torch.py times the same layer with
+// the disk cache warm or cold as found) and of the first run after it (template kernels), and
+// the static memory plan of the fused graph (workspace against the sum of its intermediates). benchmarks/bench_graph_torch.py times the same layer with
 // PyTorch eager and torch.compile on the same GPU.
 #include <algorithm>
 #include <chrono>
@@ -78,6 +79,7 @@ int main() {
     std::snprintf(name, sizeof name, "BERT layer f16 b%lld s128", (long long)batch);
     std::printf("%-28s %10.3f %10.3f %10.3f %10.3f %6zu %6zu %8.2f %10.2f%s\n", name, eager, interp, fused, replay,
                 g.nodes().size(), opt.nodes().size(), st.seconds, first, err > 0.05 ? "  MISMATCH" : "");
+    std::printf("  memory plan of the fused graph: %s\n", graph::plan_memory(opt).str().c_str());
   }
   return 0;
 }

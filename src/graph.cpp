@@ -1,7 +1,8 @@
 // libhidet: the graph layer's definitions (compiled mode): FlowGraph, tracing, passes, CUDA graphs, builds,
-// correctness reports.
+// correctness reports, memory plans.
 #include "hidet/graph/impl/flow_graph.ipp"
 #include "hidet/graph/impl/passes.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"
 #include "hidet/graph/impl/build.ipp"
 #include "hidet/graph/impl/report.ipp"
+#include "hidet/graph/impl/memory_plan.ipp"

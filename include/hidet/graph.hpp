@@ -6,6 +6,7 @@
 #include "hidet/graph/build.hpp"
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/flow_graph.hpp"
+#include "hidet/graph/memory_plan.hpp"
 #include "hidet/graph/passes.hpp"
 #include "hidet/graph/report.hpp"
 #include "hidet/ops.hpp"

@@ -5,6 +5,9 @@
 // (a tensor used twice, a graph output, a template operator's input) stays unfused.
 #include "../ops/ops_test_util.hpp"
 
+#include <filesystem>
+#include <fstream>
+
 #include "hidet/graph.hpp"
 
 using namespace ops_test;
@@ -155,4 +158,26 @@ TEST_CASE("correctness report: fused and unfused values of the traced tensors") 
   // An optimized graph of other inputs is refused.
   Tensor y = symbol_like(a);
   expect_error([&] { graph::correctness_report(g, trace_from(o::exp(y)), {a}); }, {"not input 0 of the traced graph"});
+}
+
+TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an error") {
+  Tensor a = make({3, 8}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  FlowGraph g = trace_from(o::sum(o::relu(x), {1}));
+  auto dir = std::filesystem::temp_directory_path() / ("hidet_passes_" + std::to_string(g_seed));
+  graph::PassContext ctx;
+  ctx.save_graph_dir = dir.string();
+  ctx.verbose = true;
+  FlowGraph opt = graph::optimize(g, ctx);
+  auto read = [](const std::filesystem::path &p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  CHECK(read(dir / "0_input.txt") == g.str() + "\n");
+  CHECK(read(dir / "1_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "1_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  std::filesystem::remove_all(dir);
+  ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
+  ctx.verbose = false;
+  expect_error([&] { graph::optimize(g, ctx); }, {"cannot write the graph to /proc/hidet_cannot_write_here"});
 }

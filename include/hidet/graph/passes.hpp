@@ -10,19 +10,31 @@
 // Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention) and views
 // (Reshape) are left as they are.
 //
-// optimize(graph) runs the passes in order (today: fuse_operators) and returns the new graph;
-// the input graph is not changed.
+// optimize(graph, ctx) runs the passes in order (today: fuse_operators) and returns the new
+// graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
+
+#include <string>
 
 #include "hidet/graph/flow_graph.hpp"
 
 namespace hidet::graph {
 
+/// Instruments of graph::optimize.
+struct PassContext {
+  /// When set: the input graph is written to <dir>/0_input.txt (and .dot), the graph after pass k
+  /// to <dir>/<k>_<pass>.txt (and .dot). The folder is created; a write failure is a ValueError.
+  std::string save_graph_dir;
+  /// Log each pass on stderr: its name, operators before and after, milliseconds.
+  bool verbose = false;
+};
+
 /// Prologue fusion of injective task-defined operators (see the top of the file).
 FlowGraph fuse_operators(const FlowGraph &graph);
 
 /// The optimization pipeline (see the top of the file).
-FlowGraph optimize(const FlowGraph &graph);
+FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx = {});
 
 } // namespace hidet::graph
 

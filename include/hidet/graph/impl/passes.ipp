@@ -3,6 +3,10 @@
 
 #include "hidet/graph/passes.hpp"
 
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -140,6 +144,38 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &graph) {
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
-HIDET_INLINE FlowGraph optimize(const FlowGraph &graph) { return fuse_operators(graph); }
+namespace detail {
+inline void save_graph(const PassContext &ctx, const std::string &stem, const FlowGraph &g) {
+  if (ctx.save_graph_dir.empty()) return;
+  std::filesystem::path dir(ctx.save_graph_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (const auto &[ext, text] : {std::pair<std::string, std::string>{".txt", g.str() + "\n"}, {".dot", g.dot()}}) {
+    auto path = dir / (stem + ext);
+    std::ofstream f(path);
+    f << text;
+    if (!f) throw ValueError(str_cat("optimize: cannot write the graph to ", path.string()));
+  }
+}
+} // namespace detail
+
+HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
+  using Pass = FlowGraph (*)(const FlowGraph &);
+  const std::pair<const char *, Pass> passes[] = {{"fuse_operators", &fuse_operators}};
+  detail::save_graph(ctx, "0_input", graph);
+  FlowGraph g = graph;
+  int k = 0;
+  for (const auto &[name, pass] : passes) {
+    auto t0 = std::chrono::steady_clock::now();
+    FlowGraph next = pass(g);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (ctx.verbose)
+      std::fprintf(stderr, "hidet: optimize: %s: %zu -> %zu operators in %.1f ms\n", name, g.nodes().size(),
+                   next.nodes().size(), ms);
+    g = std::move(next);
+    detail::save_graph(ctx, str_cat(++k, "_", name), g);
+  }
+  return g;
+}
 
 } // namespace hidet::graph
