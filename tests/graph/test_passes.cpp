@@ -174,10 +174,30 @@ TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an e
     return std::string(std::istreambuf_iterator<char>(f), {});
   };
   CHECK(read(dir / "0_input.txt") == g.str() + "\n");
-  CHECK(read(dir / "1_fuse_operators.txt") == opt.str() + "\n");
-  CHECK(read(dir / "1_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(read(dir / "1_simplify_reshapes.txt") == g.str() + "\n"); // nothing to simplify
+  CHECK(read(dir / "2_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "2_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
   std::filesystem::remove_all(dir);
   ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
   ctx.verbose = false;
   expect_error([&] { graph::optimize(g, ctx); }, {"cannot write the graph to /proc/hidet_cannot_write_here"});
+}
+
+TEST_CASE("simplify_reshapes: chains collapse, identities vanish") {
+  Tensor a = make({6, 10}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  Tensor y = o::exp(x).reshape({3, 20}).reshape({60}).reshape({2, 30}); // one reshape is enough
+  Tensor z = o::tanh(y.reshape({6, 10}).reshape({60}).reshape({6, 10})); // tanh reads exp itself
+  FlowGraph g = trace_from({y, z, x.reshape({60}).reshape({6, 10})}, {x});
+  FlowGraph s = graph::simplify_reshapes(g);
+  INFO(s.str());
+  CHECK(count_named(g, "Reshape") == 8);
+  CHECK(count_named(s, "Reshape") == 1); // exp -> [2, 30]; the rest come back to exp's own shape
+  CHECK(s.outputs()[2].symbolic_info() == x.symbolic_info()); // the graph returns its input
+  auto got = s.run({a}), want = g.run({a});
+  for (int i = 0; i < 3; ++i) expect_same(got[std::size_t(i)], want[std::size_t(i)]);
+  // tanh now reads exp directly.
+  CHECK(s.nodes()[2]->inputs()[0].trace().op.get() == s.nodes()[0].get());
+  FlowGraph opt = graph::optimize(g);
+  expect_same(opt.run({a})[1], want[1]);
 }

@@ -10,8 +10,11 @@
 // Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention) and views
 // (Reshape) are left as they are.
 //
-// optimize(graph, ctx) runs the passes in order (today: fuse_operators) and returns the new
-// graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// simplify_reshapes: chains of Reshape collapse to one, and a Reshape to its input's own shape
+// disappears.
+//
+// optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_operators) and returns
+// the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
 
@@ -29,6 +32,10 @@ struct PassContext {
   /// Log each pass on stderr: its name, operators before and after, milliseconds.
   bool verbose = false;
 };
+
+/// Reshape simplification: a Reshape of a Reshape reads the first one's input, and a Reshape to
+/// its input's own shape is dropped (its readers read the input).
+FlowGraph simplify_reshapes(const FlowGraph &graph);
 
 /// Prologue fusion of injective task-defined operators (see the top of the file).
 FlowGraph fuse_operators(const FlowGraph &graph);

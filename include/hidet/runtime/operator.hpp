@@ -52,7 +52,8 @@ public:
   /// Runs the operator on concrete inputs (as many as inputs()); throws ValueError naming the
   /// operator when the count is wrong or an output's dtype or rank differs from its metadata.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
-  /// The same operator applied to other inputs (same count, shapes, dtypes; for graph passes).
+  /// The same operator applied to other inputs (for graph passes: as many, of what the operator's
+  /// run accepts; the outputs keep their recorded shapes and dtypes).
   /// The copy's origin() is this operator's origin, or this operator.
   virtual std::shared_ptr<const Operator> with_inputs(std::vector<Tensor> inputs) const;
   /// The operator of the traced graph this one stands for after graph passes (a fused operator:
@@ -74,6 +75,17 @@ private:
 
 /// True when some tensor of `xs` is symbolic.
 bool any_symbolic(const std::vector<Tensor> &xs);
+
+/// A user's operator (a kernel of their own, a library call) as a graph citizen: runs `run` at
+/// once when every input holds data; when one is symbolic, records an Operator named `name` whose
+/// outputs are described by `outputs` and returns its symbolic outputs.
+///
+///   std::vector<Tensor> my_op(const Tensor &x) {
+///     return hidet::apply_operator("MyOp", {x}, {{x.sym_shape(), x.dtype(), x.device()}},
+///                                  [](const std::vector<Tensor> &in) { ...launch...; return {y}; });
+///   }
+std::vector<Tensor> apply_operator(std::string name, std::vector<Tensor> inputs, std::vector<TensorMeta> outputs,
+                                   Operator::Run run, std::string attrs = "");
 
 /// The symbolic outputs of `op`, created anew: call it once per operator and share the tensors
 /// (a graph identifies a tensor by its operator and index, so copies agree).

@@ -144,6 +144,34 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &graph) {
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
+HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
+  using detail::key_of;
+  std::map<detail::TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(key_of(t));
+  };
+  for (const auto &op : graph.nodes()) {
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+    if (op->name() == "Reshape" && ins.size() == 1 && op->num_outputs() == 1) {
+      Tensor base = ins[0];
+      if (auto tr = base.trace(); tr && tr.op->name() == "Reshape" && tr.op->inputs().size() == 1)
+        base = tr.op->inputs()[0]; // a reshape of a reshape reads the first one's input
+      if (base.sym_shape() == op->output_metas()[0].shape) {
+        new_of[{op.get(), 0}] = base; // reshaping to its own shape: nothing to do
+        continue;
+      }
+      ins = {base};
+    }
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
 namespace detail {
 inline void save_graph(const PassContext &ctx, const std::string &stem, const FlowGraph &g) {
   if (ctx.save_graph_dir.empty()) return;
@@ -161,7 +189,8 @@ inline void save_graph(const PassContext &ctx, const std::string &stem, const Fl
 
 HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
   using Pass = FlowGraph (*)(const FlowGraph &);
-  const std::pair<const char *, Pass> passes[] = {{"fuse_operators", &fuse_operators}};
+  const std::pair<const char *, Pass> passes[] = {{"simplify_reshapes", &simplify_reshapes},
+                                                  {"fuse_operators", &fuse_operators}};
   detail::save_graph(ctx, "0_input", graph);
   FlowGraph g = graph;
   int k = 0;

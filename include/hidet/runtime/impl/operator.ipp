@@ -53,6 +53,16 @@ HIDET_INLINE std::vector<Tensor> outputs_of(const std::shared_ptr<const Operator
   return out;
 }
 
+HIDET_INLINE std::vector<Tensor> apply_operator(std::string name, std::vector<Tensor> inputs,
+                                                std::vector<TensorMeta> outputs, Operator::Run run, std::string attrs) {
+  if (any_symbolic(inputs))
+    return trace_operator(std::move(name), std::move(inputs), std::move(attrs), std::move(outputs), std::move(run));
+  std::vector<Tensor> out = run(inputs);
+  if (out.size() != outputs.size())
+    throw ValueError(str_cat("operator ", name, ": produced ", out.size(), " outputs, declared ", outputs.size()));
+  return out;
+}
+
 HIDET_INLINE bool any_symbolic(const std::vector<Tensor> &xs) {
   for (const auto &x : xs)
     if (x.is_symbolic()) return true;
