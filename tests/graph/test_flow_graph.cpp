@@ -170,3 +170,15 @@ TEST_CASE("bad graphs and bad inputs name what was wrong") {
   // The graph still runs after all these errors.
   expect_same(g.run({a, a})[0], o::relu(a) + a);
 }
+
+TEST_CASE("constant folding at trace time: work on constants runs at once") {
+  Tensor a = make({4, 6}, dtypes::f32), w = make({5, 6}, dtypes::f32), b = make({5}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  FlowGraph g = trace_from(o::linear(x, w, b) * o::exp(b)); // w's transpose and exp(b) are constants
+  INFO(g.str());
+  REQUIRE(g.nodes().size() == 3); // Matmul, Add, Mul
+  CHECK(g.nodes()[0]->name() == "Matmul");
+  CHECK(g.constants().size() == 3);
+  CHECK(g.constants()[0].shape() == std::vector<std::int64_t>{6, 5}); // the transposed weight
+  expect_same(g(a), o::linear(a, w, b) * o::exp(b));
+}

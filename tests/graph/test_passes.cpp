@@ -175,8 +175,8 @@ TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an e
   };
   CHECK(read(dir / "0_input.txt") == g.str() + "\n");
   CHECK(read(dir / "1_simplify_reshapes.txt") == g.str() + "\n"); // nothing to simplify
-  CHECK(read(dir / "2_fuse_operators.txt") == opt.str() + "\n");
-  CHECK(read(dir / "2_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(read(dir / "3_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "3_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
   std::filesystem::remove_all(dir);
   ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
   ctx.verbose = false;
@@ -200,4 +200,42 @@ TEST_CASE("simplify_reshapes: chains collapse, identities vanish") {
   CHECK(s.nodes()[2]->inputs()[0].trace().op.get() == s.nodes()[0].get());
   FlowGraph opt = graph::optimize(g);
   expect_same(opt.run({a})[1], want[1]);
+}
+
+TEST_CASE("fold_conv_batch_norm: Conv2d + BatchNorm become one Conv2d with folded constants") {
+  for (bool conv_bias : {false, true}) {
+    CAPTURE(conv_bias);
+    const std::int64_t n = 2, c = 3, h = 11, w = 9, o_ = 5;
+    Tensor img = make({n, c, h, w}, dtypes::f32), wc = make({o_, c, 3, 3}, dtypes::f32, -0.5, 0.5);
+    Tensor bc = make({o_}, dtypes::f32), mean = make({o_}, dtypes::f32), var = make({o_}, dtypes::f32, 0.5, 2.0);
+    Tensor gamma = make({o_}, dtypes::f32), beta = make({o_}, dtypes::f32);
+    auto net = [&](const Tensor &x) {
+      std::optional<Tensor> b;
+      if (conv_bias) b = bc;
+      Tensor y = o::conv2d(x, wc, b, {2}, {1});
+      return o::relu(o::batch_norm(y, mean, var, gamma, beta, 1e-3));
+    };
+    Tensor x = symbol_like(img);
+    FlowGraph g = trace_from(net(x));
+    FlowGraph f = graph::fold_conv_batch_norm(g);
+    INFO(f.str());
+    CHECK(count_named(g, "BatchNorm") == 1);
+    CHECK(count_named(f, "BatchNorm") == 0);
+    REQUIRE(count_named(f, "Conv2d") == 1);
+    CHECK(f.str().find("stride=[2, 2], padding=[1, 1], dilation=[1, 1], groups=1") != std::string::npos);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor in = make({n, c, h, w}, dtypes::f32);
+      expect_same(f(in), net(in), 10); // reassociated arithmetic: a few ulps
+    }
+    auto report = graph::correctness_report(g, graph::optimize(g), {img});
+    INFO(report.str());
+    CHECK(!report.any_flagged());
+  }
+  // Not folded: the conv's output is also read elsewhere.
+  Tensor img = make({1, 2, 5, 5}, dtypes::f32), wc = make({4, 2, 3, 3}, dtypes::f32);
+  Tensor stat = make({4}, dtypes::f32, 0.5, 1.5);
+  Tensor x = symbol_like(img);
+  Tensor y = o::conv2d(x, wc);
+  FlowGraph g = trace_from(o::batch_norm(y, stat, stat) + y);
+  CHECK(count_named(graph::fold_conv_batch_norm(g), "BatchNorm") == 1);
 }

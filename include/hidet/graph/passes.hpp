@@ -11,10 +11,11 @@
 // (Reshape) are left as they are.
 //
 // simplify_reshapes: chains of Reshape collapse to one, and a Reshape to its input's own shape
-// disappears.
+// disappears. fold_conv_batch_norm: Conv2d followed by an inference BatchNorm becomes one Conv2d
+// with folded weights and bias.
 //
-// optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_operators) and returns
-// the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// optimize(graph, ctx) runs the passes in order (simplify_reshapes, fold_conv_batch_norm,
+// fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
 
@@ -36,6 +37,12 @@ struct PassContext {
 /// Reshape simplification: a Reshape of a Reshape reads the first one's input, and a Reshape to
 /// its input's own shape is dropped (its readers read the input).
 FlowGraph simplify_reshapes(const FlowGraph &graph);
+
+/// Folds an inference batch_norm into the conv2d (NCHW) that feeds it: w' = w * s, b' = (b - mean)
+/// * s + beta with s = gamma / sqrt(var + eps) per output channel, computed once on the
+/// constants. Applies when the conv2d's output is read only by the batch_norm and the weights,
+/// biases and statistics are constants.
+FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
 
 /// Prologue fusion of injective task-defined operators (see the top of the file).
 FlowGraph fuse_operators(const FlowGraph &graph);

@@ -3,6 +3,7 @@
 
 #include "hidet/graph/passes.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include <set>
 
 #include "hidet/ops/cache.hpp"
+#include "hidet/ops/conv.hpp"
+#include "hidet/ops/elementwise.hpp"
 #include "hidet/ops/fuse.hpp"
 
 // Uses detail::TensorKey and key_of of flow_graph.ipp, which src/graph.cpp includes first.
@@ -173,6 +176,97 @@ HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
 }
 
 namespace detail {
+/// The value of `key` in printed attributes "a=1, b=[2, 3], c=x" ("" when absent).
+inline std::string attr_text(const std::string &attrs, const std::string &key) {
+  std::size_t pos = 0;
+  while (pos < attrs.size()) {
+    std::size_t eq = attrs.find('=', pos);
+    if (eq == std::string::npos) break;
+    std::string name = attrs.substr(pos, eq - pos);
+    std::size_t end = eq + 1;
+    if (end < attrs.size() && attrs[end] == '[') end = attrs.find(']', end) + 1;
+    else end = std::min(attrs.find(',', end), attrs.size());
+    if (name == key) return attrs.substr(eq + 1, end - eq - 1);
+    pos = attrs.find_first_not_of(", ", end);
+    if (pos == std::string::npos) break;
+  }
+  return "";
+}
+/// "[2, 2]" -> {2, 2}.
+inline std::vector<std::int64_t> attr_ints(const std::string &attrs, const std::string &key) {
+  std::vector<std::int64_t> out;
+  std::string t = attr_text(attrs, key);
+  for (std::size_t i = 0; i < t.size();) {
+    if (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '-') {
+      std::size_t used = 0;
+      out.push_back(std::stoll(t.substr(i), &used));
+      i += used;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+} // namespace detail
+
+HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
+  using detail::key_of;
+  std::map<detail::TensorKey, int> uses;
+  for (const auto &op : graph.nodes())
+    for (const auto &t : op->inputs())
+      if (t.is_symbolic()) ++uses[key_of(t)];
+  for (const auto &t : graph.outputs()) ++uses[key_of(t)];
+  std::map<detail::TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(key_of(t));
+  };
+  auto all_constant = [](const std::vector<Tensor> &ts, std::size_t from) {
+    for (std::size_t i = from; i < ts.size(); ++i)
+      if (ts[i].is_symbolic()) return false;
+    return true;
+  };
+  for (const auto &op : graph.nodes()) {
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+    if (op->name() == "BatchNorm" && op->inputs()[0].trace() && all_constant(op->inputs(), 1)) {
+      auto conv = op->inputs()[0].trace().op;
+      const std::string &ba = op->attrs();
+      bool has_w = detail::attr_text(ba, "weight") == "1", has_b = detail::attr_text(ba, "bias") == "1";
+      if (conv->name() == "Conv2d" && uses[key_of(op->inputs()[0])] == 1 && all_constant(conv->inputs(), 1) &&
+          op->inputs().size() == std::size_t(3 + has_w + has_b) && !detail::attr_text(ba, "eps").empty()) {
+        double eps = std::stod(detail::attr_text(ba, "eps"));
+        const auto &ci = conv->inputs();
+        const Tensor &w = ci[1];
+        DataType wt = w.dtype();
+        std::int64_t channels = w.shape()[0];
+        auto f32 = [](const Tensor &t) { return ops::cast(t, dtypes::f32); };
+        Tensor mean = f32(op->inputs()[1]), var = f32(op->inputs()[2]);
+        Tensor scale = ops::rsqrt(var + eps);
+        if (has_w) scale = scale * f32(op->inputs()[3]);
+        Tensor w2 = ops::cast(f32(w) * scale.reshape({channels, 1, 1, 1}), wt);
+        Tensor b2 = (ci.size() > 2 ? f32(ci[2]) - mean : ops::neg(mean)) * scale;
+        if (has_b) b2 = b2 + f32(op->inputs()[3 + has_w]);
+        b2 = ops::cast(b2, ci.size() > 2 ? ci[2].dtype() : wt);
+        const std::string &ca = conv->attrs();
+        Tensor x = map_input(ci[0]);
+        Tensor y = ops::conv2d(x, w2, b2, detail::attr_ints(ca, "stride"), detail::attr_ints(ca, "padding"),
+                               detail::attr_ints(ca, "dilation"), detail::attr_ints(ca, "groups").at(0));
+        // The new Conv2d stands for the BatchNorm's output (it was created just now, only we hold it).
+        std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
+        new_of[{op.get(), 0}] = y;
+        continue;
+      }
+    }
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
+namespace detail {
 inline void save_graph(const PassContext &ctx, const std::string &stem, const FlowGraph &g) {
   if (ctx.save_graph_dir.empty()) return;
   std::filesystem::path dir(ctx.save_graph_dir);
@@ -190,6 +284,7 @@ inline void save_graph(const PassContext &ctx, const std::string &stem, const Fl
 HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
   using Pass = FlowGraph (*)(const FlowGraph &);
   const std::pair<const char *, Pass> passes[] = {{"simplify_reshapes", &simplify_reshapes},
+                                                  {"fold_conv_batch_norm", &fold_conv_batch_norm},
                                                   {"fuse_operators", &fuse_operators}};
   detail::save_graph(ctx, "0_input", graph);
   FlowGraph g = graph;
