@@ -1,0 +1,47 @@
+// The models of benchmarks/models.hpp at small sizes (GPU when present, else the emulator):
+// each is traced, optimized (reshape simplification, conv + batch_norm folding, fusion) and run
+// on fresh random inputs against the same model run eagerly; the correctness report of the
+// optimized graph flags nothing.
+#include "../ops/ops_test_util.hpp"
+
+#include "../../benchmarks/models.hpp"
+
+using namespace ops_test;
+
+namespace {
+void check_model(const FlowGraph &g, const std::vector<Tensor> &in, const Tensor &want, double scale) {
+  FlowGraph opt = graph::optimize(g);
+  INFO(opt.str());
+  CHECK(opt.nodes().size() < g.nodes().size());
+  Tensor got = opt.run(in)[0];
+  REQUIRE(got.dtype() == want.dtype());
+  expect_close(got, want.shape(), want.to_double_vector(), false, scale);
+  auto report = graph::correctness_report(g, opt, in);
+  INFO(report.str());
+  CHECK(!report.any_flagged());
+}
+} // namespace
+
+TEST_CASE("a small ResNet (bottleneck blocks, conv + batch_norm folded)") {
+  models::ResNet::Config cfg;
+  cfg.blocks = {1, 1};
+  cfg.width = 8;
+  cfg.classes = 10;
+  models::ResNet net(cfg, dtypes::f32);
+  Tensor img = make({2, 3, 32, 32}, dtypes::f32);
+  Tensor x = symbol_like(img);
+  FlowGraph g = trace_from(net(x));
+  CHECK(g.str().find("BatchNorm") != std::string::npos);
+  CHECK(graph::optimize(g).str().find("BatchNorm") == std::string::npos);
+  check_model(g, {img}, net(img), 10);
+}
+
+TEST_CASE("a small BERT encoder and a GPT-2 block") {
+  const std::int64_t batch = 2, seq = 8, hidden = 64;
+  Tensor h = make({batch * seq, hidden}, dtypes::f32);
+  Tensor x = symbol_like(h);
+  models::Bert bert(models::Bert::Config{2, hidden, 2, 128}, dtypes::f32);
+  check_model(trace_from(bert(x, batch, seq)), {h}, bert(h, batch, seq), 10);
+  models::Gpt2Block gpt(hidden, 4, dtypes::f32);
+  check_model(trace_from(gpt(x, batch, seq)), {h}, gpt(h, batch, seq), 10);
+}
