@@ -4,6 +4,7 @@
 #include "hidet/ops/impl/compute.ipp"
 #include "hidet/ops/impl/task.ipp"
 #include "hidet/ops/impl/fuse.ipp"
+#include "hidet/ops/impl/epilogue.ipp"
 #include "hidet/ops/impl/cache.ipp"
 #include "hidet/ops/impl/create.ipp"
 #include "hidet/ops/impl/matmul.ipp"

@@ -7,6 +7,7 @@
 #include "hidet/ops/conv.hpp"
 #include "hidet/ops/create.hpp"
 #include "hidet/ops/elementwise.hpp"
+#include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/fuse.hpp"
 #include "hidet/ops/matmul.hpp"
 #include "hidet/ops/norm.hpp"

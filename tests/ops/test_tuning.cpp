@@ -160,7 +160,7 @@ TEST_CASE("matmul templates: every space-1 candidate is correct on a shape with 
     for (auto &cand : cands) {
       INFO(dt << " candidate " << cand.label);
       Tensor c = hidet::full({m, n}, std::nan(""), dt);
-      cand.build()(a, b, c);
+      cand.build()(a, b, c, {});
       expect_close(c, {m, n}, want);
     }
   }
@@ -229,7 +229,7 @@ TEST_CASE("matmul templates with a batch: both operands batched, one shared, spl
     for (auto &cand : hidet::ops::matmul_candidates(m, n, k, dt, 1, batch)) {
       INFO("candidate " << cand.label);
       Tensor c = hidet::full({count, m, n}, std::nan(""), dt);
-      cand.build()(a3, b2, c);
+      cand.build()(a3, b2, c, {});
       expect_close(c, {count, m, n}, want);
     }
   }

@@ -14,8 +14,12 @@
 // disappears. fold_conv_batch_norm: Conv2d followed by an inference BatchNorm becomes one Conv2d
 // with folded weights and bias.
 //
+// fuse_epilogues: the injective operators after a Matmul join its template's kernel as an
+// epilogue, stored at the product's store (x_2 = FusedMatmul(x, w, b, fused_graph=FlowGraph(
+// Matmul, Add, Gelu), anchor=0)).
+//
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fold_conv_batch_norm,
-// fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// fuse_epilogues, fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
 
@@ -43,6 +47,13 @@ FlowGraph simplify_reshapes(const FlowGraph &graph);
 /// constants. Applies when the conv2d's output is read only by the batch_norm and the weights,
 /// biases and statistics are constants.
 FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
+
+/// Epilogue fusion (ops/epilogue.hpp): a Matmul whose output is read once by an injective
+/// task-defined operator (or a Reshape) takes that operator, and the ones after it while each
+/// result is read once, into its template's kernel as an epilogue: one FusedMatmul node whose
+/// inputs are the product's operands and the chain's other inputs. Outputs of the graph and
+/// symbolic shapes end a chain.
+FlowGraph fuse_epilogues(const FlowGraph &graph);
 
 /// Prologue fusion of injective task-defined operators (see the top of the file).
 FlowGraph fuse_operators(const FlowGraph &graph);

@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -124,7 +125,8 @@ class ScriptModule {
 public:
   explicit ScriptModule(std::string name);
 
-  /// Defines a kernel. `body` takes one Tensor (or Var, for scalar params) per parameter.
+  /// Defines a kernel. `body` takes one Tensor (or Var, for scalar params) per parameter, or
+  /// all of them as one `const std::vector<ParamHandle> &` (a run-time number of parameters).
   template <class F>
   ScriptModule &kernel(const std::string &name, const std::vector<ParamSpec> &params, F &&body, HIDET_LOC_PARAM) {
     define(name, ir::FuncKind::Kernel, ir::void_type(), params, body, loc_);
@@ -167,15 +169,28 @@ private:
   template <class F>
   ir::Function define(const std::string &name, ir::FuncKind kind, ir::Type ret, const std::vector<ParamSpec> &specs, F &body,
                       SourceLoc loc) {
-    constexpr std::size_t arity = detail::lambda_arity<std::decay_t<F>>::value;
-    std::vector<ir::Var> params = begin_define(name, kind, specs, arity, loc);
-    FunctionBuilder b(name, kind, loc);
-    b.ret_type = ret;
-    {
-      BuilderGuard g(b);
-      detail::invoke_with_params(body, params, std::make_index_sequence<arity>{});
+    if constexpr (std::is_invocable_v<F &, const std::vector<ParamHandle> &>) { // any number of parameters
+      std::vector<ir::Var> params = begin_define(name, kind, specs, specs.size(), loc);
+      FunctionBuilder b(name, kind, loc);
+      b.ret_type = ret;
+      {
+        BuilderGuard g(b);
+        std::vector<ParamHandle> handles;
+        for (const auto &p : params) handles.push_back(ParamHandle{p});
+        body(handles);
+      }
+      return end_define(b, std::move(params), std::move(ret));
+    } else {
+      constexpr std::size_t arity = detail::lambda_arity<std::decay_t<F>>::value;
+      std::vector<ir::Var> params = begin_define(name, kind, specs, arity, loc);
+      FunctionBuilder b(name, kind, loc);
+      b.ret_type = ret;
+      {
+        BuilderGuard g(b);
+        detail::invoke_with_params(body, params, std::make_index_sequence<arity>{});
+      }
+      return end_define(b, std::move(params), std::move(ret));
     }
-    return end_define(b, std::move(params), std::move(ret));
   }
   /// Checks a new function's name and its number of parameters (`arity`: the body lambda's);
   /// returns the parameter variables.

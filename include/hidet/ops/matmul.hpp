@@ -6,15 +6,24 @@
 // shared-memory kernel of schedule_matmul.hpp, correct for every shape and dtype.
 #pragma once
 
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "hidet/ops/elementwise.hpp"
+#include "hidet/ops/epilogue.hpp"
 
 namespace hidet::ops {
 
 /// a @ b with numpy semantics: 1-D operands are promoted (and the axis removed afterwards),
 /// leading (batch) dimensions broadcast. Accumulates in f32 for f16/bf16.
 Tensor matmul(const Tensor &a, const Tensor &b);
+/// a @ b followed by the epilogue `e` (its x: the product's shape and dtype; `extras`: its other
+/// inputs, e->inputs in order) in one kernel when a template serves the product, else the product
+/// and then the epilogue. Graph passes build these (graph::fuse_epilogues); with symbolic inputs
+/// it records a FusedMatmul node.
+Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &e,
+              const std::vector<Tensor> &extras);
 /// Batched matrix product of [B, m, k] and [B, k, n].
 Tensor batch_matmul(const Tensor &a, const Tensor &b);
 /// x @ weight^T + bias, with weight [out_features, in_features] (PyTorch's layout).

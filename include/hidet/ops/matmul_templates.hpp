@@ -24,8 +24,10 @@
 
 namespace hidet::ops {
 
-/// A built template kernel for fixed sizes: run(a, b, c) launches c = a @ b on the current stream.
-using MatmulRun = std::function<void(const Tensor &a, const Tensor &b, const Tensor &c)>;
+/// A built template kernel for fixed sizes: run(a, b, c, extras) launches c = a @ b on the current
+/// stream; with an epilogue, c is the epilogue's output and `extras` its other inputs.
+using MatmulRun =
+    std::function<void(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras)>;
 
 /// One configuration of one template for a fixed problem: its label ("wgmma 128x256x64 (...)")
 /// and a function that builds it (compiles its kernels).
@@ -39,9 +41,11 @@ inline bool matmul_wgmma_available() { return templates::wgmma_available(); }
 
 /// The candidates of space `space` (0, 1 or 2) for c[m, n] = a[m, k] @ b[k, n] in dtype `dt`
 /// (f32, f16 or bf16), in order of preference: the first is the heuristic configuration. With a
-/// batch, c[z] = a[z] @ b[z] (see templates::MatmulBatch).
+/// batch, c[z] = a[z] @ b[z] (see templates::MatmulBatch). With an epilogue `epi`, each candidate
+/// stores through it.
 inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataType dt, int space,
-                                                      const templates::MatmulBatch &batch = {}) {
+                                                      const templates::MatmulBatch &batch = {},
+                                                      std::shared_ptr<const Epilogue> epi = nullptr) {
   using namespace templates;
   const int mb = m * batch.count; // the heuristics see the batch as more rows
   const auto &dev = runtime::device_info(0);
@@ -60,8 +64,10 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     if (c.split_k > 1 && k / c.split_k < 2 * c.block_k) return;
     if (std::int64_t(c.split_k) * batch.count > 65535) return; // grid z
     push("fma " + c.str() + batch.str(), [=] {
-      auto mm = std::make_shared<MatmulF32>(m, n, k, c, batch);
-      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
+      auto mm = std::make_shared<MatmulF32>(m, n, k, c, batch, epi);
+      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e) {
+        (*mm)(a, b, y, e);
+      });
     });
   };
   auto add_mma = [&](MatmulF16Config c) {
@@ -72,8 +78,10 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     }
     if (batch.count > 65535) return; // grid z
     push("mma.sync " + c.str() + batch.str(), [=] {
-      auto mm = std::make_shared<MatmulF16>(m, n, k, dt, c, batch);
-      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
+      auto mm = std::make_shared<MatmulF16>(m, n, k, dt, c, batch, epi);
+      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e) {
+        (*mm)(a, b, y, e);
+      });
     });
   };
   auto add_wgmma = [&](MatmulWgmmaConfig c) {
@@ -83,8 +91,10 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
       return;
     }
     push("wgmma " + c.str() + batch.str(), [=] {
-      auto mm = std::make_shared<MatmulWgmma>(m, n, k, dt, c, batch);
-      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y) { (*mm)(a, b, y); });
+      auto mm = std::make_shared<MatmulWgmma>(m, n, k, dt, c, batch, epi);
+      return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e) {
+        (*mm)(a, b, y, e);
+      });
     });
   };
 
@@ -177,19 +187,23 @@ inline MatmulKernelCache &matmul_kernel_cache() {
 } // namespace detail
 
 /// The kernel for c[m, n] = a[m, k] @ b[k, n] under the current search space: built once per
-/// problem and space; with more than one candidate, tuned on these very tensors (or answered from
-/// the tuning record). Empty when no candidate could be built (logged on stderr): the caller
-/// falls back to the auto-scheduled kernel.
+/// problem, space and epilogue; with more than one candidate, tuned on these very tensors (or
+/// answered from the tuning record, which an epilogue shares with the plain product). Empty when
+/// no candidate could be built (logged on stderr): the caller falls back to the auto-scheduled
+/// kernel. With an epilogue `epi`, c is its output and `extras` its other inputs.
 inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const Tensor &a, const Tensor &b,
-                                        const Tensor &c, const templates::MatmulBatch &batch = {}) {
+                                        const Tensor &c, const templates::MatmulBatch &batch = {},
+                                        std::shared_ptr<const Epilogue> epi = nullptr,
+                                        const std::vector<Tensor> &extras = {}) {
   int space = option::search_space();
   std::string key = str_cat(dt, " ", m, "x", n, "x", k, batch.str(), " space ", space);
+  std::string cache_key = epi ? str_cat(key, " epilogue ", epi->key) : key;
   auto &cache = detail::matmul_kernel_cache();
   {
     std::lock_guard<std::mutex> lock(cache.mu);
-    if (auto it = cache.runs.find(key); it != cache.runs.end()) return it->second;
+    if (auto it = cache.runs.find(cache_key); it != cache.runs.end()) return it->second;
   }
-  auto cands = matmul_candidates(m, n, k, dt, space, batch);
+  auto cands = matmul_candidates(m, n, k, dt, space, batch, epi);
   HIDET_ASSERT(!cands.empty(), "matmul: no template candidate for ", key);
   MatmulRun run;
   try {
@@ -204,7 +218,7 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
     for (std::size_t i = 0; i < cands.size(); ++i)
       tc.push_back({cands[i].label, [&, i]() -> tuning::Launch {
                       built[i] = cands[i].build();
-                      return [&, i] { built[i](a, b, c); };
+                      return [&, i] { built[i](a, b, c, extras); };
                     }});
     try {
       std::size_t best = tuning::pick(str_cat("matmul ", key), tuning::make_key("matmul", key), tc);
@@ -215,7 +229,7 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
     }
   }
   std::lock_guard<std::mutex> lock(cache.mu);
-  return cache.runs.emplace(key, std::move(run)).first->second;
+  return cache.runs.emplace(cache_key, std::move(run)).first->second;
 }
 
 } // namespace hidet::ops

@@ -56,23 +56,14 @@ std::int64_t pow2_ceil(std::int64_t v);
 /// The row-major multi-index of flat index `flat` (an i32 expression) in `shape`.
 std::vector<ir::Expr> unravel(const ir::Expr &flat, const Shape &shape);
 
-/// Defines a kernel whose body receives its parameters as a vector (any count up to 24).
+/// Defines a kernel whose body receives its parameters as a vector of variables.
 template <class F>
 void define_kernel(lang::ScriptModule &mod, const std::string &name, const std::vector<lang::ParamSpec> &specs, F body) {
-  auto go = [&]<std::size_t N>(std::integral_constant<std::size_t, N>) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      struct Body {
-        F *f;
-        void operator()(decltype((void)I, lang::ParamHandle{})... ps) const { (*f)(std::vector<ir::Var>{ps.v...}); }
-      };
-      mod.kernel(name, specs, Body{&body});
-    }(std::make_index_sequence<N>{});
-  };
-  bool done = false;
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    ((specs.size() == K ? (go(std::integral_constant<std::size_t, K>{}), done = true) : false), ...);
-  }(std::make_index_sequence<25>{});
-  HIDET_ASSERT(done, "kernel '", name, "' has ", specs.size(), " parameters; at most 24 are supported");
+  mod.kernel(name, specs, [&](const std::vector<lang::ParamHandle> &ps) {
+    std::vector<ir::Var> vs;
+    for (const auto &p : ps) vs.push_back(p.v);
+    body(vs);
+  });
 }
 
 /// A tensor parameter spec with a constant shape.

@@ -136,8 +136,10 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
             return acc[e + x] + cast((*bias)[guard_n ? select(col + x < O, col + x, 0) : col + x], f32);
           };
           if (splits == 1 && out_layout == Conv2dLayout::NHWC) {
-            auto y_at = [&](Expr r, Expr c) { return y[r][c]; };
-            return matmul_f16_detail::store_pair(y_at, row, col, value(0), value(1), M, O, guard_m, guard_n, dt, pair);
+            ops::detail::EpilogueEmitter out(nullptr, {M, O}, y.var(), {});
+            auto y_idx = [](Expr r, Expr c) { return Idx{r, c}; };
+            return matmul_f16_detail::store_pair(out, y_idx, row, col, value(0), value(1), M, O, guard_m, guard_n, dt,
+                                                 pair);
           }
           for (int x = 0; x < 2; ++x) {
             Expr ok = true;

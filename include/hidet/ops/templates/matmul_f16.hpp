@@ -32,6 +32,7 @@
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/templates/matmul_batch.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
@@ -98,16 +99,21 @@ inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const la
 inline void require_half(DataType d, const std::string &what) {
   if (!d.is_half()) throw ValueError(str_cat(what, ": dtype is ", d, "; the tensor-core matmul takes f16 or bf16"));
 }
-/// Stores the accumulators (lo, hi) to c(row, col) and c(row, col + 1) of an m x n f16/bf16
-/// matrix: one packed 4-byte store through the u32 register `pair` when n is even (the pair is
-/// then 4-byte aligned), else two element stores; guarded where a tile can overhang m or n.
-template <class At>
-void store_pair(const At &c, const lang::Expr &row, const lang::Expr &col, const lang::Expr &lo, const lang::Expr &hi,
-                int m, int n, bool guard_m, bool guard_n, DataType dt, const lang::Tensor &pair) {
+/// Stores the accumulators (lo, hi) of anchor elements (row, col) and (row, col + 1) of an m x n
+/// f16/bf16 product (idx(row, col) gives the full anchor index) through the epilogue `out`: one
+/// packed 4-byte store through the u32 register `pair` when n is even and the epilogue keeps the
+/// layout (the pair is then 4-byte aligned), else two element stores; guarded where a tile can
+/// overhang m or n (the epilogue reads its inputs only inside the guard).
+template <class IdxOf>
+void store_pair(const ops::detail::EpilogueEmitter &out, const IdxOf &idx, const lang::Expr &row, const lang::Expr &col,
+                const lang::Expr &lo, const lang::Expr &hi, int m, int n, bool guard_m, bool guard_n, DataType dt,
+                const lang::Tensor &pair) {
   using namespace hidet::lang;
-  if (n % 2 == 0) {
-    pair[0] = half2_pack(lo, hi, dt);
-    auto store = [&] { store_vector(c(row, col), pair, 4); };
+  if (n % 2 == 0 && out.keeps_layout()) {
+    auto store = [&] {
+      pair[0] = half2_pack(out.value(idx(row, col), lo), out.value(idx(row, col + 1), hi), dt);
+      store_vector(out.at(idx(row, col)), pair, 4);
+    };
     Expr ok = true;
     if (guard_m) ok = ok && row < m;
     if (guard_n) ok = ok && col < n;
@@ -115,8 +121,13 @@ void store_pair(const At &c, const lang::Expr &row, const lang::Expr &col, const
     else store();
   } else {
     const Expr *v[2] = {&lo, &hi};
-    for (int x = 0; x < 2; ++x)
-      if_(row < m && col + x < n, [&] { c(row, col + x) = *v[x]; });
+    for (int x = 0; x < 2; ++x) {
+      Expr ok = true;
+      if (guard_m) ok = ok && row < m;
+      if (guard_n || n % 2) ok = ok && col + x < n;
+      if (guard_m || guard_n || n % 2) if_(ok, [&] { out.store(idx(row, col + x), *v[x]); });
+      else out.store(idx(row, col + x), *v[x]);
+    }
   }
 }
 } // namespace matmul_f16_detail
@@ -124,9 +135,11 @@ void store_pair(const At &c, const lang::Expr &row, const lang::Expr &col, const
 /// Adds kernel `name`: c = a @ b for a: dt[m][matmul_f16_lda(k)], b: dt[k][matmul_f16_ldb(n)],
 /// c: dt[m][n] (row-major, dt f16 or bf16; only the first k / n columns of a / b are read). With
 /// a batch, each operand that has it gets a leading dimension of batch.count, and blockIdx.z
-/// picks the product.
+/// picks the product. With an epilogue `epi` (x of c's size), c is replaced by the epilogue's
+/// output and extra inputs (EpilogueEmitter::param_specs).
 inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
-                                  DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {}) {
+                                  DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {},
+                                  const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   matmul_f16_detail::require_half(dt, str_cat("matmul_f16 '", name, "'"));
   check_matmul_f16_config(cfg);
@@ -142,14 +155,21 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
   auto batched = [&](bool has, int rows, int cols) {
     return batch.batched() && has ? T({})[batch.count][rows][cols] : T({})[rows][cols];
   };
-  mod.kernel(name, {batched(batch.a, m, lda), batched(batch.b, k, ldb), batched(true, m, n)},
-             [&](lang::Tensor a_param, lang::Tensor b_param, lang::Tensor c_param) {
+  const Shape c_shape = batch.batched() ? Shape{batch.count, m, n} : Shape{m, n};
+  std::vector<ParamSpec> specs{batched(batch.a, m, lda), batched(batch.b, k, ldb)};
+  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt)) specs.push_back(p);
+  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
+    lang::Tensor a_param = params[0], b_param = params[1];
+    std::vector<ir::Var> extras;
+    for (std::size_t i = 3; i < params.size(); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(epi, c_shape, params[2].v, std::move(extras));
     attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm), batch.count};
     // The operands of this block's product.
     auto at = [&](const lang::Tensor &t, bool has) {
       return [&t, has, on = batch.batched()](Expr r, Expr c) { return on && has ? t[blockIdx.z][r][c] : t[r][c]; };
     };
-    auto a = at(a_param, batch.a), b = at(b_param, batch.b), c = at(c_param, true);
+    auto a = at(a_param, batch.a), b = at(b_param, batch.b);
+    auto c_idx = [on = batch.batched()](Expr r, Expr c) { return on ? Idx{Expr(blockIdx.z), r, c} : Idx{r, c}; };
     attrs.cuda.block_dim = threads;
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     if (cfg.min_blocks > 0) attrs.cuda.min_blocks = cfg.min_blocks;
@@ -219,8 +239,8 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
     Var g = lane / 4, q = lane % 4;
     for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
       Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
-      matmul_f16_detail::store_pair(c, row, col, acc[i][j][h * 2], acc[i][j][h * 2 + 1], m, n, guard_m, guard_n, dt,
-                                    pair);
+      matmul_f16_detail::store_pair(out, c_idx, row, col, acc[i][j][h * 2], acc[i][j][h * 2 + 1], m, n, guard_m,
+                                    guard_n, dt, pair);
     });
   });
 }
@@ -257,9 +277,9 @@ inline Tensor pad_columns(const CompiledModule &cm, const char *kernel, const Te
 /// and "pad_a" / "pad_b" when k / n is not a multiple of 8 (over all the rows of the batch).
 /// MatmulF16 runs it.
 inline lang::ScriptModule matmul_f16_module(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {},
-                                            const MatmulBatch &batch = {}) {
-  auto mod = lang::script_module(str_cat("matmul_", dt, "_", m, "x", n, "x", k));
-  add_matmul_f16_kernel(mod, "matmul_f16", m, n, k, dt, cfg, batch);
+                                            const MatmulBatch &batch = {}, const Epilogue *epi = nullptr) {
+  auto mod = lang::script_module(str_cat("matmul_", dt, "_", m, "x", n, "x", k, epi ? "_epilogue" : ""));
+  add_matmul_f16_kernel(mod, "matmul_f16", m, n, k, dt, cfg, batch, epi);
   int ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
   if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", ba * m, k, matmul_f16_lda(k), dt);
   if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", bb * k, n, matmul_f16_ldb(n), dt);
@@ -277,29 +297,39 @@ inline MatmulF16Config matmul_f16_heuristic_config(int m, int n, int k, int num_
   return c;
 }
 
-/// A built tensor-core matmul for fixed sizes and dtype: f(a, b, c) computes c = a @ b
+/// A built tensor-core matmul for fixed sizes and dtype (and epilogue): f(a, b, c) computes c = a @ b
 /// (a: [m, k], b: [k, n], c: [m, n], all f16 or all bf16, on cuda; with a batch, [count, ...] for
 /// c and for each operand that has the batch). When k or n is not a multiple of 8 the inputs are
 /// first copied into padded workspaces (16-byte aligned rows for cp.async).
 class MatmulF16 {
 public:
-  MatmulF16(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {})
-      : cfg_(cfg), cm_(matmul_f16_module(m, n, k, dt, cfg, batch).build()) {
+  MatmulF16(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {},
+            std::shared_ptr<const Epilogue> epi = nullptr)
+      : cfg_(cfg), epi_(epi), c_shape_(batch.batched() ? Shape{batch.count, m, n} : Shape{m, n}),
+        cm_(matmul_f16_module(m, n, k, dt, cfg, batch, epi.get()).build()) {
     std::int64_t ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
     if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({ba * m, matmul_f16_lda(k)}, dt, "cuda");
     if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({bb * k, matmul_f16_ldb(n)}, dt, "cuda");
   }
   /// Launches the kernels on the current stream.
-  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const {
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const { (*this)(a, b, c, {}); }
+  /// With an epilogue: c is its output (viewed with c's size when it keeps the layout), `extras`
+  /// its other inputs.
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras) const {
     Tensor pa = a_pad_.defined() ? pad_columns(cm_, "pad_a", a, a_pad_) : a;
     Tensor pb = b_pad_.defined() ? pad_columns(cm_, "pad_b", b, b_pad_) : b;
-    cm_["matmul_f16"](pa, pb, c);
+    Tensor out = epilogue_out_arg(epi_.get(), c, c_shape_);
+    std::vector<LaunchArg> args{pa, pb, out};
+    for (const auto &t : extras) args.emplace_back(t);
+    cm_["matmul_f16"].launch(args);
   }
   const MatmulF16Config &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }
 
 private:
   MatmulF16Config cfg_;
+  std::shared_ptr<const Epilogue> epi_;
+  Shape c_shape_;
   CompiledModule cm_;
   Tensor a_pad_, b_pad_;
 };

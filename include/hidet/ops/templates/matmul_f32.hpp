@@ -24,6 +24,7 @@
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/templates/matmul_batch.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
@@ -89,9 +90,11 @@ inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const la
 /// With cfg.split_k = s > 1 the third parameter is f32[s][m][n] instead: block z of the grid
 /// computes the partial product over the z-th slice of k into c[z] (sum them: add_sum_kernel).
 /// With a batch, each operand that has it gets a leading dimension of batch.count (the split-k
-/// workspace is f32[s][count * m][n]) and blockIdx.z / s picks the product.
+/// workspace is f32[s][count * m][n]) and blockIdx.z / s picks the product. With an epilogue
+/// `epi` and no split, c is replaced by the epilogue's output and extra inputs.
 inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
-                                  const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {}) {
+                                  const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {},
+                                  const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   check_matmul_f32_config(cfg);
   if (m <= 0 || n <= 0 || k <= 0)
@@ -108,10 +111,17 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
   const bool guard_m = m % bm != 0, guard_n = n % bn != 0, guard_k = k % k_slice != 0 || k % bk != 0;
   const int count = batch.count;
   auto batched = [&](bool has, int rows, int cols) { return batch.batched() && has ? f32[count][rows][cols] : f32[rows][cols]; };
-  TensorSpec out_type = split > 1 ? f32[split][count * m][n] : batched(true, m, n);
+  const Shape c_shape = batch.batched() ? Shape{count, m, n} : Shape{m, n};
+  std::vector<ParamSpec> specs{batched(batch.a, m, k), batched(batch.b, k, n)};
+  if (split > 1) specs.push_back(f32[split][count * m][n]);
+  else
+    for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, f32)) specs.push_back(p);
 
-  mod.kernel(name, {batched(batch.a, m, k), batched(batch.b, k, n), out_type},
-             [&](lang::Tensor a_param, lang::Tensor b_param, lang::Tensor c_param) {
+  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
+    lang::Tensor a_param = params[0], b_param = params[1], c_param = params[2];
+    std::vector<ir::Var> extras;
+    for (std::size_t i = 3; i < params.size(); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(split > 1 ? nullptr : epi, c_shape, params[2].v, std::move(extras));
     attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm), split * count};
     Var zb = blockIdx.z / split, zs = blockIdx.z % split; // the product and the k slice
     auto at = [&](const lang::Tensor &t, bool has) {
@@ -134,10 +144,11 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
 
     Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
     Expr k_base = split > 1 ? Expr(zs * k_slice) : Expr(0);
-    // c[row][col] of this block's output (its slice of the workspace under split-k)
-    auto c_at = [&](Expr row, Expr col) {
-      if (split > 1) return c_param[zs][zb * m + row][col];
-      return batch.batched() ? c_param[zb][row][col] : c_param[row][col];
+    // c[row][col] of this block's output: its slice of the workspace under split-k, else
+    // through the epilogue
+    auto c_store = [&](Expr row, Expr col, Expr v) {
+      if (split > 1) c_param[zs][zb * m + row][col] = v;
+      else out.store(batch.batched() ? Idx{zb, row, col} : Idx{row, col}, v);
     };
     Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     // The spatial parts of the c mapping: this thread's warp tile and lane position.
@@ -226,7 +237,7 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
         Expr ok = true;
         if (guard_m) ok = ok && row < m;
         if (guard_n) ok = ok && col < n;
-        auto store = [&] { c_at(row, col) = acc[ri * tm + ti][rj * tn + tj]; };
+        auto store = [&] { c_store(row, col, acc[ri * tm + ti][rj * tn + tj]); };
         if (guard_m || guard_n) if_(ok, store);
         else store();
       });
@@ -234,19 +245,27 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
   });
 }
 
-/// Adds kernel `name`: c[i][j] = sum_z parts[z][i][j] for parts: f32[s][m][n], c: f32[m][n].
-inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int s, int m, int n) {
+/// Adds kernel `name`: c[i][j] = sum_z parts[z][i][j] for parts: f32[s][m][n], c: f32[m][n];
+/// with an epilogue (x of m x n elements), c is replaced by its output and extra inputs.
+inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int s, int m, int n,
+                           const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   const int threads = 256;
   const std::int64_t total = std::int64_t(m) * n;
-  mod.kernel(name, {f32[s][m * n], f32[m * n]}, [&](lang::Tensor parts, lang::Tensor c) {
+  std::vector<ParamSpec> specs{f32[s][m * n]};
+  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, {m * n}, f32)) specs.push_back(p);
+  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
+    lang::Tensor parts = params[0];
+    std::vector<ir::Var> extras;
+    for (std::size_t i = 2; i < params.size(); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(epi, {m * n}, params[1].v, std::move(extras));
     attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
     attrs.cuda.block_dim = threads;
     Var i = blockIdx.x * threads + threadIdx.x;
     if_(i < total, [&] {
       Var sum = parts[0][i];
       for_(range(1, s).unroll(), [&](Var z) { sum += parts[z][i]; });
-      c[i] = sum;
+      out.store({i}, sum);
     });
   });
 }
@@ -254,10 +273,10 @@ inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int
 /// A script module for these sizes: kernel "matmul_f32" (and "sum_slices" under split-k). Without
 /// split-k, build() it and call it as cm(a, b, c); MatmulF32 runs either form.
 inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32Config &cfg = {},
-                                            const MatmulBatch &batch = {}) {
-  auto mod = lang::script_module(str_cat("matmul_f32_", m, "x", n, "x", k));
-  add_matmul_f32_kernel(mod, "matmul_f32", m, n, k, cfg, batch);
-  if (cfg.split_k > 1) add_sum_kernel(mod, "sum_slices", cfg.split_k, batch.count * m, n);
+                                            const MatmulBatch &batch = {}, const Epilogue *epi = nullptr) {
+  auto mod = lang::script_module(str_cat("matmul_f32_", m, "x", n, "x", k, epi ? "_epilogue" : ""));
+  add_matmul_f32_kernel(mod, "matmul_f32", m, n, k, cfg, batch, epi);
+  if (cfg.split_k > 1) add_sum_kernel(mod, "sum_slices", cfg.split_k, batch.count * m, n, epi);
   return mod;
 }
 
@@ -287,21 +306,41 @@ inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_
 /// c: [m, n], f32 tensors on cuda), with split-k through a workspace when the config asks.
 class MatmulF32 {
 public:
-  MatmulF32(int m, int n, int k, const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {})
-      : cfg_(cfg), cm_(matmul_f32_module(m, n, k, cfg, batch).build()) {
+  MatmulF32(int m, int n, int k, const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {},
+            std::shared_ptr<const Epilogue> epi = nullptr)
+      : cfg_(cfg), epi_(epi), c_shape_(batch.batched() ? Shape{batch.count, m, n} : Shape{m, n}),
+        cm_(matmul_f32_module(m, n, k, cfg, batch, epi.get()).build()) {
     if (cfg.split_k > 1) workspace_ = hidet::empty({cfg.split_k, std::int64_t(batch.count) * m, n}, hidet::f32, "cuda");
   }
   /// Launches the kernels on the current stream.
-  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const {
-    if (cfg_.split_k == 1) return cm_["matmul_f32"](a, b, c);
-    cm_["matmul_f32"](a, b, workspace_);
-    cm_["sum_slices"](workspace_.reshape({cfg_.split_k, c.numel()}), c.reshape({-1}));
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const { (*this)(a, b, c, {}); }
+  /// With an epilogue: c is its output (viewed with c's size when it keeps the layout), `extras`
+  /// its other inputs.
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras) const {
+    Shape anchor = c_shape_;
+    if (cfg_.split_k > 1) anchor = {shape_numel(c_shape_)};
+    Tensor out = epilogue_out_arg(epi_.get(), c, anchor);
+    std::vector<LaunchArg> args{a, b};
+    if (cfg_.split_k > 1) {
+      args.emplace_back(workspace_);
+    } else {
+      args.emplace_back(out);
+      for (const auto &t : extras) args.emplace_back(t);
+    }
+    cm_["matmul_f32"].launch(args);
+    if (cfg_.split_k == 1) return;
+    Tensor parts = workspace_.reshape({cfg_.split_k, shape_numel(c_shape_)});
+    std::vector<LaunchArg> sum_args{parts, out};
+    for (const auto &t : extras) sum_args.emplace_back(t);
+    cm_["sum_slices"].launch(sum_args);
   }
   const MatmulF32Config &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }
 
 private:
   MatmulF32Config cfg_;
+  std::shared_ptr<const Epilogue> epi_;
+  Shape c_shape_;
   CompiledModule cm_;
   Tensor workspace_;
 };

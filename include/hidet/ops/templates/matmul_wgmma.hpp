@@ -175,10 +175,11 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
 /// matmul_wgmma_splits(k, cfg) > 1) the last parameter is instead an f32[S][m][n] workspace of
 /// the partial products of each k slice (add_sum_splits_kernel adds them up). With a batch, c
 /// is [count][m][n] (the workspace [S][count * m][n]) and the maps of the operands that have the
-/// batch are 3-D (boxes of 1 x ...): the persistent tile id also walks the batch.
+/// batch are 3-D (boxes of 1 x ...): the persistent tile id also walks the batch. With an
+/// epilogue `epi` and no split, c is replaced by the epilogue's output and extra inputs.
 inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k, DataType dt,
                                     const MatmulWgmmaConfig &cfg = {}, int num_sms = 132,
-                                    const MatmulBatch &batch = {}) {
+                                    const MatmulBatch &batch = {}, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   matmul_f16_detail::require_half(dt, str_cat("matmul_wgmma '", name, "'"));
   check_matmul_wgmma_config(cfg);
@@ -193,9 +194,16 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
 
   const int count = batch.count;
   const wgmma_detail::Tiles tiles{tiles_m, tiles_n, count, splits, split_tiles, k_tiles, group, bm, bn, cfg.persistent};
-  TensorSpec out = splits > 1 ? f32[splits][count * m][n] : batch.batched() ? T({})[count][m][n] : T({})[m][n];
-  mod.kernel(name, {tensor_map_param(), tensor_map_param(), out}, [&](lang::Tensor tmap_a, lang::Tensor tmap_b,
-                                                                       lang::Tensor c) {
+  const Shape c_shape = batch.batched() ? Shape{count, m, n} : Shape{m, n};
+  std::vector<ParamSpec> specs{tensor_map_param(), tensor_map_param()};
+  if (splits > 1) specs.push_back(f32[splits][count * m][n]);
+  else
+    for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt)) specs.push_back(p);
+  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
+    lang::Tensor tmap_a = params[0], tmap_b = params[1], c = params[2];
+    std::vector<ir::Var> extras;
+    for (std::size_t i = 3; i < params.size(); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(splits > 1 ? nullptr : epi, c_shape, params[2].v, std::move(extras));
     attrs.cuda.grid_dim = cfg.persistent ? std::min(tiles.total(), num_sms) : tiles.total();
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
@@ -247,11 +255,10 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       Var w = tid / 32, g = tid % 32 / 4, q = tid % 4;
       Var it = var(i32, 0, "it");
       for_each_tile([&](Expr m0, Expr n0, Expr z, Expr split, Expr kt0, Expr kts) {
-        // c[row][col] of this tile's product (its k slice's workspace rows under split-k)
-        auto c_at = [&](Expr row, Expr col) {
-          if (splits > 1) return c[split][z * m + row][col];
-          return batch.batched() ? c[z][row][col] : c[row][col];
-        };
+        // c[row][col] of this tile's k slice in the workspace under split-k; else the anchor
+        // index of c[row][col] (stored through the epilogue)
+        auto ws_at = [&](Expr row, Expr col) { return c[split][z * m + row][col]; };
+        auto c_idx = [&, on = batch.batched()](Expr row, Expr col) { return on ? Idx{z, row, col} : Idx{row, col}; };
         wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false,
                                       [&](Expr s, int kk) {
                                         return std::pair{make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128),
@@ -270,10 +277,10 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
               Expr ok = true;
               if (guard_m) ok = ok && row < m;
               if (guard_n || n % 2) ok = ok && col + x < n;
-              if_(ok, [&] { c_at(row, col + x) = acc[e + x]; });
+              if_(ok, [&] { ws_at(row, col + x) = acc[e + x]; });
             }
           } else {
-            matmul_f16_detail::store_pair(c_at, row, col, acc[e], acc[e + 1], m, n, guard_m, guard_n, dt, pair);
+            matmul_f16_detail::store_pair(out, c_idx, row, col, acc[e], acc[e + 1], m, n, guard_m, guard_n, dt, pair);
           }
         });
       });
@@ -281,13 +288,20 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   });
 }
 
-/// Adds kernel `name`: c[i][j] = sum over s of ws[s][i][j], rounded to dt (ws: f32[splits][m][n]).
+/// Adds kernel `name`: c[i][j] = sum over s of ws[s][i][j], rounded to dt (ws: f32[splits][m][n]);
+/// with an epilogue (x of m x n elements), c is replaced by its output and extra inputs.
 inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &name, int splits, int m, int n,
-                                  DataType dt) {
+                                  DataType dt, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   const int threads = 256;
   const std::int64_t total = std::int64_t(m) * n;
-  mod.kernel(name, {f32[splits][m][n], TensorSpec(dt, {})[m][n]}, [&](lang::Tensor ws, lang::Tensor c) {
+  std::vector<ParamSpec> specs{f32[splits][m][n]};
+  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, {m, n}, dt)) specs.push_back(p);
+  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
+    lang::Tensor ws = params[0];
+    std::vector<ir::Var> extras;
+    for (std::size_t i = 2; i < params.size(); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(epi, {m, n}, params[1].v, std::move(extras));
     attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
     attrs.cuda.block_dim = threads;
     Var i = blockIdx.x * threads + threadIdx.x;
@@ -295,7 +309,7 @@ inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &na
       Var r = i / n, j = i % n;
       Var sum = var(f32, 0.0f, "sum");
       for_(range(splits).unroll(), [&](Var s) { sum = sum + ws[s][r][j]; });
-      c[r][j] = sum;
+      out.store({r, j}, sum);
     });
   });
 }
@@ -304,11 +318,12 @@ inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &na
 /// add_matmul_wgmma_kernel), "sum_splits" with split-k, and "pad_a" / "pad_b" when k / n is not
 /// a multiple of 8.
 inline lang::ScriptModule matmul_wgmma_module(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {},
-                                              int num_sms = 132, const MatmulBatch &batch = {}) {
-  auto mod = lang::script_module(str_cat("matmul_wgmma_", dt, "_", m, "x", n, "x", k));
-  add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg, num_sms, batch);
+                                              int num_sms = 132, const MatmulBatch &batch = {},
+                                              const Epilogue *epi = nullptr) {
+  auto mod = lang::script_module(str_cat("matmul_wgmma_", dt, "_", m, "x", n, "x", k, epi ? "_epilogue" : ""));
+  add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg, num_sms, batch, epi);
   if (int splits = matmul_wgmma_splits(k, cfg); splits > 1)
-    add_sum_splits_kernel(mod, "sum_splits", splits, batch.count * m, n, dt);
+    add_sum_splits_kernel(mod, "sum_splits", splits, batch.count * m, n, dt, epi);
   int ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
   if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", ba * m, k, matmul_f16_lda(k), dt);
   if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", bb * k, n, matmul_f16_ldb(n), dt);
@@ -343,9 +358,10 @@ inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int 
 /// and cached, so repeated calls on the same tensors encode nothing.
 class MatmulWgmma {
 public:
-  MatmulWgmma(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {}, const MatmulBatch &batch = {})
-      : m_(m), n_(n), k_(k), cfg_(cfg), batch_(batch),
-        cm_(matmul_wgmma_module(m, n, k, dt, cfg, runtime::device_info(0).sm_count, batch)
+  MatmulWgmma(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {}, const MatmulBatch &batch = {},
+              std::shared_ptr<const Epilogue> epi = nullptr)
+      : m_(m), n_(n), k_(k), cfg_(cfg), batch_(batch), epi_(epi),
+        cm_(matmul_wgmma_module(m, n, k, dt, cfg, runtime::device_info(0).sm_count, batch, epi.get())
                 .build(matmul_wgmma_build_options())) {
     std::int64_t ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
     if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({ba * m, matmul_f16_lda(k)}, dt, "cuda");
@@ -354,7 +370,10 @@ public:
       ws_ = hidet::empty({splits, std::int64_t(batch.count) * m, n}, f32, "cuda");
   }
   /// Launches the kernels on the current stream.
-  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) {
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c) { (*this)(a, b, c, {}); }
+  /// With an epilogue: c is its output (viewed with c's size when it keeps the layout), `extras`
+  /// its other inputs.
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras) {
     Tensor pa = a_pad_.defined() ? pad_columns(cm_, "pad_a", a, a_pad_) : a;
     Tensor pb = b_pad_.defined() ? pad_columns(cm_, "pad_b", b, b_pad_) : b;
     auto with_batch = [&](bool has, std::vector<std::int64_t> s) {
@@ -365,9 +384,19 @@ public:
     check(pb, with_batch(batch_.b, {k_, matmul_f16_ldb(n_)}), "b");
     map_for(map_a_, pa, with_batch(batch_.a, {cfg_.block_m(), MatmulWgmmaConfig::block_k}), batch_.a);
     map_for(map_b_, pb, with_batch(batch_.b, {MatmulWgmmaConfig::block_k, 64}), batch_.b);
-    if (!ws_.defined()) return cm_["matmul_wgmma"](*map_a_.map, *map_b_.map, c);
+    Shape anchor = ws_.defined() ? Shape{std::int64_t(batch_.count) * m_, n_}
+                   : batch_.batched() ? Shape{batch_.count, m_, n_} : Shape{m_, n_};
+    Tensor out = epilogue_out_arg(epi_.get(), c, anchor);
+    std::vector<LaunchArg> out_args{out};
+    for (const auto &t : extras) out_args.emplace_back(t);
+    if (!ws_.defined()) {
+      std::vector<LaunchArg> args{*map_a_.map, *map_b_.map};
+      args.insert(args.end(), out_args.begin(), out_args.end());
+      return cm_["matmul_wgmma"].launch(args);
+    }
     cm_["matmul_wgmma"](*map_a_.map, *map_b_.map, ws_);
-    cm_["sum_splits"](ws_, c.reshape({std::int64_t(batch_.count) * m_, n_}));
+    out_args.insert(out_args.begin(), LaunchArg(ws_));
+    cm_["sum_splits"].launch(out_args);
   }
   const MatmulWgmmaConfig &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }
@@ -392,6 +421,7 @@ private:
   int m_, n_, k_;
   MatmulWgmmaConfig cfg_;
   MatmulBatch batch_;
+  std::shared_ptr<const Epilogue> epi_;
   CompiledModule cm_;
   Tensor a_pad_, b_pad_, ws_;
   CachedMap map_a_, map_b_;

@@ -1,0 +1,103 @@
+// Epilogues: the consumer half of post-scheduling fusion.
+//
+// An anchor operator (a matmul template, a convolution) computes each element of its output in
+// registers and stores it. An epilogue is the chain of injective operators that follows it,
+// composed into one definition that the anchor's kernel evaluates at the store instead of
+// writing the anchor's output: out = chain(x, inputs...), where x stands for the anchor's output.
+// For that, every step must read the previous result exactly once per output element at an index
+// that determines the output index (an element-wise operator, a broadcast of its *other* inputs,
+// a permutation of the axes, a reshape): the steps' inverse index maps compose into `to_out`,
+// which maps the index of an anchor element to the index of the output element it becomes.
+// At the store of anchor element idx with value v, the kernel writes
+//     out[to_out(idx)] = out's value at to_out(idx), with every read of x replaced by v,
+// reading the epilogue's other inputs (biases, residuals) from extra kernel parameters. The
+// anchor's value is rounded to x's dtype first, so a fused kernel computes what the unfused
+// operators compute.
+//
+//   Epilogue e = Epilogue::identity({m, n}, f16);
+//   e = *e.then(add_task, 0, "add");          // + bias: the bias becomes e.inputs[0]
+//   e = *e.then(gelu_task, 0, "gelu");
+//   Tensor y = ops::matmul(a, b, e, {bias});   // one kernel: gelu(a @ b + bias)
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hidet/ops/task.hpp"
+#include "hidet/runtime/tensor.hpp"
+
+namespace hidet::ops {
+
+/// A chain of injective operators after an anchor, as one definition (see the top of the file).
+struct Epilogue {
+  TensorDef x;                   ///< stands for the anchor's output (an input node)
+  TensorDef out;                 ///< the final value: a definition over x and `inputs`
+  std::vector<TensorDef> inputs; ///< the other inputs `out` reads, in the order of the extra tensors
+  IndexMap to_out;               ///< an index of x -> the index of `out` it becomes
+  bool linear = true;            ///< out's row-major (flat) index equals x's (no axis permuted)
+  std::string key;               ///< identity of the chain (part of kernel cache keys)
+  std::vector<std::string> members; ///< the fused operators' names, in order
+
+  /// The epilogue that stores x unchanged (out = x).
+  static Epilogue identity(const Shape &shape, DataType dtype);
+  /// This epilogue followed by the injective one-output task `t`, whose input `j` reads this
+  /// epilogue's result; t's other inputs become extra inputs (appended in t's order). Empty when
+  /// t cannot follow (not injective, more outputs, input j read at an index that does not
+  /// determine the output index, or of another shape or dtype). `key` identifies t.
+  std::optional<Epilogue> then(const Task &t, std::size_t j, const std::string &key,
+                               const std::string &member) const;
+  /// This epilogue followed by a (row-major) reshape of its result to `shape`.
+  Epilogue reshape(const Shape &shape) const;
+  /// The epilogue as a task of its own: inputs (x, inputs...), output out (for fallbacks and
+  /// references).
+  Task task() const;
+  /// True when the epilogue stores x unchanged.
+  bool is_identity() const { return members.empty(); }
+};
+
+/// The index, in a tensor of shape `to`, of the element at `idx` of a tensor of shape `from` with
+/// the same elements in row-major order (a reshape). Dimensions the two shapes share at the front
+/// and at the back keep their indices, so common reshapes cost no division.
+Idx reshape_index(const Idx &idx, const Shape &from, const Shape &to);
+
+/// What to pass for an epilogue's output parameter (EpilogueEmitter::param_specs): `out` viewed
+/// with the anchor's shape when the epilogue keeps the layout or there is none, else `out` as is.
+Tensor epilogue_out_arg(const Epilogue *e, const Tensor &out, const Shape &anchor_shape);
+
+namespace detail {
+
+/// The epilogue inside a kernel body: bound to the kernel parameters holding `out` and the extra
+/// inputs, for an anchor that indexes its output with shape `anchor_shape` (same elements as x,
+/// row-major; a template's own view, e.g. [rows, n] for x of shape [b, s, n]).
+class EpilogueEmitter {
+public:
+  /// Without an epilogue (`e` null): stores go straight to `out` (shape anchor_shape).
+  EpilogueEmitter(const Epilogue *e, Shape anchor_shape, ir::Var out, std::vector<ir::Var> inputs);
+  /// The value stored for anchor element `idx` with value `v` (any float dtype), in out's dtype.
+  lang::Expr value(const Idx &idx, const lang::Expr &v) const;
+  /// Stores the epilogue's value for anchor element `idx` with value `v`.
+  void store(const Idx &idx, const lang::Expr &v) const;
+  /// True when out is laid out like the anchor (flat index kept) in the anchor's dtype, so that
+  /// neighbours along the anchor's last axis are neighbours in out too (vector stores stay valid).
+  bool keeps_layout() const;
+  /// The element of out at anchor index `idx` when keeps_layout() (out viewed with anchor_shape).
+  lang::Element at(const Idx &idx) const;
+  /// The parameter specs of out and the extra inputs (after the anchor's own inputs).
+  static std::vector<lang::ParamSpec> param_specs(const Epilogue *e, const Shape &anchor_shape, DataType anchor_dtype);
+
+private:
+  const Epilogue *e_;
+  Shape anchor_shape_;
+  ir::Var out_;
+  std::vector<ir::Var> inputs_;
+};
+
+} // namespace detail
+
+} // namespace hidet::ops
+
+#if HIDET_HEADER_ONLY
+#include "hidet/ops/impl/epilogue.ipp"
+#endif

@@ -1,0 +1,255 @@
+// Definitions for hidet/ops/epilogue.hpp.
+#pragma once
+
+#include "hidet/ops/epilogue.hpp"
+
+#include <map>
+
+#include "hidet/ir/equal.hpp"
+#include "hidet/ops/fuse.hpp"
+#include "hidet/ops/schedule_common.hpp"
+
+namespace hidet::ops {
+
+HIDET_INLINE Idx reshape_index(const Idx &idx, const Shape &from, const Shape &to) {
+  HIDET_ASSERT(idx.size() == from.size(), "reshape_index: ", idx.size(), " indices for shape ", shape_str(from));
+  HIDET_ASSERT(shape_numel(from) == shape_numel(to), "reshape_index: ", shape_str(from), " and ", shape_str(to),
+               " differ in size");
+  std::size_t front = 0;
+  while (front < from.size() && front < to.size() && from[front] == to[front]) ++front;
+  std::size_t back = 0;
+  while (back < from.size() - front && back < to.size() - front &&
+         from[from.size() - 1 - back] == to[to.size() - 1 - back])
+    ++back;
+  Idx out(to.size());
+  for (std::size_t i = 0; i < front; ++i) out[i] = idx[i];
+  for (std::size_t i = 0; i < back; ++i) out[to.size() - 1 - i] = idx[from.size() - 1 - i];
+  // The middle: the flat index over from's middle dimensions, unravelled over to's.
+  Expr flat = 0;
+  for (std::size_t i = front; i < from.size() - back; ++i)
+    flat = i == front ? idx[i] : flat * int(from[i]) + idx[i];
+  std::int64_t stride = 1;
+  for (std::size_t i = to.size() - back; i-- > front;) {
+    Expr q = stride == 1 ? flat : flat / int(stride);
+    out[i] = i == front ? q : q % int(to[i]);
+    stride *= to[i];
+  }
+  return out;
+}
+
+namespace detail {
+
+/// Inlines every Compute read into one expression over the Input nodes (reads of inputs stay).
+inline ir::Expr inline_inputs(const TensorDef &d) {
+  std::map<const ir::VarNode *, ir::Var> inputs;
+  std::map<const ir::VarNode *, const TensorNode *> computes;
+  for (const TensorNode *t : topo_order({d})) {
+    if (t->kind == TensorNode::Kind::Input) inputs[t->buf.get()] = t->buf;
+    else computes[t->buf.get()] = t;
+  }
+  return Inliner(inputs, computes, {}).mutate(d.node().value);
+}
+
+/// The index lists at which `e` reads the tensor `buf`.
+inline std::vector<std::vector<ir::Expr>> reads_of(const ir::Expr &e, const ir::VarNode *buf) {
+  struct Find : ir::IRVisitor {
+    const ir::VarNode *buf;
+    std::vector<std::vector<ir::Expr>> found;
+    void visit_TensorElement(const ir::TensorElementNode *n) override {
+      if (n->base.get() == buf) found.push_back(n->indices);
+      ir::IRVisitor::visit_TensorElement(n);
+    }
+  } f;
+  f.buf = buf;
+  f.visit(e);
+  return std::move(f.found);
+}
+
+/// Inlines an epilogue's definitions at output index `out_idx`: reads of x become `xv`, reads of
+/// the extra inputs become reads of their kernel parameters.
+class EpilogueInliner : public ReadRewriter {
+public:
+  EpilogueInliner(const std::map<const ir::VarNode *, ir::Var> &params,
+                  const std::map<const ir::VarNode *, const TensorNode *> &computes, const ir::VarNode *x,
+                  const ir::Expr &xv, std::map<const ir::VarNode *, ir::Expr> subst)
+      : ReadRewriter(std::move(subst), [&params, &computes, x, xv](const ir::Expr &e, const std::vector<ir::Expr> &idx) {
+          const auto *n = e.as<ir::TensorElementNode>();
+          if (n->base.get() == x) return xv;
+          if (auto p = params.find(n->base.get()); p != params.end())
+            return ir::TensorElementNode::make(p->second, idx, e->loc);
+          auto c = computes.find(n->base.get());
+          HIDET_ASSERT(c != computes.end(), "epilogue: a read of '", n->base->hint, "', which is not an input");
+          std::map<const ir::VarNode *, ir::Expr> s;
+          for (std::size_t i = 0; i < c->second->axes.size(); ++i) s[c->second->axes[i].get()] = idx[i];
+          return EpilogueInliner(params, computes, x, xv, std::move(s)).mutate(c->second->value);
+        }) {}
+};
+
+} // namespace detail
+
+HIDET_INLINE Epilogue Epilogue::identity(const Shape &shape, DataType dtype) {
+  Epilogue e;
+  e.x = input("x", shape, dtype);
+  e.out = e.x;
+  e.to_out = [](const Idx &i) { return i; };
+  e.key = str_cat("x: ", dtype, shape_str(shape));
+  return e;
+}
+
+HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j, const std::string &key,
+                                                    const std::string &member) const {
+  if (t.outputs.size() != 1 || j >= t.inputs.size() || !t.injective()) return std::nullopt;
+  const TensorNode &in = t.inputs[j].node(), &o = t.outputs[0].node();
+  if (in.shape != out.shape() || in.dtype != out.dtype()) return std::nullopt;
+  // Input j must be read at one index (however often), each of its dimensions by a distinct
+  // output axis of the same extent (or at 0 where its extent is 1), covering every output axis
+  // of extent > 1: then the output index is a function of the input index.
+  auto reads = detail::reads_of(detail::inline_inputs(t.outputs[0]), in.buf.get());
+  if (reads.empty()) return std::nullopt;
+  for (const auto &r : reads) {
+    if (r.size() != reads[0].size()) return std::nullopt;
+    for (std::size_t k = 0; k < r.size(); ++k)
+      if (!ir::structural_equal(r[k], reads[0][k])) return std::nullopt;
+  }
+  const auto &idx = reads[0];
+  std::vector<int> axis_of(in.shape.size(), -1); // input dim -> output axis (-1: index 0 of extent 1)
+  std::vector<bool> covered(o.shape.size(), false);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    int p = -1;
+    for (std::size_t a = 0; a < o.axes.size(); ++a)
+      if (detail::is_var(idx[k], o.axes[a].get())) p = int(a);
+    if (p < 0) {
+      const auto *c = idx[k].as<ir::ConstantNode>();
+      if (in.shape[k] != 1 || !c || c->as_int() != 0) return std::nullopt;
+      continue;
+    }
+    if (covered[std::size_t(p)] || o.shape[std::size_t(p)] != in.shape[k]) return std::nullopt;
+    covered[std::size_t(p)] = true, axis_of[k] = p;
+  }
+  for (std::size_t a = 0; a < o.shape.size(); ++a)
+    if (!covered[a] && o.shape[a] != 1) return std::nullopt;
+
+  Task fused = fuse_prologue(t, j, task());
+  Epilogue e;
+  e.x = x;
+  e.out = fused.outputs[0];
+  e.inputs = inputs;
+  for (std::size_t i = 0; i < t.inputs.size(); ++i)
+    if (i != j) e.inputs.push_back(t.inputs[i]);
+  std::size_t rank = o.shape.size();
+  IndexMap prev = to_out;
+  e.to_out = [prev, axis_of, rank](const Idx &a) {
+    Idx b = prev(a);
+    Idx r(rank, Expr(0));
+    for (std::size_t k = 0; k < axis_of.size(); ++k)
+      if (axis_of[k] >= 0) r[std::size_t(axis_of[k])] = b[k];
+    return r;
+  };
+  // The flat index is kept when the dimensions of extent > 1 keep their order.
+  e.linear = linear;
+  int last = -1;
+  for (std::size_t k = 0; k < axis_of.size(); ++k)
+    if (axis_of[k] >= 0 && in.shape[k] > 1) {
+      if (axis_of[k] < last) e.linear = false;
+      last = axis_of[k];
+    }
+  e.key = str_cat(this->key, " -> ", j, ":", key);
+  e.members = members;
+  e.members.push_back(member);
+  return e;
+}
+
+HIDET_INLINE Epilogue Epilogue::reshape(const Shape &shape) const {
+  const Shape from = out.shape();
+  if (shape_numel(shape) != shape_numel(from))
+    throw ValueError(str_cat("Epilogue::reshape: cannot reshape ", shape_str(from), " to ", shape_str(shape)));
+  Epilogue e = *this;
+  TensorDef prev = out;
+  e.out = compute("reshape", shape, [&](const Idx &i) { return prev.at(reshape_index(i, shape, from)); });
+  IndexMap before = to_out;
+  e.to_out = [before, from, shape](const Idx &a) { return reshape_index(before(a), from, shape); };
+  e.key = str_cat(key, " -> reshape", shape_str(shape));
+  e.members.push_back("Reshape");
+  return e;
+}
+
+HIDET_INLINE Task Epilogue::task() const {
+  Task t;
+  t.name = "epilogue";
+  t.inputs.push_back(x);
+  t.inputs.insert(t.inputs.end(), inputs.begin(), inputs.end());
+  t.outputs.push_back(out.ptr() == x.ptr() ? compute("copy", x.shape(), [&](const Idx &i) { return x.at(i); })
+                                           : out);
+  t.attrs = key;
+  return t;
+}
+
+HIDET_INLINE Tensor epilogue_out_arg(const Epilogue *e, const Tensor &out, const Shape &anchor_shape) {
+  if (e && !e->linear) return out;
+  return out.shape() == anchor_shape ? out : out.reshape(anchor_shape);
+}
+
+namespace detail {
+
+HIDET_INLINE EpilogueEmitter::EpilogueEmitter(const Epilogue *e, Shape anchor_shape, ir::Var out,
+                                              std::vector<ir::Var> inputs)
+    : e_(e), anchor_shape_(std::move(anchor_shape)), out_(std::move(out)), inputs_(std::move(inputs)) {
+  HIDET_ASSERT(!e_ || inputs_.size() == e_->inputs.size(), "epilogue: ", inputs_.size(), " parameters for ",
+               e_->inputs.size(), " inputs");
+}
+
+HIDET_INLINE lang::Expr EpilogueEmitter::value(const Idx &idx, const lang::Expr &v) const {
+  if (!e_ || e_->is_identity()) return e_ ? lang::cast(v, e_->x.dtype()) : v;
+  Idx oi = e_->to_out(reshape_index(idx, anchor_shape_, e_->x.shape()));
+  lang::Var xv = let(e_->x.dtype(), lang::cast(v, e_->x.dtype()).ir(), "xv");
+  std::map<const ir::VarNode *, ir::Var> params;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) params[e_->inputs[i].node().buf.get()] = inputs_[i];
+  std::map<const ir::VarNode *, const TensorNode *> computes;
+  for (const TensorNode *t : topo_order({e_->out}))
+    if (t->kind == TensorNode::Kind::Compute) computes[t->buf.get()] = t;
+  std::map<const ir::VarNode *, ir::Expr> subst;
+  const TensorNode &o = e_->out.node();
+  for (std::size_t i = 0; i < o.axes.size(); ++i) subst[o.axes[i].get()] = oi[i].ir();
+  return lang::Expr(EpilogueInliner(params, computes, e_->x.node().buf.get(), ir::Expr(xv.ir()), std::move(subst))
+                        .mutate(o.value));
+}
+
+HIDET_INLINE bool EpilogueEmitter::keeps_layout() const {
+  return !e_ || (e_->linear && e_->out.dtype() == e_->x.dtype());
+}
+
+HIDET_INLINE lang::Element EpilogueEmitter::at(const Idx &idx) const {
+  HIDET_ASSERT(!e_ || e_->linear, "EpilogueEmitter::at: the epilogue permutes its output");
+  std::vector<ir::Expr> is;
+  for (const auto &i : idx) is.push_back(i.ir());
+  return lang::Element(out_, std::move(is), {});
+}
+
+HIDET_INLINE void EpilogueEmitter::store(const Idx &idx, const lang::Expr &v) const {
+  lang::Expr val = value(idx, v);
+  if (!e_ || e_->linear) {
+    at(idx) = val;
+    return;
+  }
+  Idx oi = e_->to_out(reshape_index(idx, anchor_shape_, e_->x.shape()));
+  std::vector<ir::Expr> is;
+  for (const auto &i : oi) is.push_back(i.ir());
+  detail::store(out_, is, val.ir());
+}
+
+HIDET_INLINE std::vector<lang::ParamSpec> EpilogueEmitter::param_specs(const Epilogue *e, const Shape &anchor_shape,
+                                                                       DataType anchor_dtype) {
+  std::vector<lang::ParamSpec> specs;
+  if (!e) {
+    specs.push_back(param_spec("c", anchor_dtype, anchor_shape));
+    return specs;
+  }
+  specs.push_back(param_spec("out", e->out.dtype(), e->linear ? anchor_shape : e->out.shape()));
+  for (std::size_t i = 0; i < e->inputs.size(); ++i)
+    specs.push_back(param_spec(str_cat("epi", i), e->inputs[i].dtype(), e->inputs[i].shape()));
+  return specs;
+}
+
+} // namespace detail
+
+} // namespace hidet::ops

@@ -1,0 +1,166 @@
+// Epilogues (include/hidet/ops/epilogue.hpp) on the matmul templates, on the GPU when present,
+// else on the emulator: chains of injective tasks composed into one definition and stored by the
+// template's kernel (FMA f32 with and without split-k, mma.sync f16/bf16, wgmma on Hopper), with
+// element-wise, broadcast, reshape and permuting steps, against the unfused eager operators on
+// fresh random inputs of odd shapes; what cannot be an epilogue is refused.
+#include "ops_test_util.hpp"
+
+#include "hidet/ir/equal.hpp"
+#include "hidet/ops/epilogue.hpp"
+
+using namespace ops_test;
+using o::Expr;
+using o::Idx;
+using o::Task;
+
+namespace {
+/// out = x + bias[j] (bias over the last axis), as a task reading x as input 0.
+Task add_bias_task(const o::Shape &shape, DataType dt) {
+  auto x = o::input("x", shape, dt);
+  auto b = o::input("bias", {shape.back()}, dt);
+  auto y = o::compute("add", shape, [&](const Idx &i) { return x.at(i) + b.at({i.back()}); });
+  return Task{"add", {x, b}, {y}, ""};
+}
+/// out = x * sigmoid(x) (reads x twice).
+Task silu_task(const o::Shape &shape, DataType dt) {
+  auto x = o::input("x", shape, dt);
+  auto y = o::compute("silu", shape, [&](const Idx &i) {
+    Expr v = x.at(i);
+    return v / (lang::cast(1.0f, dt) + lang::exp(-v));
+  });
+  return Task{"silu", {x}, {y}, ""};
+}
+/// out = r + x with the residual r as input 0 and x as input 1.
+Task residual_task(const o::Shape &shape, DataType dt) {
+  auto r = o::input("r", shape, dt);
+  auto x = o::input("x", shape, dt);
+  auto y = o::compute("add", shape, [&](const Idx &i) { return r.at(i) + x.at(i); });
+  return Task{"add", {r, x}, {y}, ""};
+}
+/// out = permute(x, perm).
+Task permute_task(const o::Shape &shape, const std::vector<int> &perm, DataType dt) {
+  auto x = o::input("x", shape, dt);
+  o::Shape s;
+  for (int p : perm) s.push_back(shape[std::size_t(p)]);
+  auto y = o::compute("permute", s, [&](const Idx &i) {
+    Idx in(shape.size());
+    for (std::size_t k = 0; k < perm.size(); ++k) in[std::size_t(perm[k])] = i[k];
+    return x.at(in);
+  });
+  return Task{"permute", {x}, {y}, ""};
+}
+std::shared_ptr<const o::Epilogue> then(const o::Epilogue &e, const Task &t, std::size_t j) {
+  auto next = e.then(t, j, t.str(), t.name);
+  REQUIRE(next.has_value());
+  return std::make_shared<const o::Epilogue>(*next);
+}
+void expect_same(const Tensor &got, const Tensor &want, double scale = 1) {
+  REQUIRE(got.dtype() == want.dtype());
+  expect_close(got, want.shape(), want.to_double_vector(), false, scale);
+}
+} // namespace
+
+TEST_CASE("matmul + bias + silu + residual: one template kernel, as the unfused operators") {
+  struct Case {
+    std::int64_t m, n, k;
+    DataType dt;
+  };
+  // Odd sizes leave partial tiles and odd rows; 9 x 24 x 4096 (f32) is served with split-k.
+  for (Case c : {Case{37, 45, 29, dtypes::f32}, Case{9, 24, 4096, dtypes::f32}, Case{70, 136, 88, dtypes::f16},
+                 Case{33, 51, 40, dtypes::bf16}}) {
+    CAPTURE(c.m);
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.dt.name());
+    o::Shape shape{c.m, c.n};
+    auto e = o::Epilogue::identity(shape, c.dt);
+    auto e1 = then(e, add_bias_task(shape, c.dt), 0);
+    auto e2 = then(*e1, silu_task(shape, c.dt), 0);
+    auto e3 = then(*e2, residual_task(shape, c.dt), 1);
+    CHECK(e3->linear);
+    CHECK(e3->members == std::vector<std::string>{"add", "silu", "add"});
+    REQUIRE(e3->inputs.size() == 2); // bias, then the residual
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor a = make({c.m, c.k}, c.dt, -1, 1), b = make({c.k, c.n}, c.dt, -1, 1);
+      Tensor bias = make({c.n}, c.dt), r = make(shape, c.dt);
+      Tensor got = o::matmul(a, b, e3, {bias, r});
+      Tensor want = r + o::silu(o::matmul(a, b) + bias);
+      expect_same(got, want, c.dt == dtypes::f32 ? 10 : 2);
+    }
+  }
+}
+
+TEST_CASE("reshape and permute epilogues store where the unfused operators would") {
+  // [b * s, h * d] -> [b, s, h, d] -> [b, h, s, d]: the split of attention heads.
+  const std::int64_t b = 2, s = 13, h = 3, d = 8;
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt.name());
+    o::Shape shape{b * s, h * d};
+    auto e = o::Epilogue::identity(shape, dt);
+    auto e1 = then(e, add_bias_task(shape, dt), 0);
+    auto e2 = std::make_shared<const o::Epilogue>(e1->reshape({b, s, h, d}));
+    CHECK(e2->linear);
+    auto e3 = then(*e2, permute_task({b, s, h, d}, {0, 2, 1, 3}, dt), 0);
+    CHECK_FALSE(e3->linear);
+    CHECK(e3->out.shape() == o::Shape{b, h, s, d});
+    Tensor a = make({b * s, 40}, dt, -1, 1), w = make({40, h * d}, dt, -1, 1), bias = make({h * d}, dt);
+    Tensor got = o::matmul(a, w, e3, {bias});
+    Tensor want = o::permute((o::matmul(a, w) + bias).reshape({b, s, h, d}), {0, 2, 1, 3});
+    expect_same(got, want, 2);
+    // A batched product with a 3-D output and an epilogue over it.
+    Tensor a3 = make({3, 11, 16}, dt, -1, 1), b3 = make({3, 16, 10}, dt, -1, 1);
+    auto eb = then(o::Epilogue::identity({3, 11, 10}, dt), add_bias_task({3, 11, 10}, dt), 0);
+    Tensor bias3 = make({10}, dt);
+    expect_same(o::matmul(a3, b3, eb, {bias3}), o::matmul(a3, b3) + bias3, 2);
+  }
+}
+
+TEST_CASE("integer products run the epilogue after the auto-scheduled kernel") {
+  auto e = then(o::Epilogue::identity({5, 7}, dtypes::i32), add_bias_task({5, 7}, dtypes::i32), 0);
+  Tensor a = make({5, 6}, dtypes::i32, -3, 3), b = make({6, 7}, dtypes::i32, -3, 3), bias = make({7}, dtypes::i32);
+  Tensor got = o::matmul(a, b, e, {bias});
+  CHECK(got.to_double_vector() == (o::matmul(a, b) + bias).to_double_vector());
+}
+
+TEST_CASE("what cannot be an epilogue is refused") {
+  const o::Shape shape{4, 6};
+  auto e = o::Epilogue::identity(shape, dtypes::f32);
+  SUBCASE("a reduction") {
+    auto x = o::input("x", shape, dtypes::f32);
+    auto y = o::reduce({4}, {6}, [&](const Idx &i, const Idx &r) { return x.at({i[0], r[0]}); }, o::ReduceKind::Sum);
+    CHECK_FALSE(e.then(Task{"sum", {x}, {y}, ""}, 0, "sum", "Sum").has_value());
+  }
+  SUBCASE("x broadcast: one element stored twice") {
+    auto x = o::input("x", {4, 1}, dtypes::f32);
+    auto y = o::compute("bcast", shape, [&](Expr i, Expr) { return x[i][0]; });
+    auto e1 = o::Epilogue::identity({4, 1}, dtypes::f32);
+    CHECK_FALSE(e1.then(Task{"bcast", {x}, {y}, ""}, 0, "bcast", "BroadcastTo").has_value());
+  }
+  SUBCASE("x read at a shifted index") {
+    auto x = o::input("x", shape, dtypes::f32);
+    auto y = o::compute("roll", shape, [&](Expr i, Expr j) { return x[i][(j + 1) % 6]; });
+    CHECK_FALSE(e.then(Task{"roll", {x}, {y}, ""}, 0, "roll", "Roll").has_value());
+  }
+  SUBCASE("another shape or dtype") {
+    CHECK_FALSE(e.then(add_bias_task({4, 7}, dtypes::f32), 0, "add", "Add").has_value());
+    CHECK_FALSE(e.then(add_bias_task(shape, dtypes::f16), 0, "add", "Add").has_value());
+  }
+  SUBCASE("an epilogue for another product, or the wrong extra inputs") {
+    auto e1 = then(e, add_bias_task(shape, dtypes::f32), 0);
+    Tensor a = make({4, 5}, dtypes::f32), b = make({5, 6}, dtypes::f32), b7 = make({5, 7}, dtypes::f32);
+    expect_error([&] { o::matmul(a, b7, e1, {make({6}, dtypes::f32)}); }, {"epilogue takes", "(4, 6)", "(4, 7)"});
+    expect_error([&] { o::matmul(a, b, e1, {}); }, {"1 extra inputs", "0 were given"});
+    expect_error([&] { o::matmul(a, b, e1, {make({5}, dtypes::f32)}); }, {"extra input 0", "[5]", "(6,)"});
+  }
+}
+
+TEST_CASE("reshape_index keeps shared leading and trailing dimensions") {
+  Expr i(ir::Expr(ir::make_var(ir::scalar_type(dtypes::i32), "i")));
+  Expr j(ir::Expr(ir::make_var(ir::scalar_type(dtypes::i32), "j")));
+  Idx r = o::reshape_index({i, j}, {26, 24}, {2, 13, 24});
+  REQUIRE(r.size() == 3);
+  CHECK(ir::structural_equal(r[2].ir(), j.ir()));
+  Idx same = o::reshape_index({i, j}, {26, 24}, {1, 26, 24});
+  CHECK(ir::structural_equal(same[1].ir(), i.ir()));
+  CHECK(ir::structural_equal(same[2].ir(), j.ir()));
+}
