@@ -135,6 +135,29 @@ TEST_CASE("fuse_epilogues: bias, activation, residual and the split of heads joi
   }
 }
 
+TEST_CASE("fuse_epilogues: a residual block's convolutions take their relu and residual add") {
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt.name());
+    Tensor in = make({2, 8, 9, 9}, dt, -1, 1), w1 = make({8, 8, 3, 3}, dt, -0.3, 0.3), w2 = make({8, 8, 1, 1}, dt, -0.3, 0.3);
+    Tensor b1 = make({8}, dt), b2 = make({8}, dt);
+    auto f = [&](const Tensor &x) {
+      Tensor y = o::relu(o::conv2d(x, w1, b1, {1}, {1}));
+      return o::relu(o::conv2d(y, w2, b2) + x);
+    };
+    Tensor x = symbol_like(in);
+    FlowGraph g = trace_from(f(x));
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(opt.nodes().size() == 2);
+    CHECK(count_named(opt, "FusedConv2d") == 2);
+    CHECK(opt.str().find("fused_graph=FlowGraph(Conv2d, Add, Relu), anchor=0") != std::string::npos);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor a = make({2, 8, 9, 9}, dt, -1, 1);
+      expect_same(opt(a), f(a), 2);
+    }
+  }
+}
+
 TEST_CASE("fuse_epilogues leaves alone what it must") {
   Tensor a = make({6, 9}, dtypes::f32), w = make({9, 4}, dtypes::f32);
   Tensor x = symbol_like(a);

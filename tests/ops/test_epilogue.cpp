@@ -115,6 +115,38 @@ TEST_CASE("reshape and permute epilogues store where the unfused operators would
   }
 }
 
+TEST_CASE("conv2d + relu + residual: the convolution templates store through the epilogue") {
+  struct Case {
+    std::int64_t n, c, h, w, o, k, stride, pad, groups;
+    DataType dt;
+  };
+  // FMA (f32), mma.sync (f16, NCHW output through the pixel index), depthwise, and an f32 case
+  // with few output tiles and a deep reduction that the heuristic splits over k.
+  for (Case c : {Case{2, 5, 9, 7, 6, 3, 1, 1, 1, dtypes::f32}, Case{1, 16, 11, 9, 24, 3, 2, 1, 1, dtypes::f16},
+                 Case{2, 8, 10, 10, 8, 3, 1, 1, 8, dtypes::f32}, Case{1, 256, 7, 7, 8, 3, 1, 1, 1, dtypes::f32}}) {
+    CAPTURE(c.c);
+    CAPTURE(c.o);
+    CAPTURE(c.groups);
+    CAPTURE(c.dt.name());
+    Tensor x = make({c.n, c.c, c.h, c.w}, c.dt, -1, 1), w = make({c.o, c.c / c.groups, c.k, c.k}, c.dt, -1, 1);
+    Tensor bias = make({c.o}, c.dt);
+    Tensor plain = o::conv2d(x, w, bias, {c.stride}, {c.pad}, {1}, c.groups);
+    o::Shape shape = plain.shape();
+    Tensor r = make(shape, c.dt);
+    auto relu_task = [&] {
+      auto xi = o::input("x", shape, c.dt);
+      auto y = o::compute("relu", shape, [&](const Idx &i) { return lang::max(xi.at(i), lang::cast(0.0f, c.dt)); });
+      return Task{"relu", {xi}, {y}, ""};
+    }();
+    auto e = then(*then(o::Epilogue::identity(shape, c.dt), residual_task(shape, c.dt), 1), relu_task, 0);
+    Tensor got = o::conv2d(x, w, bias, {c.stride}, {c.pad}, {1}, c.groups, e, {r});
+    expect_same(got, o::relu(r + plain), c.dt == dtypes::f32 ? 10 : 2);
+    // A permuting epilogue: NCHW -> NHWC at the store.
+    auto ep = then(o::Epilogue::identity(shape, c.dt), permute_task(shape, {0, 2, 3, 1}, c.dt), 0);
+    expect_same(o::conv2d(x, w, bias, {c.stride}, {c.pad}, {1}, c.groups, ep, {}), o::permute(plain, {0, 2, 3, 1}));
+  }
+}
+
 TEST_CASE("integer products run the epilogue after the auto-scheduled kernel") {
   auto e = then(o::Epilogue::identity({5, 7}, dtypes::i32), add_bias_task({5, 7}, dtypes::i32), 0);
   Tensor a = make({5, 6}, dtypes::i32, -3, 3), b = make({6, 7}, dtypes::i32, -3, 3), bias = make({7}, dtypes::i32);

@@ -14,8 +14,8 @@
 // disappears. fold_conv_batch_norm: Conv2d followed by an inference BatchNorm becomes one Conv2d
 // with folded weights and bias.
 //
-// fuse_epilogues: the injective operators after a Matmul join its template's kernel as an
-// epilogue, stored at the product's store (x_2 = FusedMatmul(x, w, b, fused_graph=FlowGraph(
+// fuse_epilogues: the injective operators after a Matmul or a Conv2d join its template's kernel
+// as an epilogue, stored at the product's store (x_2 = FusedMatmul(x, w, b, fused_graph=FlowGraph(
 // Matmul, Add, Gelu), anchor=0)).
 //
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fold_conv_batch_norm,
@@ -48,11 +48,11 @@ FlowGraph simplify_reshapes(const FlowGraph &graph);
 /// biases and statistics are constants.
 FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
 
-/// Epilogue fusion (ops/epilogue.hpp): a Matmul whose output is read once by an injective
-/// task-defined operator (or a Reshape) takes that operator, and the ones after it while each
-/// result is read once, into its template's kernel as an epilogue: one FusedMatmul node whose
-/// inputs are the product's operands and the chain's other inputs. Outputs of the graph and
-/// symbolic shapes end a chain.
+/// Epilogue fusion (ops/epilogue.hpp): a Matmul or Conv2d whose output is read once by an
+/// injective task-defined operator (or a Reshape) takes that operator, and the ones after it
+/// while each result is read once, into its template's kernel as an epilogue: one FusedMatmul
+/// (FusedConv2d) node whose inputs are the anchor's and the chain's other inputs. Outputs of the
+/// graph and symbolic shapes end a chain.
 FlowGraph fuse_epilogues(const FlowGraph &graph);
 
 /// Prologue fusion of injective task-defined operators (see the top of the file).

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -22,12 +23,23 @@
 
 namespace hidet::ops {
 
+struct Epilogue;
+
 /// 2-D convolution (see the top of the file): x [N, C, H, W], weight [O, C / groups, KH, KW],
 /// optional bias [O]; stride/padding/dilation take 1 (both axes) or 2 values. PyTorch's conv2d.
 /// The result has the promoted dtype of x, weight and bias.
 Tensor conv2d(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias = std::nullopt,
               std::vector<std::int64_t> stride = {1}, std::vector<std::int64_t> padding = {0},
               std::vector<std::int64_t> dilation = {1}, std::int64_t groups = 1);
+
+/// conv2d followed by the epilogue `e` (its x: the convolution's output; `extras`: its other
+/// inputs) stored by the template's kernel when a template serves the call, else conv2d and then
+/// the epilogue. Graph passes build these (graph::fuse_epilogues); with symbolic inputs it
+/// records a FusedConv2d node.
+Tensor conv2d(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
+              std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
+              std::vector<std::int64_t> dilation, std::int64_t groups, const std::shared_ptr<const Epilogue> &e,
+              const std::vector<Tensor> &extras);
 
 /// conv2d of channels-last tensors: x [N, H, W, C], weight [O, KH, KW, C / groups], optional bias
 /// [O]; returns y [N, OH, OW, O]. The fast layout of the tensor-core template (no repacking when

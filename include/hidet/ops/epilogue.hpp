@@ -62,6 +62,16 @@ struct Epilogue {
 /// and at the back keep their indices, so common reshapes cost no division.
 Idx reshape_index(const Idx &idx, const Shape &from, const Shape &to);
 
+/// Checks that `e` can follow operator `op` whose output is dtype[shape], and that `extras` are
+/// its other inputs; a ValueError naming `op` otherwise.
+void check_epilogue(const char *op, const Epilogue &e, const Shape &shape, DataType dtype,
+                    const std::vector<Tensor> &extras);
+/// Runs the epilogue on its own (one task kernel): its output from x, the anchor's output, and
+/// `extras` (for anchors that no template served).
+Tensor apply_epilogue(const Epilogue &e, const Tensor &x, const std::vector<Tensor> &extras);
+/// "fused_graph=FlowGraph(Matmul, Add, Gelu), anchor=0": the attributes of a fused anchor node.
+std::string fused_attrs(const std::string &anchor, const Epilogue &e);
+
 /// What to pass for an epilogue's output parameter (EpilogueEmitter::param_specs): `out` viewed
 /// with the anchor's shape when the epilogue keeps the layout or there is none, else `out` as is.
 Tensor epilogue_out_arg(const Epilogue *e, const Tensor &out, const Shape &anchor_shape);

@@ -3,12 +3,12 @@
 
 #include "hidet/graph/passes.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <map>
 #include <set>
 
@@ -149,91 +149,6 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &graph) {
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
-HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
-  using detail::TensorKey;
-  using detail::key_of;
-  std::map<TensorKey, int> uses;
-  std::map<TensorKey, std::shared_ptr<const Operator>> consumer; // the reader of a tensor read once
-  for (const auto &op : graph.nodes())
-    for (const auto &t : op->inputs())
-      if (t.is_symbolic()) ++uses[key_of(t)], consumer[key_of(t)] = op;
-  for (const auto &t : graph.outputs()) uses[key_of(t)] += 2; // a graph output stays materialized
-
-  // An anchor's chain: the epilogue, its extra inputs (old graph tensors) and its operators.
-  struct Chain {
-    std::shared_ptr<ops::Epilogue> epilogue;
-    std::vector<Tensor> extras;
-    std::vector<const Operator *> members;
-  };
-  std::map<const Operator *, Chain> chains;           // by anchor
-  std::map<const Operator *, const Operator *> last_of; // last chain member -> its anchor
-  std::set<const Operator *> absorbed;                // anchors and chain members but the last
-  for (const auto &op : graph.nodes()) {
-    if (op->name() != "Matmul" || op->num_outputs() != 1 || op->inputs().size() != 2) continue;
-    const TensorMeta &meta = op->output_metas()[0];
-    if (!is_constant_shape(meta.shape)) continue;
-    Chain chain;
-    ops::Epilogue e = ops::Epilogue::identity(constant_shape(meta.shape), meta.dtype);
-    TensorKey cur{op.get(), 0};
-    while (uses[cur] == 1) {
-      const auto &c = consumer.at(cur);
-      if (c->num_outputs() != 1 || !is_constant_shape(c->output_metas()[0].shape)) break;
-      std::optional<ops::Epilogue> next;
-      std::vector<Tensor> extras;
-      if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c)) {
-        std::size_t j = 0;
-        while (j < c->inputs().size() && key_of(c->inputs()[j]) != cur) ++j;
-        const ops::Task &task = task_op->task();
-        if (task.inputs.size() != c->inputs().size()) break;
-        next = e.then(task, j, str_cat(task_op->key(), "|", task.str()), c->name());
-        for (std::size_t i = 0; i < c->inputs().size(); ++i)
-          if (i != j) extras.push_back(c->inputs()[i]);
-      } else if (c->name() == "Reshape" && c->inputs().size() == 1) {
-        next = e.reshape(constant_shape(c->output_metas()[0].shape));
-      }
-      if (!next) break;
-      e = std::move(*next);
-      chain.extras.insert(chain.extras.end(), extras.begin(), extras.end());
-      chain.members.push_back(c.get());
-      cur = {c.get(), 0};
-    }
-    if (chain.members.empty()) continue;
-    chain.epilogue = std::make_shared<ops::Epilogue>(std::move(e));
-    absorbed.insert(op.get());
-    for (std::size_t i = 0; i + 1 < chain.members.size(); ++i) absorbed.insert(chain.members[i]);
-    last_of[chain.members.back()] = op.get();
-    chains.emplace(op.get(), std::move(chain));
-  }
-
-  std::map<TensorKey, Tensor> new_of;
-  auto map_input = [&](const Tensor &t) -> Tensor {
-    if (!t.is_symbolic() || !t.trace()) return t;
-    return new_of.at(key_of(t));
-  };
-  std::map<const Operator *, std::shared_ptr<const Operator>> anchor_op;
-  for (const auto &op : graph.nodes()) {
-    if (absorbed.count(op.get())) continue;
-    if (auto it = last_of.find(op.get()); it != last_of.end()) {
-      const Chain &chain = chains.at(it->second);
-      const auto &anchor = *std::find_if(graph.nodes().begin(), graph.nodes().end(),
-                                         [&](const auto &n) { return n.get() == it->second; });
-      std::vector<Tensor> extras;
-      for (const auto &t : chain.extras) extras.push_back(map_input(t));
-      Tensor y = ops::matmul(map_input(anchor->inputs()[0]), map_input(anchor->inputs()[1]), chain.epilogue, extras);
-      std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
-      new_of[{op.get(), 0}] = y;
-      continue;
-    }
-    std::vector<Tensor> ins;
-    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
-    auto outs = outputs_of(op->with_inputs(std::move(ins)));
-    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
-  }
-  std::vector<Tensor> outputs;
-  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
-  return FlowGraph(std::move(outputs), graph.inputs());
-}
-
 HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
   using detail::key_of;
   std::map<detail::TensorKey, Tensor> new_of;
@@ -345,6 +260,104 @@ HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
         continue;
       }
     }
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
+HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
+  using detail::TensorKey;
+  using detail::key_of;
+  std::map<TensorKey, int> uses;
+  std::map<TensorKey, std::shared_ptr<const Operator>> consumer; // the reader of a tensor read once
+  for (const auto &op : graph.nodes())
+    for (const auto &t : op->inputs())
+      if (t.is_symbolic()) ++uses[key_of(t)], consumer[key_of(t)] = op;
+  for (const auto &t : graph.outputs()) uses[key_of(t)] += 2; // a graph output stays materialized
+
+  // An anchor's chain: the epilogue, its extra inputs (old graph tensors) and its operators.
+  struct Chain {
+    std::shared_ptr<ops::Epilogue> epilogue;
+    std::vector<Tensor> extras;
+    std::vector<const Operator *> members;
+  };
+  std::map<const Operator *, Chain> chains;           // by anchor
+  std::map<const Operator *, const Operator *> last_of; // last chain member -> its anchor
+  std::set<const Operator *> absorbed;                // anchors and chain members but the last
+  for (const auto &op : graph.nodes()) {
+    bool matmul = op->name() == "Matmul" && op->inputs().size() == 2;
+    bool conv = op->name() == "Conv2d" && (op->inputs().size() == 2 || op->inputs().size() == 3);
+    if (!(matmul || conv) || op->num_outputs() != 1) continue;
+    const TensorMeta &meta = op->output_metas()[0];
+    if (!is_constant_shape(meta.shape)) continue;
+    Chain chain;
+    ops::Epilogue e = ops::Epilogue::identity(constant_shape(meta.shape), meta.dtype);
+    TensorKey cur{op.get(), 0};
+    while (uses[cur] == 1) {
+      const auto &c = consumer.at(cur);
+      if (c->num_outputs() != 1 || !is_constant_shape(c->output_metas()[0].shape)) break;
+      std::optional<ops::Epilogue> next;
+      std::vector<Tensor> extras;
+      if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c)) {
+        std::size_t j = 0;
+        while (j < c->inputs().size() && key_of(c->inputs()[j]) != cur) ++j;
+        const ops::Task &task = task_op->task();
+        if (task.inputs.size() != c->inputs().size()) break;
+        next = e.then(task, j, str_cat(task_op->key(), "|", task.str()), c->name());
+        for (std::size_t i = 0; i < c->inputs().size(); ++i)
+          if (i != j) extras.push_back(c->inputs()[i]);
+      } else if (c->name() == "Reshape" && c->inputs().size() == 1) {
+        next = e.reshape(constant_shape(c->output_metas()[0].shape));
+      }
+      if (!next) break;
+      e = std::move(*next);
+      chain.extras.insert(chain.extras.end(), extras.begin(), extras.end());
+      chain.members.push_back(c.get());
+      cur = {c.get(), 0};
+    }
+    if (chain.members.empty()) continue;
+    chain.epilogue = std::make_shared<ops::Epilogue>(std::move(e));
+    absorbed.insert(op.get());
+    for (std::size_t i = 0; i + 1 < chain.members.size(); ++i) absorbed.insert(chain.members[i]);
+    last_of[chain.members.back()] = op.get();
+    chains.emplace(op.get(), std::move(chain));
+  }
+
+  std::map<TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(key_of(t));
+  };
+  std::map<const Operator *, std::shared_ptr<const Operator>> anchor_op;
+  for (const auto &op : graph.nodes()) {
+    if (absorbed.count(op.get())) continue;
+    if (auto it = last_of.find(op.get()); it != last_of.end()) {
+      const Chain &chain = chains.at(it->second);
+      const auto &anchor = *std::find_if(graph.nodes().begin(), graph.nodes().end(),
+                                         [&](const auto &n) { return n.get() == it->second; });
+      std::vector<Tensor> extras;
+      for (const auto &t : chain.extras) extras.push_back(map_input(t));
+      const auto &ai = anchor->inputs();
+      Tensor y;
+      if (anchor->name() == "Matmul") {
+        y = ops::matmul(map_input(ai[0]), map_input(ai[1]), chain.epilogue, extras);
+      } else {
+        const std::string &ca = anchor->attrs();
+        std::optional<Tensor> bias;
+        if (ai.size() > 2) bias = map_input(ai[2]);
+        y = ops::conv2d(map_input(ai[0]), map_input(ai[1]), bias, detail::attr_ints(ca, "stride"),
+                        detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"),
+                        detail::attr_ints(ca, "groups").at(0), chain.epilogue, extras);
+      }
+      std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
+      new_of[{op.get(), 0}] = y;
+      continue;
+    }
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
     auto outs = outputs_of(op->with_inputs(std::move(ins)));
     for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
   }

@@ -127,7 +127,9 @@ HIDET_INLINE templates::Conv2dConfig conv2d_config(const templates::Conv2dShape 
 HIDET_INLINE std::optional<Tensor> conv2d_template(const Conv2dSizes &z, const Tensor &x,
                                              const Tensor &weight,
                                              const std::optional<Tensor> &bias,
-                                             templates::Conv2dLayout layout) {
+                                             templates::Conv2dLayout layout,
+                                             const std::shared_ptr<const Epilogue> &epi,
+                                             const std::vector<Tensor> &extras) {
   using namespace templates;
   DataType dt = x.dtype();
   if (weight.dtype() != dt || (bias && bias->dtype() != dt)) return std::nullopt;
@@ -161,20 +163,22 @@ HIDET_INLINE std::optional<Tensor> conv2d_template(const Conv2dSizes &z, const T
   Conv2dConfig cfg = conv2d_config(s, dt, layout, ins[0], ins[1], b, out);
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<Conv2d>> runners;
-  std::string key =
-      str_cat(dt, nhwc ? " nhwc " : " nchw ", s.str(), bias ? " bias " : " ", cfg.str());
+  std::string key = str_cat(dt, nhwc ? " nhwc " : " nchw ", s.str(), bias ? " bias " : " ", cfg.str(),
+                            epi ? " epilogue " + epi->key : "");
   std::shared_ptr<Conv2d> runner;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = runners.find(key); it != runners.end()) runner = it->second;
   }
   if (!runner) {
-    runner = std::make_shared<Conv2d>(s, dt, layout, bool(bias), cfg);
+    runner = std::make_shared<Conv2d>(s, dt, layout, bool(bias), cfg, epi);
     std::lock_guard<std::mutex> lock(mu);
     runner = runners.emplace(key, runner).first->second;
   }
-  Tensor y = empty(out, dt, run_dev);
-  (*runner)(ins[0], ins[1], b ? &*b : nullptr, y);
+  Tensor y = epi ? empty(epi->out.shape(), epi->out.dtype(), run_dev) : empty(out, dt, run_dev);
+  std::vector<Tensor> extras2;
+  for (const auto &t : extras) extras2.push_back(t.to(run_dev));
+  (*runner)(ins[0], ins[1], b ? &*b : nullptr, y, extras2);
   return dev.is_cpu() ? y.to(dev) : y;
 }
 
@@ -185,15 +189,29 @@ HIDET_INLINE std::optional<Tensor> conv2d_trace(const char *name, const Conv2dSi
                                                Tensor (*eager)(const Tensor &, const Tensor &,
                                                                const std::optional<Tensor> &,
                                                                std::vector<std::int64_t>, std::vector<std::int64_t>,
-                                                               std::vector<std::int64_t>, std::int64_t)) {
+                                                               std::vector<std::int64_t>, std::int64_t),
+                                               const std::shared_ptr<const Epilogue> &epi = nullptr,
+                                               const std::vector<Tensor> &extras = {}) {
   std::vector<Tensor> ins{x, weight};
   if (bias) ins.push_back(*bias);
+  ins.insert(ins.end(), extras.begin(), extras.end());
   if (!any_symbolic(ins)) return std::nullopt;
   DataType t = promote_types(x.dtype(), weight.dtype());
   if (bias) t = promote_types(t, bias->dtype());
   Device dev = common_device(name, ins);
   std::string attrs = str_cat("stride=", ints_str(z.stride), ", padding=", ints_str(z.padding),
                               ", dilation=", ints_str(z.dilation), ", groups=", z.groups);
+  if (epi) {
+    bool has_bias = bool(bias);
+    auto run = [z, epi, has_bias](const std::vector<Tensor> &in) {
+      std::optional<Tensor> b;
+      if (has_bias) b = in[2];
+      std::vector<Tensor> ex(in.begin() + (has_bias ? 3 : 2), in.end());
+      return std::vector<Tensor>{conv2d(in[0], in[1], b, z.stride, z.padding, z.dilation, z.groups, epi, ex)};
+    };
+    return trace_operator(str_cat("Fused", name), ins, str_cat(attrs, ", ", fused_attrs(name, *epi)),
+                          {{to_sym_shape(epi->out.shape()), epi->out.dtype(), dev}}, run)[0];
+  }
   auto run = [z, eager](const std::vector<Tensor> &in) {
     std::optional<Tensor> b;
     if (in.size() > 2) b = in[2];
@@ -251,13 +269,29 @@ HIDET_INLINE Tensor conv2d(const Tensor &x, const Tensor &weight,
                      std::vector<std::int64_t> stride,
                      std::vector<std::int64_t> padding,
                      std::vector<std::int64_t> dilation, std::int64_t groups) {
+  return conv2d(x, weight, bias, std::move(stride), std::move(padding), std::move(dilation), groups, nullptr, {});
+}
+
+HIDET_INLINE Tensor conv2d(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
+                           std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
+                           std::vector<std::int64_t> dilation, std::int64_t groups,
+                           const std::shared_ptr<const Epilogue> &epi, const std::vector<Tensor> &extras) {
   auto z =
       detail::conv2d_sizes("conv2d", x, weight, bias, stride, padding, dilation, groups, false);
-  if (auto traced = detail::conv2d_trace("Conv2d", z, x, weight, bias, Shape{z.N, z.O, z.OH, z.OW}, &conv2d))
+  Shape out{z.N, z.O, z.OH, z.OW};
+  if (epi) {
+    DataType t = promote_types(x.dtype(), weight.dtype());
+    if (bias) t = promote_types(t, bias->dtype());
+    check_epilogue("conv2d", *epi, out, t, extras);
+  }
+  Tensor (*plain)(const Tensor &, const Tensor &, const std::optional<Tensor> &, std::vector<std::int64_t>,
+                  std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t) = &conv2d;
+  if (auto traced = detail::conv2d_trace("Conv2d", z, x, weight, bias, out, plain, epi, extras))
     return *traced;
-  if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NCHW))
+  if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NCHW, epi, extras))
     return *y;
-  return detail::conv2d_generic(z, x, weight, bias);
+  Tensor y = detail::conv2d_generic(z, x, weight, bias);
+  return epi ? apply_epilogue(*epi, y, extras) : y;
 }
 
 HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,
@@ -269,7 +303,7 @@ HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,
       detail::conv2d_sizes("conv2d_nhwc", x, weight, bias, stride, padding, dilation, groups, true);
   if (auto traced = detail::conv2d_trace("Conv2dNhwc", z, x, weight, bias, Shape{z.N, z.OH, z.OW, z.O}, &conv2d_nhwc))
     return *traced;
-  if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NHWC))
+  if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NHWC, nullptr, {}))
     return *y;
   Tensor y =
       detail::conv2d_generic(z, permute(x, {0, 3, 1, 2}), permute(weight, {0, 3, 1, 2}), bias);

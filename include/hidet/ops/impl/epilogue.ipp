@@ -6,6 +6,7 @@
 #include <map>
 
 #include "hidet/ir/equal.hpp"
+#include "hidet/ops/cache.hpp"
 #include "hidet/ops/fuse.hpp"
 #include "hidet/ops/schedule_common.hpp"
 
@@ -182,6 +183,33 @@ HIDET_INLINE Task Epilogue::task() const {
                                            : out);
   t.attrs = key;
   return t;
+}
+
+HIDET_INLINE void check_epilogue(const char *op, const Epilogue &e, const Shape &shape, DataType dtype,
+                                 const std::vector<Tensor> &extras) {
+  if (e.x.shape() != shape || e.x.dtype() != dtype)
+    throw ValueError(str_cat(op, ": the epilogue takes ", e.x.dtype(), shape_str(e.x.shape()), " but the output is ",
+                             dtype, shape_str(shape)));
+  if (extras.size() != e.inputs.size())
+    throw ValueError(str_cat(op, ": the epilogue reads ", e.inputs.size(), " extra inputs, ", extras.size(),
+                             " were given"));
+  for (std::size_t i = 0; i < extras.size(); ++i)
+    if (extras[i].dtype() != e.inputs[i].dtype() || extras[i].sym_shape() != to_sym_shape(e.inputs[i].shape()))
+      throw ValueError(str_cat(op, ": extra input ", i, " of the epilogue is ", extras[i].dtype(),
+                               sym_shape_str(extras[i].sym_shape()), ", expected ", e.inputs[i].dtype(),
+                               shape_str(e.inputs[i].shape())));
+}
+
+HIDET_INLINE Tensor apply_epilogue(const Epilogue &e, const Tensor &x, const std::vector<Tensor> &extras) {
+  std::vector<Tensor> ins{x};
+  ins.insert(ins.end(), extras.begin(), extras.end());
+  return run_task(str_cat("epilogue{", e.key, "}"), [&] { return e.task(); }, ins)[0];
+}
+
+HIDET_INLINE std::string fused_attrs(const std::string &anchor, const Epilogue &e) {
+  std::string list = anchor;
+  for (const auto &m : e.members) list += ", " + m;
+  return str_cat("fused_graph=FlowGraph(", list, "), anchor=0");
 }
 
 HIDET_INLINE Tensor epilogue_out_arg(const Epilogue *e, const Tensor &out, const Shape &anchor_shape) {

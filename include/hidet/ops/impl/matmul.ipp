@@ -11,15 +11,6 @@
 
 namespace hidet::ops {
 
-namespace detail {
-/// "fused_graph=FlowGraph(Matmul, Add, Gelu), anchor=0": a fused node's attributes.
-inline std::string fused_attrs(const std::string &anchor, const Epilogue &e) {
-  std::string list = anchor;
-  for (const auto &m : e.members) list += ", " + m;
-  return str_cat("fused_graph=FlowGraph(", list, "), anchor=0");
-}
-} // namespace detail
-
 HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b) { return matmul(a, b, nullptr, {}); }
 
 HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &epi,
@@ -47,20 +38,7 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
   Shape final_shape = batch;
   if (a.ndim() > 1) final_shape.push_back(m);
   if (b.ndim() > 1) final_shape.push_back(n);
-  if (epi) {
-    if (epi->x.shape() != final_shape || epi->x.dtype() != t)
-      throw ValueError(str_cat("matmul: the epilogue takes ", epi->x.dtype(), shape_str(epi->x.shape()),
-                               " but the product of shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
-                               " is ", t, shape_str(final_shape)));
-    if (extras.size() != epi->inputs.size())
-      throw ValueError(str_cat("matmul: the epilogue reads ", epi->inputs.size(), " extra inputs, ", extras.size(),
-                               " were given"));
-    for (std::size_t i = 0; i < extras.size(); ++i)
-      if (extras[i].dtype() != epi->inputs[i].dtype() || extras[i].sym_shape() != to_sym_shape(epi->inputs[i].shape()))
-        throw ValueError(str_cat("matmul: extra input ", i, " of the epilogue is ", extras[i].dtype(),
-                                 sym_shape_str(extras[i].sym_shape()), ", expected ", epi->inputs[i].dtype(),
-                                 shape_str(epi->inputs[i].shape())));
-  }
+  if (epi) check_epilogue("matmul", *epi, final_shape, t, extras);
   std::vector<Tensor> all{a, b};
   all.insert(all.end(), extras.begin(), extras.end());
   if (any_symbolic(all)) { // record the node; running it calls this function (templates included)
@@ -68,19 +46,12 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
     if (!epi)
       return trace_operator("Matmul", {a, b}, "", {{to_sym_shape(final_shape), t, dev}},
                             [](const std::vector<Tensor> &in) { return std::vector<Tensor>{matmul(in[0], in[1])}; })[0];
-    return trace_operator("FusedMatmul", all, detail::fused_attrs("Matmul", *epi),
+    return trace_operator("FusedMatmul", all, fused_attrs("Matmul", *epi),
                           {{to_sym_shape(epi->out.shape()), epi->out.dtype(), dev}}, [epi](const std::vector<Tensor> &in) {
                             return std::vector<Tensor>{
                                 matmul(in[0], in[1], epi, std::vector<Tensor>(in.begin() + 2, in.end()))};
                           })[0];
   }
-  // The epilogue on its own (after a product that no template served).
-  auto run_epilogue = [&](const Tensor &x) {
-    if (!epi) return x;
-    std::vector<Tensor> ins{x};
-    ins.insert(ins.end(), extras.begin(), extras.end());
-    return run_task(str_cat("epilogue{", epi->key, "}"), [&] { return epi->task(); }, ins)[0];
-  };
   // The templates: one float dtype, sizes in int range; b a matrix (a's batch folds into rows),
   // or a batch in which each operand has the whole batch or none of it.
   std::int64_t rows = sb.size() == 2 ? shape_numel(sa) / std::max<std::int64_t>(k, 1) : m;
@@ -116,7 +87,8 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
   Tensor r = run_plan(
       "matmul{}", [&] { return detail::matmul_plan(sa, a.dtype(), sb, b.dtype(), out, t, compute_dtype(t)); },
       {a.reshape(sa), b.reshape(sb)})[0];
-  return run_epilogue(final_shape == out ? r : r.reshape(final_shape));
+  r = final_shape == out ? r : r.reshape(final_shape);
+  return epi ? apply_epilogue(*epi, r, extras) : r;
 }
 
 HIDET_INLINE Tensor batch_matmul(const Tensor &a, const Tensor &b) {

@@ -288,22 +288,23 @@ inline int conv2d_split_k_of(const Conv2dShape &s, const Conv2dConfig &cfg) {
   return 1;
 }
 inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2dLayout layout,
-                                        bool has_bias, const Conv2dConfig &cfg, int num_sms = 132) {
+                                        bool has_bias, const Conv2dConfig &cfg, int num_sms = 132,
+                                        const Epilogue *epi = nullptr) {
   check_conv2d_config(s, dt, cfg);
   auto mod = lang::script_module(
       str_cat("conv2d_", dt, "_", layout == Conv2dLayout::NCHW ? "nchw" : "nhwc", "_", s.n, "x",
-              s.c, "x", s.h, "x", s.w, "_", s.o, "x", s.kh, "x", s.kw));
+              s.c, "x", s.h, "x", s.w, "_", s.o, "x", s.kh, "x", s.kw, epi ? "_epilogue" : ""));
   int split = conv2d_split_k_of(s, cfg);
-  if (split > 1) add_split_k_sum_kernel(mod, "sum_slices", s, dt, layout, has_bias, split);
+  if (split > 1) add_split_k_sum_kernel(mod, "sum_slices", s, dt, layout, has_bias, split, epi);
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
-    add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads);
+    add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads, epi);
   } else if (cfg.kind == Conv2dConfig::Kind::Fma) {
-    add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias && split == 1, cfg.fma);
+    add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias && split == 1, cfg.fma, epi);
   } else {
     if (cfg.kind == Conv2dConfig::Kind::Wgmma)
-      add_conv2d_wgmma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.wgmma, num_sms);
+      add_conv2d_wgmma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.wgmma, num_sms, epi);
     else
-      add_conv2d_mma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.mma);
+      add_conv2d_mma_kernel(mod, "conv2d", s, dt, layout, has_bias && split == 1, cfg.mma, epi);
     bool px = conv2d_needs_pack_x(s, layout, cfg), pw = conv2d_needs_pack_w(s, layout, cfg);
     if (px || pw) add_pack_kernel(mod, "pack", s, dt, layout, px, pw);
   }
@@ -317,9 +318,9 @@ inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2
 class Conv2d {
 public:
   Conv2d(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias,
-         const Conv2dConfig &cfg)
-      : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg),
-        cm_(conv2d_module(s, dt, layout, has_bias, cfg, runtime::device_info(0).sm_count)
+         const Conv2dConfig &cfg, std::shared_ptr<const Epilogue> epi = nullptr)
+      : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg), epi_(epi),
+        cm_(conv2d_module(s, dt, layout, has_bias, cfg, runtime::device_info(0).sm_count, epi.get())
                 .build(cfg.kind == Conv2dConfig::Kind::Wgmma ? matmul_wgmma_build_options() : BuildOptions{})) {
     if (conv2d_needs_pack_x(s, layout, cfg))
       x_pack_ = hidet::empty({s.n, s.h, s.w, s.groups * s.cgp()}, dt, "cuda");
@@ -327,7 +328,9 @@ public:
     if (int split = conv2d_split_k_of(s, cfg); split > 1)
       workspace_ = hidet::empty({split, s.gemm_m(), s.o}, hidet::f32, "cuda");
   }
-  void operator()(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) const {
+  /// With an epilogue, y is its output and `extras` its other inputs.
+  void operator()(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y,
+                  const std::vector<Tensor> &extras = {}) const {
     if (bias_ != (bias != nullptr))
       throw ValueError(str_cat("conv2d runner for ", s_.str(), ": built ",
                                bias_ ? "with" : "without", " a bias"));
@@ -335,20 +338,21 @@ public:
     const bool nchw = layout_ == Conv2dLayout::NCHW;
     Tensor xa = x, wa, ya;
     auto launch = [&](const Tensor &xk, const auto &wk, const Tensor &yk) {
+      std::vector<LaunchArg> out{yk};
+      for (const auto &t : extras) out.emplace_back(t);
+      std::vector<LaunchArg> args{xk, wk};
       if (workspace_.defined()) {
         cm_["conv2d"](xk, wk, workspace_);
-        if (bias)
-          cm_["sum_slices"](workspace_, *bias, yk);
-        else
-          cm_["sum_slices"](workspace_, yk);
-      } else if (bias) {
-        cm_["conv2d"](xk, wk, *bias, yk);
-      } else {
-        cm_["conv2d"](xk, wk, yk);
+        args = {workspace_};
       }
+      if (bias) args.emplace_back(*bias);
+      args.insert(args.end(), out.begin(), out.end());
+      cm_[workspace_.defined() ? "sum_slices" : "conv2d"].launch(args);
     };
-    if (cfg_.kind == Conv2dConfig::Kind::Depthwise) return launch(x, w.reshape({s_.o, R}), y);
-    ya = nchw ? y.reshape({s_.n, s_.o, P}) : y.reshape({s_.gemm_m(), s_.o});
+    if (cfg_.kind == Conv2dConfig::Kind::Depthwise)
+      return launch(x, w.reshape({s_.o, R}), epilogue_out_arg(epi_.get(), y, y.shape()));
+    (void)P, (void)nchw;
+    ya = epilogue_out_arg(epi_.get(), y, conv2d_detail::gemm_out_shape(s_, layout_));
     if (cfg_.kind == Conv2dConfig::Kind::Fma) return launch(x, w.reshape({s_.o, s_.gemm_k()}), ya);
     const std::int64_t HW = std::int64_t(s_.h) * s_.w;
     Tensor xv = nchw ? x.reshape({s_.n, s_.c, HW}) : x.reshape({s_.n * HW, s_.c});
@@ -383,6 +387,7 @@ private:
   Conv2dLayout layout_;
   bool bias_;
   Conv2dConfig cfg_;
+  std::shared_ptr<const Epilogue> epi_;
   CompiledModule cm_;
   Tensor x_pack_, w_pack_, workspace_;
   mutable std::optional<TensorMap> w_map_; ///< Kind::Wgmma: the weight's TMA map

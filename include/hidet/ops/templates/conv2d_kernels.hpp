@@ -31,6 +31,7 @@
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/ops/epilogue.hpp"
 
 namespace hidet::ops::templates {
 
@@ -147,15 +148,17 @@ inline ir::Layout swizzled_tile(int stages, int rows, int cols) {
   int log_step = vectors >= 8 ? 0 : vectors == 4 ? 1 : 2;
   return swizzle(row_major(stages, rows, vectors), 2, 1, log_step) * row_major(1, 1, 8);
 }
-/// Defines kernel `name` with parameters (x, w, [bias,] y): `body(x, w, bias or nullptr, y)`.
+/// Defines kernel `name` with parameters (x, w, [bias,] y, [epilogue inputs...]):
+/// `body(x, w, bias or nullptr, y, epilogue inputs)`.
 template <class Body>
 void define_kernel(lang::ScriptModule &mod, const std::string &name,
                    const std::vector<lang::ParamSpec> &params, bool has_bias, Body &&body) {
-  using lang::Tensor;
-  if (has_bias)
-    mod.kernel(name, params, [&](Tensor x, Tensor w, Tensor b, Tensor y) { body(x, w, &b, y); });
-  else
-    mod.kernel(name, params, [&](Tensor x, Tensor w, Tensor y) { body(x, w, nullptr, y); });
+  mod.kernel(name, params, [&](const std::vector<lang::ParamHandle> &p) {
+    lang::Tensor x = p[0], w = p[1], b = p[has_bias ? 2 : 1], y = p[has_bias ? 3 : 2];
+    std::vector<ir::Var> extras;
+    for (std::size_t i = has_bias ? 4 : 3; i < p.size(); ++i) extras.push_back(p[i].v);
+    body(x, w, has_bias ? &b : nullptr, y, extras);
+  });
 }
 /// The coordinates of the single task of `worker` in a spatial mapping (emits no statement).
 inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const lang::Expr &worker) {
@@ -171,6 +174,22 @@ inline Pixel pixel_of(const Conv2dShape &s, const lang::Expr &row) {
   int P = s.oh() * s.ow();
   lang::Expr p = row % P;
   return {row / P, p / s.ow(), p % s.ow(), p};
+}
+/// The output of an implicit-GEMM conv2d as its kernels index it: [M][O] (NHWC, M = N OH OW) or
+/// [N][O][OH OW] (NCHW), and the index of GEMM element (row, ch) in it.
+inline Shape gemm_out_shape(const Conv2dShape &s, Conv2dLayout layout) {
+  if (layout == Conv2dLayout::NHWC) return {s.gemm_m(), s.o};
+  return {s.n, s.o, std::int64_t(s.oh()) * s.ow()};
+}
+inline Idx gemm_out_index(const Conv2dShape &s, Conv2dLayout layout, const lang::Expr &row, const lang::Expr &ch) {
+  if (layout == Conv2dLayout::NHWC) return {row, ch};
+  auto px = pixel_of(s, row);
+  return {px.img, ch, px.p};
+}
+/// The output parameters of a conv2d kernel that stores the result: y (the anchor's shape) or,
+/// with an epilogue, its output and inputs.
+inline std::vector<lang::ParamSpec> out_params(const Epilogue *epi, const Shape &anchor, DataType dt) {
+  return ops::detail::EpilogueEmitter::param_specs(epi, anchor, dt);
 }
 /// Input coordinates and validity of window offset (kh, kw) at pixel px (no check on the row).
 struct Tap {
@@ -192,7 +211,8 @@ inline Tap tap_of(const Conv2dShape &s, const Pixel &px, const lang::Expr &kh,
 /// * OW][O] (NHWC) or dt[N][O][OH * OW] (NCHW). Grid: (n tiles, m tiles, groups).
 inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &name,
                                   const Conv2dShape &s, DataType dt, Conv2dLayout out_layout,
-                                  bool has_bias, const Conv2dMmaConfig &cfg) {
+                                  bool has_bias, const Conv2dMmaConfig &cfg,
+                                  const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   check_conv2d_mma_config(cfg);
   if (!dt.is_half())
@@ -214,14 +234,19 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
   const int x_len = s.n * s.h * s.w * s.groups * cgp;
   std::vector<ParamSpec> params{T({})[x_len], T({})[s.o][kw_len]};
   if (has_bias) params.push_back(T({})[s.o]);
+  const Shape anchor = conv2d_detail::gemm_out_shape(s, out_layout);
   if (split > 1)
     params.push_back(f32[split][M][s.o]); // partial sums (add_split_k_sum_kernel)
   else
-    params.push_back(out_layout == Conv2dLayout::NHWC ? T({})[M][s.o] : T({})[s.n][s.o][P]);
+    for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
+  (void)P;
 
   conv2d_detail::define_kernel(
       mod, name, params, has_bias,
-      [&](lang::Tensor x_flat, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y) {
+      [&](lang::Tensor x_flat, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y,
+          const std::vector<ir::Var> &extras) {
+        ops::detail::EpilogueEmitter out(split > 1 ? nullptr : epi, anchor, y.var(), extras);
+        auto y_idx = [&](Expr row, Expr ch) { return conv2d_detail::gemm_out_index(s, out_layout, row, ch); };
         attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
         attrs.cuda.block_dim = threads;
         attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
@@ -350,10 +375,10 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
             }
             return;
           }
-          if (out_layout == Conv2dLayout::NHWC && OG % 2 == 0) {
+          if (out_layout == Conv2dLayout::NHWC && OG % 2 == 0 && out.keeps_layout()) {
             auto store = [&] {
-              pair[0] = half2_pack(value(0), value(1), dt);
-              store_vector(y[row][ch], pair, 4);
+              pair[0] = half2_pack(out.value(y_idx(row, ch), value(0)), out.value(y_idx(row, ch + 1), value(1)), dt);
+              store_vector(out.at(y_idx(row, ch)), pair, 4);
             };
             if (guard_m || guard_n)
               if_(ok_m && col < OG, store);
@@ -362,14 +387,7 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
             return;
           }
           for (int e = 0; e < 2; ++e) {
-            auto store = [&] {
-              if (out_layout == Conv2dLayout::NHWC) {
-                y[row][ch + e] = value(e);
-              } else {
-                auto px = conv2d_detail::pixel_of(s, row);
-                y[px.img][ch + e][px.p] = value(e);
-              }
-            };
+            auto store = [&] { out.store(y_idx(row, ch + e), value(e)); };
             Expr ok = ok_m && col + e < OG;
             if (guard_m || guard_n || OG % 2)
               if_(ok, store);
@@ -385,7 +403,7 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
 /// layout's order, flattened), [bias: f32[O]], y: f32[N][O][OH * OW] (NCHW) or [N * OH * OW][O].
 inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &name,
                                   const Conv2dShape &s, Conv2dLayout layout, bool has_bias,
-                                  const Conv2dFmaConfig &cfg) {
+                                  const Conv2dFmaConfig &cfg, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   check_conv2d_fma_config(cfg);
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads();
@@ -403,14 +421,18 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
   std::vector<ParamSpec> params{nchw ? f32[s.n][s.c][s.h][s.w] : f32[s.n][s.h][s.w][s.c],
                                 f32[s.o][K]};
   if (has_bias) params.push_back(f32[s.o]);
+  const Shape anchor = conv2d_detail::gemm_out_shape(s, layout);
   if (split > 1)
     params.push_back(f32[split][M][s.o]);
   else
-    params.push_back(nchw ? f32[s.n][s.o][P] : f32[M][s.o]);
+    for (auto &p : conv2d_detail::out_params(epi, anchor, f32)) params.push_back(p);
+  (void)P;
 
   conv2d_detail::define_kernel(
       mod, name, params, has_bias,
-      [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y) {
+      [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y,
+          const std::vector<ir::Var> &extras) {
+        ops::detail::EpilogueEmitter out(split > 1 ? nullptr : epi, anchor, y.var(), extras);
         attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
         attrs.cuda.block_dim = threads;
         attrs.cuda.min_blocks = 2;
@@ -531,14 +553,8 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
               Expr v = acc[ri * tm + ti][rj * tn + tj];
               Expr ch = grp * OG + col;
               if (has_bias) v = v + (*bias)[ch];
-              if (split > 1) {
-                y[blockIdx.z % split][row][ch] = v;
-              } else if (nchw) {
-                auto px = conv2d_detail::pixel_of(s, row);
-                y[px.img][ch][px.p] = v;
-              } else {
-                y[row][ch] = v;
-              }
+              if (split > 1) y[blockIdx.z % split][row][ch] = v;
+              else out.store(conv2d_detail::gemm_out_index(s, layout, row, ch), v);
             };
             if (guard_m || guard_n)
               if_(ok, store);
@@ -553,32 +569,31 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
 /// in dt and `out_layout` (y: dt[N * OH * OW][O] or dt[N][O][OH * OW]); one thread per output.
 inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &name,
                                    const Conv2dShape &s, DataType dt, Conv2dLayout out_layout,
-                                   bool has_bias, int split) {
+                                   bool has_bias, int split, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   const int M = int(s.gemm_m()), O = s.o, P = s.oh() * s.ow(), threads = 256;
   const std::int64_t total = std::int64_t(M) * O;
-  const bool nchw = out_layout == Conv2dLayout::NCHW;
-  auto body = [&](lang::Tensor ws, const lang::Tensor *bias, lang::Tensor y) {
+  const Shape anchor = conv2d_detail::gemm_out_shape(s, out_layout);
+  std::vector<ParamSpec> params{f32[split][M][O]};
+  if (has_bias) params.push_back(TensorSpec(dt, {})[O]);
+  for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
+  (void)P;
+  mod.kernel(name, params, [&](const std::vector<ParamHandle> &p) {
+    lang::Tensor ws = p[0], bias = p[has_bias ? 1 : 0];
+    std::size_t yi = has_bias ? 2 : 1;
+    std::vector<ir::Var> extras;
+    for (std::size_t i = yi + 1; i < p.size(); ++i) extras.push_back(p[i].v);
+    ops::detail::EpilogueEmitter out(epi, anchor, p[yi].v, extras);
     attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
     attrs.cuda.block_dim = threads;
     Var i = blockIdx.x * threads + threadIdx.x;
     if_(i < total, [&] {
       Var m = i / O, o = i % O;
-      Var sum = var(f32, bias ? cast((*bias)[o], f32) : Expr(0.0f), "sum");
+      Var sum = var(f32, has_bias ? cast(bias[o], f32) : Expr(0.0f), "sum");
       for_(range(split).unroll(), [&](Var z) { sum += ws[z][m][o]; });
-      if (nchw)
-        y[m / P][o][m % P] = sum;
-      else
-        y[m][o] = sum;
+      out.store(conv2d_detail::gemm_out_index(s, out_layout, m, o), sum);
     });
-  };
-  TensorSpec ys = nchw ? TensorSpec(dt, {})[s.n][O][P] : TensorSpec(dt, {})[M][O];
-  if (has_bias)
-    mod.kernel(name, {f32[split][M][O], TensorSpec(dt, {})[O], ys},
-               [&](lang::Tensor ws, lang::Tensor b, lang::Tensor y) { body(ws, &b, y); });
-  else
-    mod.kernel(name, {f32[split][M][O], ys},
-               [&](lang::Tensor ws, lang::Tensor y) { body(ws, nullptr, y); });
+  });
 }
 
 /// Adds kernel `name` (depthwise: groups == C == O): parameters x: dt, layout's order, w:
@@ -586,7 +601,7 @@ inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &n
 /// One thread per output element, `threads` per block.
 inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::string &name,
                                         const Conv2dShape &s, DataType dt, Conv2dLayout layout,
-                                        bool has_bias, int threads = 256) {
+                                        bool has_bias, int threads = 256, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   const bool nchw = layout == Conv2dLayout::NCHW;
   const int C = s.c, OH = s.oh(), OW = s.ow();
@@ -595,10 +610,13 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
   std::vector<ParamSpec> params{nchw ? T({})[s.n][C][s.h][s.w] : T({})[s.n][s.h][s.w][C],
                                 T({})[C][s.kh * s.kw]};
   if (has_bias) params.push_back(T({})[C]);
-  params.push_back(nchw ? T({})[s.n][C][OH][OW] : T({})[s.n][OH][OW][C]);
+  const Shape anchor = nchw ? Shape{s.n, C, OH, OW} : Shape{s.n, OH, OW, C};
+  for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
   conv2d_detail::define_kernel(
       mod, name, params, has_bias,
-      [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y) {
+      [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y,
+          const std::vector<ir::Var> &extras) {
+        ops::detail::EpilogueEmitter out(epi, anchor, y.var(), extras);
         attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
         attrs.cuda.block_dim = threads;
         Var i = blockIdx.x * threads + threadIdx.x;
@@ -622,10 +640,7 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
               else
                 add();
             }
-          if (nchw)
-            y[img][c][oh][ow] = sum;
-          else
-            y[img][oh][ow][c] = sum;
+          out.store(nchw ? Idx{img, c, oh, ow} : Idx{img, oh, ow, c}, sum);
         });
       });
 }

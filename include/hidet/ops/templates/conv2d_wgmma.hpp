@@ -38,7 +38,7 @@ inline bool conv2d_wgmma_supports(const Conv2dShape &s, DataType dt) {
 /// an f32[S][M][O] workspace (add_split_k_sum_kernel adds the slices and the bias).
 inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, const Conv2dShape &s,
                                     DataType dt, Conv2dLayout out_layout, bool has_bias,
-                                    const MatmulWgmmaConfig &cfg, int num_sms) {
+                                    const MatmulWgmmaConfig &cfg, int num_sms, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   check_matmul_wgmma_config(cfg);
   if (!conv2d_wgmma_supports(s, dt))
@@ -57,11 +57,17 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
   std::vector<ParamSpec> params{T({})[std::int64_t(s.n) * s.h * s.w * C], tensor_map_param()};
   if (has_bias) params.push_back(T({})[O]);
+  const Shape anchor = conv2d_detail::gemm_out_shape(s, out_layout);
   if (splits > 1) params.push_back(f32[splits][M][O]);
-  else params.push_back(out_layout == Conv2dLayout::NHWC ? T({})[M][O] : T({})[s.n][O][P]);
+  else
+    for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
+  (void)P;
 
   conv2d_detail::define_kernel(mod, name, params, has_bias, [&](lang::Tensor x, lang::Tensor tmap_w,
-                                                                const lang::Tensor *bias, lang::Tensor y) {
+                                                                const lang::Tensor *bias, lang::Tensor y,
+                                                                const std::vector<ir::Var> &extras) {
+    ops::detail::EpilogueEmitter out(splits > 1 ? nullptr : epi, anchor, y.var(), extras);
+    auto y_idx = [&](Expr row, Expr ch) { return conv2d_detail::gemm_out_index(s, out_layout, row, ch); };
     attrs.cuda.grid_dim = cfg.persistent ? std::min(tiles.total(), num_sms) : tiles.total();
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
@@ -136,8 +142,6 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
             return acc[e + x] + cast((*bias)[guard_n ? select(col + x < O, col + x, 0) : col + x], f32);
           };
           if (splits == 1 && out_layout == Conv2dLayout::NHWC) {
-            ops::detail::EpilogueEmitter out(nullptr, {M, O}, y.var(), {});
-            auto y_idx = [](Expr r, Expr c) { return Idx{r, c}; };
             return matmul_f16_detail::store_pair(out, y_idx, row, col, value(0), value(1), M, O, guard_m, guard_n, dt,
                                                  pair);
           }
@@ -149,8 +153,7 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
               if (splits > 1) { // f32 partial sums of this k slice
                 y[split][row][col + x] = acc[e + x];
               } else {
-                auto px = conv2d_detail::pixel_of(s, row);
-                y[px.img][col + x][px.p] = value(x);
+                out.store(y_idx(row, col + x), value(x));
               }
             });
           }
