@@ -178,6 +178,16 @@ TEST_CASE("fuse_epilogues leaves alone what it must") {
     expect_same(got[0], want[0]);
     expect_same(got[1], want[1]);
   }
+  SUBCASE("an add of two products joins one of them") {
+    Tensor w2 = make({9, 4}, dtypes::f32);
+    FlowGraph g = trace_from(o::relu(o::matmul(x, w) + o::matmul(x, w2)));
+    FlowGraph fused = graph::fuse_epilogues(g);
+    INFO(fused.str());
+    CHECK(count_named(fused, "FusedMatmul") == 1);
+    CHECK(count_named(fused, "Matmul") == 1);
+    CHECK(fused.nodes().size() == 2);
+    expect_same(fused(a), g(a));
+  }
   SUBCASE("a broadcast of the product") {
     Tensor y = o::matmul(x, w).reshape({6, 4, 1});
     FlowGraph g = trace_from(o::broadcast_to(y, {6, 4, 5}));

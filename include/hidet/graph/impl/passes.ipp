@@ -287,6 +287,8 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
   std::map<const Operator *, Chain> chains;           // by anchor
   std::map<const Operator *, const Operator *> last_of; // last chain member -> its anchor
   std::set<const Operator *> absorbed;                // anchors and chain members but the last
+  std::set<const Operator *> claimed;                 // members of some chain (one chain each: a
+                                                      // residual add may follow two anchors)
   for (const auto &op : graph.nodes()) {
     bool matmul = op->name() == "Matmul" && op->inputs().size() == 2;
     bool conv = op->name() == "Conv2d" && (op->inputs().size() == 2 || op->inputs().size() == 3);
@@ -298,7 +300,7 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
     TensorKey cur{op.get(), 0};
     while (uses[cur] == 1) {
       const auto &c = consumer.at(cur);
-      if (c->num_outputs() != 1 || !is_constant_shape(c->output_metas()[0].shape)) break;
+      if (c->num_outputs() != 1 || !is_constant_shape(c->output_metas()[0].shape) || claimed.count(c.get())) break;
       std::optional<ops::Epilogue> next;
       std::vector<Tensor> extras;
       if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c)) {
@@ -322,6 +324,7 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
     chain.epilogue = std::make_shared<ops::Epilogue>(std::move(e));
     absorbed.insert(op.get());
     for (std::size_t i = 0; i + 1 < chain.members.size(); ++i) absorbed.insert(chain.members[i]);
+    claimed.insert(chain.members.begin(), chain.members.end());
     last_of[chain.members.back()] = op.get();
     chains.emplace(op.get(), std::move(chain));
   }
