@@ -4,7 +4,8 @@
 // after optimization, the time to optimize + build + first run (kernel compiles; NVRTC's disk
 // cache cold or warm as found), and the static memory plan. benchmarks/bench_models_torch.py
 // times the same models with PyTorch eager and torch.compile on the same GPU.
-// HIDET_BENCH_MODELS=<regex> selects rows by name (default: all).
+// HIDET_BENCH_MODELS=<regex> selects rows by name (default: all); HIDET_BENCH_PROFILE=<regex>
+// prints graph::profile of the optimized graph for the rows it matches.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,6 +50,8 @@ void row(const std::string &name, const std::function<Tensor(const Tensor &)> &m
               g.nodes().size(), opt.nodes().size(), compile, double(plan.workspace_bytes) / (1 << 20),
               double(plan.total_bytes) / (1 << 20), err > 0.02 * (1 + scale) ? "  MISMATCH" : "");
   std::fflush(stdout);
+  const char *prof = std::getenv("HIDET_BENCH_PROFILE");
+  if (prof && std::regex_search(name, std::regex(prof))) std::printf("%s", graph::profile(opt, {input}).str(12).c_str());
 }
 } // namespace
 

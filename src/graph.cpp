@@ -6,3 +6,4 @@
 #include "hidet/graph/impl/build.ipp"
 #include "hidet/graph/impl/report.ipp"
 #include "hidet/graph/impl/memory_plan.ipp"
+#include "hidet/graph/impl/profile.ipp"

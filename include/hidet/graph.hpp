@@ -8,5 +8,6 @@
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/graph/memory_plan.hpp"
 #include "hidet/graph/passes.hpp"
+#include "hidet/graph/profile.hpp"
 #include "hidet/graph/report.hpp"
 #include "hidet/ops.hpp"

@@ -198,6 +198,22 @@ TEST_CASE("fuse_epilogues leaves alone what it must") {
   }
 }
 
+TEST_CASE("profile: every node timed, summed per operator") {
+  Tensor a = make({16, 24}, dtypes::f32), w = make({24, 8}, dtypes::f32), bias = make({8}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  FlowGraph g = graph::optimize(trace_from(o::softmax(o::relu(o::matmul(x, w) + bias), 1)));
+  graph::Profile p = graph::profile(g, {a});
+  REQUIRE(p.nodes.size() == g.nodes().size());
+  for (const auto &n : p.nodes) CHECK(n.ms > 0);
+  CHECK(p.total_ms() > 0);
+  std::string s = p.str();
+  INFO(s);
+  CHECK(s.rfind("profile: 2 operators", 0) == 0);
+  CHECK(s.find("FusedMatmul") != std::string::npos);
+  CHECK(s.find("Softmax") != std::string::npos);
+  CHECK(s.find("slowest nodes:") != std::string::npos);
+}
+
 TEST_CASE("fuse_prologue checks what it is given") {
   Tensor a = make({4, 5}, dtypes::f32);
   Tensor x = symbol_like(a);

@@ -5,9 +5,12 @@
 // with NVRTC's disk cache underneath (a second process compiles nothing) and the in-process
 // kernel cache on top (a node compiled before, by an eager call or another graph, is skipped).
 // Progress goes to stderr: a bar on a terminal (kernels built, elapsed, remaining), log lines
-// otherwise. Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention)
-// build their kernels on their first run. A node whose kernels fail to build is reported by a
-// CudaError or ValueError naming the node after the other nodes are built.
+// otherwise. Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention
+// and their fused forms; Operator::scratch_build) are built in the same pool by one run each on
+// zeros of their input shapes, on a GPU at search space 0; elsewhere (the emulator, or tuning at
+// spaces 1 and 2, whose timings need the GPU alone) they build on their first run. A node whose
+// kernels fail to build is reported by a CudaError or ValueError naming the node after the other
+// nodes are built.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +21,7 @@ namespace hidet::graph {
 
 /// What build() did.
 struct BuildStats {
-  std::size_t nodes = 0;    ///< task-defined nodes in the graph
+  std::size_t nodes = 0;    ///< task-defined nodes in the graph, and template nodes built here
   std::size_t compiled = 0; ///< of them, compiled by this call
   double seconds = 0;       ///< wall time
 };

@@ -61,6 +61,12 @@ public:
   const std::shared_ptr<const Operator> &origin() const { return origin_; }
   /// Sets origin() (for passes, before the operator is shared).
   void set_origin(std::shared_ptr<const Operator> origin) { origin_ = std::move(origin); }
+  /// True for operators whose kernels are templates built on the first run: one run on scratch
+  /// inputs (zeros of the input shapes) builds them, and such runs of different operators may go
+  /// on in parallel threads (graph::build does so at search space 0).
+  bool scratch_build() const { return scratch_build_; }
+  /// Sets scratch_build() (for the operator that records the node, before it is shared).
+  void set_scratch_build(bool on) { scratch_build_ = on; }
   /// origin(), or this operator when it has none.
   std::shared_ptr<const Operator> origin_or_self() const { return origin_ ? origin_ : shared_from_this(); }
 
@@ -71,7 +77,12 @@ private:
   std::vector<TensorMeta> outputs_;
   Run run_;
   std::shared_ptr<const Operator> origin_;
+  bool scratch_build_ = false;
 };
+
+/// Marks the operator that just made `t` by tracing (held by nobody else yet) as
+/// scratch_build() and returns t.
+Tensor mark_scratch_build(Tensor t);
 
 /// True when some tensor of `xs` is symbolic.
 bool any_symbolic(const std::vector<Tensor> &xs);

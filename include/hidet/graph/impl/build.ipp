@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "hidet/ops/cache.hpp"
+#include "hidet/ops/tuning.hpp"
 #include "hidet/runtime/device.hpp"
 #include "hidet/util/progress.hpp"
 
@@ -21,18 +22,31 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
   auto start = std::chrono::steady_clock::now();
   struct Job {
     std::size_t node;
-    std::shared_ptr<const ops::TaskOperator> op;
+    std::shared_ptr<const Operator> op;
+    std::shared_ptr<const ops::TaskOperator> task_op; ///< null: a template node, built by a scratch run
     std::string full_key;
   };
   std::vector<Job> jobs;
   std::set<std::string> keys;
+  // Template nodes are built by a run on zeros; only on a GPU (the emulator gains nothing) and at
+  // search space 0 (tuning must time its candidates alone).
+  const bool scratch_runs = !runtime::cuda_emulated() && option::search_space() == 0;
   for (std::size_t k = 0; k < graph.nodes().size(); ++k) {
-    auto op = std::dynamic_pointer_cast<const ops::TaskOperator>(graph.nodes()[k]);
-    if (!op) continue;
+    const auto &node = graph.nodes()[k];
+    auto op = std::dynamic_pointer_cast<const ops::TaskOperator>(node);
+    if (!op) {
+      bool constant = true;
+      for (const auto &t : node->inputs()) constant = constant && is_constant_shape(t.sym_shape());
+      if (!node->scratch_build() || !scratch_runs || !constant) continue;
+      ++stats.nodes;
+      std::string key = str_cat(node->name(), "{", node->attrs(), "}|", ops::detail::signature_of(node->inputs()));
+      if (keys.insert(key).second) jobs.push_back({k, node, nullptr, key});
+      continue;
+    }
     ++stats.nodes;
     std::string full_key = str_cat(op->key(), "|", ops::detail::signature_of(op->inputs()));
     if (ops::detail::find_compiled(full_key) || !keys.insert(full_key).second) continue;
-    jobs.push_back({k, op, full_key});
+    jobs.push_back({k, op, op, full_key});
   }
   if (!jobs.empty()) {
     util::Progress progress("building graph kernels", jobs.size(), "kernels");
@@ -45,7 +59,15 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
       if (gpu) ensure_context(0);
       for (std::size_t i; (i = next++) < jobs.size();) {
         try {
-          ops::detail::add_compiled(jobs[i].full_key, ops::schedule(jobs[i].op->task()));
+          if (jobs[i].task_op) {
+            ops::detail::add_compiled(jobs[i].full_key, ops::schedule(jobs[i].task_op->task()));
+          } else { // a template node: one run on zeros builds (or finds) its kernels
+            std::vector<Tensor> scratch;
+            for (const auto &t : jobs[i].op->inputs())
+              scratch.push_back(t.is_symbolic() ? zeros(constant_shape(t.sym_shape()), t.dtype(), t.device()) : t);
+            jobs[i].op->run(scratch);
+            current_stream().synchronize();
+          }
         } catch (const CudaError &e) {
           errors[i] = e.what(), cuda_error[i] = true;
         } catch (const std::exception &e) {

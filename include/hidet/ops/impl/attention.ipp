@@ -153,8 +153,8 @@ HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &
       if (in.size() > 3) m = in[3];
       return std::vector<Tensor>{scaled_dot_product_attention(in[0], in[1], in[2], m, is_causal, scale)};
     };
-    return trace_operator("ScaledDotProductAttention", ins, attrs,
-                          {{q.sym_shape(), q.dtype(), q.device()}}, run)[0];
+    return mark_scratch_build(trace_operator("ScaledDotProductAttention", ins, attrs,
+                          {{q.sym_shape(), q.dtype(), q.device()}}, run)[0]);
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
 

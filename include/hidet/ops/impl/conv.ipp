@@ -209,15 +209,15 @@ HIDET_INLINE std::optional<Tensor> conv2d_trace(const char *name, const Conv2dSi
       std::vector<Tensor> ex(in.begin() + (has_bias ? 3 : 2), in.end());
       return std::vector<Tensor>{conv2d(in[0], in[1], b, z.stride, z.padding, z.dilation, z.groups, epi, ex)};
     };
-    return trace_operator(str_cat("Fused", name), ins, str_cat(attrs, ", ", fused_attrs(name, *epi)),
-                          {{to_sym_shape(epi->out.shape()), epi->out.dtype(), dev}}, run)[0];
+    return mark_scratch_build(trace_operator(str_cat("Fused", name), ins, str_cat(attrs, ", ", fused_attrs(name, *epi)),
+                          {{to_sym_shape(epi->out.shape()), epi->out.dtype(), dev}}, run)[0]);
   }
   auto run = [z, eager](const std::vector<Tensor> &in) {
     std::optional<Tensor> b;
     if (in.size() > 2) b = in[2];
     return std::vector<Tensor>{eager(in[0], in[1], b, z.stride, z.padding, z.dilation, z.groups)};
   };
-  return trace_operator(name, ins, attrs, {{to_sym_shape(out), t, dev}}, run)[0];
+  return mark_scratch_build(trace_operator(name, ins, attrs, {{to_sym_shape(out), t, dev}}, run)[0]);
 }
 
 /// The auto-scheduled conv2d of NCHW tensors (every dtype and size).

@@ -44,13 +44,13 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
   if (any_symbolic(all)) { // record the node; running it calls this function (templates included)
     Device dev = detail::common_device("matmul", {a, b});
     if (!epi)
-      return trace_operator("Matmul", {a, b}, "", {{to_sym_shape(final_shape), t, dev}},
-                            [](const std::vector<Tensor> &in) { return std::vector<Tensor>{matmul(in[0], in[1])}; })[0];
-    return trace_operator("FusedMatmul", all, fused_attrs("Matmul", *epi),
+      return mark_scratch_build(trace_operator("Matmul", {a, b}, "", {{to_sym_shape(final_shape), t, dev}},
+                            [](const std::vector<Tensor> &in) { return std::vector<Tensor>{matmul(in[0], in[1])}; })[0]);
+    return mark_scratch_build(trace_operator("FusedMatmul", all, fused_attrs("Matmul", *epi),
                           {{to_sym_shape(epi->out.shape()), epi->out.dtype(), dev}}, [epi](const std::vector<Tensor> &in) {
                             return std::vector<Tensor>{
                                 matmul(in[0], in[1], epi, std::vector<Tensor>(in.begin() + 2, in.end()))};
-                          })[0];
+                          })[0]);
   }
   // The templates: one float dtype, sizes in int range; b a matrix (a's batch folds into rows),
   // or a batch in which each operand has the whole batch or none of it.

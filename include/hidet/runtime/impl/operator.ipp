@@ -41,7 +41,13 @@ HIDET_INLINE std::shared_ptr<const Operator> Operator::with_inputs(std::vector<T
                              inputs_.size()));
   auto op = std::make_shared<Operator>(name_, std::move(inputs), attrs_, outputs_, run_);
   op->set_origin(origin_or_self());
+  op->set_scratch_build(scratch_build_);
   return op;
+}
+
+HIDET_INLINE Tensor mark_scratch_build(Tensor t) {
+  if (auto tr = t.trace()) std::const_pointer_cast<Operator>(tr.op)->set_scratch_build(true);
+  return t;
 }
 
 HIDET_INLINE std::vector<Tensor> outputs_of(const std::shared_ptr<const Operator> &op) {
