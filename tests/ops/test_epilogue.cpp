@@ -102,11 +102,16 @@ TEST_CASE("reshape and permute epilogues store where the unfused operators would
     CHECK(e2->linear);
     auto e3 = then(*e2, permute_task({b, s, h, d}, {0, 2, 1, 3}, dt), 0);
     CHECK_FALSE(e3->linear);
+    CHECK(e3->pairs); // d stays the last axis: f16 pairs are stored packed
     CHECK(e3->out.shape() == o::Shape{b, h, s, d});
     Tensor a = make({b * s, 40}, dt, -1, 1), w = make({40, h * d}, dt, -1, 1), bias = make({h * d}, dt);
     Tensor got = o::matmul(a, w, e3, {bias});
     Tensor want = o::permute((o::matmul(a, w) + bias).reshape({b, s, h, d}), {0, 2, 1, 3});
     expect_same(got, want, 2);
+    // Moving the last axis: no paired stores.
+    auto e4 = then(*e2, permute_task({b, s, h, d}, {0, 1, 3, 2}, dt), 0);
+    CHECK_FALSE(e4->pairs);
+    expect_same(o::matmul(a, w, e4, {bias}), o::permute((o::matmul(a, w) + bias).reshape({b, s, h, d}), {0, 1, 3, 2}), 2);
     // A batched product with a 3-D output and an epilogue over it.
     Tensor a3 = make({3, 11, 16}, dt, -1, 1), b3 = make({3, 16, 10}, dt, -1, 1);
     auto eb = then(o::Epilogue::identity({3, 11, 10}, dt), add_bias_task({3, 11, 10}, dt), 0);

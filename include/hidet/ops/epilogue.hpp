@@ -37,6 +37,9 @@ struct Epilogue {
   std::vector<TensorDef> inputs; ///< the other inputs `out` reads, in the order of the extra tensors
   IndexMap to_out;               ///< an index of x -> the index of `out` it becomes
   bool linear = true;            ///< out's row-major (flat) index equals x's (no axis permuted)
+  /// Flat elements 2i and 2i + 1 of x stay neighbours in out's last axis, at an even position
+  /// (x and out have even last extents and no step moves x's last axis): paired stores stay valid.
+  bool pairs = true;
   std::string key;               ///< identity of the chain (part of kernel cache keys)
   std::vector<std::string> members; ///< the fused operators' names, in order
 
@@ -89,10 +92,11 @@ public:
   lang::Expr value(const Idx &idx, const lang::Expr &v) const;
   /// Stores the epilogue's value for anchor element `idx` with value `v`.
   void store(const Idx &idx, const lang::Expr &v) const;
-  /// True when out is laid out like the anchor (flat index kept) in the anchor's dtype, so that
-  /// neighbours along the anchor's last axis are neighbours in out too (vector stores stay valid).
+  /// True when out has x's dtype and elements (…, 2i) and (…, 2i + 1) of the anchor, whose last
+  /// extent is even, are neighbours in out at an even position (paired stores stay valid and
+  /// aligned): the epilogue is linear, or keeps pairs (Epilogue::pairs).
   bool keeps_layout() const;
-  /// The element of out at anchor index `idx` when keeps_layout() (out viewed with anchor_shape).
+  /// The element of out that anchor element `idx` becomes.
   lang::Element at(const Idx &idx) const;
   /// The parameter specs of out and the extra inputs (after the anchor's own inputs).
   static std::vector<lang::ParamSpec> param_specs(const Epilogue *e, const Shape &anchor_shape, DataType anchor_dtype);

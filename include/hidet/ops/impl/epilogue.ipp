@@ -93,6 +93,7 @@ HIDET_INLINE Epilogue Epilogue::identity(const Shape &shape, DataType dtype) {
   e.x = input("x", shape, dtype);
   e.out = e.x;
   e.to_out = [](const Idx &i) { return i; };
+  e.pairs = !shape.empty() && shape.back() % 2 == 0;
   e.key = str_cat("x: ", dtype, shape_str(shape));
   return e;
 }
@@ -154,6 +155,7 @@ HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j
       if (axis_of[k] < last) e.linear = false;
       last = axis_of[k];
     }
+  e.pairs = pairs && !axis_of.empty() && axis_of.back() == int(rank) - 1;
   e.key = str_cat(this->key, " -> ", j, ":", key);
   e.members = members;
   e.members.push_back(member);
@@ -169,6 +171,7 @@ HIDET_INLINE Epilogue Epilogue::reshape(const Shape &shape) const {
   e.out = compute("reshape", shape, [&](const Idx &i) { return prev.at(reshape_index(i, shape, from)); });
   IndexMap before = to_out;
   e.to_out = [before, from, shape](const Idx &a) { return reshape_index(before(a), from, shape); };
+  e.pairs = pairs && !shape.empty() && shape.back() % 2 == 0;
   e.key = str_cat(key, " -> reshape", shape_str(shape));
   e.members.push_back("Reshape");
   return e;
@@ -243,27 +246,19 @@ HIDET_INLINE lang::Expr EpilogueEmitter::value(const Idx &idx, const lang::Expr 
 }
 
 HIDET_INLINE bool EpilogueEmitter::keeps_layout() const {
-  return !e_ || (e_->linear && e_->out.dtype() == e_->x.dtype());
+  if (!e_) return true;
+  if (e_->out.dtype() != e_->x.dtype()) return false;
+  return e_->linear || e_->pairs;
 }
 
 HIDET_INLINE lang::Element EpilogueEmitter::at(const Idx &idx) const {
-  HIDET_ASSERT(!e_ || e_->linear, "EpilogueEmitter::at: the epilogue permutes its output");
+  Idx oi = !e_ || e_->linear ? idx : e_->to_out(reshape_index(idx, anchor_shape_, e_->x.shape()));
   std::vector<ir::Expr> is;
-  for (const auto &i : idx) is.push_back(i.ir());
+  for (const auto &i : oi) is.push_back(i.ir());
   return lang::Element(out_, std::move(is), {});
 }
 
-HIDET_INLINE void EpilogueEmitter::store(const Idx &idx, const lang::Expr &v) const {
-  lang::Expr val = value(idx, v);
-  if (!e_ || e_->linear) {
-    at(idx) = val;
-    return;
-  }
-  Idx oi = e_->to_out(reshape_index(idx, anchor_shape_, e_->x.shape()));
-  std::vector<ir::Expr> is;
-  for (const auto &i : oi) is.push_back(i.ir());
-  detail::store(out_, is, val.ir());
-}
+HIDET_INLINE void EpilogueEmitter::store(const Idx &idx, const lang::Expr &v) const { at(idx) = value(idx, v); }
 
 HIDET_INLINE std::vector<lang::ParamSpec> EpilogueEmitter::param_specs(const Epilogue *e, const Shape &anchor_shape,
                                                                        DataType anchor_dtype) {
