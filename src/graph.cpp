@@ -2,6 +2,7 @@
 // correctness reports, memory plans.
 #include "hidet/graph/impl/flow_graph.ipp"
 #include "hidet/graph/impl/passes.ipp"
+#include "hidet/graph/impl/compiled_graph.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"
 #include "hidet/graph/impl/build.ipp"
 #include "hidet/graph/impl/report.ipp"

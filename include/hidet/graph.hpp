@@ -4,6 +4,7 @@
 #pragma once
 
 #include "hidet/graph/build.hpp"
+#include "hidet/graph/compiled_graph.hpp"
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/graph/memory_plan.hpp"

@@ -1,7 +1,7 @@
 // The models of benchmarks/models.hpp at small sizes (GPU when present, else the emulator):
 // each is traced, optimized (reshape simplification, conv + batch_norm folding, fusion) and run
 // on fresh random inputs against the same model run eagerly; the correctness report of the
-// optimized graph flags nothing.
+// optimized graph flags nothing; the compiled graph (one planned workspace) matches the graph.
 #include "../ops/ops_test_util.hpp"
 
 #include "../../benchmarks/models.hpp"
@@ -19,6 +19,15 @@ void check_model(const FlowGraph &g, const std::vector<Tensor> &in, const Tensor
   auto report = graph::correctness_report(g, opt, in);
   INFO(report.str());
   CHECK(!report.any_flagged());
+  // The compiled graph (one planned workspace) gives the same values, run after run.
+  graph::CompiledGraph cg(opt);
+  INFO(cg.memory_plan().str());
+  CHECK(cg.stats().unplanned == 0);
+  CHECK(cg.workspace_bytes() < cg.memory_plan().total_bytes);
+  for (int trial = 0; trial < 2; ++trial) {
+    expect_close(cg.run(in)[0], want.shape(), got.to_double_vector(), false, 1);
+    CHECK(cg.stats().unplanned == 0);
+  }
 }
 } // namespace
 

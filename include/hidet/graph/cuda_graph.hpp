@@ -3,12 +3,12 @@
 //   hidet::graph::CudaGraph cg = opt_graph.cuda_graph();   // or CudaGraph(opt_graph)
 //   hidet::Tensor y = cg.run({a})[0];                      // copy a in, replay, read y
 //
-// Capturing: the graph's inputs get static buffers (their shapes must be constant); the graph
-// runs once to compile and load every kernel, then runs again on a fresh stream under stream
-// capture (relaxed mode) and the captured work is instantiated. (The kernels are built first,
-// in parallel: graph/build.hpp.) Every block of memory allocated
-// during the capture (outputs, intermediates, the operators' temporaries) is kept by the
-// CudaGraph, so replays write only memory it owns. Each run() copies the given inputs into the
+// Capturing: the graph is compiled (graph/compiled_graph.hpp: kernels built in parallel, one
+// planned workspace for the intermediates and temporaries) and its inputs get static buffers
+// (their shapes must be constant); a run of the compiled graph on a fresh stream is captured
+// (relaxed mode) and instantiated. Every block of memory allocated during the capture (the
+// outputs, and blocks inside the workspace) is kept by the CudaGraph, so replays write only
+// memory it owns: the workspace and the outputs. Each run() copies the given inputs into the
 // static input buffers, launches the graph on the current stream and returns the static output
 // tensors: a later run() overwrites them (clone() what you keep), as with PyTorch's CUDA graphs.
 //
@@ -23,6 +23,7 @@
 #include <memory>
 #include <vector>
 
+#include "hidet/graph/compiled_graph.hpp"
 #include "hidet/graph/flow_graph.hpp"
 
 namespace hidet::graph {
@@ -32,6 +33,8 @@ class CudaGraph {
 public:
   /// Captures `graph` (see the top of the file). Throws ValueError for a symbolic input extent.
   explicit CudaGraph(FlowGraph graph);
+  /// Captures a run of `compiled` (shares its workspace: do not run both concurrently).
+  explicit CudaGraph(CompiledGraph compiled);
   ~CudaGraph();
   CudaGraph(CudaGraph &&) noexcept;
   CudaGraph &operator=(CudaGraph &&) noexcept;

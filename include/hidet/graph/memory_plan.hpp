@@ -8,8 +8,9 @@
 // heuristic of TFLite and others). The plan reports the workspace size (its peak) next to the
 // sum of all intermediates and to the lower bound (the most bytes alive at one step).
 //
-// Status: the plan is computed and checked; running graphs inside the planned workspace (no
-// allocation per run) comes with compiled graphs.
+// plan_memory() plans from the graph's metadata alone. Compiled graphs (graph/compiled_graph.hpp)
+// plan what a run really allocates (the operators' temporaries too) with place_blocks() and run
+// inside the workspace.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +21,8 @@
 
 namespace hidet::graph {
 
-/// One planned tensor: output `output` of node `node`, alive over steps [first, last].
+/// One planned tensor: output `output` of node `node` (-1: a temporary the node allocates and
+/// frees), alive over steps [first, last].
 struct PlannedTensor {
   std::size_t node = 0;
   int output = 0;
@@ -43,6 +45,11 @@ struct MemoryPlan {
 /// Plans the intermediates of `graph` (see the top of the file). Symbolic extents are not
 /// plannable: throws ValueError naming the first such tensor.
 MemoryPlan plan_memory(const FlowGraph &graph);
+
+/// Places `tensors` (node, output, bytes, first and last set; bytes a multiple of the alignment)
+/// greedily by size (see the top of the file) and returns the plan with their offsets, the
+/// workspace size, the total and the lower bound.
+MemoryPlan place_blocks(std::vector<PlannedTensor> tensors);
 
 } // namespace hidet::graph
 

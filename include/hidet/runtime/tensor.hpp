@@ -69,7 +69,8 @@ struct Storage {
   std::size_t nbytes = 0;
   Device device;
   bool host = true; ///< host memory (cpu, or the emulated cuda device)
-  CachingAllocator *alloc = nullptr;
+  CachingAllocator *alloc = nullptr; ///< null for a block inside another one (see `owner`)
+  std::shared_ptr<const Storage> owner; ///< the block this one lies in (a planned workspace), kept alive
 
   Storage() = default;
   Storage(const Storage &) = delete;
@@ -80,10 +81,25 @@ struct Storage {
 /// Allocates `nbytes` for `device` from its caching allocator.
 std::shared_ptr<Storage> allocate_storage(std::size_t nbytes, Device device);
 
+/// A block of `nbytes` at byte `offset` inside `base` (no allocation; keeps `base` alive).
+std::shared_ptr<Storage> sub_storage(const std::shared_ptr<Storage> &base, std::size_t offset, std::size_t nbytes);
+
 namespace runtime::detail {
 /// While set (on this thread), every storage allocated is also appended here: a CUDA graph being
 /// captured keeps the memory its kernels write alive for as long as it can replay them.
 std::vector<std::shared_ptr<Storage>> *&capture_keep_list();
+
+/// Sees every allocate_storage() call on the thread where it is installed (allocation_hook()):
+/// it may serve the request itself (a block of a planned workspace, graph/compiled_graph.hpp) or
+/// return null to let the caching allocator serve it; `allocated` is told of every storage made.
+class AllocationHook {
+public:
+  virtual ~AllocationHook() = default;
+  virtual std::shared_ptr<Storage> serve(std::size_t nbytes, Device device) = 0;
+  virtual void allocated(const std::shared_ptr<Storage> &) {}
+};
+/// The hook installed on this thread (null when none).
+AllocationHook *&allocation_hook();
 } // namespace runtime::detail
 
 namespace runtime::detail {

@@ -12,14 +12,14 @@
 namespace hidet::graph {
 
 struct CudaGraph::State {
-  FlowGraph graph;
+  CompiledGraph graph;
   std::vector<Tensor> inputs, outputs;
   std::vector<std::shared_ptr<Storage>> keep; ///< every block allocated while capturing
   CUgraph cu_graph = nullptr;
   CUgraphExec exec = nullptr;
   Device device;
 
-  explicit State(FlowGraph g) : graph(std::move(g)) {}
+  explicit State(CompiledGraph g) : graph(std::move(g)) {}
   ~State() {
     if (!cu_graph && !exec) return;
     const auto &drv = cuda::driver_table();
@@ -45,32 +45,27 @@ inline void copy_into(const Tensor &dst, const Tensor &src) {
 }
 } // namespace detail
 
-HIDET_INLINE CudaGraph::CudaGraph(FlowGraph graph) : s_(std::make_unique<State>(std::move(graph))) {
-  const FlowGraph &g = s_->graph;
-  for (std::size_t i = 0; i < g.inputs().size(); ++i) {
-    const Tensor &x = g.inputs()[i];
-    SymShape shape = x.sym_shape();
-    if (!is_constant_shape(shape))
-      throw ValueError(str_cat("cuda_graph: graph input ", i, x.name().empty() ? "" : " '" + x.name() + "'",
-                               " has the symbolic shape ", sym_shape_str(shape),
-                               "; a CUDA graph replays one shape: trace with constant extents"));
-    s_->inputs.push_back(zeros(constant_shape(shape), x.dtype(), x.device()));
-  }
-  s_->device = g.outputs()[0].device();
-  // Build the kernels in parallel, then run once: every kernel is loaded (templates build theirs)
-  // and the allocator has blocks of the right sizes.
-  build(g);
-  std::vector<Tensor> warm = g.run(s_->inputs);
+HIDET_INLINE CudaGraph::CudaGraph(FlowGraph graph) : CudaGraph(CompiledGraph(std::move(graph))) {}
+
+HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled) : s_(std::make_unique<State>(std::move(compiled))) {
+  const CompiledGraph &g = s_->graph;
+  for (const auto &x : g.graph().inputs()) // constant shapes: the compiled graph checked them
+    s_->inputs.push_back(zeros(constant_shape(x.sym_shape()), x.dtype(), x.device()));
+  s_->device = g.graph().outputs()[0].device();
   bool capturable = s_->device.is_cuda() && !runtime::cuda_emulated();
   for (const auto &x : s_->inputs) capturable = capturable && x.device() == s_->device;
-  if (!capturable) {
-    s_->outputs = warm;
+  if (!capturable) { // the emulator: static outputs of a plain run
+    s_->outputs = g.run(s_->inputs);
     return;
   }
+  // The compiled graph has run twice already (every kernel is loaded); this run, on the stream
+  // captured next, gives the allocator blocks of the outputs' sizes.
   current_stream().synchronize();
   const auto &drv = cuda::driver();
   Stream stream = Stream::create(s_->device);
   StreamGuard guard(stream);
+  std::vector<Tensor> warm = g.run(s_->inputs);
+  stream.synchronize();
   std::vector<Tensor> outs;
   {
     detail::KeepAllocations keep(&s_->keep);
@@ -98,7 +93,7 @@ HIDET_INLINE CudaGraph::CudaGraph(CudaGraph &&) noexcept = default;
 HIDET_INLINE CudaGraph &CudaGraph::operator=(CudaGraph &&) noexcept = default;
 
 HIDET_INLINE std::vector<Tensor> CudaGraph::run(const std::vector<Tensor> &inputs) {
-  s_->graph.bind_symbols(inputs); // count, dtype, device and shape of each input
+  s_->graph.graph().bind_symbols(inputs); // count, dtype, device and shape of each input
   for (std::size_t i = 0; i < inputs.size(); ++i) detail::copy_into(s_->inputs[i], inputs[i]);
   return run();
 }

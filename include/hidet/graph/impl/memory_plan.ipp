@@ -50,8 +50,16 @@ HIDET_INLINE MemoryPlan plan_memory(const FlowGraph &graph) {
       plan.tensors.push_back({k, i, bytes, k, k, 0});
     }
   }
+  return place_blocks(std::move(plan.tensors));
+}
+
+HIDET_INLINE MemoryPlan place_blocks(std::vector<PlannedTensor> tensors) {
+  MemoryPlan plan;
+  plan.tensors = std::move(tensors);
+  std::size_t steps = 0;
+  for (const auto &t : plan.tensors) steps = std::max(steps, t.last + 1);
   // Lower bound and total.
-  std::vector<std::size_t> live(nodes.size() + 1, 0);
+  std::vector<std::size_t> live(steps + 1, 0);
   for (const auto &t : plan.tensors) {
     plan.total_bytes += t.bytes;
     for (std::size_t s = t.first; s <= t.last; ++s) live[s] += t.bytes;

@@ -16,19 +16,42 @@ HIDET_INLINE Storage::~Storage() {
 
 HIDET_INLINE std::shared_ptr<Storage> allocate_storage(std::size_t nbytes, Device device) {
   check_device(device);
-  auto s = std::make_shared<Storage>();
-  s->alloc = &allocator(device);
-  s->host = s->alloc->host();
-  s->device = device;
-  s->nbytes = nbytes;
-  s->ptr = s->alloc->allocate(nbytes);
+  auto *hook = runtime::detail::allocation_hook();
+  std::shared_ptr<Storage> s = hook ? hook->serve(nbytes, device) : nullptr;
+  if (!s) {
+    s = std::make_shared<Storage>();
+    s->alloc = &allocator(device);
+    s->host = s->alloc->host();
+    s->device = device;
+    s->nbytes = nbytes;
+    s->ptr = s->alloc->allocate(nbytes);
+  }
+  if (hook) hook->allocated(s);
   if (auto *keep = runtime::detail::capture_keep_list()) keep->push_back(s);
+  return s;
+}
+
+HIDET_INLINE std::shared_ptr<Storage> sub_storage(const std::shared_ptr<Storage> &base, std::size_t offset,
+                                                  std::size_t nbytes) {
+  HIDET_ASSERT(base && offset + nbytes <= base->nbytes, "sub_storage: [", offset, ", ", offset + nbytes,
+               ") is outside a block of ", base ? base->nbytes : 0, " bytes");
+  auto s = std::make_shared<Storage>();
+  s->ptr = static_cast<char *>(base->ptr) + offset;
+  s->nbytes = nbytes;
+  s->device = base->device;
+  s->host = base->host;
+  s->owner = base;
   return s;
 }
 
 HIDET_INLINE std::vector<std::shared_ptr<Storage>> *&runtime::detail::capture_keep_list() {
   thread_local std::vector<std::shared_ptr<Storage>> *list = nullptr;
   return list;
+}
+
+HIDET_INLINE runtime::detail::AllocationHook *&runtime::detail::allocation_hook() {
+  thread_local AllocationHook *hook = nullptr;
+  return hook;
 }
 
 namespace runtime::detail {

@@ -1,0 +1,101 @@
+// CompiledGraph: a FlowGraph made ready to run many times, its intermediates and the operators'
+// temporaries in one workspace laid out by the static memory planner.
+//
+//   hidet::graph::CompiledGraph cg = hidet::graph::compile(opt);   // or CompiledGraph(opt)
+//   hidet::Tensor y = cg(a);                                       // on the current stream
+//   std::vector<hidet::Tensor> ys = cg.run({a}, stream);           // on a given stream
+//   std::cout << cg.memory_plan().str();   // workspace 3.1 MiB for 58 tensors of 41.2 MiB (...)
+//
+// Compiling builds every kernel (graph/build.hpp, in parallel, with a progress bar), then runs the
+// graph twice on scratch inputs of the input shapes (random floats, zero integers): the first run
+// loads every kernel and lets operators fill their own caches; the second records each block of
+// memory every node allocates, in order: its size and what became of it when the node returned:
+// freed (a temporary, alive during that node only), one of the node's outputs (alive until the
+// last node that reads it, or a view of it, runs), or neither (kept by the operator itself, or
+// returned by the graph). Temporaries and intermediates are then placed in one workspace
+// (graph::place_blocks: no two blocks alive at the same node overlap) allocated once.
+//
+// A run binds and checks the inputs like FlowGraph::run, then runs the nodes in order with the
+// node's allocations served in recorded order: a request of the recorded size gets its planned
+// place in the workspace; any other (a node that allocates differently than when recorded) comes
+// from the caching allocator and is counted in stats().unplanned. A run allocates only the graph's
+// outputs (fresh tensors the caller keeps; the caching allocator serves them from its cache).
+//
+// Streams and threads: runs are serialized (one workspace); a run on another stream than the
+// previous run first waits for the previous stream. cuda_graph() captures a run, so a replay
+// reuses the workspace too: its memory is the workspace plus its outputs, not the sum of all
+// intermediates.
+//
+// Errors: a graph input with a symbolic extent (a ValueError: a compiled graph has one shape;
+// see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape, dtype or device
+// (a ValueError naming the input), and an error inside a node (rethrown naming the node).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hidet/graph/flow_graph.hpp"
+#include "hidet/graph/memory_plan.hpp"
+#include "hidet/runtime/stream.hpp"
+
+namespace hidet::graph {
+
+/// Counters of a compiled graph.
+struct CompiledGraphStats {
+  std::size_t nodes = 0;            ///< operators run per run
+  std::size_t planned = 0;          ///< allocations per run served from the workspace
+  std::size_t unplanned = 0;        ///< allocations of the last run that did not match the recording
+  std::size_t kept = 0;             ///< allocations per run the plan leaves to the caching allocator
+                                    ///< (graph outputs, blocks kept by operators)
+  std::uint64_t runs = 0;           ///< runs so far
+  double compile_seconds = 0;       ///< build, recording and planning
+};
+
+/// A FlowGraph compiled to run in one planned workspace (see the top of the file).
+class CudaGraph;
+
+class CompiledGraph {
+public:
+  /// Compiles `graph` (see the top of the file). Throws ValueError for a symbolic input extent.
+  /// Copies share the compiled graph (its kernels, plan and workspace).
+  explicit CompiledGraph(FlowGraph graph);
+
+  /// Runs on the current stream; returns the outputs (fresh tensors).
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
+  /// Runs on `stream`.
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs, const Stream &stream) const;
+  /// run() for a graph of one output: cg(a), cg(a, b).
+  template <class... Ts> Tensor operator()(const Ts &...xs) const {
+    return single_output(run(std::vector<Tensor>{Tensor(xs)...}));
+  }
+
+  /// The graph it runs.
+  const FlowGraph &graph() const;
+  /// Where each planned block lies (PlannedTensor::output -1 for a node's temporaries).
+  const MemoryPlan &memory_plan() const;
+  /// The workspace's size in bytes (memory_plan().workspace_bytes).
+  std::size_t workspace_bytes() const;
+  CompiledGraphStats stats() const;
+
+  /// A CUDA graph of one run (graph/cuda_graph.hpp; include it to use the result).
+  CudaGraph cuda_graph() const;
+
+private:
+  Tensor single_output(std::vector<Tensor> outs) const;
+  struct State;
+  std::shared_ptr<State> s_;
+};
+
+/// CompiledGraph(graph).
+CompiledGraph compile(const FlowGraph &graph);
+
+} // namespace hidet::graph
+
+namespace hidet {
+using graph::CompiledGraph;
+} // namespace hidet
+
+#if HIDET_HEADER_ONLY
+#include "hidet/graph/impl/compiled_graph.ipp"
+#endif

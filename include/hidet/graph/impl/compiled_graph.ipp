@@ -1,0 +1,324 @@
+// Definitions for hidet/graph/compiled_graph.hpp.
+#pragma once
+
+#include "hidet/graph/compiled_graph.hpp"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "hidet/error.hpp"
+#include "hidet/graph/build.hpp"
+#include "hidet/graph/cuda_graph.hpp"
+
+// Uses detail::TensorKey and key_of of flow_graph.ipp, which src/graph.cpp includes first.
+
+namespace hidet::graph {
+
+namespace detail {
+/// One allocation of a node, in the order the node makes them.
+struct NodeAllocation {
+  std::size_t nbytes = 0;
+  bool planned = false;   ///< served from the workspace at `offset`
+  std::size_t offset = 0;
+};
+
+/// Where a node's input comes from: a graph input, a constant, or output `index` of node `node`.
+struct ValueRef {
+  enum class Kind { input, constant, node } kind = Kind::input;
+  std::size_t node = 0; ///< the graph input's position, or the producing node
+  int index = 0;
+  Tensor constant;
+};
+
+/// An allocation seen by the recording run.
+struct RecordedAllocation {
+  std::size_t nbytes;
+  Device device;
+  std::weak_ptr<Storage> storage;
+};
+
+/// Records every allocation of the node being run (the recording run).
+class RecordAllocations : public runtime::detail::AllocationHook {
+public:
+  std::vector<RecordedAllocation> *list = nullptr;
+  std::shared_ptr<Storage> serve(std::size_t, Device) override { return nullptr; }
+  void allocated(const std::shared_ptr<Storage> &s) override {
+    if (list) list->push_back({s->nbytes, s->device, s});
+  }
+};
+
+/// Serves the node's allocations from the workspace, in recorded order (a run).
+class ServeAllocations : public runtime::detail::AllocationHook {
+public:
+  const std::vector<NodeAllocation> *list = nullptr;
+  std::shared_ptr<Storage> workspace;
+  std::size_t next = 0, unplanned = 0;
+  std::shared_ptr<Storage> serve(std::size_t nbytes, Device device) override {
+    std::size_t j = next++;
+    if (!list || !workspace || j >= list->size() || (*list)[j].nbytes != nbytes || device != workspace->device) {
+      ++unplanned;
+      return nullptr;
+    }
+    if (!(*list)[j].planned) return nullptr;
+    return sub_storage(workspace, (*list)[j].offset, nbytes);
+  }
+};
+
+/// Installs an allocation hook on this thread for its lifetime.
+struct HookGuard {
+  explicit HookGuard(runtime::detail::AllocationHook *h) : saved(runtime::detail::allocation_hook()) {
+    runtime::detail::allocation_hook() = h;
+  }
+  ~HookGuard() { runtime::detail::allocation_hook() = saved; }
+  runtime::detail::AllocationHook *saved;
+};
+
+/// Scratch inputs for `graph`: random floats, zero integers and booleans (valid indices).
+inline std::vector<Tensor> scratch_inputs(const FlowGraph &graph) {
+  std::vector<Tensor> xs;
+  for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Tensor &x = graph.inputs()[i];
+    SymShape shape = x.sym_shape();
+    if (!is_constant_shape(shape))
+      throw ValueError(str_cat("compile: graph input ", i, x.name().empty() ? "" : " '" + x.name() + "'",
+                               " has the symbolic shape ", sym_shape_str(shape),
+                               "; a compiled graph runs one shape: trace with constant extents, or use "
+                               "graph::ShapeDispatch to compile once per shape"));
+    auto s = constant_shape(shape);
+    xs.push_back(x.dtype().is_float() ? randn(s, x.dtype(), x.device()) : zeros(s, x.dtype(), x.device()));
+  }
+  return xs;
+}
+
+/// Runs `op` on `ins` as graph node k, naming the node in errors.
+inline std::vector<Tensor> run_node(std::size_t k, const Operator &op, const std::vector<Tensor> &ins) {
+  try {
+    return op.run(ins);
+  } catch (const ValueError &e) {
+    throw ValueError(str_cat("graph node ", k, " (", op.name(), "): ", e.what()));
+  } catch (const CudaError &e) {
+    throw CudaError(str_cat("graph node ", k, " (", op.name(), "): ", e.what()));
+  }
+}
+} // namespace detail
+
+struct CompiledGraph::State {
+  FlowGraph graph;
+  std::vector<std::vector<detail::ValueRef>> node_inputs; ///< per node
+  std::vector<detail::ValueRef> outputs;
+  /// Per node and output: the last node reading it (nodes.size() for graph outputs), so that
+  /// values outside the workspace are released early.
+  std::vector<std::vector<std::size_t>> last_use;
+  std::vector<std::vector<detail::NodeAllocation>> allocations; ///< per node
+  MemoryPlan plan;
+  std::shared_ptr<Storage> workspace;
+  mutable std::mutex mu;
+  mutable Stream last_stream;
+  mutable bool ran = false;
+  mutable CompiledGraphStats stats;
+
+  explicit State(FlowGraph g) : graph(std::move(g)) {}
+
+  enum class Mode { warm_up, record, serve };
+  /// Runs the nodes on bound inputs: without a hook (warm_up), recording each node's
+  /// allocations into `record` and its outputs into `record_outs` (record), or in the workspace.
+  std::vector<Tensor> run_nodes(const std::vector<Tensor> &inputs, Mode mode,
+                                std::vector<std::vector<Tensor>> *record_outs = nullptr,
+                                std::vector<std::vector<detail::RecordedAllocation>> *record = nullptr) const {
+    const auto &nodes = graph.nodes();
+    std::vector<std::vector<Tensor>> values(nodes.size());
+    auto value_of = [&](const detail::ValueRef &r) -> const Tensor & {
+      switch (r.kind) {
+      case detail::ValueRef::Kind::input: return inputs[r.node];
+      case detail::ValueRef::Kind::constant: return r.constant;
+      default: return values[r.node][std::size_t(r.index)];
+      }
+    };
+    detail::RecordAllocations recorder;
+    detail::ServeAllocations server;
+    server.workspace = workspace;
+    runtime::detail::AllocationHook *hook = nullptr;
+    if (mode == Mode::record) hook = &recorder;
+    if (mode == Mode::serve) hook = &server;
+    detail::HookGuard guard(hook);
+    std::size_t unplanned = 0;
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      std::vector<Tensor> ins;
+      ins.reserve(node_inputs[k].size());
+      for (const auto &r : node_inputs[k]) ins.push_back(value_of(r));
+      if (mode == Mode::record) recorder.list = &(*record)[k];
+      if (mode == Mode::serve) server.list = &allocations[k], server.next = 0;
+      values[k] = detail::run_node(k, *nodes[k], ins);
+      if (mode == Mode::record) {
+        (*record_outs)[k] = values[k];
+        continue;
+      }
+      unplanned += server.unplanned;
+      server.unplanned = 0;
+      // Release what no later node reads (values outside the workspace go back early).
+      ins.clear();
+      for (const auto &r : node_inputs[k])
+        if (r.kind == detail::ValueRef::Kind::node && last_use[r.node][std::size_t(r.index)] == k)
+          values[r.node][std::size_t(r.index)] = Tensor();
+      for (std::size_t i = 0; i < values[k].size(); ++i)
+        if (last_use[k][i] == k) values[k][i] = Tensor();
+    }
+    if (mode == Mode::serve) stats.unplanned = unplanned;
+    std::vector<Tensor> outs;
+    for (const auto &r : outputs) outs.push_back(value_of(r));
+    return outs;
+  }
+};
+
+HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph) : s_(std::make_shared<State>(std::move(graph))) {
+  auto t0 = std::chrono::steady_clock::now();
+  const FlowGraph &g = s_->graph;
+  const auto &nodes = g.nodes();
+  std::vector<Tensor> scratch = detail::scratch_inputs(g);
+  // Where each node's inputs come from.
+  std::map<detail::TensorKey, detail::ValueRef> ref_of;
+  for (std::size_t i = 0; i < g.inputs().size(); ++i)
+    ref_of[detail::key_of(g.inputs()[i])] = {detail::ValueRef::Kind::input, i, 0, {}};
+  auto ref = [&](const Tensor &t) -> detail::ValueRef {
+    if (!t.is_symbolic()) return {detail::ValueRef::Kind::constant, 0, 0, t};
+    auto it = ref_of.find(detail::key_of(t));
+    HIDET_ASSERT(it != ref_of.end(), "compile: a node reads a tensor made by no earlier node");
+    return it->second;
+  };
+  s_->node_inputs.resize(nodes.size());
+  s_->last_use.resize(nodes.size());
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    for (const auto &t : nodes[k]->inputs()) {
+      detail::ValueRef r = ref(t);
+      if (r.kind == detail::ValueRef::Kind::node) s_->last_use[r.node][std::size_t(r.index)] = k;
+      s_->node_inputs[k].push_back(std::move(r));
+    }
+    s_->last_use[k].assign(std::size_t(nodes[k]->num_outputs()), k);
+    for (int i = 0; i < nodes[k]->num_outputs(); ++i)
+      ref_of[{nodes[k].get(), i}] = {detail::ValueRef::Kind::node, k, i, {}};
+  }
+  for (const auto &t : g.outputs()) {
+    detail::ValueRef r = ref(t);
+    if (r.kind == detail::ValueRef::Kind::node) s_->last_use[r.node][std::size_t(r.index)] = nodes.size();
+    s_->outputs.push_back(std::move(r));
+  }
+
+  // Build the kernels, run once (loads, operators' caches), then record a run.
+  build(g);
+  g.bind_symbols(scratch);
+  (void)s_->run_nodes(scratch, State::Mode::warm_up);
+  std::vector<std::vector<detail::RecordedAllocation>> record(nodes.size());
+  std::vector<std::vector<Tensor>> outs(nodes.size());
+  std::vector<Tensor> graph_outs = s_->run_nodes(scratch, State::Mode::record, &outs, &record);
+  // The workspace lives on the device of the first allocation; allocations elsewhere are kept
+  // outside the plan.
+  std::optional<Device> dev;
+  for (const auto &list : record)
+    if (!dev && !list.empty()) dev = list[0].device;
+
+  // Classify each allocation: a temporary (dead when its node returned), an intermediate (a
+  // storage of the node's outputs, alive to its last reader), or kept outside the plan.
+  struct Block {
+    std::size_t node, j, last;
+    bool output;
+  };
+  std::map<const Storage *, std::size_t> block_of; // storage of an intermediate -> index in blocks
+  std::vector<Block> blocks;
+  s_->allocations.resize(nodes.size());
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    auto &list = s_->allocations[k];
+    for (std::size_t j = 0; j < record[k].size(); ++j) {
+      const auto &[nbytes, device, weak] = record[k][j];
+      list.push_back({nbytes, false, 0});
+      if (device != *dev) continue;
+      std::shared_ptr<Storage> s = weak.lock();
+      if (!s) {
+        blocks.push_back({k, j, k, false});
+        continue;
+      }
+      bool is_output = false;
+      for (const auto &o : outs[k]) is_output = is_output || o.storage() == s;
+      if (is_output && s->alloc) {
+        block_of[s.get()] = blocks.size();
+        blocks.push_back({k, j, k, true});
+      }
+    }
+    // Lifetimes: this node reads its inputs' storages.
+    for (const auto &r : s_->node_inputs[k]) {
+      if (r.kind != detail::ValueRef::Kind::node) continue;
+      const auto &st = outs[r.node][std::size_t(r.index)].storage();
+      auto it = block_of.find(st.get());
+      if (it != block_of.end()) blocks[it->second].last = std::max(blocks[it->second].last, k);
+    }
+  }
+  // What the graph returns stays outside the workspace.
+  std::vector<bool> returned(blocks.size(), false);
+  for (const auto &t : graph_outs) {
+    auto it = block_of.find(t.storage().get());
+    if (it != block_of.end()) returned[it->second] = true;
+  }
+  std::vector<PlannedTensor> planned;
+  std::vector<std::size_t> block_index;
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    if (returned[b]) continue;
+    const Block &bl = blocks[b];
+    std::size_t bytes = s_->allocations[bl.node][bl.j].nbytes;
+    bytes = (bytes + MemoryPlan::alignment - 1) / MemoryPlan::alignment * MemoryPlan::alignment;
+    int output = -1;
+    if (bl.output)
+      for (std::size_t i = 0; i < outs[bl.node].size(); ++i)
+        if (block_of.at(outs[bl.node][i].storage().get()) == b) output = int(i);
+    planned.push_back({bl.node, output, std::max<std::size_t>(bytes, MemoryPlan::alignment), bl.node, bl.last, 0});
+    block_index.push_back(b);
+  }
+  s_->plan = place_blocks(std::move(planned));
+  for (std::size_t p = 0; p < block_index.size(); ++p) {
+    const Block &bl = blocks[block_index[p]];
+    auto &a = s_->allocations[bl.node][bl.j];
+    a.planned = true;
+    a.offset = s_->plan.tensors[p].offset;
+  }
+  if (dev) s_->workspace = allocate_storage(std::max<std::size_t>(s_->plan.workspace_bytes, 1), *dev);
+  s_->stats.nodes = nodes.size();
+  for (const auto &list : s_->allocations)
+    for (const auto &a : list) (a.planned ? s_->stats.planned : s_->stats.kept)++;
+  s_->stats.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+
+HIDET_INLINE std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor> &inputs) const {
+  return run(inputs, current_stream());
+}
+
+HIDET_INLINE std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor> &inputs, const Stream &stream) const {
+  s_->graph.bind_symbols(inputs); // count, dtype, device and shape of each input
+  std::lock_guard<std::mutex> lock(s_->mu);
+  if (s_->ran && !(s_->last_stream == stream)) s_->last_stream.synchronize(); // the workspace is reused
+  StreamGuard guard(stream);
+  s_->last_stream = stream;
+  s_->ran = true;
+  ++s_->stats.runs;
+  return s_->run_nodes(inputs, State::Mode::serve);
+}
+
+HIDET_INLINE const FlowGraph &CompiledGraph::graph() const { return s_->graph; }
+HIDET_INLINE const MemoryPlan &CompiledGraph::memory_plan() const { return s_->plan; }
+HIDET_INLINE std::size_t CompiledGraph::workspace_bytes() const { return s_->plan.workspace_bytes; }
+HIDET_INLINE CompiledGraphStats CompiledGraph::stats() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->stats;
+}
+
+HIDET_INLINE Tensor CompiledGraph::single_output(std::vector<Tensor> outs) const {
+  if (outs.size() != 1)
+    throw ValueError(str_cat("the graph has ", outs.size(), " outputs; call run() to get all of them"));
+  return outs[0];
+}
+
+HIDET_INLINE CompiledGraph compile(const FlowGraph &graph) { return CompiledGraph(graph); }
+
+HIDET_INLINE CudaGraph CompiledGraph::cuda_graph() const { return CudaGraph(*this); }
+
+} // namespace hidet::graph
