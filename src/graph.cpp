@@ -4,6 +4,7 @@
 #include "hidet/graph/impl/passes.ipp"
 #include "hidet/graph/impl/compiled_graph.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"
+#include "hidet/graph/impl/shape_dispatch.ipp"
 #include "hidet/graph/impl/build.ipp"
 #include "hidet/graph/impl/report.ipp"
 #include "hidet/graph/impl/memory_plan.ipp"

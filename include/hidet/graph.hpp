@@ -11,4 +11,5 @@
 #include "hidet/graph/passes.hpp"
 #include "hidet/graph/profile.hpp"
 #include "hidet/graph/report.hpp"
+#include "hidet/graph/shape_dispatch.hpp"
 #include "hidet/ops.hpp"

@@ -1,0 +1,90 @@
+// Definitions for hidet/graph/shape_dispatch.hpp.
+#pragma once
+
+#include "hidet/graph/shape_dispatch.hpp"
+
+#include <list>
+#include <map>
+
+#include "hidet/error.hpp"
+#include "hidet/graph/cuda_graph.hpp"
+
+namespace hidet::graph {
+
+struct ShapeDispatch::State {
+  struct Entry {
+    CompiledGraph compiled;
+    std::unique_ptr<CudaGraph> replay;
+  };
+  using Key = std::vector<std::vector<std::int64_t>>;
+  Model model;
+  std::vector<Tensor> specs;
+  FlowGraph spec_graph; ///< the specification's inputs, for checking calls (bind_symbols)
+  DispatchOptions options;
+  std::list<std::pair<Key, Entry>> entries; ///< most recently used first
+  std::map<Key, std::list<std::pair<Key, Entry>>::iterator> index;
+  std::size_t compilations = 0;
+
+  State(Model m, std::vector<Tensor> in, DispatchOptions o)
+      : model(std::move(m)), specs(in), spec_graph(in, in), options(std::move(o)) {}
+
+  Entry &entry_for(const std::vector<Tensor> &inputs) {
+    spec_graph.bind_symbols(inputs); // count, dtype, device, rank, extents, symbols agree
+    Key key;
+    for (const auto &x : inputs) key.push_back(x.shape());
+    if (auto it = index.find(key); it != index.end()) {
+      entries.splice(entries.begin(), entries, it->second);
+      return entries.front().second;
+    }
+    std::vector<Tensor> symbols;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      symbols.push_back(symbol(to_sym_shape(inputs[i].shape()), specs[i].dtype(), specs[i].device(),
+                               specs[i].name().empty() ? str_cat("x", i) : specs[i].name()));
+    std::vector<Tensor> outs = model(symbols);
+    FlowGraph g(outs, symbols);
+    if (options.optimize) g = optimize(g, options.pass_context);
+    Entry e{CompiledGraph(std::move(g)), nullptr};
+    if (options.cuda_graph) e.replay = std::make_unique<CudaGraph>(e.compiled);
+    ++compilations;
+    entries.emplace_front(key, std::move(e));
+    index[key] = entries.begin();
+    while (options.max_shapes > 0 && entries.size() > options.max_shapes) {
+      index.erase(entries.back().first);
+      entries.pop_back();
+    }
+    return entries.front().second;
+  }
+};
+
+HIDET_INLINE ShapeDispatch::ShapeDispatch(Model model, std::vector<Tensor> inputs, DispatchOptions options) {
+  if (inputs.empty()) throw ValueError("ShapeDispatch: give at least one input specification (hidet::symbol)");
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].is_symbolic() || inputs[i].trace())
+      throw ValueError(str_cat("ShapeDispatch: input ", i, " must be a symbolic graph input (hidet::symbol)"));
+  s_ = std::make_unique<State>(std::move(model), std::move(inputs), std::move(options));
+}
+
+HIDET_INLINE ShapeDispatch::~ShapeDispatch() = default;
+HIDET_INLINE ShapeDispatch::ShapeDispatch(ShapeDispatch &&) noexcept = default;
+HIDET_INLINE ShapeDispatch &ShapeDispatch::operator=(ShapeDispatch &&) noexcept = default;
+
+HIDET_INLINE std::vector<Tensor> ShapeDispatch::run(const std::vector<Tensor> &inputs) {
+  State::Entry &e = s_->entry_for(inputs);
+  if (e.replay) return e.replay->run(inputs);
+  return e.compiled.run(inputs);
+}
+
+HIDET_INLINE const CompiledGraph &ShapeDispatch::compiled_for(const std::vector<Tensor> &inputs) {
+  return s_->entry_for(inputs).compiled;
+}
+
+HIDET_INLINE std::size_t ShapeDispatch::num_compiled() const { return s_->entries.size(); }
+HIDET_INLINE std::size_t ShapeDispatch::num_compilations() const { return s_->compilations; }
+
+HIDET_INLINE Tensor ShapeDispatch::single_output(std::vector<Tensor> outs) const {
+  if (outs.size() != 1)
+    throw ValueError(str_cat("the model has ", outs.size(), " outputs; call run() to get all of them"));
+  return outs[0];
+}
+
+} // namespace hidet::graph

@@ -1,0 +1,73 @@
+// ShapeDispatch: a model with symbolic sizes (a batch n, a sequence length s), compiled once per
+// distinct input shape and cached.
+//
+//   graph::ShapeDispatch model(
+//       [&](const std::vector<Tensor> &xs) { return std::vector<Tensor>{net(xs[0])}; },
+//       {hidet::symbol({"n", 3, 224, 224}, hidet::f16, "cuda", "img")});
+//   Tensor y1 = model.run({batch_of_1})[0];  // traces net at n = 1, optimizes, compiles
+//   Tensor y8 = model.run({batch_of_8})[0];  // n = 8: a second compiled graph
+//   Tensor y  = model.run({batch_of_1})[0];  // n = 1 again: the cached one, nothing compiled
+//
+// The inputs of each call are checked against the specification as FlowGraph::run checks a
+// graph's (count, dtype, device, rank, constant extents; a symbol takes one value across all
+// inputs) and the error names the input. A new shape is traced by calling the model function on
+// symbolic inputs of that shape, optimized (graph::optimize with the given PassContext) and
+// compiled (graph::CompiledGraph: parallel kernel builds with progress, one planned workspace),
+// optionally captured as a CUDA graph; operators thus only ever see constant shapes. Compiled
+// graphs are kept per shape (at most `max_shapes` of them, the least recently used dropped).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "hidet/graph/compiled_graph.hpp"
+#include "hidet/graph/passes.hpp"
+
+namespace hidet::graph {
+
+/// Options of a ShapeDispatch.
+struct DispatchOptions {
+  PassContext pass_context; ///< for graph::optimize
+  bool optimize = true;     ///< run graph::optimize before compiling
+  bool cuda_graph = false;  ///< replay a CUDA graph per shape (outputs are then static tensors
+                            ///< overwritten by the next call of the same shape)
+  std::size_t max_shapes = 64; ///< compiled shapes kept (least recently used dropped)
+};
+
+/// A model compiled per input shape (see the top of the file).
+class ShapeDispatch {
+public:
+  using Model = std::function<std::vector<Tensor>(const std::vector<Tensor> &)>;
+  /// `inputs`: symbolic tensors giving each input's dtype, device and (symbolic) shape.
+  ShapeDispatch(Model model, std::vector<Tensor> inputs, DispatchOptions options = {});
+  ~ShapeDispatch();
+  ShapeDispatch(ShapeDispatch &&) noexcept;
+  ShapeDispatch &operator=(ShapeDispatch &&) noexcept;
+
+  /// Runs the model on concrete inputs, compiling it first for a shape not seen before.
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs);
+  /// run() for a model of one output.
+  template <class... Ts> Tensor operator()(const Ts &...xs) {
+    auto outs = run(std::vector<Tensor>{Tensor(xs)...});
+    return single_output(std::move(outs));
+  }
+  /// The compiled graph for the shapes of `inputs` (compiling it when new).
+  const CompiledGraph &compiled_for(const std::vector<Tensor> &inputs);
+  /// Shapes compiled and kept now.
+  std::size_t num_compiled() const;
+  /// Compilations so far (a shape dropped and seen again counts twice).
+  std::size_t num_compilations() const;
+
+private:
+  Tensor single_output(std::vector<Tensor> outs) const;
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+} // namespace hidet::graph
+
+#if HIDET_HEADER_ONLY
+#include "hidet/graph/impl/shape_dispatch.ipp"
+#endif
