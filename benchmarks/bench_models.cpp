@@ -29,13 +29,14 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void row(const std::string &name, const std::function<Tensor(const Tensor &)> &model, const Tensor &input) {
+void row(const std::string &name, const std::function<Tensor(const Tensor &)> &model, const Tensor &input,
+         const graph::PassContext &ctx = {}) {
   const char *filter = std::getenv("HIDET_BENCH_MODELS");
   if (filter && !std::regex_search(name, std::regex(filter))) return;
   if (std::getenv("HIDET_BENCH_COMPILE_ONLY")) {
     auto t0 = std::chrono::steady_clock::now();
     Tensor xs = symbol_like(input);
-    graph::CompiledGraph compiled = graph::compile(graph::optimize(trace_from(model(xs))));
+    graph::CompiledGraph compiled = graph::compile(graph::optimize(trace_from(model(xs)), ctx));
     (void)compiled(input);
     current_stream().synchronize();
     std::printf("  %-24s %6.2f s\n", name.c_str(), since(t0));
@@ -45,7 +46,7 @@ void row(const std::string &name, const std::function<Tensor(const Tensor &)> &m
   auto t0 = std::chrono::steady_clock::now();
   Tensor xs = symbol_like(input);
   FlowGraph g = trace_from(model(xs));
-  FlowGraph opt = graph::optimize(g);
+  FlowGraph opt = graph::optimize(g, ctx);
   graph::CompiledGraph compiled = graph::compile(opt);
   Tensor got = compiled(input);
   current_stream().synchronize();
@@ -101,6 +102,17 @@ int main(int, char **argv) {
       std::string suffix = str_cat(" ", dt.short_name(), " b", batch);
       row("resnet50" + suffix, [&](const Tensor &x) { return resnet(x); }, randn({batch, 3, 224, 224}, dt));
       row("bert-base s128" + suffix, [&](const Tensor &x) { return bert(x, batch, 128); }, randn({batch * 128, 768}, dt));
+    }
+    if (dt != dtypes::f32) continue;
+    // f32 models with mixed precision (PassContext::mixed_precision = f16): matmuls,
+    // convolutions and attention on the tensor cores, the rest in f32.
+    graph::PassContext amp;
+    amp.mixed_precision = dtypes::f16;
+    for (std::int64_t batch : {1, 16}) {
+      std::string suffix = str_cat(" f32+amp b", batch);
+      row("resnet50" + suffix, [&](const Tensor &x) { return resnet(x); }, randn({batch, 3, 224, 224}, dt), amp);
+      row("bert-base s128" + suffix, [&](const Tensor &x) { return bert(x, batch, 128); }, randn({batch * 128, 768}, dt),
+          amp);
     }
   }
   return 0;

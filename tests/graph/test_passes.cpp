@@ -349,3 +349,51 @@ TEST_CASE("fold_conv_batch_norm: Conv2d + BatchNorm become one Conv2d with folde
   FlowGraph g = trace_from(o::batch_norm(y, stat, stat) + y);
   CHECK(count_named(graph::fold_conv_batch_norm(g), "BatchNorm") == 1);
 }
+
+TEST_CASE("convert_precision: f32 matmuls, convolutions and attention compute in f16 or bf16") {
+  for (DataType low : {dtypes::f16, dtypes::bf16}) {
+    CAPTURE(low);
+    // Two matmuls share x (one cast of x), then attention over heads of 64, then a convolution.
+    const std::int64_t b = 2, s = 24, hidden = 128;
+    Tensor h = make({b * s, hidden}, dtypes::f32), wq = make({hidden, hidden}, dtypes::f32, -0.1, 0.1);
+    Tensor wk = make({hidden, hidden}, dtypes::f32, -0.1, 0.1), bias = make({hidden}, dtypes::f32);
+    Tensor wc = make({4, 2, 3, 3}, dtypes::f32, -0.3, 0.3);
+    auto net = [&](const Tensor &x) {
+      auto heads = [&](const Tensor &t) { return o::transpose(t.reshape({b, s, 2, 64}), 1, 2); };
+      Tensor q = heads(o::matmul(x, wq) + bias), k = heads(o::gelu(o::matmul(x, wk)));
+      Tensor a = o::scaled_dot_product_attention(q, k, k, std::nullopt, true); // [b, 2, s, 64]
+      return o::relu(o::conv2d(a, wc, std::nullopt, {1}, {1}));
+    };
+    Tensor x = symbol_like(h);
+    FlowGraph g = trace_from(net(x));
+    FlowGraph c = graph::convert_precision(g, low);
+    INFO(c.str());
+    // Casts down: x once, then q and k (attention's inputs); the attention's output goes on to
+    // the conv in low precision; casts back: the two matmuls and the conv.
+    CHECK(count_named(c, "Cast") == 3 + 3);
+    std::string lname = low == dtypes::f16 ? "float16" : "bfloat16";
+    CHECK(c.str().find(lname + "[48, 128][cuda] = Matmul") != std::string::npos);
+    CHECK(c.str().find(lname + "[2, 2, 24, 64][cuda] = ScaledDotProductAttention") != std::string::npos);
+    CHECK(c.str().find(lname + "[2, 4, 24, 64][cuda] = Conv2d") != std::string::npos);
+    graph::PassContext ctx;
+    ctx.mixed_precision = low;
+    FlowGraph opt = graph::optimize(g, ctx);
+    INFO(opt.str());
+    CHECK(count_named(opt, "FusedMatmul") == 2); // each stores f32 through its epilogue (cast, bias, gelu)
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor in = make({b * s, hidden}, dtypes::f32);
+      Tensor want = net(in), got = opt(in);
+      REQUIRE(got.dtype() == dtypes::f32);
+      expect_close(got, want.shape(), want.to_double_vector(), false, low == dtypes::f16 ? 100 : 400);
+    }
+    auto report = graph::correctness_report(g, opt, {h});
+    INFO(report.str());
+    CHECK(report.str().find("Matmul") != std::string::npos);
+  }
+  // Already low precision: unchanged; a dtype that is not f16/bf16: an error.
+  Tensor a = make({8, 8}, dtypes::f16);
+  Tensor x = symbol_like(a);
+  FlowGraph g = trace_from(o::matmul(x, a));
+  CHECK(graph::convert_precision(g, dtypes::f16).str() == g.str());
+  expect_error([&] { graph::convert_precision(g, dtypes::f64); }, {"float16 or bfloat16, not float64"});
+}

@@ -18,19 +18,28 @@
 // as an epilogue, stored at the product's store (x_2 = FusedMatmul(x, w, b, fused_graph=FlowGraph(
 // Matmul, Add, Gelu), anchor=0)).
 //
+// convert_precision: f32 matmuls, convolutions and attention compute in f16 or bf16 (mixed
+// precision, PassContext::mixed_precision), their outputs cast back to f32.
+//
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fold_conv_batch_norm,
-// fuse_epilogues, fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// convert_precision when ctx.mixed_precision is set, fuse_epilogues, fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "hidet/graph/flow_graph.hpp"
 
 namespace hidet::graph {
 
-/// Instruments of graph::optimize.
+/// Options and instruments of graph::optimize.
 struct PassContext {
+  /// Mixed precision: when set (f16 or bf16), f32 Matmul, Conv2d and ScaledDotProductAttention
+  /// nodes compute in this dtype on the tensor cores (f32 accumulation inside the templates):
+  /// their inputs are cast (constants once, when optimizing) and their outputs cast back to f32,
+  /// which the epilogue then stores; everything else stays f32 (convert_precision).
+  std::optional<DataType> mixed_precision;
   /// When set: the input graph is written to <dir>/0_input.txt (and .dot), the graph after pass k
   /// to <dir>/<k>_<pass>.txt (and .dot). The folder is created; a write failure is a ValueError.
   std::string save_graph_dir;
@@ -47,6 +56,11 @@ FlowGraph simplify_reshapes(const FlowGraph &graph);
 /// constants. Applies when the conv2d's output is read only by the batch_norm and the weights,
 /// biases and statistics are constants.
 FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
+
+/// Mixed precision (see PassContext::mixed_precision): f32 Matmul, Conv2d and
+/// ScaledDotProductAttention nodes compute in `dtype` (f16 or bf16; else a ValueError). A cast of
+/// a tensor read by several of them is made once.
+FlowGraph convert_precision(const FlowGraph &graph, DataType dtype);
 
 /// Epilogue fusion (ops/epilogue.hpp): a Matmul or Conv2d whose output is read once by an
 /// injective task-defined operator (or a Reshape) takes that operator, and the ones after it

@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
+#include "hidet/ops/attention.hpp"
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/conv.hpp"
 #include "hidet/ops/elementwise.hpp"
@@ -268,6 +270,70 @@ HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
+HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype) {
+  using detail::key_of;
+  if (dtype != dtypes::f16 && dtype != dtypes::bf16)
+    throw ValueError(str_cat("convert_precision: mixed precision computes in float16 or bfloat16, not ", dtype.name()));
+  std::map<detail::TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(key_of(t));
+  };
+  // One cast per tensor: symbolic ones by identity, constants by storage and offset.
+  std::map<std::pair<const void *, std::size_t>, Tensor> low_of;
+  auto low = [&](const Tensor &t) -> Tensor {
+    if (t.dtype() != dtypes::f32) return t;
+    if (auto tr = t.trace(); tr && tr.op->name() == "Cast" && tr.op->inputs()[0].dtype() == dtype)
+      return tr.op->inputs()[0]; // a value cast up from `dtype` (a converted operator's): exact
+    std::pair<const void *, std::size_t> key =
+        t.is_symbolic() ? std::pair<const void *, std::size_t>{t.symbolic_info(), 0}
+                        : std::pair<const void *, std::size_t>{t.storage().get(), t.offset()};
+    auto it = low_of.find(key);
+    if (it != low_of.end()) return it->second;
+    Tensor c = ops::cast(t, dtype); // a constant is converted now (constant folding)
+    low_of.emplace(key, c);
+    return c;
+  };
+  for (const auto &op : graph.nodes()) {
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+    bool f32_out = op->num_outputs() == 1 && op->output_metas()[0].dtype == dtypes::f32;
+    const std::string &name = op->name();
+    bool anchor = (name == "Matmul" && ins.size() == 2) || (name == "Conv2d" && ins.size() >= 2 && ins.size() <= 3) ||
+                  (name == "ScaledDotProductAttention" && ins.size() >= 3);
+    if (anchor && f32_out) {
+      Tensor y;
+      if (name == "Matmul") {
+        y = ops::matmul(low(ins[0]), low(ins[1]));
+      } else if (name == "Conv2d") {
+        const std::string &ca = op->attrs();
+        std::optional<Tensor> bias;
+        if (ins.size() > 2) bias = low(ins[2]);
+        y = ops::conv2d(low(ins[0]), low(ins[1]), bias, detail::attr_ints(ca, "stride"), detail::attr_ints(ca, "padding"),
+                        detail::attr_ints(ca, "dilation"), detail::attr_ints(ca, "groups").at(0));
+      } else {
+        const std::string &aa = op->attrs();
+        std::optional<Tensor> mask;
+        if (ins.size() > 3) mask = ins[3]; // an f32 mask is added to the scores as it is
+        std::optional<double> scale;
+        if (!detail::attr_text(aa, "scale").empty()) scale = std::stod(detail::attr_text(aa, "scale"));
+        y = ops::scaled_dot_product_attention(low(ins[0]), low(ins[1]), low(ins[2]), mask,
+                                              detail::attr_text(aa, "is_causal") == "true", scale);
+      }
+      y = ops::cast(y, dtypes::f32);
+      // The cast back stands for the converted operator's output (only we hold it yet).
+      std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
+      new_of[{op.get(), 0}] = y;
+      continue;
+    }
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
 HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
   using detail::TensorKey;
   using detail::key_of;
@@ -385,11 +451,15 @@ inline void save_graph(const PassContext &ctx, const std::string &stem, const Fl
 } // namespace detail
 
 HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
-  using Pass = FlowGraph (*)(const FlowGraph &);
-  const std::pair<const char *, Pass> passes[] = {{"simplify_reshapes", &simplify_reshapes},
-                                                  {"fold_conv_batch_norm", &fold_conv_batch_norm},
-                                                  {"fuse_epilogues", &fuse_epilogues},
-                                                  {"fuse_operators", &fuse_operators}};
+  using Pass = std::function<FlowGraph(const FlowGraph &)>;
+  std::vector<std::pair<const char *, Pass>> passes = {{"simplify_reshapes", &simplify_reshapes},
+                                                       {"fold_conv_batch_norm", &fold_conv_batch_norm}};
+  if (ctx.mixed_precision) {
+    DataType dt = *ctx.mixed_precision;
+    passes.push_back({"convert_precision", [dt](const FlowGraph &g) { return convert_precision(g, dt); }});
+  }
+  passes.push_back({"fuse_epilogues", &fuse_epilogues});
+  passes.push_back({"fuse_operators", &fuse_operators});
   detail::save_graph(ctx, "0_input", graph);
   FlowGraph g = graph;
   int k = 0;
