@@ -397,3 +397,18 @@ TEST_CASE("convert_precision: f32 matmuls, convolutions and attention compute in
   CHECK(graph::convert_precision(g, dtypes::f16).str() == g.str());
   expect_error([&] { graph::convert_precision(g, dtypes::f64); }, {"float16 or bfloat16, not float64"});
 }
+
+TEST_CASE("verify: a well-formed graph passes; a node given inputs its task does not read is named") {
+  Tensor a = make({3, 5}, dtypes::f32), c = make({5}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  FlowGraph g = trace_from(o::sum(o::exp(x) + c, {1}));
+  graph::verify(g);
+  graph::verify(graph::optimize(g)); // optimize verifies after every pass as well
+  // A pass that rewires Exp onto an f16 tensor of another shape leaves an invalid graph.
+  Tensor y = symbol({3, 4}, dtypes::f16, "cuda", "y");
+  auto exp_op = g.nodes()[0];
+  REQUIRE(exp_op->name() == "Exp");
+  FlowGraph bad(outputs_of(exp_op->with_inputs({y})), {y});
+  expect_error([&] { graph::verify(bad); }, {"invalid graph: input 0 of node 0 (Exp) is float16[3, 4]",
+                                             "its task reads float32[3, 5]"});
+}

@@ -45,7 +45,16 @@ struct PassContext {
   std::string save_graph_dir;
   /// Log each pass on stderr: its name, operators before and after, milliseconds.
   bool verbose = false;
+  /// Check the graph after each pass (graph::verify); a broken graph is a ValueError naming the
+  /// pass and the node.
+  bool verify = true;
 };
+
+/// Checks that `graph` is well formed: every symbolic input of a node is a graph input or an
+/// output of an earlier node with the producer's recorded shape and dtype; constants hold data;
+/// a task-defined node's inputs and outputs have its task's shapes and dtypes; outputs are graph
+/// tensors. Throws ValueError naming the node and the input.
+void verify(const FlowGraph &graph);
 
 /// Reshape simplification: a Reshape of a Reshape reads the first one's input, and a Reshape to
 /// its input's own shape is dropped (its readers read the input).

@@ -151,6 +151,67 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &graph) {
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
+HIDET_INLINE void verify(const FlowGraph &graph) {
+  using detail::key_of;
+  std::map<const Operator *, std::size_t> position;
+  std::set<detail::TensorKey> inputs;
+  for (const auto &x : graph.inputs()) inputs.insert(key_of(x));
+  auto meta_str = [](const SymShape &s, DataType d) { return str_cat(d.name(), sym_shape_str(s)); };
+  auto check_tensor = [&](const Tensor &t, const std::string &where) {
+    if (!t.defined()) throw ValueError(str_cat("invalid graph: ", where, " is an undefined tensor"));
+    if (!t.is_symbolic()) return; // a constant
+    auto tr = t.trace();
+    if (!tr) {
+      if (!inputs.count(key_of(t)))
+        throw ValueError(str_cat("invalid graph: ", where, " is a symbolic tensor that is not a graph input"));
+      return;
+    }
+    auto it = position.find(tr.op.get());
+    if (it == position.end())
+      throw ValueError(str_cat("invalid graph: ", where, " is made by ", tr.op->name(), ", which is not an earlier node"));
+    if (tr.index < 0 || tr.index >= tr.op->num_outputs())
+      throw ValueError(str_cat("invalid graph: ", where, " is output ", tr.index, " of node ", it->second, " (",
+                               tr.op->name(), "), which has ", tr.op->num_outputs()));
+    const TensorMeta &m = tr.op->output_metas()[std::size_t(tr.index)];
+    if (m.dtype != t.dtype() || !(m.shape == t.sym_shape()))
+      throw ValueError(str_cat("invalid graph: ", where, " is ", meta_str(t.sym_shape(), t.dtype()), " but node ",
+                               it->second, " (", tr.op->name(), ") makes ", meta_str(m.shape, m.dtype)));
+  };
+  const auto &nodes = graph.nodes();
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    const Operator &op = *nodes[k];
+    std::string node = str_cat("node ", k, " (", op.name(), ")");
+    if (position.count(&op)) throw ValueError(str_cat("invalid graph: ", node, " appears twice"));
+    for (std::size_t i = 0; i < op.inputs().size(); ++i) check_tensor(op.inputs()[i], str_cat("input ", i, " of ", node));
+    if (auto task_op = dynamic_cast<const ops::TaskOperator *>(&op)) {
+      const ops::Task &task = task_op->task();
+      if (task.inputs.size() != op.inputs().size() || task.outputs.size() != std::size_t(op.num_outputs()))
+        throw ValueError(str_cat("invalid graph: ", node, " has ", op.inputs().size(), " inputs and ", op.num_outputs(),
+                                 " outputs but its task ", task.inputs.size(), " and ", task.outputs.size()));
+      for (std::size_t i = 0; i < task.inputs.size(); ++i) {
+        const Tensor &t = op.inputs()[i];
+        if (t.dtype() != task.inputs[i].dtype() || !(t.sym_shape() == to_sym_shape(task.inputs[i].shape())))
+          throw ValueError(str_cat("invalid graph: input ", i, " of ", node, " is ", meta_str(t.sym_shape(), t.dtype()),
+                                   " but its task reads ",
+                                   meta_str(to_sym_shape(task.inputs[i].shape()), task.inputs[i].dtype())));
+      }
+      for (std::size_t i = 0; i < task.outputs.size(); ++i) {
+        const TensorMeta &m = op.output_metas()[i];
+        if (m.dtype != task.outputs[i].dtype() || !(m.shape == to_sym_shape(task.outputs[i].shape())))
+          throw ValueError(str_cat("invalid graph: output ", i, " of ", node, " is recorded as ",
+                                   meta_str(m.shape, m.dtype), " but its task makes ",
+                                   meta_str(to_sym_shape(task.outputs[i].shape()), task.outputs[i].dtype())));
+      }
+    }
+    position[&op] = k;
+  }
+  for (std::size_t i = 0; i < graph.outputs().size(); ++i) {
+    if (!graph.outputs()[i].is_symbolic())
+      throw ValueError(str_cat("invalid graph: output ", i, " holds data (it depends on no input)"));
+    check_tensor(graph.outputs()[i], str_cat("output ", i));
+  }
+}
+
 HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
   using detail::key_of;
   std::map<detail::TensorKey, Tensor> new_of;
@@ -472,6 +533,13 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
                    next.nodes().size(), ms);
     g = std::move(next);
     detail::save_graph(ctx, str_cat(++k, "_", name), g);
+    if (ctx.verify) {
+      try {
+        verify(g);
+      } catch (const ValueError &e) {
+        throw ValueError(str_cat("optimize: the pass ", name, " left an invalid graph: ", e.what()));
+      }
+    }
   }
   return g;
 }
