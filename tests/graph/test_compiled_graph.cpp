@@ -10,10 +10,6 @@
 using namespace ops_test;
 
 namespace {
-void expect_same(const Tensor &got, const Tensor &want, double scale = 1) {
-  REQUIRE(got.dtype() == want.dtype());
-  expect_close(got, want.shape(), want.to_double_vector(), true, scale);
-}
 
 /// No two planned blocks alive at one node overlap, and all lie inside the workspace.
 void check_plan(const graph::MemoryPlan &plan) {

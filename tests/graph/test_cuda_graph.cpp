@@ -8,12 +8,6 @@
 
 using namespace ops_test;
 
-namespace {
-void expect_same(const Tensor &got, const Tensor &want, double scale = 1) {
-  REQUIRE(got.dtype() == want.dtype());
-  expect_close(got, want.shape(), want.to_double_vector(), true, scale);
-}
-} // namespace
 
 TEST_CASE("quick start: optimize, capture, replay") {
   Tensor a = make({2, 3}, dtypes::f32), b = make({3, 2}, dtypes::f32), c = make({2}, dtypes::f32);

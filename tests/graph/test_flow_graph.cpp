@@ -13,11 +13,6 @@ namespace {
 /// Checks that `expr` throws a ValueError whose message contains `text`.
 #define CHECK_ERROR_HAS(expr, text) expect_error([&] { (void)(expr); }, {text})
 
-/// got equals want (same shape and dtype, values within the dtype's tolerance).
-void expect_same(const Tensor &got, const Tensor &want) {
-  REQUIRE(got.dtype() == want.dtype());
-  expect_close(got, want.shape(), want.to_double_vector(), true);
-}
 } // namespace
 
 TEST_CASE("quick start: trace matmul + add, print in Hidet's form, run") {

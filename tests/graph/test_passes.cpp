@@ -13,10 +13,6 @@
 using namespace ops_test;
 
 namespace {
-void expect_same(const Tensor &got, const Tensor &want, double scale = 1) {
-  REQUIRE(got.dtype() == want.dtype());
-  expect_close(got, want.shape(), want.to_double_vector(), true, scale);
-}
 int count_named(const FlowGraph &g, const std::string &prefix) {
   int n = 0;
   for (const auto &op : g.nodes()) n += op->name().rfind(prefix, 0) == 0;

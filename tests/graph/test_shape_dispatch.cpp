@@ -8,12 +8,6 @@
 
 using namespace ops_test;
 
-namespace {
-void expect_same(const Tensor &got, const Tensor &want, double scale = 1) {
-  REQUIRE(got.dtype() == want.dtype());
-  expect_close(got, want.shape(), want.to_double_vector(), true, scale);
-}
-} // namespace
 
 TEST_CASE("a model compiled once per batch size") {
   Tensor w = make({19, 7}, dtypes::f32, -0.5, 0.5), bias = make({7}, dtypes::f32);

@@ -93,6 +93,13 @@ inline std::vector<double> map(const std::vector<double> &xs, const std::functio
   return r;
 }
 
+/// got equals want: the same dtype and shape, values within the dtype's tolerance times `scale`
+/// (an all-zero result is allowed: want is computed the same way).
+inline void expect_same(const Tensor &got, const Tensor &want, double scale = 1) {
+  REQUIRE(got.dtype() == want.dtype());
+  expect_close(got, want.shape(), want.to_double_vector(), true, scale);
+}
+
 /// Runs f and checks that it throws a ValueError whose message contains every one of `texts`.
 template <class E> void expect_error(E &&f, std::initializer_list<std::string> texts) {
   try {

@@ -54,7 +54,7 @@ std::shared_ptr<const o::Epilogue> then(const o::Epilogue &e, const Task &t, std
   REQUIRE(next.has_value());
   return std::make_shared<const o::Epilogue>(*next);
 }
-void expect_same(const Tensor &got, const Tensor &want, double scale = 1) {
+void expect_same_nonzero(const Tensor &got, const Tensor &want, double scale = 1) {
   REQUIRE(got.dtype() == want.dtype());
   expect_close(got, want.shape(), want.to_double_vector(), false, scale);
 }
@@ -85,7 +85,7 @@ TEST_CASE("matmul + bias + silu + residual: one template kernel, as the unfused 
       Tensor bias = make({c.n}, c.dt), r = make(shape, c.dt);
       Tensor got = o::matmul(a, b, e3, {bias, r});
       Tensor want = r + o::silu(o::matmul(a, b) + bias);
-      expect_same(got, want, c.dt == dtypes::f32 ? 10 : 2);
+      expect_same_nonzero(got, want, c.dt == dtypes::f32 ? 10 : 2);
     }
   }
 }
@@ -107,16 +107,16 @@ TEST_CASE("reshape and permute epilogues store where the unfused operators would
     Tensor a = make({b * s, 40}, dt, -1, 1), w = make({40, h * d}, dt, -1, 1), bias = make({h * d}, dt);
     Tensor got = o::matmul(a, w, e3, {bias});
     Tensor want = o::permute((o::matmul(a, w) + bias).reshape({b, s, h, d}), {0, 2, 1, 3});
-    expect_same(got, want, 2);
+    expect_same_nonzero(got, want, 2);
     // Moving the last axis: no paired stores.
     auto e4 = then(*e2, permute_task({b, s, h, d}, {0, 1, 3, 2}, dt), 0);
     CHECK_FALSE(e4->pairs);
-    expect_same(o::matmul(a, w, e4, {bias}), o::permute((o::matmul(a, w) + bias).reshape({b, s, h, d}), {0, 1, 3, 2}), 2);
+    expect_same_nonzero(o::matmul(a, w, e4, {bias}), o::permute((o::matmul(a, w) + bias).reshape({b, s, h, d}), {0, 1, 3, 2}), 2);
     // A batched product with a 3-D output and an epilogue over it.
     Tensor a3 = make({3, 11, 16}, dt, -1, 1), b3 = make({3, 16, 10}, dt, -1, 1);
     auto eb = then(o::Epilogue::identity({3, 11, 10}, dt), add_bias_task({3, 11, 10}, dt), 0);
     Tensor bias3 = make({10}, dt);
-    expect_same(o::matmul(a3, b3, eb, {bias3}), o::matmul(a3, b3) + bias3, 2);
+    expect_same_nonzero(o::matmul(a3, b3, eb, {bias3}), o::matmul(a3, b3) + bias3, 2);
   }
 }
 
@@ -145,10 +145,10 @@ TEST_CASE("conv2d + relu + residual: the convolution templates store through the
     }();
     auto e = then(*then(o::Epilogue::identity(shape, c.dt), residual_task(shape, c.dt), 1), relu_task, 0);
     Tensor got = o::conv2d(x, w, bias, {c.stride}, {c.pad}, {1}, c.groups, e, {r});
-    expect_same(got, o::relu(r + plain), c.dt == dtypes::f32 ? 10 : 2);
+    expect_same_nonzero(got, o::relu(r + plain), c.dt == dtypes::f32 ? 10 : 2);
     // A permuting epilogue: NCHW -> NHWC at the store.
     auto ep = then(o::Epilogue::identity(shape, c.dt), permute_task(shape, {0, 2, 3, 1}, c.dt), 0);
-    expect_same(o::conv2d(x, w, bias, {c.stride}, {c.pad}, {1}, c.groups, ep, {}), o::permute(plain, {0, 2, 3, 1}));
+    expect_same_nonzero(o::conv2d(x, w, bias, {c.stride}, {c.pad}, {1}, c.groups, ep, {}), o::permute(plain, {0, 2, 3, 1}));
   }
 }
 
