@@ -6,28 +6,10 @@
 #include "../ops/ops_test_util.hpp"
 
 #include "hidet/graph.hpp"
+#include "memory_plan_check.hpp"
 
 using namespace ops_test;
 
-namespace {
-
-/// No two planned blocks alive at one node overlap, and all lie inside the workspace.
-void check_plan(const graph::MemoryPlan &plan) {
-  for (std::size_t i = 0; i < plan.tensors.size(); ++i) {
-    const auto &a = plan.tensors[i];
-    CHECK(a.offset % graph::MemoryPlan::alignment == 0);
-    CHECK(a.offset + a.bytes <= plan.workspace_bytes);
-    for (std::size_t j = i + 1; j < plan.tensors.size(); ++j) {
-      const auto &b = plan.tensors[j];
-      bool live_together = a.first <= b.last && b.first <= a.last;
-      bool overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-      if (live_together && overlap)
-        FAIL_CHECK("blocks ", i, " (node ", a.node, ") and ", j, " (node ", b.node, ") overlap while both live");
-    }
-  }
-  CHECK(plan.workspace_bytes >= plan.lower_bound);
-}
-} // namespace
 
 TEST_CASE("a chain of operators runs in a workspace of a few tensors") {
   // Unfused, so that every operator writes an intermediate (odd sizes: partial tiles).

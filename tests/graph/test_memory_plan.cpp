@@ -6,27 +6,10 @@
 #include "../ops/ops_test_util.hpp"
 
 #include "hidet/graph.hpp"
+#include "memory_plan_check.hpp"
 
 using namespace ops_test;
 
-namespace {
-void check_plan(const graph::MemoryPlan &plan) {
-  for (std::size_t i = 0; i < plan.tensors.size(); ++i) {
-    const auto &a = plan.tensors[i];
-    CHECK(a.offset % graph::MemoryPlan::alignment == 0);
-    CHECK(a.offset + a.bytes <= plan.workspace_bytes);
-    CHECK(a.first <= a.last);
-    for (std::size_t j = i + 1; j < plan.tensors.size(); ++j) {
-      const auto &b = plan.tensors[j];
-      bool live_together = a.first <= b.last && b.first <= a.last;
-      bool overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-      if (live_together) CHECK_MESSAGE(!overlap, "tensors " << i << " and " << j << " overlap while both alive");
-    }
-  }
-  CHECK(plan.workspace_bytes >= plan.lower_bound);
-  CHECK(plan.workspace_bytes <= plan.total_bytes);
-}
-} // namespace
 
 TEST_CASE("a chain reuses memory; outputs are not planned") {
   Tensor x = symbol({64, 33}, dtypes::f32, "cuda");
