@@ -1,6 +1,7 @@
 // libhidet: the graph layer's definitions (compiled mode): FlowGraph, tracing, passes, CUDA graphs, builds,
 // correctness reports, memory plans.
 #include "hidet/graph/impl/flow_graph.ipp"
+#include "hidet/graph/impl/pattern.ipp"
 #include "hidet/graph/impl/passes.ipp"
 #include "hidet/graph/impl/compiled_graph.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"

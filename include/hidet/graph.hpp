@@ -9,6 +9,7 @@
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/graph/memory_plan.hpp"
 #include "hidet/graph/passes.hpp"
+#include "hidet/graph/pattern.hpp"
 #include "hidet/graph/profile.hpp"
 #include "hidet/graph/report.hpp"
 #include "hidet/graph/shape_dispatch.hpp"

@@ -281,8 +281,8 @@ TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an e
   };
   CHECK(read(dir / "0_input.txt") == g.str() + "\n");
   CHECK(read(dir / "1_simplify_reshapes.txt") == g.str() + "\n"); // nothing to simplify
-  CHECK(read(dir / "4_fuse_operators.txt") == opt.str() + "\n");
-  CHECK(read(dir / "4_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(read(dir / "6_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "6_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
   std::filesystem::remove_all(dir);
   ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
   ctx.verbose = false;
@@ -407,4 +407,63 @@ TEST_CASE("verify: a well-formed graph passes; a node given inputs its task does
   FlowGraph bad(outputs_of(exp_op->with_inputs({y})), {y});
   expect_error([&] { graph::verify(bad); }, {"invalid graph: input 0 of node 0 (Exp) is float16[3, 4]",
                                              "its task reads float32[3, 5]"});
+}
+
+TEST_CASE("fuse_attention: attention written out becomes one attention node") {
+  // f16 heads of 64 (the flash-attention template), odd sequence lengths, an additive mask, the
+  // scale as a multiplication or a division.
+  const std::int64_t b = 2, h = 3, sq = 37, skv = 45, d = 64;
+  Tensor qa = make({b, h, sq, d}, dtypes::f16), ka = make({b, h, skv, d}, dtypes::f16);
+  Tensor va = make({b, h, skv, d}, dtypes::f16), mask = make({sq, skv}, dtypes::f16);
+  for (bool divide : {false, true}) {
+    CAPTURE(divide);
+    auto net = [&](const Tensor &q, const Tensor &k, const Tensor &v) {
+      Tensor s = o::matmul(q, o::transpose(k, -1, -2));
+      s = divide ? s / 8.0 : s * 0.125;
+      return o::matmul(o::softmax(s + mask, -1), v);
+    };
+    Tensor q = symbol_like(qa, "q"), k = symbol_like(ka, "k"), v = symbol_like(va, "v");
+    FlowGraph g = trace_from(net(q, k, v), {q, k, v});
+    FlowGraph f = graph::fuse_attention(g);
+    INFO(f.str());
+    REQUIRE(f.nodes().size() == 1);
+    CHECK(f.str().find("ScaledDotProductAttention(q, k, v, c, is_causal=false, scale=0.125)") != std::string::npos);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor q1 = make({b, h, sq, d}, dtypes::f16), k1 = make({b, h, skv, d}, dtypes::f16),
+             v1 = make({b, h, skv, d}, dtypes::f16);
+      expect_same(f.run({q1, k1, v1})[0], g.run({q1, k1, v1})[0], 2);
+    }
+    auto report = graph::correctness_report(g, graph::optimize(g), {qa, ka, va});
+    INFO(report.str());
+    CHECK(!report.any_flagged());
+  }
+  // Not attention: softmax over another axis, or k transposed on other axes.
+  Tensor q = symbol_like(qa, "q"), k = symbol_like(ka, "k"), v = symbol_like(va, "v");
+  Tensor s = o::matmul(q, o::transpose(k, -1, -2));
+  FlowGraph g1 = trace_from(o::matmul(o::softmax(s, 2), o::transpose(o::transpose(v, 1, 2), 1, 2)), {q, k, v});
+  CHECK(count_named(graph::fuse_attention(g1), "ScaledDotProductAttention") == 0);
+  // Scores read twice (returned as well): not swallowed.
+  FlowGraph g2 = trace_from({o::matmul(o::softmax(s, -1), v), s}, {q, k, v});
+  CHECK(count_named(graph::fuse_attention(g2), "ScaledDotProductAttention") == 0);
+}
+
+TEST_CASE("eliminate_common_subexpressions: repeated work is done once; opaque operators stay") {
+  Tensor a = make({6, 10}, dtypes::f32), w = make({10, 4}, dtypes::f32);
+  Tensor x = symbol_like(a);
+  auto opaque = [](const Tensor &t) {
+    return hidet::apply_operator("Noise", {t}, {{t.sym_shape(), t.dtype(), t.device()}},
+                                 [](const std::vector<Tensor> &in) { return std::vector<Tensor>{o::exp(in[0])}; })[0];
+  };
+  Tensor y = o::exp(x) + o::exp(x);
+  Tensor z = o::matmul(y, w) * o::matmul(y, w);
+  FlowGraph g = trace_from({z, opaque(x) + opaque(x)}, {x});
+  FlowGraph c = graph::eliminate_common_subexpressions(g);
+  INFO(c.str());
+  CHECK(count_named(g, "Exp") == 2);
+  CHECK(count_named(c, "Exp") == 1);
+  CHECK(count_named(c, "Matmul") == 1);
+  CHECK(count_named(c, "Noise") == 2);
+  Tensor in = make({6, 10}, dtypes::f32);
+  auto want = g.run({in}), got = c.run({in});
+  for (std::size_t i = 0; i < 2; ++i) expect_same(got[i], want[i]);
 }

@@ -18,11 +18,16 @@
 // as an epilogue, stored at the product's store (x_2 = FusedMatmul(x, w, b, fused_graph=FlowGraph(
 // Matmul, Add, Gelu), anchor=0)).
 //
+// fuse_attention: attention written out of matmuls and a softmax becomes one attention node
+// (rewrite rules of the pattern language, graph/pattern.hpp). eliminate_common_subexpressions:
+// an operator applied again to the same inputs reuses the first result.
+//
 // convert_precision: f32 matmuls, convolutions and attention compute in f16 or bf16 (mixed
 // precision, PassContext::mixed_precision), their outputs cast back to f32.
 //
-// optimize(graph, ctx) runs the passes in order (simplify_reshapes, fold_conv_batch_norm,
-// convert_precision when ctx.mixed_precision is set, fuse_epilogues, fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_attention,
+// eliminate_common_subexpressions, fold_conv_batch_norm, convert_precision when
+// ctx.mixed_precision is set, fuse_epilogues, fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
 
@@ -30,6 +35,7 @@
 #include <string>
 
 #include "hidet/graph/flow_graph.hpp"
+#include "hidet/graph/pattern.hpp"
 
 namespace hidet::graph {
 
@@ -59,6 +65,18 @@ void verify(const FlowGraph &graph);
 /// Reshape simplification: a Reshape of a Reshape reads the first one's input, and a Reshape to
 /// its input's own shape is dropped (its readers read the input).
 FlowGraph simplify_reshapes(const FlowGraph &graph);
+
+/// Attention written out (Matmul(q, Permute(k)) [* or / a scalar] [+ mask] -> Softmax(last axis)
+/// -> Matmul(., v), q, k, v of rank 4) becomes one ScaledDotProductAttention node (the
+/// flash-attention template for f16/bf16 with head dims 64 and 128), declared as rewrite rules
+/// in the pattern language (graph/pattern.hpp). attention_rules() lists them.
+FlowGraph fuse_attention(const FlowGraph &graph);
+std::vector<RewriteRule> attention_rules();
+
+/// Common subexpressions: a task-defined operator (by its kernel key), Matmul, Conv2d or Reshape
+/// applied again to the same inputs with the same attributes reuses the first one's outputs.
+/// Opaque operators (apply_operator) are left alone.
+FlowGraph eliminate_common_subexpressions(const FlowGraph &graph);
 
 /// Folds an inference batch_norm into the conv2d (NCHW) that feeds it: w' = w * s, b' = (b - mean)
 /// * s + beta with s = gamma / sqrt(var + eps) per output channel, computed once on the

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "hidet/graph/passes.hpp"
+#include "hidet/graph/pattern.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -212,6 +213,73 @@ HIDET_INLINE void verify(const FlowGraph &graph) {
   }
 }
 
+HIDET_INLINE std::vector<RewriteRule> attention_rules() {
+  using P = Pattern;
+  P scores = P::op("Matmul", {P::any("q"), P::op("Permute", {P::any("k")}, "kt")});
+  P scaled = P::one_of({P::op("Mul|Div", {scores}, "scale"), scores});
+  P masked = P::one_of({P::op("Add", {scaled, P::any("mask")}), P::op("Add", {P::any("mask"), scaled}), scaled});
+  P attention = P::op("Matmul", {P::op("Softmax", {masked}, "softmax"), P::any("v")});
+  auto replace = [](const Match &m) -> std::optional<Tensor> {
+    const Tensor &q = m["q"], &k = m["k"], &v = m["v"];
+    if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) return std::nullopt;
+    if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2}) return std::nullopt;
+    auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
+    if (axis.size() != 1 || (axis[0] != 3 && axis[0] != -1)) return std::nullopt;
+    double scale = 1.0;
+    if (m.ops.count("scale")) {
+      std::string s = m.attr("scale", "scalar");
+      if (s.empty()) return std::nullopt;
+      double c = std::stod(s);
+      if (m.op_name("scale") == "Div") {
+        if (m.attr("scale", "left") != "0" || c == 0) return std::nullopt; // scores / c only
+        c = 1.0 / c;
+      }
+      scale = c;
+    }
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    return ops::scaled_dot_product_attention(q, k, v, mask, false, scale);
+  };
+  return {{"attention", attention, replace}};
+}
+
+HIDET_INLINE FlowGraph fuse_attention(const FlowGraph &graph) { return rewrite(graph, attention_rules()); }
+
+HIDET_INLINE FlowGraph eliminate_common_subexpressions(const FlowGraph &graph) {
+  using detail::key_of;
+  std::map<detail::TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(key_of(t));
+  };
+  std::map<std::string, std::vector<Tensor>> seen; // signature -> outputs in the new graph
+  for (const auto &op : graph.nodes()) {
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+    std::string sig;
+    if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(op)) sig = "task:" + task_op->key();
+    else if (op->name() == "Matmul" || op->name() == "Conv2d" || op->name() == "Reshape")
+      sig = str_cat(op->name(), "(", op->attrs(), ")");
+    if (!sig.empty()) {
+      for (const auto &t : ins) {
+        auto [p, off] = detail::identity_of(t);
+        sig += str_cat("|", p, "+", off, ":", t.is_symbolic() ? 0 : 1);
+      }
+      for (const auto &m : op->output_metas()) sig += str_cat("|", m.dtype.name(), sym_shape_str(m.shape));
+      if (auto it = seen.find(sig); it != seen.end()) {
+        for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = it->second[std::size_t(i)];
+        continue;
+      }
+    }
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+    if (!sig.empty()) seen.emplace(sig, outs);
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
 HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
   using detail::key_of;
   std::map<detail::TensorKey, Tensor> new_of;
@@ -240,39 +308,6 @@ HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
-namespace detail {
-/// The value of `key` in printed attributes "a=1, b=[2, 3], c=x" ("" when absent).
-inline std::string attr_text(const std::string &attrs, const std::string &key) {
-  std::size_t pos = 0;
-  while (pos < attrs.size()) {
-    std::size_t eq = attrs.find('=', pos);
-    if (eq == std::string::npos) break;
-    std::string name = attrs.substr(pos, eq - pos);
-    std::size_t end = eq + 1;
-    if (end < attrs.size() && attrs[end] == '[') end = attrs.find(']', end) + 1;
-    else end = std::min(attrs.find(',', end), attrs.size());
-    if (name == key) return attrs.substr(eq + 1, end - eq - 1);
-    pos = attrs.find_first_not_of(", ", end);
-    if (pos == std::string::npos) break;
-  }
-  return "";
-}
-/// "[2, 2]" -> {2, 2}.
-inline std::vector<std::int64_t> attr_ints(const std::string &attrs, const std::string &key) {
-  std::vector<std::int64_t> out;
-  std::string t = attr_text(attrs, key);
-  for (std::size_t i = 0; i < t.size();) {
-    if (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '-') {
-      std::size_t used = 0;
-      out.push_back(std::stoll(t.substr(i), &used));
-      i += used;
-    } else {
-      ++i;
-    }
-  }
-  return out;
-}
-} // namespace detail
 
 HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
   using detail::key_of;
@@ -513,8 +548,11 @@ inline void save_graph(const PassContext &ctx, const std::string &stem, const Fl
 
 HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
   using Pass = std::function<FlowGraph(const FlowGraph &)>;
-  std::vector<std::pair<const char *, Pass>> passes = {{"simplify_reshapes", &simplify_reshapes},
-                                                       {"fold_conv_batch_norm", &fold_conv_batch_norm}};
+  std::vector<std::pair<const char *, Pass>> passes = {
+      {"simplify_reshapes", &simplify_reshapes},
+      {"fuse_attention", &fuse_attention},
+      {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
+      {"fold_conv_batch_norm", &fold_conv_batch_norm}};
   if (ctx.mixed_precision) {
     DataType dt = *ctx.mixed_precision;
     passes.push_back({"convert_precision", [dt](const FlowGraph &g) { return convert_precision(g, dt); }});
