@@ -36,13 +36,19 @@ TEST_CASE("a small ResNet (bottleneck blocks, conv + batch_norm folded)") {
   cfg.blocks = {1, 1};
   cfg.width = 8;
   cfg.classes = 10;
-  models::ResNet net(cfg, dtypes::f32);
-  Tensor img = make({2, 3, 32, 32}, dtypes::f32);
-  Tensor x = symbol_like(img);
-  FlowGraph g = trace_from(net(x));
-  CHECK(g.str().find("BatchNorm") != std::string::npos);
-  CHECK(graph::optimize(g).str().find("BatchNorm") == std::string::npos);
-  check_model(g, {img}, net(img), 10);
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt);
+    models::ResNet net(cfg, dt);
+    Tensor img = make({2, 3, 32, 32}, dt);
+    Tensor x = symbol_like(img);
+    FlowGraph g = trace_from(net(x));
+    CHECK(g.str().find("BatchNorm") != std::string::npos);
+    FlowGraph opt = graph::optimize(g);
+    CHECK(opt.str().find("BatchNorm") == std::string::npos);
+    // f16: every convolution but the stem runs channels-last.
+    CHECK((opt.str().find("Conv2dNhwc") != std::string::npos) == (dt == dtypes::f16));
+    check_model(g, {img}, net(img), dt == dtypes::f16 ? 2 : 10);
+  }
 }
 
 TEST_CASE("a small BERT encoder and a GPT-2 block") {

@@ -142,16 +142,64 @@ TEST_CASE("fuse_epilogues: a residual block's convolutions take their relu and r
     };
     Tensor x = symbol_like(in);
     FlowGraph g = trace_from(f(x));
-    FlowGraph opt = graph::optimize(g);
+    graph::PassContext nchw;
+    nchw.layout_nhwc = false;
+    FlowGraph opt = graph::optimize(g, nchw);
     INFO(opt.str());
     CHECK(opt.nodes().size() == 2);
     CHECK(count_named(opt, "FusedConv2d") == 2);
     CHECK(opt.str().find("fused_graph=FlowGraph(Conv2d, Add, Relu), anchor=0") != std::string::npos);
+    // Channels-last (the default for f16/bf16): the input turned once, the output stored NCHW by
+    // the second convolution's epilogue.
+    FlowGraph opt2 = graph::optimize(g);
+    INFO(opt2.str());
+    if (dt.is_half()) {
+      CHECK(opt2.nodes().size() == 3);
+      CHECK(count_named(opt2, "FusedConv2dNhwc") == 2);
+      CHECK(opt2.str().find("fused_graph=FlowGraph(Conv2dNhwc, Permute, Add, Relu), anchor=0") != std::string::npos);
+    } else {
+      CHECK(opt2.str() == opt.str());
+    }
     for (int trial = 0; trial < 2; ++trial) {
       Tensor a = make({2, 8, 9, 9}, dt, -1, 1);
       expect_same(opt(a), f(a), 2);
+      expect_same(opt2(a), f(a), 2);
     }
   }
+}
+
+TEST_CASE("convert_layout_nhwc: values stay channels-last between convolutions") {
+  // A stem that stays NCHW (3 channels), pooling between, two residual blocks, a graph output
+  // read from the middle: permutes only at the borders.
+  const DataType dt = dtypes::f16;
+  Tensor img = make({2, 3, 12, 10}, dt, -1, 1), w0 = make({16, 3, 3, 3}, dt, -0.3, 0.3);
+  Tensor w1 = make({16, 16, 3, 3}, dt, -0.2, 0.2), w2 = make({16, 16, 1, 1}, dt, -0.3, 0.3);
+  Tensor w3 = make({16, 16, 3, 3}, dt, -0.2, 0.2), bias = make({16}, dt);
+  auto f = [&](const Tensor &x) {
+    Tensor s = o::max_pool2d(o::relu(o::conv2d(x, w0, bias, {1}, {1})), {2}, {2}, {0});
+    Tensor b1 = o::relu(o::conv2d(o::relu(o::conv2d(s, w1, bias, {1}, {1})), w2) + s);
+    Tensor b2 = o::sigmoid(o::conv2d(b1, w3, std::nullopt, {1}, {1})) * b1;
+    return std::vector<Tensor>{o::sum(b2, {2, 3}), b1};
+  };
+  Tensor x = symbol_like(img);
+  FlowGraph g = trace_from(f(x), {x});
+  FlowGraph c = graph::convert_layout_nhwc(g);
+  INFO(c.str());
+  CHECK(count_named(c, "Conv2dNhwc") == 3);
+  CHECK(count_named(c, "Conv2d") - count_named(c, "Conv2dNhwc") == 1); // the stem (3 channels) stays NCHW
+  CHECK(c.str().find("= Conv2d(x,") != std::string::npos);
+  CHECK(count_named(c, "Permute") == 3); // into the first block; b1 and b2 back to NCHW
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor a = make({2, 3, 12, 10}, dt, -1, 1);
+    auto want = g.run({a}), got = c.run({a}), opt = graph::optimize(g).run({a});
+    for (std::size_t i = 0; i < 2; ++i) {
+      expect_same(got[i], want[i], 2);
+      expect_same(opt[i], want[i], 2);
+    }
+  }
+  auto report = graph::correctness_report(g, graph::optimize(g), {img});
+  INFO(report.str());
+  CHECK(!report.any_flagged());
 }
 
 TEST_CASE("fuse_epilogues leaves alone what it must") {
@@ -281,8 +329,8 @@ TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an e
   };
   CHECK(read(dir / "0_input.txt") == g.str() + "\n");
   CHECK(read(dir / "1_simplify_reshapes.txt") == g.str() + "\n"); // nothing to simplify
-  CHECK(read(dir / "6_fuse_operators.txt") == opt.str() + "\n");
-  CHECK(read(dir / "6_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(read(dir / "7_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "7_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
   std::filesystem::remove_all(dir);
   ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
   ctx.verbose = false;

@@ -25,9 +25,13 @@
 // convert_precision: f32 matmuls, convolutions and attention compute in f16 or bf16 (mixed
 // precision, PassContext::mixed_precision), their outputs cast back to f32.
 //
+// convert_layout_nhwc: half-precision convolutions run channels-last, values stay so between
+// them, permutes only at the borders.
+//
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_attention,
 // eliminate_common_subexpressions, fold_conv_batch_norm, convert_precision when
-// ctx.mixed_precision is set, fuse_epilogues, fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// ctx.mixed_precision is set, convert_layout_nhwc unless ctx.layout_nhwc is false,
+// fuse_epilogues, fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
 
@@ -51,6 +55,8 @@ struct PassContext {
   std::string save_graph_dir;
   /// Log each pass on stderr: its name, operators before and after, milliseconds.
   bool verbose = false;
+  /// Run convolutions channels-last where it pays (convert_layout_nhwc).
+  bool layout_nhwc = true;
   /// Check the graph after each pass (graph::verify); a broken graph is a ValueError naming the
   /// pass and the node.
   bool verify = true;
@@ -88,6 +94,14 @@ FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
 /// ScaledDotProductAttention nodes compute in `dtype` (f16 or bf16; else a ValueError). A cast of
 /// a tensor read by several of them is made once.
 FlowGraph convert_precision(const FlowGraph &graph, DataType dtype);
+
+/// Channels-last convolutions where they pay: every NCHW Conv2d of f16/bf16 with constant
+/// weights and C / groups a multiple of 8 becomes a Conv2dNhwc (the tensor-core template's fast
+/// layout; weights permuted once, when optimizing). Values stay channels-last between such
+/// convolutions through Relu, Sigmoid and same-shape Add, Sub and Mul; a Permute turns a value to
+/// NCHW only where an operator needs it (pooling, a graph output, ...) and to NHWC where a
+/// convolution reads an NCHW value. The Permutes join epilogues like any injective operator.
+FlowGraph convert_layout_nhwc(const FlowGraph &graph);
 
 /// Epilogue fusion (ops/epilogue.hpp): a Matmul or Conv2d whose output is read once by an
 /// injective task-defined operator (or a Reshape) takes that operator, and the ones after it

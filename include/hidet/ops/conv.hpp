@@ -49,6 +49,12 @@ Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,
                    std::vector<std::int64_t> stride = {1}, std::vector<std::int64_t> padding = {0},
                    std::vector<std::int64_t> dilation = {1}, std::int64_t groups = 1);
 
+/// conv2d_nhwc followed by the epilogue `e` (as conv2d's; records a FusedConv2dNhwc node).
+Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
+                   std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
+                   std::vector<std::int64_t> dilation, std::int64_t groups, const std::shared_ptr<const Epilogue> &e,
+                   const std::vector<Tensor> &extras);
+
 } // namespace hidet::ops
 
 #if HIDET_HEADER_ONLY

@@ -20,6 +20,7 @@
 #include "hidet/ops/elementwise.hpp"
 #include "hidet/ops/fuse.hpp"
 #include "hidet/ops/matmul.hpp"
+#include "hidet/ops/transform.hpp"
 
 // Uses detail::TensorKey and key_of of flow_graph.ipp, which src/graph.cpp includes first.
 
@@ -258,7 +259,7 @@ HIDET_INLINE FlowGraph eliminate_common_subexpressions(const FlowGraph &graph) {
     for (const auto &t : op->inputs()) ins.push_back(map_input(t));
     std::string sig;
     if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(op)) sig = "task:" + task_op->key();
-    else if (op->name() == "Matmul" || op->name() == "Conv2d" || op->name() == "Reshape")
+    else if (op->name() == "Matmul" || op->name() == "Conv2d" || op->name() == "Conv2dNhwc" || op->name() == "Reshape")
       sig = str_cat(op->name(), "(", op->attrs(), ")");
     if (!sig.empty()) {
       for (const auto &t : ins) {
@@ -430,6 +431,74 @@ HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype)
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
+HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
+  using detail::key_of;
+  const std::vector<int> to_nhwc{0, 2, 3, 1}, to_nchw{0, 3, 1, 2};
+  std::map<detail::TensorKey, Tensor> new_of; // old tensor -> its NCHW value in the new graph
+  std::map<detail::TensorKey, Tensor> twin;   // old tensor -> its NHWC value in the new graph
+  std::map<detail::TensorKey, std::shared_ptr<const Operator>> maker; // old tensor -> its operator
+  auto nchw = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    auto k = key_of(t);
+    if (auto it = new_of.find(k); it != new_of.end()) return it->second;
+    Tensor v = ops::permute(twin.at(k), to_nchw); // the NCHW value, needed now
+    std::const_pointer_cast<Operator>(v.trace().op)->set_origin(maker.at(k)->origin_or_self());
+    new_of[k] = v;
+    return v;
+  };
+  auto nhwc = [&](const Tensor &t) -> Tensor {
+    if (t.is_symbolic() && t.trace())
+      if (auto it = twin.find(key_of(t)); it != twin.end()) return it->second;
+    Tensor v = ops::permute(nchw(t), to_nhwc);
+    if (t.is_symbolic() && t.trace()) twin[key_of(t)] = v;
+    return v;
+  };
+  auto has_twin = [&](const Tensor &t) { return t.is_symbolic() && t.trace() && twin.count(key_of(t)); };
+  for (const auto &op : graph.nodes()) {
+    const auto &in = op->inputs();
+    for (int i = 0; i < op->num_outputs(); ++i) maker[{op.get(), i}] = op;
+    const std::string &name = op->name();
+    if (name == "Conv2d" && (in.size() == 2 || in.size() == 3) && op->num_outputs() == 1) {
+      const Tensor &x = in[0], &w = in[1];
+      bool constants = !w.is_symbolic() && (in.size() == 2 || !in[2].is_symbolic());
+      bool half = x.dtype().is_half() && w.dtype() == x.dtype() && (in.size() == 2 || in[2].dtype() == x.dtype());
+      if (constants && half && x.ndim() == 4 && w.shape()[1] % 8 == 0) {
+        const std::string &ca = op->attrs();
+        std::optional<Tensor> bias;
+        if (in.size() == 3) bias = in[2];
+        Tensor y = ops::conv2d_nhwc(nhwc(x), ops::permute(w, to_nhwc), bias, detail::attr_ints(ca, "stride"),
+                                    detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"),
+                                    detail::attr_ints(ca, "groups").at(0));
+        twin[{op.get(), 0}] = y;
+        continue;
+      }
+    }
+    // Element-wise operators whose inputs are all channels-last stay channels-last.
+    static const std::set<std::string> unary{"Relu", "Sigmoid"}, binary{"Add", "Sub", "Mul"};
+    bool same_shape = op->num_outputs() == 1 && !in.empty();
+    for (const auto &t : in) same_shape = same_shape && has_twin(t) && t.sym_shape() == op->output_metas()[0].shape;
+    if (same_shape && op->attrs().empty() && ((unary.count(name) && in.size() == 1) || (binary.count(name) && in.size() == 2))) {
+      Tensor y;
+      if (name == "Relu") y = ops::relu(nhwc(in[0]));
+      else if (name == "Sigmoid") y = ops::sigmoid(nhwc(in[0]));
+      else if (name == "Add") y = nhwc(in[0]) + nhwc(in[1]);
+      else if (name == "Sub") y = nhwc(in[0]) - nhwc(in[1]);
+      else y = nhwc(in[0]) * nhwc(in[1]);
+      if (y.dtype() == op->output_metas()[0].dtype) {
+        twin[{op.get(), 0}] = y;
+        continue;
+      }
+    }
+    std::vector<Tensor> ins;
+    for (const auto &t : in) ins.push_back(nchw(t));
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(nchw(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
 HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
   using detail::TensorKey;
   using detail::key_of;
@@ -453,7 +522,8 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
                                                       // residual add may follow two anchors)
   for (const auto &op : graph.nodes()) {
     bool matmul = op->name() == "Matmul" && op->inputs().size() == 2;
-    bool conv = op->name() == "Conv2d" && (op->inputs().size() == 2 || op->inputs().size() == 3);
+    bool conv = (op->name() == "Conv2d" || op->name() == "Conv2dNhwc") &&
+                (op->inputs().size() == 2 || op->inputs().size() == 3);
     if (!(matmul || conv) || op->num_outputs() != 1) continue;
     const TensorMeta &meta = op->output_metas()[0];
     if (!is_constant_shape(meta.shape)) continue;
@@ -513,9 +583,13 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
         const std::string &ca = anchor->attrs();
         std::optional<Tensor> bias;
         if (ai.size() > 2) bias = map_input(ai[2]);
-        y = ops::conv2d(map_input(ai[0]), map_input(ai[1]), bias, detail::attr_ints(ca, "stride"),
-                        detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"),
-                        detail::attr_ints(ca, "groups").at(0), chain.epilogue, extras);
+        bool nhwc = anchor->name() == "Conv2dNhwc";
+        y = nhwc ? ops::conv2d_nhwc(map_input(ai[0]), map_input(ai[1]), bias, detail::attr_ints(ca, "stride"),
+                                    detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"),
+                                    detail::attr_ints(ca, "groups").at(0), chain.epilogue, extras)
+                 : ops::conv2d(map_input(ai[0]), map_input(ai[1]), bias, detail::attr_ints(ca, "stride"),
+                               detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"),
+                               detail::attr_ints(ca, "groups").at(0), chain.epilogue, extras);
       }
       std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
       new_of[{op.get(), 0}] = y;
@@ -557,6 +631,7 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
     DataType dt = *ctx.mixed_precision;
     passes.push_back({"convert_precision", [dt](const FlowGraph &g) { return convert_precision(g, dt); }});
   }
+  if (ctx.layout_nhwc) passes.push_back({"convert_layout_nhwc", &convert_layout_nhwc});
   passes.push_back({"fuse_epilogues", &fuse_epilogues});
   passes.push_back({"fuse_operators", &fuse_operators});
   detail::save_graph(ctx, "0_input", graph);

@@ -191,7 +191,7 @@ HIDET_INLINE std::optional<Tensor> conv2d_trace(const char *name, const Conv2dSi
                                                                std::vector<std::int64_t>, std::vector<std::int64_t>,
                                                                std::vector<std::int64_t>, std::int64_t),
                                                const std::shared_ptr<const Epilogue> &epi = nullptr,
-                                               const std::vector<Tensor> &extras = {}) {
+                                               const std::vector<Tensor> &extras = {}, bool nhwc = false) {
   std::vector<Tensor> ins{x, weight};
   if (bias) ins.push_back(*bias);
   ins.insert(ins.end(), extras.begin(), extras.end());
@@ -203,11 +203,15 @@ HIDET_INLINE std::optional<Tensor> conv2d_trace(const char *name, const Conv2dSi
                               ", dilation=", ints_str(z.dilation), ", groups=", z.groups);
   if (epi) {
     bool has_bias = bool(bias);
-    auto run = [z, epi, has_bias](const std::vector<Tensor> &in) {
+    auto run = [z, epi, has_bias, nhwc](const std::vector<Tensor> &in) {
       std::optional<Tensor> b;
       if (has_bias) b = in[2];
       std::vector<Tensor> ex(in.begin() + (has_bias ? 3 : 2), in.end());
-      return std::vector<Tensor>{conv2d(in[0], in[1], b, z.stride, z.padding, z.dilation, z.groups, epi, ex)};
+      using Fn = Tensor (*)(const Tensor &, const Tensor &, const std::optional<Tensor> &, std::vector<std::int64_t>,
+                            std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t,
+                            const std::shared_ptr<const Epilogue> &, const std::vector<Tensor> &);
+      Fn f = nhwc ? static_cast<Fn>(&conv2d_nhwc) : static_cast<Fn>(&conv2d); // with an epilogue
+      return std::vector<Tensor>{f(in[0], in[1], b, z.stride, z.padding, z.dilation, z.groups, epi, ex)};
     };
     return mark_scratch_build(trace_operator(str_cat("Fused", name), ins, str_cat(attrs, ", ", fused_attrs(name, *epi)),
                           {{to_sym_shape(epi->out.shape()), epi->out.dtype(), dev}}, run)[0]);
@@ -299,15 +303,31 @@ HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,
                           std::vector<std::int64_t> stride,
                           std::vector<std::int64_t> padding,
                           std::vector<std::int64_t> dilation, std::int64_t groups) {
+  return conv2d_nhwc(x, weight, bias, std::move(stride), std::move(padding), std::move(dilation), groups, nullptr,
+                     {});
+}
+
+HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
+                                std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
+                                std::vector<std::int64_t> dilation, std::int64_t groups,
+                                const std::shared_ptr<const Epilogue> &epi, const std::vector<Tensor> &extras) {
   auto z =
       detail::conv2d_sizes("conv2d_nhwc", x, weight, bias, stride, padding, dilation, groups, true);
-  if (auto traced = detail::conv2d_trace("Conv2dNhwc", z, x, weight, bias, Shape{z.N, z.OH, z.OW, z.O}, &conv2d_nhwc))
+  Shape out{z.N, z.OH, z.OW, z.O};
+  if (epi) {
+    DataType t = promote_types(x.dtype(), weight.dtype());
+    if (bias) t = promote_types(t, bias->dtype());
+    check_epilogue("conv2d_nhwc", *epi, out, t, extras);
+  }
+  Tensor (*plain)(const Tensor &, const Tensor &, const std::optional<Tensor> &, std::vector<std::int64_t>,
+                  std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t) = &conv2d_nhwc;
+  if (auto traced = detail::conv2d_trace("Conv2dNhwc", z, x, weight, bias, out, plain, epi, extras, true))
     return *traced;
-  if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NHWC, nullptr, {}))
+  if (auto y = detail::conv2d_template(z, x, weight, bias, templates::Conv2dLayout::NHWC, epi, extras))
     return *y;
   Tensor y =
-      detail::conv2d_generic(z, permute(x, {0, 3, 1, 2}), permute(weight, {0, 3, 1, 2}), bias);
-  return permute(y, {0, 2, 3, 1});
+      permute(detail::conv2d_generic(z, permute(x, {0, 3, 1, 2}), permute(weight, {0, 3, 1, 2}), bias), {0, 2, 3, 1});
+  return epi ? apply_epilogue(*epi, y, extras) : y;
 }
 
 } // namespace hidet::ops
