@@ -5,14 +5,18 @@
 // Every result is checked against cuBLAS and a sampled double-precision reference first.
 //
 // Usage: bench_matmul_ops [--all]   (space 2 tunes a few shapes by default; --all tunes every one)
+// HIDET_BENCH_SHAPES="128x768x768,128x3072x768" replaces the shapes (each tuned at space 2, the
+// chosen candidate printed); HIDET_BENCH_DTYPES="f16,bf16" restricts the dtypes.
 // Needs a GPU; on the emulator it says so and exits 0.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <hidet/hidet.hpp>
 #include <hidet/ops.hpp>
+#include <hidet/ops/tuning.hpp>
 
 #include "bench_matmul_common.hpp"
 
@@ -32,6 +36,18 @@ int main(int argc, char **argv) {
                             {4096, 4096, 4096, "square", true},    {8192, 8192, 8192, "square", false},
                             {333, 444, 555, "odd", false},         {4095, 4097, 1023, "odd", true},
                             {128, 768, 3072, "transformer", true}, {2048, 4096, 4096, "transformer", false}};
+  if (const char *env = std::getenv("HIDET_BENCH_SHAPES")) {
+    shapes.clear();
+    std::string list = env;
+    for (std::size_t pos = 0; pos < list.size();) {
+      std::size_t end = std::min(list.find(',', pos), list.size());
+      int m = 0, n = 0, k = 0;
+      if (std::sscanf(list.substr(pos, end - pos).c_str(), "%dx%dx%d", &m, &n, &k) == 3)
+        shapes.push_back({m, n, k, "given", true});
+      pos = end + 1;
+    }
+  }
+  std::string dtypes = std::getenv("HIDET_BENCH_DTYPES") ? std::getenv("HIDET_BENCH_DTYPES") : "f16,bf16,f32";
   const auto &dev = hidet::runtime::device_info(0);
   auto cb = cublas::load();
   std::printf("device: %s, %d SMs; cuBLAS: %s\n", dev.name.c_str(), dev.sm_count,
@@ -45,6 +61,7 @@ int main(int argc, char **argv) {
   std::vector<Row> rows;
   int failures = 0;
   for (auto dt : {hidet::DataType(hidet::f16), hidet::DataType(hidet::bf16), hidet::DataType(hidet::f32)}) {
+    if (("," + dtypes + ",").find(hidet::str_cat(",", dt.short_name(), ",")) == std::string::npos) continue;
     for (auto &s : shapes) {
       double flop = 2.0 * s.m * s.n * s.k;
       hidet::manual_seed(rng());
@@ -80,8 +97,11 @@ int main(int argc, char **argv) {
         double ms = time_ms([&] { (void)hidet::ops::matmul(a, b); });
         (space == 0 ? r.s0 : r.s2) = flop / ms * 1e-9;
         if (space == 2) r.tune_s = first_s;
-        std::printf("  %-4s %-17s space %d: %8.3f ms %8.2f TFLOP/s (first call %.1f s)\n", r.dtype.c_str(),
-                    r.shape.c_str(), space, ms, flop / ms * 1e-9, first_s);
+        auto label = hidet::ops::tuning::stored_label(
+            hidet::ops::tuning::make_key("matmul", hidet::str_cat(dt, " ", s.m, "x", s.n, "x", s.k, " space ", space)));
+        std::printf("  %-4s %-17s space %d: %8.3f ms %8.2f TFLOP/s (first call %.1f s)%s\n", r.dtype.c_str(),
+                    r.shape.c_str(), space, ms, flop / ms * 1e-9, first_s,
+                    label ? (" chose " + *label).c_str() : "");
         std::fflush(stdout);
       }
       failures += !r.ok;
