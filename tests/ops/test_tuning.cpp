@@ -166,6 +166,28 @@ TEST_CASE("matmul templates: every space-1 candidate is correct on a shape with 
   }
 }
 
+TEST_CASE("matmul heuristic: few rows and a short k take small mma.sync tiles on Hopper") {
+  // Space 0's single candidate for a transformer's projections at batch 1, and its result.
+  struct Case {
+    int m, n, k;
+    const char *hopper_label;
+  };
+  for (Case c : {Case{128, 768, 768, "mma.sync 32x64x64"}, Case{128, 3072, 768, "mma.sync 64x64x64"},
+                 Case{128, 768, 3072, "wgmma"}, Case{512, 768, 768, "wgmma"}}) {
+    auto cands = hidet::ops::matmul_candidates(c.m, c.n, c.k, dtypes::f16, 0);
+    REQUIRE(cands.size() == 1);
+    INFO(c.m << "x" << c.n << "x" << c.k << ": " << cands[0].label);
+    if (hidet::ops::matmul_wgmma_available()) CHECK(cands[0].label.rfind(c.hopper_label, 0) == 0);
+    else CHECK(cands[0].label.rfind("mma.sync", 0) == 0); // off Hopper: the mma.sync heuristic
+  }
+  const int m = 96, n = 200, k = 136; // partial tiles
+  Tensor a = make({m, k}, dtypes::f16), b = make({k, n}, dtypes::f16);
+  auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
+  Tensor c = hidet::full({m, n}, std::nan(""), dtypes::f16);
+  hidet::ops::matmul_candidates(m, n, k, dtypes::f16, 0)[0].build()(a, b, c, {});
+  expect_close(c, {m, n}, want);
+}
+
 TEST_CASE("ops::matmul runs the tuned template and reuses its choice") {
   TempCache cache;
   const int m = 50, n = 40, k = 96;
