@@ -69,8 +69,10 @@ struct Storage {
   std::size_t nbytes = 0;
   Device device;
   bool host = true; ///< host memory (cpu, or the emulated cuda device)
-  CachingAllocator *alloc = nullptr; ///< null for a block inside another one (see `owner`)
-  std::shared_ptr<const Storage> owner; ///< the block this one lies in (a planned workspace), kept alive
+  CachingAllocator *alloc = nullptr; ///< null for memory hidet does not own (see `owner`)
+  /// What keeps memory hidet does not own alive: the block this one lies in (a planned
+  /// workspace), or another framework's tensor (external_storage).
+  std::shared_ptr<const void> owner;
 
   Storage() = default;
   Storage(const Storage &) = delete;
@@ -80,6 +82,11 @@ struct Storage {
 
 /// Allocates `nbytes` for `device` from its caching allocator.
 std::shared_ptr<Storage> allocate_storage(std::size_t nbytes, Device device);
+
+/// Memory of another framework (a torch tensor's data): `ptr` on `device` (`host` memory or not),
+/// kept alive by `owner` as long as a tensor uses it. Nothing is copied.
+std::shared_ptr<Storage> external_storage(void *ptr, std::size_t nbytes, Device device, bool host,
+                                          std::shared_ptr<const void> owner);
 
 /// A block of `nbytes` at byte `offset` inside `base` (no allocation; keeps `base` alive).
 std::shared_ptr<Storage> sub_storage(const std::shared_ptr<Storage> &base, std::size_t offset, std::size_t nbytes);

@@ -44,6 +44,17 @@ HIDET_INLINE std::shared_ptr<Storage> sub_storage(const std::shared_ptr<Storage>
   return s;
 }
 
+HIDET_INLINE std::shared_ptr<Storage> external_storage(void *ptr, std::size_t nbytes, Device device, bool host,
+                                                       std::shared_ptr<const void> owner) {
+  auto s = std::make_shared<Storage>();
+  s->ptr = ptr;
+  s->nbytes = nbytes;
+  s->device = device;
+  s->host = host;
+  s->owner = std::move(owner);
+  return s;
+}
+
 HIDET_INLINE std::vector<std::shared_ptr<Storage>> *&runtime::detail::capture_keep_list() {
   thread_local std::vector<std::shared_ptr<Storage>> *list = nullptr;
   return list;

@@ -1,0 +1,76 @@
+"""hidet: GPU kernels as C++ code, and a deep-learning compiler reachable from PyTorch.
+
+The C++ library does the work (``hidet._C``); this package adds the Pythonic surface:
+
+    import hidet
+    a = hidet.randn([2, 3], device='cuda')
+    x = hidet.symbol_like(a)                      # a symbolic tensor: operators record a graph
+    y = hidet.ops.relu(hidet.ops.matmul(x, b) + c)
+    graph = hidet.trace_from(y)                   # FlowGraph, printed in Hidet's form
+    opt = hidet.graph.optimize(graph)             # fusion and the other passes
+    y1 = opt(a)
+
+and ``torch.compile(model, backend='hidet')`` (see :mod:`hidet.torch`).
+Without a GPU the 'cuda' device is served by hidet's CPU emulator.
+"""
+from . import _C
+from ._C import (CompiledGraph, CudaGraph, FlowGraph, HidetError, Tensor, arange, asarray, cuda_emulated, full,
+                 manual_seed, ones, randn, synchronize, zeros)
+from . import graph, ops, utils
+
+__version__ = '0.1.0'
+
+__all__ = ['Tensor', 'FlowGraph', 'CompiledGraph', 'CudaGraph', 'HidetError', 'randn', 'zeros', 'ones', 'full',
+           'asarray', 'arange', 'symbol', 'symbol_like', 'trace_from', 'from_torch', 'from_dlpack', 'graph', 'ops',
+           'utils', 'cuda_emulated', 'synchronize', 'manual_seed']
+
+
+def symbol(shape, dtype='float32', device='cuda', name='x'):
+    """A symbolic tensor (a graph input): extents are ints or names of symbolic dimensions."""
+    return _C.symbol(list(shape), str(dtype), device, name)
+
+
+def symbol_like(tensor, name='x'):
+    """A symbolic tensor with the shape, dtype and device of ``tensor``."""
+    return _C.symbol_like(tensor, name)
+
+
+def trace_from(outputs, inputs=None):
+    """The FlowGraph computing ``outputs`` (a tensor or a list) from ``inputs`` (found when omitted)."""
+    if isinstance(outputs, Tensor):
+        outputs = [outputs]
+    return _C.trace_from(list(outputs), list(inputs or []))
+
+
+def from_dlpack(array):
+    """A hidet tensor viewing the memory of a DLPack tensor (no copy; contiguous tensors only)."""
+    return _C.from_dlpack(array)
+
+
+def from_torch(tensor):
+    """A hidet tensor viewing a torch tensor's memory (no copy when it is contiguous)."""
+    if not tensor.is_contiguous():
+        tensor = tensor.contiguous()
+    return _C.from_dlpack(tensor.detach())
+
+
+def _binary(op, reverse=False):
+    def method(self, other):
+        return op(other, self) if reverse else op(self, other)
+    return method
+
+
+Tensor.__add__ = _binary(_C.ops.add)
+Tensor.__radd__ = _binary(_C.ops.add, True)
+Tensor.__sub__ = _binary(_C.ops.sub)
+Tensor.__rsub__ = _binary(_C.ops.sub, True)
+Tensor.__mul__ = _binary(_C.ops.mul)
+Tensor.__rmul__ = _binary(_C.ops.mul, True)
+Tensor.__truediv__ = _binary(_C.ops.div)
+Tensor.__rtruediv__ = _binary(_C.ops.div, True)
+Tensor.__matmul__ = _binary(_C.ops.matmul)
+Tensor.__neg__ = lambda self: _C.ops.neg(self)
+Tensor.__pow__ = _binary(_C.ops.pow)
+FlowGraph.__call__ = lambda self, *xs: (lambda outs: outs[0] if len(outs) == 1 else outs)(self.run(list(xs)))
+CompiledGraph.__call__ = lambda self, *xs: (lambda outs: outs[0] if len(outs) == 1 else outs)(self.run(list(xs)))
+FlowGraph.cuda_graph = lambda self: CudaGraph(CompiledGraph(self))

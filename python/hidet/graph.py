@@ -1,0 +1,71 @@
+"""Graph passes and compiled graphs (the C++ graph layer; see docs/graph.md).
+
+    opt = hidet.graph.optimize(graph)                        # the default passes
+    with hidet.graph.PassContext() as ctx:                   # Hidet's spelling of the options
+        ctx.set_precision('float16')                         # mixed precision for f32 graphs
+        opt = hidet.graph.optimize(graph)
+    compiled = hidet.graph.compile(opt)                      # kernels built, one planned workspace
+"""
+from . import _C
+
+__all__ = ['PassContext', 'optimize', 'compile', 'correctness_report']
+
+_contexts = []
+
+
+class PassContext:
+    """Options of :func:`optimize`, set inside a ``with`` block (or passed to it)."""
+
+    def __init__(self):
+        self.mixed_precision = None
+        self.layout_nhwc = True
+        self.verbose = False
+        self.save_dir = ''
+
+    def set_precision(self, dtype=None):
+        """Run f32 matmuls, convolutions and attention in ``dtype`` ('float16' or 'bfloat16')."""
+        self.mixed_precision = dtype
+        return self
+
+    def set_layout_nhwc(self, on=True):
+        """Run half-precision convolutions channels-last (on by default)."""
+        self.layout_nhwc = on
+        return self
+
+    def save_graph_instrument(self, out_dir):
+        """Write the graph after each pass to ``out_dir``."""
+        self.save_dir = out_dir
+        return self
+
+    def set_verbose(self, on=True):
+        """Log each pass on stderr."""
+        self.verbose = on
+        return self
+
+    def __enter__(self):
+        _contexts.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _contexts.pop()
+
+    @staticmethod
+    def current():
+        return _contexts[-1] if _contexts else PassContext()
+
+
+def optimize(graph, ctx=None):
+    """The optimized copy of ``graph`` (the passes of graph::optimize) under ``ctx``, or the
+    innermost ``with PassContext()``."""
+    ctx = ctx or PassContext.current()
+    return _C.optimize(graph, ctx.mixed_precision, ctx.layout_nhwc, ctx.verbose, ctx.save_dir)
+
+
+def compile(graph):
+    """``graph`` compiled: kernels built in parallel, intermediates in one planned workspace."""
+    return _C.CompiledGraph(graph)
+
+
+def correctness_report(graph, optimized, inputs):
+    """Hidet's table comparing ``optimized`` with ``graph`` operator by operator, and the largest error."""
+    return _C.correctness_report(graph, optimized, list(inputs))

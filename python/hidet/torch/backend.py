@@ -1,0 +1,151 @@
+"""The hidet backend of torch.compile: ``torch.compile(model, backend='hidet')``.
+
+For each fx graph dynamo captures, the backend checks that every operator has a mapping (or, with
+dynamo_config.fallback_to_torch, hands the unmapped ones to PyTorch), and returns a callable
+that, for each distinct set of input shapes and dtypes, traces the graph into a hidet FlowGraph,
+optimizes it (fusion, layout, mixed precision), compiles it (kernels built in parallel, one
+planned workspace) and, with CUDA graphs on, captures it. Calls then hand the inputs over
+without copies (DLPack), run on torch's current stream and return torch tensors.
+"""
+import sys
+import time
+
+import torch
+
+import hidet
+from .dynamo_config import dynamo_config
+from .interpreter import Interpreter, UnmappedError, flatten_outputs, to_hidet, unmapped_message
+from .registry import Registry
+
+__all__ = ['hidet_backend', 'HidetCompiledModel']
+
+
+def print_tabular(gm):
+    rows = [('opcode', 'name', 'target', 'args', 'kwargs')]
+    for n in gm.graph.nodes:
+        target = n.target if isinstance(n.target, str) else getattr(n.target, '__name__', str(n.target))
+        rows.append((n.op, n.name, str(target), str(n.args), str(n.kwargs)))
+    widths = [min(max(len(r[i]) for r in rows), 60) for i in range(5)]
+    lines = []
+    for k, r in enumerate(rows):
+        lines.append('  '.join(c[:60].ljust(w) for c, w in zip(r, widths)).rstrip())
+        if k == 0:
+            lines.append('  '.join('-' * w for w in widths))
+    print('\n'.join(lines))
+
+
+class _Compiled:
+    """One input signature compiled: the graph, and how to run it."""
+
+    def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants):
+        self.graph, self.runner, self.replay = graph, runner, replay
+        self.positions, self.rebuild = positions, rebuild
+        self.symbolic_outputs, self.constants = symbolic_outputs, constants
+
+
+class HidetCompiledModel:
+    """The callable handed back to dynamo for one fx graph (see the top of the file)."""
+
+    def __init__(self, gm, config):
+        self.gm = gm
+        self.config = config
+        self.interpreter = Interpreter(gm)
+        self.cache = {}
+
+    def key_of(self, args):
+        return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ('value', a) for a in args)
+
+    def compile(self, args):
+        cfg = self.config
+        t0 = time.time()
+        hidet._C.set_search_space(cfg._search_space)
+        symbols, positions, output = self.interpreter.trace(args)
+        outs, rebuild = flatten_outputs(output)
+        symbolic = [o for o in outs if o.is_symbolic]
+        constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
+        if not symbolic:  # nothing depends on the inputs
+            return _Compiled(None, None, None, positions, rebuild, [], constants)
+        graph = hidet.trace_from(symbolic, symbols)
+        ctx = hidet.graph.PassContext()
+        if cfg._use_fp16:
+            ctx.set_precision('float16')
+        ctx.set_layout_nhwc(cfg._use_nhwc).set_verbose(cfg._verbose)
+        opt = hidet.graph.optimize(graph, ctx)
+        runner = hidet.CompiledGraph(opt)
+        replay = hidet.CudaGraph(runner) if cfg._use_cuda_graph and not hidet.cuda_emulated() else None
+        if cfg._correctness_report:
+            inputs = [to_hidet(args[i]) for i in positions]
+            table, _ = hidet.graph.correctness_report(graph, opt, inputs)
+            print(table)
+        if cfg._verbose:
+            print(f'hidet: compiled a graph of {graph.num_nodes} operators ({opt.num_nodes} after optimization) in '
+                  f'{time.time() - t0:.2f} s; {runner.memory_plan()}', file=sys.stderr)
+        return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants)
+
+    def __call__(self, *args):
+        key = self.key_of(args)
+        entry = self.cache.get(key)
+        if entry is None:
+            entry = self.cache[key] = self.compile(args)
+        if entry.runner is None:
+            return entry.rebuild([], entry.constants)
+        inputs = [to_hidet(args[i]) for i in entry.positions]
+        stream = 0
+        if not hidet.cuda_emulated():
+            stream = torch.cuda.current_stream().cuda_stream
+        if entry.replay is not None:  # static outputs, overwritten by the next replay: copied out
+            outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]
+        else:
+            outs = [o.torch() for o in entry.runner.run(inputs, stream)]
+        return entry.rebuild(outs, entry.constants)
+
+
+def _partition_for_fallback(gm, cfg):
+    """Splits ``gm`` into hidet-mapped parts (compiled by hidet) and the rest (run by PyTorch)."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupport
+
+    interp = Interpreter(gm)
+
+    class Support(OperatorSupport):
+        def is_node_supported(self, submodules, node):
+            return node.op in ('call_function', 'call_method') and interp.mapping_of(node) is not None
+
+    parts = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True).propose_partitions()
+    fused = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True).fuse_partitions(parts)
+    for node in fused.graph.nodes:
+        if node.op == 'call_module' and node.target.startswith('fused_'):
+            sub = fused.get_submodule(node.target)
+            setattr(fused, node.target, _HidetSubmodule(sub, cfg))
+    fused.recompile()
+    return fused
+
+
+class _HidetSubmodule(torch.nn.Module):
+    """A fused partition of mapped operators, run by hidet."""
+
+    def __init__(self, gm, cfg):
+        super().__init__()
+        self.compiled = HidetCompiledModel(gm, cfg)
+
+    def forward(self, *args):
+        return self.compiled(*args)
+
+
+def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
+    """The torch.compile backend (registered as 'hidet' through the torch_dynamo_backends entry
+    point, and on import of hidet.torch)."""
+    cfg = dynamo_config.with_options(mode, options)
+    if cfg._print_input_graph:
+        print_tabular(gm)
+    interp = Interpreter(gm)
+    missing = interp.unmapped()
+    if missing:
+        if not cfg._fallback_to_torch:
+            raise UnmappedError(unmapped_message(missing))
+        print(f'hidet: PyTorch runs the operators hidet does not map: {", ".join(missing)}', file=sys.stderr)
+        fused = _partition_for_fallback(gm, cfg)
+        return fused.forward
+    model = HidetCompiledModel(gm, cfg)
+    model(*example_inputs)  # compile now, for the example shapes
+    return model

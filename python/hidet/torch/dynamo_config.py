@@ -1,0 +1,122 @@
+"""Options of the hidet backend of torch.compile (Hidet's hidet.torch.dynamo_config):
+
+    import hidet
+    hidet.torch.dynamo_config.search_space(2)          # tune templates per shape (0, 1, 2)
+    hidet.torch.dynamo_config.use_cuda_graph(True)     # replay each compiled graph as a CUDA graph
+    hidet.torch.dynamo_config.use_fp16(True)           # f32 matmuls/convs/attention in f16
+    hidet.torch.dynamo_config.print_input_graph(True)  # print each fx graph received, as a table
+    hidet.torch.dynamo_config.correctness_report(True) # print the per-operator error table
+
+torch.compile's ``mode`` ('default', 'reduce-overhead': CUDA graphs, 'max-autotune': search space 2
+and CUDA graphs) and ``options={'search_space': 1, 'use_fp16': True, ...}`` set the same options
+for one compiled model.
+"""
+import copy
+
+__all__ = ['DynamoConfig', 'dynamo_config']
+
+
+class DynamoConfig:
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self._search_space = 0
+        self._use_cuda_graph = True
+        self._use_fp16 = False
+        self._use_nhwc = True
+        self._print_input_graph = False
+        self._correctness_report = False
+        self._fallback_to_torch = False
+        self._verbose = False
+        return self
+
+    def search_space(self, level=2):
+        """Template tuning per shape: 0 (default configurations, no tuning), 1 or 2."""
+        if level not in (0, 1, 2):
+            raise ValueError(f'search_space: expected 0, 1 or 2, got {level!r}')
+        self._search_space = level
+        return self
+
+    def use_cuda_graph(self, flag=True):
+        """Replay each compiled graph as a CUDA graph (one launch per call; on by default)."""
+        self._use_cuda_graph = bool(flag)
+        return self
+
+    def use_fp16(self, flag=True):
+        """Mixed precision: f32 matmuls, convolutions and attention compute in f16 (f32 accumulation)."""
+        self._use_fp16 = bool(flag)
+        return self
+
+    def use_nhwc(self, flag=True):
+        """Run half-precision convolutions channels-last (on by default)."""
+        self._use_nhwc = bool(flag)
+        return self
+
+    def use_tensor_core(self, flag=True):
+        """Tensor cores serve f16/bf16 matmuls and convolutions (always on: turning them off is not
+        supported yet)."""
+        if not flag:
+            raise NotImplementedError('use_tensor_core(False) is not supported yet: f16/bf16 operators always use '
+                                      'tensor cores')
+        return self
+
+    def use_fp16_reduction(self, flag=True):
+        """Accumulate in f16 (not supported yet: templates accumulate in f32)."""
+        if flag:
+            raise NotImplementedError('use_fp16_reduction(True) is not supported yet: templates accumulate in f32')
+        return self
+
+    def parallel_k(self, strategy='default'):
+        """Split-k of matmuls: 'default' (the templates' heuristics and tuning) only, for now."""
+        if strategy != 'default':
+            raise NotImplementedError(f"parallel_k({strategy!r}) is not supported yet: only 'default'")
+        return self
+
+    def print_input_graph(self, flag=True):
+        """Print each fx graph the backend receives, as a table."""
+        self._print_input_graph = bool(flag)
+        return self
+
+    def correctness_report(self, flag=True):
+        """After compiling, print the error of every operator of the optimized graph against the
+        traced graph (Hidet's table) on the example inputs."""
+        self._correctness_report = bool(flag)
+        return self
+
+    def fallback_to_torch(self, flag=True):
+        """Run operators hidet does not map through PyTorch inside the compiled model instead of
+        failing (logged once per graph). Off by default."""
+        self._fallback_to_torch = bool(flag)
+        return self
+
+    def verbose(self, flag=True):
+        """Log the graph passes and compile times."""
+        self._verbose = bool(flag)
+        return self
+
+    def with_options(self, mode=None, options=None):
+        """A copy with torch.compile's ``mode`` and ``options`` applied."""
+        cfg = copy.copy(self)
+        if mode in (None, 'default'):
+            pass
+        elif mode == 'reduce-overhead':
+            cfg._use_cuda_graph = True
+        elif mode == 'max-autotune' or mode == 'max-autotune-no-cudagraphs':
+            cfg._search_space = 2
+            cfg._use_cuda_graph = mode == 'max-autotune'
+        else:
+            raise ValueError(f"hidet backend: unknown mode {mode!r} (default, reduce-overhead, max-autotune)")
+        for key, value in (options or {}).items():
+            setter = getattr(DynamoConfig, key, None)
+            if key.startswith('_') or key in ('reset', 'with_options') or not callable(setter):
+                raise ValueError(f'hidet backend: unknown option {key!r}')
+            setter(cfg, value)
+        return cfg
+
+    def __repr__(self):
+        items = ', '.join(f'{k[1:]}={v!r}' for k, v in vars(self).items())
+        return f'DynamoConfig({items})'
+
+
+dynamo_config = DynamoConfig()

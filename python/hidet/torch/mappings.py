@@ -1,0 +1,569 @@
+"""The operator mappings: torch functions, tensor methods and modules as hidet operators.
+
+Each mapping takes the torch operator's arguments (hidet tensors in place of torch tensors) and
+returns hidet tensors. Shapes are concrete when tracing (each input shape is compiled on its
+own), so ``x.size(0)`` is a Python int.
+"""
+import math
+import operator
+
+import torch
+import torch.nn.functional as F
+
+import hidet
+from hidet import Tensor, ops
+from .interpreter import dtype_name
+from .registry import HidetModule, register_function, register_method, register_module
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _axis(dim, ndim):
+    return dim + ndim if dim < 0 else dim
+
+
+def _dims(dim, ndim):
+    if dim is None:
+        return list(range(ndim))
+    if isinstance(dim, int):
+        dim = [dim]
+    return [_axis(d, ndim) for d in dim]
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size)):
+        shape = shape[0]
+    return [int(s) for s in shape]
+
+
+# ---------------------------------------------------------------------------- arithmetic
+
+def _binary(op):
+    def mapping(a, b, *, alpha=1, out=None):
+        if out is not None:
+            raise ValueError('out= is not supported')
+        if alpha != 1:
+            b = ops.mul(b, alpha)
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            return {'add': operator.add, 'sub': operator.sub, 'mul': operator.mul,
+                    'div': operator.truediv}[op.__name__](a, b)
+        return op(a, b)
+    return mapping
+
+
+register_function(operator.add, torch.add, operator.iadd)(_binary(ops.add))
+register_function(operator.sub, torch.sub, operator.isub)(_binary(ops.sub))
+register_function(operator.mul, torch.mul, operator.imul, torch.multiply)(_binary(ops.mul))
+register_function(operator.truediv, torch.true_divide, operator.itruediv)(_binary(ops.div))
+register_method('add', 'add_')(_binary(ops.add))
+register_method('sub')(_binary(ops.sub))
+register_method('mul', 'mul_')(_binary(ops.mul))
+register_method('truediv', 'div')(_binary(ops.div))
+
+
+@register_function(torch.div)
+def torch_div(a, b, *, rounding_mode=None, out=None):
+    y = ops.div(a, b)
+    if rounding_mode == 'floor':
+        y = ops.floor(y)
+    elif rounding_mode == 'trunc':
+        y = ops.where(ops.lt(y, 0.0), ops.ceil(y), ops.floor(y))
+    return y
+
+
+@register_function(operator.floordiv)
+def operator_floordiv(a, b):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return a // b
+    return ops.floor(ops.div(a, b))
+
+
+@register_function(torch.rsub)
+def torch_rsub(a, b, alpha=1):
+    return ops.sub(b, ops.mul(a, alpha) if alpha != 1 else a)
+
+
+@register_function(operator.neg, torch.neg)
+@register_method('neg')
+def torch_neg(x):
+    return ops.neg(x) if isinstance(x, Tensor) else -x
+
+
+@register_function(operator.pow, torch.pow)
+@register_method('pow')
+def torch_pow(a, b):
+    if isinstance(b, (int, float)) and b == 2:
+        return ops.mul(a, a)
+    if isinstance(b, (int, float)) and b == 0.5:
+        return ops.sqrt(a)
+    return ops.pow(a, b)
+
+
+@register_function(operator.matmul, torch.matmul, torch.mm, torch.bmm)
+@register_method('matmul', 'mm', 'bmm')
+def torch_matmul(a, b, out=None):
+    return ops.matmul(a, b)
+
+
+@register_function(torch.addmm)
+def torch_addmm(bias, a, b, *, beta=1, alpha=1):
+    y = ops.matmul(a, b)
+    if alpha != 1:
+        y = ops.mul(y, alpha)
+    return ops.add(y, ops.mul(bias, beta) if beta != 1 else bias)
+
+
+for _name in ['exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'erf', 'sigmoid', 'abs', 'floor', 'ceil',
+              'reciprocal']:
+    _op = getattr(ops, _name)
+    register_function(getattr(torch, _name))(lambda x, *, out=None, _op=_op: _op(x))
+    register_method(_name)(lambda x, _op=_op: _op(x))
+register_function(F.sigmoid)(lambda x: ops.sigmoid(x))
+register_function(F.tanh)(lambda x: ops.tanh(x))
+
+
+@register_function(torch.relu, F.relu)
+@register_method('relu')
+def torch_relu(x, inplace=False):
+    return ops.relu(x)
+
+
+@register_function(F.relu6)
+def torch_relu6(x, inplace=False):
+    return ops.clamp(x, 0.0, 6.0)
+
+
+@register_function(F.hardtanh)
+def torch_hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
+    return ops.clamp(x, float(min_val), float(max_val))
+
+
+@register_function(F.gelu)
+def torch_gelu(x, approximate='none'):
+    return ops.gelu(x, approximate == 'tanh')
+
+
+@register_function(F.silu)
+def torch_silu(x, inplace=False):
+    return ops.silu(x)
+
+
+@register_function(F.leaky_relu)
+def torch_leaky_relu(x, negative_slope=0.01, inplace=False):
+    return ops.leaky_relu(x, negative_slope)
+
+
+@register_function(F.hardswish)
+def torch_hardswish(x, inplace=False):
+    return ops.mul(x, ops.div(ops.clamp(ops.add(x, 3.0), 0.0, 6.0), 6.0))
+
+
+@register_function(F.hardsigmoid)
+def torch_hardsigmoid(x, inplace=False):
+    return ops.div(ops.clamp(ops.add(x, 3.0), 0.0, 6.0), 6.0)
+
+
+@register_function(torch.clamp, torch.clip)
+@register_method('clamp', 'clip')
+def torch_clamp(x, min=None, max=None):
+    lo = -math.inf if min is None else float(min)
+    hi = math.inf if max is None else float(max)
+    return ops.clamp(x, lo, hi)
+
+
+@register_function(torch.where)
+def torch_where(cond, a, b):
+    if not isinstance(a, Tensor):
+        a = hidet.full([1], float(a), b.dtype, b.device)
+    if not isinstance(b, Tensor):
+        b = hidet.full([1], float(b), a.dtype, a.device)
+    return ops.where(cond, a, b)
+
+
+@register_method('masked_fill', 'masked_fill_')
+def tensor_masked_fill(x, mask, value):
+    fill = hidet.full([1], float(value), x.dtype, x.device)
+    return ops.where(mask, fill, x)
+
+
+for _fn, _op in [(operator.eq, ops.eq), (operator.ne, ops.ne), (operator.lt, ops.lt), (operator.le, ops.le),
+                 (operator.gt, ops.gt), (operator.ge, ops.ge), (torch.eq, ops.eq), (torch.ne, ops.ne),
+                 (torch.lt, ops.lt), (torch.gt, ops.gt)]:
+    register_function(_fn)(lambda a, b, _op=_op: _op(a, b))
+
+# ---------------------------------------------------------------------------- dtype and creation
+
+
+@register_method('to')
+def tensor_to(x, *args, dtype=None, device=None, **kwargs):
+    for a in args:
+        if isinstance(a, torch.dtype):
+            dtype = a
+    if dtype is not None and dtype_name(dtype) != x.dtype:
+        return ops.cast(x, dtype_name(dtype))
+    return x
+
+
+register_method('float')(lambda x: ops.cast(x, 'float32') if x.dtype != 'float32' else x)
+register_method('half')(lambda x: ops.cast(x, 'float16') if x.dtype != 'float16' else x)
+register_method('bfloat16')(lambda x: ops.cast(x, 'bfloat16') if x.dtype != 'bfloat16' else x)
+register_method('type_as')(lambda x, other: ops.cast(x, other.dtype) if x.dtype != other.dtype else x)
+register_method('contiguous', 'detach', 'clone')(lambda x, *a, **k: x)
+register_function(F.dropout, torch.dropout)(lambda x, p=0.5, training=False, inplace=False: x)
+register_function(torch.nn.functional.dropout1d, torch.nn.functional.dropout2d)(
+    lambda x, p=0.5, training=False, inplace=False: x)
+
+
+@register_method('size')
+def tensor_size(x, dim=None):
+    shape = tuple(x.shape)
+    return torch.Size(shape) if dim is None else shape[dim]
+
+
+register_method('dim')(lambda x: x.ndim)
+register_function(getattr)(lambda obj, name: getattr(obj, name) if name != 'shape' else torch.Size(obj.shape))
+
+
+@register_function(torch.arange)
+def torch_arange(start, end=None, step=1, *, dtype=None, device=None, **kwargs):
+    if end is None:
+        start, end = 0, start
+    name = dtype_name(dtype) if dtype is not None else (
+        'int64' if all(isinstance(v, int) for v in (start, end, step)) else 'float32')
+    return hidet.arange(float(start), float(end), float(step), name, 'cuda')
+
+
+@register_function(torch.ones, torch.zeros, torch.full)
+def _creation_error(*args, **kwargs):
+    raise NotImplementedError('creating tensors inside a compiled graph is not mapped yet')
+
+
+# ---------------------------------------------------------------------------- shapes
+
+
+@register_method('view', 'reshape')
+@register_function(torch.reshape)
+def tensor_reshape(x, *shape):
+    return ops.reshape(x, _shape_arg(shape))
+
+
+@register_function(torch.flatten)
+@register_method('flatten')
+def torch_flatten(x, start_dim=0, end_dim=-1):
+    return ops.flatten(x, start_dim, end_dim)
+
+
+@register_method('permute')
+@register_function(torch.permute)
+def tensor_permute(x, *dims):
+    return ops.permute(x, [_axis(d, x.ndim) for d in _shape_arg(dims)])
+
+
+@register_function(torch.transpose)
+@register_method('transpose')
+def torch_transpose(x, dim0, dim1):
+    return ops.transpose(x, dim0, dim1)
+
+
+register_method('t')(lambda x: ops.transpose(x, 0, 1) if x.ndim == 2 else x)
+
+
+@register_function(torch.unsqueeze)
+@register_method('unsqueeze')
+def torch_unsqueeze(x, dim):
+    return ops.unsqueeze(x, _axis(dim, x.ndim + 1))
+
+
+@register_function(torch.squeeze)
+@register_method('squeeze')
+def torch_squeeze(x, dim=None):
+    if dim is None:
+        axes = [i for i, s in enumerate(x.shape) if s == 1]
+    else:
+        axes = [d for d in _dims(dim, x.ndim) if x.shape[d] == 1]
+    return ops.squeeze(x, axes) if axes else x
+
+
+@register_method('expand')
+def tensor_expand(x, *sizes):
+    sizes = _shape_arg(sizes)
+    lead = len(sizes) - x.ndim
+    shape = [s if s != -1 else x.shape[i - lead] for i, s in enumerate(sizes)]
+    return ops.broadcast_to(x, shape)
+
+
+@register_method('expand_as')
+def tensor_expand_as(x, other):
+    return ops.broadcast_to(x, list(other.shape))
+
+
+@register_function(torch.cat, torch.concat)
+def torch_cat(tensors, dim=0):
+    return ops.concat(list(tensors), dim)
+
+
+@register_function(torch.stack)
+def torch_stack(tensors, dim=0):
+    ndim = tensors[0].ndim + 1
+    return ops.concat([ops.unsqueeze(t, _axis(dim, ndim)) for t in tensors], dim)
+
+
+@register_function(torch.split)
+@register_method('split')
+def torch_split(x, split_size_or_sections, dim=0):
+    size = x.shape[_axis(dim, x.ndim)]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        sizes = [s] * (size // s) + ([size % s] if size % s else [])
+    else:
+        sizes = list(split_size_or_sections)
+    return tuple(ops.split(x, sizes, dim))
+
+
+@register_function(torch.chunk)
+@register_method('chunk')
+def torch_chunk(x, chunks, dim=0):
+    size = x.shape[_axis(dim, x.ndim)]
+    s = (size + chunks - 1) // chunks
+    return torch_split(x, s, dim)
+
+
+@register_function(operator.getitem)
+def operator_getitem(x, index):
+    if not isinstance(x, Tensor):
+        return x[index]
+    if not isinstance(index, tuple):
+        index = (index,)
+    if any(i is Ellipsis for i in index):
+        k = index.index(Ellipsis)
+        fill = x.ndim - (len(index) - 1 - sum(1 for i in index if i is None))
+        index = index[:k] + (slice(None),) * (fill - k + sum(1 for i in index[:k] if i is None)) + index[k + 1:]
+    axes, starts, stops, steps, squeeze, unsqueeze = [], [], [], [], [], []
+    dim = 0
+    out_dim = 0
+    for item in index:
+        if item is None:
+            unsqueeze.append(out_dim)
+            out_dim += 1
+            continue
+        if isinstance(item, Tensor):
+            raise NotImplementedError('indexing with a tensor is not mapped yet')
+        n = x.shape[dim]
+        if isinstance(item, int):
+            i = item + n if item < 0 else item
+            axes.append(dim), starts.append(i), stops.append(i + 1), steps.append(1)
+            squeeze.append(dim)
+        else:
+            start, stop, step = item.indices(n)
+            if (start, stop, step) != (0, n, 1):
+                axes.append(dim), starts.append(start), stops.append(stop), steps.append(step)
+            out_dim += 1
+        dim += 1
+    y = ops.slice(x, axes, starts, stops, steps) if axes else x
+    if squeeze:
+        y = ops.squeeze(y, squeeze)
+    for d in unsqueeze:
+        y = ops.unsqueeze(y, d)
+    return y
+
+
+# ---------------------------------------------------------------------------- reductions
+
+
+def _reduce(op):
+    def mapping(x, dim=None, keepdim=False, *, dtype=None):
+        y = op(x, _dims(dim, x.ndim), keepdim)
+        return ops.cast(y, dtype_name(dtype)) if dtype is not None else y
+    return mapping
+
+
+register_function(torch.sum)(_reduce(ops.sum))
+register_method('sum')(_reduce(ops.sum))
+register_function(torch.mean)(_reduce(ops.mean))
+register_method('mean')(_reduce(ops.mean))
+
+
+@register_method('var')
+@register_function(torch.var)
+def torch_var(x, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    c = correction if correction is not None else (1 if unbiased else 0)
+    return ops.var(x, _dims(dim, x.ndim), keepdim, c)
+
+
+@register_function(torch.max)
+@register_method('max')
+def torch_max(x, dim=None, keepdim=False):
+    if isinstance(dim, Tensor):
+        return ops.maximum(x, dim)
+    if dim is None:
+        return ops.max(x, [], False)
+    raise NotImplementedError('torch.max with dim (values and indices) is not mapped yet')
+
+
+@register_function(torch.maximum)
+def torch_maximum(a, b):
+    return ops.maximum(a, b)
+
+
+@register_function(torch.minimum)
+def torch_minimum(a, b):
+    return ops.minimum(a, b)
+
+
+@register_function(torch.cumsum)
+@register_method('cumsum')
+def torch_cumsum(x, dim, *, dtype=None):
+    return ops.cumsum(x, dim)
+
+
+@register_function(torch.softmax, F.softmax)
+@register_method('softmax')
+def torch_softmax(x, dim=-1, _stacklevel=3, dtype=None):
+    if dtype is not None:
+        x = ops.cast(x, dtype_name(dtype))
+    return ops.softmax(x, dim)
+
+
+@register_function(torch.log_softmax, F.log_softmax)
+@register_method('log_softmax')
+def torch_log_softmax(x, dim=-1, _stacklevel=3, dtype=None):
+    if dtype is not None:
+        x = ops.cast(x, dtype_name(dtype))
+    return ops.log_softmax(x, dim)
+
+
+# ---------------------------------------------------------------------------- neural-network functions
+
+
+@register_function(F.linear, torch._C._nn.linear)
+def torch_linear(x, weight, bias=None):
+    return ops.linear(x, weight, bias)
+
+
+def _pair(v):
+    return [int(v)] * 2 if isinstance(v, int) else [int(a) for a in v]
+
+
+@register_function(F.conv2d, torch.conv2d)
+def torch_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if isinstance(padding, str):
+        if padding == 'valid':
+            padding = 0
+        else:  # 'same' (stride 1): PyTorch pads the extra element at the end
+            kh, kw = weight.shape[2], weight.shape[3]
+            d = _pair(dilation)
+            total = [d[0] * (kh - 1), d[1] * (kw - 1)]
+            if total[0] % 2 or total[1] % 2:
+                x = ops.pad(x, [0, 0, 0, 0, 0, total[0] % 2, 0, total[1] % 2])
+            padding = [total[0] // 2, total[1] // 2]
+    return ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups))
+
+
+@register_function(F.max_pool2d, torch.max_pool2d)
+def torch_max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if return_indices:
+        raise NotImplementedError('max_pool2d with return_indices=True is not mapped yet')
+    stride = _pair(kernel_size) if stride is None or stride == [] else _pair(stride)
+    return ops.max_pool2d(x, _pair(kernel_size), stride, _pair(padding), _pair(dilation), ceil_mode)
+
+
+@register_function(F.avg_pool2d, torch._C._nn.avg_pool2d)
+def torch_avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                     divisor_override=None):
+    if divisor_override is not None:
+        raise NotImplementedError('avg_pool2d with divisor_override is not mapped yet')
+    stride = _pair(kernel_size) if stride is None or stride == [] else _pair(stride)
+    return ops.avg_pool2d(x, _pair(kernel_size), stride, _pair(padding), ceil_mode, count_include_pad)
+
+
+@register_function(F.adaptive_avg_pool2d, torch._C._nn.adaptive_avg_pool2d)
+def torch_adaptive_avg_pool2d(x, output_size):
+    size = _pair(output_size) if not isinstance(output_size, (list, tuple)) else \
+        [x.shape[2 + i] if s is None else int(s) for i, s in enumerate(output_size)]
+    return ops.adaptive_avg_pool2d(x, size)
+
+
+@register_function(F.batch_norm, torch.batch_norm)
+def torch_batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5,
+                     *args):
+    if training:
+        raise NotImplementedError('batch_norm in training mode is not mapped (call model.eval())')
+    return ops.batch_norm(x, running_mean, running_var, weight, bias, float(eps))
+
+
+@register_function(F.layer_norm, torch.layer_norm)
+def torch_layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, *args):
+    return ops.layer_norm(x, len(normalized_shape), weight, bias, float(eps))
+
+
+@register_function(F.group_norm, torch.group_norm)
+def torch_group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *args):
+    return ops.group_norm(x, int(num_groups), weight, bias, float(eps))
+
+
+if hasattr(F, 'rms_norm'):
+    @register_function(F.rms_norm)
+    def torch_rms_norm(x, normalized_shape, weight=None, eps=None):
+        return ops.rms_norm(x, len(normalized_shape), weight, 1e-6 if eps is None else float(eps))
+
+
+@register_function(F.embedding, torch.embedding)
+def torch_embedding(indices, weight, padding_idx=None, max_norm=None, *args, **kwargs):
+    if isinstance(indices, Tensor) and isinstance(weight, Tensor) and indices.dtype.startswith('float'):
+        indices, weight = weight, indices  # torch.embedding(weight, indices)
+    if max_norm is not None:
+        raise NotImplementedError('embedding with max_norm is not mapped yet')
+    return ops.embedding(indices, weight)
+
+
+@register_function(F.scaled_dot_product_attention)
+def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    if enable_gqa:
+        raise NotImplementedError('scaled_dot_product_attention with enable_gqa=True is not mapped yet')
+    return ops.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale)
+
+
+@register_function(F.pad)
+def torch_pad(x, pad, mode='constant', value=None):
+    if mode != 'constant':
+        raise NotImplementedError(f'pad mode {mode!r} is not mapped yet')
+    pads = [0] * (2 * x.ndim)
+    for i in range(len(pad) // 2):  # torch: (last_begin, last_end, second_last_begin, ...)
+        axis = x.ndim - 1 - i
+        pads[axis] = int(pad[2 * i])
+        pads[x.ndim + axis] = int(pad[2 * i + 1])
+    return ops.pad(x, pads, 0.0 if value is None else float(value))
+
+
+# ---------------------------------------------------------------------------- modules (call_module nodes)
+
+
+@register_module(torch.nn.Linear)
+class HidetLinear(HidetModule):
+    def __init__(self, m):
+        super().__init__(m)
+        self.weight = self.param('weight')
+        self.bias = self.param('bias', optional=True)
+
+    def __call__(self, x):
+        return ops.linear(x, self.weight, self.bias)
+
+
+@register_module(torch.nn.Conv2d)
+class HidetConv2d(HidetModule):
+    def __call__(self, x):
+        m = self.torch_module
+        return torch_conv2d(x, self.param('weight'), self.param('bias', optional=True), m.stride, m.padding,
+                            m.dilation, m.groups)
+
+
+@register_module(torch.nn.ReLU)
+class HidetReLU(HidetModule):
+    def __call__(self, x):
+        return ops.relu(x)
+
+
+@register_module(torch.nn.Identity, torch.nn.Dropout)
+class HidetIdentity(HidetModule):
+    def __call__(self, x):
+        return x

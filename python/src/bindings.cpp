@@ -1,0 +1,392 @@
+// hidet._C: the Python binding of the C++ library (nanobind). Thin: tensors, symbolic tensors,
+// the operators, FlowGraph, optimize, compiled graphs and CUDA graphs. The Pythonic surface
+// (hidet/__init__.py, hidet.torch) is written in Python over it.
+//
+// Tensors cross to and from other frameworks without copies through DLPack (nb::ndarray):
+// from_dlpack(t) views the memory of a torch tensor (kept alive while hidet uses it) and
+// Tensor.torch() gives a torch tensor viewing hidet's memory. On the CPU emulator the 'cuda'
+// device lives in host memory, so it exchanges CPU tensors.
+//
+// Errors cross as Python exceptions with the C++ message unchanged: hidet::ValueError as
+// ValueError, every other hidet::Error as hidet.HidetError (a RuntimeError).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
+#include <nanobind/stl/vector.h>
+
+#include <sstream>
+#include <variant>
+
+#include "hidet/graph.hpp"
+#include "hidet/ops/tuning.hpp"
+#include "hidet/runtime/stream.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using hidet::DataType;
+using hidet::Tensor;
+namespace o = hidet::ops;
+namespace g = hidet::graph;
+
+namespace {
+
+DataType dtype_of(const std::string &name) {
+  DataType dt;
+  if (!hidet::parse_dtype(name, dt)) throw hidet::ValueError("unknown dtype '" + name + "'");
+  return dt;
+}
+
+nb::dlpack::dtype dlpack_dtype(DataType dt) {
+  using nb::dlpack::dtype_code;
+  std::uint8_t bits = std::uint8_t(dt.nbytes() * 8);
+  if (dt == hidet::dtypes::bf16) return {std::uint8_t(dtype_code::Bfloat), 16, 1};
+  if (dt.is_bool()) return {std::uint8_t(dtype_code::Bool), 8, 1};
+  if (dt.is_float()) return {std::uint8_t(dtype_code::Float), bits, 1};
+  return {std::uint8_t(dt.is_signed() ? dtype_code::Int : dtype_code::UInt), bits, 1};
+}
+
+DataType hidet_dtype(nb::dlpack::dtype d) {
+  using nb::dlpack::dtype_code;
+  auto code = dtype_code(d.code);
+  std::string name;
+  if (code == dtype_code::Float) name = "float" + std::to_string(d.bits);
+  else if (code == dtype_code::Bfloat && d.bits == 16) name = "bfloat16";
+  else if (code == dtype_code::Bool) name = "bool";
+  else if (code == dtype_code::Int) name = "int" + std::to_string(d.bits);
+  else if (code == dtype_code::UInt) name = "uint" + std::to_string(d.bits);
+  DataType dt;
+  if (d.lanes != 1 || name.empty() || !hidet::parse_dtype(name, dt))
+    throw hidet::ValueError("from_dlpack: unsupported element type (DLPack code " + std::to_string(d.code) +
+                            ", " + std::to_string(d.bits) + " bits)");
+  return dt;
+}
+
+/// A hidet tensor viewing a DLPack tensor's memory (c-contiguous; kept alive while used).
+Tensor from_dlpack(nb::ndarray<nb::c_contig> a) {
+  DataType dt = hidet_dtype(a.dtype());
+  std::vector<std::int64_t> shape;
+  std::int64_t n = 1;
+  for (std::size_t i = 0; i < a.ndim(); ++i) shape.push_back(std::int64_t(a.shape(i))), n *= std::int64_t(a.shape(i));
+  hidet::Device device;
+  bool host = true;
+  if (a.device_type() == nb::device::cuda::value) {
+    if (hidet::runtime::cuda_emulated())
+      throw hidet::ValueError("from_dlpack: a CUDA tensor was given but hidet runs on the CPU emulator (no GPU "
+                              "driver could be loaded)");
+    device = hidet::Device::cuda(a.device_id()), host = false;
+  } else if (a.device_type() == nb::device::cpu::value) {
+    // On the emulator the 'cuda' device lives in host memory: a CPU tensor serves it as it is.
+    device = hidet::runtime::cuda_emulated() ? hidet::Device::cuda() : hidet::Device::cpu();
+  } else {
+    throw hidet::ValueError("from_dlpack: only CPU and CUDA tensors are supported (DLPack device type " +
+                            std::to_string(a.device_type()) + ")");
+  }
+  // The ndarray holds a reference to the producer; release it with the GIL held.
+  auto *keep = new nb::ndarray<nb::c_contig>(a);
+  std::shared_ptr<const void> owner(keep, [](const void *p) {
+    nb::gil_scoped_acquire gil;
+    delete static_cast<const nb::ndarray<nb::c_contig> *>(p);
+  });
+  auto storage = hidet::external_storage(a.data(), std::size_t(n) * dt.nbytes(), device, host, std::move(owner));
+  return Tensor(std::move(storage), std::move(shape), dt);
+}
+
+/// A torch tensor viewing `t`'s memory.
+nb::ndarray<nb::pytorch> to_torch(const Tensor &t) {
+  if (t.is_symbolic())
+    throw hidet::ValueError("torch(): the tensor is symbolic (it holds no data): " + t.str());
+  auto *keep = new std::shared_ptr<hidet::Storage>(t.storage());
+  nb::capsule owner(keep, [](void *p) noexcept { delete static_cast<std::shared_ptr<hidet::Storage> *>(p); });
+  std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
+  int device_type = t.is_host_memory() ? nb::device::cpu::value : nb::device::cuda::value;
+  int device_id = t.is_host_memory() ? 0 : t.device().index;
+  return nb::ndarray<nb::pytorch>(t.data_ptr(), shape.size(), shape.data(), owner, nullptr, dlpack_dtype(t.dtype()),
+                                  device_type, device_id);
+}
+
+using Extent = std::variant<std::int64_t, std::string>;
+hidet::SymShape sym_shape(const std::vector<Extent> &shape) {
+  hidet::SymShape out;
+  for (const auto &e : shape)
+    out.push_back(std::holds_alternative<std::int64_t>(e) ? hidet::Dim(std::get<std::int64_t>(e))
+                                                          : hidet::Dim(std::get<std::string>(e)));
+  return out;
+}
+
+std::vector<std::string> shape_strings(const hidet::SymShape &s) {
+  std::vector<std::string> out;
+  for (const auto &d : s) out.push_back(d.str());
+  return out;
+}
+
+hidet::Stream stream_of(std::uintptr_t handle) {
+  if (handle == 0 || hidet::runtime::cuda_emulated()) return hidet::Stream();
+  return hidet::Stream::from_handle(reinterpret_cast<void *>(handle));
+}
+
+} // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "hidet: the C++ library's binding (see the hidet package)";
+  static nb::exception<hidet::Error> hidet_error(m, "HidetError", PyExc_RuntimeError);
+  nb::register_exception_translator([](const std::exception_ptr &p, void *) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const hidet::ValueError &e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const hidet::Error &e) {
+      PyErr_SetString(hidet_error.ptr(), e.what());
+    }
+  });
+
+  m.def("cuda_emulated", &hidet::runtime::cuda_emulated, "True when the 'cuda' device is the CPU emulator.");
+  m.def("synchronize", [] { hidet::synchronize(); });
+
+  nb::class_<Tensor>(m, "Tensor")
+      .def_prop_ro("shape",
+                   [](const Tensor &t) {
+                     if (t.is_symbolic()) {
+                       std::vector<nb::object> out;
+                       for (const auto &d : t.sym_shape())
+                         out.push_back(d.is_constant() ? nb::cast(d.value()) : nb::cast(d.str()));
+                       return nb::tuple(nb::cast(out));
+                     }
+                     return nb::tuple(nb::cast(t.shape()));
+                   })
+      .def_prop_ro("dtype", [](const Tensor &t) { return std::string(t.dtype().name()); })
+      .def_prop_ro("device", [](const Tensor &t) { return t.device().str(); })
+      .def_prop_ro("ndim", &Tensor::ndim)
+      .def_prop_ro("is_symbolic", &Tensor::is_symbolic)
+      .def_prop_ro("name", [](const Tensor &t) { return t.name(); })
+      .def_prop_ro("op", [](const Tensor &t) -> std::optional<std::string> {
+        auto tr = t.trace();
+        if (!tr) return std::nullopt;
+        return tr.op->name();
+      })
+      .def("torch", &to_torch, "A torch tensor viewing this tensor's memory (no copy).")
+      .def("numpy", [](const Tensor &t) {
+        auto v = t.cpu();
+        return nb::module_::import_("numpy").attr("asarray")(to_torch(v).cast().attr("numpy")());
+      })
+      .def("cpu", &Tensor::cpu)
+      .def("cuda", [](const Tensor &t) { return t.cuda(); })
+      .def("to", [](const Tensor &t, const std::string &dev) { return t.to(hidet::Device(dev)); })
+      .def("clone", &Tensor::clone)
+      .def("reshape", [](const Tensor &t, std::vector<std::int64_t> s) { return t.reshape(s); })
+      .def("to_list", &Tensor::to_double_vector)
+      .def("__repr__", [](const Tensor &t) {
+        std::ostringstream os;
+        os << t;
+        return os.str();
+      })
+      .def("signature", [](const Tensor &t) { return t.str(); });
+
+  // Creation.
+  auto dev_default = "cuda";
+  m.def("randn", [](std::vector<std::int64_t> s, const std::string &dt, const std::string &dev) {
+    return hidet::randn(s, dtype_of(dt), hidet::Device(dev));
+  }, "shape"_a, "dtype"_a = "float32", "device"_a = dev_default);
+  m.def("zeros", [](std::vector<std::int64_t> s, const std::string &dt, const std::string &dev) {
+    return hidet::zeros(s, dtype_of(dt), hidet::Device(dev));
+  }, "shape"_a, "dtype"_a = "float32", "device"_a = dev_default);
+  m.def("ones", [](std::vector<std::int64_t> s, const std::string &dt, const std::string &dev) {
+    return hidet::ones(s, dtype_of(dt), hidet::Device(dev));
+  }, "shape"_a, "dtype"_a = "float32", "device"_a = dev_default);
+  m.def("full", [](std::vector<std::int64_t> s, double v, const std::string &dt, const std::string &dev) {
+    return o::full(s, v, dtype_of(dt), hidet::Device(dev));
+  }, "shape"_a, "value"_a, "dtype"_a = "float32", "device"_a = dev_default);
+  m.def("asarray", [](const std::vector<double> &v, std::vector<std::int64_t> s, const std::string &dt,
+                      const std::string &dev) { return hidet::asarray(v, s, dtype_of(dt), hidet::Device(dev)); },
+        "values"_a, "shape"_a, "dtype"_a = "float32", "device"_a = dev_default);
+  m.def("arange", [](double a, double b, double step, const std::string &dt, const std::string &dev) {
+    return o::arange(a, b, step, dtype_of(dt), hidet::Device(dev));
+  }, "start"_a, "stop"_a, "step"_a = 1.0, "dtype"_a = "int64", "device"_a = dev_default);
+  m.def("from_dlpack", &from_dlpack, "array"_a, "A hidet tensor viewing a DLPack tensor's memory (no copy).");
+  m.def("manual_seed", &hidet::manual_seed);
+  m.def("set_search_space", [](int space) { hidet::option::search_space(space); }, "space"_a,
+        "Template tuning: 0 (default configurations), 1 or 2 (tune a small or large space per shape).");
+  m.def("search_space", [] { return hidet::option::search_space(); });
+
+  // Symbolic tensors and graphs.
+  m.def("symbol", [](const std::vector<Extent> &shape, const std::string &dt, const std::string &dev,
+                     const std::string &name) { return hidet::symbol(sym_shape(shape), dtype_of(dt), hidet::Device(dev), name); },
+        "shape"_a, "dtype"_a = "float32", "device"_a = dev_default, "name"_a = "x");
+  m.def("symbol_like", [](const Tensor &t, const std::string &name) { return hidet::symbol_like(t, name); }, "t"_a,
+        "name"_a = "x");
+
+  nb::class_<g::FlowGraph>(m, "FlowGraph")
+      .def_prop_ro("inputs", &g::FlowGraph::inputs)
+      .def_prop_ro("outputs", &g::FlowGraph::outputs)
+      .def_prop_ro("num_nodes", [](const g::FlowGraph &fg) { return fg.nodes().size(); })
+      .def("node_names", [](const g::FlowGraph &fg) {
+        std::vector<std::string> out;
+        for (const auto &n : fg.nodes()) out.push_back(n->name());
+        return out;
+      })
+      .def("run", &g::FlowGraph::run, "inputs"_a)
+      .def("__str__", &g::FlowGraph::str)
+      .def("__repr__", &g::FlowGraph::str)
+      .def("dot", &g::FlowGraph::dot);
+  m.def("trace_from", [](std::vector<Tensor> outs, std::vector<Tensor> ins) { return g::FlowGraph(outs, ins); },
+        "outputs"_a, "inputs"_a = std::vector<Tensor>{});
+  m.def("optimize", [](const g::FlowGraph &fg, std::optional<std::string> mixed_precision, bool layout_nhwc,
+                       bool verbose, const std::string &save_dir) {
+    g::PassContext ctx;
+    if (mixed_precision) ctx.mixed_precision = dtype_of(*mixed_precision);
+    ctx.layout_nhwc = layout_nhwc;
+    ctx.verbose = verbose;
+    ctx.save_graph_dir = save_dir;
+    return g::optimize(fg, ctx);
+  }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false, "save_dir"_a = "");
+
+  nb::class_<g::CompiledGraph>(m, "CompiledGraph")
+      .def(nb::init<g::FlowGraph>(), "graph"_a)
+      .def("run", [](const g::CompiledGraph &cg, const std::vector<Tensor> &xs, std::uintptr_t stream) {
+        return cg.run(xs, stream_of(stream));
+      }, "inputs"_a, "stream"_a = 0)
+      .def_prop_ro("graph", &g::CompiledGraph::graph)
+      .def_prop_ro("workspace_bytes", &g::CompiledGraph::workspace_bytes)
+      .def("memory_plan", [](const g::CompiledGraph &cg) { return cg.memory_plan().str(); })
+      .def_prop_ro("compile_seconds", [](const g::CompiledGraph &cg) { return cg.stats().compile_seconds; });
+
+  nb::class_<g::CudaGraph>(m, "CudaGraph")
+      .def("__init__", [](g::CudaGraph *self, const g::CompiledGraph &cg) { new (self) g::CudaGraph(cg); })
+      .def("run", [](g::CudaGraph &cg, const std::vector<Tensor> &xs, std::uintptr_t stream) {
+        hidet::StreamGuard guard(stream_of(stream));
+        return cg.run(xs);
+      }, "inputs"_a, "stream"_a = 0)
+      .def_prop_ro("captured", &g::CudaGraph::captured);
+
+  m.def("correctness_report", [](const g::FlowGraph &graph, const g::FlowGraph &opt, const std::vector<Tensor> &xs) {
+    auto r = g::correctness_report(graph, opt, xs);
+    return std::make_pair(r.str(), r.max_error());
+  }, "graph"_a, "optimized"_a, "inputs"_a);
+
+  // Operators (hidet::ops). Scalars keep PyTorch's weak typing: an int or float operand does not
+  // change the tensor's dtype.
+  auto ops = m.def_submodule("ops", "hidet's operators");
+#define HIDET_PY_BINARY(name)                                                                      \
+  ops.def(#name, [](const Tensor &a, const Tensor &b) { return o::name(a, b); });                  \
+  ops.def(#name, [](const Tensor &a, int s) { return o::name(a, s); });                            \
+  ops.def(#name, [](const Tensor &a, double s) { return o::name(a, s); });                         \
+  ops.def(#name, [](int s, const Tensor &a) { return o::name(s, a); });                            \
+  ops.def(#name, [](double s, const Tensor &a) { return o::name(s, a); });
+  HIDET_PY_BINARY(add)
+  HIDET_PY_BINARY(sub)
+  HIDET_PY_BINARY(mul)
+  HIDET_PY_BINARY(div)
+  HIDET_PY_BINARY(maximum)
+  HIDET_PY_BINARY(minimum)
+  HIDET_PY_BINARY(pow)
+#undef HIDET_PY_BINARY
+#define HIDET_PY_COMPARE(name)                                                                     \
+  ops.def(#name, [](const Tensor &a, const Tensor &b) { return o::name(a, b); });                  \
+  ops.def(#name, [](const Tensor &a, double s) { return o::name(a, s); });
+  HIDET_PY_COMPARE(eq)
+  HIDET_PY_COMPARE(ne)
+  HIDET_PY_COMPARE(lt)
+  HIDET_PY_COMPARE(le)
+  HIDET_PY_COMPARE(gt)
+  HIDET_PY_COMPARE(ge)
+#undef HIDET_PY_COMPARE
+#define HIDET_PY_UNARY(name) ops.def(#name, [](const Tensor &x) { return o::name(x); });
+  HIDET_PY_UNARY(exp)
+  HIDET_PY_UNARY(log)
+  HIDET_PY_UNARY(sqrt)
+  HIDET_PY_UNARY(rsqrt)
+  HIDET_PY_UNARY(reciprocal)
+  HIDET_PY_UNARY(sin)
+  HIDET_PY_UNARY(cos)
+  HIDET_PY_UNARY(tanh)
+  HIDET_PY_UNARY(erf)
+  HIDET_PY_UNARY(sigmoid)
+  HIDET_PY_UNARY(silu)
+  HIDET_PY_UNARY(neg)
+  HIDET_PY_UNARY(abs)
+  HIDET_PY_UNARY(relu)
+  HIDET_PY_UNARY(floor)
+  HIDET_PY_UNARY(ceil)
+  HIDET_PY_UNARY(logical_not)
+#undef HIDET_PY_UNARY
+  ops.def("gelu", [](const Tensor &x, bool tanh) { return o::gelu(x, tanh); }, "x"_a, "approximate_tanh"_a = false);
+  ops.def("leaky_relu", [](const Tensor &x, double s) { return o::leaky_relu(x, s); }, "x"_a, "slope"_a = 0.01);
+  ops.def("clamp", [](const Tensor &x, double lo, double hi) { return o::clamp(x, lo, hi); });
+  ops.def("cast", [](const Tensor &x, const std::string &dt) { return o::cast(x, dtype_of(dt)); });
+  ops.def("where", [](const Tensor &c, const Tensor &a, const Tensor &b) { return o::where(c, a, b); });
+  ops.def("logical_and", [](const Tensor &a, const Tensor &b) { return o::logical_and(a, b); });
+  ops.def("logical_or", [](const Tensor &a, const Tensor &b) { return o::logical_or(a, b); });
+#define HIDET_PY_REDUCE(name)                                                                      \
+  ops.def(#name, [](const Tensor &x, std::vector<int> axes, bool keep) { return o::name(x, axes, keep); }, "x"_a, \
+          "axes"_a = std::vector<int>{}, "keepdims"_a = false);
+  HIDET_PY_REDUCE(sum)
+  HIDET_PY_REDUCE(mean)
+  HIDET_PY_REDUCE(max)
+  HIDET_PY_REDUCE(min)
+  HIDET_PY_REDUCE(prod)
+#undef HIDET_PY_REDUCE
+  ops.def("var", [](const Tensor &x, std::vector<int> axes, bool keep, int correction) {
+    return o::var(x, axes, keep, correction);
+  }, "x"_a, "axes"_a = std::vector<int>{}, "keepdims"_a = false, "correction"_a = 1);
+  ops.def("argmax", [](const Tensor &x, int axis, bool keep) { return o::argmax(x, axis, keep); }, "x"_a, "axis"_a,
+          "keepdims"_a = false);
+  ops.def("cumsum", [](const Tensor &x, int axis) { return o::cumsum(x, axis); });
+  ops.def("reshape", [](const Tensor &x, std::vector<std::int64_t> s) { return o::reshape(x, s); });
+  ops.def("flatten", [](const Tensor &x, int a, int b) { return o::flatten(x, a, b); }, "x"_a, "start"_a = 0,
+          "end"_a = -1);
+  ops.def("squeeze", [](const Tensor &x, std::vector<int> axes) { return o::squeeze(x, axes); });
+  ops.def("unsqueeze", [](const Tensor &x, int axis) { return o::unsqueeze(x, axis); });
+  ops.def("permute", [](const Tensor &x, std::vector<int> perm) { return o::permute(x, perm); });
+  ops.def("transpose", [](const Tensor &x, int a, int b) { return o::transpose(x, a, b); });
+  ops.def("broadcast_to", [](const Tensor &x, std::vector<std::int64_t> s) { return o::broadcast_to(x, s); });
+  ops.def("slice", [](const Tensor &x, std::vector<int> axes, std::vector<std::int64_t> starts,
+                      std::vector<std::int64_t> stops, std::vector<std::int64_t> steps) {
+    return o::slice(x, axes, starts, stops, steps);
+  }, "x"_a, "axes"_a, "starts"_a, "stops"_a, "steps"_a = std::vector<std::int64_t>{});
+  ops.def("concat", [](const std::vector<Tensor> &xs, int axis) { return o::concat(xs, axis); });
+  ops.def("split", [](const Tensor &x, std::vector<std::int64_t> sizes, int axis) { return o::split(x, sizes, axis); });
+  ops.def("index_select", [](const Tensor &x, int axis, const Tensor &i) { return o::index_select(x, axis, i); });
+  ops.def("embedding", [](const Tensor &i, const Tensor &w) { return o::embedding(i, w); });
+  ops.def("pad", [](const Tensor &x, std::vector<std::int64_t> pads, double v) { return o::pad(x, pads, v); },
+          "x"_a, "pads"_a, "value"_a = 0.0);
+  ops.def("matmul", [](const Tensor &a, const Tensor &b) { return o::matmul(a, b); });
+  ops.def("linear", [](const Tensor &x, const Tensor &w, std::optional<Tensor> b) { return o::linear(x, w, b); },
+          "x"_a, "weight"_a, "bias"_a = nb::none());
+  ops.def("conv2d", [](const Tensor &x, const Tensor &w, std::optional<Tensor> b, std::vector<std::int64_t> stride,
+                       std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation, std::int64_t groups) {
+    return o::conv2d(x, w, b, stride, padding, dilation, groups);
+  }, "x"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = std::vector<std::int64_t>{1},
+     "padding"_a = std::vector<std::int64_t>{0}, "dilation"_a = std::vector<std::int64_t>{1}, "groups"_a = 1);
+  ops.def("max_pool2d", [](const Tensor &x, std::vector<std::int64_t> k, std::vector<std::int64_t> s,
+                           std::vector<std::int64_t> p, std::vector<std::int64_t> d, bool ceil) {
+    return o::max_pool2d(x, k, s, p, d, ceil);
+  }, "x"_a, "kernel"_a, "stride"_a = std::vector<std::int64_t>{}, "padding"_a = std::vector<std::int64_t>{0},
+     "dilation"_a = std::vector<std::int64_t>{1}, "ceil_mode"_a = false);
+  ops.def("avg_pool2d", [](const Tensor &x, std::vector<std::int64_t> k, std::vector<std::int64_t> s,
+                           std::vector<std::int64_t> p, bool ceil, bool include_pad) {
+    return o::avg_pool2d(x, k, s, p, ceil, include_pad);
+  }, "x"_a, "kernel"_a, "stride"_a = std::vector<std::int64_t>{}, "padding"_a = std::vector<std::int64_t>{0},
+     "ceil_mode"_a = false, "count_include_pad"_a = true);
+  ops.def("adaptive_avg_pool2d", [](const Tensor &x, std::vector<std::int64_t> s) { return o::adaptive_avg_pool2d(x, s); });
+  ops.def("softmax", [](const Tensor &x, int axis) { return o::softmax(x, axis); }, "x"_a, "axis"_a = -1);
+  ops.def("log_softmax", [](const Tensor &x, int axis) { return o::log_softmax(x, axis); }, "x"_a, "axis"_a = -1);
+  ops.def("layer_norm", [](const Tensor &x, int nd, std::optional<Tensor> w, std::optional<Tensor> b, double eps) {
+    return o::layer_norm(x, nd, w, b, eps);
+  }, "x"_a, "normalized_ndim"_a = 1, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5);
+  ops.def("rms_norm", [](const Tensor &x, int nd, std::optional<Tensor> w, double eps) {
+    return o::rms_norm(x, nd, w, eps);
+  }, "x"_a, "normalized_ndim"_a = 1, "weight"_a = nb::none(), "eps"_a = 1e-6);
+  ops.def("group_norm", [](const Tensor &x, std::int64_t groups, std::optional<Tensor> w, std::optional<Tensor> b,
+                           double eps) { return o::group_norm(x, groups, w, b, eps); },
+          "x"_a, "num_groups"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5);
+  ops.def("batch_norm", [](const Tensor &x, const Tensor &mean, const Tensor &var, std::optional<Tensor> w,
+                           std::optional<Tensor> b, double eps) { return o::batch_norm(x, mean, var, w, b, eps); },
+          "x"_a, "running_mean"_a, "running_var"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5);
+  ops.def("scaled_dot_product_attention", [](const Tensor &q, const Tensor &k, const Tensor &v,
+                                             std::optional<Tensor> mask, bool causal, std::optional<double> scale) {
+    return o::scaled_dot_product_attention(q, k, v, mask, causal, scale);
+  }, "q"_a, "k"_a, "v"_a, "attn_mask"_a = nb::none(), "is_causal"_a = false, "scale"_a = nb::none());
+}
