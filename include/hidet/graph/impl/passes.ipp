@@ -295,11 +295,19 @@ HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
       Tensor base = ins[0];
       if (auto tr = base.trace(); tr && tr.op->name() == "Reshape" && tr.op->inputs().size() == 1)
         base = tr.op->inputs()[0]; // a reshape of a reshape reads the first one's input
-      if (base.sym_shape() == op->output_metas()[0].shape) {
+      const SymShape &shape = op->output_metas()[0].shape;
+      if (base.sym_shape() == shape) {
         new_of[{op.get(), 0}] = base; // reshaping to its own shape: nothing to do
         continue;
       }
-      ins = {base};
+      if (!(base.sym_shape() == ins[0].sym_shape()) && is_constant_shape(shape)) {
+        // The reshape now reads another shape: made anew for it (a recorded Reshape may be a
+        // task over its input's shape).
+        Tensor y = ops::reshape(base, constant_shape(shape));
+        std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
+        new_of[{op.get(), 0}] = y;
+        continue;
+      }
     }
     auto outs = outputs_of(op->with_inputs(std::move(ins)));
     for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];

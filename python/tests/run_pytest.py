@@ -1,0 +1,11 @@
+"""Runs one test file with pytest for meson test: exit 77 (SKIP) when pytest or torch is missing,
+and pytest's own exit code otherwise (5, no test collected, counts as a failure)."""
+import sys
+
+try:
+    import pytest
+    import torch  # noqa: F401
+except ImportError as e:
+    print(f'SKIP: {e} (scripts/setup installs pytest and torch)')
+    sys.exit(77)
+sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '--rootdir', __file__.rsplit('/', 1)[0], sys.argv[1]]))

@@ -1,0 +1,49 @@
+"""Graphs from Python: tracing, printing, optimize, compiled graphs, CUDA graphs, the report."""
+import torch
+
+import hidet
+from conftest import assert_close
+
+
+def test_quick_start_flow():
+    a, b, c = hidet.randn([2, 3]), hidet.randn([3, 2]), hidet.randn([2])
+    x = hidet.symbol_like(a)
+    y = hidet.ops.matmul(x, b) + c
+    assert y.is_symbolic and y.op == 'Add'
+    graph = hidet.trace_from(y)
+    assert str(graph).startswith('Graph(x: float32[2, 3][cuda]){')
+    assert graph.node_names() == ['Matmul', 'Add']
+    opt = hidet.graph.optimize(graph)
+    assert opt.node_names() == ['FusedMatmul']
+    want = hidet.ops.matmul(a, b) + c
+    assert_close(opt(a).torch(), want.torch())
+    compiled = hidet.graph.compile(opt)
+    assert_close(compiled(a).torch(), want.torch())
+    cg = opt.cuda_graph()
+    assert_close(cg.run([a])[0].torch(), want.torch())
+
+
+def test_symbolic_names_and_pass_context():
+    x = hidet.symbol(['n', 8], name='tokens')
+    assert x.shape == ('n', 8)
+    w = hidet.randn([8, 8])
+    a = hidet.randn([4, 8])
+    xa = hidet.symbol_like(a)
+    g = hidet.trace_from(hidet.ops.gelu(hidet.ops.matmul(xa, w)))
+    with hidet.graph.PassContext() as ctx:
+        ctx.set_precision('float16')
+        opt = hidet.graph.optimize(g)
+    assert 'Cast' in str(opt)
+    table, err = hidet.graph.correctness_report(g, opt, [a])
+    assert 'Matmul' in table and 0 < err < 1e-2
+
+
+def test_compile_errors_name_the_input():
+    a = hidet.randn([4, 6])
+    compiled = hidet.graph.compile(hidet.trace_from(hidet.ops.exp(hidet.symbol_like(a))))
+    try:
+        compiled(hidet.randn([4, 5]))
+        raise AssertionError('expected a ValueError')
+    except ValueError as e:
+        assert 'dim 1 must be 6' in str(e)
+    assert_close(compiled(a).torch(), torch.exp(a.torch()))

@@ -1,0 +1,219 @@
+"""torch.compile(backend='hidet') on the emulator (or the GPU): operator mappings against eager
+PyTorch on small odd shapes, a small CNN and a two-layer transformer end to end, the listing of
+unmapped operators, the registry example of Hidet's guide, the fallback to PyTorch, and options."""
+import operator
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import hidet
+import hidet.torch
+from conftest import assert_close
+
+DEVICE = 'cpu' if hidet.cuda_emulated() else 'cuda'
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    hidet.torch.dynamo_config.reset()
+    yield
+
+
+def compiled(fn, **kw):
+    return torch.compile(fn, backend='hidet', dynamic=False, **kw)
+
+
+def r(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device=DEVICE).to(dtype)
+
+
+CASES = {
+    'add_mul_scalar': (lambda a, b: (a + b) * 2.0 - 1, [r(3, 17), r(17)]),
+    'div_rsub_neg': (lambda a, b: -(1 - a / (b.abs() + 1)), [r(5, 9), r(5, 9)]),
+    'unary': (lambda a: torch.exp(a.tanh()) + torch.sigmoid(a) + a.abs().sqrt() + torch.erf(a) + a.cos(), [r(4, 33)]),
+    'activations': (lambda a: F.gelu(a) + F.silu(a) + F.relu6(a) + F.hardswish(a) + F.leaky_relu(a, 0.2),
+                    [r(3, 45)]),
+    'gelu_tanh': (lambda a: F.gelu(a, approximate='tanh'), [r(7, 13)]),
+    'matmul_linear': (lambda a, w, b: F.linear(a @ w, w.t(), b), [r(6, 11), r(11, 11), r(11)]),
+    'bmm': (lambda a, b: torch.bmm(a, b), [r(3, 5, 7), r(3, 7, 4)]),
+    'softmax_log_softmax': (lambda a: F.softmax(a, -1) + F.log_softmax(a, dim=1).exp(), [r(4, 37)]),
+    'reductions': (lambda a: a.sum(1, keepdim=True) + a.mean(dim=(0, 1)) + torch.var(a, dim=1, keepdim=True),
+                   [r(6, 19)]),
+    'shapes': (lambda a: a.view(2, 3, 10).permute(2, 0, 1).transpose(1, 2).flatten(1).unsqueeze(0).squeeze(0),
+               [r(6, 10)]),
+    'getitem_split_cat': (lambda a: torch.cat([a[:, :3], a[:, 5:], a[1:2].expand(4, 9)[:, :1]], dim=1), [r(4, 9)]),
+    'getitem_none_ellipsis': (lambda a: a[..., 1] + a[:, None, 0, ::2].sum(-1) + a[-1, :, 0], [r(3, 4, 6)]),
+    'chunk_stack': (lambda a: torch.stack(a.chunk(3, dim=1), dim=0).sum(0), [r(5, 12)]),
+    'where_masked_fill': (lambda a, b: torch.where(a > 0, a, b).masked_fill(b < -1, 0.5), [r(6, 7), r(6, 7)]),
+    'sdpa': (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [r(2, 3, 9, 16)] * 3),
+    'cast_to': (lambda a: (a.half().float() + a.to(torch.float16).to(torch.float32)), [r(3, 8)]),
+}
+
+
+@pytest.mark.parametrize('name', list(CASES))
+def test_function_mappings(name):
+    fn, inputs = CASES[name]
+    want = fn(*inputs)
+    got = compiled(fn)(*inputs)
+    assert_close(got, want, atol=2e-4, rtol=2e-4)
+
+
+def test_conv_bn_pool_and_layer_norm_embedding():
+    conv = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(), nn.Linear(8, 5)).to(DEVICE)
+    conv.eval()
+    x = r(2, 3, 17, 15)
+    with torch.no_grad():
+        assert_close(compiled(conv)(x), conv(x), atol=1e-4)
+    emb, ln = nn.Embedding(50, 16).to(DEVICE), nn.LayerNorm(16).to(DEVICE)
+    ids = torch.randint(0, 50, (3, 7), device=DEVICE)
+    with torch.no_grad():
+        assert_close(compiled(lambda i: ln(emb(i)))(ids), ln(emb(ids)), atol=1e-4)
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        self.block = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                                   nn.Conv2d(16, 16, 1, bias=False), nn.BatchNorm2d(16))
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = F.relu(self.block(x) + x)
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.head(x)
+
+
+class TinyTransformer(nn.Module):
+    def __init__(self, d=32, heads=4, layers=2):
+        super().__init__()
+        self.heads = heads
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict(dict(qkv=nn.Linear(d, 3 * d), out=nn.Linear(d, d), ln1=nn.LayerNorm(d),
+                                                  ff1=nn.Linear(d, 4 * d), ff2=nn.Linear(4 * d, d),
+                                                  ln2=nn.LayerNorm(d))))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        for layer in self.layers:
+            q, k, v = layer['qkv'](x).split(d, dim=-1)
+            q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+            scores = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
+            a = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
+            x = layer['ln1'](x + layer['out'](a))
+            x = layer['ln2'](x + layer['ff2'](F.gelu(layer['ff1'](x))))
+        return x
+
+
+@pytest.mark.parametrize('model_cls,shape', [(SmallCNN, (2, 3, 12, 12)), (TinyTransformer, (2, 9, 32))])
+def test_models_end_to_end(model_cls, shape):
+    model = model_cls().to(DEVICE).eval()
+    x = r(*shape)
+    with torch.no_grad():
+        fast = compiled(model)
+        assert_close(fast(x), model(x), atol=1e-4)
+        x2 = r(*shape)  # a second call, new data: the compiled graph runs again
+        assert_close(fast(x2), model(x2), atol=1e-4)
+        x3 = r(3, *shape[1:])  # a new batch size compiles once more
+        assert_close(fast(x3), model(x3), atol=1e-4)
+
+
+def test_unmapped_operators_are_listed_at_once():
+    def fn(x):
+        return torch.special.digamma(x) + torch.nn.functional.softplus(x)
+
+    with pytest.raises(Exception) as info:
+        compiled(fn)(r(3, 4))
+    text = str(info.value)
+    assert 'The following operators are not supported or mapped by hidet yet:' in text
+    assert 'digamma' in text and 'softplus' in text
+    assert 'register_function' in text
+
+
+def test_fallback_to_torch_runs_unmapped_operators():
+    hidet.torch.dynamo_config.fallback_to_torch(True)
+
+    def fn(x):
+        return F.softplus(torch.relu(x) * 2.0) + x
+
+    x = r(5, 6)
+    assert_close(compiled(fn)(x), fn(x), atol=1e-5)
+
+
+def test_registry_example_of_the_guide():
+    from hidet.torch.registry import Registry, register_function, register_method, register_module, HidetModule
+    saved = (dict(Registry.registered_functions), dict(Registry.registered_methods), dict(Registry.registered_modules))
+    try:
+        del Registry.registered_functions[F.relu]
+        del Registry.registered_functions[operator.add]
+        del Registry.registered_methods['flatten']
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(10, 10)
+
+            def forward(self, x):
+                x = F.relu(self.linear(x))
+                return (x + x).flatten()
+
+        model = Model().to(DEVICE)
+        x = r(10, 10)
+        with pytest.raises(Exception) as info:
+            compiled(model)(x)
+        assert 'operator.add' in str(info.value) and 'torch.nn.functional.relu' in str(info.value)
+        assert 'torch.Tensor.flatten' in str(info.value)
+
+        @register_function(F.relu)
+        def torch_relu(x, inplace=False):
+            return hidet.ops.relu(x)
+
+        @register_function(operator.add)
+        def operator_add(x, y):
+            return hidet.ops.add(x, y)
+
+        @register_method(torch.Tensor.flatten)
+        def tensor_flatten(self, start_dim=0, end_dim=-1):
+            return hidet.ops.flatten(self, start_dim, end_dim)
+
+        torch._dynamo.reset()
+        with torch.no_grad():
+            assert_close(compiled(model)(x), model(x), atol=1e-4)
+    finally:
+        Registry.registered_functions, Registry.registered_methods, Registry.registered_modules = (
+            saved[0], saved[1], saved[2])
+
+
+def test_mapping_errors_name_the_node_and_source_line():
+    def fn(x):
+        return F.max_pool2d(x, 2, return_indices=True)[0]
+
+    with pytest.raises(Exception) as info:
+        compiled(fn)(r(1, 2, 4, 4))
+    text = str(info.value)
+    assert 'max_pool2d' in text and 'fx node' in text and 'test_torch.py' in text
+
+
+def test_options_and_modes(capsys):
+    model = SmallCNN().to(DEVICE).eval()
+    x = r(1, 3, 8, 8)
+    hidet.torch.dynamo_config.print_input_graph(True).correctness_report(True)
+    with torch.no_grad():
+        assert_close(compiled(model, mode='reduce-overhead')(x), model(x), atol=1e-4)
+    out = capsys.readouterr().out
+    assert 'opcode' in out and 'placeholder' in out  # the input graph
+    assert 'kind      operator' in out  # the correctness report
+    with pytest.raises(ValueError, match='unknown option'):
+        hidet.torch.dynamo_config.with_options(None, {'no_such_option': 1})
+    with pytest.raises(NotImplementedError, match='use_fp16_reduction'):
+        hidet.torch.dynamo_config.use_fp16_reduction(True)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = compiled(model, options={'use_fp16': True})(x)
+    assert_close(got, model(x), atol=2e-2, rtol=2e-2)
