@@ -14,7 +14,7 @@ import torch
 
 import hidet
 from .dynamo_config import dynamo_config
-from .interpreter import Interpreter, UnmappedError, flatten_outputs, to_hidet, unmapped_message
+from .interpreter import Interpreter, UnmappedError, flatten_outputs, to_hidet
 from .registry import Registry
 
 __all__ = ['hidet_backend', 'HidetCompiledModel']
@@ -100,16 +100,14 @@ class HidetCompiledModel:
         return entry.rebuild(outs, entry.constants)
 
 
-def _partition_for_fallback(gm, cfg):
+def _partition_for_fallback(gm, cfg, unmapped_nodes):
     """Splits ``gm`` into hidet-mapped parts (compiled by hidet) and the rest (run by PyTorch)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
     from torch.fx.passes.operator_support import OperatorSupport
 
-    interp = Interpreter(gm)
-
     class Support(OperatorSupport):
         def is_node_supported(self, submodules, node):
-            return node.op in ('call_function', 'call_method') and interp.mapping_of(node) is not None
+            return node.op in ('call_function', 'call_method') and node not in unmapped_nodes
 
     parts = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True).propose_partitions()
     fused = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True).fuse_partitions(parts)
@@ -138,14 +136,12 @@ def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
     cfg = dynamo_config.with_options(mode, options)
     if cfg._print_input_graph:
         print_tabular(gm)
-    interp = Interpreter(gm)
-    missing = interp.unmapped()
-    if missing:
-        if not cfg._fallback_to_torch:
-            raise UnmappedError(unmapped_message(missing))
-        print(f'hidet: PyTorch runs the operators hidet does not map: {", ".join(missing)}', file=sys.stderr)
-        fused = _partition_for_fallback(gm, cfg)
-        return fused.forward
     model = HidetCompiledModel(gm, cfg)
-    model(*example_inputs)  # compile now, for the example shapes
+    try:
+        model(*example_inputs)  # trace and compile now, for the example shapes
+    except UnmappedError as e:
+        if not cfg._fallback_to_torch:
+            raise
+        print(f'hidet: PyTorch runs the operators hidet does not map: {", ".join(e.names)}', file=sys.stderr)
+        return _partition_for_fallback(gm, cfg, set(e.nodes)).forward
     return model

@@ -62,7 +62,11 @@ def to_hidet_constant(tensor):
 
 
 class UnmappedError(NotImplementedError):
-    pass
+    """Operators without a mapping: ``names`` (each once) and the fx ``nodes``."""
+
+    def __init__(self, names, nodes=()):
+        super().__init__(unmapped_message(names))
+        self.names, self.nodes = list(names), list(nodes)
 
 
 def unmapped_message(names):
@@ -132,24 +136,6 @@ class Interpreter:
             return None if cls is None else cls
         return True
 
-    def unmapped(self):
-        """The targets without a mapping (names, each once)."""
-        names = []
-        for node in self.nodes:
-            if node.op in ('call_function', 'call_method', 'call_module') and self.mapping_of(node) is None:
-                name = target_name(node)
-                if node.op == 'call_module':
-                    name = f'{type(self.gm.get_submodule(node.target)).__module__}.' \
-                           f'{type(self.gm.get_submodule(node.target)).__name__}'
-                if name not in names:
-                    names.append(name)
-        return names
-
-    def check(self):
-        names = self.unmapped()
-        if names:
-            raise UnmappedError(unmapped_message(names))
-
     def trace(self, example_inputs):
         """Runs the mappings on symbolic inputs of the examples' shapes. Returns (graph, positions of
         the symbolic inputs among the placeholders, the output structure with hidet tensors)."""
@@ -171,6 +157,7 @@ class Interpreter:
             return torch.fx.node.map_arg(a, lambda n: env[n])
 
         output = None
+        missing, missing_nodes = [], []
         for node in self.nodes:
             if node.op == 'placeholder':
                 continue
@@ -184,8 +171,21 @@ class Interpreter:
                 continue
             args, kwargs = load(node.args), load(node.kwargs)
             mapping = self.mapping_of(node)
-            try:
+            if mapping is None and (_any_symbolic((args, kwargs)) or node.op == 'call_module'):
+                # Listed with the others at the end; a stand-in of the right type lets tracing go on.
+                name = target_name(node)
                 if node.op == 'call_module':
+                    cls = type(self.gm.get_submodule(node.target))
+                    name = f'{cls.__module__}.{cls.__name__}'
+                if name not in missing:
+                    missing.append(name)
+                missing_nodes.append(node)
+                env[node] = _stand_in(node)
+                continue
+            try:
+                if not _any_symbolic((args, kwargs)) and node.op != 'call_module':
+                    env[node] = _evaluate_with_torch(node, args, kwargs)
+                elif node.op == 'call_module':
                     env[node] = mapping(self.gm.get_submodule(node.target))(*args, **kwargs)
                 else:
                     env[node] = mapping(*args, **kwargs)
@@ -193,7 +193,68 @@ class Interpreter:
                 where = source_line(node)
                 raise type(e)(f'hidet: mapping {target_name(node)} of fx node {node.name!r}'
                               f'{" (" + where + ")" if where else ""} failed: {e}') from e
+        if missing:
+            raise UnmappedError(missing, missing_nodes)
         return symbols, positions, output
+
+
+def _stand_in(node):
+    """A symbolic tensor shaped like the node's example value (or None)."""
+    ex = node.meta.get('example_value')
+    if isinstance(ex, torch.Tensor):
+        return hidet.symbol([int(s) for s in ex.shape], dtype_name(ex.dtype), 'cuda', name=node.name)
+    if isinstance(ex, (list, tuple)):
+        return type(ex)(hidet.symbol([int(s) for s in t.shape], dtype_name(t.dtype), 'cuda', name=node.name)
+                        if isinstance(t, torch.Tensor) else t for t in ex)
+    return ex
+
+
+def _any_symbolic(value):
+    found = []
+
+    def visit(x):
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                visit(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                visit(y)
+        elif isinstance(x, hidet.Tensor) and x.is_symbolic:
+            found.append(x)
+
+    visit(value)
+    return bool(found)
+
+
+def _to_torch_value(x):
+    if isinstance(x, hidet.Tensor):
+        return x.torch()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_torch_value(y) for y in x)
+    if isinstance(x, dict):
+        return {k: _to_torch_value(v) for k, v in x.items()}
+    return x
+
+
+def _to_hidet_value(x):
+    if isinstance(x, torch.Tensor):
+        return to_hidet_constant(x.contiguous())
+    if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+        return type(x)(_to_hidet_value(y) for y in x) if not hasattr(x, '_fields') else x
+    return x
+
+
+def _evaluate_with_torch(node, args, kwargs):
+    """A node that reads no graph input (masks, position ids, constants' shapes): PyTorch computes
+    it now and the result is a constant of the graph."""
+    targs, tkwargs = _to_torch_value(args), _to_torch_value(kwargs)
+    if node.op == 'call_method':
+        out = getattr(targs[0], node.target)(*targs[1:], **tkwargs)
+    else:
+        out = node.target(*targs, **tkwargs)
+    if node.op == 'call_function' and node.target is operator.setitem:
+        return None
+    return _to_hidet_value(out)
 
 
 def flatten_outputs(output):

@@ -299,7 +299,9 @@ def tensor_expand_as(x, other):
 
 @register_function(torch.cat, torch.concat)
 def torch_cat(tensors, dim=0):
-    return ops.concat(list(tensors), dim)
+    # Like torch, 1-D empty tensors (an empty cache) are skipped.
+    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
+    return tensors[0] if len(tensors) == 1 else ops.concat(tensors, dim)
 
 
 @register_function(torch.stack)
@@ -567,3 +569,105 @@ class HidetReLU(HidetModule):
 class HidetIdentity(HidetModule):
     def __call__(self, x):
         return x
+
+
+# ---------------------------------------------------------------------------- more functions
+
+register_function(torch._C._log_api_usage_once)(lambda *args, **kwargs: None)
+register_function(torch._C._nn.pad)(torch_pad)
+
+
+@register_function(torch.roll)
+@register_method('roll')
+def torch_roll(x, shifts, dims=None):
+    if dims is None:
+        flat = ops.reshape(x, [-1])
+        return ops.reshape(torch_roll(flat, shifts, 0), list(x.shape))
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    for s, d in zip(shifts, dims):
+        d = _axis(d, x.ndim)
+        n = x.shape[d]
+        s %= n
+        if s:
+            x = ops.concat([ops.slice(x, [d], [n - s], [n]), ops.slice(x, [d], [0], [n - s])], d)
+    return x
+
+
+def _like(x, value, dtype=None):
+    return hidet.full(list(x.shape), float(value), dtype_name(dtype) if dtype is not None else x.dtype, x.device)
+
+
+def _new(x, size, value, dtype=None):
+    return hidet.full(_shape_arg(size), float(value), dtype_name(dtype) if dtype is not None else x.dtype, x.device)
+
+
+register_function(torch.zeros_like)(lambda x, *, dtype=None, **kw: _like(x, 0, dtype))
+register_function(torch.ones_like)(lambda x, *, dtype=None, **kw: _like(x, 1, dtype))
+register_function(torch.full_like)(lambda x, value, *, dtype=None, **kw: _like(x, value, dtype))
+register_method('new_zeros')(lambda x, *size, dtype=None, **kw: _new(x, size, 0, dtype))
+register_method('new_ones')(lambda x, *size, dtype=None, **kw: _new(x, size, 1, dtype))
+register_method('new_full')(lambda x, size, value, dtype=None, **kw: _new(x, size, value, dtype))
+
+
+@register_function(operator.and_, torch.logical_and)
+def operator_and(a, b):
+    if not isinstance(a, Tensor):
+        return a and b
+    if a.dtype == 'bool' and b.dtype == 'bool':
+        return ops.logical_and(a, b)
+    raise NotImplementedError('bitwise and of integer tensors is not mapped yet')
+
+
+@register_function(operator.or_, torch.logical_or)
+def operator_or(a, b):
+    if not isinstance(a, Tensor):
+        return a or b
+    if a.dtype == 'bool' and b.dtype == 'bool':
+        return ops.logical_or(a, b)
+    raise NotImplementedError('bitwise or of integer tensors is not mapped yet')
+
+
+@register_function(torch.min)
+@register_method('min')
+def torch_min(x, dim=None, keepdim=False):
+    if isinstance(dim, Tensor):
+        return ops.minimum(x, dim)
+    if dim is None:
+        return ops.min(x, [], False)
+    raise NotImplementedError('torch.min with dim (values and indices) is not mapped yet')
+
+
+@register_function(F.multi_head_attention_forward)
+def torch_multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                               bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                               training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                               use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                               v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                               is_causal=False):
+    if need_weights:
+        raise NotImplementedError('multi_head_attention_forward with need_weights=True is not mapped yet '
+                                  '(pass need_weights=False)')
+    if bias_k is not None or bias_v is not None or add_zero_attn or key_padding_mask is not None or \
+            static_k is not None or static_v is not None:
+        raise NotImplementedError('multi_head_attention_forward with bias_k/bias_v, add_zero_attn, '
+                                  'key_padding_mask or static_k/v is not mapped yet')
+    L, N, E = query.shape  # sequence first
+    S = key.shape[0]
+    D = E // num_heads
+    if use_separate_proj_weight:
+        ws = [q_proj_weight, k_proj_weight, v_proj_weight]
+    else:
+        ws = ops.split(in_proj_weight, [E, E, E], 0)
+    bs = ops.split(in_proj_bias, [E, E, E], 0) if in_proj_bias is not None else [None] * 3
+    if query is key and key is value and not use_separate_proj_weight:  # self-attention: one product
+        q, k, v = ops.split(ops.linear(query, in_proj_weight, in_proj_bias), [E, E, E], 2)
+    else:
+        q, k, v = (ops.linear(t, w, b) for t, w, b in zip((query, key, value), ws, bs))
+
+    def heads(t, n):  # [n, N, E] -> [N, H, n, D]
+        return ops.permute(ops.reshape(t, [n, N, num_heads, D]), [1, 2, 0, 3])
+
+    o = ops.scaled_dot_product_attention(heads(q, L), heads(k, S), heads(v, S), attn_mask, bool(is_causal), None)
+    o = ops.reshape(ops.permute(o, [2, 0, 1, 3]), [L, N, E])
+    return ops.linear(o, out_proj_weight, out_proj_bias), None

@@ -1,0 +1,96 @@
+"""Benchmark: models through torch.compile(backend='hidet') against PyTorch eager and inductor
+(mode reduce-overhead) in the same run, on the GPU: latency (CUDA events, median of batches),
+compile time (first three calls), and hidet's relative error against eager (max|d| / max|eager|).
+Random weights (torchvision and transformers constructors and configs; nothing is downloaded).
+
+HIDET_BENCH_MODELS=<regex> selects rows (default: all); HIDET_BENCH_INDUCTOR=0 skips inductor;
+HIDET_BENCH_SPACE=<0|1|2> is hidet's search space (default 0). The build's python/ folder must be
+on PYTHONPATH (scripts/gpu-check sets it)."""
+import os
+import re
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from torch_timing import time_ms  # noqa: E402
+
+import hidet  # noqa: E402
+import hidet.torch  # noqa: E402
+
+
+def rows():
+    import torchvision
+    import transformers as t
+    for dtype, tag in [(torch.float16, 'f16'), (torch.float32, 'f32')]:
+        for batch in (1, 16):
+            img = torch.randn(batch, 3, 224, 224, device='cuda', dtype=dtype)
+            ids = torch.randint(0, 1000, (batch, 128), device='cuda')
+            for name in ['resnet50', 'mobilenet_v2', 'efficientnet_b0', 'convnext_tiny', 'vit_b_16', 'swin_t']:
+                if batch == 16 and name not in ('resnet50',):
+                    continue
+                yield f'{name} {tag} b{batch}', lambda n=name: getattr(torchvision.models, n)(weights=None), (img,)
+            yield f'bert-base {tag} b{batch}', lambda: t.BertModel(t.BertConfig()), (ids,)
+            if batch == 1:
+                yield f'gpt2 {tag} b1', lambda: t.GPT2Model(t.GPT2Config(use_cache=False)), (ids,)
+
+
+def first(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    return out.last_hidden_state if hasattr(out, 'last_hidden_state') else out[0]
+
+
+def main():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    pattern = os.environ.get('HIDET_BENCH_MODELS')
+    inductor = os.environ.get('HIDET_BENCH_INDUCTOR', '1') != '0'
+    hidet.torch.dynamo_config.search_space(int(os.environ.get('HIDET_BENCH_SPACE', '0')))
+    print(f'torch {torch.__version__}, {torch.cuda.get_device_name()}; hidet search space '
+          f'{hidet.torch.dynamo_config._search_space}, CUDA graphs on')
+    print(f"{'model':26} {'eager ms':>9} {'inductor':>9} {'comp s':>7} {'hidet':>9} {'comp s':>7} {'vs ind':>7} "
+          f"{'rel err':>8}")
+    for name, make, args in rows():
+        if pattern and not re.search(pattern, name):
+            continue
+        dtype = torch.float16 if ' f16 ' in name else torch.float32
+        with torch.no_grad():
+            model = make().cuda().eval().to(dtype)
+            want = first(model(*args)).float()
+            eager = time_ms(lambda: model(*args))
+            ind, ind_s = float('nan'), float('nan')
+            if inductor:
+                try:
+                    torch._dynamo.reset()
+                    t0 = time.time()
+                    c = torch.compile(model, mode='reduce-overhead')
+                    for _ in range(3):
+                        c(*args)
+                    torch.cuda.synchronize()
+                    ind_s = time.time() - t0
+                    ind = time_ms(lambda: c(*args))
+                except Exception as e:
+                    print(f'  inductor failed: {type(e).__name__}: {str(e)[:200]}')
+            try:
+                torch._dynamo.reset()
+                t0 = time.time()
+                h = torch.compile(model, backend='hidet')
+                for _ in range(3):
+                    got = first(h(*args)).float()
+                torch.cuda.synchronize()
+                hid_s = time.time() - t0
+                hid = time_ms(lambda: h(*args))
+                err = ((got - want).abs().max() / want.abs().max().clamp_min(1e-6)).item()
+                print(f'{name:26} {eager:9.3f} {ind:9.3f} {ind_s:7.1f} {hid:9.3f} {hid_s:7.1f} {hid / ind:7.2f} '
+                      f'{err:8.1e}', flush=True)
+            except Exception as e:
+                print(f'{name:26} {eager:9.3f} {ind:9.3f} {ind_s:7.1f}  hidet failed: {type(e).__name__}: '
+                      f'{str(e)[:300]}', flush=True)
+            del model
+            torch.cuda.empty_cache()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,66 @@
+"""The model zoo of issue 13 through torch.compile(backend='hidet') on a GPU, against eager PyTorch
+(random weights; nothing is downloaded): torchvision's ResNet-18/50, MobileNet-V2,
+EfficientNet-B0, ConvNeXt-Tiny, ViT-B/16, Swin-T and transformers' BERT-base, GPT-2, T5-small and
+a Llama-style decoder. Tolerances, on max|hidet - eager| / max|eager|: 1e-2 in f32 (the seed
+tutorial's end-to-end bound), 5e-2 in f16 (half-precision rounding through dozens of layers)."""
+import pytest
+import torch
+
+import hidet
+import hidet.torch
+
+torchvision = pytest.importorskip('torchvision')
+transformers = pytest.importorskip('transformers')
+
+VISION = ['resnet18', 'resnet50', 'mobilenet_v2', 'efficientnet_b0', 'convnext_tiny', 'vit_b_16', 'swin_t']
+
+
+def text_model(name):
+    t = transformers
+    if name == 'bert':
+        return t.BertModel(t.BertConfig()), {}
+    if name == 'gpt2':
+        return t.GPT2Model(t.GPT2Config(use_cache=False)), {}
+    if name == 't5-small':
+        return t.T5Model(t.T5Config(d_model=512, d_ff=2048, num_layers=6, num_heads=8, use_cache=False)), \
+            {'decoder_input_ids': True}
+    if name == 'llama':
+        return t.LlamaModel(t.LlamaConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
+                                          num_attention_heads=8, num_key_value_heads=8, vocab_size=32000,
+                                          use_cache=False)), {}
+    raise ValueError(name)
+
+
+def first_tensor(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, 'last_hidden_state'):
+        return out.last_hidden_state
+    return out[0]
+
+
+def check(model, args, kwargs, dtype):
+    torch._dynamo.reset()
+    model = model.cuda().eval().to(dtype)
+    with torch.no_grad():
+        want = first_tensor(model(*args, **kwargs)).float()
+        got = first_tensor(torch.compile(model, backend='hidet')(*args, **kwargs)).float()
+    err = ((got - want).abs().max() / want.abs().max().clamp_min(1e-6)).item()
+    tol = 1e-2 if dtype == torch.float32 else 5e-2
+    assert err <= tol, f'relative error {err:.2e} > {tol:.0e}'
+
+
+@pytest.mark.parametrize('dtype', [torch.float16, torch.float32], ids=['f16', 'f32'])
+@pytest.mark.parametrize('name', VISION)
+def test_vision(name, dtype):
+    model = getattr(torchvision.models, name)(weights=None)
+    check(model, [torch.randn(1, 3, 224, 224, device='cuda', dtype=dtype)], {}, dtype)
+
+
+@pytest.mark.parametrize('dtype', [torch.float16, torch.float32], ids=['f16', 'f32'])
+@pytest.mark.parametrize('name', ['bert', 'gpt2', 't5-small', 'llama'])
+def test_text(name, dtype):
+    model, extra = text_model(name)
+    ids = torch.randint(0, 1000, (1, 128), device='cuda')
+    kwargs = {'decoder_input_ids': ids} if extra.get('decoder_input_ids') else {}
+    check(model, [ids], kwargs, dtype)
