@@ -86,7 +86,7 @@ FlowGraph eliminate_common_subexpressions(const FlowGraph &graph);
 
 /// Folds an inference batch_norm into the conv2d (NCHW) that feeds it: w' = w * s, b' = (b - mean)
 /// * s + beta with s = gamma / sqrt(var + eps) per output channel, computed once on the
-/// constants. Applies when the conv2d's output is read only by the batch_norm and the weights,
+/// constants (on the host, in double precision). Applies when the conv2d's output is read only by the batch_norm and the weights,
 /// biases and statistics are constants.
 FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -349,14 +350,21 @@ HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
         const Tensor &w = ci[1];
         DataType wt = w.dtype();
         std::int64_t channels = w.shape()[0];
-        auto f32 = [](const Tensor &t) { return ops::cast(t, dtypes::f32); };
-        Tensor mean = f32(op->inputs()[1]), var = f32(op->inputs()[2]);
-        Tensor scale = ops::rsqrt(var + eps);
-        if (has_w) scale = scale * f32(op->inputs()[3]);
-        Tensor w2 = ops::cast(f32(w) * scale.reshape({channels, 1, 1, 1}), wt);
-        Tensor b2 = (ci.size() > 2 ? f32(ci[2]) - mean : ops::neg(mean)) * scale;
-        if (has_b) b2 = b2 + f32(op->inputs()[3 + has_w]);
-        b2 = ops::cast(b2, ci.size() > 2 ? ci[2].dtype() : wt);
+        // On the host, in double precision: no kernel to compile per channel count.
+        auto host = [](const Tensor &t) { return t.to_double_vector(); };
+        std::vector<double> wv = host(w), mean = host(op->inputs()[1]), var = host(op->inputs()[2]);
+        std::vector<double> gamma = has_w ? host(op->inputs()[3]) : std::vector<double>();
+        std::vector<double> beta = has_b ? host(op->inputs()[3 + has_w]) : std::vector<double>();
+        std::vector<double> bias = ci.size() > 2 ? host(ci[2]) : std::vector<double>(std::size_t(channels), 0.0);
+        std::size_t per = wv.size() / std::size_t(channels);
+        std::vector<double> b2v(static_cast<std::size_t>(channels), 0.0);
+        for (std::size_t o = 0; o < std::size_t(channels); ++o) {
+          double sc = 1.0 / std::sqrt(var[o] + eps) * (has_w ? gamma[o] : 1.0);
+          for (std::size_t j = 0; j < per; ++j) wv[o * per + j] *= sc;
+          b2v[o] = (bias[o] - mean[o]) * sc + (has_b ? beta[o] : 0.0);
+        }
+        Tensor w2 = asarray(wv, w.shape(), wt, w.device());
+        Tensor b2 = asarray(b2v, {channels}, ci.size() > 2 ? ci[2].dtype() : wt, w.device());
         const std::string &ca = conv->attrs();
         Tensor x = map_input(ci[0]);
         Tensor y = ops::conv2d(x, w2, b2, detail::attr_ints(ca, "stride"), detail::attr_ints(ca, "padding"),
@@ -439,6 +447,23 @@ HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype)
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
+namespace detail {
+/// A constant weight [O, C, KH, KW] as [O, KH, KW, C], permuted on the host (no kernel to compile
+/// per weight shape).
+inline Tensor weight_to_nhwc(const Tensor &w) {
+  auto v = w.to_double_vector();
+  auto s = w.shape();
+  std::int64_t O = s[0], C = s[1], KH = s[2], KW = s[3];
+  std::vector<double> out(v.size());
+  for (std::int64_t o = 0; o < O; ++o)
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t h = 0; h < KH; ++h)
+        for (std::int64_t k = 0; k < KW; ++k)
+          out[std::size_t(((o * KH + h) * KW + k) * C + c)] = v[std::size_t(((o * C + c) * KH + h) * KW + k)];
+  return asarray(out, {O, KH, KW, C}, w.dtype(), w.device());
+}
+} // namespace detail
+
 HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
   using detail::key_of;
   const std::vector<int> to_nhwc{0, 2, 3, 1}, to_nchw{0, 3, 1, 2};
@@ -474,7 +499,7 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
         const std::string &ca = op->attrs();
         std::optional<Tensor> bias;
         if (in.size() == 3) bias = in[2];
-        Tensor y = ops::conv2d_nhwc(nhwc(x), ops::permute(w, to_nhwc), bias, detail::attr_ints(ca, "stride"),
+        Tensor y = ops::conv2d_nhwc(nhwc(x), detail::weight_to_nhwc(w), bias, detail::attr_ints(ca, "stride"),
                                     detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"),
                                     detail::attr_ints(ca, "groups").at(0));
         twin[{op.get(), 0}] = y;
