@@ -117,12 +117,6 @@ hidet::SymShape sym_shape(const std::vector<Extent> &shape) {
   return out;
 }
 
-std::vector<std::string> shape_strings(const hidet::SymShape &s) {
-  std::vector<std::string> out;
-  for (const auto &d : s) out.push_back(d.str());
-  return out;
-}
-
 hidet::Stream stream_of(std::uintptr_t handle) {
   if (handle == 0 || hidet::runtime::cuda_emulated()) return hidet::Stream();
   return hidet::Stream::from_handle(reinterpret_cast<void *>(handle));
@@ -327,7 +321,10 @@ NB_MODULE(_C, m) {
   HIDET_PY_REDUCE(max)
   HIDET_PY_REDUCE(min)
   HIDET_PY_REDUCE(prod)
+  HIDET_PY_REDUCE(any)
+  HIDET_PY_REDUCE(all)
 #undef HIDET_PY_REDUCE
+  ops.def("isnan", [](const Tensor &x) { return o::isnan(x); });
   ops.def("var", [](const Tensor &x, std::vector<int> axes, bool keep, int correction) {
     return o::var(x, axes, keep, correction);
   }, "x"_a, "axes"_a = std::vector<int>{}, "keepdims"_a = false, "correction"_a = 1);

@@ -49,6 +49,8 @@ CASES = {
     'chunk_stack': (lambda a: torch.stack(a.chunk(3, dim=1), dim=0).sum(0), [r(5, 12)]),
     'where_masked_fill': (lambda a, b: torch.where(a > 0, a, b).masked_fill(b < -1, 0.5), [r(6, 7), r(6, 7)]),
     'sdpa': (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [r(2, 3, 9, 16)] * 3),
+    'clamp_tensor_bounds_isinf_any': (lambda a: torch.clamp(a, min=-torch.where(torch.isinf(a).any(), 2.0, 1.5),
+                                                            max=torch.where(a.isnan().all(), 0.5, 1.0)), [r(4, 6)]),
     'cast_to': (lambda a: (a.half().float() + a.to(torch.float16).to(torch.float32)), [r(3, 8)]),
 }
 

@@ -166,6 +166,12 @@ def torch_hardsigmoid(x, inplace=False):
 @register_function(torch.clamp, torch.clip)
 @register_method('clamp', 'clip')
 def torch_clamp(x, min=None, max=None):
+    if isinstance(min, Tensor) or isinstance(max, Tensor):  # tensor bounds (broadcast)
+        if min is not None:
+            x = ops.maximum(x, ops.cast(min, x.dtype) if isinstance(min, Tensor) else min)
+        if max is not None:
+            x = ops.minimum(x, ops.cast(max, x.dtype) if isinstance(max, Tensor) else max)
+        return x
     lo = -math.inf if min is None else float(min)
     hi = math.inf if max is None else float(max)
     return ops.clamp(x, lo, hi)
@@ -173,11 +179,39 @@ def torch_clamp(x, min=None, max=None):
 
 @register_function(torch.where)
 def torch_where(cond, a, b):
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # two Python scalars: float32
+        a = hidet.full([1], float(a), 'float32', cond.device)
     if not isinstance(a, Tensor):
         a = hidet.full([1], float(a), b.dtype, b.device)
     if not isinstance(b, Tensor):
         b = hidet.full([1], float(b), a.dtype, a.device)
     return ops.where(cond, a, b)
+
+
+@register_function(torch.isinf)
+@register_method('isinf')
+def torch_isinf(x):
+    return ops.eq(ops.abs(x), math.inf)
+
+
+@register_function(torch.isnan)
+@register_method('isnan')
+def torch_isnan(x):
+    return ops.isnan(x)
+
+
+def _bool_reduce(op):
+    def mapping(x, dim=None, keepdim=False):
+        if x.dtype != 'bool':
+            x = ops.ne(x, 0.0)
+        return op(x, _dims(dim, x.ndim), keepdim)
+    return mapping
+
+
+register_function(torch.any)(_bool_reduce(ops.any))
+register_method('any')(_bool_reduce(ops.any))
+register_function(torch.all)(_bool_reduce(ops.all))
+register_method('all')(_bool_reduce(ops.all))
 
 
 @register_method('masked_fill', 'masked_fill_')

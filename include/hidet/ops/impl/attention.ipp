@@ -71,13 +71,13 @@ choose(const templates::AttentionProblem &p, int space, const Tensor &q, const T
   return chosen.emplace(key, r).first->second;
 }
 
-/// [Sq, Skv] f32: 0 where key j <= query i, -inf above the diagonal (PyTorch's is_causal).
+/// [Sq, Skv] f32: 0 where key j <= query i, -inf above the diagonal (PyTorch's is_causal). Made
+/// by kernels, not a host copy, so that a CUDA graph can capture it.
 HIDET_INLINE Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device) {
-  std::vector<double> v(std::size_t(sq * skv));
-  for (std::int64_t i = 0; i < sq; ++i)
-    for (std::int64_t j = 0; j < skv; ++j)
-      v[std::size_t(i * skv + j)] = j <= i ? 0.0 : -std::numeric_limits<double>::infinity();
-  return asarray(v, {sq, skv}, dtypes::f32, device);
+  Tensor i = ops::arange(0, double(sq), 1, dtypes::i64, device).reshape({sq, 1});
+  Tensor j = ops::arange(0, double(skv), 1, dtypes::i64, device).reshape({1, skv});
+  return where(le(j, i), ops::full({1}, 0.0, dtypes::f32, device),
+               ops::full({1}, -std::numeric_limits<double>::infinity(), dtypes::f32, device));
 }
 } // namespace attention_detail
 
@@ -132,8 +132,8 @@ HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &
     DataType md = attn_mask->dtype();
     if (md.is_bool()) {
       const double inf = std::numeric_limits<double>::infinity();
-      mask = where(attn_mask->reshape(m4), hidet::full({1}, 0.0, dtypes::f32, q.device()),
-                   hidet::full({1}, -inf, dtypes::f32, q.device()));
+      mask = where(attn_mask->reshape(m4), ops::full({1}, 0.0, dtypes::f32, q.device()),
+                   ops::full({1}, -inf, dtypes::f32, q.device())); // kernels: capturable
     } else if (md == dtypes::f32 || md.is_half()) {
       mask = attn_mask->reshape(m4);
     } else {
