@@ -126,6 +126,9 @@ hidet::Stream stream_of(std::uintptr_t handle) {
 
 NB_MODULE(_C, m) {
   m.doc() = "hidet: the C++ library's binding (see the hidet package)";
+  // The operator registry (hidet.torch) keeps references to these functions until the
+  // interpreter exits, after nanobind's leak check runs: that is not a leak.
+  nb::set_leak_warnings(false);
   static nb::exception<hidet::Error> hidet_error(m, "HidetError", PyExc_RuntimeError);
   nb::register_exception_translator([](const std::exception_ptr &p, void *) {
     try {
