@@ -219,3 +219,21 @@ def test_options_and_modes(capsys):
     with torch.no_grad():
         got = compiled(model, options={'use_fp16': True})(x)
     assert_close(got, model(x), atol=2e-2, rtol=2e-2)
+
+
+def test_dynamic_shapes_one_dynamo_graph_one_compile_per_shape():
+    calls = []
+
+    def counting_backend(gm, example_inputs, **kw):
+        model = hidet.torch.hidet_backend(gm, example_inputs, **kw)
+        calls.append(model)
+        return model
+
+    m = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).to(DEVICE).eval()
+    f = torch.compile(m, backend=counting_backend, dynamic=True)
+    with torch.no_grad():
+        for n in [2, 3, 5, 3]:
+            x = r(n, 8)
+            assert_close(f(x), m(x), atol=1e-5)
+    assert len(calls) == 1  # dynamo traced once (symbolic batch)
+    assert len(calls[0].cache) == 3  # hidet compiled each distinct batch size once

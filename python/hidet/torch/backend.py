@@ -135,6 +135,13 @@ class _HidetSubmodule(torch.nn.Module):
         return self.compiled(*args)
 
 
+def _concrete(a):
+    if isinstance(a, torch.SymInt):
+        hint = getattr(a.node, 'hint', None)
+        return int(hint) if hint is not None else int(a)
+    return a
+
+
 def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
     """The torch.compile backend (registered as 'hidet' through the torch_dynamo_backends entry
     point, and on import of hidet.torch)."""
@@ -142,6 +149,9 @@ def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
     if cfg._print_input_graph:
         print_tabular(gm)
     model = HidetCompiledModel(gm, cfg)
+    # Dynamic shapes (torch.compile(dynamic=True)): sizes come as SymInts; their hints are the
+    # example's values. Each distinct shape is then compiled once when it is first called.
+    example_inputs = [_concrete(a) for a in example_inputs]
     try:
         model(*example_inputs)  # trace and compile now, for the example shapes
     except UnmappedError as e:
