@@ -51,6 +51,22 @@ CASES = {
     'sdpa': (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [r(2, 3, 9, 16)] * 3),
     'clamp_tensor_bounds_isinf_any': (lambda a: torch.clamp(a, min=-torch.where(torch.isinf(a).any(), 2.0, 1.5),
                                                             max=torch.where(a.isnan().all(), 0.5, 1.0)), [r(4, 6)]),
+    'more_activations': (lambda a: F.hardtanh(a, -0.5, 0.5) + F.hardsigmoid(a) + F.relu(a) * torch.relu(a), [r(3, 10)]),
+    'addmm_pow_floordiv': (lambda b, x, w: torch.addmm(b, x, w, beta=0.5, alpha=2.0) ** 2 + torch.div(x.sum(1, keepdim=True),
+                                                                                                      3.0, rounding_mode='floor'),
+                           [r(7), r(5, 6), r(6, 7)]),
+    'max_min_elementwise': (lambda a, b: torch.maximum(a, b) - torch.minimum(a, b) + torch.max(a, b) - a.max(), [r(4, 5), r(4, 5)]),
+    'var_cumsum_roll': (lambda a: torch.var(a, 1, keepdim=True, unbiased=False) + a.cumsum(1) + torch.roll(a, 2, 1), [r(3, 8)]),
+    'norms': (lambda a, w, b: F.group_norm(a, 2, w, b) + F.layer_norm(a, a.shape[1:]), [r(2, 4, 3, 5), r(4), r(4)]),
+    'pools_pad': (lambda a: F.avg_pool2d(F.pad(a, (1, 2, 0, 1)), 2) + F.max_pool2d(F.pad(a, (1, 2, 0, 1), value=0.5), 2),
+                  [r(2, 3, 7, 9)]),
+    'conv_padding_same': (lambda a, w: F.conv2d(a, w, padding='same') + F.conv2d(a, w[:, :, :2, :3], padding='same'),
+                          [r(1, 2, 6, 7), r(3, 2, 3, 3)]),
+    'split_squeeze_t': (lambda a: torch.cat([t.t() for t in a.unsqueeze(0).squeeze(0).split([2, 3], dim=1)], 0),
+                        [r(4, 5)]),
+    'in_graph_creation': (lambda a: a + torch.zeros_like(a) + a.new_ones(a.shape) + torch.arange(a.shape[1], device=a.device),
+                          [r(3, 6)]),
+    'masked_isnan': (lambda a: a.masked_fill(a > 1, 0.0) + torch.isnan(a).float() + torch.where(a < 0, 1.0, a), [r(4, 7)]),
     'cast_to': (lambda a: (a.half().float() + a.to(torch.float16).to(torch.float32)), [r(3, 8)]),
 }
 
@@ -61,6 +77,14 @@ def test_function_mappings(name):
     want = fn(*inputs)
     got = compiled(fn)(*inputs)
     assert_close(got, want, atol=2e-4, rtol=2e-4)
+
+
+def test_multi_head_attention_module():
+    mha = nn.MultiheadAttention(32, 4, batch_first=True).to(DEVICE).eval()
+    x = r(2, 9, 32)
+    with torch.no_grad():
+        fn = lambda t: mha(t, t, t, need_weights=False)[0]  # noqa: E731
+        assert_close(compiled(fn)(x), fn(x), atol=1e-4)
 
 
 def test_conv_bn_pool_and_layer_norm_embedding():

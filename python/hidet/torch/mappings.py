@@ -489,8 +489,8 @@ def torch_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
             kh, kw = weight.shape[2], weight.shape[3]
             d = _pair(dilation)
             total = [d[0] * (kh - 1), d[1] * (kw - 1)]
-            if total[0] % 2 or total[1] % 2:
-                x = ops.pad(x, [0, 0, 0, 0, 0, total[0] % 2, 0, total[1] % 2])
+            if total[0] % 2 or total[1] % 2:  # the extra element at the end (W pair, then H)
+                x = ops.pad(x, [0, total[1] % 2, 0, total[0] % 2])
             padding = [total[0] // 2, total[1] // 2]
     return ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups))
 
@@ -563,11 +563,7 @@ def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
 def torch_pad(x, pad, mode='constant', value=None):
     if mode != 'constant':
         raise NotImplementedError(f'pad mode {mode!r} is not mapped yet')
-    pads = [0] * (2 * x.ndim)
-    for i in range(len(pad) // 2):  # torch: (last_begin, last_end, second_last_begin, ...)
-        axis = x.ndim - 1 - i
-        pads[axis] = int(pad[2 * i])
-        pads[x.ndim + axis] = int(pad[2 * i + 1])
+    pads = [int(p) for p in pad]  # hidet's pad takes PyTorch's order: last axis first
     return ops.pad(x, pads, 0.0 if value is None else float(value))
 
 
