@@ -261,3 +261,14 @@ def test_dynamic_shapes_one_dynamo_graph_one_compile_per_shape():
             assert_close(f(x), m(x), atol=1e-5)
     assert len(calls) == 1  # dynamo traced once (symbolic batch)
     assert len(calls[0].cache) == 3  # hidet compiled each distinct batch size once
+
+
+def test_inputs_changing_rank_or_dtype_recompile():
+    m = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).to(DEVICE).eval()
+    f = compiled(m)
+    with torch.no_grad():
+        for x in [r(3, 8), r(2, 3, 8), r(5, 8)]:
+            assert_close(f(x), m(x), atol=1e-5)
+        m16 = m.to(torch.float16)
+        x = r(4, 8, dtype=torch.float16)
+        assert_close(compiled(m16)(x), m16(x), atol=2e-2, rtol=2e-2)
