@@ -14,7 +14,7 @@ import torch
 
 import hidet
 from .dynamo_config import dynamo_config
-from .interpreter import Interpreter, UnmappedError, flatten_outputs, to_hidet
+from .interpreter import Interpreter, UnmappedError, flatten_outputs, is_static_input, to_hidet
 from .registry import Registry
 
 __all__ = ['hidet_backend', 'HidetCompiledModel']
@@ -51,9 +51,19 @@ class HidetCompiledModel:
         self.config = config
         self.interpreter = Interpreter(gm)
         self.cache = {}
+        self.key_positions = None  # the arguments that are not parameters or buffers
 
     def key_of(self, args):
-        return tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ('value', a) for a in args)
+        # Parameters and buffers (most arguments of a model's graph) keep their shapes: dynamo
+        # guards them. Only the other arguments make the key, so a call costs O(inputs).
+        if self.key_positions is None:
+            self.key_positions = [i for i, (node, a) in enumerate(zip(self.interpreter.placeholders, args))
+                                  if not (isinstance(a, torch.Tensor) and is_static_input(node, a))]
+        key = []
+        for i in self.key_positions:
+            a = args[i]
+            key.append((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ('value', a))
+        return tuple(key)
 
     def compile(self, args):
         cfg = self.config
