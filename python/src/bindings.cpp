@@ -333,6 +333,8 @@ NB_MODULE(_C, m) {
   }, "x"_a, "axes"_a = std::vector<int>{}, "keepdims"_a = false, "correction"_a = 1);
   ops.def("argmax", [](const Tensor &x, int axis, bool keep) { return o::argmax(x, axis, keep); }, "x"_a, "axis"_a,
           "keepdims"_a = false);
+  ops.def("argmin", [](const Tensor &x, int axis, bool keep) { return o::argmin(x, axis, keep); }, "x"_a, "axis"_a,
+          "keepdims"_a = false);
   ops.def("cumsum", [](const Tensor &x, int axis) { return o::cumsum(x, axis); });
   ops.def("reshape", [](const Tensor &x, std::vector<std::int64_t> s) { return o::reshape(x, s); });
   ops.def("flatten", [](const Tensor &x, int a, int b) { return o::flatten(x, a, b); }, "x"_a, "start"_a = 0,

@@ -285,6 +285,3 @@ def flatten_outputs(output):
 
     return tensors, rebuild
 
-
-def is_operator_add(f):
-    return f is operator.add

@@ -4,6 +4,7 @@ Each mapping takes the torch operator's arguments (hidet tensors in place of tor
 returns hidet tensors. Shapes are concrete when tracing (each input shape is compiled on its
 own), so ``x.size(0)`` is a Python int.
 """
+import collections
 import math
 import operator
 
@@ -426,14 +427,28 @@ def torch_var(x, dim=None, unbiased=True, keepdim=False, *, correction=None):
     return ops.var(x, _dims(dim, x.ndim), keepdim, c)
 
 
-@register_function(torch.max)
-@register_method('max')
-def torch_max(x, dim=None, keepdim=False):
-    if isinstance(dim, Tensor):
-        return ops.maximum(x, dim)
-    if dim is None:
-        return ops.max(x, [], False)
-    raise NotImplementedError('torch.max with dim (values and indices) is not mapped yet')
+_Extremum = collections.namedtuple('Extremum', ['values', 'indices'])
+
+
+def _extremum(reduce, elementwise, arg):
+    def mapping(x, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):  # torch.max(a, b): element-wise
+            return elementwise(x, dim)
+        if dim is None:
+            return reduce(x, [], False)
+        d = _axis(dim, x.ndim)
+        return _Extremum(reduce(x, [d], keepdim), arg(x, d, keepdim))
+    return mapping
+
+
+register_function(torch.max)(_extremum(ops.max, ops.maximum, ops.argmax))
+register_method('max')(_extremum(ops.max, ops.maximum, ops.argmax))
+register_function(torch.min)(_extremum(ops.min, ops.minimum, ops.argmin))
+register_method('min')(_extremum(ops.min, ops.minimum, ops.argmin))
+register_function(torch.argmax)(lambda x, dim=None, keepdim=False: ops.argmax(ops.reshape(x, [-1]), 0, False)
+                                if dim is None else ops.argmax(x, _axis(dim, x.ndim), keepdim))
+register_method('argmax')(lambda x, dim=None, keepdim=False: ops.argmax(ops.reshape(x, [-1]), 0, False)
+                          if dim is None else ops.argmax(x, _axis(dim, x.ndim), keepdim))
 
 
 @register_function(torch.maximum)
@@ -656,16 +671,6 @@ def operator_or(a, b):
     if a.dtype == 'bool' and b.dtype == 'bool':
         return ops.logical_or(a, b)
     raise NotImplementedError('bitwise or of integer tensors is not mapped yet')
-
-
-@register_function(torch.min)
-@register_method('min')
-def torch_min(x, dim=None, keepdim=False):
-    if isinstance(dim, Tensor):
-        return ops.minimum(x, dim)
-    if dim is None:
-        return ops.min(x, [], False)
-    raise NotImplementedError('torch.min with dim (values and indices) is not mapped yet')
 
 
 @register_function(F.multi_head_attention_forward)
