@@ -445,10 +445,14 @@ register_function(torch.max)(_extremum(ops.max, ops.maximum, ops.argmax))
 register_method('max')(_extremum(ops.max, ops.maximum, ops.argmax))
 register_function(torch.min)(_extremum(ops.min, ops.minimum, ops.argmin))
 register_method('min')(_extremum(ops.min, ops.minimum, ops.argmin))
-register_function(torch.argmax)(lambda x, dim=None, keepdim=False: ops.argmax(ops.reshape(x, [-1]), 0, False)
-                                if dim is None else ops.argmax(x, _axis(dim, x.ndim), keepdim))
-register_method('argmax')(lambda x, dim=None, keepdim=False: ops.argmax(ops.reshape(x, [-1]), 0, False)
-                          if dim is None else ops.argmax(x, _axis(dim, x.ndim), keepdim))
+
+
+@register_function(torch.argmax)
+@register_method('argmax')
+def torch_argmax(x, dim=None, keepdim=False):
+    if dim is None:
+        return ops.argmax(ops.reshape(x, [-1]), 0, False)
+    return ops.argmax(x, _axis(dim, x.ndim), keepdim)
 
 
 @register_function(torch.maximum)
@@ -467,20 +471,18 @@ def torch_cumsum(x, dim, *, dtype=None):
     return ops.cumsum(x, dim)
 
 
-@register_function(torch.softmax, F.softmax)
-@register_method('softmax')
-def torch_softmax(x, dim=-1, _stacklevel=3, dtype=None):
-    if dtype is not None:
-        x = ops.cast(x, dtype_name(dtype))
-    return ops.softmax(x, dim)
+def _softmax(op):
+    def mapping(x, dim=-1, _stacklevel=3, dtype=None):
+        if dtype is not None:
+            x = ops.cast(x, dtype_name(dtype))
+        return op(x, dim)
+    return mapping
 
 
-@register_function(torch.log_softmax, F.log_softmax)
-@register_method('log_softmax')
-def torch_log_softmax(x, dim=-1, _stacklevel=3, dtype=None):
-    if dtype is not None:
-        x = ops.cast(x, dtype_name(dtype))
-    return ops.log_softmax(x, dim)
+register_function(torch.softmax, F.softmax)(_softmax(ops.softmax))
+register_method('softmax')(_softmax(ops.softmax))
+register_function(torch.log_softmax, F.log_softmax)(_softmax(ops.log_softmax))
+register_method('log_softmax')(_softmax(ops.log_softmax))
 
 
 # ---------------------------------------------------------------------------- neural-network functions
