@@ -352,6 +352,8 @@ NB_MODULE(_C, m) {
   ops.def("split", [](const Tensor &x, std::vector<std::int64_t> sizes, int axis) { return o::split(x, sizes, axis); });
   ops.def("index_select", [](const Tensor &x, int axis, const Tensor &i) { return o::index_select(x, axis, i); });
   ops.def("embedding", [](const Tensor &i, const Tensor &w) { return o::embedding(i, w); });
+  ops.def("gather", [](const Tensor &x, int axis, const Tensor &i) { return o::gather(x, axis, i); });
+  ops.def("take", [](const Tensor &x, const Tensor &i, int axis) { return o::take(x, i, axis); });
   ops.def("pad", [](const Tensor &x, std::vector<std::int64_t> pads, double v) { return o::pad(x, pads, v); },
           "x"_a, "pads"_a, "value"_a = 0.0);
   ops.def("matmul", [](const Tensor &a, const Tensor &b) { return o::matmul(a, b); });

@@ -58,6 +58,9 @@ CASES = {
     'max_min_elementwise': (lambda a, b: torch.maximum(a, b) - torch.minimum(a, b) + torch.max(a, b) - a.max(), [r(4, 5), r(4, 5)]),
     'max_min_dim_argmax': (lambda a: a.max(dim=1).values + torch.min(a, 1, keepdim=True)[0].squeeze(1)
                            + a.argmax(-1).float() + torch.max(a, 0)[1].float().sum(), [r(5, 7)]),
+    'gather_index_select_tensor_index': (lambda a, i: torch.gather(a, 1, i) + a.index_select(1, i[0]).sum()
+                                         + a[:, i[0]].sum(-1, keepdim=True), [r(4, 6), torch.tensor([[5, 0, 2], [1, 1, 3], [0, 4, 4],
+                                                                                        [2, 2, 5]], device=DEVICE)]),
     'var_cumsum_roll': (lambda a: torch.var(a, 1, keepdim=True, unbiased=False) + a.cumsum(1) + torch.roll(a, 2, 1), [r(3, 8)]),
     'norms': (lambda a, w, b: F.group_norm(a, 2, w, b) + F.layer_norm(a, a.shape[1:]), [r(2, 4, 3, 5), r(4), r(4)]),
     'pools_pad': (lambda a: F.avg_pool2d(F.pad(a, (1, 2, 0, 1)), 2) + F.max_pool2d(F.pad(a, (1, 2, 0, 1), value=0.5), 2),

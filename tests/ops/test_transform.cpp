@@ -138,6 +138,28 @@ TEST_CASE("take, index_select, embedding, flip") {
   expect_error([&] { (void)o::embedding(i32, make({6}, dtypes::f32)); }, {"embedding: weight must be 2-D, got shape (6,)"});
 }
 
+TEST_CASE("gather along an axis, negative indices, a smaller index, errors") {
+  Tensor x = make({3, 5, 4}, dtypes::f32);
+  auto xv = x.to_double_vector();
+  std::vector<double> iv;
+  for (int i = 0; i < 2 * 5 * 3; ++i) iv.push_back(double(int(g_rng() % 9) - 4)); // -4 .. 4 along axis 2 (4)
+  Tensor idx = asarray(iv, {2, 5, 3}, dtypes::i64);
+  std::vector<double> want;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int k = 0; k < 3; ++k) {
+        int t = int(iv[std::size_t((i * 5 + j) * 3 + k)]);
+        t = t < 0 ? t + 4 : t;
+        t = std::min(t, 3);
+        want.push_back(xv[std::size_t((i * 5 + j) * 4 + t)]);
+      }
+  expect_close(o::gather(x, -1, idx), {2, 5, 3}, want);
+  expect_error([&] { (void)o::gather(x, 0, o::cast(idx, dtypes::f32)); }, {"gather: index must be integers"});
+  expect_error([&] { (void)o::gather(x, 2, asarray(std::vector<double>{0}, {1}, dtypes::i64)); },
+               {"gather: index of shape (1,) must have the rank of x (3, 5, 4)"});
+  expect_error([&] { (void)o::gather(x, 2, zeros({4, 5, 4}, dtypes::i64)); }, {"no larger extents off axis 2"});
+}
+
 TEST_CASE("pad, tile, split") {
   Tensor x = make({2, 3}, dtypes::i32, 1, 9);
   auto xv = x.to_double_vector();

@@ -37,6 +37,11 @@ Tensor index_select(const Tensor &x, int axis, const Tensor &indices);
 /// Embedding lookup: rows of `weight` [num, dim] picked by integer `indices` -> indices.shape + [dim].
 Tensor embedding(const Tensor &indices, const Tensor &weight);
 
+/// PyTorch's gather: out[i] = x[i with i[axis] replaced by index[i]]; `index` (integers; negative
+/// ones count from the end, others out of range are clamped, as take's) has x's rank and extents
+/// no larger than x's off `axis`; out has its shape.
+Tensor gather(const Tensor &x, int axis, const Tensor &index);
+
 /// Constant padding, PyTorch's F.pad convention: `pads` holds (before, after) pairs starting from
 /// the last axis: {last_before, last_after, second_last_before, ...}; pads are non-negative.
 Tensor pad(const Tensor &x, const Shape &pads, double value = 0);

@@ -357,6 +357,18 @@ def torch_split(x, split_size_or_sections, dim=0):
     return tuple(ops.split(x, sizes, dim))
 
 
+@register_function(torch.gather)
+@register_method('gather')
+def torch_gather(x, dim, index, *, sparse_grad=False):
+    return ops.gather(x, dim, index)
+
+
+@register_function(torch.index_select)
+@register_method('index_select')
+def torch_index_select(x, dim, index):
+    return ops.take(x, index, _axis(dim, x.ndim))
+
+
 @register_function(torch.chunk)
 @register_method('chunk')
 def torch_chunk(x, chunks, dim=0):
@@ -384,7 +396,19 @@ def operator_getitem(x, index):
             out_dim += 1
             continue
         if isinstance(item, Tensor):
-            raise NotImplementedError('indexing with a tensor is not mapped yet')
+            if len([i for i in index if isinstance(i, Tensor)]) > 1 or item.dtype == 'bool':
+                raise NotImplementedError('indexing with a boolean tensor or several tensors is not mapped yet')
+            # x[..., idx, ...]: take along this axis; the index's dimensions replace it.
+            y = ops.slice(x, axes, starts, stops, steps) if axes else x
+            y = ops.take(y, item, dim)
+            rest = index[index.index(item) + 1:]
+            if rest:
+                y = operator_getitem(y, (slice(None),) * (dim + item.ndim) + tuple(rest))
+            if squeeze:
+                y = ops.squeeze(y, squeeze)
+            for d in unsqueeze:
+                y = ops.unsqueeze(y, d)
+            return y
         n = x.shape[dim]
         if isinstance(item, int):
             i = item + n if item < 0 else item

@@ -231,6 +231,35 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
 
 HIDET_INLINE Tensor index_select(const Tensor &x, int axis, const Tensor &indices) { return take(x, indices, axis); }
 
+HIDET_INLINE Tensor gather(const Tensor &x, int axis, const Tensor &index) {
+  int ax = detail::normalize_axis("gather", axis, x.ndim(), x.shape());
+  if (!index.dtype().is_integer())
+    throw ValueError(str_cat("gather: index must be integers, got dtype ", index.dtype(), " of shape ",
+                             shape_str(index.shape())));
+  bool fits = index.ndim() == x.ndim();
+  for (int d = 0; fits && d < x.ndim(); ++d) fits = d == ax || index.shape()[d] <= x.shape()[d];
+  if (!fits)
+    throw ValueError(str_cat("gather: index of shape ", shape_str(index.shape()), " must have the rank of x ",
+                             shape_str(x.shape()), " and no larger extents off axis ", ax));
+  std::int64_t n = x.shape()[ax];
+  return run_task(
+      str_cat("gather{axis=", ax, "}"),
+      [&] {
+        auto a = input("x", x.shape(), x.dtype());
+        auto ix = input("index", index.shape(), index.dtype());
+        auto y = compute("gather", index.shape(), [&](const Idx &i) {
+          Expr k = lang::cast(ix.at(i), dtypes::i32);
+          k = lang::select(k < 0, k + int(n), k);
+          k = lang::min(lang::max(k, 0), int(std::max<std::int64_t>(n - 1, 0)));
+          Idx j = i;
+          j[std::size_t(ax)] = k;
+          return a.at(j);
+        });
+        return Task{"gather", {a, ix}, {y}, str_cat("axis=", ax), {}};
+      },
+      {x, index})[0];
+}
+
 HIDET_INLINE Tensor embedding(const Tensor &indices, const Tensor &weight) {
   if (weight.ndim() != 2) throw ValueError(str_cat("embedding: weight must be 2-D, got shape ", shape_str(weight.shape())));
   return take(weight, indices, 0);
