@@ -108,6 +108,15 @@ nb::ndarray<nb::pytorch> to_torch(const Tensor &t) {
                                   device_type, device_id);
 }
 
+/// A numpy array viewing `t`'s host memory (t on the cpu device).
+nb::ndarray<nb::numpy> to_numpy(const Tensor &t) {
+  auto *keep = new std::shared_ptr<hidet::Storage>(t.storage());
+  nb::capsule owner(keep, [](void *p) noexcept { delete static_cast<std::shared_ptr<hidet::Storage> *>(p); });
+  std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
+  return nb::ndarray<nb::numpy>(t.data_ptr(), shape.size(), shape.data(), owner, nullptr, dlpack_dtype(t.dtype()),
+                                nb::device::cpu::value, 0);
+}
+
 using Extent = std::variant<std::int64_t, std::string>;
 hidet::SymShape sym_shape(const std::vector<Extent> &shape) {
   hidet::SymShape out;
@@ -165,10 +174,7 @@ NB_MODULE(_C, m) {
         return tr.op->name();
       })
       .def("torch", &to_torch, "A torch tensor viewing this tensor's memory (no copy).")
-      .def("numpy", [](const Tensor &t) {
-        auto v = t.cpu();
-        return nb::module_::import_("numpy").attr("asarray")(to_torch(v).cast().attr("numpy")());
-      })
+      .def("numpy", [](const Tensor &t) { return to_numpy(t.cpu()); }, "A numpy array of the values (a copy on the host).")
       .def("cpu", &Tensor::cpu)
       .def("cuda", [](const Tensor &t) { return t.cuda(); })
       .def("to", [](const Tensor &t, const std::string &dev) { return t.to(hidet::Device(dev)); })

@@ -12,6 +12,8 @@ def test_create_print_and_operators():
     assert repr(a).startswith("Tensor(shape=(2, 3), dtype='float32'")
     b = hidet.ones([3], dtype='float16')
     assert b.to_list() == [1.0, 1.0, 1.0]
+    n = hidet.asarray([1, 2, 3, 4, 5, 6], [2, 3]).numpy()
+    assert n.shape == (2, 3) and n.dtype.name == 'float32' and n[1, 2] == 6.0
     x = torch.randn(5, 7)
     h = hidet.from_torch(x)
     assert_close((h * 2.0 + 1).torch(), x * 2 + 1)

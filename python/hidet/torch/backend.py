@@ -124,8 +124,8 @@ def _partition_for_fallback(gm, cfg, unmapped_nodes):
         def is_node_supported(self, submodules, node):
             return node.op in ('call_function', 'call_method') and node not in unmapped_nodes
 
-    parts = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True).propose_partitions()
-    fused = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True).fuse_partitions(parts)
+    partitioner = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True)
+    fused = partitioner.fuse_partitions(partitioner.propose_partitions())
     for node in fused.graph.nodes:
         if node.op == 'call_module' and node.target.startswith('fused_'):
             sub = fused.get_submodule(node.target)

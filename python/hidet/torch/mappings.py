@@ -268,11 +268,6 @@ def torch_arange(start, end=None, step=1, *, dtype=None, device=None, **kwargs):
     return hidet.arange(float(start), float(end), float(step), name, 'cuda')
 
 
-@register_function(torch.ones, torch.zeros, torch.full)
-def _creation_error(*args, **kwargs):
-    raise NotImplementedError('creating tensors inside a compiled graph is not mapped yet')
-
-
 # ---------------------------------------------------------------------------- shapes
 
 
@@ -681,22 +676,18 @@ register_method('new_ones')(lambda x, *size, dtype=None, **kw: _new(x, size, 1, 
 register_method('new_full')(lambda x, size, value, dtype=None, **kw: _new(x, size, value, dtype))
 
 
-@register_function(operator.and_, torch.logical_and)
-def operator_and(a, b):
-    if not isinstance(a, Tensor):
-        return a and b
-    if a.dtype == 'bool' and b.dtype == 'bool':
-        return ops.logical_and(a, b)
-    raise NotImplementedError('bitwise and of integer tensors is not mapped yet')
+def _logical(op, python_op, name):
+    def mapping(a, b):
+        if not isinstance(a, Tensor):
+            return python_op(a, b)
+        if a.dtype == 'bool' and b.dtype == 'bool':
+            return op(a, b)
+        raise NotImplementedError(f'bitwise {name} of integer tensors is not mapped yet')
+    return mapping
 
 
-@register_function(operator.or_, torch.logical_or)
-def operator_or(a, b):
-    if not isinstance(a, Tensor):
-        return a or b
-    if a.dtype == 'bool' and b.dtype == 'bool':
-        return ops.logical_or(a, b)
-    raise NotImplementedError('bitwise or of integer tensors is not mapped yet')
+register_function(operator.and_, torch.logical_and)(_logical(ops.logical_and, lambda a, b: a and b, 'and'))
+register_function(operator.or_, torch.logical_or)(_logical(ops.logical_or, lambda a, b: a or b, 'or'))
 
 
 @register_function(F.multi_head_attention_forward)
