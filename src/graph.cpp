@@ -4,6 +4,7 @@
 #include "hidet/graph/impl/pattern.ipp"
 #include "hidet/graph/impl/passes.ipp"
 #include "hidet/graph/impl/compiled_graph.ipp"
+#include "hidet/graph/impl/compiled_graph_file.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"
 #include "hidet/graph/impl/shape_dispatch.ipp"
 #include "hidet/graph/impl/build.ipp"

@@ -8,7 +8,7 @@
 """
 from . import _C
 
-__all__ = ['PassContext', 'optimize', 'compile', 'correctness_report']
+__all__ = ['PassContext', 'optimize', 'compile', 'load_compiled', 'correctness_report']
 
 _contexts = []
 
@@ -64,6 +64,13 @@ def optimize(graph, ctx=None):
 def compile(graph):
     """``graph`` compiled: kernels built in parallel, intermediates in one planned workspace."""
     return _C.CompiledGraph(graph)
+
+
+def load_compiled(path):
+    """A compiled graph saved with ``CompiledGraph.save(path)``: it replays the saved kernels (no
+    compiler runs). Raises ``ValueError`` for a file of another hidet version or GPU architecture,
+    or a truncated or corrupt one."""
+    return _C.CompiledGraph.load(str(path))
 
 
 def correctness_report(graph, optimized, inputs):

@@ -254,7 +254,9 @@ NB_MODULE(_C, m) {
       .def_prop_ro("graph", &g::CompiledGraph::graph)
       .def_prop_ro("workspace_bytes", &g::CompiledGraph::workspace_bytes)
       .def("memory_plan", [](const g::CompiledGraph &cg) { return cg.memory_plan().str(); })
-      .def_prop_ro("compile_seconds", [](const g::CompiledGraph &cg) { return cg.stats().compile_seconds; });
+      .def_prop_ro("compile_seconds", [](const g::CompiledGraph &cg) { return cg.stats().compile_seconds; })
+      .def("save", &g::CompiledGraph::save, "path"_a)
+      .def_static("load", &g::CompiledGraph::load, "path"_a);
 
   nb::class_<g::CudaGraph>(m, "CudaGraph")
       .def("__init__", [](g::CudaGraph *self, const g::CompiledGraph &cg) { new (self) g::CudaGraph(cg); })

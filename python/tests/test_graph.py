@@ -47,3 +47,21 @@ def test_compile_errors_name_the_input():
     except ValueError as e:
         assert 'dim 1 must be 6' in str(e)
     assert_close(compiled(a).torch(), torch.exp(a.torch()))
+
+
+def test_save_and_load_a_compiled_graph(tmp_path):
+    a, w = hidet.randn([5, 8]), hidet.randn([8, 3])
+    x = hidet.symbol_like(a)
+    compiled = hidet.graph.compile(hidet.graph.optimize(hidet.trace_from(hidet.ops.relu(hidet.ops.matmul(x, w)))))
+    path = tmp_path / 'graph.hidet'
+    compiled.save(str(path))
+    loaded = hidet.graph.load_compiled(path)
+    assert loaded.graph.node_names() == ['SavedGraph']
+    b = hidet.randn([5, 8])
+    assert_close(loaded(b).torch(), torch.relu(b.torch() @ w.torch()))
+    (tmp_path / 'bad.hidet').write_bytes(path.read_bytes()[:100])
+    try:
+        hidet.graph.load_compiled(tmp_path / 'bad.hidet')
+        raise AssertionError('expected a ValueError')
+    except ValueError as e:
+        assert 'truncated or corrupt' in str(e)

@@ -26,6 +26,17 @@
 // reuses the workspace too: its memory is the workspace plus its outputs, not the sum of all
 // intermediates.
 //
+// Saving: cg.save("model.hidet") records one run at the level of the device work: every kernel
+// launch with its arguments, copies and fills, each pointer rewritten as a place in the inputs, in
+// memory the run allocates (the workspace, the outputs) or in read-only data (the constants and
+// blocks operators keep). The file holds that program, the kernels' cubins and the data, behind a
+// header (format, hidet version, GPU architecture) and a checksum. CompiledGraph::load(path)
+// gives a compiled graph of one node ("SavedGraph") that replays it: no operator, compiler or
+// tuning runs, and run(), streams and cuda_graph() work as before. Work that depends on values
+// read back to the host during a run cannot be saved (a ValueError naming the node). On the CPU
+// emulator, which runs kernels from their IR, a file loads only in the process that built its
+// kernels; on a GPU, in any process on the same architecture.
+//
 // Errors: a graph input with a symbolic extent (a ValueError: a compiled graph has one shape;
 // see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape, dtype or device
 // (a ValueError naming the input), and an error inside a node (rethrown naming the node).
@@ -33,6 +44,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "hidet/graph/flow_graph.hpp"
@@ -81,6 +93,15 @@ public:
   /// A CUDA graph of one run (graph/cuda_graph.hpp; include it to use the result).
   CudaGraph cuda_graph() const;
 
+  /// Writes the compiled graph to one file at `path` (see "Saving" above): written to a
+  /// temporary file and renamed, so a failed save leaves nothing half-written. Runs the graph
+  /// once. Throws ValueError when a node's work cannot be replayed from a file.
+  void save(const std::string &path) const;
+  /// Reads a file written by save(): a compiled graph of one node that replays the saved kernels.
+  /// Throws ValueError for a file that is not one, is truncated or corrupt, or was saved by
+  /// another hidet version or for another GPU architecture.
+  static CompiledGraph load(const std::string &path);
+
 private:
   Tensor single_output(std::vector<Tensor> outs) const;
   struct State;
@@ -98,4 +119,5 @@ using graph::CompiledGraph;
 
 #if HIDET_HEADER_ONLY
 #include "hidet/graph/impl/compiled_graph.ipp"
+#include "hidet/graph/impl/compiled_graph_file.ipp"
 #endif

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "hidet/runtime/device.hpp"
@@ -66,6 +67,9 @@ public:
 
   /// A snapshot of the counters.
   MemoryStats stats() const;
+  /// The live block containing address p: its start and its (rounded) size; {nullptr, 0} when
+  /// p lies in no block this allocator handed out. A linear search (for tools, not hot paths).
+  std::pair<void *, std::size_t> find_live(const void *p) const;
 
   Device device() const { return device_; }
   /// True for host memory.

@@ -80,6 +80,8 @@ public:
 
   const std::string &name() const;
   const Info &info() const { return *info_; }
+  /// The module the kernel belongs to (its loaded code and binary).
+  const std::shared_ptr<Shared> &shared() const { return shared_; }
 
 private:
   std::shared_ptr<Info> info_;

@@ -28,6 +28,19 @@ public:
   static TensorMap tiled(const Tensor &t, const std::vector<std::int64_t> &box,
                          Swizzle swizzle = Swizzle::None);
 
+  /// What a tiled map is encoded from: a row-major tensor at `address` and the box.
+  struct Spec {
+    void *address = nullptr;
+    DataType dtype;
+    std::vector<std::int64_t> shape, box;
+    Swizzle swizzle = Swizzle::None;
+  };
+  /// Encodes a tiled map from a spec (tiled() checks the tensor, then calls this; a saved
+  /// compiled graph re-encodes its maps over the memory it runs on).
+  static TensorMap tiled(const Spec &spec);
+  /// The spec this map was encoded from.
+  const Spec &spec() const { return spec_; }
+
   /// The 128 bytes of the map.
   const CUtensorMap &map() const { return map_; }
   /// A u8[128] tensor on the GPU holding the map, for a kernel parameter of type u8[128].
@@ -35,6 +48,7 @@ public:
 
 private:
   alignas(64) CUtensorMap map_{};
+  Spec spec_;
 };
 
 } // namespace hidet

@@ -17,6 +17,8 @@
 namespace hidet::graph {
 
 namespace detail {
+struct SavedProgram;
+
 /// One allocation of a node, in the order the node makes them.
 struct NodeAllocation {
   std::size_t nbytes = 0;
@@ -49,12 +51,26 @@ public:
   }
 };
 
+/// Watches a run of the nodes (saving a compiled graph records a run through one).
+class RunObserver {
+public:
+  virtual ~RunObserver() = default;
+  /// Node k is about to run.
+  virtual void node(std::size_t k, const Operator &op) = 0;
+  /// A storage was allocated (served from the workspace or not).
+  virtual void allocated(const std::shared_ptr<Storage> &s) = 0;
+};
+
 /// Serves the node's allocations from the workspace, in recorded order (a run).
 class ServeAllocations : public runtime::detail::AllocationHook {
 public:
   const std::vector<NodeAllocation> *list = nullptr;
   std::shared_ptr<Storage> workspace;
+  RunObserver *observer = nullptr;
   std::size_t next = 0, unplanned = 0;
+  void allocated(const std::shared_ptr<Storage> &s) override {
+    if (observer) observer->allocated(s);
+  }
   std::shared_ptr<Storage> serve(std::size_t nbytes, Device device) override {
     std::size_t j = next++;
     if (!list || !workspace || j >= list->size() || (*list)[j].nbytes != nbytes || device != workspace->device) {
@@ -118,6 +134,8 @@ struct CompiledGraph::State {
   mutable Stream last_stream;
   mutable bool ran = false;
   mutable CompiledGraphStats stats;
+  /// For a graph loaded from a file: what it replays (its one node runs it).
+  std::shared_ptr<const detail::SavedProgram> loaded;
 
   explicit State(FlowGraph g) : graph(std::move(g)) {}
 
@@ -126,7 +144,8 @@ struct CompiledGraph::State {
   /// allocations into `record` and its outputs into `record_outs` (record), or in the workspace.
   std::vector<Tensor> run_nodes(const std::vector<Tensor> &inputs, Mode mode,
                                 std::vector<std::vector<Tensor>> *record_outs = nullptr,
-                                std::vector<std::vector<detail::RecordedAllocation>> *record = nullptr) const {
+                                std::vector<std::vector<detail::RecordedAllocation>> *record = nullptr,
+                                detail::RunObserver *observer = nullptr) const {
     const auto &nodes = graph.nodes();
     std::vector<std::vector<Tensor>> values(nodes.size());
     auto value_of = [&](const detail::ValueRef &r) -> const Tensor & {
@@ -139,6 +158,7 @@ struct CompiledGraph::State {
     detail::RecordAllocations recorder;
     detail::ServeAllocations server;
     server.workspace = workspace;
+    server.observer = observer;
     runtime::detail::AllocationHook *hook = nullptr;
     if (mode == Mode::record) hook = &recorder;
     if (mode == Mode::serve) hook = &server;
@@ -150,6 +170,7 @@ struct CompiledGraph::State {
       for (const auto &r : node_inputs[k]) ins.push_back(value_of(r));
       if (mode == Mode::record) recorder.list = &(*record)[k];
       if (mode == Mode::serve) server.list = &allocations[k], server.next = 0;
+      if (observer) observer->node(k, *nodes[k]);
       values[k] = detail::run_node(k, *nodes[k], ins);
       if (mode == Mode::record) {
         (*record_outs)[k] = values[k];

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "hidet/backend/compiled_binary.hpp"
 #include "hidet/ir/func.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/transforms/instantiate_symbols.hpp"
@@ -38,9 +39,21 @@ struct KernelInfo {
 struct KernelShared {
   std::shared_ptr<backend::emu::Program> emulator;
   CUmodule module = nullptr;
+  /// The compiled binary (its cubin, empty on the emulator without NVRTC) and the name NVRTC
+  /// compiled it under; a saved compiled graph stores them.
+  std::shared_ptr<const backend::CompiledBinary> binary;
+  std::string module_name;
+  /// Identifies the module's code: a hash of its CUDA source and compile options.
+  std::string key;
   ~KernelShared() {
     if (module) runtime::unload_module(module);
   }
 };
+
+/// The emulated modules built in this process, by KernelShared::key (the emulator runs the IR, which
+/// a saved compiled graph does not hold: loading one on the emulator finds its kernels here).
+/// Registered by CompiledModule::build; a module stays found while a kernel of it lives.
+std::shared_ptr<KernelShared> find_emulated_module(const std::string &key);
+void register_emulated_module(const std::shared_ptr<KernelShared> &shared);
 
 } // namespace hidet::runtime::detail

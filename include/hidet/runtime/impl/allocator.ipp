@@ -57,6 +57,16 @@ HIDET_INLINE void CachingAllocator::empty_cache() {
   release_cache_locked();
 }
 
+HIDET_INLINE std::pair<void *, std::size_t> CachingAllocator::find_live(const void *p) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (const auto &[q, size] : live_) {
+    auto b = reinterpret_cast<std::uintptr_t>(q);
+    if (a >= b && a < b + size) return {q, size};
+  }
+  return {nullptr, 0};
+}
+
 HIDET_INLINE MemoryStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

@@ -4,12 +4,14 @@
 #include "hidet/runtime/compiled_module.hpp"
 
 #include <array>
+#include <map>
 #include <mutex>
 
 #include "hidet/backend/codegen.hpp"
 #include "hidet/backend/compile_cache.hpp"
 #include "hidet/backend/emulator/program.hpp"
 #include "hidet/backend/kernel_arg.hpp"
+#include "hidet/runtime/command_hook.hpp"
 #include "hidet/ir/eval.hpp"
 #include "hidet/ir/functor.hpp"
 #include "hidet/ir/printer.hpp"
@@ -121,11 +123,15 @@ HIDET_INLINE CompiledModule CompiledModule::build(const ir::Module &m, const Bui
   auto shared = std::make_shared<KernelHandle::Shared>();
   auto binary = std::make_shared<backend::CompiledBinary>();
   cm.binary_ = binary;
+  shared->binary = binary;
+  shared->module_name = module_name;
+  shared->key = backend::compile_cache_key(cm.source_, co);
   if (cm.emulated_) {
     // The emulator runs the lowered IR; NVRTC still compiles the generated code (when it is
     // installed) so that every kernel is proven to compile for a real GPU.
     if (detail::nvrtc_available()) *binary = backend::compile_cuda_cached(cm.source_, module_name, co);
     shared->emulator = std::make_shared<backend::emu::Program>(cm.lowered_);
+    runtime::detail::register_emulated_module(shared);
   } else {
     *binary = backend::compile_cuda_cached(cm.source_, module_name, co);
     shared->module = runtime::load_module(binary->cubin);
@@ -154,6 +160,30 @@ HIDET_INLINE CompiledModule CompiledModule::build(const ir::Module &m, const Bui
   }
   return cm;
 }
+
+namespace runtime::detail {
+struct EmulatedModules {
+  std::mutex mu;
+  std::map<std::string, std::weak_ptr<KernelShared>> by_key;
+};
+HIDET_INLINE EmulatedModules &emulated_modules() {
+  static EmulatedModules m;
+  return m;
+}
+
+HIDET_INLINE std::shared_ptr<KernelShared> find_emulated_module(const std::string &key) {
+  auto &m = emulated_modules();
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.by_key.find(key);
+  return it == m.by_key.end() ? nullptr : it->second.lock();
+}
+
+HIDET_INLINE void register_emulated_module(const std::shared_ptr<KernelShared> &shared) {
+  auto &m = emulated_modules();
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.by_key[shared->key] = shared;
+}
+} // namespace runtime::detail
 
 HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const {
   const auto &orig = info_->original;
@@ -227,6 +257,12 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
     }
   }
   for (auto &[var, src] : info_->symbols) kargs.push_back(backend::KernelArg::integer(dtypes::i32, std::int64_t(env[var.get()])));
+  std::vector<const TensorMap *> maps;
+  if (runtime::detail::command_hook()) {
+    maps.assign(kargs.size(), nullptr);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (auto *mp = std::get_if<const TensorMap *>(&args[i].value)) maps[i] = *mp;
+  }
 
   auto eval_dims = [&](const std::array<ir::Expr, 3> &dims, const char *what) {
     backend::Dim3 r;
@@ -270,6 +306,7 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
                              info_->static_smem, " static + ", smem, " dynamic); ", dev.name, " allows ",
                              dev.max_shared_per_block_optin, " per block"));
 
+  if (auto *hook = runtime::detail::command_hook()) hook->kernel(*this, grid, block, smem, kargs, maps);
   if (emulated) {
     shared_->emulator->launch(info_->name, kargs, grid, block, smem);
     return;

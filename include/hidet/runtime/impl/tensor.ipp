@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "hidet/runtime/command_hook.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
 
 namespace hidet {
@@ -60,6 +61,11 @@ HIDET_INLINE std::vector<std::shared_ptr<Storage>> *&runtime::detail::capture_ke
   return list;
 }
 
+HIDET_INLINE runtime::detail::CommandHook *&runtime::detail::command_hook() {
+  thread_local CommandHook *hook = nullptr;
+  return hook;
+}
+
 HIDET_INLINE runtime::detail::AllocationHook *&runtime::detail::allocation_hook() {
   thread_local AllocationHook *hook = nullptr;
   return hook;
@@ -70,6 +76,7 @@ namespace runtime::detail {
 HIDET_INLINE void copy_bytes(void *dst, Device dst_dev, bool dst_host, const void *src,
                              Device src_dev, bool src_host, std::size_t n) {
   if (n == 0) return;
+  if (auto *hook = command_hook()) hook->copy(dst, dst_dev, src, src_dev, n);
   if (dst_host && src_host) {
     std::memcpy(dst, src, n);
     return;
@@ -356,6 +363,7 @@ HIDET_INLINE Tensor full(std::vector<std::int64_t> shape, double value, DataType
 HIDET_INLINE Tensor zeros(std::vector<std::int64_t> shape, DataType dtype, Device device) {
   Tensor t = empty(std::move(shape), dtype, device);
   if (t.nbytes() == 0) return t;
+  if (auto *hook = runtime::detail::command_hook()) hook->fill(t.data_ptr(), device, 0, t.nbytes());
   if (t.is_host_memory()) {
     std::memset(t.data_ptr(), 0, t.nbytes());
   } else {

@@ -11,25 +11,32 @@ namespace hidet {
 
 HIDET_INLINE TensorMap TensorMap::tiled(const Tensor &t, const std::vector<std::int64_t> &box,
                                         Swizzle swizzle) {
-  const auto &shape = t.shape();
+  if (t.device().kind != runtime::Device::Kind::CUDA || runtime::cuda_emulated())
+    throw ValueError("TensorMap::tiled: the tensor must live on a real GPU (TMA is not emulated)");
+  return tiled(Spec{const_cast<void *>(t.data_ptr()), t.dtype(), t.shape(), box, swizzle});
+}
+
+HIDET_INLINE TensorMap TensorMap::tiled(const Spec &spec) {
+  const auto &shape = spec.shape;
+  const auto &box = spec.box;
   std::size_t r = shape.size();
   if (r < 1 || r > 5 || box.size() != r)
     throw ValueError(str_cat("TensorMap::tiled: tensor of rank ", r, " with a box of rank ", box.size(),
                              "; both need the same rank in [1, 5]"));
-  if (t.device().kind != runtime::Device::Kind::CUDA || runtime::cuda_emulated())
-    throw ValueError("TensorMap::tiled: the tensor must live on a real GPU (TMA is not emulated)");
+  if (runtime::cuda_emulated())
+    throw ValueError("TensorMap::tiled: TMA is not emulated; tensor maps need a real GPU");
   CUtensorMapDataType dt;
-  switch (t.dtype().code) {
+  switch (spec.dtype.code) {
   case DTypeCode::F16: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
   case DTypeCode::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
   case DTypeCode::F32: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
   case DTypeCode::I32: dt = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
   case DTypeCode::U8: case DTypeCode::I8: dt = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
-  default: throw ValueError(str_cat("TensorMap::tiled: dtype ", t.dtype(), " is not supported (f16, bf16, f32, i32, i8, u8)"));
+  default: throw ValueError(str_cat("TensorMap::tiled: dtype ", spec.dtype, " is not supported (f16, bf16, f32, i32, i8, u8)"));
   }
   std::uint64_t dims[5], strides[4];
   std::uint32_t boxes[5], elem_strides[5];
-  std::uint64_t esize = t.dtype().nbytes(), stride = esize;
+  std::uint64_t esize = spec.dtype.nbytes(), stride = esize;
   for (std::size_t i = 0; i < r; ++i) { // the driver wants the innermost dimension first
     std::size_t d = r - 1 - i;
     dims[i] = std::uint64_t(shape[d]);
@@ -45,10 +52,11 @@ HIDET_INLINE TensorMap TensorMap::tiled(const Tensor &t, const std::vector<std::
                              " bytes; it must be a multiple of 16"));
   TensorMap m;
   CUresult res = cuda::driver().cuTensorMapEncodeTiled(
-      &m.map_, dt, cuuint32_t(r), const_cast<void *>(t.data_ptr()), dims, strides, boxes, elem_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(int(swizzle)), CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      &m.map_, dt, cuuint32_t(r), spec.address, dims, strides, boxes, elem_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(int(spec.swizzle)), CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   cuda::check(res, "cuTensorMapEncodeTiled");
+  m.spec_ = spec;
   return m;
 }
 
