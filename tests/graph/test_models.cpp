@@ -1,10 +1,14 @@
 // The models of benchmarks/models.hpp at small sizes (GPU when present, else the emulator):
 // each is traced, optimized (reshape simplification, conv + batch_norm folding, fusion) and run
 // on fresh random inputs against the same model run eagerly; the correctness report of the
-// optimized graph flags nothing; the compiled graph (one planned workspace) matches the graph.
+// optimized graph flags nothing; the compiled graph (one planned workspace) matches the graph, and
+// so does the compiled graph saved to a file and loaded.
 #include "../ops/ops_test_util.hpp"
 
 #include "../../benchmarks/models.hpp"
+
+#include <filesystem>
+#include <unistd.h>
 
 using namespace ops_test;
 
@@ -28,6 +32,12 @@ void check_model(const FlowGraph &g, const std::vector<Tensor> &in, const Tensor
     expect_close(cg.run(in)[0], want.shape(), got.to_double_vector(), false, 1);
     CHECK(cg.stats().unplanned == 0);
   }
+  // Saved to a file and loaded, it replays the same kernels (TMA maps included on Hopper).
+  auto path = std::filesystem::temp_directory_path() / str_cat("hidet-model-", ::getpid(), "-", g_rng(), ".hidet");
+  cg.save(path.string());
+  graph::CompiledGraph loaded = graph::CompiledGraph::load(path.string());
+  std::filesystem::remove(path);
+  expect_close(loaded.run(in)[0], want.shape(), got.to_double_vector(), false, 1);
 }
 } // namespace
 
