@@ -4,8 +4,10 @@ compile time (first three calls), and hidet's relative error against eager (max|
 Random weights (torchvision and transformers constructors and configs; nothing is downloaded).
 
 HIDET_BENCH_MODELS=<regex> selects rows (default: all); HIDET_BENCH_INDUCTOR=0 skips inductor;
-HIDET_BENCH_SPACE=<0|1|2> is hidet's search space (default 0). The build's python/ folder must be
-on PYTHONPATH (scripts/gpu-check sets it)."""
+HIDET_BENCH_SPACES=<list> are hidet's search spaces, one pair of columns each (default 0; "0,2"
+adds tuned rows); HIDET_BENCH_PROFILE=<regex> prints the per-kernel profile of hidet's compiled
+graphs (space 0) for the rows it matches. The build's python/ folder must be on PYTHONPATH
+(scripts/gpu-check sets it)."""
 import os
 import re
 import sys
@@ -47,11 +49,11 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     pattern = os.environ.get('HIDET_BENCH_MODELS')
     inductor = os.environ.get('HIDET_BENCH_INDUCTOR', '1') != '0'
-    hidet.torch.dynamo_config.search_space(int(os.environ.get('HIDET_BENCH_SPACE', '0')))
-    print(f'torch {torch.__version__}, {torch.cuda.get_device_name()}; hidet search space '
-          f'{hidet.torch.dynamo_config._search_space}, CUDA graphs on')
-    print(f"{'model':26} {'eager ms':>9} {'inductor':>9} {'comp s':>7} {'hidet':>9} {'comp s':>7} {'vs ind':>7} "
-          f"{'rel err':>8}")
+    spaces = [int(v) for v in os.environ.get('HIDET_BENCH_SPACES', '0').split(',')]
+    profile = os.environ.get('HIDET_BENCH_PROFILE')
+    print(f'torch {torch.__version__}, {torch.cuda.get_device_name()}; hidet search spaces {spaces}, CUDA graphs on')
+    head = ''.join(f" {'hidet s' + str(sp):>9} {'comp s':>7} {'vs ind':>7}" for sp in spaces)
+    print(f"{'model':26} {'eager ms':>9} {'inductor':>9} {'comp s':>7}{head} {'rel err':>8}")
     for name, make, args in rows():
         if pattern and not re.search(pattern, name):
             continue
@@ -73,21 +75,26 @@ def main():
                     ind = time_ms(lambda: c(*args))
                 except Exception as e:
                     print(f'  inductor failed: {type(e).__name__}: {str(e)[:200]}')
-            try:
-                torch._dynamo.reset()
-                t0 = time.time()
-                h = torch.compile(model, backend='hidet')
-                for _ in range(3):
-                    got = first(h(*args)).float()
-                torch.cuda.synchronize()
-                hid_s = time.time() - t0
-                hid = time_ms(lambda: h(*args))
-                err = ((got - want).abs().max() / want.abs().max().clamp_min(1e-6)).item()
-                print(f'{name:26} {eager:9.3f} {ind:9.3f} {ind_s:7.1f} {hid:9.3f} {hid_s:7.1f} {hid / ind:7.2f} '
-                      f'{err:8.1e}', flush=True)
-            except Exception as e:
-                print(f'{name:26} {eager:9.3f} {ind:9.3f} {ind_s:7.1f}  hidet failed: {type(e).__name__}: '
-                      f'{str(e)[:300]}', flush=True)
+            cols, err, failure = '', 0.0, None
+            for sp in spaces:
+                try:
+                    torch._dynamo.reset()
+                    t0 = time.time()
+                    opts = {'search_space': sp, 'profile': bool(sp == 0 and profile and re.search(profile, name))}
+                    h = torch.compile(model, backend='hidet', options=opts)
+                    for _ in range(3):
+                        got = first(h(*args)).float()
+                    torch.cuda.synchronize()
+                    hid_s = time.time() - t0
+                    hid = time_ms(lambda: h(*args))
+                    err = max(err, ((got - want).abs().max() / want.abs().max().clamp_min(1e-6)).item())
+                    cols += f' {hid:9.3f} {hid_s:7.1f} {hid / ind:7.2f}'
+                except Exception as e:
+                    cols += f" {'failed':>9} {'':7} {'':7}"
+                    failure = f'  hidet (space {sp}) failed: {type(e).__name__}: {str(e)[:300]}'
+            print(f'{name:26} {eager:9.3f} {ind:9.3f} {ind_s:7.1f}{cols} {err:8.1e}', flush=True)
+            if failure:
+                print(failure, flush=True)
             del model
             torch.cuda.empty_cache()
 

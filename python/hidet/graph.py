@@ -8,7 +8,7 @@
 """
 from . import _C
 
-__all__ = ['PassContext', 'optimize', 'compile', 'load_compiled', 'correctness_report']
+__all__ = ['PassContext', 'optimize', 'compile', 'load_compiled', 'correctness_report', 'profile']
 
 _contexts = []
 
@@ -76,3 +76,9 @@ def load_compiled(path):
 def correctness_report(graph, optimized, inputs):
     """Hidet's table comparing ``optimized`` with ``graph`` operator by operator, and the largest error."""
     return _C.correctness_report(graph, optimized, list(inputs))
+
+
+def profile(graph, inputs, slowest=10):
+    """Where the time of a run of ``graph`` goes: each node timed alone (CUDA graph replays on a
+    GPU), summed per operator, then the ``slowest`` slowest nodes. Returns (table, total ms)."""
+    return _C.profile(graph, list(inputs), slowest)

@@ -266,6 +266,10 @@ NB_MODULE(_C, m) {
       }, "inputs"_a, "stream"_a = 0)
       .def_prop_ro("captured", &g::CudaGraph::captured);
 
+  m.def("profile", [](const g::FlowGraph &graph, const std::vector<Tensor> &xs, std::size_t slowest) {
+    auto p = g::profile(graph, xs);
+    return nb::make_tuple(p.str(slowest), p.total_ms());
+  }, "graph"_a, "inputs"_a, "slowest"_a = 10);
   m.def("correctness_report", [](const g::FlowGraph &graph, const g::FlowGraph &opt, const std::vector<Tensor> &xs) {
     auto r = g::correctness_report(graph, opt, xs);
     return std::make_pair(r.str(), r.max_error());

@@ -248,6 +248,11 @@ def test_options_and_modes(capsys):
     with torch.no_grad():
         got = compiled(model, options={'use_fp16': True})(x)
     assert_close(got, model(x), atol=2e-2, rtol=2e-2)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert_close(compiled(model, options={'profile': True})(x), model(x), atol=1e-4)
+    err = capsys.readouterr().err
+    assert 'profile:' in err and 'slowest nodes' in err  # the per-kernel profile
 
 
 def test_dynamic_shapes_one_dynamo_graph_one_compile_per_shape():

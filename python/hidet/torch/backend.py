@@ -92,6 +92,9 @@ class HidetCompiledModel:
             inputs = [to_hidet(args[i]) for i in positions]
             table, _ = hidet.graph.correctness_report(graph, opt, inputs)
             print(table)
+        if cfg._profile:
+            table, _ = hidet.graph.profile(opt, [to_hidet(args[i]) for i in positions], 12)
+            print(table, file=sys.stderr)
         if cfg._verbose:
             print(f'hidet: compiled a graph of {graph.num_nodes} operators ({opt.num_nodes} after optimization) in '
                   f'{time.time() - t0:.2f} s; {runner.memory_plan()}', file=sys.stderr)

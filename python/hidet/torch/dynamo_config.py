@@ -6,6 +6,7 @@
     hidet.torch.dynamo_config.use_fp16(True)           # f32 matmuls/convs/attention in f16
     hidet.torch.dynamo_config.print_input_graph(True)  # print each fx graph received, as a table
     hidet.torch.dynamo_config.correctness_report(True) # print the per-operator error table
+    hidet.torch.dynamo_config.profile(True)            # print a per-kernel profile of each graph
 
 torch.compile's ``mode`` ('default', 'reduce-overhead': CUDA graphs, 'max-autotune': search space 2
 and CUDA graphs) and ``options={'search_space': 1, 'use_fp16': True, ...}`` set the same options
@@ -29,6 +30,7 @@ class DynamoConfig:
         self._correctness_report = False
         self._fallback_to_torch = False
         self._verbose = False
+        self._profile = False
         return self
 
     def search_space(self, level=2):
@@ -88,6 +90,12 @@ class DynamoConfig:
         """Run operators hidet does not map through PyTorch inside the compiled model instead of
         failing (logged once per graph). Off by default."""
         self._fallback_to_torch = bool(flag)
+        return self
+
+    def profile(self, flag=True):
+        """After compiling, print where the time of each compiled graph goes (hidet.graph.profile:
+        each kernel timed alone, summed per operator, and the slowest nodes) on stderr."""
+        self._profile = bool(flag)
         return self
 
     def verbose(self, flag=True):
