@@ -21,6 +21,8 @@ class PassContext:
         self.layout_nhwc = True
         self.verbose = False
         self.save_dir = ''
+        self.tensor_cores = True
+        self.parallel_k = 0
 
     def set_precision(self, dtype=None):
         """Run f32 matmuls, convolutions and attention in ``dtype`` ('float16' or 'bfloat16')."""
@@ -30,6 +32,22 @@ class PassContext:
     def set_layout_nhwc(self, on=True):
         """Run half-precision convolutions channels-last (on by default)."""
         self.layout_nhwc = on
+        return self
+
+    def set_use_tensor_core(self, on=True):
+        """f16/bf16 matmuls on the tensor cores (default), or on the CUDA cores (``False``)."""
+        self.tensor_cores = bool(on)
+        return self
+
+    def set_parallel_k(self, disabled=False, default=False, search=False, nparts=None):
+        """Split-k of matmuls, as Hidet's: ``disabled=True`` never splits, ``nparts=k`` splits the
+        reduction in k slices where a template can, ``default=True`` (and ``search=True``: the tuner
+        of search spaces 1 and 2 times split-k candidates) leaves it to the templates."""
+        if sum([bool(disabled), bool(default), bool(search), nparts is not None]) > 1:
+            raise ValueError('set_parallel_k: give one of disabled, default, search or nparts')
+        if nparts is not None and (not isinstance(nparts, int) or nparts < 1):
+            raise ValueError(f'set_parallel_k: nparts must be a positive integer, got {nparts!r}')
+        self.parallel_k = 1 if disabled else (nparts or 0)
         return self
 
     def save_graph_instrument(self, out_dir):
@@ -58,7 +76,8 @@ def optimize(graph, ctx=None):
     """The optimized copy of ``graph`` (the passes of graph::optimize) under ``ctx``, or the
     innermost ``with PassContext()``."""
     ctx = ctx or PassContext.current()
-    return _C.optimize(graph, ctx.mixed_precision, ctx.layout_nhwc, ctx.verbose, ctx.save_dir)
+    return _C.optimize(graph, ctx.mixed_precision, ctx.layout_nhwc, ctx.verbose, ctx.save_dir, ctx.tensor_cores,
+                       ctx.parallel_k)
 
 
 def compile(graph):

@@ -237,14 +237,17 @@ NB_MODULE(_C, m) {
   m.def("trace_from", [](std::vector<Tensor> outs, std::vector<Tensor> ins) { return g::FlowGraph(outs, ins); },
         "outputs"_a, "inputs"_a = std::vector<Tensor>{});
   m.def("optimize", [](const g::FlowGraph &fg, std::optional<std::string> mixed_precision, bool layout_nhwc,
-                       bool verbose, const std::string &save_dir) {
+                       bool verbose, const std::string &save_dir, bool tensor_cores, int parallel_k) {
     g::PassContext ctx;
+    ctx.tensor_cores = tensor_cores;
+    ctx.parallel_k = parallel_k;
     if (mixed_precision) ctx.mixed_precision = dtype_of(*mixed_precision);
     ctx.layout_nhwc = layout_nhwc;
     ctx.verbose = verbose;
     ctx.save_graph_dir = save_dir;
     return g::optimize(fg, ctx);
-  }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false, "save_dir"_a = "");
+  }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false, "save_dir"_a = "",
+     "tensor_cores"_a = true, "parallel_k"_a = 0);
 
   nb::class_<g::CompiledGraph>(m, "CompiledGraph")
       .def(nb::init<g::FlowGraph>(), "graph"_a)

@@ -65,3 +65,18 @@ def test_save_and_load_a_compiled_graph(tmp_path):
         raise AssertionError('expected a ValueError')
     except ValueError as e:
         assert 'truncated or corrupt' in str(e)
+
+
+def test_pass_context_kernel_options():
+    a, w = hidet.randn([6, 64], dtype='float16'), hidet.randn([64, 8], dtype='float16')
+    g = hidet.trace_from(hidet.ops.matmul(hidet.symbol_like(a), w))
+    with hidet.graph.PassContext() as ctx:
+        ctx.set_use_tensor_core(False).set_parallel_k(nparts=2)
+        opt = hidet.graph.optimize(g)
+    assert 'tensor_cores=false, parallel_k=2' in str(opt)
+    assert_close(opt(a).torch().float(), (a.torch().float() @ w.torch().float()), atol=2e-2, rtol=2e-2)
+    try:
+        hidet.graph.PassContext().set_parallel_k(disabled=True, nparts=2)
+        raise AssertionError('expected a ValueError')
+    except ValueError as e:
+        assert 'one of' in str(e)

@@ -253,6 +253,17 @@ def test_options_and_modes(capsys):
         assert_close(compiled(model, options={'profile': True})(x), model(x), atol=1e-4)
     err = capsys.readouterr().err
     assert 'profile:' in err and 'slowest nodes' in err  # the per-kernel profile
+    with pytest.raises(ValueError, match='parallel_k'):
+        hidet.torch.dynamo_config.parallel_k('sometimes')
+
+
+def test_tensor_core_and_parallel_k_options():
+    lin = torch.nn.Sequential(torch.nn.Linear(40, 24), torch.nn.ReLU()).to(DEVICE).half().eval()
+    x = r(9, 40).half()
+    for opts in ({'use_tensor_core': False}, {'parallel_k': 'disabled'}, {'parallel_k': 2}):
+        torch._dynamo.reset()
+        with torch.no_grad():
+            assert_close(compiled(lin, options=opts)(x).float(), lin(x).float(), atol=2e-2, rtol=2e-2)
 
 
 def test_dynamic_shapes_one_dynamo_graph_one_compile_per_shape():

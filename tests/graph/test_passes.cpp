@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "hidet/graph.hpp"
+#include "hidet/ops/matmul_templates.hpp"
+#include "hidet/runtime/command_hook.hpp"
 
 using namespace ops_test;
 
@@ -514,4 +516,70 @@ TEST_CASE("eliminate_common_subexpressions: repeated work is done once; opaque o
   Tensor in = make({6, 10}, dtypes::f32);
   auto want = g.run({in}), got = c.run({in});
   for (std::size_t i = 0; i < 2; ++i) expect_same(got[i], want[i]);
+}
+
+TEST_CASE("bind_kernel_options: tensor cores off and split-k, bound to the matmul nodes") {
+  // The choice itself: no template candidate for f16 without tensor cores; a forced split-k.
+  {
+    option::KernelOptionsScope off(option::KernelOptions{false, 0});
+    CHECK(ops::matmul_candidates(128, 128, 256, dtypes::f16, 0).empty());
+    CHECK(!ops::matmul_candidates(128, 128, 256, dtypes::f32, 0).empty()); // f32: the FMA kernel still
+    {
+      option::KernelOptionsScope split(option::KernelOptions{true, 4});
+      CHECK(option::kernel_options().parallel_k == 4);
+      auto c = ops::matmul_candidates(64, 48, 4096, dtypes::f32, 0);
+      REQUIRE(c.size() == 1);
+      CHECK(c[0].label.find("split-k 4") != std::string::npos);
+    }
+    CHECK(!option::kernel_options().tensor_cores); // restored by the inner scope's end
+  }
+  CHECK(option::kernel_options() == option::KernelOptions{});
+  CHECK_THROWS_AS(option::KernelOptionsScope(option::KernelOptions{true, -2}), ValueError);
+
+  // Through optimize: the nodes print their options and compute the same values.
+  Tensor a = make({37, 2048}, dtypes::f32, -1, 1), w = make({2048, 45}, dtypes::f32, -1, 1), b = make({45}, dtypes::f32);
+  auto net = [&](const Tensor &x) { return o::relu(o::matmul(x, w) + b); };
+  FlowGraph g = trace_from(net(symbol_like(a)));
+  graph::PassContext split, unsplit;
+  split.parallel_k = 4;
+  unsplit.parallel_k = 1;
+  FlowGraph s4 = graph::optimize(g, split), s1 = graph::optimize(g, unsplit);
+  INFO(s4.str());
+  CHECK(s4.str().find("FusedMatmul(") != std::string::npos);
+  CHECK(s4.str().find("parallel_k=4") != std::string::npos);
+  CHECK(graph::optimize(g).str().find("parallel_k") == std::string::npos); // the defaults bind nothing
+  Tensor in = make({37, 2048}, dtypes::f32, -1, 1);
+  expect_same(s4(in), net(in), 4);
+  expect_same(s1(in), net(in), 4);
+  // Split-k sums its slices with a second kernel: two launches per run against one.
+  struct CountLaunches : runtime::detail::CommandHook {
+    int launches = 0;
+    void kernel(const KernelHandle &, backend::Dim3, backend::Dim3, std::size_t, const std::vector<backend::KernelArg> &,
+                const std::vector<const TensorMap *> &) override {
+      ++launches;
+    }
+    void copy(void *, Device, const void *, Device, std::size_t) override {}
+    void fill(void *, Device, std::uint8_t, std::size_t) override {}
+  };
+  graph::CompiledGraph c4(s4), c1(s1);
+  auto launches = [&](const graph::CompiledGraph &cg) {
+    CountLaunches counter;
+    runtime::detail::command_hook() = &counter;
+    (void)cg(in);
+    runtime::detail::command_hook() = nullptr;
+    return counter.launches;
+  };
+  CHECK(launches(c4) == 2);
+  CHECK(launches(c1) == 1);
+  expect_same(c4(in), net(in), 4);
+
+  // f16 without tensor cores: the auto-scheduled kernel, the same values.
+  Tensor h = make({33, 72}, dtypes::f16), wh = make({72, 40}, dtypes::f16);
+  auto net16 = [&](const Tensor &x) { return o::gelu(o::matmul(x, wh)); };
+  graph::PassContext cuda_cores;
+  cuda_cores.tensor_cores = false;
+  FlowGraph h0 = graph::optimize(trace_from(net16(symbol_like(h))), cuda_cores);
+  CHECK(h0.str().find("tensor_cores=false") != std::string::npos);
+  Tensor hin = make({33, 72}, dtypes::f16);
+  expect_same(graph::CompiledGraph(h0)(hin), net16(hin), 2);
 }

@@ -31,7 +31,8 @@
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_attention,
 // eliminate_common_subexpressions, fold_conv_batch_norm, convert_precision when
 // ctx.mixed_precision is set, convert_layout_nhwc unless ctx.layout_nhwc is false,
-// fuse_epilogues, fuse_operators) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// fuse_epilogues, fuse_operators, then bind_kernel_options when ctx.tensor_cores or ctx.parallel_k
+// differ from the defaults) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
 
@@ -40,6 +41,7 @@
 
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/graph/pattern.hpp"
+#include "hidet/ops/tuning.hpp"
 
 namespace hidet::graph {
 
@@ -60,6 +62,12 @@ struct PassContext {
   /// Check the graph after each pass (graph::verify); a broken graph is a ValueError naming the
   /// pass and the node.
   bool verify = true;
+  /// f16/bf16 matmuls on the tensor cores; false: on the CUDA cores (option::KernelOptions;
+  /// bind_kernel_options).
+  bool tensor_cores = true;
+  /// Split-k of matmuls: 0 the templates' heuristics, 1 never, k > 1 in k slices where a template
+  /// can (option::KernelOptions; bind_kernel_options).
+  int parallel_k = 0;
 };
 
 /// Checks that `graph` is well formed: every symbolic input of a node is a graph input or an
@@ -113,6 +121,11 @@ FlowGraph fuse_epilogues(const FlowGraph &graph);
 /// Prologue fusion of injective task-defined operators (see the top of the file).
 FlowGraph fuse_operators(const FlowGraph &graph);
 
+/// Binds kernel options (tensor cores, split-k: option::KernelOptions) to every Matmul and
+/// FusedMatmul node: the node runs, builds and tunes its kernels under them wherever the graph
+/// runs (compiled graphs, CUDA graphs, profiles), and prints them among its attributes. The
+/// last pass of optimize() when PassContext::tensor_cores or parallel_k differ from the defaults.
+FlowGraph bind_kernel_options(const FlowGraph &graph, const option::KernelOptions &options);
 /// The optimization pipeline (see the top of the file).
 FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx = {});
 

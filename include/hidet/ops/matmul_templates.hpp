@@ -55,14 +55,25 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   auto push = [&](std::string label, std::function<MatmulRun()> build) {
     if (seen.insert(label).second) out.push_back({std::move(label), std::move(build)});
   };
-  auto add_f32 = [&](MatmulF32Config c) {
+  // KernelOptions: tensor cores off leaves f16/bf16 to the auto-scheduled kernel; a forced
+  // split-k replaces each candidate's (a candidate that cannot take it keeps its own).
+  const auto &opts = option::kernel_options();
+  if (dt != dtypes::f32 && !opts.tensor_cores) return out;
+  auto f32_ok = [&](const MatmulF32Config &c) {
     try {
       check_matmul_f32_config(c);
     } catch (const ValueError &) {
-      return;
+      return false;
     }
-    if (c.split_k > 1 && k / c.split_k < 2 * c.block_k) return;
-    if (std::int64_t(c.split_k) * batch.count > 65535) return; // grid z
+    return !(c.split_k > 1 && k / c.split_k < 2 * c.block_k) && std::int64_t(c.split_k) * batch.count <= 65535;
+  };
+  auto add_f32 = [&](MatmulF32Config c) {
+    if (opts.parallel_k > 0) {
+      auto forced = c;
+      forced.split_k = opts.parallel_k;
+      if (f32_ok(forced)) c = forced;
+    }
+    if (!f32_ok(c)) return;
     push("fma " + c.str() + batch.str(), [=] {
       auto mm = std::make_shared<MatmulF32>(m, n, k, c, batch, epi);
       return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e) {
@@ -85,6 +96,10 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     });
   };
   auto add_wgmma = [&](MatmulWgmmaConfig c) {
+    if (opts.parallel_k > 0) {
+      const int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
+      if (opts.parallel_k == 1 || k_tiles / opts.parallel_k >= 2) c.split_k = opts.parallel_k;
+    }
     try {
       check_matmul_wgmma_config(c);
     } catch (const ValueError &) {
@@ -127,7 +142,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     // 32- or 64-row tiles fills more multiprocessors than 64-row wgmma tiles. From space-2 tuning
     // on an H200: 128x768x768 picked 32x64x64 (5.6 us), 128x3072x768 picked 64x64x64 (6.4 us),
     // against about 10 us for the wgmma heuristic.
-    if (mb <= 256 && k <= 1024) {
+    if (mb <= 256 && k <= 1024 && opts.parallel_k <= 1) {
       std::int64_t tiles64 = std::int64_t(lang::ceil_div(mb, 64)) * lang::ceil_div(n, 64);
       add_mma(tiles64 >= 64 ? MatmulF16Config{2, 2, 32, 32, 64, 4, 1} : MatmulF16Config{1, 2, 32, 32, 64, 4, 1});
       if (space == 0 && !out.empty()) return out;
@@ -205,7 +220,8 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
                                         std::shared_ptr<const Epilogue> epi = nullptr,
                                         const std::vector<Tensor> &extras = {}) {
   int space = option::search_space();
-  std::string key = str_cat(dt, " ", m, "x", n, "x", k, batch.str(), " space ", space);
+  std::string opts = option::kernel_options().str();
+  std::string key = str_cat(dt, " ", m, "x", n, "x", k, batch.str(), " space ", space, opts.empty() ? "" : " ", opts);
   std::string cache_key = epi ? str_cat(key, " epilogue ", epi->key) : key;
   auto &cache = detail::matmul_kernel_cache();
   {
@@ -213,8 +229,7 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
     if (auto it = cache.runs.find(cache_key); it != cache.runs.end()) return it->second;
   }
   auto cands = matmul_candidates(m, n, k, dt, space, batch, epi);
-  HIDET_ASSERT(!cands.empty(), "matmul: no template candidate for ", key);
-  MatmulRun run;
+  MatmulRun run; // stays empty without candidates (tensor cores off): the auto-scheduled kernel
   try {
     if (cands.size() == 1) run = cands[0].build();
   } catch (const Error &e) {

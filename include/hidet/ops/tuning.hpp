@@ -39,6 +39,34 @@ namespace option {
 void search_space(int space);
 /// The search space in force: search_space(n) if called, else $HIDET_SEARCH_SPACE, else 0.
 int search_space();
+
+/// How matmul kernels are chosen, beyond the search space (PassContext binds these to a graph's
+/// matmul nodes; graph/passes.hpp). The defaults leave every choice to the templates.
+struct KernelOptions {
+  /// f16/bf16 matmuls on the tensor cores (the mma.sync and wgmma templates); false: the
+  /// auto-scheduled kernel on the CUDA cores (f32 accumulation all the same).
+  bool tensor_cores = true;
+  /// Split-k of matmuls: 0 the templates' heuristics (and tuning); 1 never split; k > 1 split the
+  /// reduction in k slices where a template can (the f32 FMA and Hopper wgmma templates; shapes
+  /// too short for k slices of two tiles each keep the heuristic).
+  int parallel_k = 0;
+  bool operator==(const KernelOptions &) const = default;
+  /// "" for the defaults, else "tensor_cores=false, parallel_k=4" (what differs).
+  std::string str() const;
+};
+/// The options in force on this thread (the defaults unless a KernelOptionsScope is alive).
+const KernelOptions &kernel_options();
+/// Sets kernel_options() on this thread for its lifetime.
+class KernelOptionsScope {
+public:
+  explicit KernelOptionsScope(const KernelOptions &o);
+  ~KernelOptionsScope();
+  KernelOptionsScope(const KernelOptionsScope &) = delete;
+  KernelOptionsScope &operator=(const KernelOptionsScope &) = delete;
+
+private:
+  KernelOptions saved_;
+};
 } // namespace option
 
 namespace ops::tuning {

@@ -79,7 +79,8 @@ class HidetCompiledModel:
         ctx = hidet.graph.PassContext()
         if cfg._use_fp16:
             ctx.set_precision('float16')
-        ctx.set_layout_nhwc(cfg._use_nhwc).set_verbose(cfg._verbose)
+        ctx.set_layout_nhwc(cfg._use_nhwc).set_verbose(cfg._verbose).set_use_tensor_core(cfg._use_tensor_core)
+        ctx.parallel_k = cfg._parallel_k
         opt = hidet.graph.optimize(graph, ctx)
         runner = hidet.CompiledGraph(opt)
         replay = None

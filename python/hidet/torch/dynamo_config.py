@@ -31,6 +31,8 @@ class DynamoConfig:
         self._fallback_to_torch = False
         self._verbose = False
         self._profile = False
+        self._use_tensor_core = True
+        self._parallel_k = 0
         return self
 
     def search_space(self, level=2):
@@ -56,11 +58,8 @@ class DynamoConfig:
         return self
 
     def use_tensor_core(self, flag=True):
-        """Tensor cores serve f16/bf16 matmuls and convolutions (always on: turning them off is not
-        supported yet)."""
-        if not flag:
-            raise NotImplementedError('use_tensor_core(False) is not supported yet: f16/bf16 operators always use '
-                                      'tensor cores')
+        """f16/bf16 matmuls on the tensor cores (default); ``False`` runs them on the CUDA cores."""
+        self._use_tensor_core = bool(flag)
         return self
 
     def use_fp16_reduction(self, flag=True):
@@ -70,9 +69,18 @@ class DynamoConfig:
         return self
 
     def parallel_k(self, strategy='default'):
-        """Split-k of matmuls: 'default' (the templates' heuristics and tuning) only, for now."""
-        if strategy != 'default':
-            raise NotImplementedError(f"parallel_k({strategy!r}) is not supported yet: only 'default'")
+        """Split-k of matmuls: 'default' (the templates' heuristics; 'search' is the same, and the
+        tuner of search spaces 1 and 2 times split-k candidates), 'disabled' (never split), or an
+        integer k (split the reduction in k slices where a template can)."""
+        if strategy in ('default', 'search'):
+            self._parallel_k = 0
+        elif strategy == 'disabled':
+            self._parallel_k = 1
+        elif isinstance(strategy, int) and not isinstance(strategy, bool) and strategy >= 1:
+            self._parallel_k = strategy
+        else:
+            raise ValueError(f"parallel_k: expected 'default', 'search', 'disabled' or a positive integer, "
+                             f"got {strategy!r}")
         return self
 
     def print_input_graph(self, flag=True):

@@ -653,6 +653,54 @@ inline void save_graph(const PassContext &ctx, const std::string &stem, const Fl
 }
 } // namespace detail
 
+namespace detail {
+/// A node run under kernel options (bind_kernel_options): the same operator, its run wrapped.
+class KernelOptionsNode : public Operator {
+public:
+  KernelOptionsNode(std::shared_ptr<const Operator> inner, option::KernelOptions opts)
+      : Operator(inner->name(), inner->inputs(), attrs_of(*inner, opts), inner->output_metas(),
+                 [inner, opts](const std::vector<Tensor> &xs) {
+                   option::KernelOptionsScope scope(opts);
+                   return inner->run(xs);
+                 }),
+        inner_(std::move(inner)), opts_(opts) {
+    set_scratch_build(inner_->scratch_build());
+    set_origin(inner_->origin_or_self());
+  }
+  std::shared_ptr<const Operator> with_inputs(std::vector<Tensor> inputs) const override {
+    return std::make_shared<KernelOptionsNode>(inner_->with_inputs(std::move(inputs)), opts_);
+  }
+
+private:
+  static std::string attrs_of(const Operator &op, const option::KernelOptions &o) {
+    return op.attrs().empty() ? o.str() : str_cat(op.attrs(), ", ", o.str());
+  }
+  std::shared_ptr<const Operator> inner_;
+  option::KernelOptions opts_;
+};
+} // namespace detail
+
+HIDET_INLINE FlowGraph bind_kernel_options(const FlowGraph &graph, const option::KernelOptions &options) {
+  if (options == option::KernelOptions{}) return graph;
+  std::map<detail::TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(detail::key_of(t));
+  };
+  for (const auto &op : graph.nodes()) {
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+    std::shared_ptr<const Operator> next = op->with_inputs(std::move(ins));
+    if ((op->name() == "Matmul" || op->name() == "FusedMatmul") && !dynamic_cast<const detail::KernelOptionsNode *>(op.get()))
+      next = std::make_shared<detail::KernelOptionsNode>(next, options);
+    auto outs = outputs_of(next);
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
 HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
   using Pass = std::function<FlowGraph(const FlowGraph &)>;
   std::vector<std::pair<const char *, Pass>> passes = {
@@ -667,6 +715,9 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
   if (ctx.layout_nhwc) passes.push_back({"convert_layout_nhwc", &convert_layout_nhwc});
   passes.push_back({"fuse_epilogues", &fuse_epilogues});
   passes.push_back({"fuse_operators", &fuse_operators});
+  option::KernelOptions kopts{ctx.tensor_cores, ctx.parallel_k};
+  if (!(kopts == option::KernelOptions{}))
+    passes.push_back({"bind_kernel_options", [kopts](const FlowGraph &g) { return bind_kernel_options(g, kopts); }});
   detail::save_graph(ctx, "0_input", graph);
   FlowGraph g = graph;
   int k = 0;

@@ -46,6 +46,24 @@ HIDET_INLINE int search_space() {
   if (v < 0 || v > 2) throw ValueError(str_cat("HIDET_SEARCH_SPACE=", v, ": use 0, 1 or 2"));
   return int(v);
 }
+namespace detail {
+HIDET_INLINE KernelOptions &kernel_options_setting() {
+  thread_local KernelOptions o;
+  return o;
+}
+} // namespace detail
+HIDET_INLINE std::string KernelOptions::str() const {
+  std::string s;
+  if (!tensor_cores) s += "tensor_cores=false";
+  if (parallel_k != 0) s += str_cat(s.empty() ? "" : ", ", "parallel_k=", parallel_k);
+  return s;
+}
+HIDET_INLINE const KernelOptions &kernel_options() { return detail::kernel_options_setting(); }
+HIDET_INLINE KernelOptionsScope::KernelOptionsScope(const KernelOptions &o) : saved_(kernel_options()) {
+  if (o.parallel_k < 0) throw ValueError(str_cat("parallel_k=", o.parallel_k, ": use 0 (heuristics), 1 (never split) or k > 1"));
+  detail::kernel_options_setting() = o;
+}
+HIDET_INLINE KernelOptionsScope::~KernelOptionsScope() { detail::kernel_options_setting() = saved_; }
 } // namespace option
 
 namespace ops::tuning {
