@@ -133,6 +133,20 @@ TEST_CASE("fuse_epilogues: bias, activation, residual and the split of heads joi
   }
 }
 
+TEST_CASE("fuse_epilogues: ops::reshape (a copy when eager) joins the chain like a view") {
+  const std::int64_t b = 2, s = 7, h = 3, d = 8, k = 16;
+  Tensor in = make({b, s, k}, dtypes::f16, -1, 1), w = make({k, h * d}, dtypes::f16, -1, 1);
+  Tensor bias = make({h * d}, dtypes::f16);
+  auto f = [&](const Tensor &x) { return o::permute(o::reshape(o::matmul(x, w) + bias, {b, s, h, d}), {0, 2, 1, 3}); };
+  FlowGraph g = trace_from(f(symbol_like(in)));
+  FlowGraph fused = graph::fuse_epilogues(g);
+  INFO(fused.str());
+  REQUIRE(fused.nodes().size() == 1);
+  CHECK(fused.str().find("fused_graph=FlowGraph(Matmul, Add, Reshape, Permute), anchor=0") != std::string::npos);
+  Tensor a = make({b, s, k}, dtypes::f16, -1, 1);
+  expect_same(fused(a), f(a), 2);
+}
+
 TEST_CASE("fuse_epilogues: a residual block's convolutions take their relu and residual add") {
   for (DataType dt : {dtypes::f32, dtypes::f16}) {
     CAPTURE(dt.name());

@@ -274,7 +274,10 @@ def torch_arange(start, end=None, step=1, *, dtype=None, device=None, **kwargs):
 @register_method('view', 'reshape')
 @register_function(torch.reshape)
 def tensor_reshape(x, *shape):
-    return ops.reshape(x, _shape_arg(shape))
+    shape = _shape_arg(shape)
+    if all(isinstance(d, int) for d in x.shape):
+        return x.reshape(shape)  # a view (hidet tensors are contiguous): no kernel, no copy
+    return ops.reshape(x, shape)
 
 
 @register_function(torch.flatten)

@@ -568,7 +568,9 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
       if (c->num_outputs() != 1 || !is_constant_shape(c->output_metas()[0].shape) || claimed.count(c.get())) break;
       std::optional<ops::Epilogue> next;
       std::vector<Tensor> extras;
-      if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c)) {
+      if (c->name() == "Reshape" && c->inputs().size() == 1) { // a view, or ops::reshape's copy
+        next = e.reshape(constant_shape(c->output_metas()[0].shape));
+      } else if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c)) {
         std::size_t j = 0;
         while (j < c->inputs().size() && key_of(c->inputs()[j]) != cur) ++j;
         const ops::Task &task = task_op->task();
@@ -576,8 +578,6 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
         next = e.then(task, j, str_cat(task_op->key(), "|", task.str()), c->name());
         for (std::size_t i = 0; i < c->inputs().size(); ++i)
           if (i != j) extras.push_back(c->inputs()[i]);
-      } else if (c->name() == "Reshape" && c->inputs().size() == 1) {
-        next = e.reshape(constant_shape(c->output_metas()[0].shape));
       }
       if (!next) break;
       e = std::move(*next);
