@@ -597,3 +597,27 @@ TEST_CASE("bind_kernel_options: tensor cores off and split-k, bound to the matmu
   Tensor hin = make({33, 72}, dtypes::f16);
   expect_same(graph::CompiledGraph(h0)(hin), net16(hin), 2);
 }
+
+TEST_CASE("fuse_attention: attention followed by the heads' merge stores [B, Sq, H, D] itself") {
+  for (DataType dt : {dtypes::f16, dtypes::f32}) {
+    CAPTURE(dt.name());
+    const std::int64_t b = 2, h = 3, s = 37, d = 64;
+    Tensor q = make({b, h, s, d}, dt, -1, 1), k = make({b, h, s, d}, dt, -1, 1), v = make({b, h, s, d}, dt, -1, 1);
+    Tensor mask = make({1, 1, s, s}, dt, -1, 0);
+    auto f = [&](const Tensor &x) {
+      Tensor o = o::scaled_dot_product_attention(x, k, v, mask, false, 0.2);
+      return o::permute(o, {0, 2, 1, 3}).reshape({b, s, h * d});
+    };
+    FlowGraph g = trace_from(f(symbol_like(q)));
+    FlowGraph opt = graph::fuse_attention(g);
+    INFO(opt.str());
+    CHECK(count_named(opt, "Permute") == 0);
+    CHECK(opt.str().find("heads_last=true") != std::string::npos);
+    Tensor x = make({b, h, s, d}, dt, -1, 1);
+    expect_same(opt(x), f(x), 2);
+    expect_same(graph::optimize(g)(x), f(x), 2);
+    // Eager: the same values as the permuted attention.
+    expect_same(o::scaled_dot_product_attention_heads_last(x, k, v, mask, false, 0.2),
+                o::permute(o::scaled_dot_product_attention(x, k, v, mask, false, 0.2), {0, 2, 1, 3}), 2);
+  }
+}

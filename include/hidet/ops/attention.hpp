@@ -25,6 +25,15 @@ Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tens
                                     bool is_causal = false,
                                     std::optional<double> scale = std::nullopt);
 
+/// scaled_dot_product_attention(...).transpose(1, 2): the output as [B, Sq, H, D], the layout a
+/// transformer's output projection reads after merging the heads; the attention kernel stores it
+/// so (no separate permute). graph::fuse_attention rewrites attention followed by that permute
+/// into this.
+Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k, const Tensor &v,
+                                               const std::optional<Tensor> &attn_mask = std::nullopt,
+                                               bool is_causal = false,
+                                               std::optional<double> scale = std::nullopt);
+
 } // namespace hidet::ops
 
 #if HIDET_HEADER_ONLY

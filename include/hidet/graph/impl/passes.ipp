@@ -242,7 +242,22 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     if (m.tensors.count("mask")) mask = m["mask"];
     return ops::scaled_dot_product_attention(q, k, v, mask, false, scale);
   };
-  return {{"attention", attention, replace}};
+  // Attention whose output is transposed to [B, Sq, H, D] (merging the heads): the kernel stores
+  // that layout itself.
+  P sdpa = P::one_of({P::op("ScaledDotProductAttention", {P::any("q"), P::any("k"), P::any("v")}, "sdpa"),
+                      P::op("ScaledDotProductAttention", {P::any("q"), P::any("k"), P::any("v"), P::any("mask")}, "sdpa")});
+  P heads_last = P::op("Permute", {sdpa}, "perm");
+  auto replace_heads_last = [](const Match &m) -> std::optional<Tensor> {
+    if (detail::attr_ints(m.ops.at("perm")->attrs(), "perm") != std::vector<std::int64_t>{0, 2, 1, 3}) return std::nullopt;
+    if (m.attr("sdpa", "heads_last") == "true") return std::nullopt;
+    std::optional<double> scale;
+    if (std::string sc = m.attr("sdpa", "scale"); !sc.empty()) scale = std::stod(sc);
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    return ops::scaled_dot_product_attention_heads_last(m["q"], m["k"], m["v"], mask,
+                                                        m.attr("sdpa", "is_causal") == "true", scale);
+  };
+  return {{"attention", attention, replace}, {"attention_heads_last", heads_last, replace_heads_last}};
 }
 
 HIDET_INLINE FlowGraph fuse_attention(const FlowGraph &graph) { return rewrite(graph, attention_rules()); }

@@ -81,10 +81,11 @@ HIDET_INLINE Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device
 }
 } // namespace attention_detail
 
-HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                                           const std::optional<Tensor> &attn_mask,
-                                           bool is_causal, std::optional<double> scale) {
-  using namespace attention_detail;
+namespace attention_detail {
+/// Attention, its output [B, H, Sq, D] or (heads_last) [B, Sq, H, D].
+HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                              const std::optional<Tensor> &attn_mask, bool is_causal,
+                              std::optional<double> scale, bool heads_last) {
   auto shapes = [&] {
     std::string s = str_cat("q ", shape_str(q.shape()), ", k ", shape_str(k.shape()), ", v ",
                             shape_str(v.shape()));
@@ -148,13 +149,16 @@ HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &
     if (attn_mask) ins.push_back(*attn_mask);
     std::string attrs = str_cat("is_causal=", is_causal ? "true" : "false");
     if (scale) attrs += str_cat(", scale=", *scale);
-    auto run = [is_causal, scale](const std::vector<Tensor> &in) {
+    if (heads_last) attrs += ", heads_last=true";
+    auto run = [is_causal, scale, heads_last](const std::vector<Tensor> &in) {
       std::optional<Tensor> m;
       if (in.size() > 3) m = in[3];
-      return std::vector<Tensor>{scaled_dot_product_attention(in[0], in[1], in[2], m, is_causal, scale)};
+      return std::vector<Tensor>{attention(in[0], in[1], in[2], m, is_causal, scale, heads_last)};
     };
+    SymShape out = q.sym_shape();
+    if (heads_last) std::swap(out[1], out[2]);
     return mark_scratch_build(trace_operator("ScaledDotProductAttention", ins, attrs,
-                          {{q.sym_shape(), q.dtype(), q.device()}}, run)[0]);
+                          {{out, q.dtype(), q.device()}}, run)[0]);
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
 
@@ -169,7 +173,8 @@ HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &
     if (mask)
       p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]),
       p.mask_heads = int(mask->shape()[1]);
-    Tensor out = empty({B, H, Sq, D}, q.dtype(), q.device());
+    p.heads_last = heads_last;
+    Tensor out = heads_last ? empty({B, Sq, H, D}, q.dtype(), q.device()) : empty({B, H, Sq, D}, q.dtype(), q.device());
     auto r = choose(p, option::search_space(), q, k, v, mask, out, s);
     if (mask)
       (*r)(q, k, v, *mask, out, s);
@@ -186,7 +191,21 @@ HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &
   if (is_causal) scores = scores + causal_bias(Sq, Skv, q.device());
   Tensor probs = softmax(scores, -1);
   if (probs.dtype() != v.dtype()) probs = cast(probs, v.dtype());
-  return matmul(probs, v);
+  Tensor o = matmul(probs, v);
+  return heads_last ? permute(o, {0, 2, 1, 3}) : o;
+}
+} // namespace attention_detail
+
+HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                                                 const std::optional<Tensor> &attn_mask, bool is_causal,
+                                                 std::optional<double> scale) {
+  return attention_detail::attention(q, k, v, attn_mask, is_causal, scale, false);
+}
+
+HIDET_INLINE Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k, const Tensor &v,
+                                                            const std::optional<Tensor> &attn_mask, bool is_causal,
+                                                            std::optional<double> scale) {
+  return attention_detail::attention(q, k, v, attn_mask, is_causal, scale, true);
 }
 
 } // namespace hidet::ops

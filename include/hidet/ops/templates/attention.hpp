@@ -79,6 +79,7 @@ struct AttentionProblem {
   bool has_mask = false; ///< an additive mask [mask_batch, mask_heads, seq_q, seq_kv]
   DataType mask_dtype = dtypes::f32;
   int mask_batch = 1, mask_heads = 1; ///< 1 (broadcast) or batch / heads
+  bool heads_last = false; ///< out is [B, Sq, H, D] (attention.transpose(1, 2)) instead of [B, H, Sq, D]
 
   /// "f16 [2, 8, 128, 64] x kv 256, causal, mask f32 [1, 8]"
   std::string str() const {
@@ -86,6 +87,7 @@ struct AttentionProblem {
         str_cat(dtype, " [", batch, ", ", heads, ", ", seq_q, ", ", head_dim, "] x kv ", seq_kv);
     if (causal) s += ", causal";
     if (has_mask) s += str_cat(", mask ", mask_dtype, " [", mask_batch, ", ", mask_heads, "]");
+    if (heads_last) s += ", out [B, Sq, H, D]";
     return s;
   }
 };
@@ -154,7 +156,8 @@ constexpr float log2e = 1.4426950408889634f;
 } // namespace attention_detail
 
 /// Adds kernel `name` for problem `p`. Parameters: q, k, v: dt[B][H][S][D], then (with a mask)
-/// mask: mask_dt[mask_batch][mask_heads][Sq][Skv], then out: dt[B][H][Sq][D] and scale (f32).
+/// mask: mask_dt[mask_batch][mask_heads][Sq][Skv], then out: dt[B][H][Sq][D] (dt[B][Sq][H][D]
+/// when p.heads_last) and scale (f32).
 inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &name,
                                  const AttentionProblem &p, const AttentionConfig &cfg) {
   using namespace hidet::lang;
@@ -347,7 +350,10 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         auto store = [&] {
           for (int n = 0; n < nd; ++n) {
             pair[0] = half2_pack(oacc[i][n][2 * hh] * inv, oacc[i][n][2 * hh + 1] * inv, dt);
-            store_vector(out[b][h][row][n * 8 + qd * 2], pair, 4);
+            if (p.heads_last)
+              store_vector(out[b][row][h][n * 8 + qd * 2], pair, 4);
+            else
+              store_vector(out[b][h][row][n * 8 + qd * 2], pair, 4);
           }
         };
         if (guard_q)
@@ -359,12 +365,13 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
 
   auto qkv = T(dt)[B][H];
   auto Tq = qkv[Sq][D], Tkv = qkv[Skv][D];
+  auto To = p.heads_last ? T(dt)[B][Sq][H][D] : Tq;
   if (p.has_mask) {
-    mod.kernel(name, {Tq, Tkv, Tkv, T(p.mask_dtype)[p.mask_batch][p.mask_heads][Sq][Skv], Tq, f32},
+    mod.kernel(name, {Tq, Tkv, Tkv, T(p.mask_dtype)[p.mask_batch][p.mask_heads][Sq][Skv], To, f32},
                [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor m, lang::Tensor o,
                    Var scale) { body(q, k, v, &m, o, scale); });
   } else {
-    mod.kernel(name, {Tq, Tkv, Tkv, Tq, f32},
+    mod.kernel(name, {Tq, Tkv, Tkv, To, f32},
                [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor o, Var scale) {
                  body(q, k, v, nullptr, o, scale);
                });
@@ -374,7 +381,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
 /// A script module with kernel "attention" for problem `p` (parameters as in add_attention_kernel).
 inline lang::ScriptModule attention_module(const AttentionProblem &p, const AttentionConfig &cfg) {
   auto mod = lang::script_module(
-      str_cat("attention_", p.dtype, "_d", p.head_dim, p.causal ? "_causal" : ""));
+      str_cat("attention_", p.dtype, "_d", p.head_dim, p.causal ? "_causal" : "", p.heads_last ? "_bshd" : ""));
   add_attention_kernel(mod, "attention", p, cfg);
   return mod;
 }
