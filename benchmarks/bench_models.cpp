@@ -19,6 +19,8 @@
 #include <functional>
 #include <regex>
 
+#include "hidet/backend/compile_cache.hpp"
+#include "hidet/graph/build.hpp"
 #include "hidet/runtime/timing.hpp"
 #include "models.hpp"
 
@@ -36,10 +38,22 @@ void row(const std::string &name, const std::function<Tensor(const Tensor &)> &m
   if (std::getenv("HIDET_BENCH_COMPILE_ONLY")) {
     auto t0 = std::chrono::steady_clock::now();
     Tensor xs = symbol_like(input);
-    graph::CompiledGraph compiled = graph::compile(graph::optimize(trace_from(model(xs)), ctx));
+    FlowGraph g = trace_from(model(xs));
+    double t_trace = since(t0);
+    FlowGraph opt = graph::optimize(g, ctx);
+    double t_opt = since(t0);
+    graph::BuildStats bs = graph::build(opt);
+    double t_build = since(t0);
+    graph::CompiledGraph compiled = graph::compile(opt);
+    double t_compile = since(t0);
     (void)compiled(input);
     current_stream().synchronize();
-    std::printf("  %-24s %6.2f s\n", name.c_str(), since(t0));
+    auto cs = backend::compile_cache_stats();
+    std::printf("  %-24s %6.2f s (trace %.2f, optimize %.2f, build %.2f: %zu kernels, compile %.2f, first run %.2f; "
+                "NVRTC: %llu compiles, %llu disk hits, %llu memory hits)\n",
+                name.c_str(), since(t0), t_trace, t_opt - t_trace, t_build - t_opt, bs.nodes, t_compile - t_build,
+                since(t0) - t_compile,
+                (unsigned long long)cs.compiles, (unsigned long long)cs.disk_hits, (unsigned long long)cs.memory_hits);
     std::fflush(stdout);
     return;
   }
