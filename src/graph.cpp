@@ -3,6 +3,7 @@
 #include "hidet/graph/impl/flow_graph.ipp"
 #include "hidet/graph/impl/pattern.ipp"
 #include "hidet/graph/impl/passes.ipp"
+#include "hidet/graph/impl/merge_matmuls.ipp"
 #include "hidet/graph/impl/compiled_graph.ipp"
 #include "hidet/graph/impl/compiled_graph_file.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"

@@ -345,8 +345,8 @@ TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an e
   };
   CHECK(read(dir / "0_input.txt") == g.str() + "\n");
   CHECK(read(dir / "1_simplify_reshapes.txt") == g.str() + "\n"); // nothing to simplify
-  CHECK(read(dir / "7_fuse_operators.txt") == opt.str() + "\n");
-  CHECK(read(dir / "7_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(read(dir / "8_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "8_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
   std::filesystem::remove_all(dir);
   ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
   ctx.verbose = false;
@@ -620,4 +620,59 @@ TEST_CASE("fuse_attention: attention followed by the heads' merge stores [B, Sq,
     expect_same(o::scaled_dot_product_attention_heads_last(x, k, v, mask, false, 0.2),
                 o::permute(o::scaled_dot_product_attention(x, k, v, mask, false, 0.2), {0, 2, 1, 3}), 2);
   }
+}
+
+TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, heads split in its epilogue") {
+  for (DataType dt : {dtypes::f16, dtypes::f32}) {
+    CAPTURE(dt.name());
+    const std::int64_t b = 2, s = 13, h = 3, d = 16, e = h * d;
+    Tensor in = make({b, s, e}, dt, -1, 1);
+    std::vector<Tensor> w, bias;
+    for (int i = 0; i < 3; ++i) w.push_back(make({e, e}, dt, -0.3, 0.3)), bias.push_back(make({e}, dt));
+    Tensor w_other = make({e, 2 * e}, dt, -0.3, 0.3); // another width: not merged
+    auto heads = [&](const Tensor &t) { return o::permute(t.reshape({b, s, h, d}), {0, 2, 1, 3}); };
+    auto f = [&](const Tensor &x) {
+      Tensor q = heads(o::matmul(x, w[0]) + bias[0]), k = heads(o::matmul(x, w[1]) + bias[1]);
+      Tensor v = heads(o::matmul(x, w[2]) + bias[2]);
+      Tensor att = o::matmul(o::softmax(o::matmul(q, o::transpose(k, -2, -1)), -1), v);
+      return std::vector<Tensor>{att, o::matmul(x, w_other)};
+    };
+    FlowGraph g = trace_from(f(symbol_like(in)));
+    FlowGraph merged = graph::merge_sibling_matmuls(graph::fuse_attention(g)); // optimize's order
+    INFO(merged.str());
+    CHECK(count_named(merged, "Narrow") == 3);
+    CHECK(merged.str().find("float" + std::string(dt == dtypes::f16 ? "16" : "32") + "[48, 144]") != std::string::npos);
+    Tensor x = make({b, s, e}, dt, -1, 1);
+    auto want = f(x);
+    auto got = merged.run({x});
+    expect_same(got[0], want[0], 4);
+    expect_same(got[1], want[1], 4);
+    // Through optimize: the three projections, their biases and head splits are one kernel.
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(opt.str().find("fused_graph=FlowGraph(Matmul, Add, Reshape, Permute, Reshape, Permute), anchor=0") !=
+          std::string::npos);
+    auto got2 = graph::CompiledGraph(opt).run({x});
+    expect_same(got2[0], want[0], 4);
+    expect_same(got2[1], want[1], 4);
+  }
+  // Siblings without biases read by reductions: merged products, values kept.
+  Tensor in = make({5, 24}, dtypes::f32), w1 = make({24, 8}, dtypes::f32), w2 = make({24, 8}, dtypes::f32);
+  auto f = [&](const Tensor &x) {
+    Tensor p = o::matmul(x, w1), q = o::matmul(x, w2);
+    return std::vector<Tensor>{o::softmax(p, -1), o::sum(q, {1})};
+  };
+  FlowGraph g = trace_from(f(symbol_like(in)));
+  FlowGraph merged = graph::merge_sibling_matmuls(g);
+  INFO(merged.str());
+  CHECK(count_named(merged, "Matmul") == 1);
+  Tensor x = make({5, 24}, dtypes::f32);
+  auto want = f(x);
+  auto got = merged.run({x});
+  expect_same(got[0], want[0]);
+  expect_same(got[1], want[1]);
+  // A sibling whose own epilogue would be lost (an activation after it): nothing merges.
+  auto f2 = [&](const Tensor &x) { return std::vector<Tensor>{o::softmax(o::matmul(x, w1), -1), o::gelu(o::matmul(x, w2))}; };
+  FlowGraph g2 = trace_from(f2(symbol_like(in)));
+  CHECK(count_named(graph::merge_sibling_matmuls(g2), "Matmul") == 2);
 }

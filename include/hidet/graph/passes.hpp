@@ -29,7 +29,7 @@
 // them, permutes only at the borders.
 //
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_attention,
-// eliminate_common_subexpressions, fold_conv_batch_norm, convert_precision when
+// eliminate_common_subexpressions, fold_conv_batch_norm, merge_sibling_matmuls, convert_precision when
 // ctx.mixed_precision is set, convert_layout_nhwc unless ctx.layout_nhwc is false,
 // fuse_epilogues, fuse_operators, then bind_kernel_options when ctx.tensor_cores or ctx.parallel_k
 // differ from the defaults) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
@@ -100,6 +100,13 @@ FlowGraph eliminate_common_subexpressions(const FlowGraph &graph);
 /// biases and statistics are constants.
 FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
 
+/// Sibling matmuls merged: products of one input by constant [K, N] matrices of one width N
+/// (a transformer's Q, K and V projections) become one product by the matrices side by side,
+/// laid out [G, rows..., N]; a bias Add every sibling has joins it (biases side by side), and the
+/// Reshapes and Permutes the siblings share (splitting heads) are applied once with a leading
+/// group axis; each sibling's value is then a view (Narrow, Reshape) of the result, no copy.
+/// fuse_epilogues later takes the bias and the layout changes into the product's kernel.
+FlowGraph merge_sibling_matmuls(const FlowGraph &graph);
 /// Mixed precision (see PassContext::mixed_precision): f32 Matmul, Conv2d and
 /// ScaledDotProductAttention nodes compute in `dtype` (f16 or bf16; else a ValueError). A cast of
 /// a tensor read by several of them is made once.
@@ -135,4 +142,5 @@ FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx = {});
 
 #if HIDET_HEADER_ONLY
 #include "hidet/graph/impl/passes.ipp"
+#include "hidet/graph/impl/merge_matmuls.ipp"
 #endif

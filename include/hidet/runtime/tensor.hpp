@@ -147,6 +147,7 @@ namespace runtime::detail {
 const std::string &operator_name(const Operator &op);
 /// x.reshape(shape) for a symbolic x: records a Reshape.
 Tensor trace_reshape(const Tensor &x, std::vector<std::int64_t> shape);
+Tensor trace_narrow(const Tensor &x, std::int64_t start, std::int64_t length);
 } // namespace runtime::detail
 
 /// Where a symbolic tensor comes from: output `index` of `op` (null op: a graph input).
@@ -239,6 +240,9 @@ public:
 
   /// A view with another shape and the same elements; one extent may be -1 (inferred).
   Tensor reshape(std::vector<std::int64_t> new_shape) const;
+  /// A view of `length` entries of the first axis from `start` (PyTorch's narrow(0, start,
+  /// length)): the same memory, no copy; recorded as a Narrow node when symbolic.
+  Tensor narrow(std::int64_t start, std::int64_t length) const;
 
   /// "cuda:0", or "cuda:0 (emulator)" when served by the emulator.
   std::string device_str() const;

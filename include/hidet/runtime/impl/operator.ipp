@@ -91,6 +91,16 @@ HIDET_INLINE Tensor trace_reshape(const Tensor &x, std::vector<std::int64_t> sha
   return trace_operator("Reshape", {x}, attrs, {{to_sym_shape(shape), x.dtype(), x.device()}},
                         [shape](const std::vector<Tensor> &in) { return std::vector<Tensor>{in[0].reshape(shape)}; })[0];
 }
+
+HIDET_INLINE Tensor trace_narrow(const Tensor &x, std::int64_t start, std::int64_t length) {
+  std::vector<std::int64_t> shape = x.shape();
+  shape[0] = length;
+  return trace_operator("Narrow", {x}, str_cat("start=", start, ", length=", length),
+                        {{to_sym_shape(shape), x.dtype(), x.device()}},
+                        [start, length](const std::vector<Tensor> &in) {
+                          return std::vector<Tensor>{in[0].narrow(start, length)};
+                        })[0];
+}
 } // namespace runtime::detail
 
 } // namespace hidet

@@ -279,6 +279,19 @@ HIDET_INLINE Tensor Tensor::reshape(std::vector<std::int64_t> new_shape) const {
   return Tensor(storage_, std::move(new_shape), dtype_, offset_);
 }
 
+HIDET_INLINE Tensor Tensor::narrow(std::int64_t start, std::int64_t length) const {
+  if (!sym_) require_defined("narrow");
+  const auto &full = shape(); // a symbolic tensor's extents must be constant
+  if (full.empty() || start < 0 || length < 0 || start + length > full[0])
+    throw ValueError(str_cat("narrow: entries [", start, ", ", start + length, ") of the first axis of a tensor of shape ",
+                             runtime::detail::shape_str(full), " are out of range"));
+  std::vector<std::int64_t> out = full;
+  out[0] = length;
+  if (sym_) return runtime::detail::trace_narrow(*this, start, length);
+  std::size_t row = std::size_t(numel() / std::max<std::int64_t>(full[0], 1)) * dtype_.nbytes();
+  return Tensor(storage_, std::move(out), dtype_, offset_ + std::size_t(start) * row);
+}
+
 HIDET_INLINE std::string Tensor::device_str() const {
   bool emulated = is_emulated() || (sym_ && sym_->device.is_cuda() && runtime::cuda_emulated());
   return emulated ? device().str() + " (emulator)" : device().str();
