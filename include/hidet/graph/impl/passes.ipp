@@ -9,6 +9,7 @@
 #include <cmath>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -334,6 +335,63 @@ HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
 }
 
 
+namespace detail {
+/// w [O, ...] with row o multiplied by scale[o], on the host (no kernel per shape): f16, bf16 and
+/// f32 in typed loops (float products rounded once), other dtypes through doubles.
+inline Tensor scale_rows(const Tensor &w, const std::vector<double> &scale) {
+  const std::size_t rows = scale.size(), per = std::size_t(w.numel()) / rows;
+  auto typed = [&](auto tag, auto load, auto store) {
+    using T = decltype(tag);
+    std::vector<T> v(std::size_t(w.numel()));
+    w.copy_to_host(v.data());
+    for (std::size_t o = 0; o < rows; ++o) {
+      const float sc = float(scale[o]);
+      for (std::size_t j = 0; j < per; ++j) v[o * per + j] = store(load(v[o * per + j]) * sc);
+    }
+    Tensor r = empty(w.shape(), w.dtype(), w.device());
+    r.copy_from_host(v.data());
+    return r;
+  };
+  switch (w.dtype().code) {
+  case DTypeCode::F16: return typed(std::uint16_t{}, half_bits_to_float, float_to_half_bits);
+  case DTypeCode::BF16: return typed(std::uint16_t{}, bf16_bits_to_float, float_to_bf16_bits);
+  case DTypeCode::F32: return typed(float{}, [](float x) { return x; }, [](float x) { return x; });
+  default: {
+    std::vector<double> v = w.to_double_vector();
+    for (std::size_t o = 0; o < rows; ++o)
+      for (std::size_t j = 0; j < per; ++j) v[o * per + j] *= scale[o];
+    return asarray(v, w.shape(), w.dtype(), w.device());
+  }
+  }
+}
+
+/// A constant weight [O, C, KH, KW] as [O, KH, KW, C], permuted on the host (no kernel to compile
+/// per weight shape): raw elements, nothing converted.
+inline Tensor weight_to_nhwc(const Tensor &w) {
+  auto s = w.shape();
+  const std::int64_t O = s[0], C = s[1], KH = s[2], KW = s[3];
+  auto typed = [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> in(std::size_t(w.numel())), out(in.size());
+    w.copy_to_host(in.data());
+    for (std::int64_t o = 0; o < O; ++o)
+      for (std::int64_t c = 0; c < C; ++c)
+        for (std::int64_t h = 0; h < KH; ++h)
+          for (std::int64_t k = 0; k < KW; ++k)
+            out[std::size_t(((o * KH + h) * KW + k) * C + c)] = in[std::size_t(((o * C + c) * KH + h) * KW + k)];
+    Tensor r = empty({O, KH, KW, C}, w.dtype(), w.device());
+    r.copy_from_host(out.data());
+    return r;
+  };
+  switch (w.dtype().nbytes()) {
+  case 1: return typed(std::uint8_t{});
+  case 2: return typed(std::uint16_t{});
+  case 4: return typed(std::uint32_t{});
+  default: return typed(std::uint64_t{});
+  }
+}
+} // namespace detail
+
 HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
   using detail::key_of;
   std::map<detail::TensorKey, int> uses;
@@ -367,18 +425,16 @@ HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
         std::int64_t channels = w.shape()[0];
         // On the host, in double precision: no kernel to compile per channel count.
         auto host = [](const Tensor &t) { return t.to_double_vector(); };
-        std::vector<double> wv = host(w), mean = host(op->inputs()[1]), var = host(op->inputs()[2]);
+        std::vector<double> mean = host(op->inputs()[1]), var = host(op->inputs()[2]);
         std::vector<double> gamma = has_w ? host(op->inputs()[3]) : std::vector<double>();
         std::vector<double> beta = has_b ? host(op->inputs()[3 + has_w]) : std::vector<double>();
         std::vector<double> bias = ci.size() > 2 ? host(ci[2]) : std::vector<double>(std::size_t(channels), 0.0);
-        std::size_t per = wv.size() / std::size_t(channels);
-        std::vector<double> b2v(static_cast<std::size_t>(channels), 0.0);
+        std::vector<double> b2v(static_cast<std::size_t>(channels), 0.0), scale(b2v.size());
         for (std::size_t o = 0; o < std::size_t(channels); ++o) {
-          double sc = 1.0 / std::sqrt(var[o] + eps) * (has_w ? gamma[o] : 1.0);
-          for (std::size_t j = 0; j < per; ++j) wv[o * per + j] *= sc;
-          b2v[o] = (bias[o] - mean[o]) * sc + (has_b ? beta[o] : 0.0);
+          scale[o] = 1.0 / std::sqrt(var[o] + eps) * (has_w ? gamma[o] : 1.0);
+          b2v[o] = (bias[o] - mean[o]) * scale[o] + (has_b ? beta[o] : 0.0);
         }
-        Tensor w2 = asarray(wv, w.shape(), wt, w.device());
+        Tensor w2 = detail::scale_rows(w, scale);
         Tensor b2 = asarray(b2v, {channels}, ci.size() > 2 ? ci[2].dtype() : wt, w.device());
         const std::string &ca = conv->attrs();
         Tensor x = map_input(ci[0]);
@@ -445,9 +501,13 @@ HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype)
         if (ins.size() > 3) mask = ins[3]; // an f32 mask is added to the scores as it is
         std::optional<double> scale;
         if (!detail::attr_text(aa, "scale").empty()) scale = std::stod(detail::attr_text(aa, "scale"));
-        y = ops::scaled_dot_product_attention(low(ins[0]), low(ins[1]), low(ins[2]), mask,
-                                              detail::attr_text(aa, "is_causal") == "true", scale);
+        bool causal = detail::attr_text(aa, "is_causal") == "true";
+        y = detail::attr_text(aa, "heads_last") == "true"
+                ? ops::scaled_dot_product_attention_heads_last(low(ins[0]), low(ins[1]), low(ins[2]), mask, causal, scale)
+                : ops::scaled_dot_product_attention(low(ins[0]), low(ins[1]), low(ins[2]), mask, causal, scale);
       }
+      HIDET_ASSERT(y.sym_shape() == op->output_metas()[0].shape, "convert_precision: ", name,
+                   " rebuilt with another shape");
       y = ops::cast(y, dtypes::f32);
       // The cast back stands for the converted operator's output (only we hold it yet).
       std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
@@ -461,23 +521,6 @@ HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype)
   for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
   return FlowGraph(std::move(outputs), graph.inputs());
 }
-
-namespace detail {
-/// A constant weight [O, C, KH, KW] as [O, KH, KW, C], permuted on the host (no kernel to compile
-/// per weight shape).
-inline Tensor weight_to_nhwc(const Tensor &w) {
-  auto v = w.to_double_vector();
-  auto s = w.shape();
-  std::int64_t O = s[0], C = s[1], KH = s[2], KW = s[3];
-  std::vector<double> out(v.size());
-  for (std::int64_t o = 0; o < O; ++o)
-    for (std::int64_t c = 0; c < C; ++c)
-      for (std::int64_t h = 0; h < KH; ++h)
-        for (std::int64_t k = 0; k < KW; ++k)
-          out[std::size_t(((o * KH + h) * KW + k) * C + c)] = v[std::size_t(((o * C + c) * KH + h) * KW + k)];
-  return asarray(out, {O, KH, KW, C}, w.dtype(), w.device());
-}
-} // namespace detail
 
 HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
   using detail::key_of;

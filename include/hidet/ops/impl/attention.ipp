@@ -1,6 +1,8 @@
 // Definitions for hidet/ops/attention.hpp.
 #pragma once
 
+#include <charconv>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -148,7 +150,11 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
     std::vector<Tensor> ins{q, k, v};
     if (attn_mask) ins.push_back(*attn_mask);
     std::string attrs = str_cat("is_causal=", is_causal ? "true" : "false");
-    if (scale) attrs += str_cat(", scale=", *scale);
+    if (scale) { // the shortest text that reads back as the same double (passes rebuild the node from it)
+      char buf[32];
+      auto r = std::to_chars(buf, buf + sizeof(buf), *scale);
+      attrs += ", scale=" + std::string(buf, r.ptr);
+    }
     if (heads_last) attrs += ", heads_last=true";
     auto run = [is_causal, scale, heads_last](const std::vector<Tensor> &in) {
       std::optional<Tensor> m;

@@ -237,8 +237,19 @@ HIDET_INLINE std::vector<double> Tensor::to_double_vector() const {
   std::vector<char> raw(nbytes());
   copy_to_host(raw.data());
   std::vector<double> out(static_cast<std::size_t>(numel()));
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = runtime::detail::element_as_double(raw.data(), dtype_, std::int64_t(i));
+  auto convert = [&](auto tag, auto f) { // one typed loop per dtype (weights of whole models pass here)
+    using T = decltype(tag);
+    const T *src = reinterpret_cast<const T *>(raw.data());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = f(src[i]);
+  };
+  switch (dtype_.code) {
+  case DTypeCode::F16: convert(std::uint16_t{}, [](std::uint16_t h) { return double(half_bits_to_float(h)); }); break;
+  case DTypeCode::BF16: convert(std::uint16_t{}, [](std::uint16_t h) { return double(bf16_bits_to_float(h)); }); break;
+  case DTypeCode::F32: convert(float{}, [](float v) { return double(v); }); break;
+  default:
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = runtime::detail::element_as_double(raw.data(), dtype_, std::int64_t(i));
+  }
   return out;
 }
 
@@ -448,8 +459,19 @@ HIDET_INLINE Tensor asarray(const std::vector<double> &data, std::vector<std::in
                             DataType dtype, Device device) {
   Tensor t = empty(runtime::detail::asarray_shape(data.size(), std::move(shape)), dtype, device);
   std::vector<char> host(t.nbytes());
-  for (std::size_t i = 0; i < data.size(); ++i)
-    runtime::detail::store_as(host.data() + i * dtype.nbytes(), dtype, data[i]);
+  auto convert = [&](auto tag, auto f) { // one typed loop per dtype
+    using T = decltype(tag);
+    T *dst = reinterpret_cast<T *>(host.data());
+    for (std::size_t i = 0; i < data.size(); ++i) dst[i] = f(data[i]);
+  };
+  switch (dtype.code) {
+  case DTypeCode::F16: convert(std::uint16_t{}, [](double v) { return float_to_half_bits(float(v)); }); break;
+  case DTypeCode::BF16: convert(std::uint16_t{}, [](double v) { return float_to_bf16_bits(float(v)); }); break;
+  case DTypeCode::F32: convert(float{}, [](double v) { return float(v); }); break;
+  default:
+    for (std::size_t i = 0; i < data.size(); ++i)
+      runtime::detail::store_as(host.data() + i * dtype.nbytes(), dtype, data[i]);
+  }
   t.copy_from_host(host.data());
   return t;
 }
