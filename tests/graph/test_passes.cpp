@@ -687,3 +687,27 @@ TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, hea
   FlowGraph g2 = trace_from(f2(symbol_like(in)));
   CHECK(count_named(graph::merge_sibling_matmuls(g2), "Matmul") == 2);
 }
+
+TEST_CASE("attention traced with a constant mask: converted once; a mask that masks nothing is dropped") {
+  const std::int64_t b = 1, h = 2, s = 19, d = 64;
+  Tensor q = make({b, h, s, d}, dtypes::f16, -1, 1), k = make({b, h, s, d}, dtypes::f16, -1, 1);
+  Tensor v = make({b, h, s, d}, dtypes::f16, -1, 1);
+  std::vector<bool> all(std::size_t(s * s), true), some(all);
+  for (std::int64_t i = 0; i < s; ++i) some[std::size_t(i * s + (i + 3) % s)] = false;
+  for (int which = 0; which < 2; ++which) {
+    Tensor mask = asarray(which == 0 ? all : some, {1, 1, s, s}, "cuda");
+    auto f = [&](const Tensor &x) { return o::scaled_dot_product_attention(x, k, v, mask); };
+    FlowGraph g = trace_from(f(symbol_like(q)));
+    INFO(g.str());
+    REQUIRE(g.nodes().size() == 1);
+    const auto &ins = g.nodes()[0]->inputs();
+    if (which == 0) {
+      CHECK(ins.size() == 3); // nothing masked: no mask
+    } else {
+      REQUIRE(ins.size() == 4);
+      CHECK(ins[3].dtype() == dtypes::f32); // the additive form, made once
+    }
+    Tensor x = make({b, h, s, d}, dtypes::f16, -1, 1);
+    expect_same(g(x), f(x), 2);
+  }
+}

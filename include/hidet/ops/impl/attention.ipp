@@ -146,9 +146,17 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
     }
   }
   if (any_symbolic({q, k, v}) || (attn_mask && attn_mask->is_symbolic())) {
-    // Record the node; running it calls this function on concrete inputs.
+    // Record the node; running it calls this function on concrete inputs. A mask that holds data
+    // was converted just now (a bool mask to its additive form, once, not per run); one that
+    // masks nothing (all zeros: a padding mask without padding) is dropped.
     std::vector<Tensor> ins{q, k, v};
-    if (attn_mask) ins.push_back(*attn_mask);
+    if (mask && !mask->is_symbolic()) {
+      std::vector<double> mv = mask->to_double_vector();
+      bool nothing = std::all_of(mv.begin(), mv.end(), [](double x) { return x == 0.0; });
+      if (!nothing) ins.push_back(*mask);
+    } else if (attn_mask) {
+      ins.push_back(*attn_mask);
+    }
     std::string attrs = str_cat("is_causal=", is_causal ? "true" : "false");
     if (scale) { // the shortest text that reads back as the same double (passes rebuild the node from it)
       char buf[32];
