@@ -711,3 +711,18 @@ TEST_CASE("attention traced with a constant mask: converted once; a mask that ma
     expect_same(g(x), f(x), 2);
   }
 }
+
+TEST_CASE("fuse_operators: a view Reshape between a slice and a permute fuses with them (one kernel)") {
+  Tensor a = make({2, 7, 24}, dtypes::f32);
+  auto f = [](const Tensor &x) {
+    Tensor q = o::slice(o::exp(x), {2}, {8}, {16}); // [2, 7, 8]
+    return o::permute(q.reshape({2, 7, 2, 4}), {0, 2, 1, 3});
+  };
+  FlowGraph g = trace_from(f(symbol_like(a)));
+  FlowGraph fused = graph::fuse_operators(g);
+  INFO(fused.str());
+  REQUIRE(fused.nodes().size() == 1);
+  CHECK(fused.str().find("fused_graph=FlowGraph(Exp, Slice, Reshape, Permute)") != std::string::npos);
+  Tensor x = make({2, 7, 24}, dtypes::f32);
+  expect_same(fused(x), f(x));
+}

@@ -52,9 +52,51 @@ inline int anchor_of(const FusionGroup &g) {
 }
 } // namespace detail
 
-HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &graph) {
+namespace detail {
+/// A view Reshape between two injective task-defined operators (a slice, then a permute) becomes
+/// ops::reshape's task, so that prologue fusion runs through it: one kernel, not two.
+inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
+  std::map<TensorKey, int> uses;
+  std::map<TensorKey, const Operator *> consumer;
+  for (const auto &op : graph.nodes())
+    for (const auto &t : op->inputs())
+      if (t.is_symbolic()) ++uses[key_of(t)], consumer[key_of(t)] = op.get();
+  for (const auto &t : graph.outputs()) uses[key_of(t)] += 2;
+  auto injective_task = [](const Operator *op) {
+    auto *t = dynamic_cast<const ops::TaskOperator *>(op);
+    return t && t->task().injective();
+  };
+  std::map<TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(key_of(t));
+  };
+  bool changed = false;
+  for (const auto &op : graph.nodes()) {
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+    if (op->name() == "Reshape" && op->inputs().size() == 1 && !dynamic_cast<const ops::TaskOperator *>(op.get()) &&
+        op->inputs()[0].trace() && injective_task(op->inputs()[0].trace().op.get()) &&
+        uses[key_of(op->inputs()[0])] == 1 && uses[{op.get(), 0}] == 1 && injective_task(consumer[{op.get(), 0}]) &&
+        is_constant_shape(op->output_metas()[0].shape)) {
+      new_of[{op.get(), 0}] = ops::reshape(ins[0], constant_shape(op->output_metas()[0].shape));
+      changed = true;
+      continue;
+    }
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  if (!changed) return graph;
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+} // namespace detail
+
+HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
   using detail::TensorKey;
   using detail::key_of;
+  const FlowGraph graph = detail::reshapes_between_tasks(input);
   // Uses of each symbolic tensor (as an operator input or a graph output) and its consumers.
   std::map<TensorKey, int> uses;
   std::map<TensorKey, const Operator *> consumer;
