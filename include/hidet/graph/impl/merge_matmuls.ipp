@@ -109,10 +109,13 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
     m.steps = common;
     // Merge only where nothing is lost: a sibling whose value after the shared chain is read
     // once by an injective operator would have taken it into its own kernel (fuse_epilogues).
+    // The operator whose output a sibling's view replaces: the end of the shared chain.
+    auto last_of = [&](const detail::Sibling &s) -> const Operator * {
+      return common ? s.steps[common - 1].op : m.bias ? s.bias_add : s.matmul.get();
+    };
     bool loses_epilogue = false;
     for (const auto &s : sibs) {
-      const Operator *last = common ? s.steps[common - 1].op : m.bias ? s.bias_add : s.matmul.get();
-      auto c = single_reader({last, 0});
+      auto c = single_reader({last_of(s), 0});
       auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c);
       loses_epilogue = loses_epilogue || (c && (c->name() == "Reshape" || (task_op && task_op->task().injective())));
     }
@@ -124,8 +127,7 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
       absorbed.insert(s.matmul.get());
       if (m.bias) absorbed.insert(s.bias_add);
       for (std::size_t j = 0; j < common; ++j) absorbed.insert(s.steps[j].op);
-      const Operator *last = common ? s.steps[common - 1].op : m.bias ? s.bias_add : s.matmul.get();
-      replaced[{last, 0}] = {index, i};
+      replaced[{last_of(s), 0}] = {index, i};
     }
     first_of[sibs[0].matmul.get()] = index;
     merged.push_back(std::move(m));

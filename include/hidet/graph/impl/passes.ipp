@@ -258,6 +258,19 @@ HIDET_INLINE void verify(const FlowGraph &graph) {
   }
 }
 
+namespace detail {
+/// An attention node rebuilt on other inputs from a recorded node's attributes (`attrs`:
+/// is_causal, scale; the layout is `heads_last`), for passes that replace one.
+inline Tensor attention_like(const std::string &attrs, const Tensor &q, const Tensor &k, const Tensor &v,
+                             const std::optional<Tensor> &mask, bool heads_last) {
+  std::optional<double> scale;
+  if (std::string sc = attr_text(attrs, "scale"); !sc.empty()) scale = std::stod(sc);
+  bool causal = attr_text(attrs, "is_causal") == "true";
+  return heads_last ? ops::scaled_dot_product_attention_heads_last(q, k, v, mask, causal, scale)
+                    : ops::scaled_dot_product_attention(q, k, v, mask, causal, scale);
+}
+} // namespace detail
+
 HIDET_INLINE std::vector<RewriteRule> attention_rules() {
   using P = Pattern;
   P scores = P::op("Matmul", {P::any("q"), P::op("Permute", {P::any("k")}, "kt")});
@@ -293,12 +306,9 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
   auto replace_heads_last = [](const Match &m) -> std::optional<Tensor> {
     if (detail::attr_ints(m.ops.at("perm")->attrs(), "perm") != std::vector<std::int64_t>{0, 2, 1, 3}) return std::nullopt;
     if (m.attr("sdpa", "heads_last") == "true") return std::nullopt;
-    std::optional<double> scale;
-    if (std::string sc = m.attr("sdpa", "scale"); !sc.empty()) scale = std::stod(sc);
     std::optional<Tensor> mask;
     if (m.tensors.count("mask")) mask = m["mask"];
-    return ops::scaled_dot_product_attention_heads_last(m["q"], m["k"], m["v"], mask,
-                                                        m.attr("sdpa", "is_causal") == "true", scale);
+    return detail::attention_like(m.ops.at("sdpa")->attrs(), m["q"], m["k"], m["v"], mask, true);
   };
   return {{"attention", attention, replace}, {"attention_heads_last", heads_last, replace_heads_last}};
 }
@@ -538,15 +548,10 @@ HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype)
         y = ops::conv2d(low(ins[0]), low(ins[1]), bias, detail::attr_ints(ca, "stride"), detail::attr_ints(ca, "padding"),
                         detail::attr_ints(ca, "dilation"), detail::attr_ints(ca, "groups").at(0));
       } else {
-        const std::string &aa = op->attrs();
         std::optional<Tensor> mask;
         if (ins.size() > 3) mask = ins[3]; // an f32 mask is added to the scores as it is
-        std::optional<double> scale;
-        if (!detail::attr_text(aa, "scale").empty()) scale = std::stod(detail::attr_text(aa, "scale"));
-        bool causal = detail::attr_text(aa, "is_causal") == "true";
-        y = detail::attr_text(aa, "heads_last") == "true"
-                ? ops::scaled_dot_product_attention_heads_last(low(ins[0]), low(ins[1]), low(ins[2]), mask, causal, scale)
-                : ops::scaled_dot_product_attention(low(ins[0]), low(ins[1]), low(ins[2]), mask, causal, scale);
+        y = detail::attention_like(op->attrs(), low(ins[0]), low(ins[1]), low(ins[2]), mask,
+                                   detail::attr_text(op->attrs(), "heads_last") == "true");
       }
       HIDET_ASSERT(y.sym_shape() == op->output_metas()[0].shape, "convert_precision: ", name,
                    " rebuilt with another shape");
