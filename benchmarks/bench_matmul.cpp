@@ -14,8 +14,9 @@
 // double-precision host reference. Times: CUDA events around batches of launches after warm-up,
 // the median of the batches. TFLOP/s = 2 m n k / time.
 //
-// Usage: bench_matmul [--sweep] [m n k]...   (--sweep also times alternative tilings; the
-// default shapes are those of the issue). Needs a GPU; on the emulator it says so and exits 0.
+// Usage: bench_matmul [--sweep] [--f32] [m n k]...   (--sweep also times alternative tilings;
+// --f32 runs the f32 rows only; the default shapes are those of the issue and BERT-base's
+// products at batch 16, seq 128, which have f32 rows only). Needs a GPU; on the emulator it says so and exits 0.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +43,7 @@ using hidet::ops::templates::MatmulWgmmaConfig;
 struct Shape {
   int m, n, k;
   const char *kind;
+  bool f32_only = false; ///< BERT's products: f32 rows only
 };
 
 int main(int argc, char **argv) {
@@ -49,19 +51,23 @@ int main(int argc, char **argv) {
     std::printf("bench_matmul needs a CUDA GPU (the 'cuda' device is the CPU emulator here); nothing measured.\n");
     return 0;
   }
-  bool sweep = false;
+  bool sweep = false, f32_only = false;
   std::vector<Shape> shapes;
   std::vector<int> nums;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--sweep") sweep = true;
+    else if (s == "--f32") f32_only = true;
     else nums.push_back(std::atoi(argv[i]));
   }
   for (std::size_t i = 0; i + 2 < nums.size(); i += 3) shapes.push_back({nums[i], nums[i + 1], nums[i + 2], "custom"});
   if (shapes.empty())
     shapes = {{1024, 1024, 1024, "square"},   {2048, 2048, 2048, "square"},     {4096, 4096, 4096, "square"},
               {8192, 8192, 8192, "square"},   {333, 444, 555, "odd"},           {4095, 4097, 1023, "odd"},
-              {128, 768, 3072, "transformer"}, {2048, 4096, 4096, "transformer"}};
+              {128, 768, 3072, "transformer"}, {2048, 4096, 4096, "transformer"},
+              // BERT-base at batch 16, seq 128 (2048 rows): QKV merged, attention output, FFN up, FFN down
+              {2048, 2304, 768, "bert", true}, {2048, 768, 768, "bert", true},
+              {2048, 3072, 768, "bert", true}, {2048, 768, 3072, "bert", true}};
 
   const auto &dev = hidet::runtime::device_info(0);
   auto cb = cublas::load();
@@ -83,6 +89,7 @@ int main(int argc, char **argv) {
   for (auto dt : {hidet::DataType(hidet::f16), hidet::DataType(hidet::bf16)}) {
     const char *dname = dt == hidet::f16 ? "f16" : "bf16";
     for (auto &s : shapes) {
+      if (f32_only || s.f32_only) continue;
       double flop = 2.0 * s.m * s.n * s.k;
       hidet::manual_seed(rng());
       auto a = hidet::randn({s.m, s.k}, dt, "cuda");
@@ -183,29 +190,49 @@ int main(int argc, char **argv) {
       auto cref = hidet::empty({s.m, s.n}, hidet::f32, "cuda");
       cublas_ms = time_ms([&] { cublas::sgemm_row_major(cb, s.m, s.n, s.k, a, b, cref); });
     }
-    std::vector<MatmulF32Config> configs{hidet::ops::templates::matmul_f32_heuristic_config(s.m, s.n, s.k, dev.sm_count)};
+    using namespace hidet::ops::templates;
+    std::vector<MatmulF32Config> configs{matmul_f32_heuristic_config(s.m, s.n, s.k, dev.sm_count)};
+    auto add = [&](MatmulF32Config c) {
+      try {
+        check_matmul_f32_config(c);
+      } catch (const hidet::ValueError &) {
+        return;
+      }
+      for (auto &x : configs)
+        if (x.str() == c.str()) return;
+      configs.push_back(c);
+    };
     if (sweep) {
-      auto base = configs[0];
-      auto v = base;
-      v.block_k = 16;
-      configs.push_back(v);
-      v = base;
-      v.min_blocks = 1;
-      configs.push_back(v);
-      for (int sk : {1, 2, 4})
-        if (sk != base.split_k) {
-          v = base;
+      // Every tile shape of the heuristic with the split-ks that do not overfill the GPU, a
+      // 256 x 128 tile (16 x 8 per thread), the v1 tiling (register staging), and pipeline
+      // variants (stages, block_k 16, min_blocks) of the heuristic's tile and of 128 x 128.
+      auto tiles = matmul_f32_tiles();
+      MatmulF32Config big{4, 2, 4, 2, 4, 8, 4, 4, 8, 1};
+      big.stages = 3;
+      tiles.push_back(big);
+      for (const auto &tile : tiles) {
+        std::int64_t t = std::int64_t(hidet::lang::ceil_div(s.m, tile.block_m())) * hidet::lang::ceil_div(s.n, tile.block_n());
+        for (int sk : {1, 2, 3, 4, 6, 8}) {
+          if (sk > 1 && (s.k / sk < 64 || t * sk > 4 * dev.sm_count)) continue;
+          auto v = tile;
           v.split_k = sk;
-          configs.push_back(v);
+          add(v);
         }
-      // 64 x 64 tiles of 128 threads (8 x 4 accumulators each), for shapes with few 128 x 128 tiles
-      MatmulF32Config small{2, 2, 2, 1, 4, 8, 4, 4, 8, 4, 1};
-      for (int sk : {1, 2, 4, 8})
-        for (int bk : {8, 16}) {
-          v = small;
-          v.split_k = sk, v.block_k = bk;
-          if (s.k / sk >= 64) configs.push_back(v);
+      }
+      add(MatmulF32Config{});
+      for (auto base : {configs[0], matmul_f32_tiles()[0]}) {
+        for (int st : {0, 2, 4}) {
+          auto v = base;
+          v.stages = st;
+          add(v);
         }
+        auto v = base;
+        v.block_k = 16;
+        add(v);
+        v = base;
+        v.min_blocks = base.min_blocks + 1;
+        add(v);
+      }
     }
     Row best{"f32", s, "", 1e30, 0, 0, {}};
     for (auto &cfg : configs) {
@@ -215,8 +242,9 @@ int main(int argc, char **argv) {
       auto chk = check(s.m, s.n, s.k, a, b, poison, cb, rng);
       double ms = chk.ok ? time_ms([&] { mm(a, b, c); }) : 1e30;
       if (sweep)
-        std::printf("  %5dx%5dx%5d %-60s %s %8.3f ms %6.2f TFLOP/s\n", s.m, s.n, s.k, cfg.str().c_str(),
-                    chk.ok ? "ok " : "BAD", chk.ok ? ms : 0.0, chk.ok ? flop / ms * 1e-9 : 0.0);
+        std::printf("  %5dx%5dx%5d %-95s %s %8.3f ms %6.2f TFLOP/s (model %.3f ms)\n", s.m, s.n, s.k,
+                    cfg.str().c_str(), chk.ok ? "ok " : "BAD", chk.ok ? ms : 0.0,
+                    chk.ok ? flop / ms * 1e-9 : 0.0, matmul_f32_cost_us(cfg, s.m, s.n, s.k, dev.sm_count) * 1e-3);
       if (!chk.ok || ms < best.ms) {
         if (!chk.ok && best.chk.ok) continue;
         best = {"f32", s, cfg.str(), ms, flop / ms * 1e-9, cublas_ms > 0 ? flop / cublas_ms * 1e-9 : 0, chk};

@@ -116,23 +116,27 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   if (dt == dtypes::f32) {
     add_f32(matmul_f32_heuristic_config(mb, n, k, sms));
     if (space == 0) return out;
-    const MatmulF32Config big{}, small{2, 2, 2, 1, 4, 8, 4, 4, 8, 4, 1};
-    for (auto base : {big, small})
-      for (int bk : {8, 16})
-        for (int split : {1, 2, 4, 8}) {
-          auto c = base;
-          c.block_k = bk, c.split_k = split;
-          add_f32(c);
-          if (space == 2) {
-            c.min_blocks = c.min_blocks == 1 ? 2 : 1;
-            add_f32(c);
-          }
-        }
-    if (space == 2)
-      for (auto base : {big, small}) {
-        auto c = base;
-        c.split_k = 16;
+    // Space 1: every tile shape of the heuristic with split-k 1, 2 and 4; space 2 adds 8 and 16,
+    // block_k 16, 2 and 4 stages, the other min_blocks, and register staging (v1).
+    for (const auto &tile : matmul_f32_tiles())
+      for (int split : {1, 2, 4, 8, 16}) {
+        if (space == 1 && split > 4) break;
+        auto c = tile;
+        c.split_k = split;
         add_f32(c);
+        if (space == 2 && split <= 2) {
+          for (int st : {0, 2, 4}) {
+            auto v = c;
+            v.stages = st;
+            add_f32(v);
+          }
+          auto v = c;
+          v.block_k = 16;
+          add_f32(v);
+          v = c;
+          v.min_blocks = c.min_blocks == 1 ? 2 : 1;
+          add_f32(v);
+        }
       }
     return out;
   }

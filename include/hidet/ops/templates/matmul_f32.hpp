@@ -20,7 +20,9 @@
 //  * Bounds checks are emitted only along the dimensions that are not multiples of the tile.
 #pragma once
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
@@ -41,15 +43,21 @@ struct MatmulF32Config {
   int block_k = 8;                ///< k extent of one shared-memory tile
   int min_blocks = 2;             ///< __launch_bounds__ blocks per SM (0: none)
   int split_k = 1;                ///< slices of k computed by separate blocks, then summed
+  int stages = 0;                 ///< 0: register-staged double buffer; >= 2: cp.async buffers
 
   int block_m() const { return warps_m * repeat_m * lanes_m * thread_m; }
   int block_n() const { return warps_n * repeat_n * lanes_n * thread_n; }
   int threads() const { return warps_m * warps_n * 32; }
-  /// "128x128x8 (warps 4x2, repeat 2x2, lanes 4x8, thread 4x4)"
+  /// The row pitch of the transposed a tile in shared memory: block_m rounded up to 4, plus 4.
+  int a_pitch() const { return (block_m() + 3) / 4 * 4 + 4; }
+  /// Shared memory of the tiles' buffers, in bytes (dynamic under cp.async).
+  int smem_bytes() const { return (stages == 0 ? 2 : stages) * block_k * (a_pitch() + block_n()) * 4; }
+  /// "128x128x8 (warps 4x2, repeat 2x2, lanes 4x8, thread 4x4, min_blocks 2), cp.async 3 stages"
   std::string str() const {
     return str_cat(block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, ", repeat ",
                    repeat_m, "x", repeat_n, ", lanes ", lanes_m, "x", lanes_n, ", thread ", thread_m, "x",
-                   thread_n, ")", split_k > 1 ? str_cat(", split-k ", split_k) : std::string());
+                   thread_n, min_blocks > 0 ? str_cat(", min_blocks ", min_blocks) : std::string(), ")", stages > 0 ? str_cat(", cp.async ", stages, " stages") : std::string(),
+                   split_k > 1 ? str_cat(", split-k ", split_k) : std::string());
   }
 };
 
@@ -70,11 +78,17 @@ inline void check_matmul_f32_config(const MatmulF32Config &c) {
   if (c.split_k <= 0) bad("split_k must be positive");
   if (c.lanes_m * c.lanes_n != 32) bad(str_cat("lanes_m * lanes_n is ", c.lanes_m * c.lanes_n, ", must be 32"));
   if (c.threads() > 1024) bad(str_cat(c.threads(), " threads per block; CUDA allows 1024"));
+  if (c.stages < 0 || c.stages == 1) bad(str_cat("stages is ", c.stages, "; use 0 (register staging) or at least 2"));
+  if (c.smem_bytes() > 227 * 1024)
+    bad(str_cat(c.smem_bytes(), " bytes of shared memory; a block may use 232448 (227 KiB)"));
+  if (c.stages == 0 && c.smem_bytes() > 48 * 1024)
+    bad(str_cat(c.smem_bytes(), " bytes of static shared memory; at most 49152 without cp.async stages"));
   int t = c.threads();
-  if (t % c.block_k != 0 || c.block_m() % (t / c.block_k) != 0 || c.block_n() % (t / c.block_k) != 0)
+  if (c.stages == 0 &&
+      (t % c.block_k != 0 || c.block_m() % (t / c.block_k) != 0 || c.block_n() % (t / c.block_k) != 0))
     bad(str_cat("the ", t, " threads must load the ", c.block_m(), "x", c.block_k, " and ", c.block_k, "x",
                 c.block_n(), " tiles in whole rounds: block_k must divide the thread count and ", t / c.block_k,
-                " must divide block_m and block_n"));
+                " must divide block_m and block_n (or use cp.async stages, which have no such rule)"));
 }
 
 namespace matmul_detail {
@@ -102,9 +116,8 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads();
   const int rm = cfg.repeat_m, rn = cfg.repeat_n, tm = cfg.thread_m, tn = cfg.thread_n;
   const int frag_m = rm * tm, frag_n = rn * tn; // accumulators per thread along m and n
-  const int load_rows = threads / bk;           // rows of a (cols of b) loaded per round
-  const int a_rounds = bm / load_rows, b_rounds = bn / load_rows;
-  const int a_pitch = bm + 4; // padded row of the transposed a tile
+  const int a_pitch = cfg.a_pitch();            // padded row of the transposed a tile
+  const int stages = cfg.stages;
   const int split = cfg.split_k;
   const int k_slice = ceil_div(ceil_div(k, split), bk) * bk; // k per slice, whole tiles
   const int k_tiles = k_slice / bk;
@@ -131,16 +144,19 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
     attrs.cuda.block_dim = threads;
     if (cfg.min_blocks > 0) attrs.cuda.min_blocks = cfg.min_blocks;
 
-    // Two buffers of each tile; a is stored k-major with padded rows.
-    auto smem_a = shared_tensor(
-        f32[2][bk][bm].with_layout(strided(std::vector<std::int64_t>{2, bk, bm},
-                                            std::vector<std::int64_t>{std::int64_t(bk) * a_pitch, a_pitch, 1})), "smem_a");
-    auto smem_b = shared_tensor(f32[2][bk][bn], "smem_b");
+    // The shared buffers of each tile (two with register staging, `stages` with cp.async); a is
+    // stored k-major with padded rows.
+    const int buffers = stages == 0 ? 2 : stages;
+    auto a_layout = strided(std::vector<std::int64_t>{buffers, bk, bm},
+                            std::vector<std::int64_t>{std::int64_t(bk) * a_pitch, a_pitch, 1});
+    if (stages > 0) attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
+    lang::Tensor smem_a = stages == 0 ? shared_tensor(f32[2][bk][bm].with_layout(a_layout), "smem_a")
+                                      : dynamic_shared_tensor(f32[stages][bk][bm].with_layout(a_layout), 0, "smem_a");
+    lang::Tensor smem_b = stages == 0 ? shared_tensor(f32[2][bk][bn], "smem_b")
+                                      : dynamic_shared_tensor(f32[stages][bk][bn], stages * bk * a_pitch * 4, "smem_b");
     auto acc = register_tensor(f32[frag_m][frag_n], "acc");
     auto a_frag = register_tensor(f32[frag_m], "a_frag");
     auto b_frag = register_tensor(f32[frag_n], "b_frag");
-    auto a_next = register_tensor(f32[a_rounds], "a_next");
-    auto b_next = register_tensor(f32[b_rounds], "b_next");
 
     Var m0 = blockIdx.y * bm, n0 = blockIdx.x * bn;
     Expr k_base = split > 1 ? Expr(zs * k_slice) : Expr(0);
@@ -159,76 +175,150 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
     auto row_of = [&](Expr ri, Expr ti) { return row0 + ri * (cfg.lanes_m * tm) + ti; };
     auto col_of = [&](Expr rj, Expr tj) { return col0 + rj * (cfg.lanes_n * tn) + tj; };
 
-    // Global -> registers. a's tile (bm x bk) by repeat(a_rounds, 1) * spatial(load_rows, bk):
-    // a warp reads 32 / bk whole rows of bk floats. b's tile (bk x bn) by
-    // repeat(1, b_rounds) * spatial(bk, load_rows): a warp reads 32 consecutive floats of a row.
-    auto load_a = [&](Expr k0) {
-      for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
-        for_(spatial(load_rows, bk).on(threadIdx.x), [&](Expr i, Expr kk) {
-          Expr row = m0 + r * load_rows + i, col = k0 + kk;
-          Expr ok = true;
-          if (guard_m) ok = ok && row < m;
-          if (guard_k) ok = ok && col < k;
-          if (guard_m || guard_k) {
-            a_next[r] = 0.0f;
-            if_(ok, [&] { a_next[r] = a(row, col); });
-          } else {
-            a_next[r] = a(row, col);
-          }
-        });
+    // One k step on buffer `buf`: the thread's fragments of a and b (16- or 8-byte shared loads
+    // of thread_m / thread_n contiguous floats), then frag_m x frag_n FMAs.
+    auto load_frag = [&](const lang::Tensor &frag, int reps, int per, auto &&smem_at) {
+      const int vec = per % 4 == 0 ? 4 : per % 2 == 0 ? 2 : 1;
+      for_(repeat(reps, per / vec).on(0), [&](Expr r, Expr v) {
+        if (vec == 1) frag[r * per + v] = smem_at(r, v);
+        else load_vector(frag[r * per + v * vec], smem_at(r, v * vec), vec * 4);
       });
     };
-    auto load_b = [&](Expr k0) {
-      for_(repeat(1, b_rounds).on(0), [&](Expr, Expr r) {
-        for_(spatial(bk, load_rows).on(threadIdx.x), [&](Expr kk, Expr j) {
-          Expr row = k0 + kk, col = n0 + r * load_rows + j;
-          Expr ok = true;
-          if (guard_k) ok = ok && row < k;
-          if (guard_n) ok = ok && col < n;
-          if (guard_k || guard_n) {
-            b_next[r] = 0.0f;
-            if_(ok, [&] { b_next[r] = b(row, col); });
-          } else {
-            b_next[r] = b(row, col);
-          }
-        });
-      });
-    };
-    // Registers -> shared buffer `buf` (a transposed).
-    auto store_tiles = [&](Expr buf) {
-      for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
-        for_(spatial(load_rows, bk).on(threadIdx.x),
-             [&](Expr i, Expr kk) { smem_a[buf][kk][r * load_rows + i] = a_next[r]; });
-      });
-      for_(repeat(1, b_rounds).on(0), [&](Expr, Expr r) {
-        for_(spatial(bk, load_rows).on(threadIdx.x),
-             [&](Expr kk, Expr j) { smem_b[buf][kk][r * load_rows + j] = b_next[r]; });
-      });
-    };
-
-    for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
-    load_a(k_base);
-    load_b(k_base);
-    store_tiles(Expr(0));
-    syncthreads();
-    for_(range(k_tiles), [&](Var kt) {
-      Var buf = kt % 2;
-      if (k_tiles > 1) {
-        if_(kt + 1 < k_tiles, [&] {
-          load_a(k_base + (kt + 1) * bk);
-          load_b(k_base + (kt + 1) * bk);
-        });
-      }
+    auto compute = [&](Expr buf) {
       for_(range(bk).unroll(), [&](Var kk) {
-        for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) { a_frag[ri * tm + ti] = smem_a[buf][kk][row_of(ri, ti)]; });
-        for_(repeat(rn, tn).on(0), [&](Expr rj, Expr tj) { b_frag[rj * tn + tj] = smem_b[buf][kk][col_of(rj, tj)]; });
+        load_frag(a_frag, rm, tm, [&](Expr ri, Expr ti) { return smem_a[buf][kk][row_of(ri, ti)]; });
+        load_frag(b_frag, rn, tn, [&](Expr rj, Expr tj) { return smem_b[buf][kk][col_of(rj, tj)]; });
         for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] += a_frag[i] * b_frag[j]; });
       });
-      if (k_tiles > 1) {
-        if_(kt + 1 < k_tiles, [&] { store_tiles(1 - buf); });
-      }
+    };
+    for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
+
+    if (stages == 0) {
+      // Register staging: global -> registers (the next tile, during the computation) ->
+      // shared. a's tile (bm x bk) by repeat(a_rounds, 1) * spatial(load_rows, bk): a warp reads
+      // 32 / bk whole rows of bk floats. b's tile (bk x bn) by repeat(1, b_rounds) *
+      // spatial(bk, load_rows): a warp reads 32 consecutive floats of a row.
+      const int load_rows = threads / bk; // rows of a (cols of b) loaded per round
+      const int a_rounds = bm / load_rows, b_rounds = bn / load_rows;
+      auto a_next = register_tensor(f32[a_rounds], "a_next");
+      auto b_next = register_tensor(f32[b_rounds], "b_next");
+      auto load_a = [&](Expr k0) {
+        for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
+          for_(spatial(load_rows, bk).on(threadIdx.x), [&](Expr i, Expr kk) {
+            Expr row = m0 + r * load_rows + i, col = k0 + kk;
+            Expr ok = true;
+            if (guard_m) ok = ok && row < m;
+            if (guard_k) ok = ok && col < k;
+            if (guard_m || guard_k) {
+              a_next[r] = 0.0f;
+              if_(ok, [&] { a_next[r] = a(row, col); });
+            } else {
+              a_next[r] = a(row, col);
+            }
+          });
+        });
+      };
+      auto load_b = [&](Expr k0) {
+        for_(repeat(1, b_rounds).on(0), [&](Expr, Expr r) {
+          for_(spatial(bk, load_rows).on(threadIdx.x), [&](Expr kk, Expr j) {
+            Expr row = k0 + kk, col = n0 + r * load_rows + j;
+            Expr ok = true;
+            if (guard_k) ok = ok && row < k;
+            if (guard_n) ok = ok && col < n;
+            if (guard_k || guard_n) {
+              b_next[r] = 0.0f;
+              if_(ok, [&] { b_next[r] = b(row, col); });
+            } else {
+              b_next[r] = b(row, col);
+            }
+          });
+        });
+      };
+      // Registers -> shared buffer `buf` (a transposed).
+      auto store_tiles = [&](Expr buf) {
+        for_(repeat(a_rounds, 1).on(0), [&](Expr r, Expr) {
+          for_(spatial(load_rows, bk).on(threadIdx.x),
+               [&](Expr i, Expr kk) { smem_a[buf][kk][r * load_rows + i] = a_next[r]; });
+        });
+        for_(repeat(1, b_rounds).on(0), [&](Expr, Expr r) {
+          for_(spatial(bk, load_rows).on(threadIdx.x),
+               [&](Expr kk, Expr j) { smem_b[buf][kk][r * load_rows + j] = b_next[r]; });
+        });
+      };
+      load_a(k_base);
+      load_b(k_base);
+      store_tiles(Expr(0));
       syncthreads();
-    });
+      for_(range(k_tiles), [&](Var kt) {
+        Var buf = kt % 2;
+        if (k_tiles > 1) {
+          if_(kt + 1 < k_tiles, [&] {
+            load_a(k_base + (kt + 1) * bk);
+            load_b(k_base + (kt + 1) * bk);
+          });
+        }
+        compute(buf);
+        if (k_tiles > 1) {
+          if_(kt + 1 < k_tiles, [&] { store_tiles(1 - buf); });
+        }
+        syncthreads();
+      });
+    } else {
+      // cp.async pipeline: tile kt + stages - 1 is in flight while the block computes tile kt.
+      // a (bm x bk) goes by 4-byte copies, each to its transposed place: element e of a round
+      // is (chunk, row, kk) of the tile viewed as [bk / kc][bm][kc] with kc = 8 (when it
+      // divides bk), so that a warp reads 4 rows of 32 bytes and its 32 stores
+      // smem_a[kk][row] fall in distinct banks (a_pitch = bm + 4). b (bk x bn) goes by
+      // 16-byte copies (4-byte ones when n is not a multiple of 4), a warp along a row.
+      const int kc = bk % 8 == 0 ? 8 : bk;
+      const int vb = n % 4 == 0 && bn % 4 == 0 ? 4 : 1; // floats per copy of b
+      const int a_elems = bm * bk, b_chunks = bk * bn / vb;
+      auto load_tiles = [&](Expr buf, Expr k0) {
+        for (int r = 0; r * threads < a_elems; ++r) {
+          Expr e = threadIdx.x + r * threads;
+          Expr row = e / kc % bm, kk = e / (kc * bm) * kc + e % kc;
+          auto copy = [&] {
+            Expr grow = m0 + row, gcol = k0 + kk;
+            if (!guard_m && !guard_k) return cp_async(smem_a[buf][kk][row], a(grow, gcol), 4);
+            Expr ok = true;
+            if (guard_m) ok = ok && grow < m;
+            if (guard_k) ok = ok && gcol < k;
+            cp_async(smem_a[buf][kk][row], a(guard_m ? min(grow, m - 1) : grow, guard_k ? min(gcol, k - 1) : gcol), 4,
+                     select(ok, 4, 0));
+          };
+          if ((r + 1) * threads > a_elems) if_(e < a_elems, copy);
+          else copy();
+        }
+        for (int r = 0; r * threads < b_chunks; ++r) {
+          Expr e = threadIdx.x + r * threads;
+          Expr row = e / (bn / vb), col = e % (bn / vb) * vb;
+          auto copy = [&] {
+            Expr grow = k0 + row, gcol = n0 + col;
+            if (!guard_k && !guard_n) return cp_async(smem_b[buf][row][col], b(grow, gcol), vb * 4);
+            Expr ok = true;
+            if (guard_k) ok = ok && grow < k;
+            if (guard_n) ok = ok && gcol < n;
+            cp_async(smem_b[buf][row][col], b(guard_k ? min(grow, k - 1) : grow, guard_n ? min(gcol, n - vb) : gcol),
+                     vb * 4, select(ok, vb * 4, 0));
+          };
+          if ((r + 1) * threads > b_chunks) if_(e < b_chunks, copy);
+          else copy();
+        }
+      };
+      for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 tiles in flight
+        if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
+        cp_async_commit_group();
+      }
+      for_(range(k_tiles), [&](Var kt) {
+        cp_async_wait_group(stages - 2); // tile kt has landed (for this thread) ...
+        syncthreads();                   // ... for all threads; buffer (kt - 1) % stages is free
+        Var next = kt + (stages - 1);
+        if_(next < k_tiles, [&] { load_tiles(next % stages, k_base + next * bk); });
+        cp_async_commit_group(); // an empty group at the tail keeps the count uniform
+        compute(kt % stages);
+      });
+      cp_async_wait_all();
+    }
 
     // Epilogue: registers -> c.
     for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) {
@@ -280,26 +370,68 @@ inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32
   return mod;
 }
 
-/// A tiling for an m x n x k product on a GPU with `num_sms` multiprocessors: 128 x 128 x 8
-/// tiles (256 threads, 8 x 8 accumulators each); 64 x 64 x 8 tiles (128 threads) when the big
-/// tiles would leave most multiprocessors idle; and split-k while the blocks do not fill the GPU
-/// and each slice keeps at least 64 of k. (Chosen from the H100 sweep in docs/notes/matmul_f32.md.)
+/// The tile shapes the heuristic chooses among, biggest first (all 4 x 4 sub-tiles per lane,
+/// cp.async with 3 stages, block_k 8): 128x128 (256 threads, 8 x 8 accumulators each), 128x96
+/// (192 threads, 8 x 8), 128x64 and 64x128 (128 threads, 8 x 8), 64x64 (128 threads, 8 x 4).
+inline const std::vector<MatmulF32Config> &matmul_f32_tiles() {
+  static const std::vector<MatmulF32Config> tiles = [] {
+    std::vector<MatmulF32Config> t{
+        {4, 2, 2, 2, 4, 8, 4, 4, 8, 2}, // 128 x 128
+        {2, 3, 2, 2, 8, 4, 4, 4, 8, 2}, // 128 x 96
+        {4, 1, 2, 2, 4, 8, 4, 4, 8, 4}, // 128 x 64
+        {2, 2, 2, 2, 4, 8, 4, 4, 8, 4}, // 64 x 128
+        {2, 2, 2, 1, 4, 8, 4, 4, 8, 4}, // 64 x 64
+    };
+    for (auto &c : t) c.stages = 3;
+    return t;
+  }();
+  return tiles;
+}
+
+/// The multiply-adds of the busiest SM when the blocks of `c` (tiles x split-k slices, whole
+/// tiles counted) are spread evenly over `num_sms` SMs: ceil(blocks / SMs) blocks of
+/// block_m x block_n x k_slice. Against m n k / SMs it measures the wave quantization.
+inline double matmul_f32_busiest_sm_work(const MatmulF32Config &c, int m, int n, int k, int num_sms) {
+  std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n());
+  std::int64_t blocks = tiles * c.split_k;
+  int k_slice = lang::ceil_div(lang::ceil_div(k, c.split_k), c.block_k) * c.block_k;
+  return double((blocks + num_sms - 1) / num_sms) * c.block_m() * c.block_n() * k_slice;
+}
+
+/// A cost model of an m x n x k product with tiling `c` on `num_sms` SMs, in microseconds: the
+/// busiest SM's multiply-adds at a per-SM rate that depends on the tile shape (its shared loads
+/// per FMA) and on how many warps that SM holds (latency hiding), plus, under split-k, the sum
+/// kernel (a launch and a pass over the slices). Rates from the H100/H200 sweep in
+/// docs/notes/matmul_f32.md.
+inline double matmul_f32_cost_us(const MatmulF32Config &c, int m, int n, int k, int num_sms) {
+  const double mac_per_us = 0.175e6 * 0.985; // one SM at 8 x 8 per thread, well occupied
+  double shape = c.thread_m * c.repeat_m * c.thread_n * c.repeat_n >= 64 ? 1.0 : 0.8;
+  std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n());
+  std::int64_t blocks = tiles * c.split_k;
+  std::int64_t per_sm = (blocks + num_sms - 1) / num_sms;
+  int resident = std::max(1, c.min_blocks);
+  int warps = int(std::min<std::int64_t>(per_sm, resident)) * c.warps_m * c.warps_n;
+  double occupancy = warps >= 12 ? 1.0 : warps >= 8 ? 0.85 : warps >= 6 ? 0.8 : 0.65;
+  double t = matmul_f32_busiest_sm_work(c, m, n, k, num_sms) / (mac_per_us * shape * occupancy);
+  if (c.split_k > 1) t += 3.0 + double(c.split_k + 1) * m * n * 4 / 3.0e6;
+  return t;
+}
+
+/// A tiling for an m x n x k product on a GPU with `num_sms` multiprocessors: the tile shape of
+/// matmul_f32_tiles() and the split-k (1, 2, 3, 4, 6, 8, 16; each slice at least 64 of k) with
+/// the least matmul_f32_cost_us; ties go to the earlier (bigger) tile and the smaller split.
 inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_sms) {
-  MatmulF32Config c;
-  auto tiles_of = [&](const MatmulF32Config &t) {
-    return std::int64_t(lang::ceil_div(m, t.block_m())) * lang::ceil_div(n, t.block_n());
-  };
-  int blocks_per_sm = 1; // split until the blocks fill this many per SM (measured best)
-  if (tiles_of(c) * 4 < num_sms) {
-    c = MatmulF32Config{2, 2, 2, 1, 4, 8, 4, 4, 8, 4, 1};
-    blocks_per_sm = 2;
-  }
-  std::int64_t tiles = tiles_of(c);
-  int split = 1;
-  while (tiles * split * 2 <= std::int64_t(num_sms) * blocks_per_sm && k / (split * 2) >= 64 && split < 16)
-    split *= 2;
-  c.split_k = split;
-  return c;
+  MatmulF32Config best = matmul_f32_tiles()[0];
+  double best_cost = 1e300;
+  for (const auto &tile : matmul_f32_tiles())
+    for (int split : {1, 2, 3, 4, 6, 8, 16}) {
+      if (split > 1 && k / split < 64) break;
+      MatmulF32Config c = tile;
+      c.split_k = split;
+      double cost = matmul_f32_cost_us(c, m, n, k, num_sms);
+      if (cost < best_cost * 0.999) best = c, best_cost = cost;
+    }
+  return best;
 }
 
 /// A built f32 matmul for fixed sizes: f(a, b, c) computes c = a @ b (a: [m, k], b: [k, n],

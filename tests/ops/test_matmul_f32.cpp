@@ -1,0 +1,109 @@
+// The f32 FMA matmul template (ops/templates/matmul_f32.hpp): every tile shape the heuristic can
+// pick, with register staging and with cp.async stages, split-k and a batch, on shapes with
+// partial tiles (and n not a multiple of 4: 4-byte copies of b), against a double reference;
+// the heuristic's choices on BERT's shapes; bad configurations.
+#include "ops_test_util.hpp"
+
+#include "hidet/ops/templates/matmul_f32.hpp"
+
+using namespace ops_test;
+using hidet::ops::templates::MatmulF32;
+using hidet::ops::templates::MatmulF32Config;
+
+namespace {
+std::vector<double> ref_matmul(const std::vector<double> &a, const std::vector<double> &b, int m, int n, int k,
+                               int count = 1) {
+  std::vector<double> c(std::size_t(count) * m * n, 0.0);
+  for (int z = 0; z < count; ++z)
+    for (int i = 0; i < m; ++i)
+      for (int p = 0; p < k; ++p)
+        for (int j = 0; j < n; ++j)
+          c[(std::size_t(z) * m + i) * n + j] +=
+              a[(std::size_t(z) * m + i) * k + p] * b[(std::size_t(z) * k + p) * n + j];
+  return c;
+}
+
+void check_config(const MatmulF32Config &cfg, int m, int n, int k) {
+  INFO("tiling " << cfg.str() << ", " << m << "x" << n << "x" << k);
+  Tensor a = make({m, k}, dtypes::f32), b = make({k, n}, dtypes::f32);
+  auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
+  Tensor c = hidet::full({m, n}, std::nan(""), dtypes::f32);
+  MatmulF32 mm(m, n, k, cfg);
+  mm(a, b, c);
+  expect_close(c, {m, n}, want);
+}
+
+MatmulF32Config with(MatmulF32Config c, int stages, int split = 1, int block_k = 8) {
+  c.stages = stages, c.split_k = split, c.block_k = block_k;
+  return c;
+}
+} // namespace
+
+TEST_CASE("matmul_f32: every tile shape, register staging and cp.async, on partial tiles") {
+  using namespace hidet::ops::templates;
+  // 70 x 101 x 45: partial tiles along m, n (n odd: b goes by 4-byte copies) and k.
+  for (const auto &tile : matmul_f32_tiles()) {
+    check_config(with(tile, 3), 70, 101, 45);
+    if (tile.threads() % tile.block_k == 0 && tile.block_m() % (tile.threads() / tile.block_k) == 0 &&
+        tile.block_n() % (tile.threads() / tile.block_k) == 0)
+      check_config(with(tile, 0), 70, 101, 45);
+  }
+  // n a multiple of 4: 16-byte copies of b, guarded along n (100 = 64 + 36) and k.
+  check_config(with(MatmulF32Config{}, 2), 33, 100, 21);
+  check_config(with(MatmulF32Config{}, 4, 1, 16), 33, 100, 21);
+  // Full tiles only (no guards), more k tiles than stages.
+  check_config(with(MatmulF32Config{}, 3), 128, 128, 64);
+}
+
+TEST_CASE("matmul_f32: split-k with cp.async stages, slices that end past k") {
+  // k = 100 in 3 slices of 40 (whole tiles of 8): the last slice covers 80..119, half outside.
+  check_config(with(MatmulF32Config{}, 3, 3), 40, 36, 100);
+  check_config(with(MatmulF32Config{2, 3, 2, 2, 8, 4, 4, 4, 8, 2}, 2, 2), 50, 97, 64);
+}
+
+TEST_CASE("matmul_f32: a batch with one operand shared, cp.async stages") {
+  const int count = 3, m = 20, n = 36, k = 19;
+  Tensor a = make({count, m, k}, dtypes::f32), b1 = make({k, n}, dtypes::f32);
+  std::vector<double> bv = b1.to_double_vector(), bb;
+  for (int z = 0; z < count; ++z) bb.insert(bb.end(), bv.begin(), bv.end());
+  auto want = ref_matmul(a.to_double_vector(), bb, m, n, k, count);
+  for (int split : {1, 2}) {
+    INFO("split-k " << split);
+    Tensor c = hidet::full({count, m, n}, std::nan(""), dtypes::f32);
+    MatmulF32 mm(m, n, k, with(MatmulF32Config{}, 3, split), hidet::ops::templates::MatmulBatch{count, true, false});
+    mm(a, b1, c);
+    expect_close(c, {count, m, n}, want);
+  }
+}
+
+TEST_CASE("matmul_f32 heuristic: BERT-base's products fill the 132 SMs of an H100/H200") {
+  using namespace hidet::ops::templates;
+  // For each shape the chosen tiling's blocks, spread over 132 SMs, leave the busiest SM at
+  // most 10% above the average (wave quantization), and the config is valid.
+  for (auto [m, n, k] : {std::tuple{2048, 2304, 768}, std::tuple{2048, 768, 768}, std::tuple{2048, 3072, 768},
+                         std::tuple{2048, 768, 3072}, std::tuple{2048, 2048, 2048}, std::tuple{4096, 4096, 4096}}) {
+    auto c = matmul_f32_heuristic_config(m, n, k, 132);
+    INFO(m << "x" << n << "x" << k << ": " << c.str());
+    CHECK_NOTHROW(check_matmul_f32_config(c));
+    double work = matmul_f32_busiest_sm_work(c, m, n, k, 132);
+    double ideal = double(m) * n * k / 132;
+    CHECK(work <= 1.1 * ideal);
+  }
+}
+
+TEST_CASE("matmul_f32: bad configurations are ValueErrors naming the config") {
+  MatmulF32Config c;
+  c.stages = 1;
+  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); }, {"matmul_f32 config", "stages is 1"});
+  c = MatmulF32Config{};
+  c.lanes_m = 8;
+  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); }, {"lanes_m * lanes_n is 64"});
+  c = MatmulF32Config{};
+  c.block_k = 64, c.stages = 8; // 8 x 64 x (132 + 128) x 4 bytes
+  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); }, {"bytes of shared memory"});
+  // Register staging loads whole rounds: 192 threads cannot load 128 x 8 in rounds of 24 rows.
+  c = MatmulF32Config{2, 3, 2, 2, 8, 4, 4, 4, 8, 2};
+  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); }, {"whole rounds"});
+  c.stages = 3;
+  CHECK_NOTHROW(hidet::ops::templates::check_matmul_f32_config(c));
+}
