@@ -172,7 +172,7 @@ TEST_CASE("fuse_epilogues: a residual block's convolutions take their relu and r
     if (dt.is_half()) {
       CHECK(opt2.nodes().size() == 3);
       CHECK(count_named(opt2, "FusedConv2dNhwc") == 2);
-      CHECK(opt2.str().find("fused_graph=FlowGraph(Conv2dNhwc, Permute, Add, Relu), anchor=0") != std::string::npos);
+      CHECK(opt2.str().find("fused_graph=FlowGraph(Conv2dNhwc, Add, Relu, Permute), anchor=0") != std::string::npos);
     } else {
       CHECK(opt2.str() == opt.str());
     }
@@ -185,8 +185,8 @@ TEST_CASE("fuse_epilogues: a residual block's convolutions take their relu and r
 }
 
 TEST_CASE("convert_layout_nhwc: values stay channels-last between convolutions") {
-  // A stem that stays NCHW (3 channels), pooling between, two residual blocks, a graph output
-  // read from the middle: permutes only at the borders.
+  // A stem of 3 channels (padded to 8 with zeros, channels-last), pooling between (channels-last
+  // too), two residual blocks, a graph output read from the middle: permutes only at the borders.
   const DataType dt = dtypes::f16;
   Tensor img = make({2, 3, 12, 10}, dt, -1, 1), w0 = make({16, 3, 3, 3}, dt, -0.3, 0.3);
   Tensor w1 = make({16, 16, 3, 3}, dt, -0.2, 0.2), w2 = make({16, 16, 1, 1}, dt, -0.3, 0.3);
@@ -201,10 +201,11 @@ TEST_CASE("convert_layout_nhwc: values stay channels-last between convolutions")
   FlowGraph g = trace_from(f(x), {x});
   FlowGraph c = graph::convert_layout_nhwc(g);
   INFO(c.str());
-  CHECK(count_named(c, "Conv2dNhwc") == 3);
-  CHECK(count_named(c, "Conv2d") - count_named(c, "Conv2dNhwc") == 1); // the stem (3 channels) stays NCHW
-  CHECK(c.str().find("= Conv2d(x,") != std::string::npos);
-  CHECK(count_named(c, "Permute") == 3); // into the first block; b1 and b2 back to NCHW
+  CHECK(count_named(c, "Conv2dNhwc") == 4);
+  CHECK(count_named(c, "Conv2d") == count_named(c, "Conv2dNhwc"));
+  CHECK(c.str().find("float16[2, 12, 10, 8][cuda] = Pad(") != std::string::npos); // the stem's input
+  CHECK(count_named(c, "MaxPool2dNhwc") == 1);
+  CHECK(count_named(c, "Permute") == 3); // the image in; b1 and b2 back to NCHW
   for (int trial = 0; trial < 2; ++trial) {
     Tensor a = make({2, 3, 12, 10}, dt, -1, 1);
     auto want = g.run({a}), got = c.run({a}), opt = graph::optimize(g).run({a});
@@ -216,6 +217,52 @@ TEST_CASE("convert_layout_nhwc: values stay channels-last between convolutions")
   auto report = graph::correctness_report(g, graph::optimize(g), {img});
   INFO(report.str());
   CHECK(!report.any_flagged());
+}
+
+TEST_CASE("convert_layout_nhwc: casts and average pooling keep channels-last (mixed precision)") {
+  // What convert_precision leaves between f16 convolutions of an f32 model: a cast up, f32 math,
+  // a cast down. The value stays channels-last through them.
+  Tensor img = make({2, 8, 9, 7}, dtypes::f32, -1, 1), w1 = make({8, 8, 3, 3}, dtypes::f32, -0.3, 0.3);
+  Tensor w2 = make({16, 8, 1, 1}, dtypes::f32, -0.3, 0.3);
+  auto f = [&](const Tensor &x) {
+    Tensor y = o::relu(o::conv2d(x, w1, std::nullopt, {1}, {1})) + x;
+    return o::avg_pool2d(o::conv2d(y, w2), {2}, {2}, {1}, false, false);
+  };
+  Tensor x = symbol_like(img);
+  FlowGraph g = trace_from(f(x));
+  FlowGraph c = graph::convert_layout_nhwc(graph::convert_precision(g, dtypes::f16));
+  INFO(c.str());
+  CHECK(count_named(c, "Conv2dNhwc") == 2);
+  CHECK(count_named(c, "AvgPool2dNhwc") == 1);
+  CHECK(count_named(c, "Permute") == 3); // the input in (for the convolution and the residual), the output out
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor a = make({2, 8, 9, 7}, dtypes::f32, -1, 1);
+    expect_same(c(a), g(a), 50); // f16 products against f32
+  }
+}
+
+TEST_CASE("convert_layout_nhwc: other element-wise operators (relu6, hardswish) stay channels-last") {
+  const DataType dt = dtypes::f16;
+  Tensor img = make({2, 8, 7, 9}, dt, -1, 1), w1 = make({16, 8, 3, 3}, dt, -0.3, 0.3);
+  Tensor w2 = make({16, 16, 1, 1}, dt, -0.3, 0.3), w3 = make({8, 16, 1, 1}, dt, -0.3, 0.3);
+  auto f = [&](const Tensor &x) {
+    Tensor y = o::clamp(o::conv2d(x, w1, std::nullopt, {1}, {1}), 0.0, 6.0);
+    Tensor z = o::conv2d(y, w2);
+    z = z * (o::clamp(z + 3.0, 0.0, 6.0) / 6.0);
+    return o::conv2d(z, w3);
+  };
+  Tensor x = symbol_like(img);
+  FlowGraph g = trace_from(f(x));
+  FlowGraph opt = graph::optimize(g);
+  INFO(opt.str());
+  CHECK(count_named(opt, "FusedConv2dNhwc") + count_named(opt, "Conv2dNhwc") == 3);
+  // Kernels: the image turned (1), three convolutions, at most one more for the hardswish when
+  // it does not join an epilogue: no permute of its own between the convolutions.
+  CHECK(opt.nodes().size() <= 5);
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor a = make({2, 8, 7, 9}, dt, -1, 1);
+    expect_same(opt(a), f(a), 3);
+  }
 }
 
 TEST_CASE("fuse_epilogues leaves alone what it must") {

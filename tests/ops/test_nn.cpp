@@ -184,9 +184,15 @@ TEST_CASE("max_pool2d and avg_pool2d: padding, stride, dilation, ceil_mode") {
       o::Shape out;
       auto want = ref_pool(x, c.k, c.s, c.p, c.d, c.ceil, 0, out);
       expect_close(o::max_pool2d(x, c.k, c.s, c.p, c.d, c.ceil), out, want);
+      // Channels-last: the same windows over an NHWC copy, compared as NCHW.
+      Tensor xl = o::permute(x, {0, 2, 3, 1});
+      auto nchw = [](const Tensor &t) { return o::permute(t, {0, 3, 1, 2}); };
+      expect_close(nchw(o::max_pool2d_nhwc(xl, c.k, c.s, c.p, c.d, c.ceil)), out, want);
       if (c.d == o::Shape{1, 1}) {
         expect_close(o::avg_pool2d(x, c.k, c.s, c.p, c.ceil, true), out, ref_pool(x, c.k, c.s, c.p, c.d, c.ceil, 1, out));
         expect_close(o::avg_pool2d(x, c.k, c.s, c.p, c.ceil, false), out, ref_pool(x, c.k, c.s, c.p, c.d, c.ceil, 2, out));
+        expect_close(nchw(o::avg_pool2d_nhwc(xl, c.k, c.s, c.p, c.ceil, false)), out,
+                     ref_pool(x, c.k, c.s, c.p, c.d, c.ceil, 2, out));
       }
     }
   }
@@ -202,6 +208,8 @@ TEST_CASE("max_pool2d and avg_pool2d: padding, stride, dilation, ceil_mode") {
   expect_error([&] { (void)o::max_pool2d(x, {2}, {}, {2}); }, {"max_pool2d: padding [2, 2] must be at most half the kernel [2, 2]"});
   expect_error([&] { (void)o::max_pool2d(x, {0}); }, {"max_pool2d: kernel [0, 0]", "must be positive"});
   expect_error([&] { (void)o::avg_pool2d(o::reshape(x, {4, 4}), {2}); }, {"avg_pool2d: expected an NCHW tensor (4-D), got shape (4, 4)"});
+  expect_error([&] { (void)o::max_pool2d_nhwc(o::reshape(x, {4, 4}), {2}); },
+               {"max_pool2d_nhwc: expected an NHWC tensor (4-D), got shape (4, 4)"});
   expect_error([&] { (void)o::max_pool2d(x, {5}); }, {"max_pool2d: the window [5, 5]", "larger than the padded input"});
   expect_error([&] { (void)o::max_pool2d(x, {2, 2, 2}); }, {"max_pool2d: kernel must have 1 or 2 values"});
 }

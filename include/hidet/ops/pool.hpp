@@ -23,6 +23,16 @@ Tensor avg_pool2d(const Tensor &x, std::vector<std::int64_t> kernel, std::vector
                   std::vector<std::int64_t> padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
                   std::vector<std::int64_t> dilation = {1});
 
+/// max_pool2d and avg_pool2d over a channels-last (NHWC) tensor, giving NHWC: the same windows
+/// over axes 1 and 2 (graph::convert_layout_nhwc keeps pooling between channels-last
+/// convolutions so).
+Tensor max_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> kernel, std::vector<std::int64_t> stride = {},
+                       std::vector<std::int64_t> padding = {0}, std::vector<std::int64_t> dilation = {1},
+                       bool ceil_mode = false);
+Tensor avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> kernel, std::vector<std::int64_t> stride = {},
+                       std::vector<std::int64_t> padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
+                       std::vector<std::int64_t> dilation = {1});
+
 /// Adaptive average pooling of an NCHW tensor to `output_size` (out_h, out_w): output (i, j)
 /// averages rows floor(i H / out_h) .. ceil((i + 1) H / out_h) - 1, and likewise for columns.
 Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<std::int64_t> output_size);

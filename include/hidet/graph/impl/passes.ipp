@@ -22,6 +22,7 @@
 #include "hidet/ops/elementwise.hpp"
 #include "hidet/ops/fuse.hpp"
 #include "hidet/ops/matmul.hpp"
+#include "hidet/ops/pool.hpp"
 #include "hidet/ops/transform.hpp"
 
 // Uses detail::TensorKey and key_of of flow_graph.ipp, which src/graph.cpp includes first.
@@ -417,21 +418,23 @@ inline Tensor scale_rows(const Tensor &w, const std::vector<double> &scale) {
   }
 }
 
-/// A constant weight [O, C, KH, KW] as [O, KH, KW, C], permuted on the host (no kernel to compile
-/// per weight shape): raw elements, nothing converted.
-inline Tensor weight_to_nhwc(const Tensor &w) {
+/// A constant weight [O, C, KH, KW] as [O, KH, KW, CP], permuted on the host (no kernel to compile
+/// per weight shape): raw elements, nothing converted; channels C..CP-1 (CP >= C; default C) are
+/// zeros (bits 0 are 0 in every floating dtype).
+inline Tensor weight_to_nhwc(const Tensor &w, std::int64_t CP = 0) {
   auto s = w.shape();
   const std::int64_t O = s[0], C = s[1], KH = s[2], KW = s[3];
+  if (CP < C) CP = C;
   auto typed = [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> in(std::size_t(w.numel())), out(in.size());
+    std::vector<T> in(std::size_t(w.numel())), out(std::size_t(O * KH * KW * CP), T{0});
     w.copy_to_host(in.data());
     for (std::int64_t o = 0; o < O; ++o)
       for (std::int64_t c = 0; c < C; ++c)
         for (std::int64_t h = 0; h < KH; ++h)
           for (std::int64_t k = 0; k < KW; ++k)
-            out[std::size_t(((o * KH + h) * KW + k) * C + c)] = in[std::size_t(((o * C + c) * KH + h) * KW + k)];
-    Tensor r = empty({O, KH, KW, C}, w.dtype(), w.device());
+            out[std::size_t(((o * KH + h) * KW + k) * CP + c)] = in[std::size_t(((o * C + c) * KH + h) * KW + k)];
+    Tensor r = empty({O, KH, KW, CP}, w.dtype(), w.device());
     r.copy_from_host(out.data());
     return r;
   };
@@ -584,14 +587,14 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
     new_of[k] = v;
     return v;
   };
-  auto nhwc = [&](const Tensor &t) -> Tensor {
-    if (t.is_symbolic() && t.trace())
+  auto nhwc = [&](const Tensor &t) -> Tensor { // graph inputs too: turned once
+    if (t.is_symbolic())
       if (auto it = twin.find(key_of(t)); it != twin.end()) return it->second;
     Tensor v = ops::permute(nchw(t), to_nhwc);
-    if (t.is_symbolic() && t.trace()) twin[key_of(t)] = v;
+    if (t.is_symbolic()) twin[key_of(t)] = v;
     return v;
   };
-  auto has_twin = [&](const Tensor &t) { return t.is_symbolic() && t.trace() && twin.count(key_of(t)); };
+  auto has_twin = [&](const Tensor &t) { return t.is_symbolic() && twin.count(key_of(t)); };
   for (const auto &op : graph.nodes()) {
     const auto &in = op->inputs();
     for (int i = 0; i < op->num_outputs(); ++i) maker[{op.get(), i}] = op;
@@ -600,24 +603,51 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       const Tensor &x = in[0], &w = in[1];
       bool constants = !w.is_symbolic() && (in.size() == 2 || !in[2].is_symbolic());
       bool half = x.dtype().is_half() && w.dtype() == x.dtype() && (in.size() == 2 || in[2].dtype() == x.dtype());
-      if (constants && half && x.ndim() == 4 && w.shape()[1] % 8 == 0) {
-        const std::string &ca = op->attrs();
+      const std::string &ca = op->attrs();
+      const std::int64_t groups = detail::attr_ints(ca, "groups").at(0), C = w.shape()[1];
+      // Channels padded with zeros to a multiple of 8 (an image's 3) when groups is 1: the
+      // padded convolution on the NHWC template costs far less than the NCHW one.
+      const std::int64_t CP = C % 8 == 0 || groups != 1 ? C : (C + 7) / 8 * 8;
+      if (constants && half && x.ndim() == 4 && CP % 8 == 0) {
         std::optional<Tensor> bias;
         if (in.size() == 3) bias = in[2];
-        Tensor y = ops::conv2d_nhwc(nhwc(x), detail::weight_to_nhwc(w), bias, detail::attr_ints(ca, "stride"),
-                                    detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"),
-                                    detail::attr_ints(ca, "groups").at(0));
+        Tensor xin = nhwc(x);
+        if (CP != C) xin = ops::pad(xin, {0, CP - C});
+        Tensor y = ops::conv2d_nhwc(xin, detail::weight_to_nhwc(w, CP), bias, detail::attr_ints(ca, "stride"),
+                                    detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"), groups);
         twin[{op.get(), 0}] = y;
         continue;
       }
     }
-    // Element-wise operators whose inputs are all channels-last stay channels-last.
-    static const std::set<std::string> unary{"Relu", "Sigmoid"}, binary{"Add", "Sub", "Mul"};
-    bool same_shape = op->num_outputs() == 1 && !in.empty();
-    for (const auto &t : in) same_shape = same_shape && has_twin(t) && t.sym_shape() == op->output_metas()[0].shape;
-    if (same_shape && op->attrs().empty() && ((unary.count(name) && in.size() == 1) || (binary.count(name) && in.size() == 2))) {
+    // Pooling of a channels-last value pools it channels-last.
+    if ((name == "MaxPool2d" || name == "AvgPool2d") && in.size() == 1 && op->num_outputs() == 1 && has_twin(in[0])) {
+      const std::string &pa = op->attrs();
+      auto ints = [&](const char *key) { return detail::attr_ints(pa, key); };
+      bool ceil_mode = detail::attr_text(pa, "ceil_mode") == "true";
+      Tensor y = name == "MaxPool2d"
+                     ? ops::max_pool2d_nhwc(nhwc(in[0]), ints("kernel"), ints("stride"), ints("padding"), ints("dilation"),
+                                            ceil_mode)
+                     : ops::avg_pool2d_nhwc(nhwc(in[0]), ints("kernel"), ints("stride"), ints("padding"), ceil_mode,
+                                            detail::attr_text(pa, "count_include_pad") == "true", ints("dilation"));
+      HIDET_ASSERT(y.dtype() == op->output_metas()[0].dtype, "convert_layout_nhwc: ", name, " rebuilt with another dtype");
+      twin[{op.get(), 0}] = y;
+      continue;
+    }
+    // Element-wise operators of channels-last values stay channels-last.
+    static const std::set<std::string> unary{"Relu", "Sigmoid", "Cast"}, binary{"Add", "Sub", "Mul"};
+    // One channels-last input is enough: another one is turned (one permute either way, and the
+    // result stays channels-last for the convolutions after it).
+    bool same_shape = op->num_outputs() == 1 && !in.empty(), any_twin = false;
+    for (const auto &t : in) {
+      same_shape = same_shape && t.is_symbolic() && op->num_outputs() == 1 && t.sym_shape() == op->output_metas()[0].shape;
+      any_twin = any_twin || has_twin(t);
+    }
+    same_shape = same_shape && any_twin;
+    bool plain = op->attrs().empty() || name == "Cast"; // a cast's attribute is its dtype
+    if (same_shape && plain && ((unary.count(name) && in.size() == 1) || (binary.count(name) && in.size() == 2))) {
       Tensor y;
       if (name == "Relu") y = ops::relu(nhwc(in[0]));
+      else if (name == "Cast") y = ops::cast(nhwc(in[0]), op->output_metas()[0].dtype);
       else if (name == "Sigmoid") y = ops::sigmoid(nhwc(in[0]));
       else if (name == "Add") y = nhwc(in[0]) + nhwc(in[1]);
       else if (name == "Sub") y = nhwc(in[0]) - nhwc(in[1]);
@@ -627,10 +657,19 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
         continue;
       }
     }
+    // Any other element-wise operator of a channels-last value (a clamp, a scaled add, a
+    // hardswish's pieces): computed as it is on NCHW views of its inputs and turned back, which
+    // fusion then folds into one kernel (permute, operator, permute: no permute is stored), so the
+    // value stays channels-last for the convolutions after it.
+    auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(op);
+    bool elementwise = task_op && task_op->task().injective() && op->num_outputs() == 1 && any_twin &&
+                       op->output_metas()[0].shape.size() == 4;
+    for (const auto &t : in) elementwise = elementwise && (!t.is_symbolic() || t.sym_shape() == op->output_metas()[0].shape);
     std::vector<Tensor> ins;
     for (const auto &t : in) ins.push_back(nchw(t));
     auto outs = outputs_of(op->with_inputs(std::move(ins)));
     for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+    if (elementwise) twin[{op.get(), 0}] = ops::permute(outs[0], to_nhwc);
   }
   std::vector<Tensor> outputs;
   for (const auto &t : graph.outputs()) outputs.push_back(nchw(t));

@@ -28,10 +28,12 @@ HIDET_INLINE std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::in
   return out;
 }
 
-/// Validates the arguments of a 2-D pooling and returns the output shape.
-HIDET_INLINE Shape pool2d_shape(const char *op, const Tensor &x, const Pool2dAttrs &a) {
+/// Validates the arguments of a 2-D pooling and returns the output shape (NCHW, or NHWC when
+/// channels_last).
+HIDET_INLINE Shape pool2d_shape(const char *op, const Tensor &x, const Pool2dAttrs &a, bool channels_last) {
   if (x.ndim() != 4)
-    throw ValueError(str_cat(op, ": expected an NCHW tensor (4-D), got shape ", shape_str(x.shape()), " (", x.dtype(), ")"));
+    throw ValueError(str_cat(op, ": expected an ", channels_last ? "NHWC" : "NCHW", " tensor (4-D), got shape ",
+                             shape_str(x.shape()), " (", x.dtype(), ")"));
   if (x.dtype().is_bool())
     throw ValueError(str_cat(op, ": dtype bool is not supported (shape ", shape_str(x.shape()), "); cast it first"));
   for (int i = 0; i < 2; ++i) {
@@ -41,10 +43,13 @@ HIDET_INLINE Shape pool2d_shape(const char *op, const Tensor &x, const Pool2dAtt
     if (2 * a.padding[i] > a.kernel[i])
       throw ValueError(str_cat(op, ": padding ", ints_str(a.padding), " must be at most half the kernel ", ints_str(a.kernel)));
   }
-  Shape out{x.shape()[0], x.shape()[1]};
+  const int h_axis = channels_last ? 1 : 2;
+  Shape out{x.shape()[0]};
+  if (!channels_last) out.push_back(x.shape()[1]);
   for (int i = 0; i < 2; ++i)
-    out.push_back(pool_out_size(x.shape()[2 + i], a.kernel[i], a.stride[i], a.padding[i], a.dilation[i], a.ceil_mode));
-  if ((out[2] == 0 || out[3] == 0) && x.numel() > 0)
+    out.push_back(pool_out_size(x.shape()[h_axis + i], a.kernel[i], a.stride[i], a.padding[i], a.dilation[i], a.ceil_mode));
+  if (channels_last) out.push_back(x.shape()[3]);
+  if ((out[h_axis] == 0 || out[h_axis + 1] == 0) && x.numel() > 0)
     throw ValueError(str_cat(op, ": the window ", ints_str(a.kernel), " (dilation ", ints_str(a.dilation), ", padding ",
                              ints_str(a.padding), ") is larger than the padded input of shape ", shape_str(x.shape())));
   return out;
@@ -56,24 +61,28 @@ HIDET_INLINE std::vector<std::int64_t> pair_of(const char *op, const char *what,
   return v;
 }
 
-HIDET_INLINE Tensor pool2d(const char *op, const Tensor &x, Pool2dAttrs a, bool is_max) {
+/// A 2-D pooling over NCHW x, or NHWC x when channels_last (the same window arithmetic; only the
+/// positions of the axes differ).
+HIDET_INLINE Tensor pool2d(const char *op, const Tensor &x, Pool2dAttrs a, bool is_max, bool channels_last) {
   a.kernel = pair_of(op, "kernel", a.kernel);
   a.stride = pair_of(op, "stride", a.stride.empty() ? a.kernel : a.stride);
   a.padding = pair_of(op, "padding", a.padding);
   a.dilation = pair_of(op, "dilation", a.dilation);
-  Shape out = pool2d_shape(op, x, a);
+  Shape out = pool2d_shape(op, x, a, channels_last);
   std::string attrs = attrs_str(a);
+  const int h_axis = channels_last ? 1 : 2; // of the height; the width follows it
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {
         auto in = input("x", x.shape(), x.dtype());
-        std::int64_t H = x.shape()[2], W = x.shape()[3];
+        std::int64_t H = x.shape()[h_axis], W = x.shape()[h_axis + 1];
         DataType cd = is_max ? x.dtype() : (x.dtype().is_float() ? compute_dtype(x.dtype()) : dtypes::f32);
         auto r = reduce(out, {a.kernel[0], a.kernel[1]}, [&](const Idx &o, const Idx &k) {
-          Expr h = o[2] * int(a.stride[0]) - int(a.padding[0]) + k[0] * int(a.dilation[0]);
-          Expr w = o[3] * int(a.stride[1]) - int(a.padding[1]) + k[1] * int(a.dilation[1]);
+          Expr h = o[h_axis] * int(a.stride[0]) - int(a.padding[0]) + k[0] * int(a.dilation[0]);
+          Expr w = o[h_axis + 1] * int(a.stride[1]) - int(a.padding[1]) + k[1] * int(a.dilation[1]);
           Expr ok = h >= 0 && h < int(H) && w >= 0 && w < int(W);
-          Expr v = lang::cast(in.at({o[0], o[1], lang::min(lang::max(h, 0), int(H - 1)), lang::min(lang::max(w, 0), int(W - 1))}), cd);
+          Expr hc = lang::min(lang::max(h, 0), int(H - 1)), wc = lang::min(lang::max(w, 0), int(W - 1));
+          Expr v = lang::cast(channels_last ? in.at({o[0], hc, wc, o[3]}) : in.at({o[0], o[1], hc, wc}), cd);
           Expr pad = Expr(reduce_init(is_max ? ReduceKind::Max : ReduceKind::Sum, cd));
           return lang::select(ok, v, pad);
         }, is_max ? ReduceKind::Max : ReduceKind::Sum, std::nullopt, is_max ? x.dtype() : cd, is_max ? std::string(op) : "window_sum");
@@ -81,8 +90,8 @@ HIDET_INLINE Tensor pool2d(const char *op, const Tensor &x, Pool2dAttrs a, bool 
         auto y = compute(op, out, [&](const Idx &i) {
           Expr cnt[2];
           for (int d = 0; d < 2; ++d) {
-            std::int64_t n = x.shape()[2 + d], p = a.padding[d];
-            Expr start = i[2 + d] * int(a.stride[d]) - int(p);
+            std::int64_t n = x.shape()[h_axis + d], p = a.padding[d];
+            Expr start = i[h_axis + d] * int(a.stride[d]) - int(p);
             Expr end = lang::min(start + int(a.kernel[d]), int(n + p));
             if (!a.count_include_pad) start = lang::max(start, 0), end = lang::min(end, int(n));
             cnt[d] = end - start;
@@ -100,13 +109,26 @@ namespace hidet::ops {
 
 HIDET_INLINE Tensor max_pool2d(const Tensor &x, std::vector<std::int64_t> kernel, std::vector<std::int64_t> stride,
                                std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation, bool ceil_mode) {
-  return detail::pool2d("max_pool2d", x, Pool2dAttrs{kernel, stride, padding, dilation, ceil_mode, true}, true);
+  return detail::pool2d("max_pool2d", x, Pool2dAttrs{kernel, stride, padding, dilation, ceil_mode, true}, true, false);
+}
+
+HIDET_INLINE Tensor max_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> kernel, std::vector<std::int64_t> stride,
+                                    std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation, bool ceil_mode) {
+  return detail::pool2d("max_pool2d_nhwc", x, Pool2dAttrs{kernel, stride, padding, dilation, ceil_mode, true}, true, true);
 }
 
 HIDET_INLINE Tensor avg_pool2d(const Tensor &x, std::vector<std::int64_t> kernel, std::vector<std::int64_t> stride,
                                std::vector<std::int64_t> padding, bool ceil_mode, bool count_include_pad,
                                std::vector<std::int64_t> dilation) {
-  return detail::pool2d("avg_pool2d", x, Pool2dAttrs{kernel, stride, padding, dilation, ceil_mode, count_include_pad}, false);
+  return detail::pool2d("avg_pool2d", x, Pool2dAttrs{kernel, stride, padding, dilation, ceil_mode, count_include_pad}, false,
+                        false);
+}
+
+HIDET_INLINE Tensor avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> kernel, std::vector<std::int64_t> stride,
+                                    std::vector<std::int64_t> padding, bool ceil_mode, bool count_include_pad,
+                                    std::vector<std::int64_t> dilation) {
+  return detail::pool2d("avg_pool2d_nhwc", x, Pool2dAttrs{kernel, stride, padding, dilation, ceil_mode, count_include_pad},
+                        false, true);
 }
 
 HIDET_INLINE Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<std::int64_t> output_size) {
