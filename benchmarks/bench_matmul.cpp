@@ -203,34 +203,35 @@ int main(int argc, char **argv) {
       configs.push_back(c);
     };
     if (sweep) {
-      // Every tile shape of the heuristic with the split-ks that do not overfill the GPU, a
-      // 256 x 128 tile (16 x 8 per thread), the v1 tiling (register staging), and pipeline
-      // variants (stages, block_k 16, min_blocks) of the heuristic's tile and of 128 x 128.
+      // Every tile shape of the heuristic and a 128 x 96 one (192 threads), with the split-ks
+      // that do not overfill the GPU; v1's tiling (register staging); pipeline variants (register
+      // staging, 2 and 4 stages, the other block_k) of the heuristic's choice and of 128 x 128.
       auto tiles = matmul_f32_tiles();
-      MatmulF32Config big{4, 2, 4, 2, 4, 8, 4, 4, 8, 1};
-      big.stages = 3;
-      tiles.push_back(big);
+      MatmulF32Config t96{2, 3, 2, 2, 8, 4, 4, 4, 16, 2};
+      t96.stages = 3;
+      tiles.push_back(t96);
       for (const auto &tile : tiles) {
         std::int64_t t = std::int64_t(hidet::lang::ceil_div(s.m, tile.block_m())) * hidet::lang::ceil_div(s.n, tile.block_n());
-        for (int sk : {1, 2, 3, 4, 6, 8}) {
+        for (int sk : {1, 2, 3, 4, 6, 8, 16}) {
           if (sk > 1 && (s.k / sk < 64 || t * sk > 4 * dev.sm_count)) continue;
           auto v = tile;
           v.split_k = sk;
+          if (s.n % 4 != 0) v.block_k = 8;
           add(v);
         }
       }
       add(MatmulF32Config{});
-      for (auto base : {configs[0], matmul_f32_tiles()[0]}) {
+      auto big = matmul_f32_tiles()[0];
+      big.split_k = configs[0].split_k;
+      for (auto base : {configs[0], big}) {
         for (int st : {0, 2, 4}) {
           auto v = base;
           v.stages = st;
+          if (st == 0) v.block_k = 8;
           add(v);
         }
         auto v = base;
-        v.block_k = 16;
-        add(v);
-        v = base;
-        v.min_blocks = base.min_blocks + 1;
+        v.block_k = base.block_k == 16 ? 8 : 16;
         add(v);
       }
     }

@@ -7,6 +7,7 @@
 
 #include "hidet/ir/equal.hpp"
 #include "hidet/ops/epilogue.hpp"
+#include "hidet/transforms/simplify.hpp"
 
 using namespace ops_test;
 using o::Expr;
@@ -189,6 +190,39 @@ TEST_CASE("what cannot be an epilogue is refused") {
     expect_error([&] { o::matmul(a, b, e1, {}); }, {"1 extra inputs", "0 were given"});
     expect_error([&] { o::matmul(a, b, e1, {make({5}, dtypes::f32)}); }, {"extra input 0", "[5]", "(6,)"});
   }
+}
+
+TEST_CASE("reshape_index: the law over every element, and divisions only within groups") {
+  // Law: for every flat position f, reshape_index(unravel(f, from), from, to) == unravel(f, to).
+  auto value = [](const Expr &e) {
+    std::int64_t v = -1;
+    REQUIRE(ir::as_const_int(ir::simplify(e.ir()), v));
+    return v;
+  };
+  for (auto [from, to] : {std::pair<o::Shape, o::Shape>{{6, 10}, {2, 3, 5, 2}}, {{6, 10}, {3, 2, 10}},
+                          {{4, 1, 6}, {1, 24}}, {{2, 12}, {2, 3, 1, 4}}, {{24}, {2, 3, 4}}, {{2, 3, 4}, {4, 6}}}) {
+    CAPTURE(o::shape_str(from));
+    CAPTURE(o::shape_str(to));
+    for (std::int64_t f = 0; f < o::shape_numel(from); ++f) {
+      Idx idx;
+      for (auto x : unravel(f, from)) idx.push_back(Expr(int(x)));
+      Idx got = o::reshape_index(idx, from, to);
+      auto want = unravel(f, to);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t a = 0; a < want.size(); ++a) CHECK(value(got[a]) == want[a]);
+    }
+  }
+  // BERT's head split [2048, 2304] -> [16, 128, 3, 12, 64]: the row is divided by 128 only, the
+  // column by 768 and 64 only (no flat row * 2304 + col).
+  Expr i(ir::Expr(ir::make_var(ir::scalar_type(dtypes::i32), "i")));
+  Expr j(ir::Expr(ir::make_var(ir::scalar_type(dtypes::i32), "j")));
+  Idx r = o::reshape_index({i, j}, {2048, 2304}, {16, 128, 3, 12, 64});
+  REQUIRE(r.size() == 5);
+  CHECK(ir::structural_equal(r[0].ir(), (i / 128).ir()));
+  CHECK(ir::structural_equal(r[1].ir(), (i % 128).ir()));
+  CHECK(ir::structural_equal(r[2].ir(), (j / 768).ir()));
+  CHECK(ir::structural_equal(r[3].ir(), (j / 64 % 12).ir()));
+  CHECK(ir::structural_equal(r[4].ir(), (j % 64).ir()));
 }
 
 TEST_CASE("reshape_index keeps shared leading and trailing dimensions") {

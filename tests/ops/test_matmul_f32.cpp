@@ -78,17 +78,26 @@ TEST_CASE("matmul_f32: a batch with one operand shared, cp.async stages") {
 
 TEST_CASE("matmul_f32 heuristic: BERT-base's products fill the 132 SMs of an H100/H200") {
   using namespace hidet::ops::templates;
-  // For each shape the chosen tiling's blocks, spread over 132 SMs, leave the busiest SM at
-  // most 10% above the average (wave quantization), and the config is valid.
+  // The chosen tiling is valid, its blocks leave the busiest SM at most 20% above the average
+  // (v1's 128 x 128 tiles left 2048 x 768 outputs at +37%: 96 tiles for 132 SMs), and the model
+  // rates it at least as fast as v1's choice.
   for (auto [m, n, k] : {std::tuple{2048, 2304, 768}, std::tuple{2048, 768, 768}, std::tuple{2048, 3072, 768},
                          std::tuple{2048, 768, 3072}, std::tuple{2048, 2048, 2048}, std::tuple{4096, 4096, 4096}}) {
     auto c = matmul_f32_heuristic_config(m, n, k, 132);
     INFO(m << "x" << n << "x" << k << ": " << c.str());
     CHECK_NOTHROW(check_matmul_f32_config(c));
-    double work = matmul_f32_busiest_sm_work(c, m, n, k, 132);
     double ideal = double(m) * n * k / 132;
-    CHECK(work <= 1.1 * ideal);
+    CHECK(matmul_f32_busiest_sm_work(c, m, n, k, 132) <= 1.2 * ideal);
+    MatmulF32Config v1;
+    v1.stages = 3;
+    CHECK(matmul_f32_cost_us(c, m, n, k, 132) <= matmul_f32_cost_us(v1, m, n, k, 132));
   }
+  // A [2048, 768] output with k = 3072 (BERT's second FFN product) is split in two along k; the
+  // big squares keep 128 x 128 x 16 tiles; n not a multiple of 4 takes block_k 8.
+  CHECK(matmul_f32_heuristic_config(2048, 768, 3072, 132).split_k == 2);
+  auto sq = matmul_f32_heuristic_config(4096, 4096, 4096, 132);
+  CHECK((sq.block_m() == 128 && sq.block_n() == 128 && sq.block_k == 16 && sq.split_k == 1));
+  CHECK(matmul_f32_heuristic_config(4095, 4097, 1023, 132).block_k == 8);
 }
 
 TEST_CASE("matmul_f32: bad configurations are ValueErrors naming the config") {

@@ -61,8 +61,10 @@ struct Epilogue {
 };
 
 /// The index, in a tensor of shape `to`, of the element at `idx` of a tensor of shape `from` with
-/// the same elements in row-major order (a reshape). Dimensions the two shapes share at the front
-/// and at the back keep their indices, so common reshapes cost no division.
+/// the same elements in row-major order (a reshape). The shapes split into the smallest groups of
+/// consecutive dimensions with equal products; a dimension that is a group of its own on both
+/// sides keeps its index (common reshapes cost no division), and the others are unravelled within
+/// their group only ([2048, 2304] -> [16, 128, 3, 12, 64]: row / 128, row % 128, col / 768, ...).
 Idx reshape_index(const Idx &idx, const Shape &from, const Shape &to);
 
 /// Checks that `e` can follow operator `op` whose output is dtype[shape], and that `extras` are

@@ -16,24 +16,43 @@ HIDET_INLINE Idx reshape_index(const Idx &idx, const Shape &from, const Shape &t
   HIDET_ASSERT(idx.size() == from.size(), "reshape_index: ", idx.size(), " indices for shape ", shape_str(from));
   HIDET_ASSERT(shape_numel(from) == shape_numel(to), "reshape_index: ", shape_str(from), " and ", shape_str(to),
                " differ in size");
-  std::size_t front = 0;
-  while (front < from.size() && front < to.size() && from[front] == to[front]) ++front;
-  std::size_t back = 0;
-  while (back < from.size() - front && back < to.size() - front &&
-         from[from.size() - 1 - back] == to[to.size() - 1 - back])
-    ++back;
+  // Split both shapes into the smallest groups of consecutive dimensions with equal products
+  // (where the prefix products meet: [2048, 2304] -> [16, 128 | 3, 12, 64] has two groups).
+  // Within a group, the flat index over from's dimensions is unravelled over to's; a group of
+  // one dimension on each side keeps its index, extent-1 dimensions get index 0 and take no
+  // part, so common reshapes cost no division, and the others divide only within a group.
   Idx out(to.size());
-  for (std::size_t i = 0; i < front; ++i) out[i] = idx[i];
-  for (std::size_t i = 0; i < back; ++i) out[to.size() - 1 - i] = idx[from.size() - 1 - i];
-  // The middle: the flat index over from's middle dimensions, unravelled over to's.
-  Expr flat = 0;
-  for (std::size_t i = front; i < from.size() - back; ++i)
-    flat = i == front ? idx[i] : flat * int(from[i]) + idx[i];
-  std::int64_t stride = 1;
-  for (std::size_t i = to.size() - back; i-- > front;) {
-    Expr q = stride == 1 ? flat : flat / int(stride);
-    out[i] = i == front ? q : q % int(to[i]);
-    stride *= to[i];
+  std::size_t i = 0, j = 0;
+  while (i < from.size() || j < to.size()) {
+    std::size_t i0 = i, j0 = j;
+    std::int64_t pf = 1, pt = 1;
+    if (i < from.size()) pf *= from[i++];
+    if (j < to.size()) pt *= to[j++];
+    while (pf != pt) {
+      if (pf < pt && i < from.size()) pf *= from[i++];
+      else if (pt < pf && j < to.size()) pt *= to[j++];
+      else break; // sizes that cannot meet (an empty tensor): no element is ever indexed
+    }
+    Expr flat;
+    bool any = false;
+    for (std::size_t a = i0; a < i; ++a) {
+      if (from[a] == 1) continue;
+      flat = any ? flat * int(from[a]) + idx[a] : idx[a];
+      any = true;
+    }
+    if (!any) flat = Expr(0);
+    std::int64_t stride = 1;
+    std::size_t first = j0; // the outermost non-1 dimension of the group takes no modulo
+    while (first < j && to[first] == 1) ++first;
+    for (std::size_t b = j; b-- > j0;) {
+      if (to[b] == 1) {
+        out[b] = Expr(0);
+        continue;
+      }
+      Expr q = stride == 1 ? flat : flat / int(stride);
+      out[b] = b == first ? q : q % int(to[b]);
+      stride *= to[b];
+    }
   }
   return out;
 }

@@ -309,18 +309,41 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
         if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
         cp_async_commit_group();
       }
+      // The buffers of tiles kt and kt + stages - 1 (kt % stages and (kt - 1) % stages), advanced
+      // by a compare instead of a modulo.
+      Var read = 0, write = stages - 1;
       for_(range(k_tiles), [&](Var kt) {
         cp_async_wait_group(stages - 2); // tile kt has landed (for this thread) ...
-        syncthreads();                   // ... for all threads; buffer (kt - 1) % stages is free
-        Var next = kt + (stages - 1);
-        if_(next < k_tiles, [&] { load_tiles(next % stages, k_base + next * bk); });
+        syncthreads();                   // ... for all threads; buffer `write` is free
+        if_(kt + (stages - 1) < k_tiles, [&] { load_tiles(write, k_base + (kt + (stages - 1)) * bk); });
         cp_async_commit_group(); // an empty group at the tail keeps the count uniform
-        compute(kt % stages);
+        compute(read);
+        read = select(read == stages - 1, 0, read + 1);
+        write = select(write == stages - 1, 0, write + 1);
       });
       cp_async_wait_all();
     }
 
-    // Epilogue: registers -> c.
+    // Registers -> c: 16-byte stores of thread_n / 4 vectors per sub-tile row into a split-k
+    // slice or a plain output (n a multiple of 4), else element by element (through the epilogue).
+    if ((split > 1 || epi == nullptr) && n % 4 == 0 && tn % 4 == 0) {
+      for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) {
+        for_(repeat(rn, tn / 4).on(0), [&](Expr rj, Expr v) {
+          Expr row = m0 + row_of(ri, ti), col = n0 + col_of(rj, v * 4);
+          auto store = [&] {
+            PtrArg dst = split > 1 ? PtrArg(c_param[zs][zb * m + row][col])
+                                   : PtrArg(out.at(batch.batched() ? Idx{zb, row, col} : Idx{row, col}));
+            store_vector(dst, acc[ri * tm + ti][rj * tn + v * 4], 16);
+          };
+          Expr ok = true;
+          if (guard_m) ok = ok && row < m;
+          if (guard_n) ok = ok && col < n;
+          if (guard_m || guard_n) if_(ok, store);
+          else store();
+        });
+      });
+      return;
+    }
     for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) {
       for_(repeat(rn, tn).on(0), [&](Expr rj, Expr tj) {
         Expr row = m0 + row_of(ri, ti), col = n0 + col_of(rj, tj);
@@ -349,13 +372,30 @@ inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int
     std::vector<ir::Var> extras;
     for (std::size_t i = 2; i < params.size(); ++i) extras.push_back(params[i].v);
     ops::detail::EpilogueEmitter out(epi, {m * n}, params[1].v, std::move(extras));
-    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
     attrs.cuda.block_dim = threads;
-    Var i = blockIdx.x * threads + threadIdx.x;
+    if (total % 4 != 0) {
+      attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+      Var i = blockIdx.x * threads + threadIdx.x;
+      if_(i < total, [&] {
+        Var sum = parts[0][i];
+        for_(range(1, s).unroll(), [&](Var z) { sum += parts[z][i]; });
+        out.store({i}, sum);
+      });
+      return;
+    }
+    // Four elements per thread, by 16-byte loads (and stores without an epilogue).
+    attrs.cuda.grid_dim = int(ceil_div(total / 4, std::int64_t(threads)));
+    auto sum = register_tensor(f32[4], "sum");
+    auto part = register_tensor(f32[4], "part");
+    Var i = (blockIdx.x * threads + threadIdx.x) * 4;
     if_(i < total, [&] {
-      Var sum = parts[0][i];
-      for_(range(1, s).unroll(), [&](Var z) { sum += parts[z][i]; });
-      out.store({i}, sum);
+      load_vector(sum, parts[0][i], 16);
+      for_(range(1, s).unroll(), [&](Var z) {
+        load_vector(part, parts[z][i], 16);
+        for_(range(4).unroll(), [&](Var e) { sum[e] += part[e]; });
+      });
+      if (epi == nullptr) store_vector(out.at({i}), sum, 16);
+      else for_(range(4).unroll(), [&](Var e) { out.store({i + e}, sum[e]); });
     });
   });
 }
@@ -370,17 +410,16 @@ inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32
   return mod;
 }
 
-/// The tile shapes the heuristic chooses among, biggest first (all 4 x 4 sub-tiles per lane,
-/// cp.async with 3 stages, block_k 8): 128x128 (256 threads, 8 x 8 accumulators each), 128x96
-/// (192 threads, 8 x 8), 128x64 and 64x128 (128 threads, 8 x 8), 64x64 (128 threads, 8 x 4).
+/// The tile shapes the heuristic chooses among, biggest first, all with 4 x 4 sub-tiles per lane,
+/// block_k 16 and cp.async with 3 stages: 128x128 (256 threads, 8 x 8 accumulators each, 2 blocks
+/// per SM), 64x128 and 128x64 (128 threads, 8 x 8, 4 blocks per SM), 64x64 (128 threads, 8 x 4).
 inline const std::vector<MatmulF32Config> &matmul_f32_tiles() {
   static const std::vector<MatmulF32Config> tiles = [] {
     std::vector<MatmulF32Config> t{
-        {4, 2, 2, 2, 4, 8, 4, 4, 8, 2}, // 128 x 128
-        {2, 3, 2, 2, 8, 4, 4, 4, 8, 2}, // 128 x 96
-        {4, 1, 2, 2, 4, 8, 4, 4, 8, 4}, // 128 x 64
-        {2, 2, 2, 2, 4, 8, 4, 4, 8, 4}, // 64 x 128
-        {2, 2, 2, 1, 4, 8, 4, 4, 8, 4}, // 64 x 64
+        {4, 2, 2, 2, 4, 8, 4, 4, 16, 2}, // 128 x 128
+        {2, 2, 2, 2, 4, 8, 4, 4, 16, 4}, // 64 x 128
+        {4, 1, 2, 2, 4, 8, 4, 4, 16, 4}, // 128 x 64
+        {2, 2, 2, 1, 4, 8, 4, 4, 16, 4}, // 64 x 64
     };
     for (auto &c : t) c.stages = 3;
     return t;
@@ -398,28 +437,42 @@ inline double matmul_f32_busiest_sm_work(const MatmulF32Config &c, int m, int n,
   return double((blocks + num_sms - 1) / num_sms) * c.block_m() * c.block_n() * k_slice;
 }
 
-/// A cost model of an m x n x k product with tiling `c` on `num_sms` SMs, in microseconds: the
-/// busiest SM's multiply-adds at a per-SM rate that depends on the tile shape (its shared loads
-/// per FMA) and on how many warps that SM holds (latency hiding), plus, under split-k, the sum
-/// kernel (a launch and a pass over the slices). Rates from the H100/H200 sweep in
-/// docs/notes/matmul_f32.md.
+/// A cost model of an m x n x k product with tiling `c` on `num_sms` SMs, in microseconds. The
+/// busiest SM runs ceil(blocks / SMs) blocks, min_blocks at a time: each round of j blocks takes
+/// their multiply-adds over the SM's rate, which is the rate of 128 x 128 x 16 tiles with 16 warps
+/// resident (0.1865 M multiply-adds per us: 47.7 TFLOP/s on 4096^3 over 132 SMs of an H200) times
+/// a factor for the tile (fewer FMAs per shared load and per barrier: 64 x 128 0.98, 128 x 64
+/// 0.95, 8 x 4 accumulators per thread 0.8, block_k 8 0.96) and one for the warps of the round
+/// (latency hiding: 12 or more 1, 8 0.9, fewer 0.75), plus 1 us per round (the pipeline's fill
+/// and the epilogue). Split-k adds the sum kernel: a launch and a pass over the slices and the
+/// output at 2.5 TB/s. Fitted to the H200 sweep in docs/notes/matmul_f32.md (10% RMS error over
+/// its 180 tilings; its pick is within 3% of the best measured on each shape).
 inline double matmul_f32_cost_us(const MatmulF32Config &c, int m, int n, int k, int num_sms) {
-  const double mac_per_us = 0.175e6 * 0.985; // one SM at 8 x 8 per thread, well occupied
-  double shape = c.thread_m * c.repeat_m * c.thread_n * c.repeat_n >= 64 ? 1.0 : 0.8;
+  const double mac_per_us = 0.1865e6;
+  const int frag = c.repeat_m * c.thread_m * c.repeat_n * c.thread_n;
+  double shape = frag < 64 ? 0.8 : c.block_m() * c.block_n() >= 128 * 128 ? 1.0 : c.block_m() < c.block_n() ? 0.98 : 0.95;
+  if (c.block_k < 16) shape *= 0.96;
   std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n());
-  std::int64_t blocks = tiles * c.split_k;
-  std::int64_t per_sm = (blocks + num_sms - 1) / num_sms;
-  int resident = std::max(1, c.min_blocks);
-  int warps = int(std::min<std::int64_t>(per_sm, resident)) * c.warps_m * c.warps_n;
-  double occupancy = warps >= 12 ? 1.0 : warps >= 8 ? 0.85 : warps >= 6 ? 0.8 : 0.65;
-  double t = matmul_f32_busiest_sm_work(c, m, n, k, num_sms) / (mac_per_us * shape * occupancy);
-  if (c.split_k > 1) t += 3.0 + double(c.split_k + 1) * m * n * 4 / 3.0e6;
+  std::int64_t per_sm = (tiles * c.split_k + num_sms - 1) / num_sms;
+  const std::int64_t resident = std::max(1, c.min_blocks);
+  int k_slice = lang::ceil_div(lang::ceil_div(k, c.split_k), c.block_k) * c.block_k;
+  const double block_us = double(c.block_m()) * c.block_n() * k_slice / (mac_per_us * shape);
+  auto occupancy = [&](std::int64_t blocks) {
+    std::int64_t warps = blocks * c.warps_m * c.warps_n;
+    return warps >= 12 ? 1.0 : warps >= 8 ? 0.9 : 0.75;
+  };
+  double t = double(per_sm / resident) * resident * block_us / occupancy(resident);
+  if (std::int64_t rest = per_sm % resident) t += double(rest) * block_us / occupancy(rest);
+  t += 1.0 * double((per_sm + resident - 1) / resident); // per round: filling the pipeline, the epilogue
+  if (c.split_k > 1) t += 4.0 + double(c.split_k + 1) * m * n * 4 / 2.5e6;
   return t;
 }
 
 /// A tiling for an m x n x k product on a GPU with `num_sms` multiprocessors: the tile shape of
 /// matmul_f32_tiles() and the split-k (1, 2, 3, 4, 6, 8, 16; each slice at least 64 of k) with
-/// the least matmul_f32_cost_us; ties go to the earlier (bigger) tile and the smaller split.
+/// the least matmul_f32_cost_us (ties go to the earlier tile and the smaller split); block_k 8
+/// instead of 16 when n is not a multiple of 4 (b then goes by 4-byte copies, twice as many per
+/// tile: 4095x4097x1023 ran 10% slower with 16).
 inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_sms) {
   MatmulF32Config best = matmul_f32_tiles()[0];
   double best_cost = 1e300;
@@ -428,6 +481,7 @@ inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_
       if (split > 1 && k / split < 64) break;
       MatmulF32Config c = tile;
       c.split_k = split;
+      if (n % 4 != 0) c.block_k = 8;
       double cost = matmul_f32_cost_us(c, m, n, k, num_sms);
       if (cost < best_cost * 0.999) best = c, best_cost = cost;
     }
