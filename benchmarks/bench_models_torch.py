@@ -39,7 +39,7 @@ def main():
         for name, model, x in rows():
             if pattern and not re.search(pattern, name):
                 continue
-            eager = time_ms(lambda: model(x))
+            eager = time_ms(lambda: model(x), min_calls=10)
             ind, secs = "n/a", float("nan")
             if inductor:
                 try:
@@ -49,7 +49,7 @@ def main():
                         compiled(x)
                     torch.cuda.synchronize()
                     secs = time.time() - t0
-                    ind = f"{time_ms(lambda: compiled(x)):.3f}"
+                    ind = f"{time_ms(lambda: compiled(x), min_calls=10):.3f}"
                 except Exception as e:  # no triton / compiler here: say so
                     ind = f"n/a ({type(e).__name__})"
             print(f"{name:24} {eager:9.3f} {ind:>9} {secs:10.1f}", flush=True)

@@ -61,7 +61,7 @@ def main():
         with torch.no_grad():
             model = make().cuda().eval().to(dtype)
             want = first(model(*args)).float()
-            eager = time_ms(lambda: model(*args))
+            eager = time_ms(lambda: model(*args), min_calls=10)
             ind, ind_s = float('nan'), float('nan')
             if inductor:
                 try:
@@ -72,7 +72,7 @@ def main():
                         c(*args)
                     torch.cuda.synchronize()
                     ind_s = time.time() - t0
-                    ind = time_ms(lambda: c(*args))
+                    ind = time_ms(lambda: c(*args), min_calls=10)
                 except Exception as e:
                     print(f'  inductor failed: {type(e).__name__}: {str(e)[:200]}')
             cols, err, failure = '', 0.0, None
@@ -86,7 +86,7 @@ def main():
                         got = first(h(*args)).float()
                     torch.cuda.synchronize()
                     hid_s = time.time() - t0
-                    hid = time_ms(lambda: h(*args))
+                    hid = time_ms(lambda: h(*args), min_calls=10)
                     err = max(err, ((got - want).abs().max() / want.abs().max().clamp_min(1e-6)).item())
                     cols += f' {hid:9.3f} {hid_s:7.1f} {hid / ind:7.2f}'
                 except Exception as e:

@@ -116,9 +116,12 @@ TEST_CASE(
 
 TEST_CASE("conv2d templates: the heuristic splits k when the tiles do not fill the GPU") {
   t::Conv2dShape s{1, 64, 4, 4, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1}; // one 64 x 64 tile, k = 576
-  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 1); // k < 1024: no split
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 4); // k / 4 keeps 144
   CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.str() ==
-        "mma 64x64x64 (warps 2x2 of 32x32, 3 stages)");
+        "mma 64x64x64 (warps 2x2 of 32x32, 3 stages, split-k 4)");
+  s.n = 16, s.h = s.w = 14; // 49 tiles (over a quarter of the GPU), k < 1024: no split
+  CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 1);
+  s.n = 1, s.h = s.w = 4;
   CHECK(t::conv2d_heuristic_config(s, dtypes::f32, 132).fma.split_k == 8);
   s.c = s.o = 512; // k = 4608, 8 tiles
   CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 16);

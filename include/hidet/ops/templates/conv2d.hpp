@@ -102,8 +102,8 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
 /// The default configuration for a problem on a GPU with `num_sms` multiprocessors: depthwise
 /// when groups == C == O; f16/bf16: 64 x 64 x 64 tiles of 4 warps (32 x 32 each), 3 stages (the
 /// most frequent winner of space-1 tuning over ResNet-50's layers on an H100), split-k when k is
-/// at least 1024 (powers of 2 up to 16, while the blocks stay within one per multiprocessor and
-/// every slice keeps 128 of k); f32: matmul_f32's 128 x 128 x 8 tiling, 64 x 64 x 8 for few
+/// at least 1024 or the tiles fill under a quarter of the GPU (powers of 2 up to 16, while the
+/// blocks stay within one per multiprocessor and every slice keeps 128 of k); f32: matmul_f32's 128 x 128 x 8 tiling, 64 x 64 x 8 for few
 /// tiles, split-k while the blocks do not fill the GPU and every slice keeps 64 of k.
 inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_slice, int num_sms) {
   int split = 1;
@@ -152,7 +152,11 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
   if (dt.is_half()) {
     c.kind = Conv2dConfig::Kind::Mma;
     c.mma = Conv2dMmaConfig{2, 2, 32, 32, 64, 3};
-    if (s.gemm_k() >= 1024) c.mma.split_k = conv2d_split_k(tiles(64, 64), s.gemm_k(), 128, num_sms);
+    // Split-k for long k, and for any k when the tiles fill under a quarter of the GPU (batch 1's
+    // 7x7 and 14x14 layers: 3 to 8 tiles of 64 x 64 with k of 576 to 960 otherwise run 3 to 8
+    // blocks on 132 multiprocessors).
+    if (s.gemm_k() >= 1024 || tiles(64, 64) * 4 <= num_sms)
+      c.mma.split_k = conv2d_split_k(tiles(64, 64), s.gemm_k(), 128, num_sms);
     return c;
   }
   c.kind = Conv2dConfig::Kind::Fma;
