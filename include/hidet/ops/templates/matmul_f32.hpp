@@ -324,26 +324,8 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
       cp_async_wait_all();
     }
 
-    // Registers -> c: 16-byte stores of thread_n / 4 vectors per sub-tile row into a split-k
-    // slice or a plain output (n a multiple of 4), else element by element (through the epilogue).
-    if ((split > 1 || epi == nullptr) && n % 4 == 0 && tn % 4 == 0) {
-      for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) {
-        for_(repeat(rn, tn / 4).on(0), [&](Expr rj, Expr v) {
-          Expr row = m0 + row_of(ri, ti), col = n0 + col_of(rj, v * 4);
-          auto store = [&] {
-            PtrArg dst = split > 1 ? PtrArg(c_param[zs][zb * m + row][col])
-                                   : PtrArg(out.at(batch.batched() ? Idx{zb, row, col} : Idx{row, col}));
-            store_vector(dst, acc[ri * tm + ti][rj * tn + v * 4], 16);
-          };
-          Expr ok = true;
-          if (guard_m) ok = ok && row < m;
-          if (guard_n) ok = ok && col < n;
-          if (guard_m || guard_n) if_(ok, store);
-          else store();
-        });
-      });
-      return;
-    }
+    // Registers -> c, element by element (16-byte stores of the accumulators made ptxas spill
+    // at the 128-register cap of 64 x 128 x 16 and 128 x 128 x 16 tiles).
     for_(repeat(rm, tm).on(0), [&](Expr ri, Expr ti) {
       for_(repeat(rn, tn).on(0), [&](Expr rj, Expr tj) {
         Expr row = m0 + row_of(ri, ti), col = n0 + col_of(rj, tj);
@@ -412,13 +394,13 @@ inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32
 
 /// The tile shapes the heuristic chooses among, biggest first, all with 4 x 4 sub-tiles per lane,
 /// block_k 16 and cp.async with 3 stages: 128x128 (256 threads, 8 x 8 accumulators each, 2 blocks
-/// per SM), 64x128 and 128x64 (128 threads, 8 x 8, 4 blocks per SM), 64x64 (128 threads, 8 x 4).
+/// per SM), 64x128 (128 threads, 8 x 8, 4 blocks per SM), 64x64 (128 threads, 8 x 4). (128x64
+/// x 16, 8 x 8 per thread, spills at the 128-register cap: 16 4-byte copies of a per tile.)
 inline const std::vector<MatmulF32Config> &matmul_f32_tiles() {
   static const std::vector<MatmulF32Config> tiles = [] {
     std::vector<MatmulF32Config> t{
         {4, 2, 2, 2, 4, 8, 4, 4, 16, 2}, // 128 x 128
         {2, 2, 2, 2, 4, 8, 4, 4, 16, 4}, // 64 x 128
-        {4, 1, 2, 2, 4, 8, 4, 4, 16, 4}, // 128 x 64
         {2, 2, 2, 1, 4, 8, 4, 4, 16, 4}, // 64 x 64
     };
     for (auto &c : t) c.stages = 3;
