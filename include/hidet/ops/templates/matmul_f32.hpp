@@ -451,8 +451,10 @@ inline double matmul_f32_cost_us(const MatmulF32Config &c, int m, int n, int k, 
 }
 
 /// A tiling for an m x n x k product on a GPU with `num_sms` multiprocessors: the tile shape of
-/// matmul_f32_tiles() and the split-k (1, 2, 3, 4, 6, 8, 16; each slice at least 64 of k) with
-/// the least matmul_f32_cost_us (ties go to the earlier tile and the smaller split); block_k 8
+/// matmul_f32_tiles() and the split-k (1, 2, 3, 4, 6, 8, 16; each slice at least 64 of k; only
+/// the 64-row tiles split: 128 x 128 with split-k never beat them in the H200 sweeps, e.g. 66 us
+/// against 59 on 1024^3) with the least matmul_f32_cost_us (ties go to the earlier tile and the
+/// smaller split); block_k 8
 /// instead of 16 when n is not a multiple of 4 (b then goes by 4-byte copies, twice as many per
 /// tile: 4095x4097x1023 ran 10% slower with 16).
 inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_sms) {
@@ -461,6 +463,7 @@ inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_
   for (const auto &tile : matmul_f32_tiles())
     for (int split : {1, 2, 3, 4, 6, 8, 16}) {
       if (split > 1 && k / split < 64) break;
+      if (split > 1 && tile.block_m() * tile.block_n() >= 128 * 128) break; // never won with split-k
       MatmulF32Config c = tile;
       c.split_k = split;
       if (n % 4 != 0) c.block_k = 8;
