@@ -82,7 +82,7 @@ FlowGraph simplify_reshapes(const FlowGraph &graph);
 
 /// Attention written out (Matmul(q, Permute(k)) [* or / a scalar] [+ mask] -> Softmax(last axis)
 /// -> Matmul(., v), q, k, v of rank 4) becomes one ScaledDotProductAttention node (the
-/// flash-attention template for f16/bf16 with head dims 64 and 128), and an attention node whose
+/// flash-attention template for f16/bf16 with head dims 32, 64 and 128), and an attention node whose
 /// output is permuted to [B, Sq, H, D] (merging the heads) stores that layout itself
 /// (ops::scaled_dot_product_attention_heads_last); declared as rewrite rules in the pattern
 /// language (graph/pattern.hpp). attention_rules() lists them.

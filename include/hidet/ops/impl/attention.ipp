@@ -180,7 +180,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   const std::int64_t lim = std::int64_t(1) << 31;
   const bool fits = B <= 65535 && H <= 65535 && B * H * std::max(Sq, Skv) * D < lim &&
                     (!mask || mask->numel() < lim);
-  if (q.dtype().is_half() && (D == 64 || D == 128) && q.device().is_cuda() && fits) {
+  if (q.dtype().is_half() && (D == 32 || D == 64 || D == 128) && q.device().is_cuda() && fits) {
     templates::AttentionProblem p;
     p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
     p.dtype = q.dtype(), p.causal = is_causal;
