@@ -392,8 +392,8 @@ TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an e
   };
   CHECK(read(dir / "0_input.txt") == g.str() + "\n");
   CHECK(read(dir / "1_simplify_reshapes.txt") == g.str() + "\n"); // nothing to simplify
-  CHECK(read(dir / "8_fuse_operators.txt") == opt.str() + "\n");
-  CHECK(read(dir / "8_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(read(dir / "9_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "9_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
   std::filesystem::remove_all(dir);
   ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
   ctx.verbose = false;
@@ -735,24 +735,75 @@ TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, hea
   CHECK(count_named(graph::merge_sibling_matmuls(g2), "Matmul") == 2);
 }
 
-TEST_CASE("attention traced with a constant mask: converted once; a mask that masks nothing is dropped") {
+TEST_CASE("lift_sibling_slices: a fused QKV projection split into heads (GPT-2) is read once, heads split in its epilogue") {
+  for (DataType dt : {dtypes::f16, dtypes::f32}) {
+    CAPTURE(dt.name());
+    const std::int64_t b = 2, s = 11, h = 3, d = 32, e = h * d;
+    Tensor in = make({b, s, e}, dt, -1, 1), w = make({e, 3 * e}, dt, -0.2, 0.2), bias = make({3 * e}, dt);
+    auto f = [&](const Tensor &x) {
+      Tensor qkv = (o::matmul(x.reshape({b * s, e}), w) + bias).reshape({b, s, 3 * e});
+      auto parts = o::split(qkv, e, 2);
+      std::vector<Tensor> heads;
+      for (const auto &p : parts) heads.push_back(o::permute(p.reshape({b, s, h, d}), {0, 2, 1, 3}));
+      return o::scaled_dot_product_attention(heads[0], heads[1], heads[2], std::nullopt, true);
+    };
+    FlowGraph g = trace_from(f(symbol_like(in)));
+    FlowGraph lifted = graph::lift_sibling_slices(g);
+    INFO(lifted.str());
+    CHECK(count_named(lifted, "Slice") == 0);
+    CHECK(count_named(lifted, "Narrow") == 3);
+    Tensor x = make({b, s, e}, dt, -1, 1);
+    Tensor want = f(x);
+    expect_same(lifted(x), want, 2);
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    // One kernel makes q, k and v in the heads' layout: the product's; then attention.
+    CHECK(count_named(opt, "FusedPermute") + count_named(opt, "Permute") + count_named(opt, "FusedSlice") == 0);
+    CHECK(opt.str().find("fused_graph=FlowGraph(Matmul, Add, Reshape, Reshape, Permute") != std::string::npos);
+    expect_same(graph::CompiledGraph(opt).run({x})[0], want, 2);
+  }
+  // Slices that do not cover the tensor, or chains that differ: left as they are.
+  Tensor in = make({4, 12}, dtypes::f32);
+  auto f = [&](const Tensor &x) {
+    Tensor y = o::relu(x);
+    Tensor a = o::permute(o::slice(y, {1}, {0}, {6}).reshape({4, 2, 3}), {1, 0, 2});
+    Tensor c = o::permute(o::slice(y, {1}, {6}, {12}).reshape({4, 3, 2}), {1, 0, 2});
+    return std::vector<Tensor>{o::exp(a), o::exp(c)};
+  };
+  FlowGraph g = trace_from(f(symbol_like(in)));
+  CHECK(count_named(graph::lift_sibling_slices(g), "Narrow") == 0);
+}
+
+TEST_CASE("attention traced with a constant mask: converted once; a mask that masks nothing is dropped; a causal one is is_causal") {
   const std::int64_t b = 1, h = 2, s = 19, d = 64;
   Tensor q = make({b, h, s, d}, dtypes::f16, -1, 1), k = make({b, h, s, d}, dtypes::f16, -1, 1);
   Tensor v = make({b, h, s, d}, dtypes::f16, -1, 1);
-  std::vector<bool> all(std::size_t(s * s), true), some(all);
-  for (std::int64_t i = 0; i < s; ++i) some[std::size_t(i * s + (i + 3) % s)] = false;
-  for (int which = 0; which < 2; ++which) {
-    Tensor mask = asarray(which == 0 ? all : some, {1, 1, s, s}, "cuda");
+  std::vector<bool> all(std::size_t(s * s), true), some(all), tril(all), almost(all);
+  std::vector<double> additive(all.size(), 0.0);
+  for (std::int64_t i = 0; i < s; ++i) {
+    some[std::size_t(i * s + (i + 3) % s)] = false;
+    for (std::int64_t j = i + 1; j < s; ++j) {
+      tril[std::size_t(i * s + j)] = almost[std::size_t(i * s + j)] = false;
+      additive[std::size_t(i * s + j)] = -65504.0; // torch.finfo(float16).min, as HF builds it
+    }
+  }
+  almost[std::size_t(5 * s + 5)] = false; // one more masked key: not causal
+  for (int which = 0; which < 5; ++which) {
+    CAPTURE(which);
+    Tensor mask = which == 4 ? asarray(additive, {1, 1, s, s}, dtypes::f16, Device::cuda())
+                             : asarray(which == 0 ? all : which == 1 ? some : which == 2 ? tril : almost, {1, 1, s, s}, "cuda");
     auto f = [&](const Tensor &x) { return o::scaled_dot_product_attention(x, k, v, mask); };
     FlowGraph g = trace_from(f(symbol_like(q)));
     INFO(g.str());
     REQUIRE(g.nodes().size() == 1);
     const auto &ins = g.nodes()[0]->inputs();
-    if (which == 0) {
-      CHECK(ins.size() == 3); // nothing masked: no mask
+    if (which == 0 || which == 2 || which == 4) {
+      CHECK(ins.size() == 3); // nothing masked, or the causal pattern: no mask
+      CHECK((g.nodes()[0]->attrs().find("is_causal=true") != std::string::npos) == (which != 0));
     } else {
       REQUIRE(ins.size() == 4);
       CHECK(ins[3].dtype() == dtypes::f32); // the additive form, made once
+      CHECK(g.nodes()[0]->attrs().find("is_causal=false") != std::string::npos);
     }
     Tensor x = make({b, h, s, d}, dtypes::f16, -1, 1);
     expect_same(g(x), f(x), 2);

@@ -1,5 +1,5 @@
 // scaled_dot_product_attention against a double-precision host reference (GPU when present, else
-// the CPU emulator): the flash-attention template for f16/bf16 with head dims 64 and 128 (partial
+// the CPU emulator): the flash-attention template for f16/bf16 with head dims 32, 64 and 128 (partial
 // tiles, causal, additive and bool masks, every tiling of search space 1, the tuning path), the
 // composed fallback for f32 and other head dims, and the operator's user errors.
 #include "ops_test_util.hpp"
@@ -137,13 +137,15 @@ void check(const Problem &p, const Inputs &in, const Tensor &got, double scale,
 void run_op(const Problem &p, std::optional<double> scale = std::nullopt) {
   auto in = make_inputs(p);
   auto out = o::scaled_dot_product_attention(in.q, in.k, in.v, in.mask, p.causal, scale);
-  bool composed = p.dt.is_half() && p.d != 64 && p.d != 128; // not the flash template
+  bool composed = p.dt.is_half() && p.d != 32 && p.d != 64 && p.d != 128; // not the flash template
   check(p, in, out, scale ? *scale : 1.0 / std::sqrt(double(p.d)), "scaled_dot_product_attention",
         composed ? 4.0 : 1.0);
 }
 } // namespace
 
-TEST_CASE("sdpa: flash template, f16/bf16, head dims 64 and 128, partial tiles, causal") {
+TEST_CASE("sdpa: flash template, f16/bf16, head dims 32, 64 and 128, partial tiles, causal") {
+  run_op({3, 2, 49, 49, 32, dtypes::f16});       // a Swin window: 49 tokens, heads of 32
+  run_op({1, 2, 70, 45, 32, dtypes::bf16, true});
   run_op({1, 2, 70, 90, 64, dtypes::f16});
   run_op({1, 2, 70, 90, 64, dtypes::bf16, true});
   run_op({1, 1, 33, 33, 128, dtypes::f16, true});
@@ -157,11 +159,12 @@ TEST_CASE("sdpa: additive and bool masks, broadcast over batch and heads") {
   run_op({2, 2, 40, 50, 64, dtypes::bf16, true, {2, 1, 40, 50}, dtypes::bf16});
   run_op({1, 2, 20, 70, 128, dtypes::f16, false, {1, 2, 20, 70}, dtypes::f16});
   run_op({1, 2, 30, 45, 64, dtypes::f16, false, {30, 45}, dtypes::boolean});
+  run_op({4, 3, 49, 49, 32, dtypes::f16, false, {1, 3, 49, 49}, dtypes::f16}); // Swin's position bias
 }
 
 TEST_CASE("sdpa: every tiling of search space 1") {
-  for (int d : {64, 128}) {
-    Problem p{1, 1, 40, 72, d, d == 64 ? dtypes::f16 : dtypes::bf16, true};
+  for (int d : {32, 64, 128}) {
+    Problem p{1, 1, 40, 72, d, d == 128 ? dtypes::bf16 : dtypes::f16, true};
     tpl::AttentionProblem ap;
     ap.seq_q = 40, ap.seq_kv = 72, ap.head_dim = d, ap.dtype = p.dt, ap.causal = true;
     auto cfgs = tpl::attention_candidates(ap, 1);
@@ -196,7 +199,7 @@ TEST_CASE("sdpa: tuning over search space 1 picks a tiling, reuses it and stays 
 
 TEST_CASE("sdpa: fallback for f32 and other head dims") {
   run_op({1, 2, 20, 30, 64, dtypes::f32, true});
-  run_op({2, 1, 17, 23, 32, dtypes::f16, false, {17, 23}, dtypes::f32});
+  run_op({2, 1, 17, 23, 48, dtypes::f16, false, {17, 23}, dtypes::f32});
   run_op({1, 1, 9, 12, 80, dtypes::bf16, true});
 }
 
@@ -252,7 +255,7 @@ TEST_CASE("sdpa template: problems the kernel cannot serve are ValueErrors namin
   p.batch = 1, p.dtype = dtypes::f32;
   expect_error([&] { tpl::check_attention_problem(p); }, {"f16 or bf16"});
   p.dtype = dtypes::f16, p.head_dim = 96;
-  expect_error([&] { tpl::check_attention_problem(p); }, {"head dim must be 64 or 128"});
+  expect_error([&] { tpl::check_attention_problem(p); }, {"head dim must be 32, 64 or 128"});
   expect_error(
       [&] {
         tpl::check_attention_config(tpl::AttentionConfig{4, 24, 64, 2, true}, 64);

@@ -29,7 +29,7 @@
 // them, permutes only at the borders.
 //
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_attention,
-// eliminate_common_subexpressions, fold_conv_batch_norm, merge_sibling_matmuls, convert_precision when
+// eliminate_common_subexpressions, fold_conv_batch_norm, merge_sibling_matmuls, lift_sibling_slices, convert_precision when
 // ctx.mixed_precision is set, convert_layout_nhwc unless ctx.layout_nhwc is false,
 // fuse_epilogues, fuse_operators, then bind_kernel_options when ctx.tensor_cores or ctx.parallel_k
 // differ from the defaults) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
@@ -82,7 +82,7 @@ FlowGraph simplify_reshapes(const FlowGraph &graph);
 
 /// Attention written out (Matmul(q, Permute(k)) [* or / a scalar] [+ mask] -> Softmax(last axis)
 /// -> Matmul(., v), q, k, v of rank 4) becomes one ScaledDotProductAttention node (the
-/// flash-attention template for f16/bf16 with head dims 64 and 128), and an attention node whose
+/// flash-attention template for f16/bf16 with head dims 32, 64 and 128), and an attention node whose
 /// output is permuted to [B, Sq, H, D] (merging the heads) stores that layout itself
 /// (ops::scaled_dot_product_attention_heads_last); declared as rewrite rules in the pattern
 /// language (graph/pattern.hpp). attention_rules() lists them.
@@ -107,6 +107,12 @@ FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
 /// group axis; each sibling's value is then a view (Narrow, Reshape) of the result, no copy.
 /// fuse_epilogues later takes the bias and the layout changes into the product's kernel.
 FlowGraph merge_sibling_matmuls(const FlowGraph &graph);
+/// Sibling slices lifted: equal slices of one tensor along its last axis that cover it (a fused
+/// QKV projection split into Q, K and V, as GPT-2 does), each going through the same Reshapes
+/// and Permutes (splitting heads), become one Reshape and Permute of the whole tensor with a
+/// leading group axis and a view (Narrow, Reshape) per slice: the tensor is then read once, and
+/// fuse_epilogues stores the heads' layout from its producer's kernel (no kernel per slice).
+FlowGraph lift_sibling_slices(const FlowGraph &graph);
 /// Mixed precision (see PassContext::mixed_precision): f32 Matmul, Conv2d and
 /// ScaledDotProductAttention nodes compute in `dtype` (f16 or bf16; else a ValueError). A cast of
 /// a tensor read by several of them is made once.

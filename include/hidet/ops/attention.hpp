@@ -1,7 +1,7 @@
 // Scaled dot-product attention with PyTorch's semantics:
 //   scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale)
 //     = softmax(q @ k^T * scale + attn_mask + causal_bias, -1) @ v
-// for q [B, H, Sq, D], k and v [B, H, Skv, D]. f16 and bf16 with D = 64 or 128 on cuda run the
+// for q [B, H, Sq, D], k and v [B, H, Skv, D]. f16 and bf16 with D = 32, 64 or 128 on cuda run the
 // flash-attention template (ops/templates/attention.hpp), tuned per problem over
 // hidet::option::search_space() (0: the default tiling, no benchmarking); other dtypes and head
 // dims run a composition of matmul, softmax and element-wise operators. Built kernels are kept

@@ -1,4 +1,4 @@
-// Definitions for graph::merge_sibling_matmuls (hidet/graph/passes.hpp).
+// Definitions for graph::merge_sibling_matmuls and graph::lift_sibling_slices (hidet/graph/passes.hpp).
 #pragma once
 
 #include "hidet/graph/passes.hpp"
@@ -27,6 +27,69 @@ struct Sibling {
   Tensor bias;
   std::vector<SiblingStep> steps;
 };
+
+/// The Reshapes and Permutes (constant shapes, each read once) that follow tensor `cur`.
+template <class SingleReader> std::vector<SiblingStep> chain_steps(TensorKey cur, SingleReader &&single_reader) {
+  std::vector<SiblingStep> steps;
+  while (auto c = single_reader(cur)) {
+    bool reshape = c->name() == "Reshape", permute = c->name() == "Permute";
+    if (!(reshape || permute) || c->inputs().size() != 1 || c->num_outputs() != 1) break;
+    if (!is_constant_shape(c->output_metas()[0].shape)) break;
+    if (permute && attr_ints(c->attrs(), "perm").empty()) break;
+    steps.push_back({c->name(), c->attrs(), constant_shape(c->output_metas()[0].shape), c.get()});
+    cur = {c.get(), 0};
+  }
+  return steps;
+}
+
+/// How many steps every chain of `chains` starts with alike.
+inline std::size_t common_steps(const std::vector<const std::vector<SiblingStep> *> &chains) {
+  std::size_t common = chains[0]->size();
+  for (const auto *c : chains) {
+    std::size_t i = 0;
+    while (i < std::min(common, c->size()) && (*c)[i].name == (*chains[0])[i].name &&
+           (*c)[i].attrs == (*chains[0])[i].attrs && (*c)[i].shape == (*chains[0])[i].shape)
+      ++i;
+    common = i;
+  }
+  return common;
+}
+
+/// True when the operator reading `t` once is one a kernel would have taken in (a Reshape or an
+/// injective task: fuse_epilogues, fuse_operators): a merge that makes `t` a view loses that.
+template <class SingleReader> bool read_by_fusable(const TensorKey &t, SingleReader &&single_reader) {
+  auto c = single_reader(t);
+  auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c);
+  return c && (c->name() == "Reshape" || (task_op && task_op->task().injective()));
+}
+
+/// y: [rows..., G, N]. Moves the group axis first, applies `steps` (Reshapes and Permutes of one
+/// member, the first `common` of them) to all members at once with that leading axis, and returns
+/// one view per member, each of shape `final_shape`.
+inline std::vector<Tensor> lift_group(Tensor y, const std::vector<SiblingStep> &steps, std::size_t common,
+                                      const std::vector<std::int64_t> &final_shape) {
+  const auto r = std::int64_t(y.ndim()) - 1; // the group axis
+  const std::int64_t g = y.shape()[std::size_t(r - 1)];
+  std::vector<int> perm{int(r - 1)};
+  for (int i = 0; i < r - 1; ++i) perm.push_back(i);
+  perm.push_back(int(r));
+  y = ops::permute(y, perm); // [G, rows..., N]
+  for (std::size_t j = 0; j < common; ++j) {
+    const auto &st = steps[j];
+    if (st.name == "Reshape") {
+      std::vector<std::int64_t> shape{g};
+      shape.insert(shape.end(), st.shape.begin(), st.shape.end());
+      y = y.reshape(shape);
+    } else {
+      std::vector<int> p{0};
+      for (auto v : attr_ints(st.attrs, "perm")) p.push_back(int(v) + 1);
+      y = ops::permute(y, p);
+    }
+  }
+  std::vector<Tensor> outs;
+  for (std::int64_t i = 0; i < g; ++i) outs.push_back(y.narrow(i, 1).reshape(final_shape));
+  return outs;
+}
 } // namespace detail
 
 HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
@@ -85,27 +148,15 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
         }
       }
       all_bias = all_bias && s.bias_add;
-      while (auto c = single_reader(cur)) {
-        bool reshape = c->name() == "Reshape", permute = c->name() == "Permute";
-        if (!(reshape || permute) || c->inputs().size() != 1 || c->num_outputs() != 1) break;
-        if (!is_constant_shape(c->output_metas()[0].shape)) break;
-        if (permute && detail::attr_ints(c->attrs(), "perm").empty()) break;
-        s.steps.push_back({c->name(), c->attrs(), constant_shape(c->output_metas()[0].shape), c.get()});
-        cur = {c.get(), 0};
-      }
+      s.steps = detail::chain_steps(cur, single_reader);
     }
     Merge m;
     m.bias = all_bias;
     if (!all_bias) // a bias on some siblings only: merge the products alone
       for (auto &s : sibs) s.bias_add = nullptr, s.steps.clear();
-    std::size_t common = sibs[0].steps.size();
-    for (const auto &s : sibs) {
-      std::size_t i = 0;
-      while (i < std::min(common, s.steps.size()) && s.steps[i].name == sibs[0].steps[i].name &&
-             s.steps[i].attrs == sibs[0].steps[i].attrs && s.steps[i].shape == sibs[0].steps[i].shape)
-        ++i;
-      common = i;
-    }
+    std::vector<const std::vector<detail::SiblingStep> *> chains;
+    for (const auto &s : sibs) chains.push_back(&s.steps);
+    const std::size_t common = detail::common_steps(chains);
     m.steps = common;
     // Merge only where nothing is lost: a sibling whose value after the shared chain is read
     // once by an injective operator would have taken it into its own kernel (fuse_epilogues).
@@ -114,11 +165,7 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
       return common ? s.steps[common - 1].op : m.bias ? s.bias_add : s.matmul.get();
     };
     bool loses_epilogue = false;
-    for (const auto &s : sibs) {
-      auto c = single_reader({last_of(s), 0});
-      auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c);
-      loses_epilogue = loses_epilogue || (c && (c->name() == "Reshape" || (task_op && task_op->task().injective())));
-    }
+    for (const auto &s : sibs) loses_epilogue = loses_epilogue || detail::read_by_fusable({last_of(s), 0}, single_reader);
     if (loses_epilogue) continue;
     m.siblings = sibs;
     std::size_t index = merged.size();
@@ -160,38 +207,120 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
     Tensor y = ops::matmul(map_input(sibs[0].matmul->inputs()[0]), wcat);
     if (m.bias) y = y + asarray(bias, {g * n}, sibs[0].bias.dtype(), sibs[0].bias.device());
     std::vector<std::int64_t> shape = y.shape(); // [rows..., G * N]
-    const auto r = std::int64_t(shape.size());
     shape.back() = g;
     shape.push_back(n);
-    y = y.reshape(shape); // [rows..., G, N]
-    std::vector<int> perm{int(r - 1)};
-    for (int i = 0; i < r - 1; ++i) perm.push_back(i);
-    perm.push_back(int(r));
-    y = ops::permute(y, perm); // [G, rows..., N]
-    for (std::size_t j = 0; j < m.steps; ++j) {
-      const auto &st = sibs[0].steps[j];
-      if (st.name == "Reshape") {
-        std::vector<std::int64_t> s{g};
-        s.insert(s.end(), st.shape.begin(), st.shape.end());
-        y = y.reshape(s);
-      } else {
-        std::vector<int> p{0};
-        for (auto v : detail::attr_ints(st.attrs, "perm")) p.push_back(int(v) + 1);
-        y = ops::permute(y, p);
-      }
-    }
-    std::vector<Tensor> outs;
     // The replaced tensor's shape: the last shared step's, else the product's (a bias keeps it).
     const auto final_shape =
         m.steps ? sibs[0].steps[m.steps - 1].shape : constant_shape(sibs[0].matmul->output_metas()[0].shape);
-    for (std::int64_t s = 0; s < g; ++s) outs.push_back(y.narrow(s, 1).reshape(final_shape));
-    return outs;
+    return detail::lift_group(y.reshape(shape), sibs[0].steps, m.steps, final_shape);
   };
   std::vector<std::vector<Tensor>> outs_of(merged.size());
   for (const auto &op : graph.nodes()) {
     if (auto it = first_of.find(op.get()); it != first_of.end()) outs_of[it->second] = build(merged[it->second]);
     if (absorbed.count(op.get())) {
       if (auto it = replaced.find({op.get(), 0}); it != replaced.end())
+        new_of[{op.get(), 0}] = outs_of[it->second.first][it->second.second];
+      continue;
+    }
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
+HIDET_INLINE FlowGraph lift_sibling_slices(const FlowGraph &graph) {
+  using detail::key_of;
+  using detail::TensorKey;
+  std::map<TensorKey, int> uses;
+  std::map<TensorKey, std::vector<std::shared_ptr<const Operator>>> readers;
+  for (const auto &op : graph.nodes())
+    for (const auto &t : op->inputs())
+      if (t.is_symbolic()) ++uses[key_of(t)], readers[key_of(t)].push_back(op);
+  for (const auto &t : graph.outputs()) uses[key_of(t)] += 2; // a graph output stays as it is
+  auto single_reader = [&](const TensorKey &k) -> std::shared_ptr<const Operator> {
+    return uses[k] == 1 ? readers.at(k)[0] : nullptr;
+  };
+
+  struct Lift {
+    Tensor source;                               // [rows..., G * N]
+    std::vector<const Operator *> slices;        // by position along the last axis
+    std::vector<std::vector<detail::SiblingStep>> steps;
+    std::size_t common = 0;
+  };
+  std::vector<Lift> lifts;
+  std::map<const Operator *, std::pair<std::size_t, std::size_t>> replaced; // end of a chain -> (lift, member)
+  std::set<const Operator *> absorbed;
+  std::map<const Operator *, std::size_t> built_at; // the first slice in graph order -> lift
+  std::map<const Operator *, std::size_t> position;
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i) position[graph.nodes()[i].get()] = i;
+  for (const auto &[key, rs] : readers) {
+    if (rs.size() < 2 || uses[key] != int(rs.size())) continue;
+    const Tensor &src = rs[0]->inputs()[0];
+    if (!is_constant_shape(src.sym_shape()) || src.ndim() < 1) continue;
+    const std::vector<std::int64_t> shape = constant_shape(src.sym_shape());
+    const auto g = std::int64_t(rs.size()), last = shape.back();
+    if (last % g != 0) continue;
+    const std::int64_t n = last / g;
+    // Each reader a Slice of the last axis: begin 0 elsewhere, steps 1, width n; all positions.
+    std::vector<const Operator *> at(std::size_t(g), nullptr);
+    bool ok = true;
+    for (const auto &r : rs) {
+      if (r->name() != "Slice" || r->inputs().size() != 1 || r->num_outputs() != 1) { ok = false; break; }
+      auto begin = detail::attr_ints(r->attrs(), "begin"), step = detail::attr_ints(r->attrs(), "step");
+      auto out = detail::attr_ints(r->attrs(), "shape");
+      std::vector<std::int64_t> want = shape;
+      want.back() = n;
+      if (begin.size() != shape.size() || out != want || step != std::vector<std::int64_t>(shape.size(), 1)) { ok = false; break; }
+      for (std::size_t d = 0; d + 1 < shape.size(); ++d) ok = ok && begin[d] == 0;
+      if (!ok || begin.back() % n != 0 || at[std::size_t(begin.back() / n)]) { ok = false; break; }
+      at[std::size_t(begin.back() / n)] = r.get();
+    }
+    if (!ok) continue;
+    Lift l{src, at, {}, 0};
+    std::vector<const std::vector<detail::SiblingStep> *> chains;
+    for (const auto *s : at) l.steps.push_back(detail::chain_steps({s, 0}, single_reader));
+    for (const auto &c : l.steps) chains.push_back(&c);
+    l.common = detail::common_steps(chains);
+    if (l.common == 0) continue; // nothing shared: the slices fuse into their readers as they are
+    bool loses = false;
+    for (const auto &c : l.steps) loses = loses || detail::read_by_fusable({c[l.common - 1].op, 0}, single_reader);
+    if (loses) continue;
+    const Operator *first_slice = at[0]; // the views are made there (the source exists by then)
+    for (const auto *s : at) {
+      absorbed.insert(s);
+      if (position.at(s) < position.at(first_slice)) first_slice = s;
+    }
+    for (std::size_t i = 0; i < at.size(); ++i) {
+      for (std::size_t j = 0; j < l.common; ++j) absorbed.insert(l.steps[i][j].op);
+      replaced[l.steps[i][l.common - 1].op] = {lifts.size(), i};
+    }
+    built_at[first_slice] = lifts.size();
+    lifts.push_back(std::move(l));
+  }
+  if (lifts.empty()) return graph;
+
+  std::map<TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(key_of(t));
+  };
+  std::vector<std::vector<Tensor>> outs_of(lifts.size());
+  for (const auto &op : graph.nodes()) {
+    if (auto it = built_at.find(op.get()); it != built_at.end()) {
+      const Lift &l = lifts[it->second];
+      std::vector<std::int64_t> shape = constant_shape(l.source.sym_shape());
+      const auto g = std::int64_t(l.slices.size());
+      shape.back() /= g;
+      shape.insert(shape.end() - 1, g); // [rows..., G, N]
+      outs_of[it->second] = detail::lift_group(map_input(l.source).reshape(shape), l.steps[0], l.common,
+                                               l.steps[0][l.common - 1].shape);
+    }
+    if (absorbed.count(op.get())) {
+      if (auto it = replaced.find(op.get()); it != replaced.end())
         new_of[{op.get(), 0}] = outs_of[it->second.first][it->second.second];
       continue;
     }

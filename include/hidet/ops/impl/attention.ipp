@@ -148,12 +148,23 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   if (any_symbolic({q, k, v}) || (attn_mask && attn_mask->is_symbolic())) {
     // Record the node; running it calls this function on concrete inputs. A mask that holds data
     // was converted just now (a bool mask to its additive form, once, not per run); one that
-    // masks nothing (all zeros: a padding mask without padding) is dropped.
+    // masks nothing (all zeros: a padding mask without padding) is dropped, and one that masks
+    // exactly the keys after each query (j > i: GPT-2's causal mask) becomes is_causal (the
+    // kernel then skips the masked tiles instead of reading a mask).
     std::vector<Tensor> ins{q, k, v};
     if (mask && !mask->is_symbolic()) {
       std::vector<double> mv = mask->to_double_vector();
       bool nothing = std::all_of(mv.begin(), mv.end(), [](double x) { return x == 0.0; });
-      if (!nothing) ins.push_back(*mask);
+      // Masked: -inf, or the mask dtype's lowest value (torch.finfo(dtype).min, HF's choice).
+      const double lowest = mask->dtype() == dtypes::f16 ? -65504.0 : mask->dtype() == dtypes::bf16 ? -3.3895313892515355e38
+                                                                                                     : -3.4028234663852886e38;
+      bool causal = !nothing;
+      for (std::size_t e = 0; causal && e < mv.size(); ++e) {
+        const auto i = std::int64_t(e / std::size_t(Skv)) % Sq, j = std::int64_t(e % std::size_t(Skv));
+        causal = j <= i ? mv[e] == 0.0 : mv[e] <= lowest;
+      }
+      if (causal) is_causal = true;
+      else if (!nothing) ins.push_back(*mask);
     } else if (attn_mask) {
       ins.push_back(*attn_mask);
     }
@@ -180,7 +191,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   const std::int64_t lim = std::int64_t(1) << 31;
   const bool fits = B <= 65535 && H <= 65535 && B * H * std::max(Sq, Skv) * D < lim &&
                     (!mask || mask->numel() < lim);
-  if (q.dtype().is_half() && (D == 64 || D == 128) && q.device().is_cuda() && fits) {
+  if (q.dtype().is_half() && (D == 32 || D == 64 || D == 128) && q.device().is_cuda() && fits) {
     templates::AttentionProblem p;
     p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
     p.dtype = q.dtype(), p.causal = is_causal;

@@ -1,6 +1,6 @@
 // Scaled dot-product attention for f16 and bf16 in Hidet Script, in the flash-attention style:
 // out = softmax(q k^T * scale + mask) v for q, k, v, out in PyTorch's layout [B, H, S, D]
-// (row-major), head dim D = 64 or 128, any Sq and Skv, optional causal mask (query i attends
+// (row-major), head dim D = 32, 64 or 128, any Sq and Skv, optional causal mask (query i attends
 // keys j <= i, top-left aligned like PyTorch's is_causal) and an optional additive mask
 // [B or 1, H or 1, Sq, Skv] (f32, f16 or bf16) added to the scaled scores.
 //
@@ -97,7 +97,7 @@ inline void check_attention_config(const AttentionConfig &c, int head_dim) {
   auto bad = [&](const std::string &why) {
     throw ValueError(str_cat("attention config ", c.str(), " for head dim ", head_dim, ": ", why));
   };
-  if (head_dim != 64 && head_dim != 128) bad("the tensor-core kernel takes head dim 64 or 128");
+  if (head_dim != 32 && head_dim != 64 && head_dim != 128) bad("the tensor-core kernel takes head dim 32, 64 or 128");
   if (c.warps < 1 || c.warps > 16) bad("warps must be in [1, 16]");
   if (c.warp_q != 16 && c.warp_q != 32) bad("warp_q must be 16 or 32 (one or two m16 tiles)");
   if (c.block_kv != 32 && c.block_kv != 64 && c.block_kv != 128)
@@ -126,7 +126,7 @@ inline void check_attention_problem(const AttentionProblem &p) {
     throw ValueError(str_cat("attention kernel for ", p.str(), ": ", why));
   };
   if (!p.dtype.is_half()) bad("q, k, v must be f16 or bf16");
-  if (p.head_dim != 64 && p.head_dim != 128) bad("head dim must be 64 or 128");
+  if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128) bad("head dim must be 32, 64 or 128");
   if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_kv <= 0) bad("sizes must be positive");
   if (p.batch > 65535 || p.heads > 65535)
     bad("batch and heads must be at most 65535 (grid dimensions)");
