@@ -1,7 +1,8 @@
 // A tiled f32 matrix multiplication on the FMA units, written in Hidet Script with task mappings:
 // c[m][n] = a[m][k] @ b[k][n], all row-major, any m, n, k (partial tiles are guarded).
 //
-// Structure (the defaults give the classic 128x128x8 SGEMM tiling):
+// Structure (the default config is the classic 128x128x8 SGEMM tiling; the heuristic picks
+// block_k 16 tiles with cp.async):
 //  * Each block computes a block_m x block_n tile of c. Its threads own the tile through the task
 //    mapping   spatial(warps_m, warps_n) * repeat(repeat_m, repeat_n)
 //              * spatial(lanes_m, lanes_n) * repeat(thread_m, thread_n)
@@ -10,14 +11,22 @@
 //    (ri, ti) along m is   ((wi * repeat_m + ri) * lanes_m + li) * thread_m + ti
 //    where (wi, li) are the spatial tasks of its warp and lane; ri and ti are unrolled loop
 //    variables, so register tensors are indexed with compile-time constants only.
-//  * The k dimension advances block_k at a time through two shared-memory buffers (double
-//    buffering): while the block computes on one buffer, each thread has already loaded its part
-//    of the next tile from global memory into registers, and stores it into the other buffer
-//    after the computation; one barrier per k-tile.
+//  * The k dimension advances block_k at a time through shared-memory buffers, in one of two
+//    pipelines (MatmulF32Config::stages):
+//    - register staging (stages = 0, v1): two buffers; while the block computes on one, each
+//      thread has already loaded its part of the next tile from global memory into registers,
+//      and stores it into the other buffer after the computation; one barrier per k-tile;
+//    - cp.async (stages >= 2): `stages` buffers in dynamic shared memory, the copies of tile
+//      kt + stages - 1 in flight while the block computes tile kt (no register staging); a goes
+//      by 4-byte copies to its transposed place, b by 16-byte copies (4-byte ones when n is not a
+//      multiple of 4); one cp.async group and one barrier per k-tile.
 //  * a's tile is stored transposed (k-major) so that a thread's thread_m rows are contiguous
 //    (16-byte shared loads), with rows padded by 4 floats (a strided layout) so that the
 //    transposing stores of a warp (8 k x 4 m) fall in 32 distinct banks.
 //  * Bounds checks are emitted only along the dimensions that are not multiples of the tile.
+//  * matmul_f32_heuristic_config picks the tile shape and split-k with an explicit cost model of
+//    wave quantization on the GPU's SMs (matmul_f32_cost_us), fitted to H200 sweeps
+//    (docs/notes/matmul_f32.md).
 #pragma once
 
 #include <algorithm>
@@ -309,17 +318,15 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
         if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
         cp_async_commit_group();
       }
-      // The buffers of tiles kt and kt + stages - 1 (kt % stages and (kt - 1) % stages), advanced
-      // by a compare instead of a modulo.
-      Var read = 0, write = stages - 1;
+      // (Buffer indices by kt % stages: in one H200 run, rotating indices advanced by a compare
+      // were 1-3% slower on the squares and on BERT's shapes.)
       for_(range(k_tiles), [&](Var kt) {
         cp_async_wait_group(stages - 2); // tile kt has landed (for this thread) ...
-        syncthreads();                   // ... for all threads; buffer `write` is free
-        if_(kt + (stages - 1) < k_tiles, [&] { load_tiles(write, k_base + (kt + (stages - 1)) * bk); });
+        syncthreads();                   // ... for all threads; buffer (kt - 1) % stages is free
+        Var next = kt + (stages - 1);
+        if_(next < k_tiles, [&] { load_tiles(next % stages, k_base + next * bk); });
         cp_async_commit_group(); // an empty group at the tail keeps the count uniform
-        compute(read);
-        read = select(read == stages - 1, 0, read + 1);
-        write = select(write == stages - 1, 0, write + 1);
+        compute(kt % stages);
       });
       cp_async_wait_all();
     }
