@@ -185,8 +185,8 @@ TEST_CASE("fuse_epilogues: a residual block's convolutions take their relu and r
 }
 
 TEST_CASE("convert_layout_nhwc: values stay channels-last between convolutions") {
-  // A stem of 3 channels (padded to 8 with zeros, channels-last), pooling between (channels-last
-  // too), two residual blocks, a graph output read from the middle: permutes only at the borders.
+  // A stem that stays NCHW (3 channels), pooling between, two residual blocks, a graph output
+  // read from the middle: permutes only at the borders.
   const DataType dt = dtypes::f16;
   Tensor img = make({2, 3, 12, 10}, dt, -1, 1), w0 = make({16, 3, 3, 3}, dt, -0.3, 0.3);
   Tensor w1 = make({16, 16, 3, 3}, dt, -0.2, 0.2), w2 = make({16, 16, 1, 1}, dt, -0.3, 0.3);
@@ -201,11 +201,10 @@ TEST_CASE("convert_layout_nhwc: values stay channels-last between convolutions")
   FlowGraph g = trace_from(f(x), {x});
   FlowGraph c = graph::convert_layout_nhwc(g);
   INFO(c.str());
-  CHECK(count_named(c, "Conv2dNhwc") == 4);
-  CHECK(count_named(c, "Conv2d") == count_named(c, "Conv2dNhwc"));
-  CHECK(c.str().find("float16[2, 12, 10, 8][cuda] = Pad(") != std::string::npos); // the stem's input
-  CHECK(count_named(c, "MaxPool2dNhwc") == 1);
-  CHECK(count_named(c, "Permute") == 3); // the image in; b1 and b2 back to NCHW
+  CHECK(count_named(c, "Conv2dNhwc") == 3);
+  CHECK(count_named(c, "Conv2d") - count_named(c, "Conv2dNhwc") == 1); // the stem (3 channels) stays NCHW
+  CHECK(c.str().find("= Conv2d(x,") != std::string::npos);
+  CHECK(count_named(c, "Permute") == 3); // into the first block; b1 and b2 back to NCHW
   for (int trial = 0; trial < 2; ++trial) {
     Tensor a = make({2, 3, 12, 10}, dt, -1, 1);
     auto want = g.run({a}), got = c.run({a}), opt = graph::optimize(g).run({a});

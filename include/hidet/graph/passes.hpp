@@ -120,9 +120,7 @@ FlowGraph convert_precision(const FlowGraph &graph, DataType dtype);
 
 /// Channels-last convolutions where they pay: every NCHW Conv2d of f16/bf16 with constant
 /// weights and C / groups a multiple of 8 becomes a Conv2dNhwc (the tensor-core template's fast
-/// layout; weights permuted once, when optimizing); with groups 1 and other channel counts (an
-/// image's 3) the channels are padded with zeros to a multiple of 8 (weights once, the input by a
-/// Pad). Values stay channels-last between such convolutions through Relu, Sigmoid, Cast,
+/// layout; weights permuted once, when optimizing). Values stay channels-last between such convolutions through Relu, Sigmoid, Cast,
 /// same-shape Add, Sub and Mul, max and average pooling (MaxPool2dNhwc, AvgPool2dNhwc) and any
 /// other element-wise operator (computed on NCHW views and turned back: fusion folds the
 /// permutes into its kernel); a Permute turns a value to NCHW only where an operator needs it (a

@@ -418,23 +418,21 @@ inline Tensor scale_rows(const Tensor &w, const std::vector<double> &scale) {
   }
 }
 
-/// A constant weight [O, C, KH, KW] as [O, KH, KW, CP], permuted on the host (no kernel to compile
-/// per weight shape): raw elements, nothing converted; channels C..CP-1 (CP >= C; default C) are
-/// zeros (bits 0 are 0 in every floating dtype).
-inline Tensor weight_to_nhwc(const Tensor &w, std::int64_t CP = 0) {
+/// A constant weight [O, C, KH, KW] as [O, KH, KW, C], permuted on the host (no kernel to compile
+/// per weight shape): raw elements, nothing converted.
+inline Tensor weight_to_nhwc(const Tensor &w) {
   auto s = w.shape();
   const std::int64_t O = s[0], C = s[1], KH = s[2], KW = s[3];
-  if (CP < C) CP = C;
   auto typed = [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> in(std::size_t(w.numel())), out(std::size_t(O * KH * KW * CP), T{0});
+    std::vector<T> in(std::size_t(w.numel())), out(in.size());
     w.copy_to_host(in.data());
     for (std::int64_t o = 0; o < O; ++o)
       for (std::int64_t c = 0; c < C; ++c)
         for (std::int64_t h = 0; h < KH; ++h)
           for (std::int64_t k = 0; k < KW; ++k)
-            out[std::size_t(((o * KH + h) * KW + k) * CP + c)] = in[std::size_t(((o * C + c) * KH + h) * KW + k)];
-    Tensor r = empty({O, KH, KW, CP}, w.dtype(), w.device());
+            out[std::size_t(((o * KH + h) * KW + k) * C + c)] = in[std::size_t(((o * C + c) * KH + h) * KW + k)];
+    Tensor r = empty({O, KH, KW, C}, w.dtype(), w.device());
     r.copy_from_host(out.data());
     return r;
   };
@@ -605,15 +603,13 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       bool half = x.dtype().is_half() && w.dtype() == x.dtype() && (in.size() == 2 || in[2].dtype() == x.dtype());
       const std::string &ca = op->attrs();
       const std::int64_t groups = detail::attr_ints(ca, "groups").at(0), C = w.shape()[1];
-      // Channels padded with zeros to a multiple of 8 (an image's 3) when groups is 1: the
-      // padded convolution on the NHWC template costs far less than the NCHW one.
-      const std::int64_t CP = C % 8 == 0 || groups != 1 ? C : (C + 7) / 8 * 8;
-      if (constants && half && x.ndim() == 4 && CP % 8 == 0) {
+      // Other channel counts stay NCHW: padding them to 8 (ResNet's 3-channel stem, an
+      // EfficientNet's squeeze convolutions) was measured slower on the H200 (a Pad kernel, and
+      // the padded stem no faster than the NCHW one).
+      if (constants && half && x.ndim() == 4 && C % 8 == 0) {
         std::optional<Tensor> bias;
         if (in.size() == 3) bias = in[2];
-        Tensor xin = nhwc(x);
-        if (CP != C) xin = ops::pad(xin, {0, CP - C});
-        Tensor y = ops::conv2d_nhwc(xin, detail::weight_to_nhwc(w, CP), bias, detail::attr_ints(ca, "stride"),
+        Tensor y = ops::conv2d_nhwc(nhwc(x), detail::weight_to_nhwc(w), bias, detail::attr_ints(ca, "stride"),
                                     detail::attr_ints(ca, "padding"), detail::attr_ints(ca, "dilation"), groups);
         twin[{op.get(), 0}] = y;
         continue;
