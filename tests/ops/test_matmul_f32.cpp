@@ -11,8 +11,8 @@ using hidet::ops::templates::MatmulF32;
 using hidet::ops::templates::MatmulF32Config;
 
 namespace {
-std::vector<double> ref_matmul(const std::vector<double> &a, const std::vector<double> &b, int m, int n, int k,
-                               int count = 1) {
+std::vector<double> ref_matmul(const std::vector<double> &a, const std::vector<double> &b, int m,
+                               int n, int k, int count = 1) {
   std::vector<double> c(std::size_t(count) * m * n, 0.0);
   for (int z = 0; z < count; ++z)
     for (int i = 0; i < m; ++i)
@@ -44,7 +44,8 @@ TEST_CASE("matmul_f32: every tile shape, register staging and cp.async, on parti
   // 70 x 101 x 45: partial tiles along m, n (n odd: b goes by 4-byte copies) and k.
   for (const auto &tile : matmul_f32_tiles()) {
     check_config(with(tile, 3), 70, 101, 45);
-    if (tile.threads() % tile.block_k == 0 && tile.block_m() % (tile.threads() / tile.block_k) == 0 &&
+    if (tile.threads() % tile.block_k == 0 &&
+        tile.block_m() % (tile.threads() / tile.block_k) == 0 &&
         tile.block_n() % (tile.threads() / tile.block_k) == 0)
       check_config(with(tile, 0), 70, 101, 45);
   }
@@ -65,12 +66,14 @@ TEST_CASE("matmul_f32: a batch with one operand shared, cp.async stages") {
   const int count = 3, m = 20, n = 36, k = 19;
   Tensor a = make({count, m, k}, dtypes::f32), b1 = make({k, n}, dtypes::f32);
   std::vector<double> bv = b1.to_double_vector(), bb;
-  for (int z = 0; z < count; ++z) bb.insert(bb.end(), bv.begin(), bv.end());
+  for (int z = 0; z < count; ++z)
+    bb.insert(bb.end(), bv.begin(), bv.end());
   auto want = ref_matmul(a.to_double_vector(), bb, m, n, k, count);
   for (int split : {1, 2}) {
     INFO("split-k " << split);
     Tensor c = hidet::full({count, m, n}, std::nan(""), dtypes::f32);
-    MatmulF32 mm(m, n, k, with(MatmulF32Config{}, 3, split), hidet::ops::templates::MatmulBatch{count, true, false});
+    MatmulF32 mm(m, n, k, with(MatmulF32Config{}, 3, split),
+                 hidet::ops::templates::MatmulBatch{count, true, false});
     mm(a, b1, c);
     expect_close(c, {count, m, n}, want);
   }
@@ -81,8 +84,9 @@ TEST_CASE("matmul_f32 heuristic: BERT-base's products fill the 132 SMs of an H10
   // The chosen tiling is valid, its blocks leave the busiest SM at most 20% above the average
   // (v1's 128 x 128 tiles left 2048 x 768 outputs at +37%: 96 tiles for 132 SMs), and the model
   // rates it at least as fast as v1's choice.
-  for (auto [m, n, k] : {std::tuple{2048, 2304, 768}, std::tuple{2048, 768, 768}, std::tuple{2048, 3072, 768},
-                         std::tuple{2048, 768, 3072}, std::tuple{2048, 2048, 2048}, std::tuple{4096, 4096, 4096}}) {
+  for (auto [m, n, k] :
+       {std::tuple{2048, 2304, 768}, std::tuple{2048, 768, 768}, std::tuple{2048, 3072, 768},
+        std::tuple{2048, 768, 3072}, std::tuple{2048, 2048, 2048}, std::tuple{4096, 4096, 4096}}) {
     auto c = matmul_f32_heuristic_config(m, n, k, 132);
     INFO(m << "x" << n << "x" << k << ": " << c.str());
     CHECK_NOTHROW(check_matmul_f32_config(c));
@@ -103,13 +107,16 @@ TEST_CASE("matmul_f32 heuristic: BERT-base's products fill the 132 SMs of an H10
 TEST_CASE("matmul_f32: bad configurations are ValueErrors naming the config") {
   MatmulF32Config c;
   c.stages = 1;
-  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); }, {"matmul_f32 config", "stages is 1"});
+  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); },
+               {"matmul_f32 config", "stages is 1"});
   c = MatmulF32Config{};
   c.lanes_m = 8;
-  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); }, {"lanes_m * lanes_n is 64"});
+  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); },
+               {"lanes_m * lanes_n is 64"});
   c = MatmulF32Config{};
   c.block_k = 64, c.stages = 8; // 8 x 64 x (132 + 128) x 4 bytes
-  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); }, {"bytes of shared memory"});
+  expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); },
+               {"bytes of shared memory"});
   // Register staging loads whole rounds: 192 threads cannot load 128 x 8 in rounds of 24 rows.
   c = MatmulF32Config{2, 3, 2, 2, 8, 4, 4, 4, 8, 2};
   expect_error([&] { hidet::ops::templates::check_matmul_f32_config(c); }, {"whole rounds"});
