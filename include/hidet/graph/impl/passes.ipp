@@ -635,7 +635,7 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
     // result stays channels-last for the convolutions after it).
     bool same_shape = op->num_outputs() == 1 && !in.empty(), any_twin = false;
     for (const auto &t : in) {
-      same_shape = same_shape && t.is_symbolic() && op->num_outputs() == 1 && t.sym_shape() == op->output_metas()[0].shape;
+      same_shape = same_shape && t.is_symbolic() && t.sym_shape() == op->output_metas()[0].shape;
       any_twin = any_twin || has_twin(t);
     }
     same_shape = same_shape && any_twin;
