@@ -193,3 +193,58 @@ TEST_CASE("row-resident schedule on the emulator: layer_norm with weight and bia
     }
   }
 }
+
+TEST_CASE("a reduction's element-wise finish runs in the reduction's kernel (row, split column, not fused)") {
+  std::mt19937_64 rng(g_seed + 3);
+  // For each schedule: y = tanh(sum + bias) * 2, the sum read at y's own index.
+  struct Case {
+    const char *name;
+    std::int64_t outs, len;
+    bool column; // reduce over the leading axis of x [len, outs], else the last axis of x [outs, len]
+    std::size_t kernels;
+  };
+  for (Case c : {Case{"row", 37, 300, false, 1}, Case{"split column", 23, 5000, true, 2},
+                 Case{"column", 3000, 40, true, 1}}) {
+    INFO(c.name);
+    auto x = input("x", c.column ? Shape{c.len, c.outs} : Shape{c.outs, c.len}, dtypes::f32);
+    auto bias = input("bias", {c.outs}, dtypes::f32);
+    auto s = reduce({c.outs}, {c.len}, [&](const Idx &i, const Idx &r) {
+      return c.column ? x.at({r[0], i[0]}) : x.at({i[0], r[0]});
+    }, ReduceKind::Sum);
+    auto y = compute("y", {c.outs}, [&](lang::Expr i) { return lang::tanh((s[i] + bias[i]) * 0.01f) * 2.0f; });
+    Plan p = schedule(Task{"sum_finish", {x, bias}, {y}, "", {}});
+    CHECK(p.steps.size() == c.kernels);
+    for (auto &b : p.buffers) CHECK(b.name != s.node().name); // the sum is never stored
+    auto bufs = alloc(p);
+    auto xv = randf(std::size_t(c.outs * c.len), rng), bv = randf(std::size_t(c.outs), rng);
+    std::memcpy(bufs[0].data(), xv.data(), bufs[0].size());
+    std::memcpy(bufs[1].data(), bv.data(), bufs[1].size());
+    run_plan(p, bufs);
+    for (std::int64_t i = 0; i < c.outs; ++i) {
+      double sum = 0;
+      for (std::int64_t r = 0; r < c.len; ++r) sum += xv[std::size_t(c.column ? r * c.outs + i : i * c.len + r)];
+      check(as<float>(bufs[2])[i], std::tanh((sum + bv[std::size_t(i)]) * 0.01) * 2, std::size_t(i));
+    }
+  }
+  // Read at another index (reversed), or by two outputs: the sum is stored, the finish is a kernel.
+  {
+    const std::int64_t n = 29, len = 64;
+    auto x = input("x", {n, len}, dtypes::f32);
+    auto s = reduce({n}, {len}, [&](const Idx &i, const Idx &r) { return x.at({i[0], r[0]}); }, ReduceKind::Sum);
+    auto rev = compute("rev", {n}, [&](lang::Expr i) { return s[lang::Expr(int(n - 1)) - i] * 2.0f; });
+    Plan p = schedule(Task{"reversed", {x}, {rev}, "", {}});
+    CHECK(p.steps.size() == 2);
+    auto bufs = alloc(p);
+    auto xv = randf(std::size_t(n * len), rng);
+    std::memcpy(bufs[0].data(), xv.data(), bufs[0].size());
+    run_plan(p, bufs);
+    for (std::int64_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (std::int64_t r = 0; r < len; ++r) sum += xv[std::size_t((n - 1 - i) * len + r)];
+      check(as<float>(bufs[1])[i], 2 * sum, std::size_t(i));
+    }
+    auto a = compute("a", {n}, [&](lang::Expr i) { return s[i] + 1.0f; });
+    auto b = compute("b", {n}, [&](lang::Expr i) { return s[i] * 3.0f; });
+    CHECK(schedule(Task{"two_finishes", {x}, {a, b}, "", {}}).steps.size() == 3);
+  }
+}

@@ -36,6 +36,8 @@ Tensor avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> kernel, std::v
 /// Adaptive average pooling of an NCHW tensor to `output_size` (out_h, out_w): output (i, j)
 /// averages rows floor(i H / out_h) .. ceil((i + 1) H / out_h) - 1, and likewise for columns.
 Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<std::int64_t> output_size);
+/// adaptive_avg_pool2d over a channels-last (NHWC) tensor, giving NHWC [N, out_h, out_w, C].
+Tensor adaptive_avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> output_size);
 
 } // namespace hidet::ops
 

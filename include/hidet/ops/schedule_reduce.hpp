@@ -51,22 +51,26 @@ struct ReduceSchedule {
 };
 
 ReduceSchedule choose_reduce_schedule(const TensorNode &node, const ir::Expr &inlined_value);
+/// Where a finished result goes: given the output's index and value (node's dtype), emits the
+/// store. Null: out[idx] = value. The scheduler passes one that evaluates an element-wise output
+/// over the result instead (schedule.hpp: a reduction's finish fused into its kernel).
+using StoreResult = std::function<void(const std::vector<ir::Expr> &idx, const ir::Expr &value)>;
 
 /// Kernel body: the row schedule. Reads `value` at (row axes, flat r in [begin, end)) and writes
 /// either the finished result to out (splits == 1) or partials to pv[row][split] (and pi).
 void emit_row_reduce(const TensorNode &node, const ReduceSchedule &s, const std::map<const ir::VarNode *, ir::Var> &pmap,
                      const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
-                     const ir::Var &pv, const ir::Var &pi);
+                     const ir::Var &pv, const ir::Var &pi, const StoreResult &store_out = nullptr);
 
 /// Kernel body: the column schedule. Thread per output; blockIdx.y picks the reduction slice.
 void emit_column_reduce(const TensorNode &node, const ReduceSchedule &s, const std::map<const ir::VarNode *, ir::Var> &pmap,
                         const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
-                        const ir::Var &pv, const ir::Var &pi);
+                        const ir::Var &pv, const ir::Var &pi, const StoreResult &store_out = nullptr);
 
 /// Kernel body: combines the partials of a split reduction (row: pv[row][split], column:
 /// pv[split][output]) and writes the finished result.
 void emit_combine_partials(const TensorNode &node, const ReduceSchedule &s, const ir::Var &pv, const ir::Var &pi,
-                           const ir::Var &out);
+                           const ir::Var &out, const StoreResult &store_out = nullptr);
 
 } // namespace hidet::ops::detail
 

@@ -606,7 +606,9 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       // Other channel counts stay NCHW: padding them to 8 (ResNet's 3-channel stem, an
       // EfficientNet's squeeze convolutions) was measured slower on the H200 (a Pad kernel, and
       // the padded stem no faster than the NCHW one).
-      if (constants && half && x.ndim() == 4 && C % 8 == 0) {
+      // Depthwise convolutions (groups == C == O) have a direct kernel for either layout.
+      const bool depthwise = x.ndim() == 4 && C == 1 && groups > 1 && x.shape()[1] == groups && w.shape()[0] == groups;
+      if (constants && half && x.ndim() == 4 && (C % 8 == 0 || depthwise)) {
         std::optional<Tensor> bias;
         if (in.size() == 3) bias = in[2];
         Tensor y = ops::conv2d_nhwc(nhwc(x), detail::weight_to_nhwc(w), bias, detail::attr_ints(ca, "stride"),
@@ -629,22 +631,41 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       twin[{op.get(), 0}] = y;
       continue;
     }
+    // Adaptive average pooling likewise (an EfficientNet's squeeze-and-excite: [N, 1, 1, C]).
+    if (name == "AdaptiveAvgPool2d" && in.size() == 1 && op->num_outputs() == 1 && has_twin(in[0])) {
+      Tensor y = ops::adaptive_avg_pool2d_nhwc(nhwc(in[0]), detail::attr_ints(op->attrs(), "output_size"));
+      HIDET_ASSERT(y.dtype() == op->output_metas()[0].dtype, "convert_layout_nhwc: ", name, " rebuilt with another dtype");
+      twin[{op.get(), 0}] = y;
+      continue;
+    }
     // Element-wise operators of channels-last values stay channels-last.
-    static const std::set<std::string> unary{"Relu", "Sigmoid", "Cast"}, binary{"Add", "Sub", "Mul"};
+    using Unary = Tensor (*)(const Tensor &);
+    static const std::map<std::string, Unary> unary_fns{
+        {"Relu", &ops::relu}, {"Sigmoid", &ops::sigmoid}, {"Silu", &ops::silu}, {"Tanh", &ops::tanh},
+        {"Exp", &ops::exp},   {"Neg", &ops::neg},         {"Abs", &ops::abs}};
+    static const std::set<std::string> binary{"Add", "Sub", "Mul"};
+    const bool unary_op = name == "Cast" || unary_fns.count(name);
     // One channels-last input is enough: another one is turned (one permute either way, and the
     // result stays channels-last for the convolutions after it).
-    bool same_shape = op->num_outputs() == 1 && !in.empty(), any_twin = false;
+    // An input of shape [n, c, 1, 1] (a squeeze-and-excite's scale) is a broadcast whose NHWC
+    // form is a view; one of the full shape must be channels-last.
+    bool same_shape = op->num_outputs() == 1 && !in.empty(), any_twin = false, full_twin = false;
+    const SymShape &oshape = op->num_outputs() == 1 ? op->output_metas()[0].shape : SymShape{};
     for (const auto &t : in) {
-      same_shape = same_shape && t.is_symbolic() && t.sym_shape() == op->output_metas()[0].shape;
+      bool full = t.is_symbolic() && t.sym_shape() == oshape;
+      SymShape ts = t.sym_shape();
+      bool pixel = oshape.size() == 4 && ts.size() == 4 && ts[2] == 1 && ts[3] == 1 && ts[0] == oshape[0] &&
+                   ts[1] == oshape[1];
+      same_shape = same_shape && (full || pixel);
       any_twin = any_twin || has_twin(t);
+      full_twin = full_twin || (full && has_twin(t));
     }
-    same_shape = same_shape && any_twin;
+    same_shape = same_shape && full_twin;
     bool plain = op->attrs().empty() || name == "Cast"; // a cast's attribute is its dtype
-    if (same_shape && plain && ((unary.count(name) && in.size() == 1) || (binary.count(name) && in.size() == 2))) {
+    if (same_shape && plain && ((unary_op && in.size() == 1) || (binary.count(name) && in.size() == 2))) {
       Tensor y;
-      if (name == "Relu") y = ops::relu(nhwc(in[0]));
-      else if (name == "Cast") y = ops::cast(nhwc(in[0]), op->output_metas()[0].dtype);
-      else if (name == "Sigmoid") y = ops::sigmoid(nhwc(in[0]));
+      if (name == "Cast") y = ops::cast(nhwc(in[0]), op->output_metas()[0].dtype);
+      else if (auto f = unary_fns.find(name); f != unary_fns.end()) y = f->second(nhwc(in[0]));
       else if (name == "Add") y = nhwc(in[0]) + nhwc(in[1]);
       else if (name == "Sub") y = nhwc(in[0]) - nhwc(in[1]);
       else y = nhwc(in[0]) * nhwc(in[1]);

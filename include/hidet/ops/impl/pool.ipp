@@ -131,50 +131,66 @@ HIDET_INLINE Tensor avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> k
                         false, true);
 }
 
-HIDET_INLINE Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<std::int64_t> output_size) {
-  const char *op = "adaptive_avg_pool2d";
+namespace detail {
+/// adaptive_avg_pool2d over NCHW x, or NHWC x when channels_last.
+HIDET_INLINE Tensor adaptive_avg_pool2d(const char *op, const Tensor &x, std::vector<std::int64_t> output_size,
+                                        bool channels_last) {
   output_size = detail::pair_of(op, "output_size", output_size);
+  const char *layout = channels_last ? "NHWC" : "NCHW";
   if (x.ndim() != 4)
-    throw ValueError(str_cat(op, ": expected an NCHW tensor (4-D), got shape ", shape_str(x.shape()), " (", x.dtype(), ")"));
+    throw ValueError(str_cat(op, ": expected an ", layout, " tensor (4-D), got shape ", shape_str(x.shape()), " (", x.dtype(), ")"));
   if (!x.dtype().is_float())
     throw ValueError(str_cat(op, ": expected a floating-point tensor, got dtype ", x.dtype(), " of shape ", shape_str(x.shape())));
+  const int h_axis = channels_last ? 1 : 2; // of the height; the width follows it
   for (int d = 0; d < 2; ++d)
-    if (output_size[d] <= 0 || x.shape()[2 + d] == 0)
+    if (output_size[d] <= 0 || x.shape()[h_axis + d] == 0)
       throw ValueError(str_cat(op, ": output size ", detail::ints_str(output_size),
                                " must be positive and the input's spatial dims non-empty, got input shape ", shape_str(x.shape())));
   std::int64_t kmax[2];
   for (int d = 0; d < 2; ++d) {
-    std::int64_t n = x.shape()[2 + d], o = output_size[d];
+    std::int64_t n = x.shape()[h_axis + d], o = output_size[d];
     kmax[d] = 0;
     for (std::int64_t i = 0; i < o; ++i) kmax[d] = std::max(kmax[d], ((i + 1) * n + o - 1) / o - i * n / o);
   }
-  Shape out{x.shape()[0], x.shape()[1], output_size[0], output_size[1]};
+  Shape out = channels_last ? Shape{x.shape()[0], output_size[0], output_size[1], x.shape()[3]}
+                            : Shape{x.shape()[0], x.shape()[1], output_size[0], output_size[1]};
   std::string attrs = "output_size=" + detail::ints_str(output_size);
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {
         auto in = input("x", x.shape(), x.dtype());
+        const std::int64_t H = x.shape()[h_axis], W = x.shape()[h_axis + 1];
         auto bounds = [&](const Expr &i, int d) {
-          std::int64_t n = x.shape()[2 + d], o = output_size[d];
+          std::int64_t n = x.shape()[h_axis + d], o = output_size[d];
           Expr start = i * int(n) / int(o);
           Expr end = ((i + 1) * int(n) + int(o - 1)) / int(o);
           return std::pair{start, end};
         };
         auto r = reduce(out, {kmax[0], kmax[1]}, [&](const Idx &o, const Idx &k) {
-          auto [h0, h1] = bounds(o[2], 0);
-          auto [w0, w1] = bounds(o[3], 1);
+          auto [h0, h1] = bounds(o[h_axis], 0);
+          auto [w0, w1] = bounds(o[h_axis + 1], 1);
           Expr h = h0 + k[0], w = w0 + k[1];
-          Expr v = lang::cast(in.at({o[0], o[1], lang::min(h, int(x.shape()[2] - 1)), lang::min(w, int(x.shape()[3] - 1))}), dtypes::f32);
+          Expr hc = lang::min(h, int(H - 1)), wc = lang::min(w, int(W - 1));
+          Expr v = lang::cast(channels_last ? in.at({o[0], hc, wc, o[3]}) : in.at({o[0], o[1], hc, wc}), dtypes::f32);
           return lang::select(h < h1 && w < w1, v, Expr(0.0f));
         }, ReduceKind::Sum, dtypes::f32, dtypes::f32, "window_sum");
         auto y = compute(op, out, [&](const Idx &i) {
-          auto [h0, h1] = bounds(i[2], 0);
-          auto [w0, w1] = bounds(i[3], 1);
+          auto [h0, h1] = bounds(i[h_axis], 0);
+          auto [w0, w1] = bounds(i[h_axis + 1], 1);
           return r.at(i) / lang::cast((h1 - h0) * (w1 - w0), dtypes::f32);
         }, x.dtype());
         return Task{op, {in}, {y}, attrs, {}};
       },
       {x})[0];
+}
+} // namespace detail
+
+HIDET_INLINE Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<std::int64_t> output_size) {
+  return detail::adaptive_avg_pool2d("adaptive_avg_pool2d", x, std::move(output_size), false);
+}
+
+HIDET_INLINE Tensor adaptive_avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> output_size) {
+  return detail::adaptive_avg_pool2d("adaptive_avg_pool2d_nhwc", x, std::move(output_size), true);
 }
 
 } // namespace hidet::ops

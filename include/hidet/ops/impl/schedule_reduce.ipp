@@ -80,6 +80,13 @@ HIDET_INLINE ir::Expr reduce_finish(ReduceKind k, const Acc &acc, std::int64_t c
   return lang::detail::convert(v.ir(), out, {});
 }
 
+/// out[idx] = value, or what `store_out` emits for it.
+inline void finish_store(const StoreResult &store_out, const ir::Var &out, const std::vector<ir::Expr> &idx,
+                         const ir::Expr &value) {
+  if (store_out) store_out(idx, value);
+  else store(out, idx, value);
+}
+
 HIDET_INLINE bool reads_contiguous_in(const ir::Expr &value, const ir::Var &raxis) {
   struct V : ir::IRVisitor {
     const ir::VarNode *target;
@@ -120,7 +127,7 @@ HIDET_INLINE ReduceSchedule choose_reduce_schedule(const TensorNode &node, const
 
 HIDET_INLINE void emit_row_reduce(const TensorNode &node, const ReduceSchedule &s, const std::map<const ir::VarNode *, ir::Var> &pmap,
                                   const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
-                                  const ir::Var &pv, const ir::Var &pi) {
+                                  const ir::Var &pv, const ir::Var &pi, const StoreResult &store_out) {
   using namespace hidet::lang;
   std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
   int T = s.threads, rows_per_block = 256 / T;
@@ -161,7 +168,7 @@ HIDET_INLINE void emit_row_reduce(const TensorNode &node, const ReduceSchedule &
   }
   if_(lane == 0 && row < int(outs), [&] {
     if (s.splits == 1) {
-      store(out, unravel(row.ir(), node.shape), reduce_finish(node.reduce_kind, acc, len, node.dtype));
+      finish_store(store_out, out, unravel(row.ir(), node.shape), reduce_finish(node.reduce_kind, acc, len, node.dtype));
     } else {
       store(pv, {(row * int(s.splits) + blockIdx.y).ir()}, acc.v.ir());
       if (arg) store(pi, {(row * int(s.splits) + blockIdx.y).ir()}, acc.i->ir());
@@ -171,7 +178,7 @@ HIDET_INLINE void emit_row_reduce(const TensorNode &node, const ReduceSchedule &
 
 HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedule &s, const std::map<const ir::VarNode *, ir::Var> &pmap,
                                      const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
-                                     const ir::Var &pv, const ir::Var &pi) {
+                                     const ir::Var &pv, const ir::Var &pi, const StoreResult &store_out) {
   using namespace hidet::lang;
   std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
   attrs.cuda.grid_dim = {int(std::max<std::int64_t>(1, (outs + 255) / 256)), int(s.splits)};
@@ -195,7 +202,7 @@ HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedul
       combine(node.reduce_kind, acc, v, arg ? &ri : nullptr);
     });
     if (s.splits == 1) {
-      store(out, oidx, reduce_finish(node.reduce_kind, acc, len, node.dtype));
+      finish_store(store_out, out, oidx, reduce_finish(node.reduce_kind, acc, len, node.dtype));
     } else {
       store(pv, {(blockIdx.y * int(outs) + o).ir()}, acc.v.ir());
       if (arg) store(pi, {(blockIdx.y * int(outs) + o).ir()}, acc.i->ir());
@@ -204,7 +211,7 @@ HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedul
 }
 
 HIDET_INLINE void emit_combine_partials(const TensorNode &node, const ReduceSchedule &s, const ir::Var &pv, const ir::Var &pi,
-                                        const ir::Var &out) {
+                                        const ir::Var &out, const StoreResult &store_out) {
   using namespace hidet::lang;
   std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
   bool arg = is_arg_reduce(node.reduce_kind);
@@ -226,7 +233,7 @@ HIDET_INLINE void emit_combine_partials(const TensorNode &node, const ReduceSche
         combine(k, acc, v, nullptr);
       }
     });
-    store(out, unravel(o.ir(), node.shape), reduce_finish(node.reduce_kind, acc, len, node.dtype));
+    finish_store(store_out, out, unravel(o.ir(), node.shape), reduce_finish(node.reduce_kind, acc, len, node.dtype));
   });
 }
 

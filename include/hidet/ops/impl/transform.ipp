@@ -3,6 +3,7 @@
 
 #include "hidet/ops/transform.hpp"
 
+#include <cctype>
 #include <numeric>
 #include <sstream>
 
@@ -100,8 +101,34 @@ HIDET_INLINE Tensor permute(const Tensor &x, std::vector<int> perm) {
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < x.ndim(); ++i)
     if (sorted[i] != i) throw ValueError(str_cat("permute: ", [&] { std::ostringstream os; detail::print_attr(os, perm); return os.str(); }(), " is not a permutation of the axes of a tensor of shape ", shape_str(x.shape())));
+  bool identity = true;
+  for (int d = 0; d < x.ndim(); ++d) identity = identity && p[d] == d;
+  if (identity) return x;
+  // A permute that undoes a traced permute is that permute's input (NHWC -> NCHW -> NHWC between
+  // layouts is no permute at all). Other pairs stay two nodes: the patterns of graph rewrites
+  // (an attention's transposes) see them as written.
+  if (auto tr = x.trace(); tr && tr.op->name() == "Permute" && tr.op->inputs().size() == 1) {
+    std::vector<int> inner;
+    const std::string &a = tr.op->attrs();
+    for (std::size_t i = a.find('['); i != std::string::npos && i < a.size() && a[i] != ']'; ++i)
+      if (std::isdigit(static_cast<unsigned char>(a[i]))) {
+        int v = 0;
+        for (; i < a.size() && std::isdigit(static_cast<unsigned char>(a[i])); ++i) v = v * 10 + (a[i] - '0');
+        inner.push_back(v), --i;
+      }
+    bool undone = int(inner.size()) == x.ndim();
+    for (int d = 0; undone && d < x.ndim(); ++d) undone = inner[std::size_t(p[std::size_t(d)])] == d;
+    if (undone) return tr.op->inputs()[0];
+  }
   Shape r;
   for (int a : p) r.push_back(x.shape()[a]);
+  // Moving only axes of extent 1 keeps the row-major order of the elements: a reshape, which is a
+  // view (NCHW [n, c, 1, 1] <-> NHWC [n, 1, 1, c] between layouts costs no kernel).
+  int last = -1;
+  bool in_order = true;
+  for (int a : p)
+    if (x.shape()[a] != 1) in_order = in_order && a > last, last = a;
+  if (in_order) return x.reshape(r);
   std::ostringstream os;
   detail::print_attr(os, p);
   return detail::gather_like("permute", "perm=" + os.str(), x, r, [&](const Idx &i) {
