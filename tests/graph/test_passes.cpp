@@ -264,6 +264,43 @@ TEST_CASE("convert_layout_nhwc: other element-wise operators (relu6, hardswish) 
   }
 }
 
+TEST_CASE("convert_layout_nhwc: a depthwise block with squeeze-and-excite stays channels-last") {
+  // EfficientNet's MBConv: expand, depthwise 3x3 + silu, global average pool, two 1x1
+  // convolutions (4 squeezed channels: an NCHW convolution), sigmoid, scale, project, residual.
+  const DataType dt = dtypes::f16;
+  const std::int64_t c = 16, e = 32, sq = 4;
+  Tensor img = make({2, c, 11, 9}, dt, -1, 1), we = make({e, c, 1, 1}, dt, -0.3, 0.3);
+  Tensor wd = make({e, 1, 3, 3}, dt, -0.4, 0.4), bd = make({e}, dt), w1 = make({sq, e, 1, 1}, dt, -0.3, 0.3);
+  Tensor b1 = make({sq}, dt), w2 = make({e, sq, 1, 1}, dt, -0.5, 0.5), b2 = make({e}, dt);
+  Tensor wp = make({c, e, 1, 1}, dt, -0.2, 0.2);
+  auto f = [&](const Tensor &x) {
+    Tensor h = o::silu(o::conv2d(x, we));
+    h = o::silu(o::conv2d(h, wd, bd, {1}, {1}, {1}, e));
+    Tensor s = o::adaptive_avg_pool2d(h, {1, 1});
+    s = o::sigmoid(o::conv2d(o::silu(o::conv2d(s, w1, b1)), w2, b2));
+    return o::conv2d(h * s, wp) + x;
+  };
+  Tensor x = symbol_like(img);
+  FlowGraph g = trace_from(f(x));
+  FlowGraph c1 = graph::convert_layout_nhwc(g);
+  INFO(c1.str());
+  CHECK(count_named(c1, "Conv2dNhwc") == 4); // all but the 4-channel one
+  CHECK(count_named(c1, "AdaptiveAvgPool2dNhwc") == 1);
+  CHECK(c1.str().find("groups=32") != std::string::npos);
+  CHECK(count_named(c1, "Permute") == 2); // the input in, the output out: none inside the block
+  FlowGraph opt = graph::optimize(g);
+  INFO(opt.str());
+  CHECK(count_named(opt, "Permute") == 1); // the output's is the last convolution's epilogue
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor a = make({2, c, 11, 9}, dt, -1, 1);
+    expect_same(c1(a), f(a), 3);
+    expect_same(opt(a), f(a), 3);
+  }
+  auto report = graph::correctness_report(g, opt, {img});
+  INFO(report.str());
+  CHECK(!report.any_flagged());
+}
+
 TEST_CASE("fuse_epilogues leaves alone what it must") {
   Tensor a = make({6, 9}, dtypes::f32), w = make({9, 4}, dtypes::f32);
   Tensor x = symbol_like(a);

@@ -631,6 +631,13 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       twin[{op.get(), 0}] = y;
       continue;
     }
+    // A model's own turn to channels-last (ConvNeXt's x.permute(0, 2, 3, 1)) of a channels-last
+    // value is that value.
+    if (name == "Permute" && in.size() == 1 && op->num_outputs() == 1 && has_twin(in[0]) &&
+        detail::attr_ints(op->attrs(), "perm") == std::vector<std::int64_t>{0, 2, 3, 1}) {
+      new_of[{op.get(), 0}] = nhwc(in[0]);
+      continue;
+    }
     // Adaptive average pooling likewise (an EfficientNet's squeeze-and-excite: [N, 1, 1, C]).
     if (name == "AdaptiveAvgPool2d" && in.size() == 1 && op->num_outputs() == 1 && has_twin(in[0])) {
       Tensor y = ops::adaptive_avg_pool2d_nhwc(nhwc(in[0]), detail::attr_ints(op->attrs(), "output_size"));
