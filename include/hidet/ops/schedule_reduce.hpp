@@ -12,7 +12,9 @@
 //    one thread per output, consecutive threads on consecutive outputs, so every step of the
 //    serial loop over the reduction is a coalesced row of loads. With few outputs and a long
 //    reduction the reduction is split over S slices (blockIdx.y) into partials [S, outputs],
-//    combined by a second column kernel.
+//    combined by a second column kernel. With few outputs (a global average pool of NHWC
+//    [1, 14, 14, 480]: 480 outputs of 196 elements), 8 threads share each output (lanes; 32
+//    consecutive outputs per block keep the loads coalesced) and meet in shared memory.
 // Accumulators use acc_dtype (f32 for f16/bf16); arg-reductions carry an (value, i64 index) pair
 // and keep the first index among equal values.
 #pragma once
@@ -48,6 +50,7 @@ struct ReduceSchedule {
   int threads = 32;       ///< row: threads per output (32 or 256)
   std::int64_t splits = 1; ///< blocks (row) or slices (column) per output
   std::int64_t chunk = 0; ///< reduction elements per split
+  int lanes = 1;          ///< column: threads per output, each striding the slice by `lanes`
 };
 
 ReduceSchedule choose_reduce_schedule(const TensorNode &node, const ir::Expr &inlined_value);

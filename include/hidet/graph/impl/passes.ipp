@@ -608,6 +608,24 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       // the padded stem no faster than the NCHW one).
       // Depthwise convolutions (groups == C == O) have a direct kernel for either layout.
       const bool depthwise = x.ndim() == 4 && C == 1 && groups > 1 && x.shape()[1] == groups && w.shape()[0] == groups;
+      // A 1x1 convolution of a 1x1 image (a squeeze-and-excite's) is a product [N, C] @ [C, O]:
+      // NCHW [N, O, 1, 1] and NHWC [N, 1, 1, O] are both views of it, whatever C is.
+      auto ones = [&](const char *key, std::int64_t v) {
+        auto a = detail::attr_ints(ca, key);
+        return std::all_of(a.begin(), a.end(), [v](std::int64_t e) { return e == v; });
+      };
+      if (constants && half && x.ndim() == 4 && groups == 1 && is_constant_shape(x.sym_shape()) && x.shape()[2] == 1 &&
+          x.shape()[3] == 1 && w.shape()[2] == 1 && w.shape()[3] == 1 && ones("stride", 1) && ones("padding", 0)) {
+        const std::int64_t N = x.shape()[0], O = w.shape()[0];
+        // [O, C, 1, 1] viewed as [1, O, C, 1], turned to [1, C, 1, O] on the host: [C, O].
+        Tensor wt = detail::weight_to_nhwc(w.reshape({1, O, C, 1})).reshape({C, O});
+        Tensor xin = has_twin(x) ? nhwc(x) : nchw(x);
+        Tensor y = ops::matmul(xin.reshape({N, C}), wt);
+        if (in.size() == 3) y = y + in[2];
+        new_of[{op.get(), 0}] = y.reshape({N, O, 1, 1});
+        twin[{op.get(), 0}] = y.reshape({N, 1, 1, O});
+        continue;
+      }
       if (constants && half && x.ndim() == 4 && (C % 8 == 0 || depthwise)) {
         std::optional<Tensor> bias;
         if (in.size() == 3) bias = in[2];

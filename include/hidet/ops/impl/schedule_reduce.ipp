@@ -119,6 +119,7 @@ HIDET_INLINE ReduceSchedule choose_reduce_schedule(const TensorNode &node, const
   } else {
     if (outs < 16384 && len >= 256) s.splits = std::min<std::int64_t>((len + 63) / 64, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(outs, 1)));
     s.splits = std::min<std::int64_t>(s.splits, 65535);
+    if (outs < 16384 && len >= 32) s.lanes = 8;
   }
   s.chunk = (len + s.splits - 1) / s.splits;
   if (s.splits > 1) s.splits = (len + s.chunk - 1) / s.chunk;
@@ -181,17 +182,20 @@ HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedul
                                      const ir::Var &pv, const ir::Var &pi, const StoreResult &store_out) {
   using namespace hidet::lang;
   std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
-  attrs.cuda.grid_dim = {int(std::max<std::int64_t>(1, (outs + 255) / 256)), int(s.splits)};
+  const int L = s.lanes, per_block = 256 / L; // threads per output; outputs per block
+  attrs.cuda.grid_dim = {int(std::max<std::int64_t>(1, (outs + per_block - 1) / per_block)), int(s.splits)};
   attrs.cuda.block_dim = 256;
   bool arg = is_arg_reduce(node.reduce_kind);
-  Var o = blockIdx.x * 256 + threadIdx.x;
+  Var tx = L == 1 ? Var(threadIdx.x) : Var(threadIdx.x % per_block);
+  Var ty = L == 1 ? Var(Expr(0)) : Var(threadIdx.x / per_block);
+  Var o = blockIdx.x * per_block + tx;
+  Acc acc{let(node.acc_dtype, reduce_init(node.reduce_kind, node.acc_dtype), "acc"), std::nullopt};
+  if (arg) acc.i = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "acc_i");
+  auto oidx = unravel(o.ir(), node.shape);
   if_(o < int(outs), [&] {
-    Acc acc{let(node.acc_dtype, reduce_init(node.reduce_kind, node.acc_dtype), "acc"), std::nullopt};
-    if (arg) acc.i = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "acc_i");
     Var begin = blockIdx.y * int(s.chunk);
     Var end = min(begin + int(s.chunk), int(len));
-    auto oidx = unravel(o.ir(), node.shape);
-    for_(range(begin, end), [&](Var r) {
+    for_(range(begin + ty, end, L), [&](Var r) {
       auto ridx = unravel(r.ir(), node.rextents);
       std::map<const ir::VarNode *, ir::Expr> sub;
       for (std::size_t a = 0; a < node.axes.size(); ++a) sub[node.axes[a].get()] = oidx[a];
@@ -201,6 +205,25 @@ HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedul
       Expr ri = cast(r, i64);
       combine(node.reduce_kind, acc, v, arg ? &ri : nullptr);
     });
+  });
+  if (L > 1) { // the lanes of each output meet in shared memory; lane 0 combines them in order
+    lang::Tensor sv = shared_tensor(TensorSpec(node.acc_dtype, {ir::int32(L), ir::int32(per_block)}), "red_v");
+    std::optional<lang::Tensor> si;
+    if (arg) si = shared_tensor(TensorSpec(dtypes::i64, {ir::int32(L), ir::int32(per_block)}), "red_i");
+    sv[ty][tx] = acc.v;
+    if (arg) (*si)[ty][tx] = *acc.i;
+    syncthreads();
+    for (int j = 1; j < L; ++j) {
+      Var v = let(node.acc_dtype, Expr(sv[j][tx]).ir(), "lane_v");
+      if (arg) {
+        Expr iv = Expr((*si)[j][tx]);
+        combine(node.reduce_kind, acc, v, &iv);
+      } else {
+        combine(node.reduce_kind, acc, v, nullptr);
+      }
+    }
+  }
+  if_(o < int(outs) && ty == 0, [&] {
     if (s.splits == 1) {
       finish_store(store_out, out, oidx, reduce_finish(node.reduce_kind, acc, len, node.dtype));
     } else {
