@@ -61,12 +61,42 @@ TEST_CASE("prologues fuse into softmax and layer_norm rows; half precision") {
     FlowGraph opt = graph::optimize(g);
     INFO(opt.str());
     CHECK(opt.nodes().size() < g.nodes().size());
+    // Two kernels: the softmax's row takes the scale and mask before it, and exp - 1 after it
+    // (its epilogue: fuse_operators prefers it while the row-resident schedule holds); the
+    // layer_norm's row reads the result.
+    CHECK(opt.nodes().size() == 2);
     CHECK(count_named(opt, "FusedSoftmax") == 1);
-    CHECK(count_named(opt, "FusedLayerNorm") == 1);
     for (int trial = 0; trial < 2; ++trial) {
       Tensor in = make({3, 5, 37}, dt);
       expect_same(opt(in), g(in), 2);
     }
+  }
+}
+
+TEST_CASE("element-wise consumers of a reduction fuse as its epilogue (gemv + bias + sigmoid, sum + scale + relu)") {
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt.name());
+    Tensor a = make({3, 45}, dt), w = make({29, 45}, dt), bias = make({29}, dt), b2 = make({3}, dt);
+    auto f = [&](const Tensor &x) {
+      return std::vector<Tensor>{o::sigmoid(o::gemv(x, w) + bias), o::relu(o::sum(x, {1}) * 0.5 + b2)};
+    };
+    Tensor x = symbol_like(a);
+    FlowGraph g = trace_from(f(x), {x});
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(opt.nodes().size() == 2);
+    CHECK(count_named(opt, "FusedGemv") == 1);
+    CHECK(opt.str().find("fused_graph=FlowGraph(Gemv, Add, Sigmoid), anchor=0") != std::string::npos);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor in = make({3, 45}, dt);
+      auto got = opt.run({in});
+      auto want = f(in);
+      expect_same(got[0], want[0], 2);
+      expect_same(got[1], want[1], 2);
+      // gemv is x @ w^T
+      expect_same(o::gemv(in, w), o::matmul(in, o::transpose(w, 0, 1)), 2);
+    }
+    CHECK_THROWS_AS(o::gemv(a, make({29, 44}, dt)), ValueError); // k differs
   }
 }
 
@@ -286,7 +316,7 @@ TEST_CASE("convert_layout_nhwc: a depthwise block with squeeze-and-excite stays 
   FlowGraph c1 = graph::convert_layout_nhwc(g);
   INFO(c1.str());
   CHECK(count_named(c1, "Conv2dNhwc") == 3); // expand, depthwise, project
-  CHECK(count_named(c1, "Matmul") == 2);     // the 1x1 convolutions of the pooled [2, 32, 1, 1]
+  CHECK(count_named(c1, "Gemv") == 2);       // the 1x1 convolutions of the pooled [2, 32, 1, 1]
   CHECK(count_named(c1, "AdaptiveAvgPool2dNhwc") == 1);
   CHECK(c1.str().find("groups=32") != std::string::npos);
   CHECK(count_named(c1, "Permute") == 2); // the input in, the output out: none inside the block

@@ -19,6 +19,17 @@ namespace hidet::ops {
 /// Throws ValueError when the producer is not injective, has more than one output, or its output
 /// differs from the consumer's input in shape or dtype.
 Task fuse_prologue(const Task &consumer, std::size_t input_index, const Task &producer);
+/// The injective `consumer` with input `input_index` computed by `producer`, any task of one
+/// output (a reduction): the consumer becomes the producer's epilogue, which the scheduler
+/// evaluates at the reduction's store when it reads the result at its own index (schedule.hpp).
+/// Throws ValueError when the consumer is not injective or the producer has more outputs.
+Task fuse_epilogue(const Task &consumer, std::size_t input_index, const Task &producer);
+
+namespace detail {
+/// The composition behind both: consumer's input replaced by producer's output (checked: shape
+/// and dtype).
+Task compose(const Task &consumer, std::size_t input_index, const Task &producer);
+} // namespace detail
 
 } // namespace hidet::ops
 

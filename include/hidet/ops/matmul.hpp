@@ -28,6 +28,12 @@ Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epil
 Tensor batch_matmul(const Tensor &a, const Tensor &b);
 /// x @ weight^T + bias, with weight [out_features, in_features] (PyTorch's layout).
 Tensor linear(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias = std::nullopt);
+/// x [m, k] @ w^T for w [n, k] as a row reduction per output (the auto-scheduler's schedule:
+/// threads of one output read both rows contiguously), for a few rows, where the templates'
+/// tiles would stay mostly empty (a squeeze-and-excite's 1x1 convolutions of a pooled pixel).
+/// Float inputs of one dtype; accumulates in f32 for f16/bf16. A task: graph fusion gives it
+/// element-wise epilogues (a bias, an activation) in the same kernel.
+Tensor gemv(const Tensor &x, const Tensor &w);
 
 } // namespace hidet::ops
 

@@ -23,6 +23,7 @@
 #include "hidet/ops/fuse.hpp"
 #include "hidet/ops/matmul.hpp"
 #include "hidet/ops/pool.hpp"
+#include "hidet/ops/schedule_row.hpp"
 #include "hidet/ops/transform.hpp"
 
 // Uses detail::TensorKey and key_of of flow_graph.ipp, which src/graph.cpp includes first.
@@ -119,6 +120,28 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
     HIDET_ASSERT(it != new_of.end(), "fuse_operators: no new tensor for an input of a node");
     return it->second;
   };
+  // A group as one node of the new graph, standing for its head's outputs.
+  auto emit = [&](const detail::FusionGroup &g) {
+    const auto &top = g.head;
+    std::vector<Tensor> ins;
+    for (const auto &t : g.inputs) ins.push_back(map_input(t));
+    std::shared_ptr<const Operator> node;
+    if (g.members.size() == 1) {
+      node = top->with_inputs(std::move(ins));
+    } else {
+      int anchor = detail::anchor_of(g);
+      std::string list;
+      for (const auto &m : g.members) list += (list.empty() ? "" : ", ") + m;
+      std::string attrs = str_cat("fused_graph=FlowGraph(", list, "), anchor=", anchor);
+      auto fused = std::make_shared<ops::TaskOperator>("Fused" + g.members[std::size_t(anchor)], std::move(ins), attrs,
+                                                       top->output_metas(), g.key, g.task, top->device(), g.members,
+                                                       anchor);
+      fused->set_origin(top->origin_or_self());
+      node = fused;
+    }
+    auto outs = outputs_of(node);
+    for (int i = 0; i < top->num_outputs(); ++i) new_of[{top.get(), i}] = outs[std::size_t(i)];
+  };
   for (const auto &op : graph.nodes()) {
     auto top = as_task_op(op);
     if (!top) {
@@ -139,9 +162,18 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
         if (it == pending.end()) continue;
         detail::FusionGroup p = std::move(it->second);
         pending.erase(it);
+        auto injective = [](const detail::FusionGroup &x) {
+          return std::all_of(x.injective.begin(), x.injective.end(), [](bool b) { return b; });
+        };
+        bool p_injective = injective(p);
+        if (!p_injective && !injective(g)) { // a second anchor (sum(t) + max(t)): a node of its own
+          emit(p);
+          fused = true;
+          break;
+        }
         detail::FusionGroup merged;
         merged.head = g.head;
-        merged.task = ops::fuse_prologue(g.task, j, p.task);
+        merged.task = p_injective ? ops::fuse_prologue(g.task, j, p.task) : ops::fuse_epilogue(g.task, j, p.task);
         merged.inputs.assign(g.inputs.begin(), g.inputs.begin() + std::ptrdiff_t(j));
         merged.inputs.insert(merged.inputs.end(), p.inputs.begin(), p.inputs.end());
         merged.inputs.insert(merged.inputs.end(), g.inputs.begin() + std::ptrdiff_t(j) + 1, g.inputs.end());
@@ -156,41 +188,32 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
       }
     }
     // An injective one-output operator whose output feeds one task-defined operator once waits
-    // to be fused into it.
+    // to be fused into it (a prologue). A group with an anchor (a reduction) waits likewise for
+    // an injective consumer (an epilogue: a bias, an activation, a cast), unless that would cost
+    // the anchor its one-kernel row-resident schedule (a softmax followed by a permute).
     TensorKey out{op.get(), 0};
     bool all_injective = true;
     for (bool b : g.injective) all_injective = all_injective && b;
     auto cons = consumer.find(out);
-    if (all_injective && op->num_outputs() == 1 && uses[out] == 1 && !graph_outputs.count(out) &&
-        cons != consumer.end()) {
-      const Operator *c = cons->second;
-      bool task_consumer = false;
+    if (op->num_outputs() == 1 && uses[out] == 1 && !graph_outputs.count(out) && cons != consumer.end()) {
+      std::shared_ptr<const ops::TaskOperator> c;
       for (const auto &n : graph.nodes())
-        if (n.get() == c) task_consumer = as_task_op(n) != nullptr;
-      if (task_consumer) {
+        if (n.get() == cons->second) c = as_task_op(n);
+      bool wait = c && all_injective;
+      if (c && !all_injective && c->task().injective() && c->num_outputs() == 1) {
+        wait = true;
+        if (ops::detail::analyze_row_resident(g.task)) {
+          std::size_t j = 0;
+          while (j < c->inputs().size() && !(c->inputs()[j].trace() && c->inputs()[j].trace().op.get() == op.get())) ++j;
+          wait = j < c->inputs().size() && ops::detail::analyze_row_resident(ops::fuse_epilogue(c->task(), j, g.task));
+        }
+      }
+      if (wait) {
         pending.emplace(op.get(), std::move(g));
         continue;
       }
     }
-    // Emit the group as one node.
-    std::vector<Tensor> ins;
-    for (const auto &t : g.inputs) ins.push_back(map_input(t));
-    std::shared_ptr<const Operator> node;
-    if (g.members.size() == 1) {
-      node = top->with_inputs(std::move(ins));
-    } else {
-      int anchor = detail::anchor_of(g);
-      std::string list;
-      for (const auto &m : g.members) list += (list.empty() ? "" : ", ") + m;
-      std::string attrs = str_cat("fused_graph=FlowGraph(", list, "), anchor=", anchor);
-      auto fused = std::make_shared<ops::TaskOperator>("Fused" + g.members[std::size_t(anchor)], std::move(ins), attrs,
-                                                       top->output_metas(), g.key, g.task, top->device(), g.members,
-                                                       anchor);
-      fused->set_origin(top->origin_or_self());
-      node = fused;
-    }
-    auto outs = outputs_of(node);
-    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+    emit(g);
   }
   HIDET_ASSERT(pending.empty(), "fuse_operators: ", pending.size(), " operators were left unfused");
   std::vector<Tensor> outputs;
@@ -608,8 +631,9 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       // the padded stem no faster than the NCHW one).
       // Depthwise convolutions (groups == C == O) have a direct kernel for either layout.
       const bool depthwise = x.ndim() == 4 && C == 1 && groups > 1 && x.shape()[1] == groups && w.shape()[0] == groups;
-      // A 1x1 convolution of a 1x1 image (a squeeze-and-excite's) is a product [N, C] @ [C, O]:
-      // NCHW [N, O, 1, 1] and NHWC [N, 1, 1, O] are both views of it, whatever C is.
+      // A 1x1 convolution of a 1x1 image (a squeeze-and-excite's) is a product [N, C] @ [O, C]^T,
+      // a row reduction per output (ops::gemv; N is small: the templates' tiles would stay
+      // empty). NCHW [N, O, 1, 1] and NHWC [N, 1, 1, O] are both views of it, whatever C is.
       auto ones = [&](const char *key, std::int64_t v) {
         auto a = detail::attr_ints(ca, key);
         return std::all_of(a.begin(), a.end(), [v](std::int64_t e) { return e == v; });
@@ -618,9 +642,8 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
           x.shape()[3] == 1 && w.shape()[2] == 1 && w.shape()[3] == 1 && ones("stride", 1) && ones("padding", 0)) {
         const std::int64_t N = x.shape()[0], O = w.shape()[0];
         // [O, C, 1, 1] viewed as [1, O, C, 1], turned to [1, C, 1, O] on the host: [C, O].
-        Tensor wt = detail::weight_to_nhwc(w.reshape({1, O, C, 1})).reshape({C, O});
         Tensor xin = has_twin(x) ? nhwc(x) : nchw(x);
-        Tensor y = ops::matmul(xin.reshape({N, C}), wt);
+        Tensor y = ops::gemv(xin.reshape({N, C}), w.reshape({O, C}));
         if (in.size() == 3) y = y + in[2];
         new_of[{op.get(), 0}] = y.reshape({N, O, 1, 1});
         twin[{op.get(), 0}] = y.reshape({N, 1, 1, O});

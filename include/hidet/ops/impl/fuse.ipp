@@ -29,13 +29,11 @@ private:
 };
 } // namespace detail
 
-HIDET_INLINE Task fuse_prologue(const Task &consumer, std::size_t input_index, const Task &producer) {
+namespace detail {
+HIDET_INLINE Task compose(const Task &consumer, std::size_t input_index, const Task &producer) {
   if (input_index >= consumer.inputs.size())
     throw ValueError(str_cat("fuse_prologue: task '", consumer.name, "' has ", consumer.inputs.size(),
                              " inputs; no input ", input_index));
-  if (producer.outputs.size() != 1 || !producer.injective())
-    throw ValueError(str_cat("fuse_prologue: task '", producer.name,
-                             "' must be injective with one output to fuse into '", consumer.name, "'"));
   const TensorNode *target = &consumer.inputs[input_index].node();
   const auto &pout = producer.outputs[0].ptr();
   if (pout->shape != target->shape || pout->dtype != target->dtype)
@@ -80,6 +78,21 @@ HIDET_INLINE Task fuse_prologue(const Task &consumer, std::size_t input_index, c
     fused.outputs.emplace_back(n);
   }
   return fused;
+}
+} // namespace detail
+
+HIDET_INLINE Task fuse_prologue(const Task &consumer, std::size_t input_index, const Task &producer) {
+  if (producer.outputs.size() != 1 || !producer.injective())
+    throw ValueError(str_cat("fuse_prologue: task '", producer.name,
+                             "' must be injective with one output to fuse into '", consumer.name, "'"));
+  return detail::compose(consumer, input_index, producer);
+}
+
+HIDET_INLINE Task fuse_epilogue(const Task &consumer, std::size_t input_index, const Task &producer) {
+  if (producer.outputs.size() != 1 || !consumer.injective())
+    throw ValueError(str_cat("fuse_epilogue: task '", consumer.name, "' must be injective to follow '", producer.name,
+                             "', which must have one output"));
+  return detail::compose(consumer, input_index, producer);
 }
 
 } // namespace hidet::ops

@@ -98,6 +98,27 @@ HIDET_INLINE Tensor batch_matmul(const Tensor &a, const Tensor &b) {
   return matmul(a, b);
 }
 
+HIDET_INLINE Tensor gemv(const Tensor &x, const Tensor &w) {
+  if (x.ndim() != 2 || w.ndim() != 2 || x.shape()[1] != w.shape()[1])
+    throw ValueError(str_cat("gemv: expected x [m, k] and w [n, k], got shapes ", shape_str(x.shape()), " and ",
+                             shape_str(w.shape())));
+  if (!x.dtype().is_float() || x.dtype() != w.dtype())
+    throw ValueError(str_cat("gemv: expected float x and w of one dtype, got ", x.dtype(), " and ", w.dtype()));
+  const std::int64_t m = x.shape()[0], n = w.shape()[0], k = x.shape()[1];
+  DataType t = x.dtype(), cd = compute_dtype(t);
+  return run_task(
+      "gemv{}",
+      [&] {
+        auto xi = input("x", x.shape(), t);
+        auto wi = input("w", w.shape(), t);
+        auto y = reduce({m, n}, {k}, [&](const Idx &i, const Idx &r) {
+          return lang::cast(xi.at({i[0], r[0]}), cd) * lang::cast(wi.at({i[1], r[0]}), cd);
+        }, ReduceKind::Sum, cd, t, "gemv");
+        return Task{"gemv", {xi, wi}, {y}, "", {}};
+      },
+      {x, w})[0];
+}
+
 HIDET_INLINE Tensor linear(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias) {
   if (weight.ndim() != 2)
     throw ValueError(str_cat("linear: weight must be 2-D [out_features, in_features], got shape ", shape_str(weight.shape())));
