@@ -631,14 +631,13 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
           for (int a = 0; a < s.kh; ++a)
             for (int b = 0; b < s.kw; ++b) {
               auto tap = conv2d_detail::tap_of(s, px, a, b);
-              auto add = [&] {
-                Expr xv = nchw ? x[img][c][tap.ih][tap.iw] : x[img][tap.ih][tap.iw][c];
-                sum += cast(xv, f32) * cast(w[c][a * s.kw + b], f32);
-              };
-              if (s.ph > 0 || s.pw > 0)
-                if_(tap.inside, add);
-              else
-                add();
+              // Every tap loads, from a clamped position, and a select drops the padding's: the
+              // loads issue together (behind a branch each would wait for the one before).
+              Expr ih = s.ph > 0 ? min(max(tap.ih, 0), s.h - 1) : tap.ih;
+              Expr iw = s.pw > 0 ? min(max(tap.iw, 0), s.w - 1) : tap.iw;
+              Expr xv = cast(nchw ? x[img][c][ih][iw] : x[img][ih][iw][c], f32);
+              if (s.ph > 0 || s.pw > 0) xv = select(tap.inside, xv, Expr(0.0f));
+              sum += xv * cast(w[c][a * s.kw + b], f32);
             }
           out.store(nchw ? Idx{img, c, oh, ow} : Idx{img, oh, ow, c}, sum);
         });
