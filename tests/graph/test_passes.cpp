@@ -333,13 +333,43 @@ TEST_CASE("convert_layout_nhwc: a depthwise block with squeeze-and-excite stays 
   CHECK(!report.any_flagged());
 }
 
+TEST_CASE("fuse_epilogues: an activation written out (GPT-2's gelu reads x three times) follows its product") {
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt.name());
+    Tensor a = make({2, 7, 24}, dt), w = make({24, 40}, dt, -0.3, 0.3), b = make({40}, dt);
+    auto f = [&](const Tensor &x) {
+      Tensor h = o::matmul(x, w) + b;
+      Tensor inner = (h + o::pow(h, 3.0) * 0.044715) * 0.7978845608;
+      return h * 0.5 * (o::tanh(inner) + 1.0);
+    };
+    Tensor x = symbol_like(a);
+    FlowGraph g = trace_from(f(x));
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(opt.nodes().size() == 1);
+    CHECK(count_named(opt, "FusedMatmul") == 1);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor in = make({2, 7, 24}, dt);
+      expect_same(opt(in), f(in), 3);
+    }
+  }
+}
+
 TEST_CASE("fuse_epilogues leaves alone what it must") {
   Tensor a = make({6, 9}, dtypes::f32), w = make({9, 4}, dtypes::f32);
   Tensor x = symbol_like(a);
   SUBCASE("a product read twice") {
     Tensor y = o::matmul(x, w);
+    // By one element-wise expression: that expression, grouped, is the product's epilogue.
     FlowGraph g = trace_from(o::relu(y) + o::exp(y));
-    CHECK(count_named(graph::fuse_epilogues(g), "FusedMatmul") == 0);
+    FlowGraph f = graph::fuse_epilogues(g);
+    INFO(f.str());
+    CHECK(f.nodes().size() == 1);
+    CHECK(f.str().find("fused_graph=FlowGraph(Matmul, Exp, Relu, Add), anchor=0") != std::string::npos);
+    expect_same(f(a), g(a));
+    // By two operators (an element-wise one and a reduction): stored.
+    FlowGraph g2 = trace_from({o::relu(y), o::sum(y, {1})}, {x});
+    CHECK(count_named(graph::fuse_epilogues(g2), "FusedMatmul") == 0);
   }
   SUBCASE("a graph output ends the chain") {
     Tensor y = o::relu(o::matmul(x, w));

@@ -40,10 +40,33 @@ struct FusionGroup {
   std::string key;
   std::vector<std::string> members;
   std::vector<bool> injective; ///< per member
+  std::vector<std::shared_ptr<const ops::TaskOperator>> ops; ///< the members' operators, in order
 };
 
 inline FusionGroup single_group(const std::shared_ptr<const ops::TaskOperator> &op) {
-  return {op, op->task(), op->inputs(), op->key(), {op->name()}, {op->task().injective()}};
+  // An operator fused before (fuse_epilogues' grouping of an activation) keeps its members' names.
+  std::vector<std::string> members = op->members().size() > 1 ? op->members() : std::vector<std::string>{op->name()};
+  std::vector<bool> injective(members.size(), op->task().injective());
+  return {op, op->task(), op->inputs(), op->key(), members, injective, {op}};
+}
+
+/// The group reading each distinct tensor once: a task input that repeats an earlier one (an
+/// activation written out, x * tanh(x + x^3)) reads that one instead.
+inline void merge_repeated_inputs(FusionGroup &g) {
+  for (std::size_t j = 1; j < g.inputs.size();) {
+    std::size_t first = 0;
+    while (first < j && !(g.inputs[first].is_symbolic() && g.inputs[j].is_symbolic() &&
+                          key_of(g.inputs[first]) == key_of(g.inputs[j])))
+      ++first;
+    if (first == j) {
+      ++j;
+      continue;
+    }
+    ops::Task same{"same", {}, {g.task.inputs[first]}, "", {}}; // input j is input `first`
+    g.task = ops::detail::compose(g.task, j, same);
+    g.inputs.erase(g.inputs.begin() + std::ptrdiff_t(j));
+    g.key = str_cat(g.key, "|same(", j, "=", first, ")");
+  }
 }
 
 /// The anchor among a group's members: the first non-injective one, else the last.
@@ -95,10 +118,15 @@ inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
 }
 } // namespace detail
 
-HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
+namespace detail {
+/// fuse_operators (all = true), or its first step for fuse_epilogues (all = false): only
+/// injective operators into injective consumers, and a group is kept only when it reads some
+/// tensor more than once (an activation written out: one operator with one input, which can then
+/// follow its anchor as an epilogue); every other group is left as its operators were.
+HIDET_INLINE FlowGraph fuse_task_operators(const FlowGraph &input, bool all) {
   using detail::TensorKey;
   using detail::key_of;
-  const FlowGraph graph = detail::reshapes_between_tasks(input);
+  const FlowGraph graph = all ? detail::reshapes_between_tasks(input) : input;
   // Uses of each symbolic tensor (as an operator input or a graph output) and its consumers.
   std::map<TensorKey, int> uses;
   std::map<TensorKey, const Operator *> consumer;
@@ -121,13 +149,29 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
     return it->second;
   };
   // A group as one node of the new graph, standing for its head's outputs.
-  auto emit = [&](const detail::FusionGroup &g) {
+  auto emit = [&](detail::FusionGroup g) {
     const auto &top = g.head;
+    std::size_t before = g.inputs.size();
+    detail::merge_repeated_inputs(g);
+    if (!all && g.members.size() > 1 && g.inputs.size() == before) { // nothing read twice: as it was
+      for (const auto &m : g.ops) {
+        std::vector<Tensor> mins;
+        for (const auto &t : m->inputs()) mins.push_back(map_input(t));
+        auto outs = outputs_of(m->with_inputs(std::move(mins)));
+        for (int i = 0; i < m->num_outputs(); ++i) new_of[{m.get(), i}] = outs[std::size_t(i)];
+      }
+      return;
+    }
     std::vector<Tensor> ins;
     for (const auto &t : g.inputs) ins.push_back(map_input(t));
     std::shared_ptr<const Operator> node;
-    if (g.members.size() == 1) {
+    if (g.members.size() == 1 && g.inputs.size() == before) {
       node = top->with_inputs(std::move(ins));
+    } else if (g.members.size() == 1) { // one operator reading a tensor twice (x * x): once
+      auto one = std::make_shared<ops::TaskOperator>(top->name(), std::move(ins), top->attrs(), top->output_metas(),
+                                                     g.key, g.task, top->device());
+      one->set_origin(top->origin_or_self());
+      node = one;
     } else {
       int anchor = detail::anchor_of(g);
       std::string list;
@@ -166,7 +210,7 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
           return std::all_of(x.injective.begin(), x.injective.end(), [](bool b) { return b; });
         };
         bool p_injective = injective(p);
-        if (!p_injective && !injective(g)) { // a second anchor (sum(t) + max(t)): a node of its own
+        if (!p_injective && (!all || !injective(g))) { // a second anchor (sum(t) + max(t)): a node of its own
           emit(p);
           fused = true;
           break;
@@ -182,6 +226,8 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
         merged.members.insert(merged.members.end(), g.members.begin(), g.members.end());
         merged.injective = p.injective;
         merged.injective.insert(merged.injective.end(), g.injective.begin(), g.injective.end());
+        merged.ops = p.ops;
+        merged.ops.insert(merged.ops.end(), g.ops.begin(), g.ops.end());
         g = std::move(merged);
         fused = true;
         break;
@@ -199,8 +245,8 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
       std::shared_ptr<const ops::TaskOperator> c;
       for (const auto &n : graph.nodes())
         if (n.get() == cons->second) c = as_task_op(n);
-      bool wait = c && all_injective;
-      if (c && !all_injective && c->task().injective() && c->num_outputs() == 1) {
+      bool wait = c && all_injective && (all || c->task().injective());
+      if (all && c && !all_injective && c->task().injective() && c->num_outputs() == 1) {
         wait = true;
         if (ops::detail::analyze_row_resident(g.task)) {
           std::size_t j = 0;
@@ -220,6 +266,9 @@ HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
   for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
   return FlowGraph(std::move(outputs), graph.inputs());
 }
+} // namespace detail
+
+HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) { return detail::fuse_task_operators(input, true); }
 
 HIDET_INLINE void verify(const FlowGraph &graph) {
   using detail::key_of;
@@ -741,9 +790,12 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
-HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
+HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
   using detail::TensorKey;
   using detail::key_of;
+  // Activations written out (GPT-2's gelu: x read three times) become one operator of one input
+  // first, so that they can follow their anchor.
+  const FlowGraph graph = detail::fuse_task_operators(input, false);
   std::map<TensorKey, int> uses;
   std::map<TensorKey, std::shared_ptr<const Operator>> consumer; // the reader of a tensor read once
   for (const auto &op : graph.nodes())
@@ -784,7 +836,12 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &graph) {
         while (j < c->inputs().size() && key_of(c->inputs()[j]) != cur) ++j;
         const ops::Task &task = task_op->task();
         if (task.inputs.size() != c->inputs().size()) break;
-        next = e.then(task, j, str_cat(task_op->key(), "|", task.str()), c->name());
+        std::string member = c->name();
+        if (task_op->members().size() > 1) { // a fused group: its members by name
+          member.clear();
+          for (const auto &m : task_op->members()) member += (member.empty() ? "" : ", ") + m;
+        }
+        next = e.then(task, j, str_cat(task_op->key(), "|", task.str()), member);
         for (std::size_t i = 0; i < c->inputs().size(); ++i)
           if (i != j) extras.push_back(c->inputs()[i]);
       }
