@@ -293,3 +293,24 @@ def test_inputs_changing_rank_or_dtype_recompile():
         m16 = m.to(torch.float16)
         x = r(4, 8, dtype=torch.float16)
         assert_close(compiled(m16)(x), m16(x), atol=2e-2, rtol=2e-2)
+
+
+def test_calibrate_batch_norm_normalizes_random_weight_models():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 6, 3), nn.BatchNorm2d(6), nn.ReLU(), nn.Conv2d(6, 4, 1), nn.BatchNorm2d(4))
+    for conv in (model[0], model[3]):  # badly scaled random convolutions
+        conv.weight.data.mul_(7.0)
+    data = torch.randn(16, 3, 9, 9) * 3 + 1
+    model = hidet.utils.calibrate_batch_norm(model, lambda: data)
+    assert not model.training
+    assert not torch.allclose(model[1].running_var, torch.ones(6))
+    with torch.no_grad():
+        out = model(data)
+    # Each channel of the last batch norm's output: mean ~0, variance ~1 over the calibration data
+    # (not exactly: running variances are unbiased estimates, and the first normalization's
+    # rounding moves the second one's input). Uncalibrated, they are off by orders of magnitude.
+    assert out.mean(dim=(0, 2, 3)).abs().max().item() < 0.02
+    assert (out.var(dim=(0, 2, 3), unbiased=False) - 1).abs().max().item() < 0.05
+    # A model without batch norm is only put in eval mode (make_input is not called).
+    plain = hidet.utils.calibrate_batch_norm(nn.Linear(3, 2).train(), lambda: 1 / 0)
+    assert not plain.training

@@ -60,7 +60,17 @@ DTYPES = [d for d, tag in [(torch.float16, 'f16'), (torch.float32, 'f32')]
 @pytest.mark.parametrize('name', VISION)
 def test_vision(name, dtype):
     model = getattr(torchvision.models, name)(weights=None)
-    check(model, [torch.randn(1, 3, 224, 224, device='cuda', dtype=dtype)], {}, dtype)
+    # Random weights: batch-norm statistics measured (else MobileNet's and EfficientNet's logits
+    # are ~1e-9, zero in f16), and ViT's zero-initialized head dropped (its logits are exactly
+    # zero): the compared outputs are O(1) and depend on the input.
+    model = hidet.utils.calibrate_batch_norm(model.cuda(), lambda: torch.randn(8, 3, 224, 224, device='cuda'))
+    if hasattr(model, 'heads'):
+        model.heads = torch.nn.Identity()
+    x = torch.randn(1, 3, 224, 224, device='cuda', dtype=dtype)
+    with torch.no_grad():
+        out = first_tensor(model.to(dtype)(x)).float()
+    assert out.abs().max().item() > 1e-2, 'the reference output is too small to compare'
+    check(model, [x], {}, dtype)
 
 
 @pytest.mark.parametrize('dtype', DTYPES, ids=lambda d: str(d).split('.')[-1])
