@@ -1,8 +1,11 @@
 """The model zoo of issue 13 through torch.compile(backend='hidet') on a GPU, against eager PyTorch
 (random weights; nothing is downloaded): torchvision's ResNet-18/50, MobileNet-V2,
 EfficientNet-B0, ConvNeXt-Tiny, ViT-B/16, Swin-T and transformers' BERT-base, GPT-2, T5-small and
-a Llama-style decoder (HIDET_ZOO_DTYPES=f16 limits the dtypes). Tolerances, on max|hidet - eager| / max|eager|: 1e-2 in f32 (the seed
-tutorial's end-to-end bound), 5e-2 in f16 (half-precision rounding through dozens of layers)."""
+a Llama-style decoder (HIDET_ZOO_DTYPES=f16 limits the dtypes). Errors are max|out - ref| / max|ref|
+against the model run by PyTorch in f32. f32: hidet within 1e-2 (the seed tutorial's end-to-end
+bound). f16: hidet within 1.5 times PyTorch's own f16 error plus 1e-2 (half-precision rounding
+through dozens of layers is about 3e-2 for MobileNet-V2 in either implementation)."""
+import copy
 import os
 
 import pytest
@@ -42,14 +45,24 @@ def first_tensor(out):
 
 
 def check(model, args, kwargs, dtype):
+    torch.backends.cudnn.allow_tf32 = False  # an f32 reference in f32 (cuDNN's default is TF32)
+    torch.backends.cuda.matmul.allow_tf32 = False
     torch._dynamo.reset()
-    model = model.cuda().eval().to(dtype)
+    model = model.cuda().eval()
+    as_f32 = [a.float() if a.is_floating_point() else a for a in args]
     with torch.no_grad():
-        want = first_tensor(model(*args, **kwargs)).float()
+        ref = first_tensor(copy.deepcopy(model).float()(*as_f32, **kwargs)).float()
+        model = model.to(dtype)
+        eager = first_tensor(model(*args, **kwargs)).float()
         got = first_tensor(torch.compile(model, backend='hidet')(*args, **kwargs)).float()
-    err = ((got - want).abs().max() / want.abs().max().clamp_min(1e-6)).item()
-    tol = 1e-2 if dtype == torch.float32 else 5e-2
-    assert err <= tol, f'relative error {err:.2e} > {tol:.0e}'
+    assert ref.abs().max().item() > 1e-2, 'the reference output is too small to compare'
+
+    def error(out):
+        return ((out - ref).abs().max() / ref.abs().max()).item()
+
+    err, eager_err = error(got), error(eager)
+    tol = 1e-2 if dtype == torch.float32 else 1.5 * eager_err + 1e-2
+    assert err <= tol, f'relative error {err:.2e} > {tol:.1e} (PyTorch eager in this dtype: {eager_err:.2e})'
 
 
 DTYPES = [d for d, tag in [(torch.float16, 'f16'), (torch.float32, 'f32')]
@@ -66,11 +79,7 @@ def test_vision(name, dtype):
     model = hidet.utils.calibrate_batch_norm(model.cuda(), lambda: torch.randn(8, 3, 224, 224, device='cuda'))
     if hasattr(model, 'heads'):
         model.heads = torch.nn.Identity()
-    x = torch.randn(1, 3, 224, 224, device='cuda', dtype=dtype)
-    with torch.no_grad():
-        out = first_tensor(model.to(dtype)(x)).float()
-    assert out.abs().max().item() > 1e-2, 'the reference output is too small to compare'
-    check(model, [x], {}, dtype)
+    check(model, [torch.randn(1, 3, 224, 224, device='cuda', dtype=dtype)], {}, dtype)
 
 
 @pytest.mark.parametrize('dtype', DTYPES, ids=lambda d: str(d).split('.')[-1])
