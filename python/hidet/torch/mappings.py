@@ -534,6 +534,85 @@ def torch_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
     return ops.conv2d(x, weight, bias, _pair(stride), _pair(padding), _pair(dilation), int(groups))
 
 
+def _single(v):
+    return int(v[0]) if isinstance(v, (list, tuple)) else int(v)
+
+
+@register_function(F.conv1d, torch.conv1d)
+def torch_conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A conv2d of height 1: x [N, C, L] as [N, C, 1, L] (an unbatched [C, L] too)."""
+    unbatched = len(x.shape) == 2
+    if unbatched:
+        x = x.reshape([1] + list(x.shape))
+    n, c, length = x.shape
+    o, cg, k = weight.shape
+    if isinstance(padding, str):
+        if padding == 'valid':
+            padding = 0
+        else:  # 'same' (stride 1): the extra element at the end
+            total = _single(dilation) * (k - 1)
+            if total % 2:
+                x = ops.pad(x, [0, 1])
+                length += 1
+            padding = total // 2
+    y = ops.conv2d(x.reshape([n, c, 1, length]), weight.reshape([o, cg, 1, k]), bias, [1, _single(stride)],
+                   [0, _single(padding)], [1, _single(dilation)], int(groups))
+    y = y.reshape([n, o, y.shape[3]])
+    return y.reshape(list(y.shape[1:])) if unbatched else y
+
+
+@register_function(F.softplus)
+def torch_softplus(x, beta=1.0, threshold=20.0):
+    bx = ops.mul(x, float(beta)) if beta != 1 else x
+    soft = ops.log(ops.add(ops.exp(ops.minimum(bx, float(threshold))), 1.0))
+    if beta != 1:
+        soft = ops.div(soft, float(beta))
+    return ops.where(ops.gt(bx, float(threshold)), x, soft)  # linear past the threshold (PyTorch's rule)
+
+
+@register_function(F.mish)
+def torch_mish(x, inplace=False):
+    return ops.mul(x, ops.tanh(torch_softplus(x)))
+
+
+@register_function(F.elu)
+def torch_elu(x, alpha=1.0, inplace=False):
+    return ops.where(ops.gt(x, 0.0), x, ops.mul(ops.sub(ops.exp(ops.minimum(x, 0.0)), 1.0), float(alpha)))
+
+
+@register_function(torch.baddbmm)
+@register_method('baddbmm')
+def torch_baddbmm(inp, batch1, batch2, *, beta=1, alpha=1):
+    y = ops.matmul(batch1, batch2)
+    if alpha != 1:
+        y = ops.mul(y, float(alpha))
+    if beta == 0:
+        return y
+    return ops.add(y, ops.mul(inp, float(beta)) if beta != 1 else inp)
+
+
+@register_function(F.interpolate, F.upsample, F.upsample_nearest)
+def torch_interpolate(x, size=None, scale_factor=None, mode='nearest', align_corners=None, recompute_scale_factor=None,
+                      antialias=False):
+    """Nearest-neighbour resizing of [N, C, H, W] by whole factors: each pixel repeated (a broadcast
+    and a view). Other modes and fractional factors are not mapped yet."""
+    if mode not in ('nearest', 'nearest-exact') or len(x.shape) != 4:
+        raise NotImplementedError(f"interpolate(mode='{mode}') of a {len(x.shape)}-D tensor is not mapped yet "
+                                  f"(mapped: mode='nearest' of [N, C, H, W] by whole factors)")
+    n, c, h, w = x.shape
+    if size is not None:
+        oh, ow = _pair(size)
+    else:
+        sh, sw = [float(v) for v in _pair(scale_factor)] if isinstance(scale_factor, (list, tuple)) \
+            else [float(scale_factor)] * 2
+        oh, ow = int(h * sh), int(w * sw)
+    if oh % h or ow % w:
+        raise NotImplementedError(f'interpolate from {h}x{w} to {oh}x{ow} is not mapped yet (whole factors only)')
+    fh, fw = oh // h, ow // w
+    y = ops.broadcast_to(x.reshape([n, c, h, 1, w, 1]), [n, c, h, fh, w, fw])
+    return ops.reshape(y, [n, c, oh, ow])
+
+
 @register_function(F.max_pool2d, torch.max_pool2d)
 def torch_max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     if return_indices:
