@@ -79,7 +79,13 @@ CASES = {
                           [r(4, 7)]),
     'baddbmm': (lambda c, a, b: torch.baddbmm(c, a, b, beta=0.5, alpha=2) + c.baddbmm(a, b), [r(2, 3, 5), r(2, 3, 4), r(2, 4, 5)]),
     'interpolate_nearest': (lambda a: F.interpolate(a, scale_factor=2) + F.interpolate(a, size=(6, 10))
-                            + F.interpolate(a, scale_factor=(2.0, 2.0), mode='nearest'), [r(1, 2, 3, 5)]),
+                            + F.interpolate(a, scale_factor=(2.0, 2.0)) + F.interpolate(a, size=(7, 4)).sum()
+                            + F.interpolate(a, size=(5, 8), mode='nearest-exact').sum(), [r(1, 2, 3, 5)]),
+    'interpolate_linear': (lambda a, b: F.interpolate(a, size=(7, 9), mode='bilinear', align_corners=False)
+                           + F.interpolate(a, size=(7, 9), mode='bilinear', align_corners=True)
+                           + F.interpolate(a, size=(7, 9), mode='bicubic', align_corners=False)
+                           + F.interpolate(a, scale_factor=2.5, mode='bilinear')[..., :7, :9]
+                           + F.interpolate(b, size=11, mode='linear').sum(), [r(1, 2, 4, 5), r(2, 3, 6)]),
 }
 
 
@@ -321,3 +327,12 @@ def test_calibrate_batch_norm_normalizes_random_weight_models():
     # A model without batch norm is only put in eval mode (make_input is not called).
     plain = hidet.utils.calibrate_batch_norm(nn.Linear(3, 2).train(), lambda: 1 / 0)
     assert not plain.training
+
+
+def test_unsupported_interpolate_mode_is_a_clear_error():
+    def fn(x):
+        return F.interpolate(x, size=(2, 3, 4), mode='trilinear')
+
+    with pytest.raises(Exception) as info:
+        compiled(fn)(r(1, 2, 3, 3, 3))
+    assert "interpolate(mode='trilinear') of a 5-D tensor is not mapped yet" in str(info.value)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 import hidet
 from hidet import Tensor, ops
-from .interpreter import dtype_name
+from .interpreter import dtype_name, torch_dtype
 from .registry import HidetModule, register_function, register_method, register_module
 
 # ---------------------------------------------------------------------------- helpers
@@ -591,26 +591,59 @@ def torch_baddbmm(inp, batch1, batch2, *, beta=1, alpha=1):
     return ops.add(y, ops.mul(inp, float(beta)) if beta != 1 else inp)
 
 
-@register_function(F.interpolate, F.upsample, F.upsample_nearest)
+def _resize_matrix(n, out, mode, align_corners, scale, antialias):
+    """How PyTorch resizes one axis of extent n to `out`: the [out, n] matrix of weights, computed
+    by PyTorch itself on the identity (every mode is separable and linear in the input)."""
+    eye = torch.eye(n, dtype=torch.float64).reshape(n, 1, n, 1)
+    kwargs = {} if mode.startswith('nearest') else {'align_corners': align_corners}
+    if antialias:
+        kwargs['antialias'] = True
+    if scale is not None:
+        m = F.interpolate(eye, scale_factor=(float(scale), 1.0), mode=mode, **kwargs)
+    else:
+        m = F.interpolate(eye, size=(out, 1), mode=mode, **kwargs)
+    return m.reshape(n, -1).t().contiguous()  # [out, n]
+
+
+@register_function(F.interpolate, F.upsample, F.upsample_nearest, F.upsample_bilinear)
 def torch_interpolate(x, size=None, scale_factor=None, mode='nearest', align_corners=None, recompute_scale_factor=None,
                       antialias=False):
-    """Nearest-neighbour resizing of [N, C, H, W] by whole factors: each pixel repeated (a broadcast
-    and a view). Other modes and fractional factors are not mapped yet."""
-    if mode not in ('nearest', 'nearest-exact') or len(x.shape) != 4:
+    """Resizing of [N, C, L] ('nearest', 'linear') or [N, C, H, W] ('nearest', 'nearest-exact',
+    'bilinear', 'bicubic'), axis by axis: PyTorch computes each axis' weights once (at compile
+    time); nearest-neighbour axes gather (ops.take), the others are products with the weights."""
+    spatial = len(x.shape) - 2
+    modes2d = {'linear': 'bilinear', 'nearest': 'nearest', 'nearest-exact': 'nearest-exact'}
+    if spatial not in (1, 2) or (spatial == 1 and mode not in modes2d) or \
+            (spatial == 2 and mode not in ('nearest', 'nearest-exact', 'bilinear', 'bicubic')):
         raise NotImplementedError(f"interpolate(mode='{mode}') of a {len(x.shape)}-D tensor is not mapped yet "
-                                  f"(mapped: mode='nearest' of [N, C, H, W] by whole factors)")
-    n, c, h, w = x.shape
+                                  f"(mapped: 'nearest', 'nearest-exact', 'linear' of [N, C, L]; 'nearest', "
+                                  f"'nearest-exact', 'bilinear', 'bicubic' of [N, C, H, W])")
+    mode2d = modes2d.get(mode, mode) if spatial == 1 else mode
+    extents = list(x.shape[2:])
     if size is not None:
-        oh, ow = _pair(size)
+        outs = [int(v) for v in (size if isinstance(size, (list, tuple)) else [size] * spatial)]
+        scales = [None] * spatial
     else:
-        sh, sw = [float(v) for v in _pair(scale_factor)] if isinstance(scale_factor, (list, tuple)) \
-            else [float(scale_factor)] * 2
-        oh, ow = int(h * sh), int(w * sw)
-    if oh % h or ow % w:
-        raise NotImplementedError(f'interpolate from {h}x{w} to {oh}x{ow} is not mapped yet (whole factors only)')
-    fh, fw = oh // h, ow // w
-    y = ops.broadcast_to(x.reshape([n, c, h, 1, w, 1]), [n, c, h, fh, w, fw])
-    return ops.reshape(y, [n, c, oh, ow])
+        factors = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [scale_factor] * spatial
+        outs = [int(math.floor(n * float(f))) for n, f in zip(extents, factors)]
+        # With recompute_scale_factor, PyTorch maps coordinates by the sizes, else by the factors.
+        scales = [None if recompute_scale_factor else f for f in factors]
+    device = 'cpu' if hidet.cuda_emulated() else 'cuda'  # where hidet's 'cuda' tensors live
+    for k in range(spatial):
+        axis = 2 + k
+        n, out = extents[k], outs[k]
+        if n == out and scales[k] in (None, 1, 1.0) and not antialias:
+            continue
+        m = _resize_matrix(n, out, mode2d, align_corners, scales[k], antialias)
+        if mode.startswith('nearest'):
+            x = ops.take(x, hidet.from_torch(m.argmax(dim=1).to(device)), axis)
+            continue
+        w = hidet.from_torch(m.t().to(torch_dtype(x.dtype)).to(device))
+        # The axis to the end, a product with the [n, out] weights, the axis back.
+        perm = [d for d in range(len(x.shape)) if d != axis] + [axis]
+        inverse = [perm.index(d) for d in range(len(x.shape))]
+        x = ops.permute(ops.matmul(ops.permute(x, perm), w), inverse)
+    return x
 
 
 @register_function(F.max_pool2d, torch.max_pool2d)
