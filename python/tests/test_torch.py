@@ -81,6 +81,10 @@ CASES = {
     'interpolate_nearest': (lambda a: F.interpolate(a, scale_factor=2) + F.interpolate(a, size=(6, 10))
                             + F.interpolate(a, scale_factor=(2.0, 2.0)) + F.interpolate(a, size=(7, 4)).sum()
                             + F.interpolate(a, size=(5, 8), mode='nearest-exact').sum(), [r(1, 2, 3, 5)]),
+    'instance_norm_normalize_tril': (lambda a, w, b: F.instance_norm(a, weight=w, bias=b) + F.normalize(a, dim=1)
+                                     + torch.tril(a) + a.triu(1) + torch.triu(a, -1), [r(2, 3, 4, 5), r(3), r(3)]),
+    'pools_1d': (lambda a: F.max_pool1d(a, 3, 2, 1) + F.avg_pool1d(a, 3, 2, 1) + F.adaptive_avg_pool1d(a, 5)[..., :5],
+                 [r(2, 3, 9)]),
     'interpolate_linear': (lambda a, b: F.interpolate(a, size=(7, 9), mode='bilinear', align_corners=False)
                            + F.interpolate(a, size=(7, 9), mode='bilinear', align_corners=True)
                            + F.interpolate(a, size=(7, 9), mode='bicubic', align_corners=False)
@@ -336,3 +340,14 @@ def test_unsupported_interpolate_mode_is_a_clear_error():
     with pytest.raises(Exception) as info:
         compiled(fn)(r(1, 2, 3, 3, 3))
     assert "interpolate(mode='trilinear') of a 5-D tensor is not mapped yet" in str(info.value)
+
+
+def test_conv_transpose2d_modules():
+    # Parameters (constants of the graph): strides, paddings, output padding, groups, dilation.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+                          nn.ReLU(), nn.ConvTranspose2d(6, 3, (2, 3), stride=(1, 2), padding=(0, 1), dilation=(2, 1)),
+                          nn.ConvTranspose2d(3, 2, 1)).to(DEVICE).eval()
+    x = r(2, 4, 5, 6)
+    with torch.no_grad():
+        assert_close(compiled(model)(x), model(x), atol=1e-4, rtol=1e-4)

@@ -688,6 +688,93 @@ def torch_group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *args):
     return ops.group_norm(x, int(num_groups), weight, bias, float(eps))
 
 
+@register_function(F.instance_norm)
+def torch_instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                        momentum=0.1, eps=1e-5):
+    """Each channel of each sample normalized on its own: a group norm of one channel per group."""
+    if not use_input_stats:  # normalized by running statistics: a batch norm
+        return ops.batch_norm(x, running_mean, running_var, weight, bias, float(eps))
+    return ops.group_norm(x, int(x.shape[1]), weight, bias, float(eps))
+
+
+@register_function(F.normalize)
+def torch_normalize(x, p=2.0, dim=1, eps=1e-12, out=None):
+    if p != 2:
+        raise NotImplementedError(f'normalize with p={p} is not mapped yet (p=2 is)')
+    norm = ops.sqrt(ops.sum(ops.mul(x, x), [_axis(dim, x.ndim)], True))
+    return ops.div(x, ops.maximum(norm, float(eps)))
+
+
+def _triangle(upper):
+    def mapping(x, diagonal=0, *, out=None):
+        rows, cols = x.shape[-2], x.shape[-1]
+        i = torch.arange(rows).reshape(rows, 1)
+        j = torch.arange(cols).reshape(1, cols)
+        keep = (j - i >= diagonal) if upper else (j - i <= diagonal)
+        device = 'cpu' if hidet.cuda_emulated() else 'cuda'
+        return ops.where(hidet.from_torch(keep.to(device)), x, hidet.full([1], 0.0, x.dtype, x.device))
+    return mapping
+
+
+register_function(torch.tril)(_triangle(False))
+register_method('tril')(_triangle(False))
+register_function(torch.triu)(_triangle(True))
+register_method('triu')(_triangle(True))
+
+
+def _as_2d(pool2d):
+    """A 1-D pooling of [N, C, L] (or [C, L]) as the 2-D one of [N, C, 1, L]."""
+    def mapping(x, kernel_size, stride=None, padding=0, *args, **kwargs):
+        unbatched = len(x.shape) == 2
+        x4 = x.reshape(([1] if unbatched else []) + list(x.shape[:-1]) + [1, x.shape[-1]])
+        stride = kernel_size if stride is None or stride == [] else stride
+        y = pool2d(x4, [1, _single(kernel_size)], [1, _single(stride)], [0, _single(padding)], *args, **kwargs)
+        shape = list(y.shape[:2]) + [y.shape[3]]
+        return y.reshape(shape[1:] if unbatched else shape)
+    return mapping
+
+
+register_function(F.max_pool1d, torch.max_pool1d)(_as_2d(torch_max_pool2d))
+register_function(F.avg_pool1d, torch.avg_pool1d)(_as_2d(torch_avg_pool2d))
+
+
+@register_function(F.adaptive_avg_pool1d, torch.adaptive_avg_pool1d)
+def torch_adaptive_avg_pool1d(x, output_size):
+    n, c, length = x.shape
+    y = ops.adaptive_avg_pool2d(x.reshape([n, c, 1, length]), [1, _single(output_size)])
+    return y.reshape([n, c, y.shape[3]])
+
+
+@register_function(F.conv_transpose2d, torch.conv_transpose2d)
+def torch_conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """A convolution of the input spread out by the stride (zeros between the pixels, inserted by a
+    pad and a view) with the weight flipped and its in/out axes exchanged per group (at compile
+    time, on the weight's data)."""
+    if not isinstance(weight, Tensor) or weight.is_symbolic:
+        raise NotImplementedError('conv_transpose2d with a computed weight is not mapped yet (a parameter is)')
+    s, p, op, d = _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)
+    n, c, h, w = x.shape
+    cin, cout_g, kh, kw = weight.shape
+    g = int(groups)
+    if s != [1, 1]:  # spread: [N, C, H, 1, W, 1] padded to [N, C, H, sh, W, sw], then cut to the last pixel
+        x = ops.pad(x.reshape([n, c, h, 1, w, 1]), [0, s[1] - 1, 0, 0, 0, s[0] - 1])
+        x = ops.slice(x.reshape([n, c, h * s[0], w * s[1]]), [2, 3], [0, 0], [(h - 1) * s[0] + 1, (w - 1) * s[1] + 1])
+    # Each side: dilation (k - 1) - padding; output_padding more at the end (negative: a crop).
+    before = [d[0] * (kh - 1) - p[0], d[1] * (kw - 1) - p[1]]
+    after = [before[0] + op[0], before[1] + op[1]]
+    if min(before + after) < 0:
+        raise NotImplementedError('conv_transpose2d with padding past dilation * (kernel - 1) is not mapped yet')
+    if max(before + after) > 0:
+        x = ops.pad(x, [before[1], after[1], before[0], after[0]])
+    wt = weight.torch() if hasattr(weight, 'torch') else None
+    if wt is None:
+        raise NotImplementedError('conv_transpose2d: the weight has no data')
+    # [Cin, Cout/g, KH, KW] -> [Cout, Cin/g, KH, KW], flipped.
+    wt = wt.reshape(g, cin // g, cout_g, kh, kw).transpose(1, 2).reshape(g * cout_g, cin // g, kh, kw)
+    wt = hidet.from_torch(wt.flip(2, 3).contiguous())
+    return ops.conv2d(x, wt, bias, [1, 1], [0, 0], d, g)
+
+
 if hasattr(F, 'rms_norm'):
     @register_function(F.rms_norm)
     def torch_rms_norm(x, normalized_shape, weight=None, eps=None):
