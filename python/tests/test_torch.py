@@ -85,6 +85,12 @@ CASES = {
                                      + torch.tril(a) + a.triu(1) + torch.triu(a, -1), [r(2, 3, 4, 5), r(3), r(3)]),
     'pools_1d': (lambda a: F.max_pool1d(a, 3, 2, 1) + F.avg_pool1d(a, 3, 2, 1) + F.adaptive_avg_pool1d(a, 5)[..., :5],
                  [r(2, 3, 9)]),
+    'einsum': (lambda q, k, v, w: torch.einsum('bhqd,bhkd->bhqk', q, k).softmax(-1).sum()
+               + torch.einsum('bhqk,bhkd->bqhd', torch.einsum('bhqd,bhkd->bhqk', q, k), v)
+               + torch.einsum('...d,de->...e', q.transpose(1, 2), w).sum(-1, keepdim=True)
+               + torch.einsum('ij,jk,kl', w, w.t(), w).sum() + torch.einsum('bhqd->bqh', q).unsqueeze(-1)
+               + torch.einsum('bhqd,d', q, w[:, 0]).sum() + torch.einsum('i,j->ij', w[:, 0], w[0]).sum(),
+               [r(2, 3, 5, 4), r(2, 3, 6, 4), r(2, 3, 6, 4), r(4, 4)]),
     'interpolate_linear': (lambda a, b: F.interpolate(a, size=(7, 9), mode='bilinear', align_corners=False)
                            + F.interpolate(a, size=(7, 9), mode='bilinear', align_corners=True)
                            + F.interpolate(a, size=(7, 9), mode='bicubic', align_corners=False)

@@ -106,6 +106,91 @@ def torch_matmul(a, b, out=None):
     return ops.matmul(a, b)
 
 
+def _einsum_parse(equation, operands):
+    """Subscripts per operand and of the output, '...' spelled out as capital letters."""
+    eq = equation.replace(' ', '')
+    lhs, arrow, rhs = eq.partition('->')
+    terms = lhs.split(',')
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum: '{equation}' names {len(terms)} operands, {len(operands)} given")
+    ell = 0
+    for t, x in zip(terms, operands):
+        if '...' in t:
+            ell = max(ell, len(x.shape) - (len(t) - 3))
+    dots = ''.join(chr(ord('A') + i) for i in range(ell))
+    subs = []
+    for t, x in zip(terms, operands):
+        if '...' in t:
+            n = len(x.shape) - (len(t) - 3)
+            t = t.replace('...', dots[ell - n:])
+        if len(t) != len(x.shape):
+            raise ValueError(f"einsum: subscripts '{t}' for an operand of shape {list(x.shape)}")
+        if len(set(t)) != len(t):
+            raise NotImplementedError(f"einsum: a letter repeated within one operand ('{t}', a diagonal) is not mapped yet")
+        subs.append(t)
+    if arrow:
+        out = rhs.replace('...', dots)
+    else:  # implicit: the ellipsis, then the letters used once, in order
+        counts = collections.Counter(''.join(subs))
+        out = dots + ''.join(sorted(c for c in counts if counts[c] == 1 and c not in dots))
+    return subs, out
+
+
+def _einsum_pair(a, sa, b, sb, keep):
+    """a (letters sa) and b (letters sb) multiplied and summed over the letters that are in both
+    but not in `keep`: one batched product. Returns the tensor and its letters."""
+    batch = [c for c in sa if c in sb and c in keep]
+    contract = [c for c in sa if c in sb and c not in keep]
+    free_a = [c for c in sa if c not in sb]
+    free_b = [c for c in sb if c not in sa]
+    size = {}  # each letter's extent (an extent of 1 broadcasts)
+    for c, n in list(zip(sa, a.shape)) + list(zip(sb, b.shape)):
+        size[c] = max(size.get(c, 1), n)
+
+    def prod(cs):
+        return int(math.prod(size[c] for c in cs))
+
+    def arrange(x, sx, order):
+        x = ops.permute(x, [sx.index(c) for c in order]) if list(sx) != order else x
+        shape = [size[c] for c in order]
+        return ops.broadcast_to(x, shape) if list(x.shape) != shape else x
+    a3 = ops.reshape(arrange(a, sa, batch + free_a + contract), [prod(batch), prod(free_a), prod(contract)])
+    b3 = ops.reshape(arrange(b, sb, batch + contract + free_b), [prod(batch), prod(contract), prod(free_b)])
+    y = ops.reshape(ops.matmul(a3, b3), [size[c] for c in batch + free_a + free_b])
+    return y, ''.join(batch + free_a + free_b)
+
+
+@register_function(torch.einsum)
+def torch_einsum(equation, *operands):
+    """Operands contracted left to right, each pair as one batched product (permutes and views
+    around ops.matmul); letters that only one operand has and nothing later needs are summed
+    first. Mapped: any number of operands, '...' and implicit outputs; not yet: a letter repeated
+    within one operand (a diagonal)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    subs, out = _einsum_parse(equation, operands)
+    xs = list(operands)
+
+    def needed(i):  # letters that operands after i, or the output, use
+        return set(out).union(*[set(t) for t in subs[i + 1:]])
+
+    def sum_unused(x, sx, keep):
+        drop = [k for k, c in enumerate(sx) if c not in keep]
+        if not drop:
+            return x, sx
+        return ops.sum(x, drop, False), ''.join(c for c in sx if c in keep)
+    x, sx = sum_unused(xs[0], subs[0], needed(0) | set(''.join(subs[1:2])))
+    for i in range(1, len(xs)):
+        later = needed(i)
+        y, sy = sum_unused(xs[i], subs[i], later | set(sx))
+        x, sx = sum_unused(x, sx, later | set(sy))
+        x, sx = _einsum_pair(x, sx, y, sy, later)
+    x, sx = sum_unused(x, sx, set(out))
+    if sx != out:
+        x = ops.permute(x, [sx.index(c) for c in out])
+    return x
+
+
 @register_function(torch.addmm)
 def torch_addmm(bias, a, b, *, beta=1, alpha=1):
     y = ops.matmul(a, b)
