@@ -91,6 +91,13 @@ CASES = {
                + torch.einsum('ij,jk,kl', w, w.t(), w).sum() + torch.einsum('bhqd->bqh', q).unsqueeze(-1)
                + torch.einsum('bhqd,d', q, w[:, 0]).sum() + torch.einsum('i,j->ij', w[:, 0], w[0]).sum(),
                [r(2, 3, 5, 4), r(2, 3, 6, 4), r(2, 3, 6, 4), r(4, 4)]),
+    'reductions_more': (lambda a: torch.std(a, 1, keepdim=True) + a.std() + torch.amax(a, 1, keepdim=True)
+                        + a.amin(dim=(0, 1)) + torch.logsumexp(a * 30, 1, keepdim=True) / 30
+                        + torch.linalg.vector_norm(a, dim=1, keepdim=True), [r(4, 7)]),
+    'elementwise_more': (lambda a, b: torch.square(a) + torch.log1p(a.abs()) + torch.expm1(a) + torch.sign(a)
+                         + F.logsigmoid(a * 50) / 50 + F.glu(torch.cat([a, b], 1), 1) + torch.outer(a[:, 0], b[0])[:, :7],
+                         [r(4, 7), r(4, 7)]),
+    'one_hot': (lambda i: F.one_hot(i, 6).float() * 2, [torch.tensor([[0, 5, 2], [3, 3, 1]], device=DEVICE)]),
     'interpolate_linear': (lambda a, b: F.interpolate(a, size=(7, 9), mode='bilinear', align_corners=False)
                            + F.interpolate(a, size=(7, 9), mode='bilinear', align_corners=True)
                            + F.interpolate(a, size=(7, 9), mode='bicubic', align_corners=False)

@@ -534,6 +534,94 @@ def torch_var(x, dim=None, unbiased=True, keepdim=False, *, correction=None):
     return ops.var(x, _dims(dim, x.ndim), keepdim, c)
 
 
+@register_method('std')
+@register_function(torch.std)
+def torch_std(x, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    return ops.sqrt(torch_var(x, dim, unbiased, keepdim, correction=correction))
+
+
+def _amax_amin(reduce):
+    def mapping(x, dim=(), keepdim=False, *, out=None):
+        dims = [] if dim is None or dim == () or dim == [] else _dims(dim, x.ndim)
+        return reduce(x, dims, keepdim)
+    return mapping
+
+
+register_function(torch.amax)(_amax_amin(ops.max))
+register_method('amax')(_amax_amin(ops.max))
+register_function(torch.amin)(_amax_amin(ops.min))
+register_method('amin')(_amax_amin(ops.min))
+
+
+@register_function(torch.logsumexp)
+@register_method('logsumexp')
+def torch_logsumexp(x, dim, keepdim=False, *, out=None):
+    """max + log(sum(exp(x - max))): no overflow for large x."""
+    dims = _dims(dim, x.ndim)
+    m = ops.max(x, dims, True)
+    y = ops.add(ops.log(ops.sum(ops.exp(ops.sub(x, m)), dims, True)), m)
+    return y if keepdim else ops.squeeze(y, dims)
+
+
+@register_function(torch.linalg.vector_norm)
+def torch_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    if ord != 2:
+        raise NotImplementedError(f'vector_norm with ord={ord} is not mapped yet (ord=2 is)')
+    return ops.sqrt(ops.sum(ops.mul(x, x), _dims(dim, x.ndim), keepdim))
+
+
+@register_function(torch.square)
+@register_method('square')
+def torch_square(x, *, out=None):
+    return ops.mul(x, x)
+
+
+@register_function(torch.log1p)
+@register_method('log1p')
+def torch_log1p(x, *, out=None):
+    return ops.log(ops.add(x, 1.0))
+
+
+@register_function(torch.expm1)
+@register_method('expm1')
+def torch_expm1(x, *, out=None):
+    return ops.sub(ops.exp(x), 1.0)
+
+
+@register_function(torch.sign)
+@register_method('sign')
+def torch_sign(x, *, out=None):
+    one = hidet.full([1], 1.0, x.dtype, x.device)
+    zero = hidet.full([1], 0.0, x.dtype, x.device)
+    return ops.sub(ops.where(ops.gt(x, 0.0), one, zero), ops.where(ops.lt(x, 0.0), one, zero))
+
+
+@register_function(F.logsigmoid)
+def torch_logsigmoid(x):
+    # log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)): no overflow either way.
+    return ops.sub(ops.minimum(x, 0.0), ops.log(ops.add(ops.exp(ops.neg(ops.abs(x))), 1.0)))
+
+
+@register_function(F.glu)
+def torch_glu(x, dim=-1):
+    a, b = ops.split(x, [x.shape[_axis(dim, x.ndim)] // 2] * 2, _axis(dim, x.ndim))
+    return ops.mul(a, ops.sigmoid(b))
+
+
+@register_function(torch.outer, torch.ger)
+@register_method('outer')
+def torch_outer(a, b):
+    return ops.mul(ops.unsqueeze(a, 1), ops.unsqueeze(b, 0))
+
+
+@register_function(F.one_hot)
+def torch_one_hot(x, num_classes=-1):
+    if num_classes < 0:
+        raise NotImplementedError('one_hot needs num_classes (the class count is data)')
+    classes = hidet.arange(0.0, float(num_classes), 1.0, 'int64', x.device)
+    return ops.cast(ops.eq(ops.unsqueeze(x, len(x.shape)), classes), 'int64')
+
+
 _Extremum = collections.namedtuple('Extremum', ['values', 'indices'])
 
 
