@@ -15,6 +15,8 @@
 #include "hidet/runtime/device.hpp"
 #include "hidet/util/progress.hpp"
 
+#include <optional>
+
 namespace hidet::graph {
 
 HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
@@ -49,7 +51,9 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
     jobs.push_back({k, op, op, full_key});
   }
   if (!jobs.empty()) {
-    util::Progress progress("building graph kernels", jobs.size(), "kernels");
+    // A bar or log lines for more than one kernel (profiles build node by node: no line each).
+    std::optional<util::Progress> progress;
+    if (jobs.size() > 1) progress.emplace("building graph kernels", jobs.size(), "kernels");
     std::atomic<std::size_t> next{0}, done{0};
     std::mutex mu;
     std::vector<std::string> errors(jobs.size());
@@ -74,7 +78,8 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
           errors[i] = e.what();
         }
         std::lock_guard<std::mutex> lock(mu);
-        progress.update("built", ++done);
+        ++done;
+        if (progress) progress->update("built", done);
       }
     };
     unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
@@ -85,7 +90,7 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
     for (auto &t : pool) t.join();
     std::size_t ok = 0;
     for (auto &e : errors) ok += e.empty();
-    progress.phase_done("built", ok);
+    if (progress) progress->phase_done("built", ok);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (errors[i].empty()) continue;
       std::string msg = str_cat("graph node ", jobs[i].node, " (", jobs[i].op->name(), "): building its kernels failed: ",
