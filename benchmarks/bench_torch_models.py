@@ -3,7 +3,8 @@
 compile time (first three calls), and hidet's relative error against eager (max|d| / max|eager|).
 Random weights (torchvision and transformers constructors and configs; nothing is downloaded).
 
-HIDET_BENCH_MODELS=<regex> selects rows (default: all); HIDET_BENCH_INDUCTOR=0 skips inductor;
+HIDET_BENCH_MODELS=<regex> selects rows (default: all); HIDET_BENCH_BATCH16=all adds batch 16 for
+every model (default: ResNet-50 and BERT); HIDET_BENCH_INDUCTOR=0 skips inductor;
 HIDET_BENCH_SPACES=<list> are hidet's search spaces, one pair of columns each (default 0; "0,2"
 adds tuned rows); HIDET_BENCH_PROFILE=<regex> prints the per-kernel profile of hidet's compiled
 graphs (space 0) for the rows it matches. The build's python/ folder must be on PYTHONPATH
@@ -22,20 +23,39 @@ import hidet  # noqa: E402
 import hidet.torch  # noqa: E402
 
 
-def rows():
-    import torchvision
+def text_models():
+    """The transformers models of the zoo (python/tests/test_torch_zoo_gpu.py), by row name."""
     import transformers as t
+    return {
+        'bert-base': lambda: t.BertModel(t.BertConfig()),
+        'gpt2': lambda: t.GPT2Model(t.GPT2Config(use_cache=False)),
+        't5-small': lambda: t.T5Model(t.T5Config(d_model=512, d_ff=2048, num_layers=6, num_heads=8, use_cache=False)),
+        'llama': lambda: t.LlamaModel(t.LlamaConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
+                                                    num_attention_heads=8, num_key_value_heads=8, vocab_size=32000,
+                                                    use_cache=False)),
+    }
+
+
+def rows():
+    """Every model of the zoo at batch 1; at batch 16 ResNet-50 and BERT, or every model with
+    HIDET_BENCH_BATCH16=all."""
+    import torchvision
+    all16 = os.environ.get('HIDET_BENCH_BATCH16') == 'all'
+    vision = ['resnet18', 'resnet50', 'mobilenet_v2', 'efficientnet_b0', 'convnext_tiny', 'vit_b_16', 'swin_t']
     for dtype, tag in [(torch.float16, 'f16'), (torch.float32, 'f32')]:
         for batch in (1, 16):
             img = torch.randn(batch, 3, 224, 224, device='cuda', dtype=dtype)
             ids = torch.randint(0, 1000, (batch, 128), device='cuda')
-            for name in ['resnet50', 'mobilenet_v2', 'efficientnet_b0', 'convnext_tiny', 'vit_b_16', 'swin_t']:
-                if batch == 16 and name not in ('resnet50',):
+            for name in vision:
+                if batch == 16 and name != 'resnet50' and not all16:
                     continue
                 yield f'{name} {tag} b{batch}', lambda n=name: getattr(torchvision.models, n)(weights=None), (img,)
-            yield f'bert-base {tag} b{batch}', lambda: t.BertModel(t.BertConfig()), (ids,)
-            if batch == 1:
-                yield f'gpt2 {tag} b1', lambda: t.GPT2Model(t.GPT2Config(use_cache=False)), (ids,)
+            for name, make in text_models().items():
+                if batch == 16 and name != 'bert-base' and not all16:
+                    continue
+                # T5 runs its encoder and decoder: the ids feed both (attention_mask None).
+                args = (ids, None, ids) if name == 't5-small' else (ids,)
+                yield f'{name} {tag} b{batch}', make, args
 
 
 def first(out):

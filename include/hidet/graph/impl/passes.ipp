@@ -679,7 +679,7 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       // EfficientNet's squeeze convolutions) was measured slower on the H200 (a Pad kernel, and
       // the padded stem no faster than the NCHW one).
       // Depthwise convolutions (groups == C == O) have a direct kernel for either layout.
-      const bool depthwise = x.ndim() == 4 && C == 1 && groups > 1 && x.shape()[1] == groups && w.shape()[0] == groups;
+      const bool depthwise = x.ndim() == 4 && C == 1 && groups > 1 && x.sym_shape()[1] == groups && w.shape()[0] == groups;
       // A 1x1 convolution of a 1x1 image (a squeeze-and-excite's) is a product [N, C] @ [O, C]^T,
       // a row reduction per output (ops::gemv; N is small: the templates' tiles would stay
       // empty). NCHW [N, O, 1, 1] and NHWC [N, 1, 1, O] are both views of it, whatever C is.
