@@ -364,3 +364,13 @@ def test_conv_transpose2d_modules():
     x = r(2, 4, 5, 6)
     with torch.no_grad():
         assert_close(compiled(model)(x), model(x), atol=1e-4, rtol=1e-4)
+
+
+def test_conv_transpose2d_of_a_computed_weight_is_a_clear_error():
+    def fn(x, w):
+        return F.conv_transpose2d(x, w * 2.0)
+
+    with pytest.raises(Exception) as info:
+        compiled(fn)(r(1, 2, 4, 4), r(2, 3, 3, 3))
+    text = str(info.value)
+    assert 'conv_transpose2d with a computed weight is not mapped yet' in text and 'test_torch.py' in text

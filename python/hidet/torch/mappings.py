@@ -939,11 +939,8 @@ def torch_conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_pad
         raise NotImplementedError('conv_transpose2d with padding past dilation * (kernel - 1) is not mapped yet')
     if max(before + after) > 0:
         x = ops.pad(x, [before[1], after[1], before[0], after[0]])
-    wt = weight.torch() if hasattr(weight, 'torch') else None
-    if wt is None:
-        raise NotImplementedError('conv_transpose2d: the weight has no data')
     # [Cin, Cout/g, KH, KW] -> [Cout, Cin/g, KH, KW], flipped.
-    wt = wt.reshape(g, cin // g, cout_g, kh, kw).transpose(1, 2).reshape(g * cout_g, cin // g, kh, kw)
+    wt = weight.torch().reshape(g, cin // g, cout_g, kh, kw).transpose(1, 2).reshape(g * cout_g, cin // g, kh, kw)
     wt = hidet.from_torch(wt.flip(2, 3).contiguous())
     return ops.conv2d(x, wt, bias, [1, 1], [0, 0], d, g)
 
