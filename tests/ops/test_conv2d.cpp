@@ -174,6 +174,45 @@ TEST_CASE("conv2d templates: every candidate of search space 1") {
   }
 }
 
+TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts") {
+  // Pixels per thread that divide the row and that do not (the last group ends past it), with
+  // padding, stride 2, dilation 2, and 48 channels (a second, half-empty block of 32 in NHWC).
+  std::vector<t::Conv2dShape> shapes{
+      {1, 48, 9, 11, 48, 7, 7, 1, 1, 3, 3, 1, 1, 48},  // ConvNeXt's 7x7, padding 3
+      {2, 8, 9, 9, 8, 5, 5, 2, 2, 2, 2, 1, 1, 8},      // 5x5 stride 2 (EfficientNet)
+      {1, 16, 8, 10, 16, 3, 3, 1, 1, 2, 2, 2, 2, 16},  // dilation 2
+      {1, 8, 6, 8, 8, 3, 3, 1, 1, 0, 0, 1, 1, 8}};     // no padding
+  for (auto &s : shapes)
+    for (auto layout : {t::Conv2dLayout::NCHW, t::Conv2dLayout::NHWC})
+      for (DataType d : {dtypes::f32, dtypes::f16}) {
+        bool nhwc = layout == t::Conv2dLayout::NHWC;
+        Case c{{s.n, s.c, s.h, s.w}, {s.o, 1, s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
+        Tensor x = make(c.x, d, -2, 2, true), w = make(c.w, d, -2, 2, true), b = make({s.o}, d);
+        auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
+        o::Shape out;
+        auto want = ref_conv(xv, wv, &bv, c, out);
+        if (nhwc) {
+          x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d);
+          want = to_nhwc(want, out), out = nhwc_shape(out);
+        }
+        x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
+        for (int pixels : {0, 1, 3, 4, 8}) {
+          t::Conv2dConfig cfg;
+          cfg.kind = t::Conv2dConfig::Kind::Depthwise;
+          cfg.dw_threads = 64, cfg.dw_pixels = pixels;
+          INFO("config " << cfg.str() << ", " << s.str() << ", " << d << (nhwc ? " NHWC" : " NCHW"));
+          t::Conv2d run(s, d, layout, true, cfg);
+          Tensor y = empty(out, d, "cuda");
+          run(x, w, &b, y);
+          expect_close(y, out, want, false, 2);
+        }
+      }
+  // The default groups 4 pixels where the threads still fill the GPU, fewer where they would not.
+  CHECK(t::depthwise_default_pixels({1, 96, 56, 56, 96, 7, 7, 1, 1, 3, 3, 1, 1, 96}) == 4);
+  CHECK(t::depthwise_default_pixels({1, 768, 7, 7, 768, 7, 7, 1, 1, 3, 3, 1, 1, 768}) == 2);
+  CHECK(t::depthwise_default_pixels({1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8}) == 1);
+}
+
 TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)") {
   // Which problems it serves, and when the default picks it.
   t::Conv2dShape big{16, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1}; // ResNet s3 3x3, batch 16

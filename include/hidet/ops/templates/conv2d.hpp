@@ -36,13 +36,14 @@ struct Conv2dConfig {
   MatmulWgmmaConfig wgmma; ///< for Kind::Wgmma (Hopper: conv2d_wgmma.hpp)
   Conv2dFmaConfig fma;  ///< for Kind::Fma
   int dw_threads = 256; ///< for Kind::Depthwise: threads per block
+  int dw_pixels = 0;    ///< for Kind::Depthwise: outputs of a row per thread (0: the default)
 
   /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)", "fma ...", "depthwise 256 threads"
   std::string str() const {
     if (kind == Kind::Mma) return mma.str();
     if (kind == Kind::Fma) return fma.str();
     if (kind == Kind::Wgmma) return "wgmma " + wgmma.str();
-    return str_cat("depthwise ", dw_threads, " threads");
+    return str_cat("depthwise ", dw_threads, " threads", dw_pixels ? str_cat(", ", dw_pixels, " pixels") : "");
   }
 };
 
@@ -72,6 +73,7 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
     if (!s.depthwise()) bad("the depthwise kernel needs groups == C == O");
     if (cfg.dw_threads <= 0 || cfg.dw_threads > 1024 || cfg.dw_threads % 32)
       bad("threads must be 32..1024, whole warps");
+    if (cfg.dw_pixels < 0 || cfg.dw_pixels > 16) bad("pixels per thread must be 0 (the default) to 16");
     return;
   }
   int bm = 0;
@@ -186,7 +188,8 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
   if (s.depthwise()) {
     c.kind = Conv2dConfig::Kind::Depthwise;
     for (int t : {128, 256, 512})
-      c.dw_threads = t, add(c);
+      for (int p : {1, 2, 4, 8})
+        if (p <= s.ow()) c.dw_threads = t, c.dw_pixels = p, add(c);
     return out;
   }
   if (hopper && conv2d_wgmma_supports(s, dt)) {
@@ -301,7 +304,7 @@ inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2
   int split = conv2d_split_k_of(s, cfg);
   if (split > 1) add_split_k_sum_kernel(mod, "sum_slices", s, dt, layout, has_bias, split, epi);
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
-    add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads, epi);
+    add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads, cfg.dw_pixels, epi);
   } else if (cfg.kind == Conv2dConfig::Kind::Fma) {
     add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias && split == 1, cfg.fma, epi);
   } else {

@@ -19,8 +19,9 @@
 //    tile loads replaced by guarded gathers from x in its own layout (NCHW: k = (c, kh, kw),
 //    the weight as PyTorch stores it; NHWC: k = (kh, kw, c)); the B tile is stored transposed
 //    with padded rows (loads along k are coalesced, the transposing stores conflict-free).
-//  * Depthwise (groups == C == O, add_conv2d_depthwise_kernel): one thread per output, the
-//    KH x KW window unrolled, f32 accumulation; memory-bound, not a GEMM.
+//  * Depthwise (groups == C == O, add_conv2d_depthwise_kernel): a few outputs of one row per
+//    thread sharing their loads, the KH x KW window unrolled, f32 accumulation; memory-bound,
+//    not a GEMM.
 //  * Repacks (one kernel launch for x and w): NCHW -> padded NHWC (32 x 32 shared-memory
 //    transposes) and the weight into [O][k_pack].
 // The epilogues add the bias in f32 and store NHWC (packed pairs) or NCHW (y[img][o][oh OW + ow]).
@@ -596,19 +597,43 @@ inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &n
   });
 }
 
+/// The default output pixels per thread of the depthwise kernel: 4 along a row, fewer while the
+/// threads would not fill 132 multiprocessors with 4 warps each (7 x 7 maps of few channels).
+inline int depthwise_default_pixels(const Conv2dShape &s) {
+  const std::int64_t rows = std::int64_t(s.n) * s.oh(), lanes = (s.c + 31) / 32 * 32;
+  int p = 4;
+  while (p > 1 && rows * lang::ceil_div(std::int64_t(s.ow()), std::int64_t(p)) * lanes < 132 * 128)
+    p /= 2;
+  return p;
+}
+
 /// Adds kernel `name` (depthwise: groups == C == O): parameters x: dt, layout's order, w:
 /// dt[C][KH * KW], [bias: dt[C]], y: dt, layout's order ([N][C][OH][OW] or [N][OH][OW][C]).
-/// One thread per output element, `threads` per block.
+/// Each thread computes `pixels` consecutive outputs of one row and channel: per window row it
+/// loads the (pixels - 1) * sw + (KW - 1) * dw + 1 inputs they share once (a 7 x 7 window at 4
+/// pixels: 70 loads for 196 taps), from clamped positions with a select for the padding (the
+/// loads issue together), and accumulates in f32.
+///  * NHWC: a block is 32 channels (one warp: coalesced loads along C) by `threads` / 32 pixel
+///    groups; its 32 channels' weights, a contiguous piece of w, are staged in shared memory as
+///    [tap][channel] (conflict-free reads).
+///  * NCHW: consecutive threads take consecutive pixel groups of one (image, channel) plane; the
+///    weights are read from global memory (one channel per warp, mostly: broadcasts).
 inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::string &name,
                                         const Conv2dShape &s, DataType dt, Conv2dLayout layout,
-                                        bool has_bias, int threads = 256, const Epilogue *epi = nullptr) {
+                                        bool has_bias, int threads = 256, int pixels = 0,
+                                        const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   const bool nchw = layout == Conv2dLayout::NCHW;
-  const int C = s.c, OH = s.oh(), OW = s.ow();
-  const std::int64_t total = std::int64_t(s.n) * C * OH * OW;
+  const int C = s.c, OH = s.oh(), OW = s.ow(), taps = s.kh * s.kw;
+  const int P = pixels > 0 ? std::min(pixels, OW) : std::min(depthwise_default_pixels(s), OW);
+  const int groups_w = ceil_div(OW, P);                  // pixel groups per output row
+  const int span = (P - 1) * s.sw + (s.kw - 1) * s.dw + 1; // inputs of one row of a group
+  const std::int64_t tiles = std::int64_t(s.n) * OH * groups_w;
+  const int c_blocks = ceil_div(C, 32), rows = threads / 32;
+  const bool col_guard = s.pw > 0 || OW % P != 0;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
   std::vector<ParamSpec> params{nchw ? T({})[s.n][C][s.h][s.w] : T({})[s.n][s.h][s.w][C],
-                                T({})[C][s.kh * s.kw]};
+                                T({})[C][taps]};
   if (has_bias) params.push_back(T({})[C]);
   const Shape anchor = nchw ? Shape{s.n, C, OH, OW} : Shape{s.n, OH, OW, C};
   for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
@@ -617,30 +642,72 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
       [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y,
           const std::vector<ir::Var> &extras) {
         ops::detail::EpilogueEmitter out(epi, anchor, y.var(), extras);
-        attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
         attrs.cuda.block_dim = threads;
-        Var i = blockIdx.x * threads + threadIdx.x;
-        if_(i < total, [&] {
-          // NCHW: i = ((img C + c) OH + oh) OW + ow;  NHWC: i = ((img OH + oh) OW + ow) C + c.
-          Var c = nchw ? Expr(i / (OH * OW) % C) : Expr(i % C);
-          Var pix = nchw ? Expr(i % (OH * OW)) : Expr(i / C % (OH * OW));
-          Var img = nchw ? Expr(i / (C * OH * OW)) : Expr(i / (C * OH * OW));
-          Var oh = pix / OW, ow = pix % OW;
-          Var sum = var(f32, has_bias ? cast((*bias)[c], f32) : Expr(0.0f), "sum");
-          conv2d_detail::Pixel px{img, oh, ow, pix};
-          for (int a = 0; a < s.kh; ++a)
-            for (int b = 0; b < s.kw; ++b) {
-              auto tap = conv2d_detail::tap_of(s, px, a, b);
-              // Every tap loads, from a clamped position, and a select drops the padding's: the
-              // loads issue together (behind a branch each would wait for the one before).
-              Expr ih = s.ph > 0 ? min(max(tap.ih, 0), s.h - 1) : tap.ih;
-              Expr iw = s.pw > 0 ? min(max(tap.iw, 0), s.w - 1) : tap.iw;
-              Expr xv = cast(nchw ? x[img][c][ih][iw] : x[img][ih][iw][c], f32);
-              if (s.ph > 0 || s.pw > 0) xv = select(tap.inside, xv, Expr(0.0f));
-              sum += xv * cast(w[c][a * s.kw + b], f32);
+        // The outputs of pixel group `t` (image, row, first column) and channel `c`, with the
+        // weight of tap `k` from `weight(k)`.
+        auto compute = [&](Expr t, Expr c, const std::function<Expr(int)> &weight) {
+          Var img = t / (OH * groups_w), oh = t / groups_w % OH, ow0 = t % groups_w * P;
+          std::vector<Var> acc;
+          for (int p = 0; p < P; ++p)
+            acc.push_back(var(f32, has_bias ? cast((*bias)[c], f32) : Expr(0.0f), "acc"));
+          for (int a = 0; a < s.kh; ++a) {
+            Expr ih = oh * s.sh - s.ph + a * s.dh;
+            Expr row_in = true;
+            if (s.ph > 0) row_in = ih >= 0 && ih < s.h, ih = min(max(ih, 0), s.h - 1);
+            std::vector<Var> xv;
+            for (int j = 0; j < span; ++j) {
+              Expr iw = ow0 * s.sw - s.pw + j;
+              Expr inside = row_in;
+              // Columns outside the input occur with padding, and for the last group's pixels
+              // past the row.
+              if (col_guard) inside = inside && iw >= 0 && iw < s.w, iw = min(max(iw, 0), s.w - 1);
+              Expr v = cast(nchw ? x[img][c][ih][iw] : x[img][ih][iw][c], f32);
+              if (s.ph > 0 || col_guard) v = select(inside, v, Expr(0.0f));
+              xv.push_back(var(f32, v, "xv"));
             }
-          out.store(nchw ? Idx{img, c, oh, ow} : Idx{img, oh, ow, c}, sum);
+            for (int b = 0; b < s.kw; ++b) {
+              Var wv = var(f32, weight(a * s.kw + b), "wv");
+              for (int p = 0; p < P; ++p) acc[p] += xv[p * s.sw + b * s.dw] * wv;
+            }
+          }
+          for (int p = 0; p < P; ++p) {
+            auto store = [&] {
+              Expr ow = ow0 + p;
+              out.store(nchw ? Idx{img, c, oh, ow} : Idx{img, oh, ow, c}, acc[p]);
+            };
+            if (OW % P != 0 && p >= OW % P) { // past the row in the last group
+              if_(ow0 + p < OW, store);
+            } else {
+              store();
+            }
+          }
+        };
+        if (nchw) {
+          const std::int64_t total = std::int64_t(C) * tiles;
+          attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+          Var i = blockIdx.x * threads + threadIdx.x; // ((img C + c) OH + oh) groups_w + g
+          if_(i < total, [&] {
+            Var c = i / (OH * groups_w) % C;
+            Expr t = i / (C * OH * groups_w) * (OH * groups_w) + i % (OH * groups_w);
+            compute(t, c, [&](int k) { return cast(w[c][k], f32); });
+          });
+          return;
+        }
+        attrs.cuda.grid_dim = int(c_blocks * ceil_div(tiles, std::int64_t(rows)));
+        auto ws = shared_tensor(f32[taps][32], "w_tile"); // this block's 32 channels
+        Var cb = blockIdx.x % c_blocks, lane = threadIdx.x % 32;
+        Var t = blockIdx.x / c_blocks * rows + threadIdx.x / 32, c = cb * 32 + lane;
+        // The block's weights are w's elements [cb 32 taps, (cb + 1) 32 taps): coalesced reads.
+        for_(range(ceil_div(32 * taps, threads)).unroll(), [&](Var r) {
+          Var e = r * threads + threadIdx.x;
+          Var ch = cb * 32 + e / taps;
+          if_(e < 32 * taps, [&] {
+            ws[e % taps][e / taps] = 0.0f;
+            if_(ch < C, [&] { ws[e % taps][e / taps] = cast(w[ch][e % taps], f32); });
+          });
         });
+        syncthreads();
+        if_(t < tiles && c < C, [&] { compute(t, c, [&](int k) { return ws[k][lane]; }); });
       });
 }
 
