@@ -123,6 +123,12 @@ TEST_CASE("conv2d templates: the heuristic splits k when the tiles do not fill t
   CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 1);
   s.n = 1, s.h = s.w = 4;
   CHECK(t::conv2d_heuristic_config(s, dtypes::f32, 132).fma.split_k == 8);
+  // f32 at batch 16: the tilings that won space-2 tuning over ResNet-50's layers.
+  auto fma = [](t::Conv2dShape x) { return t::conv2d_heuristic_config(x, dtypes::f32, 132).fma.str(); };
+  CHECK(fma({16, 64, 56, 56, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1}).find("fma 64x32x8") == 0);    // k = 64
+  CHECK(fma({16, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1}).find("fma 128x64x8") == 0);  // the stem
+  CHECK(fma({16, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1}).find("fma 32x64x16") == 0); // 196 tiles of 64 x 64
+  CHECK(fma({16, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1}).find("fma 64x64x16") == 0);   // 104 tiles
   s.c = s.o = 512; // k = 4608, 8 tiles
   CHECK(t::conv2d_heuristic_config(s, dtypes::f16, 132).mma.split_k == 16);
   s.n = 64, s.h = s.w = 28; // plenty of tiles

@@ -105,8 +105,9 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
 /// when groups == C == O; f16/bf16: 64 x 64 x 64 tiles of 4 warps (32 x 32 each), 3 stages (the
 /// most frequent winner of space-1 tuning over ResNet-50's layers on an H100), split-k when k is
 /// at least 1024 or the tiles fill under a quarter of the GPU (powers of 2 up to 16, while the
-/// blocks stay within one per multiprocessor and every slice keeps 128 of k); f32: matmul_f32's 128 x 128 x 8 tiling, 64 x 64 x 8 for few
-/// tiles, split-k while the blocks do not fill the GPU and every slice keeps 64 of k.
+/// blocks stay within one per multiprocessor and every slice keeps 128 of k); f32: the FMA
+/// kernel's tiling by the rules in conv2d_heuristic_config, split-k while the blocks do not fill
+/// the GPU and every slice keeps 64 of k.
 inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_slice, int num_sms) {
   int split = 1;
   while (tiles * split * 2 <= num_sms && k / (split * 2) >= min_slice && split < 16)
@@ -162,7 +163,17 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
     return c;
   }
   c.kind = Conv2dConfig::Kind::Fma;
-  if (tiles(128, 128) * 4 < num_sms) c.fma = Conv2dFmaConfig{2, 2, 2, 1, 4, 8, 4, 4, 8}; // 64 x 64
+  // From space-2 tuning over ResNet-50's layers at batch 16 on an H200 (bench_conv2d with
+  // HIDET_BENCH_TUNE_F32=2; the tuned layers summed 2.48 ms against 3.17 ms for the former
+  // 128 x 128 x 8 default and 2.69 ms for cuDNN): 64 x 64 x 16 tiles; 64 x 32 x 8 for a k of at
+  // most 64 (1x1 convolutions of 64 channels); 128 x 64 x 8 (lanes 8 x 4) for at most 64 output
+  // channels and a k of at most 256 (the stem, 1x1 256 -> 64); 32 x 64 x 16 when the 64 x 64 tiles
+  // make between one and two waves (the second one mostly idle otherwise).
+  const std::int64_t K = s.gemm_k(), tiles64 = tiles(64, 64);
+  c.fma = Conv2dFmaConfig{2, 2, 2, 1, 4, 8, 4, 4, 16};
+  if (K <= 64) c.fma = Conv2dFmaConfig{2, 2, 1, 1, 8, 4, 4, 4, 8};
+  else if (s.og() <= 64 && K <= 256) c.fma = Conv2dFmaConfig{2, 2, 2, 2, 8, 4, 4, 4, 8};
+  else if (tiles64 >= num_sms && tiles64 < 2 * num_sms) c.fma = Conv2dFmaConfig{2, 2, 1, 1, 4, 8, 4, 4, 16};
   c.fma.split_k = conv2d_split_k(tiles(c.fma.block_m(), c.fma.block_n()), s.gemm_k(), 64, num_sms);
   return c;
 }
