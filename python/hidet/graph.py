@@ -23,10 +23,18 @@ class PassContext:
         self.save_dir = ''
         self.tensor_cores = True
         self.parallel_k = 0
+        self.reduce_precision = None
 
     def set_precision(self, dtype=None):
         """Run f32 matmuls, convolutions and attention in ``dtype`` ('float16' or 'bfloat16')."""
         self.mixed_precision = dtype
+        return self
+
+    def set_reduce_precision(self, dtype=None):
+        """Accumulate f16 matmuls in ``dtype``: 'float16' (the tensor cores' f16 accumulators;
+        faster on GPUs whose f16-accumulating tensor cores are, less accurate everywhere) or
+        'float32' / None (the default). Other reductions keep f32 accumulators."""
+        self.reduce_precision = dtype
         return self
 
     def set_layout_nhwc(self, on=True):
@@ -77,7 +85,7 @@ def optimize(graph, ctx=None):
     innermost ``with PassContext()``."""
     ctx = ctx or PassContext.current()
     return _C.optimize(graph, ctx.mixed_precision, ctx.layout_nhwc, ctx.verbose, ctx.save_dir, ctx.tensor_cores,
-                       ctx.parallel_k)
+                       ctx.parallel_k, ctx.reduce_precision)
 
 
 def compile(graph):

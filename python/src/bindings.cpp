@@ -237,8 +237,10 @@ NB_MODULE(_C, m) {
   m.def("trace_from", [](std::vector<Tensor> outs, std::vector<Tensor> ins) { return g::FlowGraph(outs, ins); },
         "outputs"_a, "inputs"_a = std::vector<Tensor>{});
   m.def("optimize", [](const g::FlowGraph &fg, std::optional<std::string> mixed_precision, bool layout_nhwc,
-                       bool verbose, const std::string &save_dir, bool tensor_cores, int parallel_k) {
+                       bool verbose, const std::string &save_dir, bool tensor_cores, int parallel_k,
+                       std::optional<std::string> reduce_precision) {
     g::PassContext ctx;
+    if (reduce_precision) ctx.reduce_precision = dtype_of(*reduce_precision);
     ctx.tensor_cores = tensor_cores;
     ctx.parallel_k = parallel_k;
     if (mixed_precision) ctx.mixed_precision = dtype_of(*mixed_precision);
@@ -247,7 +249,7 @@ NB_MODULE(_C, m) {
     ctx.save_graph_dir = save_dir;
     return g::optimize(fg, ctx);
   }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false, "save_dir"_a = "",
-     "tensor_cores"_a = true, "parallel_k"_a = 0);
+     "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none());
 
   nb::class_<g::CompiledGraph>(m, "CompiledGraph")
       .def(nb::init<g::FlowGraph>(), "graph"_a)

@@ -743,6 +743,68 @@ TEST_CASE("bind_kernel_options: tensor cores off and split-k, bound to the matmu
   expect_same(graph::CompiledGraph(h0)(hin), net16(hin), 2);
 }
 
+TEST_CASE("reduce precision f16: f16 matmuls accumulate in f16 on the mma.sync template") {
+  {
+    option::KernelOptions f16acc;
+    f16acc.f16_accumulation = true;
+    option::KernelOptionsScope scope(f16acc);
+    for (int space : {0, 1}) {
+      auto c = ops::matmul_candidates(256, 256, 512, dtypes::f16, space);
+      REQUIRE(!c.empty());
+      for (auto &cand : c) { // every candidate: mma.sync with f16 accumulators (no wgmma)
+        INFO(cand.label);
+        CHECK(cand.label.find("mma.sync") == 0);
+        CHECK(cand.label.find("f16 accumulation") != std::string::npos);
+      }
+    }
+    // bf16 and f32 products keep f32 accumulators.
+    for (auto &cand : ops::matmul_candidates(256, 256, 512, dtypes::bf16, 1))
+      CHECK(cand.label.find("f16 accumulation") == std::string::npos);
+    CHECK(ops::matmul_candidates(64, 64, 64, dtypes::f32, 0)[0].label.find("fma") == 0);
+  }
+  CHECK_THROWS_AS(ops::templates::MatmulF16(32, 32, 32, dtypes::bf16, [] {
+                    ops::templates::MatmulF16Config c;
+                    c.acc_f16 = true;
+                    return c;
+                  }()),
+                  ValueError);
+
+  // Through optimize: a long reduction of positive products (sums near 500, where f16's spacing
+  // is 0.25 to 0.5) loses more with f16 accumulators than with f32 ones; both stay close to the
+  // exact result.
+  const std::int64_t m = 24, k = 2048, n = 40;
+  Tensor a = make({m, k}, dtypes::f16, 0, 1), w = make({k, n}, dtypes::f16, 0, 1);
+  auto net = [&](const Tensor &x) { return o::relu(o::matmul(x, w)); };
+  FlowGraph g = trace_from(net(symbol_like(a)));
+  graph::PassContext ctx;
+  ctx.reduce_precision = dtypes::f16;
+  FlowGraph opt16 = graph::optimize(g, ctx);
+  INFO(opt16.str());
+  CHECK(opt16.str().find("reduce_precision=f16") != std::string::npos);
+  ctx.reduce_precision = dtypes::f32; // the default: nothing bound
+  CHECK(graph::optimize(g, ctx).str().find("reduce_precision") == std::string::npos);
+  auto av = a.to_double_vector(), wv = w.to_double_vector();
+  auto rel_err = [&](const Tensor &y) {
+    auto yv = y.to_double_vector();
+    double worst = 0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double e = 0;
+        for (std::int64_t r = 0; r < k; ++r) e += av[std::size_t(i * k + r)] * wv[std::size_t(r * n + j)];
+        worst = std::max(worst, std::abs(yv[std::size_t(i * n + j)] - e) / e);
+      }
+    return worst;
+  };
+  double err16 = rel_err(graph::CompiledGraph(opt16)(a)), err32 = rel_err(graph::optimize(g)(a));
+  CAPTURE(err16);
+  CAPTURE(err32);
+  CHECK(err32 < 1e-3); // the f16 output's rounding only
+  CHECK(err16 < 3e-2);
+  CHECK(err16 > 2 * err32);
+  ctx.reduce_precision = dtypes::bf16;
+  CHECK_THROWS_WITH_AS(graph::optimize(g, ctx), doctest::Contains("reduce precision bf16"), ValueError);
+}
+
 TEST_CASE("fuse_attention: attention followed by the heads' merge stores [B, Sq, H, D] itself") {
   for (DataType dt : {dtypes::f16, dtypes::f32}) {
     CAPTURE(dt.name());

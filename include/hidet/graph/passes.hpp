@@ -31,8 +31,8 @@
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_attention,
 // eliminate_common_subexpressions, fold_conv_batch_norm, merge_sibling_matmuls, lift_sibling_slices, convert_precision when
 // ctx.mixed_precision is set, convert_layout_nhwc unless ctx.layout_nhwc is false,
-// fuse_epilogues, fuse_operators, then bind_kernel_options when ctx.tensor_cores or ctx.parallel_k
-// differ from the defaults) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
+// fuse_epilogues, fuse_operators, then bind_kernel_options when ctx.tensor_cores, ctx.parallel_k
+// or ctx.reduce_precision differ from the defaults) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 #pragma once
 
@@ -68,6 +68,11 @@ struct PassContext {
   /// Split-k of matmuls: 0 the templates' heuristics, 1 never, k > 1 in k slices where a template
   /// can (option::KernelOptions; bind_kernel_options).
   int parallel_k = 0;
+  /// Reduce precision (Hidet's set_reduce_precision): f16 makes f16 matmuls accumulate in f16 on
+  /// the tensor cores (the mma.sync template; option::KernelOptions::f16_accumulation; bind_kernel_options).
+  /// Unset or f32: f32 accumulators. Other reductions (sums, softmax, norms), convolutions,
+  /// attention and bf16 products keep f32 accumulators. optimize() refuses other dtypes.
+  std::optional<DataType> reduce_precision;
 };
 
 /// Checks that `graph` is well formed: every symbolic input of a node is a graph input or an

@@ -5,7 +5,9 @@
 //  * f16 / bf16 on a Hopper GPU (sm_90a): the TMA + wgmma kernel (templates/matmul_wgmma.hpp),
 //    and in the larger spaces the mma.sync kernel too;
 //  * f16 / bf16 elsewhere (older GPUs, the CPU emulator): the mma.sync kernel
-//    (templates/matmul_f16.hpp).
+//    (templates/matmul_f16.hpp);
+//  * f16 under reduce precision f16 (option::KernelOptions::f16_accumulation): the mma.sync kernel
+//    with f16 accumulators, on every GPU.
 // Space 0 is each template's heuristic configuration for the shape; space 1 a small set (up to
 // about 20); space 2 a larger one (up to about 50). tuning::pick chooses among them and records
 // the choice on disk; the built kernel is kept per (shape, dtype, configuration), so later calls
@@ -81,7 +83,10 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
       });
     });
   };
+  // Reduce precision f16: f16 products accumulate in f16, on the mma.sync template only.
+  const bool acc16 = opts.f16_accumulation && dt == dtypes::f16;
   auto add_mma = [&](MatmulF16Config c) {
+    c.acc_f16 = acc16;
     try {
       check_matmul_f16_config(c);
     } catch (const ValueError &) {
@@ -141,7 +146,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     return out;
   }
 
-  if (matmul_wgmma_available()) {
+  if (matmul_wgmma_available() && !acc16) {
     // Few rows and a short k (a transformer's projections at batch 1): the mma.sync kernel with
     // 32- or 64-row tiles fills more multiprocessors than 64-row wgmma tiles. From space-2 tuning
     // on an H200: 128x768x768 picked 32x64x64 (5.6 us), 128x3072x768 picked 64x64x64 (6.4 us),
@@ -185,7 +190,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   // mma.sync tilings (the only template off Hopper; more candidates on Hopper).
   add_mma(MatmulF16Config{});                   // 128 x 128 x 32, 4 warps of 64 x 64, 3 stages
   add_mma(MatmulF16Config{2, 2, 32, 32, 32, 3, 1}); // 64 x 64 x 32
-  if (!matmul_wgmma_available() || space == 2) {
+  if (!matmul_wgmma_available() || acc16 || space == 2) {
     add_mma(MatmulF16Config{2, 4, 64, 64, 32, 3, 1}); // 128 x 256
     add_mma(MatmulF16Config{2, 2, 64, 64, 32, 4, 1});
     add_mma(MatmulF16Config{2, 2, 64, 64, 64, 3, 1});

@@ -50,8 +50,13 @@ struct KernelOptions {
   /// reduction in k slices where a template can (the f32 FMA and Hopper wgmma templates; shapes
   /// too short for k slices of two tiles each keep the heuristic).
   int parallel_k = 0;
+  /// Reduce precision f16: f16 matmuls on the tensor cores accumulate in f16 (the mma.sync
+  /// template with f16 accumulators, also on Hopper in place of the wgmma kernel, which
+  /// accumulates in f32). bf16 has no bf16 accumulators and keeps f32; so do f32 matmuls.
+  bool f16_accumulation = false;
   bool operator==(const KernelOptions &) const = default;
-  /// "" for the defaults, else "tensor_cores=false, parallel_k=4" (what differs).
+  /// "" for the defaults, else "tensor_cores=false, parallel_k=4, reduce_precision=f16" (what
+  /// differs).
   std::string str() const;
 };
 /// The options in force on this thread (the defaults unless a KernelOptionsScope is alive).

@@ -81,6 +81,8 @@ class HidetCompiledModel:
             ctx.set_precision('float16')
         ctx.set_layout_nhwc(cfg._use_nhwc).set_verbose(cfg._verbose).set_use_tensor_core(cfg._use_tensor_core)
         ctx.parallel_k = cfg._parallel_k
+        if cfg._use_fp16_reduction:
+            ctx.set_reduce_precision('float16')
         opt = hidet.graph.optimize(graph, ctx)
         runner = hidet.CompiledGraph(opt)
         replay = None

@@ -33,6 +33,7 @@ class DynamoConfig:
         self._profile = False
         self._use_tensor_core = True
         self._parallel_k = 0
+        self._use_fp16_reduction = False
         return self
 
     def search_space(self, level=2):
@@ -63,9 +64,10 @@ class DynamoConfig:
         return self
 
     def use_fp16_reduction(self, flag=True):
-        """Accumulate in f16 (not supported yet: templates accumulate in f32)."""
-        if flag:
-            raise NotImplementedError('use_fp16_reduction(True) is not supported yet: templates accumulate in f32')
+        """f16 matmuls accumulate in f16 (the tensor cores' f16 accumulators; PassContext's
+        reduce precision). Other reductions (sums, softmax, norms), convolutions and attention keep
+        f32 accumulators."""
+        self._use_fp16_reduction = bool(flag)
         return self
 
     def parallel_k(self, strategy='default'):

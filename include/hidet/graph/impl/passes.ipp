@@ -983,7 +983,11 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
   if (ctx.layout_nhwc) passes.push_back({"convert_layout_nhwc", &convert_layout_nhwc});
   passes.push_back({"fuse_epilogues", &fuse_epilogues});
   passes.push_back({"fuse_operators", &fuse_operators});
-  option::KernelOptions kopts{ctx.tensor_cores, ctx.parallel_k};
+  if (ctx.reduce_precision && *ctx.reduce_precision != dtypes::f16 && *ctx.reduce_precision != dtypes::f32)
+    throw ValueError(str_cat("optimize: reduce precision ", *ctx.reduce_precision,
+                             " is not supported; use f16 (f16 accumulators in f16 matmuls) or f32 (the default)"));
+  option::KernelOptions kopts{ctx.tensor_cores, ctx.parallel_k,
+                              ctx.reduce_precision && *ctx.reduce_precision == dtypes::f16};
   if (!(kopts == option::KernelOptions{}))
     passes.push_back({"bind_kernel_options", [kopts](const FlowGraph &g) { return bind_kernel_options(g, kopts); }});
   detail::save_graph(ctx, "0_input", graph);

@@ -56,6 +56,7 @@ HIDET_INLINE std::string KernelOptions::str() const {
   std::string s;
   if (!tensor_cores) s += "tensor_cores=false";
   if (parallel_k != 0) s += str_cat(s.empty() ? "" : ", ", "parallel_k=", parallel_k);
+  if (f16_accumulation) s += str_cat(s.empty() ? "" : ", ", "reduce_precision=f16");
   return s;
 }
 HIDET_INLINE const KernelOptions &kernel_options() { return detail::kernel_options_setting(); }

@@ -1,5 +1,6 @@
 // A tensor-core matrix multiplication for f16 and bf16 in Hidet Script, with task mappings:
-// c[m][n] = a[m][k] @ b[k][n], all row-major, f32 accumulation, output in the input dtype.
+// c[m][n] = a[m][k] @ b[k][n], all row-major, f32 accumulation (f16 with acc_f16: reduce
+// precision f16), output in the input dtype.
 // Any m, n, k: partial tiles are zero-filled by cp.async.
 //
 // Structure (defaults: 128 x 128 x 32 block tile, 4 warps of 64 x 64, 3 stages):
@@ -7,7 +8,7 @@
 //    through spatial(warps_m, warps_n); a warp computes its sub-tile as (warp_m / 16) x
 //    (warp_n / 8) mma.sync.m16n8k16 tiles, i.e. the mapping of c's elements to the warps is
 //    spatial(warps_m, warps_n) * repeat(warp_m / 16, warp_n / 8) * (one m16n8 mma tile),
-//    with f32 accumulators in registers (4 per lane per mma tile).
+//    with f32 accumulators in registers (4 per lane per mma tile; f16 ones with acc_f16).
 //  * Global -> shared: cp.async of 16 bytes (8 halves) per thread and copy, the copies of a tile
 //    spread over the threads by auto_map({rows, vectors per row}, threads). Partial vectors and
 //    rows past the matrix read fewer bytes (src_bytes) and the rest is zero-filled, so no tile
@@ -47,6 +48,7 @@ struct MatmulF16Config {
   int block_k = 32;             ///< k extent of one shared tile (16, 32 or 64)
   int stages = 3;               ///< shared-memory buffers of the cp.async pipeline (2..4)
   int min_blocks = 1;           ///< __launch_bounds__ blocks per SM (0: none)
+  bool acc_f16 = false;         ///< f16 accumulators (f16 inputs only; reduce precision f16)
 
   int block_m() const { return warps_m * warp_m; }
   int block_n() const { return warps_n * warp_n; }
@@ -56,7 +58,7 @@ struct MatmulF16Config {
   /// "128x128x32 (warps 2x2 of 64x64, 3 stages)"
   std::string str() const {
     return str_cat(block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, " of ", warp_m,
-                   "x", warp_n, ", ", stages, " stages)");
+                   "x", warp_n, ", ", stages, " stages", acc_f16 ? ", f16 accumulation" : "", ")");
   }
 };
 
@@ -143,6 +145,9 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
   using namespace hidet::lang;
   matmul_f16_detail::require_half(dt, str_cat("matmul_f16 '", name, "'"));
   check_matmul_f16_config(cfg);
+  if (cfg.acc_f16 && dt != dtypes::f16)
+    throw ValueError(str_cat("matmul_f16 '", name, "': f16 accumulation needs f16 inputs, got ", dt,
+                             " (bf16 products accumulate in f32)"));
   if (m <= 0 || n <= 0 || k <= 0)
     throw ValueError(str_cat("matmul_f16 '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads();
@@ -178,7 +183,7 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
                                     0, "smem_a");
     auto sb = dynamic_shared_tensor(T({})[stages][bk][bn].with_layout(matmul_f16_detail::swizzled_tile(stages, bk, bn)),
                                     stages * bm * bk * 2, "smem_b");
-    auto acc = register_tensor(f32[mt][nt][4], "acc");
+    auto acc = register_tensor(TensorSpec(cfg.acc_f16 ? dtypes::f16 : dtypes::f32, {})[mt][nt][4], "acc");
     auto af = register_tensor(T({})[mt][8], "a_frag");
     auto bf = register_tensor(T({})[nt][4], "b_frag");
 
