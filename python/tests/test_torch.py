@@ -55,6 +55,7 @@ CASES = {
     'addmm_pow_floordiv': (lambda b, x, w: torch.addmm(b, x, w, beta=0.5, alpha=2.0) ** 2 + torch.div(x.sum(1, keepdim=True),
                                                                                                       3.0, rounding_mode='floor'),
                            [r(7), r(5, 6), r(6, 7)]),
+    'pow_integer_and_fractional': (lambda a: torch.pow(a, 3.0) + a ** 3 - a.abs().pow(1.5) + a.pow(2), [r(5, 9)]),
     'max_min_elementwise': (lambda a, b: torch.maximum(a, b) - torch.minimum(a, b) + torch.max(a, b) - a.max(), [r(4, 5), r(4, 5)]),
     'max_min_dim_argmax': (lambda a: a.max(dim=1).values + torch.min(a, 1, keepdim=True)[0].squeeze(1)
                            + a.argmax(-1).float() + torch.max(a, 0)[1].float().sum(), [r(5, 7)]),

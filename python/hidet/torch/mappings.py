@@ -93,8 +93,12 @@ def torch_neg(x):
 @register_function(operator.pow, torch.pow)
 @register_method('pow')
 def torch_pow(a, b):
+    # Small integer powers as products (GPT-2's gelu cubes its input in a matmul epilogue: powf
+    # is tens of instructions per element there).
     if isinstance(b, (int, float)) and b == 2:
         return ops.mul(a, a)
+    if isinstance(b, (int, float)) and b == 3:
+        return ops.mul(ops.mul(a, a), a)
     if isinstance(b, (int, float)) and b == 0.5:
         return ops.sqrt(a)
     return ops.pow(a, b)
