@@ -36,9 +36,9 @@ struct Conv2dConfig {
   MatmulWgmmaConfig wgmma; ///< for Kind::Wgmma (Hopper: conv2d_wgmma.hpp)
   Conv2dFmaConfig fma;  ///< for Kind::Fma
   int dw_threads = 256; ///< for Kind::Depthwise: threads per block
-  int dw_pixels = 0;    ///< for Kind::Depthwise: outputs of a row per thread (0: the default)
+  int dw_pixels = 0;    ///< for Kind::Depthwise: outputs of a row per thread (0: depthwise_default_pixels)
 
-  /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)", "fma ...", "depthwise 256 threads"
+  /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)", "fma ...", "depthwise 256 threads, 4 pixels"
   std::string str() const {
     if (kind == Kind::Mma) return mma.str();
     if (kind == Kind::Fma) return fma.str();
@@ -140,6 +140,7 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
   Conv2dConfig c;
   if (s.depthwise()) {
     c.kind = Conv2dConfig::Kind::Depthwise;
+    c.dw_pixels = depthwise_default_pixels(s, num_sms);
     return c;
   }
   if (conv2d_prefers_wgmma(s, dt, hopper)) {

@@ -598,11 +598,11 @@ inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &n
 }
 
 /// The default output pixels per thread of the depthwise kernel: 4 along a row, fewer while the
-/// threads would not fill 132 multiprocessors with 4 warps each (7 x 7 maps of few channels).
-inline int depthwise_default_pixels(const Conv2dShape &s) {
+/// threads would not fill `num_sms` multiprocessors with 4 warps each (7 x 7 maps of few channels).
+inline int depthwise_default_pixels(const Conv2dShape &s, int num_sms = 132) {
   const std::int64_t rows = std::int64_t(s.n) * s.oh(), lanes = (s.c + 31) / 32 * 32;
   int p = 4;
-  while (p > 1 && rows * lang::ceil_div(std::int64_t(s.ow()), std::int64_t(p)) * lanes < 132 * 128)
+  while (p > 1 && rows * lang::ceil_div(std::int64_t(s.ow()), std::int64_t(p)) * lanes < std::int64_t(num_sms) * 128)
     p /= 2;
   return p;
 }
