@@ -14,8 +14,8 @@
 // double-precision host reference. Times: CUDA events around batches of launches after warm-up,
 // the median of the batches. TFLOP/s = 2 m n k / time.
 //
-// Usage: bench_matmul [--sweep] [--f32] [m n k]...   (--sweep also times alternative tilings;
-// --f32 runs the f32 rows only; the default shapes are those of the issue and BERT-base's
+// Usage: bench_matmul [--sweep] [--f32 | --f16] [m n k]...   (--sweep also times alternative
+// tilings; --f32 runs the f32 rows only, --f16 the f16 rows only; the default shapes are those of the issue and BERT-base's
 // products at batch 16, seq 128, which have f32 rows only). Needs a GPU; on the emulator it says so and exits 0.
 #include <algorithm>
 #include <cmath>
@@ -51,13 +51,14 @@ int main(int argc, char **argv) {
     std::printf("bench_matmul needs a CUDA GPU (the 'cuda' device is the CPU emulator here); nothing measured.\n");
     return 0;
   }
-  bool sweep = false, f32_only = false;
+  bool sweep = false, f32_only = false, f16_only = false;
   std::vector<Shape> shapes;
   std::vector<int> nums;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--sweep") sweep = true;
     else if (s == "--f32") f32_only = true;
+    else if (s == "--f16") f16_only = true;
     else nums.push_back(std::atoi(argv[i]));
   }
   for (std::size_t i = 0; i + 2 < nums.size(); i += 3) shapes.push_back({nums[i], nums[i + 1], nums[i + 2], "custom"});
@@ -89,7 +90,7 @@ int main(int argc, char **argv) {
   for (auto dt : {hidet::DataType(hidet::f16), hidet::DataType(hidet::bf16)}) {
     const char *dname = dt == hidet::f16 ? "f16" : "bf16";
     for (auto &s : shapes) {
-      if (f32_only || s.f32_only) continue;
+      if (f32_only || s.f32_only || (f16_only && dt != hidet::f16)) continue;
       double flop = 2.0 * s.m * s.n * s.k;
       hidet::manual_seed(rng());
       auto a = hidet::randn({s.m, s.k}, dt, "cuda");
@@ -180,6 +181,7 @@ int main(int argc, char **argv) {
 
   // f32 on the FMA units.
   for (auto &s : shapes) {
+    if (f16_only) break;
     double flop = 2.0 * s.m * s.n * s.k;
     hidet::manual_seed(rng());
     auto a = hidet::randn({s.m, s.k}, hidet::f32, "cuda");
