@@ -164,6 +164,16 @@ int main(int argc, char **argv) {
           wadd(MatmulWgmmaConfig{1, 256, 5});
           wadd(MatmulWgmmaConfig{1, 128, 6});
           wadd(MatmulWgmmaConfig{2, 192, 4});
+          // Clusters of two blocks sharing b's tile (along m) or a's (along n), multicast.
+          for (MatmulWgmmaConfig c : {MatmulWgmmaConfig{2, 256, 4}, MatmulWgmmaConfig{2, 128, 6},
+                                      MatmulWgmmaConfig{1, 256, 5}, MatmulWgmmaConfig{2, 192, 4}}) {
+            auto v = c;
+            v.cluster_m = 2;
+            wadd(v);
+            v = c;
+            v.cluster_n = 2;
+            wadd(v);
+          }
         }
         for (auto &cfg : wconfigs) {
           try {

@@ -52,6 +52,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <hidet/backend/nvrtc.hpp> // CompiledModule::binary()
 #include <hidet/hidet.hpp>
@@ -79,20 +80,33 @@ int main(int argc, char **argv) {
 
   MatmulWgmmaConfig split = little;     // k in 4 slices, summed by a second kernel
   split.split_k = 4;
+  // Thread-block clusters: two blocks on vertically neighbouring tiles share b's k tile (each
+  // loads half of its rows and multicasts them to both); in `row`, two blocks side by side share
+  // a's; `quad` does both, with split-k.
+  MatmulWgmmaConfig pair = big;
+  pair.cluster_m = 2;
+  MatmulWgmmaConfig row{2, 128, 6};
+  row.cluster_n = 2;
+  MatmulWgmmaConfig quad = little;
+  quad.cluster_m = quad.cluster_n = 2, quad.split_k = 2;
 
   bool hopper = !hidet::cuda_emulated() && hidet::runtime::device_info(0).arch() == "sm_90a";
   if (!hopper) {
     // No Hopper GPU: generate the kernels and compile them for sm_90a (when NVRTC is present), so
     // at least the code path up to the binary is exercised.
-    for (auto &[cfg, mma] : {std::pair{big, "m64n256k16"}, std::pair{split, "m64n128k16"}}) {
+    for (auto &[cfg, mma] : {std::pair{big, "m64n256k16"}, std::pair{split, "m64n128k16"}, std::pair{quad, "m64n128k16"}}) {
       auto mod = hidet::ops::templates::matmul_wgmma_module(m, n, k, hidet::f16, cfg);
       auto cm = mod.build(hidet::ops::templates::matmul_wgmma_build_options());
       const std::string &src = cm.source();
-      for (std::string ptx : {std::string("cp.async.bulk.tensor.2d"),
-                              "wgmma.mma_async.sync.aligned." + std::string(mma) + ".f32.f16.f16",
-                              std::string("mbarrier.try_wait.parity"), std::string("setmaxnreg.inc.sync.aligned.u32 232")})
+      std::vector<std::string> want{"cp.async.bulk.tensor.2d",
+                                    "wgmma.mma_async.sync.aligned." + std::string(mma) + ".f32.f16.f16",
+                                    "mbarrier.try_wait.parity", "setmaxnreg.inc.sync.aligned.u32 232"};
+      if (cfg.cluster_size() > 1) // clusters of 4: multicast loads, remote arrivals on the empty barriers
+        for (const char *ptx : {"__cluster_dims__(4, 1, 1)", ".multicast::cluster", "mapa.shared::cluster.u32"})
+          want.push_back(ptx);
+      for (const auto &ptx : want)
         if (src.find(ptx) == std::string::npos) {
-          std::printf("FAILED: the generated CUDA source has no '%s'\n", ptx.c_str());
+          std::printf("FAILED: the generated CUDA source of %s has no '%s'\n", cfg.str().c_str(), ptx.c_str());
           return 1;
         }
       std::printf("generated the %s kernel (%zu bytes of CUDA C++%s)\n", cfg.str().c_str(), src.size(),
@@ -103,7 +117,9 @@ int main(int argc, char **argv) {
   }
   int fails = run(m, n, k, hidet::f16, big) + run(m, n, k, hidet::bf16, big) + run(150, 140, 100, hidet::f16, little) +
               run(256, 512, 128, hidet::bf16, big) + run(37, 41, 23, hidet::f16, little) +
-              run(96, 200, 1000, hidet::bf16, split) + run(70, 130, 333, hidet::f16, split);
+              run(96, 200, 1000, hidet::bf16, split) + run(70, 130, 333, hidet::f16, split) +
+              run(m, n, k, hidet::f16, pair) + run(1000, 520, 300, hidet::bf16, pair) + run(m, n, k, hidet::bf16, row) +
+              run(300, 1000, 200, hidet::f16, row) + run(96, 200, 1000, hidet::f16, quad) + run(333, 777, 555, hidet::bf16, quad);
   std::printf(fails ? "FAILED\n" : "OK\n");
   return fails ? 1 : 0;
 }

@@ -297,9 +297,11 @@ hidet::lang::ScriptModule hopper_module() {
     if_(threadIdx.x == 0, [&] {
       mbarrier_arrive_expect_tx(bar, 64 * 64 * 2);
       tma_load(tile, tmap, bar, {0, 0});
+      tma_load_multicast(tile, tmap, bar, {0, 0}, 3);
     });
     mbarrier_wait(bar, 0);
     mbarrier_arrive(bar);
+    mbarrier_arrive_cluster(bar, 1);
     cp_async_mbarrier_arrive(bar);
     Var desc = make_wgmma_desc(tile, 16, 1024, Swizzle::B128);
     wgmma_fence();
@@ -326,6 +328,8 @@ TEST_CASE("Hopper primitives compile for sm_90a; the emulator rejects them") {
   for (const char *ptx : {"setmaxnreg.inc.sync.aligned.u32 240", "mbarrier.init.shared::cta.b64",
                           "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
                           "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "cp.async.bulk.tensor.2d.shared::cluster",
+                          "mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;",
+                          "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64",
                           "cp.async.bulk.tensor.2d.global.shared::cta", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
                           "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async",
                           "barrier.cluster.arrive", "%%cluster_ctarank"})
@@ -505,17 +509,29 @@ TEST_CASE("TMA: a 64x32 f16 box through an mbarrier into shared memory (GPU only
   }
 }
 
-TEST_CASE("thread-block clusters: cluster_dim compiles to __cluster_dims__; ranks on the GPU") {
+TEST_CASE("thread-block clusters: cluster_dim compiles to __cluster_dims__; ranks and remote arrivals on the GPU") {
   auto mod = script_module("clusters");
-  mod.kernel("cluster_ranks", {i32[8][2]}, [&](Tensor out) {
+  mod.kernel("cluster_ranks", {i32[8][3]}, [&](Tensor out) {
     attrs.cuda.grid_dim = 8;
     attrs.cuda.block_dim = 32;
     attrs.cuda.cluster_dim = {2, 1, 1};
+    // Each block's barrier expects one arrival from each block of the cluster (mapa + remote
+    // mbarrier.arrive): its phase 0 completes only if the other block's arrival reached it.
+    auto bar = shared_tensor(u64[1], "bar");
+    if_(threadIdx.x == 0, [&] {
+      mbarrier_init(bar, 2);
+      fence_mbarrier_init();
+    });
     cluster_sync();
     if_(threadIdx.x == 0, [&] {
+      mbarrier_arrive_cluster(bar, 0);
+      mbarrier_arrive_cluster(bar, 1);
+      mbarrier_wait(bar, 0);
       out[blockIdx.x][0] = cluster_ctarank();
       out[blockIdx.x][1] = cluster_nctarank();
+      out[blockIdx.x][2] = 7;
     });
+    cluster_sync(); // no block exits while the other may still arrive on its barrier
   });
   hidet::BuildOptions o;
   o.arch = "sm_90a";
@@ -546,11 +562,12 @@ TEST_CASE("thread-block clusters: cluster_dim compiles to __cluster_dims__; rank
     MESSAGE("SKIP (run part): clusters need a Hopper GPU");
     return;
   }
-  auto out = hidet::full({8, 2}, -1, hidet::i32);
+  auto out = hidet::full({8, 3}, -1, hidet::i32);
   cm(out);
   auto h = out.to_vector<std::int32_t>();
   for (int b = 0; b < 8; ++b) {
-    CHECK_MESSAGE(h[std::size_t(b * 2)] == b % 2, "block ", b);
-    CHECK_MESSAGE(h[std::size_t(b * 2 + 1)] == 2, "block ", b);
+    CHECK_MESSAGE(h[std::size_t(b * 3)] == b % 2, "block ", b);
+    CHECK_MESSAGE(h[std::size_t(b * 3 + 1)] == 2, "block ", b);
+    CHECK_MESSAGE(h[std::size_t(b * 3 + 2)] == 7, "block ", b);
   }
 }

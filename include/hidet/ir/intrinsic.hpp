@@ -48,6 +48,7 @@ namespace hidet::ir {
   /* Hopper (sm_90a), not emulated: mbarrier (bar is a u64 in shared memory) */                  \
   X(MbarrierInit, "mbarrier_init")                       /* (bar, count) */                        \
   X(MbarrierArrive, "mbarrier_arrive")                   /* (bar) */                               \
+  X(MbarrierArriveCluster, "mbarrier_arrive_cluster")    /* (bar, cta): on block cta's copy */     \
   X(MbarrierArriveExpectTx, "mbarrier_arrive_expect_tx") /* (bar, bytes) */                        \
   X(CpAsyncMbarrierArrive, "cp_async_mbarrier_arrive")  /* (bar): after this thread's cp.async */ \
   X(MbarrierTryWait, "mbarrier_try_wait")                /* (bar, phase) -> bool */                \
@@ -55,6 +56,7 @@ namespace hidet::ir {
   /* TMA: (dst shared, tensor map, bar, coords...), (tensor map, src shared, coords...) */         \
   X(TmaLoad, "tma_load") X(TmaStore, "tma_store") X(TmaCommitGroup, "tma_commit_group")            \
   X(TmaWaitGroup, "tma_wait_group") /* (n) */                                                      \
+  X(TmaLoadMulticast, "tma_load_multicast") /* (dst, tensor map, bar, cta mask u16, coords...) */  \
   /* wgmma (d f32 registers, desc_a u64, desc_b u64, scale_d, n, ab dtype, trans_a, trans_b) */    \
   X(Wgmma, "wgmma") X(WgmmaFence, "wgmma_fence") X(WgmmaCommitGroup, "wgmma_commit_group")         \
   X(WgmmaWaitGroup, "wgmma_wait_group") /* (n) */                                                  \

@@ -200,6 +200,10 @@ HIDET_INLINE std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
   case I::MbarrierArriveExpectTx:
     return str_cat("asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(", smem(0),
                    "), \"r\"(", a(1), ") : \"memory\")");
+  case I::MbarrierArriveCluster:
+    return str_cat("asm volatile(\"{\\n.reg .b32 remote;\\nmapa.shared::cluster.u32 remote, %0, %1;\\n"
+                   "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n}\" :: \"r\"(",
+                   smem(0), "), \"r\"(", a(1), ") : \"memory\")");
   case I::CpAsyncMbarrierArrive:
     return str_cat("asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\" :: \"r\"(", smem(0),
                    ") : \"memory\")");
@@ -213,6 +217,15 @@ HIDET_INLINE std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
     return str_cat("asm volatile(\"cp.async.bulk.tensor.", nd, "d.shared::cluster.global.mbarrier::complete_tx::bytes",
                    " [%0], [%1, ", reg_list(3, nd), "], [%2];\" :: \"r\"(", smem(0), "), \"l\"(", a(1), "), \"r\"(",
                    smem(2), ")", coords, " : \"memory\")");
+  }
+  case I::TmaLoadMulticast: {
+    int nd = int(c->args.size()) - 4;
+    std::string coords;
+    for (int i = 0; i < nd; ++i) coords += str_cat(", \"r\"(", a(4 + std::size_t(i)), ")");
+    return str_cat("asm volatile(\"cp.async.bulk.tensor.", nd,
+                   "d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+                   " [%0], [%1, ", reg_list(4, nd), "], [%2], %3;\" :: \"r\"(", smem(0), "), \"l\"(", a(1), "), \"r\"(",
+                   smem(2), "), \"h\"((unsigned short)(", a(3), "))", coords, " : \"memory\")");
   }
   case I::TmaStore: {
     int nd = int(c->args.size()) - 2;

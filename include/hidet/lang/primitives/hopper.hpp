@@ -34,6 +34,9 @@ ir::Expr u32_arg(const Operand &x, const char *fn);
 void mbarrier_init(const PtrArg &bar, const Operand &count);
 /// mbarrier.arrive: one arrival of this thread.
 void mbarrier_arrive(const PtrArg &bar);
+/// One arrival on the barrier at `bar`'s offset in the shared memory of block `cta` of this
+/// thread-block cluster (mapa + mbarrier.arrive.release.cluster); `cta` may be this block's rank.
+void mbarrier_arrive_cluster(const PtrArg &bar, const Operand &cta);
 /// mbarrier.arrive.expect_tx: one arrival, and the phase also waits for `bytes` of TMA traffic.
 void mbarrier_arrive_expect_tx(const PtrArg &bar, const Operand &bytes);
 /// cp.async.mbarrier.arrive.noinc: one arrival on `bar` once every cp.async this thread issued
@@ -62,6 +65,11 @@ std::vector<ir::Expr> tma_coords(std::initializer_list<Operand> coords, const ch
 /// to_device()) into shared `dst`; completion is signalled on `bar` as transaction bytes.
 void tma_load(const PtrArg &dst, const PtrArg &tmap, const PtrArg &bar,
               std::initializer_list<Operand> coords);
+/// tma_load with .multicast::cluster: the box lands at `dst`'s offset in the shared memory of
+/// every block of the cluster whose rank is a bit of `cta_mask`, and each of them counts its
+/// bytes on the barrier at `bar`'s offset in its own shared memory.
+void tma_load_multicast(const PtrArg &dst, const PtrArg &tmap, const PtrArg &bar,
+                        std::initializer_list<Operand> coords, const Operand &cta_mask);
 /// cp.async.bulk.tensor (shared -> global): stores shared `src` to the box at `coords`; complete
 /// with tma_commit_group() and tma_wait_group(0).
 void tma_store(const PtrArg &tmap, const PtrArg &src, std::initializer_list<Operand> coords);

@@ -127,7 +127,7 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       Var w = tid / 32, g = tid % 32 / 4, q = tid % 4;
       Var it = var(i32, 0, "it");
       wgmma_detail::for_each_tile(tiles, [&](Expr m0, Expr n0, Expr, Expr split, Expr kt0, Expr kts) {
-        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, false, true,
+        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, false, true, 1,
                                       [&](Expr st, int kk) {
                                         return std::pair{
                                             make_wgmma_desc(sa[st][row0][kk * 16], 16, 1024, Swizzle::B128),

@@ -68,11 +68,18 @@ struct MatmulWgmmaConfig {
   int group_m = 8;    ///< block rows per rasterization group (L2 reuse)
   bool persistent = true; ///< one block per multiprocessor looping over the tiles
   int split_k = 1;        ///< k is split into this many slices summed by a second kernel
+  /// Thread-block clusters of cluster_m x cluster_n blocks on neighbouring output tiles: the
+  /// blocks of a cluster column (same n) share b's k tile, each loading 64 / cluster_m of its k
+  /// rows and multicasting them to the others; the blocks of a cluster row (same m) share a's
+  /// tile the same way (block_m / cluster_n rows each). This divides the L2 -> shared traffic of
+  /// the shared operand by the cluster's extent.
+  int cluster_m = 1, cluster_n = 1;
   int producer_regs = 40, consumer_regs = 232; ///< setmaxnreg budgets
 
   static constexpr int block_k = 64; ///< one 128-byte swizzled row of halves
   int block_m() const { return 64 * consumers; }
   int threads() const { return 128 * (consumers + 1); }
+  int cluster_size() const { return cluster_m * cluster_n; }
   int a_stage_bytes() const { return block_m() * block_k * 2; }
   int b_stage_bytes() const { return block_k * block_n * 2; }
   /// Dynamic shared memory: the stages, then the full and empty mbarriers.
@@ -81,6 +88,7 @@ struct MatmulWgmmaConfig {
   std::string str() const {
     return str_cat(block_m(), "x", block_n, "x", block_k, " (", consumers, " consumer warpgroup", consumers > 1 ? "s" : "",
                    ", ", stages, " stages", persistent ? ", persistent" : "",
+                   cluster_size() > 1 ? str_cat(", cluster ", cluster_m, "x", cluster_n) : std::string(),
                    split_k > 1 ? str_cat(", split-k ", split_k) : std::string(), ")");
   }
 };
@@ -94,6 +102,10 @@ inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
   if (c.stages < 2 || c.stages > 8) bad("stages must be in [2, 8]");
   if (c.group_m < 1) bad("group_m must be positive");
   if (c.split_k < 1) bad("split_k must be positive");
+  for (int e : {c.cluster_m, c.cluster_n})
+    if (e != 1 && e != 2 && e != 4) bad("cluster_m and cluster_n must be 1, 2 or 4");
+  if (c.cluster_n > 1 && c.block_m() / c.cluster_n < 32)
+    bad("a's multicast slices (block_m / cluster_n rows) must have at least 32 rows");
   if (c.smem_bytes() > 227 * 1024) bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
   if (c.producer_regs < 24 || c.consumer_regs > 256 || c.producer_regs % 8 || c.consumer_regs % 8)
     bad("setmaxnreg budgets must be multiples of 8 in [24, 256]");
@@ -112,17 +124,30 @@ inline int matmul_wgmma_splits(int k, const MatmulWgmmaConfig &cfg) {
 namespace wgmma_detail {
 /// The output tiles of a warp-specialized wgmma kernel: (k slice, batch, tile_m, tile_n), one per
 /// block or walked by persistent blocks, rasterized in groups of `group` block rows.
+/// With clusters of cm x cn blocks, the tiles are the clusters' (bm x bn, each block taking
+/// bm / cm x bn / cn of it) and a cluster walks them as one block would.
 struct Tiles {
   int tiles_m, tiles_n, count, splits, split_tiles, k_tiles, group, bm, bn;
   bool persistent;
+  int cm = 1, cn = 1;
   int total() const { return tiles_m * tiles_n * count * splits; }
+  int cluster_size() const { return cm * cn; }
+  /// Blocks of the grid: one per tile, or per multiprocessor (whole clusters) when persistent.
+  int grid(int num_sms) const {
+    int cs = cluster_size();
+    return (persistent ? std::min(total(), std::max(1, num_sms / cs)) : total()) * cs;
+  }
 };
 /// Runs body(m0, n0, z, split, first k tile, k tiles) for each tile of this block: blockIdx.x,
-/// + gridDim.x, ... (persistent) or just blockIdx.x.
+/// + gridDim.x, ... (persistent) or just blockIdx.x; with clusters, the cluster's index and
+/// count instead, and the block's part of the cluster's tile (block rank r: rows r % cm, columns
+/// r / cm).
 template <class Body>
 void for_each_tile(const Tiles &t, Body &&body) {
   using namespace hidet::lang;
-  Range tiles = t.persistent ? range(blockIdx.x, t.total(), gridDim.x) : range(blockIdx.x, blockIdx.x + 1);
+  const int cs = t.cluster_size();
+  Expr first = cs > 1 ? Expr(blockIdx.x / cs) : Expr(blockIdx.x), step = cs > 1 ? Expr(gridDim.x / cs) : Expr(gridDim.x);
+  Range tiles = t.persistent ? range(first, t.total(), step) : range(first, first + 1);
   for_(tiles, [&](Var id) {
     Var split = id / (t.tiles_m * t.tiles_n * t.count), z = id / (t.tiles_m * t.tiles_n) % t.count;
     Var pid = id % (t.tiles_m * t.tiles_n);
@@ -132,7 +157,12 @@ void for_each_tile(const Tiles &t, Body &&body) {
     Var rows_in_group = min(t.tiles_m - first_m, t.group);
     Var tile_m = first_m + pid % (t.group * t.tiles_n) % rows_in_group;
     Var tile_n = pid % (t.group * t.tiles_n) / rows_in_group;
-    body(tile_m * t.bm, tile_n * t.bn, z, split, kt0, min(t.k_tiles - kt0, t.split_tiles));
+    Expr m0 = tile_m * t.bm, n0 = tile_n * t.bn;
+    if (cs > 1) {
+      Var rank = cast(cluster_ctarank(), i32);
+      m0 = m0 + rank % t.cm * (t.bm / t.cm), n0 = n0 + rank / t.cm * (t.bn / t.cn);
+    }
+    body(m0, n0, z, split, kt0, min(t.k_tiles - kt0, t.split_tiles));
   });
 }
 /// The k loop of a consumer warpgroup: for k tiles [kt0, kt0 + kts) (stage it % stages, `it`
@@ -140,13 +170,18 @@ void for_each_tile(const Tiles &t, Body &&body) {
 /// k16 wgmma of the stage with descriptors desc(stage, kk) -> {a, b} into `acc` (f32[bn / 2],
 /// zeroed first), keeps one k tile's products in flight and releases the previous tile's stage
 /// on `empty`. `generic_writes`: the stage was (partly) written by threads (cp.async), so a
-/// proxy fence makes those writes visible to wgmma.
+/// proxy fence makes those writes visible to wgmma. `cluster_size` > 1: the stage is released on
+/// the `empty` barrier of every block of the cluster (their producers multicast into it).
 template <class Desc>
 void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const lang::Tensor &empty, lang::Var &it,
                      const lang::Expr &kt0, const lang::Expr &kts, int stages, int bn, DataType dt, bool trans_b,
-                     bool generic_writes, Desc &&desc) {
+                     bool generic_writes, int cluster_size, Desc &&desc) {
   using namespace hidet::lang;
   Var tid = threadIdx.x % 128;
+  auto release = [&](const lang::Expr &stage) {
+    if (cluster_size == 1) return mbarrier_arrive(empty[stage]);
+    for (int c = 0; c < cluster_size; ++c) mbarrier_arrive_cluster(empty[stage], c);
+  };
   for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
   for_(range(kt0, kt0 + kts), [&](Var kt) {
     Var s = it % stages;
@@ -161,11 +196,11 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
     // Keep this k tile's products in flight; once the previous tile's are done, its stage is
     // free for the producer.
     wgmma_wait_group(1);
-    if_(tid == 0 && kt > kt0, [&] { mbarrier_arrive(empty[(it + stages - 1) % stages]); });
+    if_(tid == 0 && kt > kt0, [&] { release((it + stages - 1) % stages); });
     it = it + 1;
   });
   wgmma_wait_group(0);
-  if_(tid == 0, [&] { mbarrier_arrive(empty[(it + stages - 1) % stages]); });
+  if_(tid == 0, [&] { release((it + stages - 1) % stages); });
 }
 } // namespace wgmma_detail
 
@@ -186,14 +221,17 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   if (m <= 0 || n <= 0 || k <= 0)
     throw ValueError(str_cat("matmul_wgmma '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
   const int bm = cfg.block_m(), bn = cfg.block_n, bk = cfg.block_k, stages = cfg.stages;
+  const int cm = cfg.cluster_m, cn = cfg.cluster_n, cs = cfg.cluster_size();
   const int tiles_m = ceil_div(m, bm), tiles_n = ceil_div(n, bn), k_tiles = ceil_div(k, bk);
+  const int ctiles_m = ceil_div(tiles_m, cm), ctiles_n = ceil_div(tiles_n, cn); // the clusters' tiles
   const int splits = matmul_wgmma_splits(k, cfg), split_tiles = ceil_div(k_tiles, splits);
-  const int group = std::min(cfg.group_m, tiles_m);
+  const int group = std::min(cfg.group_m, ctiles_m);
   const int stage_bytes = cfg.a_stage_bytes() + cfg.b_stage_bytes();
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
   const int count = batch.count;
-  const wgmma_detail::Tiles tiles{tiles_m, tiles_n, count, splits, split_tiles, k_tiles, group, bm, bn, cfg.persistent};
+  const wgmma_detail::Tiles tiles{ctiles_m, ctiles_n, count, splits,  split_tiles, k_tiles, group,
+                                  bm * cm,  bn * cn,  cfg.persistent, cm, cn};
   const Shape c_shape = batch.batched() ? Shape{count, m, n} : Shape{m, n};
   std::vector<ParamSpec> specs{tensor_map_param(), tensor_map_param()};
   if (splits > 1) specs.push_back(f32[splits][count * m][n]);
@@ -204,10 +242,11 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     std::vector<ir::Var> extras;
     for (std::size_t i = 3; i < params.size(); ++i) extras.push_back(params[i].v);
     ops::detail::EpilogueEmitter out(splits > 1 ? nullptr : epi, c_shape, params[2].v, std::move(extras));
-    attrs.cuda.grid_dim = cfg.persistent ? std::min(tiles.total(), num_sms) : tiles.total();
+    attrs.cuda.grid_dim = tiles.grid(num_sms);
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect
+    if (cs > 1) attrs.cuda.cluster_dim = {cs, 1, 1};
 
     auto sa = dynamic_shared_tensor(T({})[stages][bm][bk], 0, "smem_a");
     auto sb = dynamic_shared_tensor(T({})[stages][bn / 64][bk][64], stages * cfg.a_stage_bytes(), "smem_b");
@@ -220,11 +259,12 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     if_(threadIdx.x == 0, [&] {
       for (int s = 0; s < stages; ++s) {
         mbarrier_init(full[s], 1);
-        mbarrier_init(empty[s], cfg.consumers);
+        mbarrier_init(empty[s], cfg.consumers * cs); // the consumers of every block of the cluster
       }
       fence_mbarrier_init();
     });
-    syncthreads();
+    if (cs > 1) cluster_sync(); // the other blocks' barriers are initialized before any multicast
+    else syncthreads();
 
     // `it` counts k tiles over all tiles of the block: stage it % stages, used for the
     // (it / stages)-th time, so its barriers' phase parity is (it / stages) % 2.
@@ -232,17 +272,40 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       setmaxnreg(cfg.producer_regs, false);
       if_(tid == 0, [&] {
         Var it = var(i32, 0, "it");
+        // In a cluster, this block (rank r) loads rows [r / cm * bm / cn, + bm / cn) of a's tile
+        // for the blocks of its cluster row (same r % cm) and k rows [r % cm * bk / cm, + bk / cm)
+        // of b's tile for those of its cluster column (same r / cm), multicast.
+        const int a_rows = bm / cn, b_rows = bk / cm;
+        Expr rank = cs > 1 ? Expr(cast(cluster_ctarank(), i32)) : Expr(0);
+        Expr rm = rank % cm, rn = rank / cm;
+        int row_bits = 0, col_bits = (1 << cm) - 1;
+        for (int j = 0; j < cn; ++j) row_bits |= 1 << (cm * j);
+        Expr mask_a = Operand(row_bits) << rm, mask_b = Operand(col_bits) << (rn * cm);
+        auto load = [&](const PtrArg &dst, const PtrArg &map, const PtrArg &bar, bool batched,
+                        std::initializer_list<Operand> xy, const Expr &z, bool multicast, const Expr &mask) {
+          auto it_xy = xy.begin();
+          Operand x = *it_xy, y = *(it_xy + 1);
+          if (multicast) {
+            if (batched) tma_load_multicast(dst, map, bar, {x, y, z}, mask);
+            else tma_load_multicast(dst, map, bar, {x, y}, mask);
+          } else {
+            if (batched) tma_load(dst, map, bar, {x, y, z});
+            else tma_load(dst, map, bar, {x, y});
+          }
+        };
         for_each_tile([&](Expr m0, Expr n0, Expr z, Expr, Expr kt0, Expr kts) {
           for_(range(kt0, kt0 + kts), [&](Var kt) {
             Var s = it % stages;
-            mbarrier_wait(empty[s], 1 - it / stages % 2); // the stage's previous round was consumed
+            // The stage's previous round was consumed (in every block this one multicasts to).
+            mbarrier_wait(empty[s], 1 - it / stages % 2);
             mbarrier_arrive_expect_tx(full[s], stage_bytes);
-            if (batch.batched() && batch.a) tma_load(sa[s][0][0], tmap_a, full[s], {kt * bk, m0, z});
-            else tma_load(sa[s][0][0], tmap_a, full[s], {kt * bk, m0});
-            for (int j = 0; j < bn / 64; ++j) {
-              if (batch.batched() && batch.b) tma_load(sb[s][j][0][0], tmap_b, full[s], {n0 + j * 64, kt * bk, z});
-              else tma_load(sb[s][j][0][0], tmap_b, full[s], {n0 + j * 64, kt * bk});
-            }
+            Expr a_row = cn > 1 ? rn * a_rows : Expr(0);
+            load(sa[s][a_row][0], tmap_a, full[s], batch.batched() && batch.a, {kt * bk, m0 + a_row}, z, cn > 1,
+                 mask_a);
+            Expr b_row = cm > 1 ? rm * b_rows : Expr(0);
+            for (int j = 0; j < bn / 64; ++j)
+              load(sb[s][j][b_row][0], tmap_b, full[s], batch.batched() && batch.b, {n0 + j * 64, kt * bk + b_row}, z,
+                   cm > 1, mask_b);
             it = it + 1;
           });
         });
@@ -259,7 +322,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         // index of c[row][col] (stored through the epilogue)
         auto ws_at = [&](Expr row, Expr col) { return c[split][z * m + row][col]; };
         auto c_idx = [&, on = batch.batched()](Expr row, Expr col) { return on ? Idx{z, row, col} : Idx{row, col}; };
-        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false,
+        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false, cs,
                                       [&](Expr s, int kk) {
                                         return std::pair{make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128),
                                                          make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024,
@@ -268,7 +331,8 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
 
         // Epilogue (the producer already loads the next tile): lane (g, q) of warp w holds rows
         // 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
-        const bool guard_m = m % bm != 0, guard_n = n % bn != 0;
+        // (a cluster's last tiles may have blocks wholly outside c)
+        const bool guard_m = m % bm != 0 || tiles_m % cm != 0, guard_n = n % bn != 0 || tiles_n % cn != 0;
         for_(repeat(bn / 8, 2).on(0), [&](Expr j, Expr h) {
           Expr row = m0 + row0 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
           Expr e = j * 4 + h * 2;
@@ -285,6 +349,9 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         });
       });
     });
+    // No block of a cluster exits while another may still multicast into its shared memory or
+    // arrive on its barriers.
+    if (cs > 1) cluster_sync();
   });
 }
 
@@ -384,8 +451,9 @@ public:
     };
     check(pa, with_batch(batch_.a, {m_, matmul_f16_lda(k_)}), "a");
     check(pb, with_batch(batch_.b, {k_, matmul_f16_ldb(n_)}), "b");
-    map_for(map_a_, pa, with_batch(batch_.a, {cfg_.block_m(), MatmulWgmmaConfig::block_k}), batch_.a);
-    map_for(map_b_, pb, with_batch(batch_.b, {MatmulWgmmaConfig::block_k, 64}), batch_.b);
+    // Boxes: a block's share of the tiles (multicast to its cluster row / column).
+    map_for(map_a_, pa, with_batch(batch_.a, {cfg_.block_m() / cfg_.cluster_n, MatmulWgmmaConfig::block_k}), batch_.a);
+    map_for(map_b_, pb, with_batch(batch_.b, {MatmulWgmmaConfig::block_k / cfg_.cluster_m, 64}), batch_.b);
     Shape anchor = ws_.defined() ? Shape{std::int64_t(batch_.count) * m_, n_}
                    : batch_.batched() ? Shape{batch_.count, m_, n_} : Shape{m_, n_};
     Tensor out = epilogue_out_arg(epi_.get(), c, anchor);

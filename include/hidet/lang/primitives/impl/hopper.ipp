@@ -28,6 +28,12 @@ HIDET_INLINE void mbarrier_arrive(const PtrArg &bar) {
   detail::emit_intrinsic(ir::Intrinsic::MbarrierArrive, {bar.ptr}, bar.loc);
 }
 
+HIDET_INLINE void mbarrier_arrive_cluster(const PtrArg &bar, const Operand &cta) {
+  detail::require_mbarrier(bar, "mbarrier_arrive_cluster");
+  detail::emit_intrinsic(ir::Intrinsic::MbarrierArriveCluster,
+                         {bar.ptr, detail::u32_arg(cta, "mbarrier_arrive_cluster")}, bar.loc);
+}
+
 HIDET_INLINE void mbarrier_arrive_expect_tx(const PtrArg &bar, const Operand &bytes) {
   detail::require_mbarrier(bar, "mbarrier_arrive_expect_tx");
   detail::emit_intrinsic(ir::Intrinsic::MbarrierArriveExpectTx,
@@ -70,6 +76,15 @@ HIDET_INLINE void tma_load(const PtrArg &dst, const PtrArg &tmap, const PtrArg &
   std::vector<ir::Expr> args{dst.ptr, tmap.ptr, bar.ptr};
   for (auto &c : detail::tma_coords(coords, "tma_load", dst.loc)) args.push_back(c);
   detail::emit_intrinsic(ir::Intrinsic::TmaLoad, std::move(args), dst.loc);
+}
+
+HIDET_INLINE void tma_load_multicast(const PtrArg &dst, const PtrArg &tmap, const PtrArg &bar,
+                                     std::initializer_list<Operand> coords, const Operand &cta_mask) {
+  detail::require_scope(dst, ir::Scope::Shared, "tma_load_multicast", "destination");
+  detail::require_mbarrier(bar, "tma_load_multicast");
+  std::vector<ir::Expr> args{dst.ptr, tmap.ptr, bar.ptr, detail::u32_arg(cta_mask, "tma_load_multicast")};
+  for (auto &c : detail::tma_coords(coords, "tma_load_multicast", dst.loc)) args.push_back(c);
+  detail::emit_intrinsic(ir::Intrinsic::TmaLoadMulticast, std::move(args), dst.loc);
 }
 
 HIDET_INLINE void tma_store(const PtrArg &tmap, const PtrArg &src,
