@@ -329,7 +329,7 @@ TEST_CASE("Hopper primitives compile for sm_90a; the emulator rejects them") {
                           "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
                           "cp.async.mbarrier.arrive.noinc.shared::cta.b64", "cp.async.bulk.tensor.2d.shared::cluster",
                           "mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;",
-                          "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64",
+                          "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64 _, [remote]",
                           "cp.async.bulk.tensor.2d.global.shared::cta", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
                           "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async",
                           "barrier.cluster.arrive", "%%cluster_ctarank"})

@@ -202,7 +202,7 @@ HIDET_INLINE std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
                    "), \"r\"(", a(1), ") : \"memory\")");
   case I::MbarrierArriveCluster:
     return str_cat("asm volatile(\"{\\n.reg .b32 remote;\\nmapa.shared::cluster.u32 remote, %0, %1;\\n"
-                   "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n}\" :: \"r\"(",
+                   "mbarrier.arrive.shared::cluster.b64 _, [remote];\\n}\" :: \"r\"(",
                    smem(0), "), \"r\"(", a(1), ") : \"memory\")");
   case I::CpAsyncMbarrierArrive:
     return str_cat("asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\" :: \"r\"(", smem(0),

@@ -35,7 +35,8 @@ void mbarrier_init(const PtrArg &bar, const Operand &count);
 /// mbarrier.arrive: one arrival of this thread.
 void mbarrier_arrive(const PtrArg &bar);
 /// One arrival on the barrier at `bar`'s offset in the shared memory of block `cta` of this
-/// thread-block cluster (mapa + mbarrier.arrive.release.cluster); `cta` may be this block's rank.
+/// thread-block cluster (mapa + mbarrier.arrive.shared::cluster, release at CTA scope, as for a
+/// local arrival); `cta` may be this block's rank.
 void mbarrier_arrive_cluster(const PtrArg &bar, const Operand &cta);
 /// mbarrier.arrive.expect_tx: one arrival, and the phase also waits for `bytes` of TMA traffic.
 void mbarrier_arrive_expect_tx(const PtrArg &bar, const Operand &bytes);

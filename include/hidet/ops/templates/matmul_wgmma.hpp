@@ -171,16 +171,19 @@ void for_each_tile(const Tiles &t, Body &&body) {
 /// zeroed first), keeps one k tile's products in flight and releases the previous tile's stage
 /// on `empty`. `generic_writes`: the stage was (partly) written by threads (cp.async), so a
 /// proxy fence makes those writes visible to wgmma. `cluster_size` > 1: the stage is released on
-/// the `empty` barrier of every block of the cluster (their producers multicast into it).
+/// the `empty` barrier of every block of the cluster (their producers multicast into it), thread
+/// c of the warpgroup signalling block c, in parallel.
 template <class Desc>
 void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const lang::Tensor &empty, lang::Var &it,
                      const lang::Expr &kt0, const lang::Expr &kts, int stages, int bn, DataType dt, bool trans_b,
                      bool generic_writes, int cluster_size, Desc &&desc) {
   using namespace hidet::lang;
   Var tid = threadIdx.x % 128;
+  // Who signals a stage's release, and how.
+  Expr signals = cluster_size == 1 ? Expr(tid == 0) : Expr(tid < cluster_size);
   auto release = [&](const lang::Expr &stage) {
-    if (cluster_size == 1) return mbarrier_arrive(empty[stage]);
-    for (int c = 0; c < cluster_size; ++c) mbarrier_arrive_cluster(empty[stage], c);
+    if (cluster_size == 1) mbarrier_arrive(empty[stage]);
+    else mbarrier_arrive_cluster(empty[stage], tid);
   };
   for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
   for_(range(kt0, kt0 + kts), [&](Var kt) {
@@ -196,11 +199,11 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
     // Keep this k tile's products in flight; once the previous tile's are done, its stage is
     // free for the producer.
     wgmma_wait_group(1);
-    if_(tid == 0 && kt > kt0, [&] { release((it + stages - 1) % stages); });
+    if_(signals && kt > kt0, [&] { release((it + stages - 1) % stages); });
     it = it + 1;
   });
   wgmma_wait_group(0);
-  if_(tid == 0, [&] { release((it + stages - 1) % stages); });
+  if_(signals, [&] { release((it + stages - 1) % stages); });
 }
 } // namespace wgmma_detail
 
