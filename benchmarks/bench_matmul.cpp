@@ -164,15 +164,19 @@ int main(int argc, char **argv) {
           wadd(MatmulWgmmaConfig{1, 256, 5});
           wadd(MatmulWgmmaConfig{1, 128, 6});
           wadd(MatmulWgmmaConfig{2, 192, 4});
-          // Clusters of two blocks sharing b's tile (along m) or a's (along n), multicast.
-          for (MatmulWgmmaConfig c : {MatmulWgmmaConfig{2, 256, 4}, MatmulWgmmaConfig{2, 128, 6},
-                                      MatmulWgmmaConfig{1, 256, 5}, MatmulWgmmaConfig{2, 192, 4}}) {
-            auto v = c;
-            v.cluster_m = 2;
-            wadd(v);
-            v = c;
-            v.cluster_n = 2;
-            wadd(v);
+          // 192-row tiles (3 consumers), 256-row tiles (4 consumers, or 2 of two m64 atoms).
+          wadd(MatmulWgmmaConfig{3, 192, 4});
+          wadd(MatmulWgmmaConfig{3, 128, 5});
+          wadd(MatmulWgmmaConfig{4, 128, 4});
+          for (int bn : {128, 192}) {
+            MatmulWgmmaConfig t{2, bn, 4};
+            t.atoms = 2;
+            wadd(t);
+          }
+          // Clusters of two blocks sharing b's tile (along m), multicast.
+          for (MatmulWgmmaConfig c : {MatmulWgmmaConfig{2, 256, 4}, MatmulWgmmaConfig{3, 192, 4}}) {
+            c.cluster_m = 2;
+            wadd(c);
           }
         }
         for (auto &cfg : wconfigs) {

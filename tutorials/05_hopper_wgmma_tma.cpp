@@ -89,18 +89,26 @@ int main(int argc, char **argv) {
   row.cluster_n = 2;
   MatmulWgmmaConfig quad = little;
   quad.cluster_m = quad.cluster_n = 2, quad.split_k = 2;
+  // Other tile shapes: 192 x 192 (3 consumer warpgroups of 64 rows), 256 x 128 (2 consumers of
+  // two m64 atoms each) and 256 x 128 (4 consumers).
+  MatmulWgmmaConfig three{3, 192, 4};
+  MatmulWgmmaConfig tall{2, 128, 4};
+  tall.atoms = 2;
+  MatmulWgmmaConfig four{4, 128, 4};
 
   bool hopper = !hidet::cuda_emulated() && hidet::runtime::device_info(0).arch() == "sm_90a";
   if (!hopper) {
     // No Hopper GPU: generate the kernels and compile them for sm_90a (when NVRTC is present), so
     // at least the code path up to the binary is exercised.
-    for (auto &[cfg, mma] : {std::pair{big, "m64n256k16"}, std::pair{split, "m64n128k16"}, std::pair{quad, "m64n128k16"}}) {
+    for (auto &[cfg, mma] : {std::pair{big, "m64n256k16"}, std::pair{split, "m64n128k16"}, std::pair{quad, "m64n128k16"},
+                             std::pair{three, "m64n192k16"}, std::pair{tall, "m64n128k16"}}) {
       auto mod = hidet::ops::templates::matmul_wgmma_module(m, n, k, hidet::f16, cfg);
       auto cm = mod.build(hidet::ops::templates::matmul_wgmma_build_options());
       const std::string &src = cm.source();
       std::vector<std::string> want{"cp.async.bulk.tensor.2d",
                                     "wgmma.mma_async.sync.aligned." + std::string(mma) + ".f32.f16.f16",
-                                    "mbarrier.try_wait.parity", "setmaxnreg.inc.sync.aligned.u32 232"};
+                                    "mbarrier.try_wait.parity",
+                                    "setmaxnreg.inc.sync.aligned.u32 " + std::to_string(cfg.consumer_budget())};
       if (cfg.cluster_size() > 1) // clusters of 4: multicast loads, remote arrivals on the empty barriers
         for (const char *ptx : {"__cluster_dims__(4, 1, 1)", ".multicast::cluster", "mapa.shared::cluster.u32"})
           want.push_back(ptx);
@@ -119,7 +127,9 @@ int main(int argc, char **argv) {
               run(256, 512, 128, hidet::bf16, big) + run(37, 41, 23, hidet::f16, little) +
               run(96, 200, 1000, hidet::bf16, split) + run(70, 130, 333, hidet::f16, split) +
               run(m, n, k, hidet::f16, pair) + run(1000, 520, 300, hidet::bf16, pair) + run(m, n, k, hidet::bf16, row) +
-              run(300, 1000, 200, hidet::f16, row) + run(96, 200, 1000, hidet::f16, quad) + run(333, 777, 555, hidet::bf16, quad);
+              run(300, 1000, 200, hidet::f16, row) + run(96, 200, 1000, hidet::f16, quad) + run(333, 777, 555, hidet::bf16, quad) +
+              run(m, n, k, hidet::f16, three) + run(2048, 2304, 768, hidet::bf16, three) + run(m, n, k, hidet::bf16, tall) +
+              run(700, 300, 900, hidet::f16, tall) + run(m, n, k, hidet::f16, four) + run(515, 260, 130, hidet::bf16, four);
   std::printf(fails ? "FAILED\n" : "OK\n");
   return fails ? 1 : 0;
 }

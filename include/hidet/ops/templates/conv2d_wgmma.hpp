@@ -41,6 +41,9 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
                                     const MatmulWgmmaConfig &cfg, int num_sms, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   check_matmul_wgmma_config(cfg);
+  if (cfg.atoms != 1 || cfg.cluster_size() != 1)
+    throw ValueError(str_cat("conv2d '", name, "': the Hopper kernel takes one m64 atom per consumer and no clusters; got ",
+                             cfg.str()));
   if (!conv2d_wgmma_supports(s, dt))
     throw ValueError(str_cat("conv2d '", name, "': the Hopper kernel needs f16/bf16, groups == 1 and C % 64 == 0; got ",
                              s.str(), ", ", dt));
@@ -120,14 +123,14 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         });
       });
     }).else_([&] { // the consumer warpgroups
-      setmaxnreg(cfg.consumer_regs, true);
+      setmaxnreg(cfg.consumer_budget(), true);
       auto acc = register_tensor(f32[bn / 2], "acc");
       auto pair = register_tensor(u32[1], "pair");
       Var row0 = (wg - 1) * 64;
       Var w = tid / 32, g = tid % 32 / 4, q = tid % 4;
       Var it = var(i32, 0, "it");
       wgmma_detail::for_each_tile(tiles, [&](Expr m0, Expr n0, Expr, Expr split, Expr kt0, Expr kts) {
-        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, false, true, 1,
+        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, false, true, 1, 1, 0,
                                       [&](Expr st, int kk) {
                                         return std::pair{
                                             make_wgmma_desc(sa[st][row0][kk * 16], 16, 1024, Swizzle::B128),

@@ -74,11 +74,17 @@ struct MatmulWgmmaConfig {
   /// tile the same way (block_m / cluster_n rows each). This divides the L2 -> shared traffic of
   /// the shared operand by the cluster's extent.
   int cluster_m = 1, cluster_n = 1;
-  int producer_regs = 40, consumer_regs = 232; ///< setmaxnreg budgets
+  /// setmaxnreg budgets; consumer_regs 0: what the multiprocessor's 64K registers leave after
+  /// the producer, split over the consumers (at most 232).
+  int producer_regs = 40, consumer_regs = 0;
+  int atoms = 1; ///< m64 wgmma atoms per consumer warpgroup (its rows: 64 * atoms)
 
   static constexpr int block_k = 64; ///< one 128-byte swizzled row of halves
-  int block_m() const { return 64 * consumers; }
+  int block_m() const { return 64 * atoms * consumers; }
   int threads() const { return 128 * (consumers + 1); }
+  int consumer_budget() const {
+    return consumer_regs ? consumer_regs : std::min(232, (65536 / 128 - producer_regs) / consumers / 8 * 8);
+  }
   int cluster_size() const { return cluster_m * cluster_n; }
   int a_stage_bytes() const { return block_m() * block_k * 2; }
   int b_stage_bytes() const { return block_k * block_n * 2; }
@@ -87,7 +93,7 @@ struct MatmulWgmmaConfig {
   /// "128x256x64 (2 consumer warpgroups, 4 stages)"
   std::string str() const {
     return str_cat(block_m(), "x", block_n, "x", block_k, " (", consumers, " consumer warpgroup", consumers > 1 ? "s" : "",
-                   ", ", stages, " stages", persistent ? ", persistent" : "",
+                   atoms > 1 ? str_cat(" of ", atoms, " m64 atoms") : std::string(), ", ", stages, " stages", persistent ? ", persistent" : "",
                    cluster_size() > 1 ? str_cat(", cluster ", cluster_m, "x", cluster_n) : std::string(),
                    split_k > 1 ? str_cat(", split-k ", split_k) : std::string(), ")");
   }
@@ -96,7 +102,8 @@ struct MatmulWgmmaConfig {
 /// Throws ValueError naming the config when it cannot be built.
 inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
   auto bad = [&](const std::string &why) { throw ValueError(str_cat("matmul_wgmma config ", c.str(), ": ", why)); };
-  if (c.consumers < 1 || c.consumers > 2) bad("consumers must be 1 or 2 warpgroups");
+  if (c.consumers < 1 || c.consumers > 4) bad("consumers must be 1 to 4 warpgroups");
+  if (c.atoms < 1 || c.atoms > 2) bad("atoms (m64 wgmma atoms per consumer) must be 1 or 2");
   if (c.block_n < 64 || c.block_n > 256 || c.block_n % 64)
     bad("block_n must be 64, 128, 192 or 256 (64-column TMA boxes, wgmma n <= 256)");
   if (c.stages < 2 || c.stages > 8) bad("stages must be in [2, 8]");
@@ -107,11 +114,15 @@ inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
   if (c.cluster_n > 1 && c.block_m() / c.cluster_n < 32)
     bad("a's multicast slices (block_m / cluster_n rows) must have at least 32 rows");
   if (c.smem_bytes() > 227 * 1024) bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
-  if (c.producer_regs < 24 || c.consumer_regs > 256 || c.producer_regs % 8 || c.consumer_regs % 8)
+  const int cr = c.consumer_budget();
+  if (c.producer_regs < 24 || cr < 24 || cr > 256 || c.producer_regs % 8 || cr % 8)
     bad("setmaxnreg budgets must be multiples of 8 in [24, 256]");
-  if (128 * (c.producer_regs + c.consumers * c.consumer_regs) > 65536)
-    bad(str_cat("register budgets need ", 128 * (c.producer_regs + c.consumers * c.consumer_regs),
+  if (128 * (c.producer_regs + c.consumers * cr) > 65536)
+    bad(str_cat("register budgets need ", 128 * (c.producer_regs + c.consumers * cr),
                 " registers; a multiprocessor has 65536"));
+  if (c.atoms * c.block_n / 2 + 40 > cr)
+    bad(str_cat(c.atoms * c.block_n / 2, " f32 accumulators per consumer thread do not fit its budget of ", cr,
+                " registers (40 kept for addresses)"));
 }
 
 /// The number of k slices actually used for k: every slice gets at least one k tile.
@@ -170,13 +181,15 @@ void for_each_tile(const Tiles &t, Body &&body) {
 /// k16 wgmma of the stage with descriptors desc(stage, kk) -> {a, b} into `acc` (f32[bn / 2],
 /// zeroed first), keeps one k tile's products in flight and releases the previous tile's stage
 /// on `empty`. `generic_writes`: the stage was (partly) written by threads (cp.async), so a
-/// proxy fence makes those writes visible to wgmma. `cluster_size` > 1: the stage is released on
+/// proxy fence makes those writes visible to wgmma. With `atoms` > 1, acc is f32[atoms][bn / 2]
+/// and each k16 step issues one wgmma per m64 atom, a's descriptor advanced by `atom_desc_step`
+/// (the atom's byte offset / 16) per atom. `cluster_size` > 1: the stage is released on
 /// the `empty` barrier of every block of the cluster (their producers multicast into it), thread
 /// c of the warpgroup signalling block c, in parallel.
 template <class Desc>
 void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const lang::Tensor &empty, lang::Var &it,
                      const lang::Expr &kt0, const lang::Expr &kts, int stages, int bn, DataType dt, bool trans_b,
-                     bool generic_writes, int cluster_size, Desc &&desc) {
+                     bool generic_writes, int cluster_size, int atoms, int atom_desc_step, Desc &&desc) {
   using namespace hidet::lang;
   Var tid = threadIdx.x % 128;
   // Who signals a stage's release, and how.
@@ -185,7 +198,7 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
     if (cluster_size == 1) mbarrier_arrive(empty[stage]);
     else mbarrier_arrive_cluster(empty[stage], tid);
   };
-  for_(range(bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
+  for_(range(atoms * bn / 2).unroll(), [&](Var i) { acc[i] = 0.0f; });
   for_(range(kt0, kt0 + kts), [&](Var kt) {
     Var s = it % stages;
     mbarrier_wait(full[s], it / stages % 2);
@@ -193,7 +206,11 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
     wgmma_fence();
     for (int kk = 0; kk < MatmulWgmmaConfig::block_k / 16; ++kk) {
       auto [desc_a, desc_b] = desc(Expr(s), kk);
-      wgmma(acc, desc_a, desc_b, bn, dt, 1, false, trans_b);
+      if (atoms == 1) wgmma(acc, desc_a, desc_b, bn, dt, 1, false, trans_b);
+      else
+        for (int a = 0; a < atoms; ++a)
+          wgmma(acc[a * bn / 2], desc_a + Operand(static_cast<unsigned long long>(a * atom_desc_step)), desc_b, bn, dt, 1,
+                false, trans_b);
     }
     wgmma_commit_group();
     // Keep this k tile's products in flight; once the previous tile's are done, its stage is
@@ -314,10 +331,11 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         });
       });
     }).else_([&] { // the consumer warpgroups
-      setmaxnreg(cfg.consumer_regs, true);
-      auto acc = register_tensor(f32[bn / 2], "acc");
+      setmaxnreg(cfg.consumer_budget(), true);
+      const int atoms = cfg.atoms;
+      auto acc = register_tensor(f32[atoms * bn / 2], "acc");
       auto pair = register_tensor(u32[1], "pair");
-      Var row0 = (wg - 1) * 64;
+      Var row0 = (wg - 1) * (64 * atoms);
       Var w = tid / 32, g = tid % 32 / 4, q = tid % 4;
       Var it = var(i32, 0, "it");
       for_each_tile([&](Expr m0, Expr n0, Expr z, Expr split, Expr kt0, Expr kts) {
@@ -325,8 +343,9 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         // index of c[row][col] (stored through the epilogue)
         auto ws_at = [&](Expr row, Expr col) { return c[split][z * m + row][col]; };
         auto c_idx = [&, on = batch.batched()](Expr row, Expr col) { return on ? Idx{z, row, col} : Idx{row, col}; };
-        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false, cs,
-                                      [&](Expr s, int kk) {
+        // An atom's rows start 64 rows (64 x 128 bytes) further in a's tile.
+        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false, cs, atoms,
+                                      64 * bk * 2 / 16, [&](Expr s, int kk) {
                                         return std::pair{make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128),
                                                          make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024,
                                                                          Swizzle::B128)};
@@ -336,9 +355,10 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         // 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
         // (a cluster's last tiles may have blocks wholly outside c)
         const bool guard_m = m % bm != 0 || tiles_m % cm != 0, guard_n = n % bn != 0 || tiles_n % cn != 0;
-        for_(repeat(bn / 8, 2).on(0), [&](Expr j, Expr h) {
-          Expr row = m0 + row0 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
-          Expr e = j * 4 + h * 2;
+        // Atom a holds the rows 64 a further, its accumulators bn / 2 further.
+        for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
+          Expr row = m0 + row0 + a * 64 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
+          Expr e = a * (bn / 2) + j * 4 + h * 2;
           if (splits > 1) { // f32 partial sums of this k slice
             for (int x = 0; x < 2; ++x) {
               Expr ok = true;
