@@ -164,10 +164,9 @@ int main(int argc, char **argv) {
           wadd(MatmulWgmmaConfig{1, 256, 5});
           wadd(MatmulWgmmaConfig{1, 128, 6});
           wadd(MatmulWgmmaConfig{2, 192, 4});
-          // 192-row tiles (3 consumers), 256-row tiles (4 consumers, or 2 of two m64 atoms).
+          // 192-row tiles (3 consumers), 256-row tiles (2 consumers of two m64 atoms).
           wadd(MatmulWgmmaConfig{3, 192, 4});
           wadd(MatmulWgmmaConfig{3, 128, 5});
-          wadd(MatmulWgmmaConfig{4, 128, 4});
           for (int bn : {128, 192}) {
             MatmulWgmmaConfig t{2, bn, 4};
             t.atoms = 2;
