@@ -188,6 +188,58 @@ TEST_CASE("matmul heuristic: few rows and a short k take small mma.sync tiles on
   expect_close(c, {m, n}, want);
 }
 
+TEST_CASE("Hopper matmul heuristic: the tile shape that fills whole waves; config checks") {
+  using hidet::ops::templates::MatmulWgmmaConfig;
+  using hidet::ops::templates::check_matmul_wgmma_config;
+  using hidet::ops::templates::matmul_wgmma_heuristic_config;
+  struct Case {
+    int m, n, k, block_m, block_n, split_k;
+  };
+  // BERT-base at batch 16: the merged QKV product has 132 tiles of 192 x 192 (one wave on 132
+  // multiprocessors) against 144 of 128 x 256; the FFN down projection (k = 3072) takes 96
+  // tiles of 64 x 256; large squares keep 128 x 256; a batch-1 projection splits k.
+  for (Case c : {Case{2048, 2304, 768, 192, 192, 1}, Case{2048, 768, 3072, 64, 256, 1}, Case{4096, 4096, 4096, 128, 256, 1},
+                 Case{8192, 8192, 8192, 128, 256, 1}, Case{128, 768, 3072, 64, 128, 8}, Case{2048, 768, 768, 128, 128, 1}}) {
+    CAPTURE(c.m);
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    MatmulWgmmaConfig cfg = matmul_wgmma_heuristic_config(c.m, c.n, c.k, 132);
+    CHECK(cfg.block_m() == c.block_m);
+    CHECK(cfg.block_n == c.block_n);
+    CHECK(cfg.split_k == c.split_k);
+    CHECK_NOTHROW(check_matmul_wgmma_config(cfg));
+  }
+  // Every heuristic choice is a valid config, on odd shapes and other multiprocessor counts.
+  for (int sms : {78, 114, 132})
+    for (int m : {1, 37, 333, 1000, 4095})
+      for (int n : {8, 444, 2304, 4097})
+        CHECK_NOTHROW(check_matmul_wgmma_config(matmul_wgmma_heuristic_config(m, n, 555, sms)));
+  auto rejects = [](MatmulWgmmaConfig c, const char *why) {
+    CAPTURE(why);
+    try {
+      check_matmul_wgmma_config(c);
+      FAIL("accepted ", c.str());
+    } catch (const hidet::ValueError &e) {
+      CHECK(std::string(e.what()).find(why) != std::string::npos);
+    }
+  };
+  rejects(MatmulWgmmaConfig{4, 128, 4}, "consumers must be 1, 2 or 3 warpgroups");
+  MatmulWgmmaConfig atoms{2, 128, 4};
+  atoms.atoms = 3;
+  rejects(atoms, "atoms (m64 wgmma atoms per consumer) must be 1 or 2");
+  rejects(MatmulWgmmaConfig{3, 256, 3}, "128 f32 accumulators per consumer thread do not fit its budget of 152");
+  MatmulWgmmaConfig cluster{2, 128, 6};
+  cluster.cluster_m = 3;
+  rejects(cluster, "cluster_m and cluster_n must be 1, 2 or 4");
+  // The consumer register budget follows the warpgroup count.
+  CHECK(MatmulWgmmaConfig{2, 256, 4}.consumer_budget() == 232);
+  CHECK(MatmulWgmmaConfig{3, 192, 4}.consumer_budget() == 152);
+  CHECK(MatmulWgmmaConfig{3, 192, 4}.str() == "192x192x64 (3 consumer warpgroups, 4 stages, persistent)");
+  MatmulWgmmaConfig tall{2, 128, 4};
+  tall.atoms = 2, tall.cluster_m = 2;
+  CHECK(tall.str() == "256x128x64 (2 consumer warpgroups of 2 m64 atoms, 4 stages, persistent, cluster 2x1)");
+}
+
 TEST_CASE("ops::matmul runs the tuned template and reuses its choice") {
   TempCache cache;
   const int m = 50, n = 40, k = 96;

@@ -162,7 +162,8 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     struct Shape {
       int consumers, block_n, stages;
     };
-    for (Shape s : {Shape{2, 256, 4}, Shape{2, 128, 6}, Shape{1, 128, 6}, Shape{1, 256, 5}, Shape{2, 192, 4}})
+    for (Shape s : {Shape{2, 256, 4}, Shape{2, 128, 6}, Shape{1, 128, 6}, Shape{1, 256, 5}, Shape{2, 192, 4},
+                    Shape{3, 192, 4}})
       for (int split : {1, 2, 4, 8}) {
         MatmulWgmmaConfig c;
         c.consumers = s.consumers, c.block_n = s.block_n, c.stages = s.stages, c.split_k = split;
@@ -181,7 +182,16 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
             v.group_m = g;
             add_wgmma(v);
           }
+          v = c; // a cluster of two blocks along m multicasting b's tile
+          v.cluster_m = 2;
+          add_wgmma(v);
         }
+      }
+    if (space == 2) // 256-row tiles: two consumers of two m64 atoms each
+      for (int bn : {128, 192}) {
+        MatmulWgmmaConfig c{2, bn, bn == 128 ? 4 : 3};
+        c.atoms = 2;
+        add_wgmma(c);
       }
   } else {
     add_mma(matmul_f16_heuristic_config(mb, n, k, sms));

@@ -428,17 +428,36 @@ inline BuildOptions matmul_wgmma_build_options() {
   return o;
 }
 
-/// A tiling for an m x n x k product on `num_sms` multiprocessors: 128 x 256 tiles when there
-/// are enough of them to fill the GPU, else 128 x 128, else 64 x 128, split over k while that
-/// leaves fewer blocks than half the multiprocessors and at least 4 k tiles per slice.
+/// A tiling for an m x n x k product on `num_sms` multiprocessors, chosen by a cost model: a
+/// persistent kernel takes ceil(tiles / num_sms) waves of (fixed + k tiles x per_k_tile), with
+/// each tile shape's fixed cost (prologue, epilogue) and cost per k tile fitted to H200
+/// measurements (bench_matmul and exp runs of 2048 x {768, 2304, 3072} x {768, 3072} and 4096^3;
+/// docs/notes/matmul_wgmma.md). Then k is split while the blocks still fit half the GPU and
+/// each slice keeps at least 4 k tiles.
 inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int num_sms) {
-  MatmulWgmmaConfig c;
+  struct Candidate {
+    MatmulWgmmaConfig cfg;
+    double fixed_us, per_k_tile_us;
+  };
+  static const Candidate candidates[] = {
+      {MatmulWgmmaConfig{2, 256, 4}, 8.6, 0.58}, // 128 x 256
+      {MatmulWgmmaConfig{3, 192, 4}, 14.4, 0.62}, // 192 x 192
+      {MatmulWgmmaConfig{2, 192, 4}, 7.2, 0.46}, // 128 x 192
+      {MatmulWgmmaConfig{2, 128, 6}, 4.5, 0.35}, // 128 x 128
+      {MatmulWgmmaConfig{1, 256, 5}, 6.3, 0.31}, // 64 x 256
+      {MatmulWgmmaConfig{1, 128, 6}, 1.8, 0.23}, // 64 x 128
+  };
   auto tiles = [&](const MatmulWgmmaConfig &t) {
     return std::int64_t(lang::ceil_div(m, t.block_m())) * lang::ceil_div(n, t.block_n);
   };
-  if (tiles(c) < num_sms) c.block_n = 128;
-  if (tiles(c) < num_sms) c.consumers = 1, c.stages = 6;
-  int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
+  const int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
+  MatmulWgmmaConfig c = candidates[0].cfg;
+  double best = 1e300;
+  for (const auto &cand : candidates) {
+    double waves = double(lang::ceil_div(tiles(cand.cfg), std::int64_t(std::max(1, num_sms))));
+    double t = waves * (cand.fixed_us + k_tiles * cand.per_k_tile_us);
+    if (t < best) best = t, c = cand.cfg;
+  }
   // Split k while the blocks still fit one wave and each keeps at least 4 k tiles (H200 tuning:
   // 128x768x3072 picked split-k 8, 96 blocks).
   while (tiles(c) * c.split_k * 2 <= num_sms && k_tiles / (c.split_k * 2) >= 4) c.split_k *= 2;
