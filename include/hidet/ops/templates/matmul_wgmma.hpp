@@ -102,7 +102,7 @@ struct MatmulWgmmaConfig {
 /// Throws ValueError naming the config when it cannot be built.
 inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
   auto bad = [&](const std::string &why) { throw ValueError(str_cat("matmul_wgmma config ", c.str(), ": ", why)); };
-  // (4 consumers, 640 threads, hung on an H200: their setmaxnreg budgets are too tight)
+  // (4 consumers, 640 threads and setmaxnreg 112, hung on an H200; not diagnosed)
   if (c.consumers < 1 || c.consumers > 3) bad("consumers must be 1, 2 or 3 warpgroups");
   if (c.atoms < 1 || c.atoms > 2) bad("atoms (m64 wgmma atoms per consumer) must be 1 or 2");
   if (c.block_n < 64 || c.block_n > 256 || c.block_n % 64)
@@ -207,11 +207,9 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
     wgmma_fence();
     for (int kk = 0; kk < MatmulWgmmaConfig::block_k / 16; ++kk) {
       auto [desc_a, desc_b] = desc(Expr(s), kk);
-      if (atoms == 1) wgmma(acc, desc_a, desc_b, bn, dt, 1, false, trans_b);
-      else
-        for (int a = 0; a < atoms; ++a)
-          wgmma(acc[a * bn / 2], desc_a + Operand(static_cast<unsigned long long>(a * atom_desc_step)), desc_b, bn, dt, 1,
-                false, trans_b);
+      for (int a = 0; a < atoms; ++a)
+        wgmma(acc[a * bn / 2], a ? desc_a + Operand(static_cast<unsigned long long>(a * atom_desc_step)) : desc_a, desc_b,
+              bn, dt, 1, false, trans_b);
     }
     wgmma_commit_group();
     // Keep this k tile's products in flight; once the previous tile's are done, its stage is
@@ -302,17 +300,13 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         int row_bits = 0, col_bits = (1 << cm) - 1;
         for (int j = 0; j < cn; ++j) row_bits |= 1 << (cm * j);
         Expr mask_a = Operand(row_bits) << rm, mask_b = Operand(col_bits) << (rn * cm);
-        auto load = [&](const PtrArg &dst, const PtrArg &map, const PtrArg &bar, bool batched,
-                        std::initializer_list<Operand> xy, const Expr &z, bool multicast, const Expr &mask) {
-          auto it_xy = xy.begin();
-          Operand x = *it_xy, y = *(it_xy + 1);
-          if (multicast) {
-            if (batched) tma_load_multicast(dst, map, bar, {x, y, z}, mask);
-            else tma_load_multicast(dst, map, bar, {x, y}, mask);
-          } else {
-            if (batched) tma_load(dst, map, bar, {x, y, z});
-            else tma_load(dst, map, bar, {x, y});
-          }
+        // The box at (x, y[, z]) of `map` into dst, multicast to `mask` or into this block only.
+        auto load = [&](const PtrArg &dst, const PtrArg &map, const PtrArg &bar, const Expr &x, const Expr &y,
+                        std::optional<Expr> z, std::optional<Expr> mask) {
+          if (mask && z) tma_load_multicast(dst, map, bar, {x, y, *z}, *mask);
+          else if (mask) tma_load_multicast(dst, map, bar, {x, y}, *mask);
+          else if (z) tma_load(dst, map, bar, {x, y, *z});
+          else tma_load(dst, map, bar, {x, y});
         };
         for_each_tile([&](Expr m0, Expr n0, Expr z, Expr, Expr kt0, Expr kts) {
           for_(range(kt0, kt0 + kts), [&](Var kt) {
@@ -320,13 +314,14 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
             // The stage's previous round was consumed (in every block this one multicasts to).
             mbarrier_wait(empty[s], 1 - it / stages % 2);
             mbarrier_arrive_expect_tx(full[s], stage_bytes);
+            auto z_if = [&](bool has) { return batch.batched() && has ? std::optional<Expr>(z) : std::nullopt; };
             Expr a_row = cn > 1 ? rn * a_rows : Expr(0);
-            load(sa[s][a_row][0], tmap_a, full[s], batch.batched() && batch.a, {kt * bk, m0 + a_row}, z, cn > 1,
-                 mask_a);
+            load(sa[s][a_row][0], tmap_a, full[s], kt * bk, m0 + a_row, z_if(batch.a),
+                 cn > 1 ? std::optional<Expr>(mask_a) : std::nullopt);
             Expr b_row = cm > 1 ? rm * b_rows : Expr(0);
             for (int j = 0; j < bn / 64; ++j)
-              load(sb[s][j][b_row][0], tmap_b, full[s], batch.batched() && batch.b, {n0 + j * 64, kt * bk + b_row}, z,
-                   cm > 1, mask_b);
+              load(sb[s][j][b_row][0], tmap_b, full[s], n0 + j * 64, kt * bk + b_row, z_if(batch.b),
+                   cm > 1 ? std::optional<Expr>(mask_b) : std::nullopt);
             it = it + 1;
           });
         });
