@@ -94,6 +94,10 @@ int main(int argc, char **argv) {
   MatmulWgmmaConfig three{3, 192, 4};
   MatmulWgmmaConfig tall{2, 128, 4};
   tall.atoms = 2;
+  // The epilogue goes through shared memory (stmatrix, then 16-byte row stores) when n is a
+  // multiple of 8; `direct` stores the accumulator pairs straight from the registers instead.
+  MatmulWgmmaConfig direct = big;
+  direct.smem_epilogue = false;
 
   bool hopper = !hidet::cuda_emulated() && hidet::runtime::device_info(0).arch() == "sm_90a";
   if (!hopper) {
@@ -119,6 +123,14 @@ int main(int argc, char **argv) {
       std::printf("generated the %s kernel (%zu bytes of CUDA C++%s)\n", cfg.str().c_str(), src.size(),
                   cm.binary().cubin.empty() ? "; NVRTC not available, not compiled" : ", compiled for sm_90a by NVRTC");
     }
+    {
+      auto cm = hidet::ops::templates::matmul_wgmma_module(256, 520, 128, hidet::f16, big)
+                    .build(hidet::ops::templates::matmul_wgmma_build_options());
+      if (cm.source().find("stmatrix.sync.aligned.m8n8.x4.shared.b16") == std::string::npos) {
+        std::printf("FAILED: the %s kernel for n = 520 has no stmatrix epilogue\n", big.str().c_str());
+        return 1;
+      }
+    }
     std::printf("SKIP: TMA and wgmma need a Hopper GPU (sm_90a); the emulator does not run them\n");
     return 77;
   }
@@ -128,7 +140,9 @@ int main(int argc, char **argv) {
               run(m, n, k, hidet::f16, pair) + run(1000, 520, 300, hidet::bf16, pair) + run(m, n, k, hidet::bf16, row) +
               run(300, 1000, 200, hidet::f16, row) + run(96, 200, 1000, hidet::f16, quad) + run(333, 777, 555, hidet::bf16, quad) +
               run(m, n, k, hidet::f16, three) + run(2048, 2304, 768, hidet::bf16, three) + run(m, n, k, hidet::bf16, tall) +
-              run(700, 300, 900, hidet::f16, tall) + run(515, 260, 130, hidet::bf16, three);
+              run(700, 300, 900, hidet::f16, tall) + run(515, 260, 130, hidet::bf16, three) +
+              run(704, 296, 900, hidet::bf16, tall) + run(264, 520, 200, hidet::f16, direct) +
+              run(2048, 768, 3072, hidet::f16, little);
   std::printf(fails ? "FAILED\n" : "OK\n");
   return fails ? 1 : 0;
 }

@@ -116,6 +116,71 @@ TEST_CASE("ldmatrix x1 / x2 / x4, plain and transposed: every lane's words") {
     }
 }
 
+TEST_CASE("stmatrix x1 / x2 / x4, plain and transposed: the inverse of ldmatrix") {
+  if (!hidet::runtime::cuda_emulated() && hidet::runtime::device_info(0).arch() < std::string("sm_90")) {
+    MESSAGE("stmatrix needs sm_90; this GPU is ", hidet::runtime::device_info(0).arch(), ": not run");
+    return;
+  }
+  for (int num : {1, 2, 4})
+    for (bool trans : {false, true}) {
+      auto mod = script_module("stm");
+      mod.kernel("stm", {f32[32][8]}, [&](Tensor out) {
+        attrs.cuda.grid_dim = 1;
+        attrs.cuda.block_dim = 32;
+        auto s = shared_tensor(f16[32][8], "s");
+        auto r = register_tensor(f16[8], "r");
+        Var l = threadIdx.x;
+        for (int j = 0; j < 8; ++j) s[l][j] = -1.0f;
+        // word m of lane l: elements (l / 4, 2 (l % 4) + h) of matrix m, valued 64 m + 8 row + col
+        for (int m = 0; m < 4; ++m)
+          for (int h = 0; h < 2; ++h) r[2 * m + h] = cast(64 * m + 8 * (l / 4) + 2 * (l % 4) + h, f32);
+        syncwarp();
+        stmatrix(s[l][0], r, num, trans); // lane l addresses row l % 8 of matrix l / 8
+        syncwarp();
+        for (int j = 0; j < 8; ++j) out[l][j] = s[l][j];
+      });
+      auto cm = mod.build();
+      auto o = hidet::zeros({32, 8}, hidet::f32);
+      cm(o);
+      auto out = o.to_vector<float>();
+      for (int m = 0; m < 4; ++m)
+        for (int row = 0; row < 8; ++row)
+          for (int col = 0; col < 8; ++col) {
+            int want = m >= num ? -1 : trans ? 64 * m + 8 * col + row : 64 * m + 8 * row + col;
+            REQUIRE_MESSAGE(out[std::size_t((8 * m + row) * 8 + col)] == float(want), "x", num,
+                            trans ? ".trans" : "", " matrix ", m, " row ", row, " col ", col, " on ", where(cm));
+          }
+    }
+}
+
+TEST_CASE("stmatrix: bad operands are DSL errors") {
+  auto bad = [&](auto body) {
+    auto mod = script_module("stm_bad");
+    mod.kernel("stm_bad", {f32[1]}, [&](Tensor) {
+      attrs.cuda.block_dim = 32;
+      body();
+    });
+  };
+  CHECK_THROWS_WITH_AS(bad([] {
+                         auto s = shared_tensor(f16[8][8], "s");
+                         auto r = register_tensor(f16[8], "r");
+                         stmatrix(s[0][0], r, 3);
+                       }),
+                       doctest::Contains("num = 3"), hidet::DSLError);
+  CHECK_THROWS_WITH_AS(bad([] {
+                         auto s = shared_tensor(f16[8][8], "s");
+                         auto r = register_tensor(f16[4], "r");
+                         stmatrix(s[0][0], r, 4);
+                       }),
+                       doctest::Contains("stmatrix"), hidet::DSLError);
+  CHECK_THROWS_WITH_AS(bad([] {
+                         auto g = register_tensor(f16[8], "g");
+                         auto r = register_tensor(f16[8], "r");
+                         stmatrix(g[0], r, 4);
+                       }),
+                       doctest::Contains("row address"), hidet::DSLError);
+}
+
 namespace {
 /// PTX ISA fragment layouts (row, col) of element i of lane l, for l an int or an Expr.
 template <class L> auto frag_a(int k, L l, int i) {

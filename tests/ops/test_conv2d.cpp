@@ -230,7 +230,7 @@ TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)")
   small.n = 1; // 16 tiles of 64 x 64: mma.sync with a deep split-k wins
   CHECK(t::conv2d_heuristic_config(small, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
   auto h = t::conv2d_heuristic_config(big, dtypes::f16, 132, true).wgmma;
-  CHECK(h.str() == "64x128x64 (1 consumer warpgroup, 4 stages, persistent)");
+  CHECK(h.str() == "64x128x64 (1 consumer warpgroup, 4 stages, persistent, direct stores)");
   t::Conv2dShape narrow = big;
   narrow.c = 64; // fewer than 256 input channels: mma.sync
   CHECK(t::conv2d_heuristic_config(narrow, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);

@@ -91,6 +91,16 @@ TEST_CASE("matmul + bias + silu + residual: one template kernel, as the unfused 
   }
 }
 
+TEST_CASE("epilogue runs: the widest vector a chain keeps") {
+  auto e = o::Epilogue::identity({5, 12}, dtypes::f16);
+  CHECK(e.run == 4);
+  CHECK(e.reshape({5, 3, 4}).run == 4);
+  CHECK(e.reshape({5, 6, 2}).run == 2);
+  CHECK(e.reshape({60}).run == 4);
+  CHECK(o::Epilogue::identity({3, 7}, dtypes::f16).run == 1);
+  CHECK(o::Epilogue::identity({3, 64}, dtypes::f16).reshape({3, 4, 16}).run == 8);
+}
+
 TEST_CASE("reshape and permute epilogues store where the unfused operators would") {
   // [b * s, h * d] -> [b, s, h, d] -> [b, h, s, d]: the split of attention heads.
   const std::int64_t b = 2, s = 13, h = 3, d = 8;
@@ -103,7 +113,7 @@ TEST_CASE("reshape and permute epilogues store where the unfused operators would
     CHECK(e2->linear);
     auto e3 = then(*e2, permute_task({b, s, h, d}, {0, 2, 1, 3}, dt), 0);
     CHECK_FALSE(e3->linear);
-    CHECK(e3->pairs); // d stays the last axis: f16 pairs are stored packed
+    CHECK(e3->run == 8); // d stays the last axis: runs of 8 (and pairs) are stored as vectors
     CHECK(e3->out.shape() == o::Shape{b, h, s, d});
     Tensor a = make({b * s, 40}, dt, -1, 1), w = make({40, h * d}, dt, -1, 1), bias = make({h * d}, dt);
     Tensor got = o::matmul(a, w, e3, {bias});
@@ -111,7 +121,7 @@ TEST_CASE("reshape and permute epilogues store where the unfused operators would
     expect_same_nonzero(got, want, 2);
     // Moving the last axis: no paired stores.
     auto e4 = then(*e2, permute_task({b, s, h, d}, {0, 1, 3, 2}, dt), 0);
-    CHECK_FALSE(e4->pairs);
+    CHECK(e4->run == 1);
     expect_same_nonzero(o::matmul(a, w, e4, {bias}), o::permute((o::matmul(a, w) + bias).reshape({b, s, h, d}), {0, 1, 3, 2}), 2);
     // A batched product with a 3-D output and an epilogue over it.
     Tensor a3 = make({3, 11, 16}, dt, -1, 1), b3 = make({3, 16, 10}, dt, -1, 1);

@@ -38,6 +38,8 @@ namespace hidet::ir {
   X(CpAsyncWaitGroup, "cp_async_wait_group") /* (n) */                                             \
   /* ldmatrix (dst registers, this lane's row address in shared, num 1|2|4, trans 0|1) */          \
   X(Ldmatrix, "ldmatrix")                                                                          \
+  /* stmatrix (this lane's row address in shared, src registers, num 1|2|4, trans 0|1): sm_90 */   \
+  X(Stmatrix, "stmatrix")                                                                          \
   /* mma.sync (d, a, b, c, m, n, k): pointers to register fragments; dtypes from the pointees */   \
   X(MmaSync, "mma_sync")                                                                           \
   /* packed pairs of f16/bf16 in a u32 (low half first); the last operand is the DTypeCode */      \

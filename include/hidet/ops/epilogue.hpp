@@ -20,6 +20,7 @@
 //   Tensor y = ops::matmul(a, b, e, {bias});   // one kernel: gelu(a @ b + bias)
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,9 +38,11 @@ struct Epilogue {
   std::vector<TensorDef> inputs; ///< the other inputs `out` reads, in the order of the extra tensors
   IndexMap to_out;               ///< an index of x -> the index of `out` it becomes
   bool linear = true;            ///< out's row-major (flat) index equals x's (no axis permuted)
-  /// Flat elements 2i and 2i + 1 of x stay neighbours in out's last axis, at an even position
-  /// (x and out have even last extents and no step moves x's last axis): paired stores stay valid.
-  bool pairs = true;
+  /// Flat elements of x in aligned runs of `run` (r i .. r i + r - 1; run 1, 2, 4 or 8) stay
+  /// neighbours in out's last axis, at a position that is a multiple of run (x's and out's last
+  /// extents are multiples of run and no step moves x's last axis): stores of run elements as
+  /// one vector stay valid. 2: paired stores.
+  int run = 1;
   std::string key;               ///< identity of the chain (part of kernel cache keys)
   std::vector<std::string> members; ///< the fused operators' names, in order
 
@@ -96,8 +99,12 @@ public:
   void store(const Idx &idx, const lang::Expr &v) const;
   /// True when out has x's dtype and elements (…, 2i) and (…, 2i + 1) of the anchor, whose last
   /// extent is even, are neighbours in out at an even position (paired stores stay valid and
-  /// aligned): the epilogue is linear, or keeps pairs (Epilogue::pairs).
-  bool keeps_layout() const;
+  /// aligned): the epilogue is linear, or keeps runs of 2 (Epilogue::run).
+  bool keeps_layout() const { return vector_width() >= 2; }
+  /// The widest r of 8, 4, 2, 1 such that, when the anchor's last extent is a multiple of r, the
+  /// anchor elements (…, r i .. r i + r - 1) are consecutive in out at an offset that is a
+  /// multiple of r and out has x's dtype: one vector store of r elements may write them.
+  int vector_width() const;
   /// The element of out that anchor element `idx` becomes.
   lang::Element at(const Idx &idx) const;
   /// The parameter specs of out and the extra inputs (after the anchor's own inputs).

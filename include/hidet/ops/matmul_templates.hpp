@@ -185,6 +185,9 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
           v = c; // a cluster of two blocks along m multicasting b's tile
           v.cluster_m = 2;
           add_wgmma(v);
+          v = c; // the accumulator pairs stored straight from the registers
+          v.smem_epilogue = false;
+          add_wgmma(v);
         }
       }
     if (space == 2) // 256-row tiles: two consumers of two m64 atoms each

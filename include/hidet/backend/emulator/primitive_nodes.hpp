@@ -1,5 +1,5 @@
 // Emulator nodes of the primitives (lang/primitives/): vector copies, cp.async (run at once, so
-// commit and wait groups do nothing), ldmatrix and mma.sync over the 32 lanes of each warp with
+// commit and wait groups do nothing), ldmatrix, stmatrix and mma.sync over the 32 lanes of each warp with
 // the PTX ISA's fragment layouts, and packed half2 arithmetic. The Hopper primitives (mbarrier,
 // TMA, wgmma, setmaxnreg, clusters) compile to a node that fails when reached, naming the
 // instruction, the kernel and the line, and saying to run on a GPU.
@@ -83,6 +83,38 @@ struct LdmatrixE : ENode {
           std::uint32_t w = lo | hi << 16;
           int t = base + l;
           std::memcpy(prim::access(c, loc, t, d[t].i + 4 * m, 4, 4, dcache, Access::Write, "ldmatrix destination"), &w, 4);
+        }
+      }
+    }
+  }
+};
+
+/// stmatrix.x{num}[.trans]: the inverse of ldmatrix: lane l's word i = M_i[l/4][2(l%4) .. +1]
+/// (transposed: M_i[2(l%4) .. +1][l/4]) is stored to the rows of matrix i that lanes 8i..8i+7
+/// address.
+struct StmatrixE : ENode {
+  ENode *src = nullptr, *row = nullptr;
+  int num = 4;
+  bool trans = false;
+  AllocCache rcache, scache;
+  void eval(Context &c, ActiveSet s) override {
+    emu::eval(row, c, s), emu::eval(src, c, s);
+    prim::require_full_warps(c, s, loc, "stmatrix");
+    const Slot *w = c.reg(src->dst), *r = c.reg(row->dst);
+    for (int k = 0; k < s.n; k += 32) {
+      int base = s.idx[k];
+      for (int m = 0; m < num; ++m) {
+        std::uint16_t mat[8][8];
+        for (int l = 0; l < 32; ++l) {
+          int t = base + l, g = l / 4, q = 2 * (l % 4);
+          std::uint32_t word;
+          std::memcpy(&word, prim::access(c, loc, t, w[t].i + 4 * m, 4, 4, scache, Access::Read, "stmatrix source"), 4);
+          (trans ? mat[q][g] : mat[g][q]) = std::uint16_t(word & 0xffffu);
+          (trans ? mat[q + 1][g] : mat[g][q + 1]) = std::uint16_t(word >> 16);
+        }
+        for (int j = 0; j < 8; ++j) {
+          int t = base + 8 * m + j;
+          std::memcpy(prim::access(c, loc, t, r[t].i, 16, 16, rcache, Access::Write, "stmatrix row"), mat[j], 16);
         }
       }
     }
@@ -254,6 +286,11 @@ inline ENode *make_primitive_node(const ir::CallNode &c, const std::vector<ENode
   case I::Ldmatrix: {
     auto *n = new LdmatrixE();
     n->dst = args.at(0), n->row = args.at(1), n->num = int(imm(2)), n->trans = imm(3) != 0;
+    return n;
+  }
+  case I::Stmatrix: {
+    auto *n = new StmatrixE();
+    n->row = args.at(0), n->src = args.at(1), n->num = int(imm(2)), n->trans = imm(3) != 0;
     return n;
   }
   case I::MmaSync: {

@@ -25,6 +25,7 @@ HIDET_INLINE ArchNeed arch_need(ir::Intrinsic op) {
   switch (op) {
   case I::CopyVector: return {0, false};
   case I::Ldmatrix: return {75, false};
+  case I::Stmatrix: return {90, false};
   case I::Wgmma: case I::WgmmaFence: case I::WgmmaCommitGroup: case I::WgmmaWaitGroup:
   case I::SetMaxNReg: return {90, true};
   default: return {ir::is_hopper_intrinsic(op) ? 90 : 80, false};
@@ -164,6 +165,13 @@ HIDET_INLINE std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
     for (int i = 0; i < n; ++i) outs += str_cat(i ? ", " : "", "\"=r\"(", words(0, "uint32_t"), "[", i, "])");
     return str_cat("asm volatile(\"ldmatrix.sync.aligned.m8n8.x", n, imm(3) ? ".trans" : "", ".shared.b16 ",
                    reg_list(0, n), ", [%", n, "];\" : ", outs, " : \"r\"(", smem(1), ") : \"memory\")");
+  }
+  case I::Stmatrix: {
+    int n = int(imm(2));
+    std::string ins;
+    for (int i = 0; i < n; ++i) ins += str_cat(", \"r\"(", words(1, "const uint32_t"), "[", i, "])");
+    return str_cat("asm volatile(\"stmatrix.sync.aligned.m8n8.x", n, imm(3) ? ".trans" : "", ".shared.b16 [%0], ",
+                   reg_list(1, n), ";\" :: \"r\"(", smem(0), ")", ins, " : \"memory\")");
   }
   case I::MmaSync: {
     auto pointee = [&](std::size_t i) {

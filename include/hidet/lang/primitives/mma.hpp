@@ -1,5 +1,5 @@
-// Tensor-core primitives of one warp in Hidet Script: ldmatrix (x1/x2/x4, optionally transposed)
-// and mma.sync (m16n8k16 f16/bf16 with f32 or f16 accumulation, m16n8k8 tf32, m16n8k32 int8).
+// Tensor-core primitives of one warp in Hidet Script: ldmatrix and stmatrix (x1/x2/x4, optionally
+// transposed) and mma.sync (m16n8k16 f16/bf16 with f32 or f16 accumulation, m16n8k8 tf32, m16n8k32 int8).
 // Fragments are register tensors of each lane; their layouts over the 32 lanes are the PTX ISA's
 // (docs/primitives.md draws them). All 32 lanes of the warp must execute these together.
 //
@@ -45,6 +45,12 @@ void mma_sync(const PtrArg &d, const PtrArg &a, const PtrArg &b, const PtrArg &c
 /// aligned rows of 8 elements) in `row`; each lane receives `num` 32-bit words into `dst`
 /// (word i: row lane/4, elements 2*(lane%4) and +1 of matrix i; transposed: column lane/4).
 void ldmatrix(const PtrArg &dst, const PtrArg &row, int num = 4, bool trans = false);
+
+/// stmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16 (sm_90): the inverse of ldmatrix. Each
+/// lane gives `num` 32-bit words in `src` (word i: row lane/4, elements 2*(lane%4) and +1 of
+/// matrix i, i.e. an mma.sync accumulator fragment packed to halves; transposed: column lane/4),
+/// and lanes 8*i .. 8*i+7 give the 16-byte aligned row addresses of matrix i in `row`.
+void stmatrix(const PtrArg &row, const PtrArg &src, int num = 4, bool trans = false);
 
 } // namespace hidet::lang
 

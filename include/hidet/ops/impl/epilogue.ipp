@@ -107,12 +107,21 @@ public:
 
 } // namespace detail
 
+namespace detail {
+/// The largest of 8, 4, 2, 1 that divides the last extent of `shape` (1 for a scalar).
+HIDET_INLINE int run_of(const Shape &shape) {
+  int r = 8;
+  while (r > 1 && (shape.empty() || shape.back() % r)) r /= 2;
+  return r;
+}
+} // namespace detail
+
 HIDET_INLINE Epilogue Epilogue::identity(const Shape &shape, DataType dtype) {
   Epilogue e;
   e.x = input("x", shape, dtype);
   e.out = e.x;
   e.to_out = [](const Idx &i) { return i; };
-  e.pairs = !shape.empty() && shape.back() % 2 == 0;
+  e.run = detail::run_of(shape);
   e.key = str_cat("x: ", dtype, shape_str(shape));
   return e;
 }
@@ -174,7 +183,7 @@ HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j
       if (axis_of[k] < last) e.linear = false;
       last = axis_of[k];
     }
-  e.pairs = pairs && !axis_of.empty() && axis_of.back() == int(rank) - 1;
+  e.run = !axis_of.empty() && axis_of.back() == int(rank) - 1 ? run : 1;
   e.key = str_cat(this->key, " -> ", j, ":", key);
   e.members = members;
   e.members.push_back(member);
@@ -190,7 +199,7 @@ HIDET_INLINE Epilogue Epilogue::reshape(const Shape &shape) const {
   e.out = compute("reshape", shape, [&](const Idx &i) { return prev.at(reshape_index(i, shape, from)); });
   IndexMap before = to_out;
   e.to_out = [before, from, shape](const Idx &a) { return reshape_index(before(a), from, shape); };
-  e.pairs = pairs && !shape.empty() && shape.back() % 2 == 0;
+  e.run = std::min(run, detail::run_of(shape));
   e.key = str_cat(key, " -> reshape", shape_str(shape));
   e.members.push_back("Reshape");
   return e;
@@ -264,10 +273,10 @@ HIDET_INLINE lang::Expr EpilogueEmitter::value(const Idx &idx, const lang::Expr 
                         .mutate(o.value));
 }
 
-HIDET_INLINE bool EpilogueEmitter::keeps_layout() const {
-  if (!e_) return true;
-  if (e_->out.dtype() != e_->x.dtype()) return false;
-  return e_->linear || e_->pairs;
+HIDET_INLINE int EpilogueEmitter::vector_width() const {
+  if (!e_) return 8;
+  if (e_->out.dtype() != e_->x.dtype()) return 1;
+  return e_->linear ? 8 : e_->run;
 }
 
 HIDET_INLINE lang::Element EpilogueEmitter::at(const Idx &idx) const {

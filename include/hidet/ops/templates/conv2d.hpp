@@ -120,6 +120,7 @@ inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_s
 /// split-k while the blocks stay within the multiprocessors and every slice keeps 8 k tiles.
 inline MatmulWgmmaConfig conv2d_wgmma_heuristic_config(const Conv2dShape &s, int num_sms) {
   MatmulWgmmaConfig c;
+  c.smem_epilogue = false; // the convolution stores its pairs straight from the registers
   const std::int64_t M = s.gemm_m();
   const int k_tiles = int(s.gemm_k() / MatmulWgmmaConfig::block_k);
   c.consumers = 1, c.block_n = 128, c.stages = k_tiles >= 64 ? 6 : 4;
@@ -214,6 +215,7 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
         if (bn > max_n || (space < 2 && bn == 192)) continue;
         for (int stages : space >= 2 ? std::vector<int>{3, 4, 5, 6} : std::vector<int>{4, 6}) {
           c.wgmma = MatmulWgmmaConfig{};
+          c.wgmma.smem_epilogue = false;
           c.wgmma.consumers = consumers, c.wgmma.block_n = bn, c.wgmma.stages = stages;
           add(c);
           if (space >= 2) c.wgmma.persistent = false, add(c);

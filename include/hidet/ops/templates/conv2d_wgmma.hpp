@@ -73,7 +73,7 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     auto y_idx = [&](Expr row, Expr ch) { return conv2d_detail::gemm_out_index(s, out_layout, row, ch); };
     attrs.cuda.grid_dim = cfg.persistent ? std::min(tiles.total(), num_sms) : tiles.total();
     attrs.cuda.block_dim = cfg.threads();
-    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
+    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes() - cfg.epilogue_bytes(); // stores straight from registers
     attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect
 
     auto sa = dynamic_shared_tensor(T({})[stages][bm][bk], 0, "smem_a");

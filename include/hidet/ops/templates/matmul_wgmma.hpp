@@ -78,6 +78,12 @@ struct MatmulWgmmaConfig {
   /// the producer, split over the consumers (at most 232).
   int producer_regs = 40, consumer_regs = 0;
   int atoms = 1; ///< m64 wgmma atoms per consumer warpgroup (its rows: 64 * atoms)
+  /// Epilogue through shared memory: each consumer warp packs its accumulators to halves,
+  /// writes them 16 x 64 at a time to a swizzled buffer of its own with stmatrix and stores them
+  /// back as 16-byte row segments (4 full 128-byte lines per warp instruction, instead of
+  /// 4-byte pairs over 8 rows). Used when n is a multiple of 8, without split-k and when the
+  /// fused epilogue keeps runs of 8 elements; otherwise the pairs are stored directly.
+  bool smem_epilogue = true;
 
   static constexpr int block_k = 64; ///< one 128-byte swizzled row of halves
   int block_m() const { return 64 * atoms * consumers; }
@@ -88,14 +94,17 @@ struct MatmulWgmmaConfig {
   int cluster_size() const { return cluster_m * cluster_n; }
   int a_stage_bytes() const { return block_m() * block_k * 2; }
   int b_stage_bytes() const { return block_k * block_n * 2; }
-  /// Dynamic shared memory: the stages, then the full and empty mbarriers.
-  int smem_bytes() const { return stages * (a_stage_bytes() + b_stage_bytes()) + stages * 16; }
+  /// The epilogue buffers: 16 x 64 halves per consumer warp.
+  int epilogue_bytes() const { return smem_epilogue ? consumers * 4 * 16 * 64 * 2 : 0; }
+  /// Dynamic shared memory: the stages, the epilogue buffers, then the full and empty mbarriers.
+  int smem_bytes() const { return stages * (a_stage_bytes() + b_stage_bytes()) + epilogue_bytes() + stages * 16; }
   /// "128x256x64 (2 consumer warpgroups, 4 stages)"
   std::string str() const {
     return str_cat(block_m(), "x", block_n, "x", block_k, " (", consumers, " consumer warpgroup", consumers > 1 ? "s" : "",
                    atoms > 1 ? str_cat(" of ", atoms, " m64 atoms") : std::string(), ", ", stages, " stages", persistent ? ", persistent" : "",
                    cluster_size() > 1 ? str_cat(", cluster ", cluster_m, "x", cluster_n) : std::string(),
-                   split_k > 1 ? str_cat(", split-k ", split_k) : std::string(), ")");
+                   split_k > 1 ? str_cat(", split-k ", split_k) : std::string(),
+                   smem_epilogue ? std::string() : ", direct stores", ")");
   }
 };
 
@@ -221,6 +230,61 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
   wgmma_wait_group(0);
   if_(signals, [&] { release((it + stages - 1) % stages); });
 }
+
+/// The staged epilogue of one consumer warp (MatmulWgmmaConfig::smem_epilogue): the warp's
+/// accumulators acc (f32[atoms][bn / 2], wgmma's m64 layout: lane (g, q) of the warp holds rows
+/// g and g + 8 of its 16, columns 8 j + 2 q and + 1) cover rows row0 + 64 a + [0, 16) and
+/// columns n0 + [0, bn) of c. Per atom and 64 columns, stmatrix writes the halves to `buf`
+/// (dt[warps][16][64]; buf[warp] is this warp's own; 16-byte chunk c of row r at chunk c ^ (r % 8), so that neither
+/// the stmatrix rows nor the row reads conflict), then each lane reads 16-byte chunks back (8
+/// lanes per row) and stores them to c through the epilogue: as they are, or element by element
+/// through `out`'s value when `apply` (a fused chain). n must be a multiple of 8 and out's
+/// vector width 8.
+template <class IdxOf>
+void store_staged(const ops::detail::EpilogueEmitter &out, const IdxOf &c_idx, const lang::Tensor &acc,
+                  const lang::Tensor &buf, const lang::Expr &warp, const lang::Expr &row0, const lang::Expr &n0, int m, int n, int bn, int atoms,
+                  bool guard_m, bool guard_n, DataType dt, bool apply) {
+  using namespace hidet::lang;
+  Var lane = threadIdx.x % 32;
+  auto words = register_tensor(u32[4], "words");
+  auto vals = register_tensor(u32[4], "vals");
+  // stmatrix: lane l gives row (l / 8 % 2) * 8 + l % 8 of matrix l / 8 (its columns + 8 for
+  // matrices 2 and 3)
+  Var st_row = lane / 8 % 2 * 8 + lane % 8, st_chunk = lane / 16;
+  // reads: lane l takes chunk l % 8 of row 4 i + l / 8
+  Var rd_chunk = lane % 8;
+  for (int a = 0; a < atoms; ++a)
+    for (int cc = 0; cc < bn / 64; ++cc) {
+      for (int jj = 0; jj < 4; ++jj) {
+        // matrix i: rows 8 (i % 2) .., columns 8 (2 jj + i / 2) ..; its word of lane (g, q) is
+        // accumulator pair j = 8 cc + 2 jj + i / 2, half h = i % 2
+        for (int i = 0; i < 4; ++i) {
+          int e = a * (bn / 2) + (cc * 8 + 2 * jj + i / 2) * 4 + (i % 2) * 2;
+          words[i] = half2_pack(acc[e], acc[e + 1], dt);
+        }
+        stmatrix(buf[warp][st_row][((2 * jj + st_chunk) ^ (st_row % 8)) * 8], words, 4);
+      }
+      syncwarp();
+      for (int it = 0; it < 4; ++it) {
+        Var r = var(i32, it * 4 + lane / 8, "r");
+        load_vector(vals, buf[warp][r][(rd_chunk ^ (r % 8)) * 8], 16);
+        Expr row = row0 + a * 64 + r, col = n0 + cc * 64 + rd_chunk * 8;
+        Expr ok = true;
+        if (guard_m) ok = ok && row < m;
+        if (guard_n) ok = ok && col < n;
+        auto store = [&] {
+          if (apply)
+            for (int x = 0; x < 8; x += 2)
+              vals[x / 2] = half2_pack(out.value(c_idx(row, col + x), half2_unpack(vals[x / 2], 0, dt)),
+                                       out.value(c_idx(row, col + x + 1), half2_unpack(vals[x / 2], 1, dt)), dt);
+          store_vector(out.at(c_idx(row, col)), vals, 16);
+        };
+        if (guard_m || guard_n) if_(ok, store);
+        else store();
+      }
+      syncwarp(); // the buffer is free for the next 64 columns
+    }
+}
 } // namespace wgmma_detail
 
 /// Adds kernel `name`: c = a @ b, for c: dt[m][n] and the TMA maps of a: dt[m][lda] (boxes of
@@ -269,8 +333,9 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
 
     auto sa = dynamic_shared_tensor(T({})[stages][bm][bk], 0, "smem_a");
     auto sb = dynamic_shared_tensor(T({})[stages][bn / 64][bk][64], stages * cfg.a_stage_bytes(), "smem_b");
-    auto full = dynamic_shared_tensor(u64[stages], stages * stage_bytes, "full");
-    auto empty = dynamic_shared_tensor(u64[stages], stages * stage_bytes + stages * 8, "empty");
+    const int bars = stages * stage_bytes + cfg.epilogue_bytes();
+    auto full = dynamic_shared_tensor(u64[stages], bars, "full");
+    auto empty = dynamic_shared_tensor(u64[stages], bars + stages * 8, "empty");
     Var wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
     auto for_each_tile = [&](auto body) { wgmma_detail::for_each_tile(tiles, body); };
@@ -328,6 +393,8 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       });
     }).else_([&] { // the consumer warpgroups
       setmaxnreg(cfg.consumer_budget(), true);
+      const bool staged = cfg.smem_epilogue && splits == 1 && n % 8 == 0 && out.vector_width() == 8;
+      auto se = dynamic_shared_tensor(T({})[cfg.consumers * 4][16][64], stages * stage_bytes, "smem_epi");
       const int atoms = cfg.atoms;
       auto acc = register_tensor(f32[atoms * bn / 2], "acc");
       auto pair = register_tensor(u32[1], "pair");
@@ -351,6 +418,11 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         // 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
         // (a cluster's last tiles may have blocks wholly outside c)
         const bool guard_m = m % bm != 0 || tiles_m % cm != 0, guard_n = n % bn != 0 || tiles_n % cn != 0;
+        if (staged) {
+          wgmma_detail::store_staged(out, c_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, m, n, bn, atoms,
+                                     guard_m, guard_n, dt, epi && !epi->is_identity());
+          return;
+        }
         // Atom a holds the rows 64 a further, its accumulators bn / 2 further.
         for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
           Expr row = m0 + row0 + a * 64 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;

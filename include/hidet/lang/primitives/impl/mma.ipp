@@ -77,4 +77,19 @@ HIDET_INLINE void ldmatrix(const PtrArg &dst, const PtrArg &row, int num, bool t
                          {dst.ptr, row.ptr, detail::imm(num), detail::imm(trans ? 1 : 0)}, dst.loc);
 }
 
+HIDET_INLINE void stmatrix(const PtrArg &row, const PtrArg &src, int num, bool trans) {
+  if (num != 1 && num != 2 && num != 4)
+    throw DSLError(str_cat("stmatrix: num = ", num, " matrices; use 1, 2 or 4"), src.loc);
+  detail::require_scope(src, ir::Scope::Register, "stmatrix", "source");
+  detail::require_scope(row, ir::Scope::Shared, "stmatrix", "row address");
+  if (src.dtype.nbytes() != 2 && src.dtype.nbytes() != 4)
+    throw DSLError(str_cat("stmatrix: the source is ", src.dtype,
+                           "; use a register tensor of a 16-bit dtype (f16, bf16) or u32"),
+                   src.loc);
+  detail::require_bytes(src, 4 * num, "stmatrix", "source");
+  detail::require_bytes(row, 16, "stmatrix", "row address");
+  detail::emit_intrinsic(ir::Intrinsic::Stmatrix,
+                         {row.ptr, src.ptr, detail::imm(num), detail::imm(trans ? 1 : 0)}, src.loc);
+}
+
 } // namespace hidet::lang
