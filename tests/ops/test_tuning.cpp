@@ -196,10 +196,13 @@ TEST_CASE("Hopper matmul heuristic: the tile shape that fills whole waves; confi
     int m, n, k, block_m, block_n, split_k;
   };
   // BERT-base at batch 16: the merged QKV product has 132 tiles of 192 x 192 (one wave on 132
-  // multiprocessors) against 144 of 128 x 256; the FFN down projection (k = 3072) takes 96
-  // tiles of 64 x 256; large squares keep 128 x 256; a batch-1 projection splits k.
-  for (Case c : {Case{2048, 2304, 768, 192, 192, 1}, Case{2048, 768, 3072, 64, 256, 1}, Case{4096, 4096, 4096, 128, 256, 1},
-                 Case{8192, 8192, 8192, 128, 256, 1}, Case{128, 768, 3072, 64, 128, 8}, Case{2048, 768, 768, 128, 128, 1}}) {
+  // multiprocessors) against 144 of 128 x 256; the FFN up projection takes 256 tiles of
+  // 128 x 192 (two waves), the FFN down projection (k = 3072) and the attention output 96 tiles
+  // of 64 x 256; large squares keep 128 x 256, 1024^3 takes 128 tiles of 64 x 128; a batch-1
+  // projection splits k.
+  for (Case c : {Case{2048, 2304, 768, 192, 192, 1}, Case{2048, 3072, 768, 128, 192, 1}, Case{2048, 768, 3072, 64, 256, 1},
+                 Case{2048, 768, 768, 64, 256, 1}, Case{4096, 4096, 4096, 128, 256, 1}, Case{8192, 8192, 8192, 128, 256, 1},
+                 Case{2048, 2048, 2048, 128, 256, 1}, Case{1024, 1024, 1024, 64, 128, 1}, Case{128, 768, 3072, 64, 128, 8}}) {
     CAPTURE(c.m);
     CAPTURE(c.n);
     CAPTURE(c.k);

@@ -497,22 +497,22 @@ inline BuildOptions matmul_wgmma_build_options() {
 
 /// A tiling for an m x n x k product on `num_sms` multiprocessors, chosen by a cost model: a
 /// persistent kernel takes ceil(tiles / num_sms) waves of (fixed + k tiles x per_k_tile), with
-/// each tile shape's fixed cost (prologue, epilogue) and cost per k tile fitted to H200
-/// measurements (bench_matmul and exp runs of 2048 x {768, 2304, 3072} x {768, 3072} and 4096^3;
-/// docs/notes/matmul_wgmma.md). Then k is split while the blocks still fit half the GPU and
-/// each slice keeps at least 4 k tiles.
+/// each tile shape's fixed cost (waiting for the first stage, the epilogue) and cost per k tile
+/// measured on an H200 with per-tile timestamps (docs/notes/matmul_wgmma.md: BERT-base's
+/// products at batch 16, squares from 1024 to 8192). Then k is split while the blocks still
+/// fit half the GPU and each slice keeps at least 4 k tiles.
 inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int num_sms) {
   struct Candidate {
     MatmulWgmmaConfig cfg;
     double fixed_us, per_k_tile_us;
   };
   static const Candidate candidates[] = {
-      {MatmulWgmmaConfig{2, 256, 4}, 8.6, 0.58}, // 128 x 256
-      {MatmulWgmmaConfig{3, 192, 4}, 14.4, 0.62}, // 192 x 192
-      {MatmulWgmmaConfig{2, 192, 4}, 7.2, 0.46}, // 128 x 192
-      {MatmulWgmmaConfig{2, 128, 6}, 4.5, 0.35}, // 128 x 128
-      {MatmulWgmmaConfig{1, 256, 5}, 6.3, 0.31}, // 64 x 256
-      {MatmulWgmmaConfig{1, 128, 6}, 1.8, 0.23}, // 64 x 128
+      {MatmulWgmmaConfig{2, 256, 4}, 2.2, 0.65},  // 128 x 256
+      {MatmulWgmmaConfig{3, 192, 4}, 2.3, 0.72},  // 192 x 192
+      {MatmulWgmmaConfig{2, 192, 4}, 1.55, 0.48}, // 128 x 192
+      {MatmulWgmmaConfig{2, 128, 6}, 1.0, 0.36},  // 128 x 128
+      {MatmulWgmmaConfig{1, 256, 5}, 1.05, 0.335}, // 64 x 256
+      {MatmulWgmmaConfig{1, 128, 6}, 0.6, 0.237}, // 64 x 128
   };
   auto tiles = [&](const MatmulWgmmaConfig &t) {
     return std::int64_t(lang::ceil_div(m, t.block_m())) * lang::ceil_div(n, t.block_n);
