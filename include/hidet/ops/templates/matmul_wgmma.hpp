@@ -509,7 +509,7 @@ inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int 
   static const Candidate candidates[] = {
       {MatmulWgmmaConfig{2, 256, 4}, 2.2, 0.65},  // 128 x 256
       {MatmulWgmmaConfig{3, 192, 4}, 2.3, 0.72},  // 192 x 192
-      {MatmulWgmmaConfig{2, 192, 4}, 1.55, 0.48}, // 128 x 192
+      {MatmulWgmmaConfig{2, 192, 4}, 1.55, 0.50}, // 128 x 192
       {MatmulWgmmaConfig{2, 128, 6}, 1.0, 0.36},  // 128 x 128
       {MatmulWgmmaConfig{1, 256, 5}, 1.05, 0.335}, // 64 x 256
       {MatmulWgmmaConfig{1, 128, 6}, 0.6, 0.237}, // 64 x 128
