@@ -18,6 +18,7 @@ namespace hidet::ir {
   X(IsNan, "isnan")                                                                                \
   /* barriers */                                                                                   \
   X(SyncThreads, "syncthreads") X(SyncWarp, "syncwarp")                                            \
+  X(ThreadFence, "threadfence") /* __threadfence(): orders this thread's memory accesses GPU-wide */ \
   /* atomics: (address, value[, value]) -> old value */                                            \
   X(AtomicAdd, "atomic_add") X(AtomicMin, "atomic_min") X(AtomicMax, "atomic_max")                 \
   X(AtomicExch, "atomic_exchange") X(AtomicCas, "atomic_cas")                                      \

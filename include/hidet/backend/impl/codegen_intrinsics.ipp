@@ -278,6 +278,8 @@ HIDET_INLINE std::string CudaEmitter::call(const ir::CallNode *c) {
   switch (c->op) {
   case I::SyncThreads:
     return "__syncthreads()";
+  case I::ThreadFence:
+    return "__threadfence()";
   case I::SyncWarp:
     return "__syncwarp(" + (c->args.empty() ? "0xffffffffu" : expr(c->args[0])) + ")";
   case I::AtomicAdd:

@@ -78,6 +78,10 @@ struct MatmulWgmmaConfig {
   /// the producer, split over the consumers (at most 232).
   int producer_regs = 40, consumer_regs = 0;
   int atoms = 1; ///< m64 wgmma atoms per consumer warpgroup (its rows: 64 * atoms)
+  /// Split-k: the last block to finish a tile's k slices adds them up from the f32 workspace
+  /// and stores the tile through the epilogue, in the same kernel (each consumer warp counts its
+  /// rows' slices with an atomic counter, which it resets). false: a second kernel adds them.
+  bool split_fixup = true;
   /// Epilogue through shared memory: each consumer warp packs its accumulators to halves,
   /// writes them 16 x 64 at a time to a swizzled buffer of its own with stmatrix and stores them
   /// back as 16-byte row segments (4 full 128-byte lines per warp instruction, instead of
@@ -103,7 +107,7 @@ struct MatmulWgmmaConfig {
     return str_cat(block_m(), "x", block_n, "x", block_k, " (", consumers, " consumer warpgroup", consumers > 1 ? "s" : "",
                    atoms > 1 ? str_cat(" of ", atoms, " m64 atoms") : std::string(), ", ", stages, " stages", persistent ? ", persistent" : "",
                    cluster_size() > 1 ? str_cat(", cluster ", cluster_m, "x", cluster_n) : std::string(),
-                   split_k > 1 ? str_cat(", split-k ", split_k) : std::string(),
+                   split_k > 1 ? str_cat(", split-k ", split_k, split_fixup ? "" : " + sum kernel") : std::string(),
                    smem_epilogue ? std::string() : ", direct stores", ")");
   }
 };
@@ -140,6 +144,14 @@ inline int matmul_wgmma_splits(int k, const MatmulWgmmaConfig &cfg) {
   int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
   int per_split = lang::ceil_div(k_tiles, std::max(1, cfg.split_k));
   return lang::ceil_div(k_tiles, per_split);
+}
+
+/// The number of i32 counters of the in-kernel split-k fixup: one per consumer warp of each
+/// block tile (of each product of a batch).
+inline int matmul_wgmma_counters(int m, int n, const MatmulWgmmaConfig &cfg, const MatmulBatch &batch = {}) {
+  const int rows = lang::ceil_div(lang::ceil_div(m, cfg.block_m()), cfg.cluster_m) * cfg.cluster_m;
+  const int cols = lang::ceil_div(lang::ceil_div(n, cfg.block_n), cfg.cluster_n) * cfg.cluster_n;
+  return batch.count * rows * cols * cfg.consumers * 4;
 }
 
 namespace wgmma_detail {
@@ -290,11 +302,14 @@ void store_staged(const ops::detail::EpilogueEmitter &out, const IdxOf &c_idx, c
 /// Adds kernel `name`: c = a @ b, for c: dt[m][n] and the TMA maps of a: dt[m][lda] (boxes of
 /// block_m x 64, 128-byte swizzle) and b: dt[k][ldb] (boxes of 64 x 64, 128-byte swizzle), with
 /// lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n). Needs sm_90a. With split-k (S =
-/// matmul_wgmma_splits(k, cfg) > 1) the last parameter is instead an f32[S][m][n] workspace of
-/// the partial products of each k slice (add_sum_splits_kernel adds them up). With a batch, c
-/// is [count][m][n] (the workspace [S][count * m][n]) and the maps of the operands that have the
-/// batch are 3-D (boxes of 1 x ...): the persistent tile id also walks the batch. With an
-/// epilogue `epi` and no split, c is replaced by the epilogue's output and extra inputs.
+/// matmul_wgmma_splits(k, cfg) > 1) and split_fixup, two more parameters follow: an f32[S][m][n]
+/// workspace of the partial products of each k slice and i32 counters
+/// (matmul_wgmma_counters(...), zero before the first launch; the kernel leaves them zero).
+/// Split-k without split_fixup: the last parameter is that workspace instead of c
+/// (add_sum_splits_kernel adds the slices up). With a batch, c is [count][m][n] (the workspace
+/// [S][count * m][n]) and the maps of the operands that have the batch are 3-D (boxes of 1 x
+/// ...): the persistent tile id also walks the batch. With an epilogue `epi`, c is replaced by
+/// the epilogue's output and extra inputs (in the sum kernel without split_fixup).
 inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k, DataType dt,
                                     const MatmulWgmmaConfig &cfg = {}, int num_sms = 132,
                                     const MatmulBatch &batch = {}, const Epilogue *epi = nullptr) {
@@ -316,15 +331,23 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   const wgmma_detail::Tiles tiles{ctiles_m, ctiles_n, count, splits,  split_tiles, k_tiles, group,
                                   bm * cm,  bn * cn,  cfg.persistent, cm, cn};
   const Shape c_shape = batch.batched() ? Shape{count, m, n} : Shape{m, n};
+  const bool fixup = splits > 1 && cfg.split_fixup, sum_kernel = splits > 1 && !fixup;
+  // the blocks' tiles (a cluster's last ones may lie outside c), one counter per warp of each
+  const int grid_rows = ctiles_m * cm, grid_cols = ctiles_n * cn, tile_warps = cfg.consumers * 4;
   std::vector<ParamSpec> specs{tensor_map_param(), tensor_map_param()};
-  if (splits > 1) specs.push_back(f32[splits][count * m][n]);
+  if (sum_kernel) specs.push_back(f32[splits][count * m][n]);
   else
     for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt)) specs.push_back(p);
+  if (fixup) {
+    specs.push_back(f32[splits][count * m][n]);
+    specs.push_back(i32[matmul_wgmma_counters(m, n, cfg, batch)]);
+  }
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
-    lang::Tensor tmap_a = params[0], tmap_b = params[1], c = params[2];
+    lang::Tensor tmap_a = params[0], tmap_b = params[1];
+    lang::Tensor ws = sum_kernel ? params[2] : params[params.size() - 2], counters = params.back();
     std::vector<ir::Var> extras;
-    for (std::size_t i = 3; i < params.size(); ++i) extras.push_back(params[i].v);
-    ops::detail::EpilogueEmitter out(splits > 1 ? nullptr : epi, c_shape, params[2].v, std::move(extras));
+    for (std::size_t i = 3; i < params.size() - (fixup ? 2 : 0); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(sum_kernel ? nullptr : epi, c_shape, params[2].v, std::move(extras));
     attrs.cuda.grid_dim = tiles.grid(num_sms);
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
@@ -393,7 +416,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       });
     }).else_([&] { // the consumer warpgroups
       setmaxnreg(cfg.consumer_budget(), true);
-      const bool staged = cfg.smem_epilogue && splits == 1 && n % 8 == 0 && out.vector_width() == 8;
+      const bool staged = cfg.smem_epilogue && !sum_kernel && n % 8 == 0 && out.vector_width() == 8;
       auto se = dynamic_shared_tensor(T({})[cfg.consumers * 4][16][64], stages * stage_bytes, "smem_epi");
       const int atoms = cfg.atoms;
       auto acc = register_tensor(f32[atoms * bn / 2], "acc");
@@ -404,7 +427,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       for_each_tile([&](Expr m0, Expr n0, Expr z, Expr split, Expr kt0, Expr kts) {
         // c[row][col] of this tile's k slice in the workspace under split-k; else the anchor
         // index of c[row][col] (stored through the epilogue)
-        auto ws_at = [&](Expr row, Expr col) { return c[split][z * m + row][col]; };
+        auto ws_at = [&](Expr s, Expr row, Expr col) { return ws[s][z * m + row][col]; };
         auto c_idx = [&, on = batch.batched()](Expr row, Expr col) { return on ? Idx{z, row, col} : Idx{row, col}; };
         // An atom's rows start 64 rows (64 x 128 bytes) further in a's tile.
         wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false, cs, atoms,
@@ -415,28 +438,57 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
                                       });
 
         // Epilogue (the producer already loads the next tile): lane (g, q) of warp w holds rows
-        // 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
+        // 16 w + g (+ 8), columns 8 j + 2 q (+ 1); atom a holds the rows 64 a further, its
+        // accumulators bn / 2 further.
         // (a cluster's last tiles may have blocks wholly outside c)
         const bool guard_m = m % bm != 0 || tiles_m % cm != 0, guard_n = n % bn != 0 || tiles_n % cn != 0;
-        if (staged) {
-          wgmma_detail::store_staged(out, c_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, m, n, bn, atoms,
-                                     guard_m, guard_n, dt, epi && !epi->is_identity());
-          return;
-        }
-        // Atom a holds the rows 64 a further, its accumulators bn / 2 further.
-        for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
-          Expr row = m0 + row0 + a * 64 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
-          Expr e = a * (bn / 2) + j * 4 + h * 2;
-          if (splits > 1) { // f32 partial sums of this k slice
+        // body(row, col, e, x) for each accumulator e + x of this thread inside c
+        auto each_element = [&](auto body) {
+          for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
+            Expr row = m0 + row0 + a * 64 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
+            Expr e = a * (bn / 2) + j * 4 + h * 2;
             for (int x = 0; x < 2; ++x) {
               Expr ok = true;
               if (guard_m) ok = ok && row < m;
               if (guard_n || n % 2) ok = ok && col + x < n;
-              if_(ok, [&] { ws_at(row, col + x) = acc[e + x]; });
+              if_(ok, [&] { body(row, col, e, x); });
             }
-          } else {
-            matmul_f16_detail::store_pair(out, c_idx, row, col, acc[e], acc[e + 1], m, n, guard_m, guard_n, dt, pair);
+          });
+        };
+        auto epilogue = [&] {
+          if (staged) {
+            wgmma_detail::store_staged(out, c_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, m, n, bn, atoms,
+                                       guard_m, guard_n, dt, epi && !epi->is_identity());
+            return;
           }
+          for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
+            Expr row = m0 + row0 + a * 64 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
+            Expr e = a * (bn / 2) + j * 4 + h * 2;
+            matmul_f16_detail::store_pair(out, c_idx, row, col, acc[e], acc[e + 1], m, n, guard_m, guard_n, dt, pair);
+          });
+        };
+        if (splits == 1) return epilogue();
+        // f32 partial sums of this k slice
+        each_element([&](Expr row, Expr col, Expr e, int x) { ws_at(split, row, col + x) = acc[e + x]; });
+        if (sum_kernel) return;
+        // Count this warp's slice; the warp that completes the count adds all slices (in slice
+        // order, so the result does not depend on which block finishes last) and stores.
+        threadfence();
+        syncwarp();
+        Var lane = tid % 32;
+        Var slot = var(i32, ((z * grid_rows + m0 / bm) * grid_cols + n0 / bn) * tile_warps + (wg - 1) * 4 + w, "slot");
+        Var done = var(i32, 0, "done");
+        if_(lane == 0, [&] { done = atomic_add(counters[slot], 1); });
+        done = shfl_sync(0xffffffffu, done, 0);
+        if_(done == splits - 1, [&] {
+          threadfence();
+          each_element([&](Expr row, Expr col, Expr e, int x) {
+            Var sum = var(f32, 0.0f, "sum");
+            for (int sl = 0; sl < splits; ++sl) sum = sum + ws_at(sl, row, col + x);
+            acc[e + x] = sum;
+          });
+          if_(lane == 0, [&] { counters[slot] = 0; }); // ready for the next launch
+          epilogue();
         });
       });
     });
@@ -473,14 +525,14 @@ inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &na
 }
 
 /// A script module for these sizes: kernel "matmul_wgmma" (parameters as in
-/// add_matmul_wgmma_kernel), "sum_splits" with split-k, and "pad_a" / "pad_b" when k / n is not
+/// add_matmul_wgmma_kernel), "sum_splits" with split-k without split_fixup, and "pad_a" / "pad_b" when k / n is not
 /// a multiple of 8.
 inline lang::ScriptModule matmul_wgmma_module(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {},
                                               int num_sms = 132, const MatmulBatch &batch = {},
                                               const Epilogue *epi = nullptr) {
   auto mod = lang::script_module(str_cat("matmul_wgmma_", dt, "_", m, "x", n, "x", k, epi ? "_epilogue" : ""));
   add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg, num_sms, batch, epi);
-  if (int splits = matmul_wgmma_splits(k, cfg); splits > 1)
+  if (int splits = matmul_wgmma_splits(k, cfg); splits > 1 && !cfg.split_fixup)
     add_sum_splits_kernel(mod, "sum_splits", splits, batch.count * m, n, dt, epi);
   int ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
   if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", ba * m, k, matmul_f16_lda(k), dt);
@@ -545,8 +597,10 @@ public:
     std::int64_t ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
     if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({ba * m, matmul_f16_lda(k)}, dt, "cuda");
     if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({bb * k, matmul_f16_ldb(n)}, dt, "cuda");
-    if (int splits = matmul_wgmma_splits(k, cfg); splits > 1)
+    if (int splits = matmul_wgmma_splits(k, cfg); splits > 1) {
       ws_ = hidet::empty({splits, std::int64_t(batch.count) * m, n}, f32, "cuda");
+      if (cfg.split_fixup) counters_ = hidet::zeros({matmul_wgmma_counters(m, n, cfg, batch)}, i32, "cuda");
+    }
   }
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) { (*this)(a, b, c, {}); }
@@ -564,14 +618,16 @@ public:
     // Boxes: a block's share of the tiles (multicast to its cluster row / column).
     map_for(map_a_, pa, with_batch(batch_.a, {cfg_.block_m() / cfg_.cluster_n, MatmulWgmmaConfig::block_k}), batch_.a);
     map_for(map_b_, pb, with_batch(batch_.b, {MatmulWgmmaConfig::block_k / cfg_.cluster_m, 64}), batch_.b);
-    Shape anchor = ws_.defined() ? Shape{std::int64_t(batch_.count) * m_, n_}
+    const bool sum_kernel = ws_.defined() && !counters_.defined();
+    Shape anchor = sum_kernel ? Shape{std::int64_t(batch_.count) * m_, n_}
                    : batch_.batched() ? Shape{batch_.count, m_, n_} : Shape{m_, n_};
     Tensor out = epilogue_out_arg(epi_.get(), c, anchor);
     std::vector<LaunchArg> out_args{out};
     for (const auto &t : extras) out_args.emplace_back(t);
-    if (!ws_.defined()) {
+    if (!sum_kernel) {
       std::vector<LaunchArg> args{*map_a_.map, *map_b_.map};
       args.insert(args.end(), out_args.begin(), out_args.end());
+      if (counters_.defined()) args.emplace_back(ws_), args.emplace_back(counters_);
       return cm_["matmul_wgmma"].launch(args);
     }
     cm_["matmul_wgmma"](*map_a_.map, *map_b_.map, ws_);
@@ -603,7 +659,7 @@ private:
   MatmulBatch batch_;
   std::shared_ptr<const Epilogue> epi_;
   CompiledModule cm_;
-  Tensor a_pad_, b_pad_, ws_;
+  Tensor a_pad_, b_pad_, ws_, counters_;
   CachedMap map_a_, map_b_;
 };
 
