@@ -78,10 +78,13 @@ struct MatmulWgmmaConfig {
   /// the producer, split over the consumers (at most 232).
   int producer_regs = 40, consumer_regs = 0;
   int atoms = 1; ///< m64 wgmma atoms per consumer warpgroup (its rows: 64 * atoms)
-  /// Split-k: the last block to finish a tile's k slices adds them up from the f32 workspace
-  /// and stores the tile through the epilogue, in the same kernel (each consumer warp counts its
-  /// rows' slices with an atomic counter, which it resets). false: a second kernel adds them.
-  bool split_fixup = true;
+  /// Split-k: true: the last block to finish a tile's k slices adds them up from the f32
+  /// workspace and stores the tile through the epilogue, in the same kernel (each consumer warp
+  /// counts its rows' slices with an atomic counter, which it resets). false (default): a second
+  /// kernel adds them. On an H200 the in-kernel sum is slower as it stands (128x768x3072, split
+  /// 8: 17.1 us against 10.0; docs/notes/matmul_wgmma.md): its partials are written and read
+  /// back in the accumulator layout, 4 bytes over 8 rows per instruction, behind a fence.
+  bool split_fixup = false;
   /// Epilogue through shared memory: each consumer warp packs its accumulators to halves,
   /// writes them 16 x 64 at a time to a swizzled buffer of its own with stmatrix and stores them
   /// back as 16-byte row segments (4 full 128-byte lines per warp instruction, instead of
@@ -107,7 +110,7 @@ struct MatmulWgmmaConfig {
     return str_cat(block_m(), "x", block_n, "x", block_k, " (", consumers, " consumer warpgroup", consumers > 1 ? "s" : "",
                    atoms > 1 ? str_cat(" of ", atoms, " m64 atoms") : std::string(), ", ", stages, " stages", persistent ? ", persistent" : "",
                    cluster_size() > 1 ? str_cat(", cluster ", cluster_m, "x", cluster_n) : std::string(),
-                   split_k > 1 ? str_cat(", split-k ", split_k, split_fixup ? "" : " + sum kernel") : std::string(),
+                   split_k > 1 ? str_cat(", split-k ", split_k, split_fixup ? " summed in-kernel" : "") : std::string(),
                    smem_epilogue ? std::string() : ", direct stores", ")");
   }
 };
