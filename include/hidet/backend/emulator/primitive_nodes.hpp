@@ -57,65 +57,46 @@ struct CopyVectorE : ENode {
   }
 };
 
-/// ldmatrix.x{num}[.trans]: lanes 8i..8i+7 address the rows of matrix i; lane l receives word i =
-/// M_i[l/4][2(l%4) .. +1] (transposed: M_i[2(l%4) .. +1][l/4]), low half first.
-struct LdmatrixE : ENode {
-  ENode *dst = nullptr, *row = nullptr;
+/// ldmatrix.x{num}[.trans] and its inverse stmatrix: lanes 8i..8i+7 address the rows of matrix
+/// i in shared memory; word i of lane l's registers is M_i[l/4][2(l%4) .. +1] (transposed:
+/// M_i[2(l%4) .. +1][l/4]), low half first. ldmatrix loads the rows into the words, stmatrix
+/// (`store`) stores the words into the rows.
+struct MatrixE : ENode {
+  ENode *regs = nullptr, *row = nullptr;
   int num = 4;
-  bool trans = false;
-  AllocCache rcache, dcache;
+  bool trans = false, store = false;
+  AllocCache rcache, wcache;
   void eval(Context &c, ActiveSet s) override {
-    emu::eval(dst, c, s), emu::eval(row, c, s);
-    prim::require_full_warps(c, s, loc, "ldmatrix");
-    const Slot *d = c.reg(dst->dst), *r = c.reg(row->dst);
+    emu::eval(regs, c, s), emu::eval(row, c, s);
+    const char *name = store ? "stmatrix" : "ldmatrix";
+    prim::require_full_warps(c, s, loc, name);
+    const Slot *w = c.reg(regs->dst), *r = c.reg(row->dst);
+    const Access rows = store ? Access::Write : Access::Read, words = store ? Access::Read : Access::Write;
+    const std::string row_what = str_cat(name, " row"), word_what = str_cat(name, store ? " source" : " destination");
     for (int k = 0; k < s.n; k += 32) {
       int base = s.idx[k];
       for (int m = 0; m < num; ++m) {
         std::uint16_t mat[8][8];
-        for (int j = 0; j < 8; ++j) {
+        auto row_at = [&](int j) {
           int t = base + 8 * m + j;
-          void *p = prim::access(c, loc, t, r[t].i, 16, 16, rcache, Access::Read, "ldmatrix row");
-          std::memcpy(mat[j], p, 16);
-        }
-        for (int l = 0; l < 32; ++l) {
-          int g = l / 4, q = 2 * (l % 4);
-          std::uint32_t lo = trans ? mat[q][g] : mat[g][q], hi = trans ? mat[q + 1][g] : mat[g][q + 1];
-          std::uint32_t w = lo | hi << 16;
-          int t = base + l;
-          std::memcpy(prim::access(c, loc, t, d[t].i + 4 * m, 4, 4, dcache, Access::Write, "ldmatrix destination"), &w, 4);
-        }
-      }
-    }
-  }
-};
-
-/// stmatrix.x{num}[.trans]: the inverse of ldmatrix: lane l's word i = M_i[l/4][2(l%4) .. +1]
-/// (transposed: M_i[2(l%4) .. +1][l/4]) is stored to the rows of matrix i that lanes 8i..8i+7
-/// address.
-struct StmatrixE : ENode {
-  ENode *src = nullptr, *row = nullptr;
-  int num = 4;
-  bool trans = false;
-  AllocCache rcache, scache;
-  void eval(Context &c, ActiveSet s) override {
-    emu::eval(row, c, s), emu::eval(src, c, s);
-    prim::require_full_warps(c, s, loc, "stmatrix");
-    const Slot *w = c.reg(src->dst), *r = c.reg(row->dst);
-    for (int k = 0; k < s.n; k += 32) {
-      int base = s.idx[k];
-      for (int m = 0; m < num; ++m) {
-        std::uint16_t mat[8][8];
+          return prim::access(c, loc, t, r[t].i, 16, 16, rcache, rows, row_what.c_str());
+        };
+        if (!store)
+          for (int j = 0; j < 8; ++j) std::memcpy(mat[j], row_at(j), 16);
         for (int l = 0; l < 32; ++l) {
           int t = base + l, g = l / 4, q = 2 * (l % 4);
-          std::uint32_t word;
-          std::memcpy(&word, prim::access(c, loc, t, w[t].i + 4 * m, 4, 4, scache, Access::Read, "stmatrix source"), 4);
-          (trans ? mat[q][g] : mat[g][q]) = std::uint16_t(word & 0xffffu);
-          (trans ? mat[q + 1][g] : mat[g][q + 1]) = std::uint16_t(word >> 16);
+          std::uint16_t &lo = trans ? mat[q][g] : mat[g][q], &hi = trans ? mat[q + 1][g] : mat[g][q + 1];
+          void *word = prim::access(c, loc, t, w[t].i + 4 * m, 4, 4, wcache, words, word_what.c_str());
+          std::uint32_t v = std::uint32_t(lo) | std::uint32_t(hi) << 16;
+          if (store) {
+            std::memcpy(&v, word, 4);
+            lo = std::uint16_t(v & 0xffffu), hi = std::uint16_t(v >> 16);
+          } else {
+            std::memcpy(word, &v, 4);
+          }
         }
-        for (int j = 0; j < 8; ++j) {
-          int t = base + 8 * m + j;
-          std::memcpy(prim::access(c, loc, t, r[t].i, 16, 16, rcache, Access::Write, "stmatrix row"), mat[j], 16);
-        }
+        if (store)
+          for (int j = 0; j < 8; ++j) std::memcpy(row_at(j), mat[j], 16);
       }
     }
   }
@@ -283,14 +264,11 @@ inline ENode *make_primitive_node(const ir::CallNode &c, const std::vector<ENode
     return n;
   }
   case I::CpAsyncCommitGroup: case I::CpAsyncWaitGroup: return new NopE();
-  case I::Ldmatrix: {
-    auto *n = new LdmatrixE();
-    n->dst = args.at(0), n->row = args.at(1), n->num = int(imm(2)), n->trans = imm(3) != 0;
-    return n;
-  }
-  case I::Stmatrix: {
-    auto *n = new StmatrixE();
-    n->row = args.at(0), n->src = args.at(1), n->num = int(imm(2)), n->trans = imm(3) != 0;
+  case I::Ldmatrix: case I::Stmatrix: {
+    auto *n = new MatrixE();
+    n->store = c.op == I::Stmatrix;
+    n->regs = args.at(n->store ? 1 : 0), n->row = args.at(n->store ? 0 : 1);
+    n->num = int(imm(2)), n->trans = imm(3) != 0;
     return n;
   }
   case I::MmaSync: {
