@@ -249,16 +249,16 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
 /// The staged epilogue of one consumer warp (MatmulWgmmaConfig::smem_epilogue): the warp's
 /// accumulators acc (f32[atoms][bn / 2], wgmma's m64 layout: lane (g, q) of the warp holds rows
 /// g and g + 8 of its 16, columns 8 j + 2 q and + 1) cover rows row0 + 64 a + [0, 16) and
-/// columns n0 + [0, bn) of c. Per atom and 64 columns, stmatrix writes the halves to `buf`
-/// (dt[warps][16][64]; buf[warp] is this warp's own; 16-byte chunk c of row r at chunk c ^ (r % 8), so that neither
-/// the stmatrix rows nor the row reads conflict), then each lane reads 16-byte chunks back (8
-/// lanes per row) and stores them to c through the epilogue: as they are, or element by element
-/// through `out`'s value when `apply` (a fused chain). n must be a multiple of 8 and out's
-/// vector width 8.
+/// columns n0 + [0, bn) of c. Per atom and 64 columns, stmatrix writes the halves to
+/// buf[warp] (buf: dt[warps][16][64], one buffer per warp; 16-byte chunk c of row r at chunk
+/// c ^ (r % 8), so that neither the stmatrix rows nor the row reads conflict), then each lane
+/// reads 16-byte chunks back (8 lanes per row) and stores them to c through the epilogue: as
+/// they are, or element by element through `out`'s value when `apply` (a fused chain). n must
+/// be a multiple of 8 and out's vector width 8.
 template <class IdxOf>
 void store_staged(const ops::detail::EpilogueEmitter &out, const IdxOf &c_idx, const lang::Tensor &acc,
-                  const lang::Tensor &buf, const lang::Expr &warp, const lang::Expr &row0, const lang::Expr &n0, int m, int n, int bn, int atoms,
-                  bool guard_m, bool guard_n, DataType dt, bool apply) {
+                  const lang::Tensor &buf, const lang::Expr &warp, const lang::Expr &row0, const lang::Expr &n0, int m,
+                  int n, int bn, int atoms, bool guard_m, bool guard_n, DataType dt, bool apply) {
   using namespace hidet::lang;
   Var lane = threadIdx.x % 32;
   auto words = register_tensor(u32[4], "words");
@@ -445,11 +445,15 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         // accumulators bn / 2 further.
         // (a cluster's last tiles may have blocks wholly outside c)
         const bool guard_m = m % bm != 0 || tiles_m % cm != 0, guard_n = n % bn != 0 || tiles_n % cn != 0;
+        // body(row, col, e) for each accumulator pair e, e + 1 of this thread (c[row][col], + 1)
+        auto each_pair = [&](auto body) {
+          for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
+            body(m0 + row0 + a * 64 + w * 16 + h * 8 + g, n0 + j * 8 + q * 2, a * (bn / 2) + j * 4 + h * 2);
+          });
+        };
         // body(row, col, e, x) for each accumulator e + x of this thread inside c
         auto each_element = [&](auto body) {
-          for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
-            Expr row = m0 + row0 + a * 64 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
-            Expr e = a * (bn / 2) + j * 4 + h * 2;
+          each_pair([&](Expr row, Expr col, Expr e) {
             for (int x = 0; x < 2; ++x) {
               Expr ok = true;
               if (guard_m) ok = ok && row < m;
@@ -459,14 +463,10 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
           });
         };
         auto epilogue = [&] {
-          if (staged) {
-            wgmma_detail::store_staged(out, c_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, m, n, bn, atoms,
-                                       guard_m, guard_n, dt, epi && !epi->is_identity());
-            return;
-          }
-          for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
-            Expr row = m0 + row0 + a * 64 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
-            Expr e = a * (bn / 2) + j * 4 + h * 2;
+          if (staged)
+            return wgmma_detail::store_staged(out, c_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, m, n, bn,
+                                              atoms, guard_m, guard_n, dt, epi && !epi->is_identity());
+          each_pair([&](Expr row, Expr col, Expr e) {
             matmul_f16_detail::store_pair(out, c_idx, row, col, acc[e], acc[e + 1], m, n, guard_m, guard_n, dt, pair);
           });
         };
@@ -528,8 +528,8 @@ inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &na
 }
 
 /// A script module for these sizes: kernel "matmul_wgmma" (parameters as in
-/// add_matmul_wgmma_kernel), "sum_splits" with split-k without split_fixup, and "pad_a" / "pad_b" when k / n is not
-/// a multiple of 8.
+/// add_matmul_wgmma_kernel), "sum_splits" with split-k without split_fixup, and "pad_a" /
+/// "pad_b" when k / n is not a multiple of 8.
 inline lang::ScriptModule matmul_wgmma_module(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {},
                                               int num_sms = 132, const MatmulBatch &batch = {},
                                               const Epilogue *epi = nullptr) {
