@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "hidet/backend/compile_cache.hpp"
 #include "hidet/hidet.hpp"
@@ -261,6 +263,36 @@ TEST_CASE("a second build of the same module compiles nothing") {
   auto after = backend::compile_cache_stats();
   CHECK(after.compiles == before.compiles);
   CHECK(cm1.source() == cm2.source());
+}
+
+TEST_CASE("a module built on a thread the user started runs on any thread") {
+  // A fresh std::thread has no current CUDA context; building loads the module all the same.
+  const int m = 5, n = 3, k = 6;
+  std::optional<CompiledModule> cm;
+  std::string err;
+  std::thread th([&] {
+    try {
+      cm = naive_matmul(m, n, k);
+    } catch (const std::exception &e) {
+      err = e.what();
+    }
+  });
+  th.join();
+  REQUIRE(err == "");
+  REQUIRE(cm);
+  std::mt19937_64 rng(fresh_seed());
+  auto av = random_floats(m * k, rng), bv = random_floats(k * n, rng);
+  auto a = asarray(av, {m, k}, "cuda"), b = asarray(bv, {k, n}, "cuda");
+  auto c = full({m, n}, std::nanf(""), f32, "cuda");
+  std::thread th2([&] { (*cm)(a, b, c); }); // launched from yet another fresh thread
+  th2.join();
+  auto got = c.to_vector<float>();
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float ref = 0;
+      for (int kk = 0; kk < k; ++kk) ref += av[i * k + kk] * bv[kk * n + j];
+      CHECK(got[i * n + j] == ref);
+    }
 }
 
 TEST_CASE("a faulting kernel throws and the device stays usable") {

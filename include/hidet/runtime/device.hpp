@@ -87,6 +87,10 @@ void check_device(const Device &d);
 /// already is). Call before any driver call; throws when the device does not exist.
 void ensure_context(int index);
 
+/// Makes cuda:0's primary context current on the calling thread when no context is (a thread the
+/// user started, building kernels): module loads need one. A context already current is kept.
+void ensure_some_context();
+
 /// The description of cuda:`index` (the emulator's when cuda_emulated()). Cached; thread-safe.
 const DeviceInfo &device_info(int index = 0);
 

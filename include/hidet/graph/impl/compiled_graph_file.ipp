@@ -733,6 +733,7 @@ HIDET_INLINE CompiledGraph CompiledGraph::load(const std::string &path) {
     } else {
       if (m.cubin.empty()) throw ValueError(str_cat("load: ", where, ": kernel module '", m.name, "' has no cubin"));
       shared = std::make_shared<runtime::detail::KernelShared>();
+      ensure_some_context();
       shared->module = runtime::load_module(m.cubin);
     }
     lp->modules.push_back(std::move(shared));

@@ -134,6 +134,7 @@ HIDET_INLINE CompiledModule CompiledModule::build(const ir::Module &m, const Bui
     runtime::detail::register_emulated_module(shared);
   } else {
     *binary = backend::compile_cuda_cached(cm.source_, module_name, co);
+    ensure_some_context();
     shared->module = runtime::load_module(binary->cubin);
   }
 

@@ -141,6 +141,12 @@ HIDET_INLINE void ensure_context(int index) {
     cuda::check(d.cuCtxSetCurrent(want), str_cat("making the context of cuda:", index, " current"));
 }
 
+HIDET_INLINE void ensure_some_context() {
+  CUcontext cur = nullptr;
+  cuda::check(cuda::driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent");
+  if (!cur) ensure_context(0);
+}
+
 namespace runtime::detail {
 
 HIDET_INLINE DeviceInfo emulated_device_info() {
