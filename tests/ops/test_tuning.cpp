@@ -166,14 +166,16 @@ TEST_CASE("matmul templates: every space-1 candidate is correct on a shape with 
   }
 }
 
-TEST_CASE("matmul heuristic: few rows and a short k take small mma.sync tiles on Hopper") {
+TEST_CASE("matmul heuristic: a transformer's batch-1 projections take 64x128 wgmma tiles on Hopper") {
   // Space 0's single candidate for a transformer's projections at batch 1, and its result.
   struct Case {
     int m, n, k;
     const char *hopper_label;
   };
-  for (Case c : {Case{128, 768, 768, "mma.sync 32x64x64"}, Case{128, 3072, 768, "mma.sync 64x64x64"},
-                 Case{128, 768, 3072, "wgmma"}, Case{512, 768, 768, "wgmma"}}) {
+  for (Case c : {Case{128, 768, 768, "wgmma 64x128x64 (1 consumer warpgroup, 6 stages, persistent)"},
+                 Case{197, 2304, 768, "wgmma 64x128x64 (1 consumer warpgroup, 6 stages, persistent)"},
+                 Case{128, 768, 3072, "wgmma 64x128x64 (1 consumer warpgroup, 6 stages, persistent, split-k 4)"},
+                 Case{512, 768, 768, "wgmma"}}) {
     auto cands = hidet::ops::matmul_candidates(c.m, c.n, c.k, dtypes::f16, 0);
     REQUIRE(cands.size() == 1);
     INFO(c.m << "x" << c.n << "x" << c.k << ": " << cands[0].label);
@@ -199,10 +201,11 @@ TEST_CASE("Hopper matmul heuristic: the tile shape that fills whole waves; confi
   // multiprocessors) against 144 of 128 x 256; the FFN up projection takes 256 tiles of
   // 128 x 192 (two waves), the FFN down projection (k = 3072) and the attention output 96 tiles
   // of 64 x 256; large squares keep 128 x 256, 1024^3 takes 128 tiles of 64 x 128; a batch-1
-  // projection splits k.
+  // projection splits k when each split keeps 8 k tiles (k = 3072), not at k = 768.
   for (Case c : {Case{2048, 2304, 768, 192, 192, 1}, Case{2048, 3072, 768, 128, 192, 1}, Case{2048, 768, 3072, 64, 256, 1},
                  Case{2048, 768, 768, 64, 256, 1}, Case{4096, 4096, 4096, 128, 256, 1}, Case{8192, 8192, 8192, 128, 256, 1},
-                 Case{2048, 2048, 2048, 128, 256, 1}, Case{1024, 1024, 1024, 64, 128, 1}, Case{128, 768, 3072, 64, 128, 8}}) {
+                 Case{2048, 2048, 2048, 128, 256, 1}, Case{1024, 1024, 1024, 64, 128, 1}, Case{128, 768, 3072, 64, 128, 4},
+                 Case{128, 2304, 768, 64, 128, 1}, Case{1, 768, 768, 64, 128, 1}}) {
     CAPTURE(c.m);
     CAPTURE(c.n);
     CAPTURE(c.k);

@@ -147,15 +147,10 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   }
 
   if (matmul_wgmma_available() && !acc16) {
-    // Few rows and a short k (a transformer's projections at batch 1): the mma.sync kernel with
-    // 32- or 64-row tiles fills more multiprocessors than 64-row wgmma tiles. From space-2 tuning
-    // on an H200: 128x768x768 picked 32x64x64 (5.6 us), 128x3072x768 picked 64x64x64 (6.4 us),
-    // against about 10 us for the wgmma heuristic.
-    if (mb <= 256 && k <= 1024 && opts.parallel_k <= 1) {
-      std::int64_t tiles64 = std::int64_t(lang::ceil_div(mb, 64)) * lang::ceil_div(n, 64);
-      add_mma(tiles64 >= 64 ? MatmulF16Config{2, 2, 32, 32, 64, 4, 1} : MatmulF16Config{1, 2, 32, 32, 64, 4, 1});
-      if (space == 0 && !out.empty()) return out;
-    }
+    // Every shape starts from the wgmma heuristic, transformers' batch-1 projections (128-200
+    // rows, k = 768) included: after the staged epilogue (4502768), 64x128 wgmma tiles beat the
+    // best mma.sync tiling there (H200, 128x3072x768: 5.1 against 6.3 us; 197x2304x768: 5.2 against
+    // 6.4). Spaces 1 and 2 still try mma.sync tilings.
     add_wgmma(matmul_wgmma_heuristic_config(mb, n, k, sms));
     if (space == 0) return out;
     const int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);

@@ -555,7 +555,7 @@ inline BuildOptions matmul_wgmma_build_options() {
 /// each tile shape's fixed cost (waiting for the first stage, the epilogue) and cost per k tile
 /// measured on an H200 with per-tile timestamps (docs/notes/matmul_wgmma.md: BERT-base's
 /// products at batch 16, squares from 1024 to 8192). Then k is split while the blocks still
-/// fit half the GPU and each slice keeps at least 4 k tiles.
+/// fit half the GPU and each slice keeps at least 8 k tiles.
 inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int num_sms) {
   struct Candidate {
     MatmulWgmmaConfig cfg;
@@ -580,9 +580,10 @@ inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int 
     double t = waves * (cand.fixed_us + k_tiles * cand.per_k_tile_us);
     if (t < best) best = t, c = cand.cfg;
   }
-  // Split k while the blocks still fit one wave and each keeps at least 4 k tiles (H200 tuning:
-  // 128x768x3072 picked split-k 8, 96 blocks).
-  while (tiles(c) * c.split_k * 2 <= num_sms && k_tiles / (c.split_k * 2) >= 4) c.split_k *= 2;
+  // Split k while the blocks still fit one wave and each keeps at least 8 k tiles: a split pays
+  // for a summing kernel and the f32 partials' traffic. H200, space-2 runs at 4548fc9:
+  // 128x768x3072 split 4 9.4 us, split 8 9.9; 128x2304x768 unsplit 5.2 us, split 2 slower.
+  while (tiles(c) * c.split_k * 2 <= num_sms && k_tiles / (c.split_k * 2) >= 8) c.split_k *= 2;
   return c;
 }
 
