@@ -166,14 +166,13 @@ TEST_CASE("matmul templates: every space-1 candidate is correct on a shape with 
   }
 }
 
-TEST_CASE("matmul heuristic: a transformer's batch-1 projections take 64x128 wgmma tiles on Hopper") {
+TEST_CASE("matmul heuristic: few rows and a short k take small mma.sync tiles on Hopper") {
   // Space 0's single candidate for a transformer's projections at batch 1, and its result.
   struct Case {
     int m, n, k;
     const char *hopper_label;
   };
-  for (Case c : {Case{128, 768, 768, "wgmma 64x128x64 (1 consumer warpgroup, 6 stages, persistent)"},
-                 Case{197, 2304, 768, "wgmma 64x128x64 (1 consumer warpgroup, 6 stages, persistent)"},
+  for (Case c : {Case{128, 768, 768, "mma.sync 32x64x64"}, Case{128, 3072, 768, "mma.sync 64x64x64"},
                  Case{128, 768, 3072, "wgmma 64x128x64 (1 consumer warpgroup, 6 stages, persistent, split-k 4)"},
                  Case{512, 768, 768, "wgmma"}}) {
     auto cands = hidet::ops::matmul_candidates(c.m, c.n, c.k, dtypes::f16, 0);

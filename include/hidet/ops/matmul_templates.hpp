@@ -147,10 +147,16 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   }
 
   if (matmul_wgmma_available() && !acc16) {
-    // Every shape starts from the wgmma heuristic, transformers' batch-1 projections (128-200
-    // rows, k = 768) included: after the staged epilogue (4502768), 64x128 wgmma tiles beat the
-    // best mma.sync tiling there (H200, 128x3072x768: 5.1 against 6.3 us; 197x2304x768: 5.2 against
-    // 6.4). Spaces 1 and 2 still try mma.sync tilings.
+    // Few rows and a short k (a transformer's projections at batch 1): the mma.sync kernel with
+    // 32- or 64-row tiles. Timed alone (weights resident in L2), 64x128 wgmma tiles are faster
+    // (H200, 128x3072x768: 5.1 against 6.3 us), but in BERT-base's CUDA graph at batch 1, where
+    // each product reads its weights from HBM, routing them to wgmma made the model slower
+    // (0.476 against 0.467 ms, docs/notes/matmul_wgmma.md).
+    if (mb <= 256 && k <= 1024 && opts.parallel_k <= 1) {
+      std::int64_t tiles64 = std::int64_t(lang::ceil_div(mb, 64)) * lang::ceil_div(n, 64);
+      add_mma(tiles64 >= 64 ? MatmulF16Config{2, 2, 32, 32, 64, 4, 1} : MatmulF16Config{1, 2, 32, 32, 64, 4, 1});
+      if (space == 0 && !out.empty()) return out;
+    }
     add_wgmma(matmul_wgmma_heuristic_config(mb, n, k, sms));
     if (space == 0) return out;
     const int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
