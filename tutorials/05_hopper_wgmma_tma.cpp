@@ -105,6 +105,16 @@ int main(int argc, char **argv) {
   // multiple of 8; `direct` stores the accumulator pairs straight from the registers instead.
   MatmulWgmmaConfig direct = big;
   direct.smem_epilogue = false;
+  // Ping-pong: each consumer warpgroup computes whole tiles (64 x 256 here, 128 x 192 with two
+  // atoms in `ping_tall`, 64 x 128 for three consumers in `ping3`); the consumers take turns in
+  // the main loop, one storing its tile while the next one computes. The shapes below have more
+  // tiles than multiprocessors, so every consumer gets tiles.
+  MatmulWgmmaConfig ping = big;
+  ping.pingpong = true;
+  MatmulWgmmaConfig ping_tall{2, 192, 4};
+  ping_tall.atoms = 2, ping_tall.pingpong = true;
+  MatmulWgmmaConfig ping3{3, 128, 5};
+  ping3.pingpong = true;
 
   bool hopper = !hidet::cuda_emulated() && hidet::runtime::device_info(0).arch() == "sm_90a";
   if (!hopper) {
@@ -112,7 +122,8 @@ int main(int argc, char **argv) {
     // at least the code path up to the binary is exercised.
     for (auto &[cfg, mma] : {std::pair{big, "m64n256k16"}, std::pair{split, "m64n128k16"},
                              std::pair{split_fixup, "m64n128k16"}, std::pair{quad, "m64n128k16"},
-                             std::pair{three, "m64n192k16"}, std::pair{tall, "m64n128k16"}}) {
+                             std::pair{three, "m64n192k16"}, std::pair{tall, "m64n128k16"}, std::pair{ping, "m64n256k16"},
+                             std::pair{ping_tall, "m64n192k16"}, std::pair{ping3, "m64n128k16"}}) {
       auto mod = hidet::ops::templates::matmul_wgmma_module(m, n, k, hidet::f16, cfg);
       auto cm = mod.build(hidet::ops::templates::matmul_wgmma_build_options());
       const std::string &src = cm.source();
@@ -151,7 +162,10 @@ int main(int argc, char **argv) {
               run(700, 300, 900, hidet::f16, tall) + run(515, 260, 130, hidet::bf16, three) +
               run(704, 296, 900, hidet::bf16, tall) + run(264, 520, 200, hidet::f16, direct) +
               run(2048, 768, 3072, hidet::f16, little) + run(128, 768, 3072, hidet::bf16, split_fixup) +
-              run(96, 200, 1000, hidet::f16, split_fixup) + run(333, 777, 555, hidet::f16, split_fixup);
+              run(96, 200, 1000, hidet::f16, split_fixup) + run(333, 777, 555, hidet::f16, split_fixup) +
+              run(2048, 2304, 768, hidet::f16, ping) + run(4095, 1000, 333, hidet::bf16, ping) +
+              run(2100, 3000, 500, hidet::f16, ping_tall) + run(m, n, k, hidet::bf16, ping_tall) +
+              run(1000, 2000, 100, hidet::f16, ping3) + run(2047, 1031, 1029, hidet::bf16, ping3);
   std::printf(fails ? "FAILED\n" : "OK\n");
   return fails ? 1 : 0;
 }

@@ -91,9 +91,17 @@ struct MatmulWgmmaConfig {
   /// 4-byte pairs over 8 rows). Used when n is a multiple of 8, without split-k and when the
   /// fused epilogue keeps runs of 8 elements; otherwise the pairs are stored directly.
   bool smem_epilogue = true;
+  /// Ping-pong schedule (persistent, 2 or 3 consumers, no split-k, no clusters): each consumer
+  /// warpgroup computes whole tiles of 64 * atoms x block_n on its own, the block's tiles dealt
+  /// round-robin, and the consumers take turns in the main loop (an mbarrier per consumer passes
+  /// the turn when a main loop has read its last stage), so that one consumer's epilogue runs
+  /// while the next one's products keep the tensor cores busy. false: the consumers share each
+  /// tile (64 * atoms rows each) and store it together.
+  bool pingpong = false;
 
   static constexpr int block_k = 64; ///< one 128-byte swizzled row of halves
-  int block_m() const { return 64 * atoms * consumers; }
+  /// Rows of one tile: the consumers' rows together, or one consumer's under ping-pong.
+  int block_m() const { return 64 * atoms * (pingpong ? 1 : consumers); }
   int threads() const { return 128 * (consumers + 1); }
   int consumer_budget() const {
     return consumer_regs ? consumer_regs : std::min(232, (65536 / 128 - producer_regs) / consumers / 8 * 8);
@@ -103,12 +111,16 @@ struct MatmulWgmmaConfig {
   int b_stage_bytes() const { return block_k * block_n * 2; }
   /// The epilogue buffers: 16 x 64 halves per consumer warp.
   int epilogue_bytes() const { return smem_epilogue ? consumers * 4 * 16 * 64 * 2 : 0; }
-  /// Dynamic shared memory: the stages, the epilogue buffers, then the full and empty mbarriers.
-  int smem_bytes() const { return stages * (a_stage_bytes() + b_stage_bytes()) + epilogue_bytes() + stages * 16; }
+  /// Dynamic shared memory: the stages, the epilogue buffers, then the full and empty mbarriers
+  /// and, under ping-pong, one turn mbarrier per consumer.
+  int smem_bytes() const {
+    return stages * (a_stage_bytes() + b_stage_bytes()) + epilogue_bytes() + stages * 16 + (pingpong ? consumers * 8 : 0);
+  }
   /// "128x256x64 (2 consumer warpgroups, 4 stages)"
   std::string str() const {
     return str_cat(block_m(), "x", block_n, "x", block_k, " (", consumers, " consumer warpgroup", consumers > 1 ? "s" : "",
-                   atoms > 1 ? str_cat(" of ", atoms, " m64 atoms") : std::string(), ", ", stages, " stages", persistent ? ", persistent" : "",
+                   atoms > 1 ? str_cat(" of ", atoms, " m64 atoms") : std::string(), pingpong ? ", ping-pong" : "", ", ",
+                   stages, " stages", persistent ? ", persistent" : "",
                    cluster_size() > 1 ? str_cat(", cluster ", cluster_m, "x", cluster_n) : std::string(),
                    split_k > 1 ? str_cat(", split-k ", split_k, split_fixup ? " summed in-kernel" : "") : std::string(),
                    smem_epilogue ? std::string() : ", direct stores", ")");
@@ -128,6 +140,8 @@ inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
   if (c.split_k < 1) bad("split_k must be positive");
   for (int e : {c.cluster_m, c.cluster_n})
     if (e != 1 && e != 2 && e != 4) bad("cluster_m and cluster_n must be 1, 2 or 4");
+  if (c.pingpong && (c.consumers < 2 || !c.persistent || c.split_k != 1 || c.cluster_size() != 1))
+    bad("ping-pong needs 2 or 3 consumers, a persistent kernel, no split-k and no clusters");
   if (c.cluster_n > 1 && c.block_m() / c.cluster_n < 32)
     bad("a's multicast slices (block_m / cluster_n rows) must have at least 32 rows");
   if (c.smem_bytes() > 227 * 1024) bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
@@ -362,6 +376,9 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     const int bars = stages * stage_bytes + cfg.epilogue_bytes();
     auto full = dynamic_shared_tensor(u64[stages], bars, "full");
     auto empty = dynamic_shared_tensor(u64[stages], bars + stages * 8, "empty");
+    // Ping-pong: turn[c] completes when the consumer before c (cyclically) has read the last
+    // stage of its tile (all its 128 threads arrive).
+    auto turn = dynamic_shared_tensor(u64[std::max(1, cfg.consumers)], bars + stages * 16, "turn");
     Var wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
     auto for_each_tile = [&](auto body) { wgmma_detail::for_each_tile(tiles, body); };
@@ -369,8 +386,10 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     if_(threadIdx.x == 0, [&] {
       for (int s = 0; s < stages; ++s) {
         mbarrier_init(full[s], 1);
-        mbarrier_init(empty[s], cfg.consumers * cs); // the consumers of every block of the cluster
+        // the consumers of every block of the cluster; under ping-pong, the one consumer of the tile
+        mbarrier_init(empty[s], cfg.pingpong ? 1 : cfg.consumers * cs);
       }
+      for (int c = 0; cfg.pingpong && c < cfg.consumers; ++c) mbarrier_init(turn[c], 128);
       fence_mbarrier_init();
     });
     if (cs > 1) cluster_sync(); // the other blocks' barriers are initialized before any multicast
@@ -424,21 +443,29 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       const int atoms = cfg.atoms;
       auto acc = register_tensor(f32[atoms * bn / 2], "acc");
       auto pair = register_tensor(u32[1], "pair");
-      Var row0 = (wg - 1) * (64 * atoms);
+      // the consumer's first row in the tile (and in a's stage)
+      Var row0 = cfg.pingpong ? Var(Expr(0)) : Var((wg - 1) * (64 * atoms));
       Var w = tid / 32, g = tid % 32 / 4, q = tid % 4;
       Var it = var(i32, 0, "it");
-      for_each_tile([&](Expr m0, Expr n0, Expr z, Expr split, Expr kt0, Expr kts) {
+      Var j = var(i32, 0, "j"); // the block's tiles so far (ping-pong deals tile j to consumer j % consumers)
+      auto tile = [&](Expr m0, Expr n0, Expr z, Expr split, Expr kt0, Expr kts) {
         // c[row][col] of this tile's k slice in the workspace under split-k; else the anchor
         // index of c[row][col] (stored through the epilogue)
         auto ws_at = [&](Expr s, Expr row, Expr col) { return ws[s][z * m + row][col]; };
         auto c_idx = [&, on = batch.batched()](Expr row, Expr col) { return on ? Idx{z, row, col} : Idx{row, col}; };
         // An atom's rows start 64 rows (64 x 128 bytes) further in a's tile.
+        // Ping-pong: wait for the turn (the previous tile's main loop has read its stages, so
+        // this tile's stages are at most one barrier phase ahead), pass it on after the loop.
+        // Consumer c's i-th tile (j = i C + c) waits for turn[c]'s (i - 1 + (c > 0))-th phase.
+        const int C = cfg.consumers;
+        if (cfg.pingpong) if_(j > 0, [&] { mbarrier_wait(turn[wg - 1], (j / C + select(wg > 1, 0, 1)) % 2); });
         wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false, cs, atoms,
                                       64 * bk * 2 / 16, [&](Expr s, int kk) {
                                         return std::pair{make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128),
                                                          make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024,
                                                                          Swizzle::B128)};
                                       });
+        if (cfg.pingpong) mbarrier_arrive(turn[wg % C]);
 
         // Epilogue (the producer already loads the next tile): lane (g, q) of warp w holds rows
         // 16 w + g (+ 8), columns 8 j + 2 q (+ 1); atom a holds the rows 64 a further, its
@@ -493,6 +520,13 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
           if_(lane == 0, [&] { counters[slot] = 0; }); // ready for the next launch
           epilogue();
         });
+      };
+      if (!cfg.pingpong) return for_each_tile(tile);
+      for_each_tile([&](Expr m0, Expr n0, Expr z, Expr split, Expr kt0, Expr kts) {
+        if_(j % cfg.consumers == wg - 1, [&] { tile(m0, n0, z, split, kt0, kts); }).else_([&] {
+          it = it + kts; // another consumer's tile: its stages go by
+        });
+        j = j + 1;
       });
     });
     // No block of a cluster exits while another may still multicast into its shared memory or
