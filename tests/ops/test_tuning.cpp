@@ -243,6 +243,36 @@ TEST_CASE("Hopper matmul heuristic: the tile shape that fills whole waves; confi
   MatmulWgmmaConfig tall{2, 128, 4};
   tall.atoms = 2, tall.cluster_m = 2;
   CHECK(tall.str() == "256x128x64 (2 consumer warpgroups of 2 m64 atoms, 4 stages, persistent, cluster 2x1)");
+  // Ping-pong: a tile is one consumer's rows; persistent, 2-3 consumers, no split-k, no clusters.
+  MatmulWgmmaConfig ping{2, 192, 4};
+  ping.atoms = 2, ping.pingpong = true;
+  CHECK(ping.block_m() == 128);
+  CHECK(ping.str() == "128x192x64 (2 consumer warpgroups of 2 m64 atoms, ping-pong, 4 stages, persistent)");
+  CHECK(ping.smem_bytes() == 4 * (128 + 192) * 64 * 2 + 2 * 4 * 16 * 64 * 2 + 4 * 16 + 2 * 8);
+  CHECK_NOTHROW(check_matmul_wgmma_config(ping));
+  const char *ping_rule = "ping-pong needs 2 or 3 consumers, a persistent kernel, no split-k and no clusters";
+  for (auto edit : std::vector<std::function<void(MatmulWgmmaConfig &)>>{
+           [](MatmulWgmmaConfig &c) { c.consumers = 1; }, [](MatmulWgmmaConfig &c) { c.persistent = false; },
+           [](MatmulWgmmaConfig &c) { c.split_k = 2; }, [](MatmulWgmmaConfig &c) { c.cluster_m = 2; }}) {
+    MatmulWgmmaConfig bad = ping;
+    edit(bad);
+    rejects(bad, ping_rule);
+  }
+}
+
+TEST_CASE("matmul search space 2 tries ping-pong only where the blocks get several tiles") {
+  auto has_ping = [](int m, int n, int k) {
+    for (const auto &c : hidet::ops::matmul_candidates(m, n, k, dtypes::f16, 2))
+      if (c.label.find("ping-pong") != std::string::npos) return true;
+    return false;
+  };
+  if (!hidet::ops::matmul_wgmma_available()) {
+    CHECK_FALSE(has_ping(8192, 8192, 8192)); // the mma.sync candidates of other GPUs and the emulator
+    return;
+  }
+  CHECK(has_ping(8192, 8192, 8192));
+  CHECK(has_ping(2048, 3072, 768));
+  CHECK_FALSE(has_ping(512, 512, 512)); // 64 tiles of 64x256 on 132 SMs
 }
 
 TEST_CASE("ops::matmul runs the tuned template and reuses its choice") {
