@@ -284,8 +284,15 @@ TEST_CASE("a module built on a thread the user started runs on any thread") {
   auto av = random_floats(m * k, rng), bv = random_floats(k * n, rng);
   auto a = asarray(av, {m, k}, "cuda"), b = asarray(bv, {k, n}, "cuda");
   auto c = full({m, n}, std::nanf(""), f32, "cuda");
-  std::thread th2([&] { (*cm)(a, b, c); }); // launched from yet another fresh thread
+  std::thread th2([&] { // launched from yet another fresh thread
+    try {
+      (*cm)(a, b, c);
+    } catch (const std::exception &e) {
+      err = e.what();
+    }
+  });
   th2.join();
+  REQUIRE(err == "");
   auto got = c.to_vector<float>();
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {

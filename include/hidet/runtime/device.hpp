@@ -88,7 +88,8 @@ void check_device(const Device &d);
 void ensure_context(int index);
 
 /// Makes cuda:0's primary context current on the calling thread when no context is (a thread the
-/// user started, building kernels): module loads need one. A context already current is kept.
+/// user started, building or launching kernels): module loads and launches need one. A context
+/// already current is kept; after the first call on a thread, this is a thread-local check.
 void ensure_some_context();
 
 /// The description of cuda:`index` (the emulator's when cuda_emulated()). Cached; thread-safe.

@@ -312,6 +312,7 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
     shared_->emulator->launch(info_->name, kargs, grid, block, smem);
     return;
   }
+  ensure_some_context(); // a thread the user started may have none yet
   {
     std::lock_guard<std::mutex> g(info_->mu);
     if (smem > info_->max_dynamic_smem_set) {

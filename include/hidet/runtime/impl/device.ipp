@@ -142,9 +142,12 @@ HIDET_INLINE void ensure_context(int index) {
 }
 
 HIDET_INLINE void ensure_some_context() {
+  thread_local bool has_context = false; // once a context is current here, launches skip the check
+  if (has_context) return;
   CUcontext cur = nullptr;
   cuda::check(cuda::driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent");
   if (!cur) ensure_context(0);
+  has_context = true;
 }
 
 namespace runtime::detail {
