@@ -572,6 +572,7 @@ struct LoadedProgram {
     };
     const bool host = uses_host_memory(device);
     const bool emulated = runtime::cuda_emulated();
+    if (!emulated) ensure_some_context(); // run from a thread the user started
     for (const auto &c : p.commands) {
       switch (c.kind) {
       case SavedCommand::Kind::kernel: {
