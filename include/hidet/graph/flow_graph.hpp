@@ -14,6 +14,12 @@
 // Printing follows Hidet's form: one line per constant and per operator, tensors named x, x_1,
 // x_2, ... and constants c, c_1, ...; dot() gives the same graph in Graphviz's DOT language.
 //
+// Extents may be named symbols: hidet::symbol({"n", 3}) traces the operators once for every n (their
+// outputs' extents are expressions over the symbols, [n, 2], [n*s, 768]); such a graph runs on
+// inputs of any n, each node through its operator's eager path, and specialize({{"n", 4}}) gives
+// the graph at one shape. graph::optimize of such a graph optimizes and compiles it per shape
+// (graph::ShapeDispatch).
+//
 // Running binds each input's symbolic dimensions from the tensor given for it (a symbol that
 // two inputs disagree on, or a constant extent, dtype or device that differs, is an error naming
 // the input) and runs the operators in order, each through the same implementation as its eager
@@ -59,6 +65,12 @@ public:
 
   /// The symbol values the given inputs bind (checked as run() checks them).
   SymbolValues bind_symbols(const std::vector<Tensor> &inputs) const;
+  /// True when an input has an extent that is a symbol (symbol({"n", 3})).
+  bool has_symbolic_extents() const;
+  /// The graph traced again with every symbol given its value: the same operators at constant
+  /// shapes (graph inputs keep their names), ready for optimize() and CompiledGraph. Throws
+  /// ValueError naming a symbol without a value, or an operator the values are invalid for.
+  FlowGraph specialize(const SymbolValues &values) const;
 
   /// The graph captured as a CUDA graph (graph/cuda_graph.hpp; include it to use the result).
   CudaGraph cuda_graph() const;

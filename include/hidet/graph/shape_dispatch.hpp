@@ -1,5 +1,6 @@
 // ShapeDispatch: a model with symbolic sizes (a batch n, a sequence length s), compiled once per
-// distinct input shape and cached.
+// distinct input shape and cached. The model is a function called on symbolic inputs of each
+// shape, or a FlowGraph traced once with symbolic extents (ShapeDispatch(graph)).
 //
 //   graph::ShapeDispatch model(
 //       [&](const std::vector<Tensor> &xs) { return std::vector<Tensor>{net(xs[0])}; },
@@ -42,6 +43,10 @@ public:
   using Model = std::function<std::vector<Tensor>(const std::vector<Tensor> &)>;
   /// `inputs`: symbolic tensors giving each input's dtype, device and (symbolic) shape.
   ShapeDispatch(Model model, std::vector<Tensor> inputs, DispatchOptions options = {});
+  /// A traced graph whose inputs' extents may be symbols (hidet::symbol({"n", 3})), compiled per
+  /// shape: each new shape specializes the graph (FlowGraph::specialize), then optimizes and
+  /// compiles it as above.
+  explicit ShapeDispatch(FlowGraph graph, DispatchOptions options = {});
   ~ShapeDispatch();
   ShapeDispatch(ShapeDispatch &&) noexcept;
   ShapeDispatch &operator=(ShapeDispatch &&) noexcept;
@@ -65,6 +70,12 @@ private:
   struct State;
   std::unique_ptr<State> s_;
 };
+
+/// A graph of one node, ShapeDispatch(x, ..., graph=FlowGraph(...)), that runs `graph` (whose
+/// inputs have symbolic extents) through a ShapeDispatch with `options`: what graph::optimize
+/// returns for such a graph. On symbolic inputs of constant shapes the node traces `graph` again
+/// at those shapes (so specialize() of the result gives the unoptimized graph at one shape).
+FlowGraph dispatch_per_shape(const FlowGraph &graph, DispatchOptions options = {});
 
 } // namespace hidet::graph
 

@@ -10,6 +10,7 @@
 // kernels.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -55,6 +56,32 @@ std::vector<Tensor> trace_plan(const std::string &key, Plan plan, const std::vec
 
 /// "Softmax" for "softmax{axis=1}": the operator's name in a graph.
 std::string op_display_name(const std::string &key);
+
+/// True when some tensor of `xs` has an extent that is a symbol ("n"), not a constant.
+bool has_symbolic_extents(const std::vector<Tensor> &xs);
+
+/// Records the operator of `key` ("softmax{axis=1}" -> Softmax(..., axis=1)) on inputs with
+/// symbolic extents: one output of `shape` and `dtype` on the inputs' device. No task is built
+/// (tasks need constant extents): running the node calls `apply` on the node's inputs, the
+/// operator's own function, which runs eagerly on tensors with data and, on symbolic tensors of
+/// constant shapes, traces the operator again at those shapes (FlowGraph::run on symbolic inputs:
+/// a graph specialized to one shape).
+Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape, DataType dtype,
+                      std::function<Tensor(const std::vector<Tensor> &)> apply);
+
+/// trace_symbolic for operators whose shape rules are written on constant extents (conv2d,
+/// pooling, attention): `apply` (the operator itself) first traces twice on stand-ins, symbolic
+/// tensors of constant shapes with each symbol given two different values, which validates the
+/// call and gives the node's name, attributes and output dtype. An output extent that is the same
+/// both times is a constant; one that changes must be one of the inputs' symbolic extents (the
+/// batch n, a sequence length s), else the operator does not trace those symbols: a ValueError
+/// naming `op`.
+Tensor trace_by_probing(const std::string &op, const std::vector<Tensor> &inputs,
+                        std::function<Tensor(const std::vector<Tensor> &)> apply);
+
+/// An error naming `op` unless the extents a and b (what: "the last dimension of a") are equal
+/// for every value of their symbols.
+void require_equal_extents(const std::string &op, const Dim &a, const Dim &b, const std::string &what);
 } // namespace detail
 
 /// A traced operator defined by a compute definition (recorded by run_task): besides what every

@@ -31,6 +31,8 @@ inline DataType compute_dtype(DataType d) { return d.is_half() ? dtypes::f32 : d
 
 /// The numpy broadcast of two shapes; `op` names the operator in the error.
 Shape broadcast_shapes(const std::string &op, const Shape &a, const Shape &b, DataType da, DataType db);
+/// broadcast_shapes of extents that may be symbols: a symbol broadcasts only with 1 or itself.
+SymShape broadcast_shapes(const std::string &op, const SymShape &a, const SymShape &b, DataType da, DataType db);
 
 /// Index into a tensor of shape `s` broadcast to an output index `out`.
 Idx broadcast_index(const Shape &s, const Idx &out);

@@ -14,13 +14,27 @@ namespace hidet::ops {
 namespace detail {
 
 /// Normalizes `axis` for a tensor of rank `ndim`; an error naming the operator when out of range.
-int normalize_axis(const std::string &op, int axis, std::size_t ndim, const Shape &shape);
+int normalize_axis(const std::string &op, int axis, std::size_t ndim, const SymShape &shape);
+inline int normalize_axis(const std::string &op, int axis, std::size_t ndim, const Shape &shape) {
+  return normalize_axis(op, axis, ndim, to_sym_shape(shape));
+}
 
 /// Normalized, sorted, unique axes (all axes when empty).
-std::vector<int> normalize_axes(const std::string &op, const std::vector<int> &axes, const Shape &shape);
+std::vector<int> normalize_axes(const std::string &op, const std::vector<int> &axes, const SymShape &shape);
+inline std::vector<int> normalize_axes(const std::string &op, const std::vector<int> &axes, const Shape &shape) {
+  return normalize_axes(op, axes, to_sym_shape(shape));
+}
 
-/// The output shape of a reduction over `axes`.
-Shape reduced_shape(const Shape &s, const std::vector<int> &axes, bool keepdims);
+/// The output shape of a reduction over `axes` (S: Shape or SymShape).
+template <class S> S reduced_shape(const S &s, const std::vector<int> &axes, bool keepdims) {
+  S r;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    bool red = std::find(axes.begin(), axes.end(), int(i)) != axes.end();
+    if (!red) r.push_back(s[i]);
+    else if (keepdims) r.push_back(1);
+  }
+  return r;
+}
 
 /// A reduce definition of `x` over `axes`: f maps the input element (at the full index) to the
 /// reduced term.

@@ -10,6 +10,9 @@ namespace hidet::ops {
 
 /// The same elements in a new shape (one dimension may be -1: inferred).
 Tensor reshape(const Tensor &x, Shape shape);
+/// reshape() to extents that may be symbols, ops::reshape(x, {n, s, 12, 64}) (x symbolic): a
+/// Reshape node that evaluates them when the graph runs.
+template <class D = Dim> Tensor reshape(const Tensor &x, const std::vector<D> &shape) { return x.reshape(shape); }
 /// Merges axes start..end (inclusive) into one.
 Tensor flatten(const Tensor &x, int start = 0, int end = -1);
 /// Removes the given axes of size 1 (all size-1 axes when empty).

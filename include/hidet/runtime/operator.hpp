@@ -102,6 +102,28 @@ std::vector<Tensor> apply_operator(std::string name, std::vector<Tensor> inputs,
 /// (a graph identifies a tensor by its operator and index, so copies agree).
 std::vector<Tensor> outputs_of(const std::shared_ptr<const Operator> &op);
 
+/// The symbol values bound on this thread while a graph runs (FlowGraph::run binds the values its
+/// inputs give while its nodes run). An operator recorded with symbolic extents in its attributes
+/// (a reshape to [n, s, 12, 64]) evaluates them here when its node runs. Bindings nest; the
+/// innermost one is current.
+class SymbolBinding {
+public:
+  explicit SymbolBinding(SymbolValues values);
+  ~SymbolBinding();
+  SymbolBinding(const SymbolBinding &) = delete;
+  SymbolBinding &operator=(const SymbolBinding &) = delete;
+  /// The current values, or null when no graph runs on this thread.
+  static const SymbolValues *current();
+
+private:
+  SymbolValues values_;
+  const SymbolValues *previous_;
+};
+
+/// `shape` evaluated with the current SymbolBinding (constant shapes need none); a ValueError
+/// naming `op` when a symbol has no value.
+std::vector<std::int64_t> evaluate_bound(const std::string &op, const SymShape &shape);
+
 /// Records an operator (see the top of the file) and returns its symbolic outputs, one per
 /// entry of `outputs`. Each output is created once here: copies share its identity in a graph.
 std::vector<Tensor> trace_operator(std::string name, std::vector<Tensor> inputs, std::string attrs,

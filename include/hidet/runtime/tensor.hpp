@@ -147,6 +147,9 @@ namespace runtime::detail {
 const std::string &operator_name(const Operator &op);
 /// x.reshape(shape) for a symbolic x: records a Reshape.
 Tensor trace_reshape(const Tensor &x, std::vector<std::int64_t> shape);
+/// x.reshape(shape) where x's extents or the target's are symbols: records a Reshape whose node
+/// evaluates the target with the run's symbol values (SymbolBinding); -1 infers one extent.
+Tensor trace_sym_reshape(const Tensor &x, SymShape shape);
 Tensor trace_narrow(const Tensor &x, std::int64_t start, std::int64_t length);
 } // namespace runtime::detail
 
@@ -240,6 +243,11 @@ public:
 
   /// A view with another shape and the same elements; one extent may be -1 (inferred).
   Tensor reshape(std::vector<std::int64_t> new_shape) const;
+  /// reshape() to extents that may be symbols, x.reshape({n, s, 12, 64}) (a symbolic x only,
+  /// unless every extent is constant); one extent may be -1 (inferred).
+  template <class D = Dim> Tensor reshape(const std::vector<D> &new_shape) const {
+    return reshape_dims(SymShape(new_shape.begin(), new_shape.end()));
+  }
   /// A view of `length` entries of the first axis from `start` (PyTorch's narrow(0, start,
   /// length)): the same memory, no copy; recorded as a Narrow node when symbolic.
   Tensor narrow(std::int64_t start, std::int64_t length) const;
@@ -282,6 +290,7 @@ private:
   void require_defined(const char *what) const;
   void check_element_type(DataType want, const char *what) const;
   [[noreturn]] void throw_symbolic_shape() const;
+  Tensor reshape_dims(SymShape new_shape) const;
 
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<const runtime::detail::SymbolicInfo> sym_;

@@ -100,8 +100,8 @@ inline std::vector<Tensor> scratch_inputs(const FlowGraph &graph) {
     if (!is_constant_shape(shape))
       throw ValueError(str_cat("compile: graph input ", i, x.name().empty() ? "" : " '" + x.name() + "'",
                                " has the symbolic shape ", sym_shape_str(shape),
-                               "; a compiled graph runs one shape: trace with constant extents, or use "
-                               "graph::ShapeDispatch to compile once per shape"));
+                               "; a compiled graph runs one shape: compile graph.specialize({{symbol, value}}), or "
+                               "use graph::ShapeDispatch(graph) to compile once per shape"));
     auto s = constant_shape(shape);
     xs.push_back(x.dtype().is_float() ? randn(s, x.dtype(), x.device()) : zeros(s, x.dtype(), x.device()));
   }

@@ -215,9 +215,10 @@ HIDET_INLINE SymbolValues FlowGraph::bind_symbols(const std::vector<Tensor> &inp
   std::map<std::string, std::string> bound_by; // symbol -> where its value came from
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor &x = inputs_[i], &given = inputs[i];
-    if (!given.defined() || given.is_symbolic())
-      throw ValueError(str_cat(input_label(x, i), ": expected a tensor with data, got ",
-                               given.defined() ? "a symbolic tensor" : "an undefined tensor"));
+    // A symbolic tensor of constant shape traces the graph again at that shape (specialize()).
+    if (!given.defined() || (given.is_symbolic() && !given.symbolic_info()->constant_shape))
+      throw ValueError(str_cat(input_label(x, i), ": expected a tensor with data (or a symbolic tensor of constant shape), got ",
+                               given.defined() ? "the symbolic shape " + sym_shape_str(given.sym_shape()) : "an undefined tensor"));
     if (given.dtype() != x.dtype())
       throw ValueError(str_cat(input_label(x, i), ": got dtype ", given.dtype().name()));
     if (!(given.device() == x.device()))
@@ -263,6 +264,28 @@ HIDET_INLINE SymbolValues FlowGraph::bind_symbols(const std::vector<Tensor> &inp
   return values;
 }
 
+HIDET_INLINE bool FlowGraph::has_symbolic_extents() const {
+  for (const auto &x : inputs_)
+    if (!is_constant_shape(x.sym_shape())) return true;
+  return false;
+}
+
+HIDET_INLINE FlowGraph FlowGraph::specialize(const SymbolValues &values) const {
+  std::vector<Tensor> stand_ins;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const Tensor &x = inputs_[i];
+    std::vector<std::int64_t> shape;
+    try {
+      shape = evaluate_shape(x.sym_shape(), values);
+    } catch (const ValueError &e) {
+      throw ValueError(str_cat("specialize: graph input ", i, x.name().empty() ? "" : " '" + x.name() + "'", " ",
+                               sym_shape_str(x.sym_shape()), ": ", e.what()));
+    }
+    stand_ins.push_back(Tensor::symbolic(to_sym_shape(shape), x.dtype(), x.device(), x.name()));
+  }
+  return FlowGraph(run(stand_ins), stand_ins);
+}
+
 HIDET_INLINE std::vector<Tensor> FlowGraph::run(const std::vector<Tensor> &inputs) const {
   return run_impl(inputs, nullptr);
 }
@@ -285,6 +308,7 @@ HIDET_INLINE std::vector<Tensor> FlowGraph::run_impl(const std::vector<Tensor> &
     HIDET_ASSERT(it != env.end(), "graph tensor ", detail::type_str(t), " has no value");
     return it->second;
   };
+  SymbolBinding binding(values); // for nodes whose attributes hold symbols (a reshape to [n, s, 12, 64])
   for (std::size_t k = 0; k < nodes_.size(); ++k) {
     const auto &op = nodes_[k];
     std::vector<Tensor> ins;
@@ -292,7 +316,12 @@ HIDET_INLINE std::vector<Tensor> FlowGraph::run_impl(const std::vector<Tensor> &
       ins.push_back(value_of(t));
     std::vector<Tensor> outs;
     try {
-      outs = op->run(ins);
+      // On symbolic inputs (tracing the graph again, specialize()), a node traced at constant shapes
+      // is the same node on the new inputs: task-defined operators stay what fusion works with.
+      bool constant_node = any_symbolic(ins);
+      for (const auto &t : op->inputs()) constant_node = constant_node && is_constant_shape(t.sym_shape());
+      for (const auto &m : op->output_metas()) constant_node = constant_node && is_constant_shape(m.shape);
+      outs = constant_node ? outputs_of(op->with_inputs(ins)) : op->run(ins);
     } catch (const ValueError &e) {
       throw ValueError(str_cat("graph node ", k, " (", op->name(), "): ", e.what()));
     }

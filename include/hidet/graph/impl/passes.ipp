@@ -3,6 +3,7 @@
 
 #include "hidet/graph/passes.hpp"
 #include "hidet/graph/pattern.hpp"
+#include "hidet/graph/shape_dispatch.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -968,6 +969,11 @@ HIDET_INLINE FlowGraph bind_kernel_options(const FlowGraph &graph, const option:
 }
 
 HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
+  if (graph.has_symbolic_extents()) { // optimized and compiled per shape when it runs
+    DispatchOptions options;
+    options.pass_context = ctx;
+    return dispatch_per_shape(graph, options);
+  }
   using Pass = std::function<FlowGraph(const FlowGraph &)>;
   std::vector<std::pair<const char *, Pass>> passes = {
       {"simplify_reshapes", &simplify_reshapes},

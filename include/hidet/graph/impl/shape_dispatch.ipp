@@ -64,6 +64,9 @@ HIDET_INLINE ShapeDispatch::ShapeDispatch(Model model, std::vector<Tensor> input
   s_ = std::make_unique<State>(std::move(model), std::move(inputs), std::move(options));
 }
 
+HIDET_INLINE ShapeDispatch::ShapeDispatch(FlowGraph graph, DispatchOptions options)
+    : ShapeDispatch([graph](const std::vector<Tensor> &xs) { return graph.run(xs); }, graph.inputs(), std::move(options)) {}
+
 HIDET_INLINE ShapeDispatch::~ShapeDispatch() = default;
 HIDET_INLINE ShapeDispatch::ShapeDispatch(ShapeDispatch &&) noexcept = default;
 HIDET_INLINE ShapeDispatch &ShapeDispatch::operator=(ShapeDispatch &&) noexcept = default;
@@ -85,6 +88,20 @@ HIDET_INLINE Tensor ShapeDispatch::single_output(std::vector<Tensor> outs) const
   if (outs.size() != 1)
     throw ValueError(str_cat("the model has ", outs.size(), " outputs; call run() to get all of them"));
   return outs[0];
+}
+
+HIDET_INLINE FlowGraph dispatch_per_shape(const FlowGraph &graph, DispatchOptions options) {
+  auto dispatch = std::make_shared<ShapeDispatch>(graph, std::move(options));
+  std::vector<TensorMeta> metas;
+  std::string members;
+  for (const auto &y : graph.outputs()) metas.push_back({y.sym_shape(), y.dtype(), y.device()});
+  for (const auto &op : graph.nodes()) members += (members.empty() ? "" : ", ") + op->name();
+  auto op = std::make_shared<const Operator>(
+      "ShapeDispatch", graph.inputs(), str_cat("graph=FlowGraph(", members, "), compiled per shape"), std::move(metas),
+      [dispatch, graph](const std::vector<Tensor> &in) {
+        return any_symbolic(in) ? graph.run(in) : dispatch->run(in);
+      });
+  return FlowGraph(outputs_of(op), graph.inputs());
 }
 
 } // namespace hidet::graph

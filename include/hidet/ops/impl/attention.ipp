@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "hidet/ops/attention.hpp"
-
+#include "hidet/ops/cache.hpp"
 #include "hidet/ops/create.hpp"
 #include "hidet/ops/elementwise.hpp"
 #include "hidet/ops/matmul.hpp"
@@ -88,6 +88,15 @@ namespace attention_detail {
 HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                               const std::optional<Tensor> &attn_mask, bool is_causal,
                               std::optional<double> scale, bool heads_last) {
+  if (detail::has_symbolic_extents({q, k, v}) || (attn_mask && detail::has_symbolic_extents({*attn_mask}))) {
+    std::vector<Tensor> ins{q, k, v};
+    if (attn_mask) ins.push_back(*attn_mask);
+    return detail::trace_by_probing(heads_last ? "scaled_dot_product_attention_heads_last" : "scaled_dot_product_attention",
+                                    ins, [=](const std::vector<Tensor> &in) {
+                                      return attention(in[0], in[1], in[2], in.size() > 3 ? std::optional<Tensor>(in[3]) : std::nullopt,
+                                                       is_causal, scale, heads_last);
+                                    });
+  }
   auto shapes = [&] {
     std::string s = str_cat("q ", shape_str(q.shape()), ", k ", shape_str(k.shape()), ", v ",
                             shape_str(v.shape()));

@@ -3,6 +3,8 @@
 
 #include "hidet/ops/cache.hpp"
 
+#include <algorithm>
+
 #include <cctype>
 #include <mutex>
 #include <unordered_map>
@@ -123,6 +125,80 @@ HIDET_INLINE std::vector<TensorMeta> plan_output_metas(const Plan &plan, Device 
 HIDET_INLINE std::string key_attrs(const std::string &key) {
   auto open = key.find('{');
   return open != std::string::npos && key.size() > open + 2 ? key.substr(open + 1, key.size() - open - 2) : "";
+}
+
+HIDET_INLINE bool has_symbolic_extents(const std::vector<Tensor> &xs) {
+  for (const auto &x : xs)
+    if (x.is_symbolic() && !x.symbolic_info()->constant_shape) return true;
+  return false;
+}
+
+HIDET_INLINE Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape,
+                                   DataType dtype, std::function<Tensor(const std::vector<Tensor> &)> apply) {
+  Device dev = common_device(key.substr(0, key.find('{')), inputs);
+  return trace_operator(op_display_name(key), inputs, key_attrs(key), {{std::move(shape), dtype, dev}},
+                        [apply = std::move(apply)](const std::vector<Tensor> &in) {
+                          return std::vector<Tensor>{apply(in)};
+                        })[0];
+}
+
+HIDET_INLINE Tensor trace_by_probing(const std::string &op, const std::vector<Tensor> &inputs,
+                                     std::function<Tensor(const std::vector<Tensor> &)> apply) {
+  std::vector<std::string> names; // the symbols, in order of appearance
+  std::vector<Dim> candidates;    // the inputs' symbolic extents
+  for (const auto &x : inputs)
+    for (const Dim &d : x.sym_shape()) {
+      if (d.is_constant()) continue;
+      if (std::find(candidates.begin(), candidates.end(), d) == candidates.end()) candidates.push_back(d);
+      for (const auto &n : d.symbols())
+        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    }
+  static const std::int64_t primes[] = {17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79};
+  if (names.size() > 8) throw ValueError(str_cat(op, ": more than 8 symbols in one operator's inputs"));
+  Tensor probes[2];
+  SymbolValues values[2];
+  for (int k = 0; k < 2; ++k) {
+    for (std::size_t i = 0; i < names.size(); ++i) values[k][names[i]] = primes[i + std::size_t(k) * 8];
+    std::vector<Tensor> stand_ins;
+    for (const auto &x : inputs)
+      stand_ins.push_back(has_symbolic_extents({x}) ? Tensor::symbolic(to_sym_shape(evaluate_shape(x.sym_shape(), values[k])),
+                                                                       x.dtype(), x.device(), x.name())
+                                                    : x);
+    probes[k] = apply(stand_ins);
+    if (!probes[k].is_symbolic() || !probes[k].trace())
+      throw ValueError(str_cat(op, ": does not trace inputs of symbolic extents (", sym_shape_str(inputs[0].sym_shape()), ")"));
+  }
+  SymShape shape;
+  for (std::size_t d = 0; d < probes[0].shape().size(); ++d) {
+    std::int64_t a = probes[0].shape()[d], b = probes[1].shape()[d];
+    if (a == b) {
+      shape.push_back(a);
+      continue;
+    }
+    auto it = std::find_if(candidates.begin(), candidates.end(), [&](const Dim &c) {
+      return c.evaluate(values[0]) == a && c.evaluate(values[1]) == b;
+    });
+    if (it == candidates.end())
+      throw ValueError(str_cat(op, ": output dim ", d, " depends on the symbols of the inputs' extents in a way this operator "
+                                   "does not trace (inputs ", [&] {
+                                     std::string s;
+                                     for (const auto &x : inputs) s += (s.empty() ? "" : ", ") + sym_shape_str(x.sym_shape());
+                                     return s;
+                                   }(), "); give it constant extents there"));
+    shape.push_back(*it);
+  }
+  const Operator &traced = *probes[0].trace().op; // the last node apply recorded: its attributes when it is `op`'s
+  std::string name = op_display_name(op);
+  return trace_operator(name, inputs, traced.name() == name ? traced.attrs() : std::string(),
+                        {{std::move(shape), probes[0].dtype(), probes[0].device()}},
+                        [apply = std::move(apply)](const std::vector<Tensor> &in) { return std::vector<Tensor>{apply(in)}; })[0];
+}
+
+HIDET_INLINE void require_equal_extents(const std::string &op, const Dim &a, const Dim &b, const std::string &what) {
+  if (a != b)
+    throw ValueError(str_cat(op, ": ", what, " are ", a, " and ", b,
+                             a.is_constant() && b.is_constant() ? "; they must be equal"
+                                                                : "; they must be equal for every value of the symbols"));
 }
 
 HIDET_INLINE std::vector<Tensor> trace_task(const std::string &key, Task task, const std::vector<Tensor> &inputs,

@@ -280,6 +280,12 @@ HIDET_INLINE Tensor conv2d(const Tensor &x, const Tensor &weight, const std::opt
                            std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
                            std::vector<std::int64_t> dilation, std::int64_t groups,
                            const std::shared_ptr<const Epilogue> &epi, const std::vector<Tensor> &extras) {
+  if (!epi && detail::has_symbolic_extents({x, weight})) // the batch may be a symbol
+    return detail::trace_by_probing("conv2d", bias ? std::vector<Tensor>{x, weight, *bias} : std::vector<Tensor>{x, weight},
+                                    [=](const std::vector<Tensor> &in) {
+                                      return conv2d(in[0], in[1], in.size() > 2 ? std::optional<Tensor>(in[2]) : std::nullopt,
+                                                    stride, padding, dilation, groups);
+                                    });
   auto z =
       detail::conv2d_sizes("conv2d", x, weight, bias, stride, padding, dilation, groups, false);
   Shape out{z.N, z.O, z.OH, z.OW};
@@ -311,6 +317,12 @@ HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight, const std
                                 std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
                                 std::vector<std::int64_t> dilation, std::int64_t groups,
                                 const std::shared_ptr<const Epilogue> &epi, const std::vector<Tensor> &extras) {
+  if (!epi && detail::has_symbolic_extents({x, weight})) // the batch may be a symbol
+    return detail::trace_by_probing("conv2d_nhwc", bias ? std::vector<Tensor>{x, weight, *bias} : std::vector<Tensor>{x, weight},
+                                    [=](const std::vector<Tensor> &in) {
+                                      return conv2d_nhwc(in[0], in[1], in.size() > 2 ? std::optional<Tensor>(in[2]) : std::nullopt,
+                                                    stride, padding, dilation, groups);
+                                    });
   auto z =
       detail::conv2d_sizes("conv2d_nhwc", x, weight, bias, stride, padding, dilation, groups, true);
   Shape out{z.N, z.OH, z.OW, z.O};

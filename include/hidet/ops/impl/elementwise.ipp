@@ -44,18 +44,24 @@ HIDET_INLINE DataType promote_with_scalar(DataType t, bool scalar_is_float) {
   return t.is_bool() ? dtypes::i64 : t;
 }
 
-HIDET_INLINE Shape broadcast_shapes(const std::string &op, const Shape &a, const Shape &b, DataType da, DataType db) {
+HIDET_INLINE SymShape broadcast_shapes(const std::string &op, const SymShape &a, const SymShape &b, DataType da,
+                                       DataType db) {
   std::size_t n = std::max(a.size(), b.size());
-  Shape r(n);
+  SymShape r(n);
   for (std::size_t i = 0; i < n; ++i) {
-    std::int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    std::int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    Dim x = i < n - a.size() ? Dim(1) : a[i - (n - a.size())];
+    Dim y = i < n - b.size() ? Dim(1) : b[i - (n - b.size())];
     if (x != y && x != 1 && y != 1)
-      throw ValueError(str_cat(op, ": cannot broadcast shapes ", shape_str(a), " and ", shape_str(b), " (dtypes ", da,
-                               " and ", db, "): aligned from the last dimension, sizes must be equal or 1"));
+      throw ValueError(str_cat(op, ": cannot broadcast shapes ", sym_shape_str(a), " and ", sym_shape_str(b), " (dtypes ",
+                               da, " and ", db, "): aligned from the last dimension, sizes must be equal or 1",
+                               x.is_constant() && y.is_constant() ? "" : " (a symbolic size only matches itself or 1)"));
     r[i] = x == 1 ? y : x;
   }
   return r;
+}
+
+HIDET_INLINE Shape broadcast_shapes(const std::string &op, const Shape &a, const Shape &b, DataType da, DataType db) {
+  return constant_shape(broadcast_shapes(op, to_sym_shape(a), to_sym_shape(b), da, db));
 }
 
 HIDET_INLINE Idx broadcast_index(const Shape &s, const Idx &out) {
@@ -83,6 +89,9 @@ HIDET_INLINE Expr load(const TensorDef &x, const Idx &idx) { return lang::cast(x
 template <class F>
 Tensor unary(const std::string &name, const Tensor &x, DataType cd, DataType out, F f, const std::string &attrs = "") {
   auto key = str_cat(name, "{", attrs, "}");
+  if (has_symbolic_extents({x}))
+    return trace_symbolic(key, {x}, x.sym_shape(), out,
+                          [=](const std::vector<Tensor> &in) { return unary(name, in[0], cd, out, f, attrs); });
   return run_task(
       key,
       [&] {
@@ -96,6 +105,10 @@ Tensor unary(const std::string &name, const Tensor &x, DataType cd, DataType out
 /// A binary element-wise operator with broadcasting: y = f(a, b) with both in dtype cd.
 template <class F>
 Tensor binary(const std::string &name, const Tensor &x, const Tensor &y, DataType cd, DataType out, F f) {
+  if (has_symbolic_extents({x, y}))
+    return trace_symbolic(str_cat(name, "{}"), {x, y},
+                          broadcast_shapes(name, x.sym_shape(), y.sym_shape(), x.dtype(), y.dtype()), out,
+                          [=](const std::vector<Tensor> &in) { return binary(name, in[0], in[1], cd, out, f); });
   Shape s = broadcast_shapes(name, x.shape(), y.shape(), x.dtype(), y.dtype());
   return run_task(
       str_cat(name, "{}"),
@@ -112,9 +125,13 @@ Tensor binary(const std::string &name, const Tensor &x, const Tensor &y, DataTyp
 
 /// A binary operator with a C++ scalar on the right (or left when `scalar_left`).
 template <class F>
-Tensor binary_scalar(const std::string &name, const Tensor &x, double v, [[maybe_unused]] bool is_float, bool scalar_left, DataType cd,
+Tensor binary_scalar(const std::string &name, const Tensor &x, double v, bool is_float, bool scalar_left, DataType cd,
                      DataType out, F f) {
   std::string attrs = str_cat("scalar=", fmt_double(v), ", left=", scalar_left);
+  if (has_symbolic_extents({x}))
+    return trace_symbolic(str_cat(name, "{", attrs, "}"), {x}, x.sym_shape(), out, [=](const std::vector<Tensor> &in) {
+      return binary_scalar(name, in[0], v, is_float, scalar_left, cd, out, f);
+    });
   return run_task(
       str_cat(name, "{", attrs, "}"),
       [&] {
@@ -131,14 +148,14 @@ Tensor binary_scalar(const std::string &name, const Tensor &x, double v, [[maybe
 
 HIDET_INLINE void require_float_or_int(const std::string &op, const Tensor &x, bool allow_bool) {
   if (!allow_bool && x.dtype().is_bool())
-    throw ValueError(str_cat(op, ": dtype bool is not supported (tensor of shape ", shape_str(x.shape()),
+    throw ValueError(str_cat(op, ": dtype bool is not supported (tensor of shape ", sym_shape_str(x.sym_shape()),
                              "); cast it first, e.g. ops::cast(x, hidet::i32)"));
 }
 
 HIDET_INLINE void require_float(const std::string &op, const Tensor &x) {
   if (!x.dtype().is_float())
     throw ValueError(str_cat(op, ": expected a floating-point tensor, got dtype ", x.dtype(), " of shape ",
-                             shape_str(x.shape()), "; cast it first, e.g. ops::cast(x, hidet::f32)"));
+                             sym_shape_str(x.sym_shape()), "; cast it first, e.g. ops::cast(x, hidet::f32)"));
 }
 
 /// Float math on integer inputs gives f32 (PyTorch).
@@ -150,7 +167,7 @@ namespace hidet::ops {
 
 HIDET_INLINE Tensor cast(const Tensor &x, DataType to) {
   if (x.dtype() == to) return x;
-  return detail::unary("cast", x, x.dtype(), to, [&](Expr v) { return to.is_bool() ? Expr(v != 0) : v; },
+  return detail::unary("cast", x, x.dtype(), to, [to](Expr v) { return to.is_bool() ? Expr(v != 0) : v; },
                        str_cat("dtype=", to.name()));
 }
 
@@ -208,13 +225,13 @@ HIDET_INLINE Tensor round(const Tensor &x) {
 HIDET_INLINE Tensor leaky_relu(const Tensor &x, double negative_slope) {
   detail::require_float(std::string("leaky_relu"), x);
   return detail::unary("leaky_relu", x, compute_dtype(x.dtype()), x.dtype(),
-                       [&](Expr v) { return lang::select(v > 0, v, v * negative_slope); },
+                       [negative_slope](Expr v) { return lang::select(v > 0, v, v * negative_slope); },
                        "negative_slope=" + detail::fmt_double(negative_slope));
 }
 
 HIDET_INLINE Tensor gelu(const Tensor &x, bool approximate_tanh) {
   detail::require_float("gelu", x);
-  return detail::unary("gelu", x, compute_dtype(x.dtype()), x.dtype(), [&](Expr v) {
+  return detail::unary("gelu", x, compute_dtype(x.dtype()), x.dtype(), [approximate_tanh](Expr v) {
     if (approximate_tanh) return Expr(0.5f * v * (1.0f + lang::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v))));
     return Expr(0.5f * v * (1.0f + lang::erf(v * 0.7071067811865476f)));
   }, str_cat("approximate_tanh=", approximate_tanh));
@@ -224,7 +241,7 @@ HIDET_INLINE Tensor clamp(const Tensor &x, double lo, double hi) {
   detail::require_float_or_int("clamp", x, false);
   if (lo > hi) throw ValueError(str_cat("clamp: min ", lo, " is greater than max ", hi));
   DataType cd = compute_dtype(x.dtype());
-  return detail::unary("clamp", x, cd, x.dtype(), [&](Expr v) {
+  return detail::unary("clamp", x, cd, x.dtype(), [cd, lo, hi](Expr v) {
     Expr l = cd.is_float() ? Expr(ir::ConstantNode::make_float(cd, lo)) : Expr(ir::ConstantNode::make_int(cd, std::int64_t(lo)));
     Expr h = cd.is_float() ? Expr(ir::ConstantNode::make_float(cd, hi)) : Expr(ir::ConstantNode::make_int(cd, std::int64_t(hi)));
     return lang::min(lang::max(v, l), h);
@@ -237,7 +254,7 @@ HIDET_INLINE Tensor logical_not(const Tensor &x) {
 
 HIDET_INLINE Tensor isnan(const Tensor &x) {
   return detail::unary("isnan", x, compute_dtype(x.dtype()), dtypes::boolean,
-                       [&](Expr v) { return x.dtype().is_float() ? lang::isnan(v) : Expr(false); });
+                       [is_float = x.dtype().is_float()](Expr v) { return is_float ? lang::isnan(v) : Expr(false); });
 }
 
 #define HIDET_ARITH_BINARY(fname, body, int_div)                                                   \
@@ -312,6 +329,12 @@ HIDET_INLINE Tensor logical_or(const Tensor &a, const Tensor &b) {
 }
 
 HIDET_INLINE Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b) {
+  if (detail::has_symbolic_extents({cond, a, b})) {
+    SymShape s = broadcast_shapes("where", cond.sym_shape(), a.sym_shape(), cond.dtype(), a.dtype());
+    s = broadcast_shapes("where", s, b.sym_shape(), cond.dtype(), b.dtype());
+    return detail::trace_symbolic("where{}", {cond, a, b}, s, promote_types(a.dtype(), b.dtype()),
+                                  [](const std::vector<Tensor> &in) { return where(in[0], in[1], in[2]); });
+  }
   Shape s = broadcast_shapes("where", cond.shape(), a.shape(), cond.dtype(), a.dtype());
   s = broadcast_shapes("where", s, b.shape(), cond.dtype(), b.dtype());
   DataType t = promote_types(a.dtype(), b.dtype());

@@ -14,8 +14,11 @@ HIDET_INLINE Idx at_axis0(Idx i, const std::vector<int> &axes) {
 
 HIDET_INLINE Tensor softmax_impl(const char *op, const Tensor &x, int axis, bool log) {
   require_float(op, x);
-  int ax = normalize_axis(op, axis, x.ndim(), x.shape());
+  int ax = normalize_axis(op, axis, x.ndim(), x.sym_shape());
   std::string attrs = str_cat("axis=", ax);
+  if (has_symbolic_extents({x}))
+    return trace_symbolic(str_cat(op, "{", attrs, "}"), {x}, x.sym_shape(), x.dtype(),
+                          [=](const std::vector<Tensor> &in) { return softmax_impl(op, in[0], axis, log); });
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {
@@ -35,11 +38,11 @@ HIDET_INLINE Tensor softmax_impl(const char *op, const Tensor &x, int axis, bool
 }
 
 /// Checks an optional affine parameter of shape `want`.
-HIDET_INLINE void check_param(const char *op, const char *what, const std::optional<Tensor> &p, const Shape &want, DataType d) {
+HIDET_INLINE void check_param(const char *op, const char *what, const std::optional<Tensor> &p, const SymShape &want, DataType d) {
   if (!p) return;
-  if (p->shape() != want)
-    throw ValueError(str_cat(op, ": ", what, " has shape ", shape_str(p->shape()), " but the normalized shape is ",
-                             shape_str(want)));
+  if (p->sym_shape() != want)
+    throw ValueError(str_cat(op, ": ", what, " has shape ", sym_shape_str(p->sym_shape()), " but the normalized shape is ",
+                             sym_shape_str(want)));
   if (p->dtype() != d)
     throw ValueError(str_cat(op, ": ", what, " has dtype ", p->dtype(), " but the input has dtype ", d));
 }
@@ -58,10 +61,10 @@ HIDET_INLINE Tensor layer_norm(const Tensor &x, int normalized_ndim, const std::
   detail::require_float(op, x);
   if (normalized_ndim < 1 || normalized_ndim > x.ndim())
     throw ValueError(str_cat(op, ": normalized_ndim ", normalized_ndim, " must be in [1, ", x.ndim(), "] for a tensor of shape ",
-                             shape_str(x.shape())));
-  Shape ns(x.shape().end() - normalized_ndim, x.shape().end());
-  detail::check_param(op, "weight", weight, ns, x.dtype());
-  detail::check_param(op, "bias", bias, ns, x.dtype());
+                             sym_shape_str(x.sym_shape())));
+  const SymShape xs = x.sym_shape();
+  detail::check_param(op, "weight", weight, SymShape(xs.end() - normalized_ndim, xs.end()), x.dtype());
+  detail::check_param(op, "bias", bias, SymShape(xs.end() - normalized_ndim, xs.end()), x.dtype());
   std::vector<int> axes;
   for (int i = x.ndim() - normalized_ndim; i < x.ndim(); ++i) axes.push_back(i);
   std::string attrs = str_cat("normalized_ndim=", normalized_ndim, ", eps=", detail::fmt_double(eps), ", weight=", bool(weight),
@@ -69,6 +72,15 @@ HIDET_INLINE Tensor layer_norm(const Tensor &x, int normalized_ndim, const std::
   std::vector<Tensor> ins{x};
   if (weight) ins.push_back(*weight);
   if (bias) ins.push_back(*bias);
+  if (detail::has_symbolic_extents(ins))
+    return detail::trace_symbolic(str_cat(op, "{", attrs, "}"), ins, xs, x.dtype(),
+                                  [=, w = bool(weight), b = bool(bias)](const std::vector<Tensor> &in) {
+                                    std::optional<Tensor> wt, bt;
+                                    if (w) wt = in[1];
+                                    if (b) bt = in[w ? 2 : 1];
+                                    return layer_norm(in[0], normalized_ndim, wt, bt, eps, rms);
+                                  });
+  Shape ns(x.shape().end() - normalized_ndim, x.shape().end());
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {

@@ -64,6 +64,8 @@ HIDET_INLINE std::vector<std::int64_t> pair_of(const char *op, const char *what,
 /// A 2-D pooling over NCHW x, or NHWC x when channels_last (the same window arithmetic; only the
 /// positions of the axes differ).
 HIDET_INLINE Tensor pool2d(const char *op, const Tensor &x, Pool2dAttrs a, bool is_max, bool channels_last) {
+  if (has_symbolic_extents({x}))
+    return trace_by_probing(op, {x}, [=](const std::vector<Tensor> &in) { return pool2d(op, in[0], a, is_max, channels_last); });
   a.kernel = pair_of(op, "kernel", a.kernel);
   a.stride = pair_of(op, "stride", a.stride.empty() ? a.kernel : a.stride);
   a.padding = pair_of(op, "padding", a.padding);
@@ -135,6 +137,10 @@ namespace detail {
 /// adaptive_avg_pool2d over NCHW x, or NHWC x when channels_last.
 HIDET_INLINE Tensor adaptive_avg_pool2d(const char *op, const Tensor &x, std::vector<std::int64_t> output_size,
                                         bool channels_last) {
+  if (has_symbolic_extents({x}))
+    return trace_by_probing(op, {x}, [=](const std::vector<Tensor> &in) {
+      return adaptive_avg_pool2d(op, in[0], output_size, channels_last);
+    });
   output_size = detail::pair_of(op, "output_size", output_size);
   const char *layout = channels_last ? "NHWC" : "NCHW";
   if (x.ndim() != 4)

@@ -11,47 +11,45 @@
 
 namespace hidet::ops::detail {
 
-HIDET_INLINE int normalize_axis(const std::string &op, int axis, std::size_t ndim, const Shape &shape) {
+HIDET_INLINE int normalize_axis(const std::string &op, int axis, std::size_t ndim, const SymShape &shape) {
   int n = int(ndim);
   if (axis < -n || axis >= n || (n == 0 && axis != 0 && axis != -1))
-    throw ValueError(str_cat(op, ": axis ", axis, " is out of range for a tensor of shape ", shape_str(shape),
+    throw ValueError(str_cat(op, ": axis ", axis, " is out of range for a tensor of shape ", sym_shape_str(shape),
                              " (rank ", n, "); valid axes are ", -n, " to ", n - 1));
   return n == 0 ? 0 : (axis < 0 ? axis + n : axis);
 }
 
-HIDET_INLINE std::vector<int> normalize_axes(const std::string &op, const std::vector<int> &axes, const Shape &shape) {
+HIDET_INLINE std::vector<int> normalize_axes(const std::string &op, const std::vector<int> &axes, const SymShape &shape) {
   std::vector<int> r;
   if (axes.empty())
     for (std::size_t i = 0; i < shape.size(); ++i) r.push_back(int(i));
   for (int a : axes) {
     int n = normalize_axis(op, a, shape.size(), shape);
     if (std::find(r.begin(), r.end(), n) != r.end())
-      throw ValueError(str_cat(op, ": axis ", a, " is given twice for a tensor of shape ", shape_str(shape)));
+      throw ValueError(str_cat(op, ": axis ", a, " is given twice for a tensor of shape ", sym_shape_str(shape)));
     r.push_back(n);
   }
   std::sort(r.begin(), r.end());
   return r;
 }
 
-HIDET_INLINE Shape reduced_shape(const Shape &s, const std::vector<int> &axes, bool keepdims) {
-  Shape r;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    bool red = std::find(axes.begin(), axes.end(), int(i)) != axes.end();
-    if (!red) r.push_back(s[i]);
-    else if (keepdims) r.push_back(1);
-  }
-  return r;
-}
-
 /// Runs one reduction task on a tensor.
 HIDET_INLINE Tensor reduce_tensor(const std::string &op, const Tensor &x, std::vector<int> axes, bool keepdims, ReduceKind kind) {
-  auto ax = normalize_axes(op, axes, x.shape());
+  auto ax = normalize_axes(op, axes, x.sym_shape());
   if ((kind == ReduceKind::Max || kind == ReduceKind::Min || is_arg_reduce(kind)))
     for (int a : ax)
-      if (x.shape()[a] == 0)
-        throw ValueError(str_cat(op, ": cannot reduce over axis ", a, " of size 0 (shape ", shape_str(x.shape()),
+      if (x.sym_shape()[std::size_t(a)] == 0)
+        throw ValueError(str_cat(op, ": cannot reduce over axis ", a, " of size 0 (shape ", sym_shape_str(x.sym_shape()),
                                  "): the reduction has no identity"));
   std::string attrs = str_cat("axes=", [&] { std::ostringstream os; detail::print_attr(os, ax); return os.str(); }(), ", keepdims=", keepdims);
+  if (has_symbolic_extents({x})) {
+    // reduce_over's output dtype (finish_reduce) for a value of x's dtype
+    DataType out = is_arg_reduce(kind) ? dtypes::i64
+                   : x.dtype().is_float() && kind != ReduceKind::And && kind != ReduceKind::Or ? x.dtype()
+                                                                                            : default_acc_dtype(kind, x.dtype());
+    return trace_symbolic(str_cat(op, "{", attrs, "}"), {x}, reduced_shape(x.sym_shape(), ax, keepdims), out,
+                          [=](const std::vector<Tensor> &in) { return reduce_tensor(op, in[0], axes, keepdims, kind); });
+  }
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {

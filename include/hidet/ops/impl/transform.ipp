@@ -30,6 +30,7 @@ Tensor gather_like(const std::string &op, const std::string &attrs, const Tensor
 namespace hidet::ops {
 
 HIDET_INLINE Tensor reshape(const Tensor &x, Shape shape) {
+  if (detail::has_symbolic_extents({x})) return x.reshape(std::move(shape)); // a Reshape node (a view when it runs)
   std::int64_t known = 1;
   int infer = -1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -58,49 +59,51 @@ HIDET_INLINE Tensor reshape(const Tensor &x, Shape shape) {
 
 HIDET_INLINE Tensor flatten(const Tensor &x, int start, int end) {
   if (x.ndim() == 0) return reshape(x, {1});
-  int s = detail::normalize_axis("flatten", start, x.ndim(), x.shape()), e = detail::normalize_axis("flatten", end, x.ndim(), x.shape());
-  Shape r;
-  for (int d = 0; d < s; ++d) r.push_back(x.shape()[d]);
-  std::int64_t m = 1;
-  for (int d = s; d <= e; ++d) m *= x.shape()[d];
+  const SymShape xs = x.sym_shape();
+  int s = detail::normalize_axis("flatten", start, x.ndim(), xs), e = detail::normalize_axis("flatten", end, x.ndim(), xs);
+  SymShape r(xs.begin(), xs.begin() + s);
+  Dim m = 1;
+  for (int d = s; d <= e; ++d) m *= xs[std::size_t(d)];
   r.push_back(m);
-  for (int d = e + 1; d < x.ndim(); ++d) r.push_back(x.shape()[d]);
-  return reshape(x, r);
+  r.insert(r.end(), xs.begin() + e + 1, xs.end());
+  return is_constant_shape(r) ? reshape(x, constant_shape(r)) : x.reshape(r);
 }
 
 HIDET_INLINE Tensor squeeze(const Tensor &x, std::vector<int> axes) {
+  const SymShape xs = x.sym_shape();
   std::vector<int> ax;
   for (int a : axes) {
-    int n = detail::normalize_axis("squeeze", a, x.ndim(), x.shape());
-    if (x.shape()[n] != 1)
-      throw ValueError(str_cat("squeeze: axis ", a, " of shape ", shape_str(x.shape()), " has size ", x.shape()[n], ", not 1"));
+    int n = detail::normalize_axis("squeeze", a, x.ndim(), xs);
+    if (xs[std::size_t(n)] != 1)
+      throw ValueError(str_cat("squeeze: axis ", a, " of shape ", sym_shape_str(xs), " has size ", xs[std::size_t(n)], ", not 1"));
     ax.push_back(n);
   }
-  Shape r;
+  SymShape r; // with no axes given, the extents that are 1 (a symbol is never dropped)
   for (int d = 0; d < x.ndim(); ++d) {
-    bool drop = axes.empty() ? x.shape()[d] == 1 : std::find(ax.begin(), ax.end(), d) != ax.end();
-    if (!drop) r.push_back(x.shape()[d]);
+    bool drop = axes.empty() ? xs[std::size_t(d)] == 1 : std::find(ax.begin(), ax.end(), d) != ax.end();
+    if (!drop) r.push_back(xs[std::size_t(d)]);
   }
-  return reshape(x, r);
+  return is_constant_shape(r) ? reshape(x, constant_shape(r)) : x.reshape(r);
 }
 
 HIDET_INLINE Tensor unsqueeze(const Tensor &x, int axis) {
-  int n = detail::normalize_axis("unsqueeze", axis, x.ndim() + 1, x.shape());
-  Shape r = x.shape();
+  SymShape r = x.sym_shape();
+  int n = detail::normalize_axis("unsqueeze", axis, x.ndim() + 1, r);
   r.insert(r.begin() + n, 1);
-  return reshape(x, r);
+  return is_constant_shape(r) ? reshape(x, constant_shape(r)) : x.reshape(r);
 }
 
 HIDET_INLINE Tensor permute(const Tensor &x, std::vector<int> perm) {
+  const SymShape xs = x.sym_shape();
   if (int(perm.size()) != x.ndim())
-    throw ValueError(str_cat("permute: the permutation has ", perm.size(), " axes but the tensor of shape ", shape_str(x.shape()),
+    throw ValueError(str_cat("permute: the permutation has ", perm.size(), " axes but the tensor of shape ", sym_shape_str(xs),
                              " has ", x.ndim()));
   std::vector<int> p;
-  for (int a : perm) p.push_back(detail::normalize_axis("permute", a, x.ndim(), x.shape()));
+  for (int a : perm) p.push_back(detail::normalize_axis("permute", a, x.ndim(), xs));
   auto sorted = p;
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < x.ndim(); ++i)
-    if (sorted[i] != i) throw ValueError(str_cat("permute: ", [&] { std::ostringstream os; detail::print_attr(os, perm); return os.str(); }(), " is not a permutation of the axes of a tensor of shape ", shape_str(x.shape())));
+    if (sorted[i] != i) throw ValueError(str_cat("permute: ", [&] { std::ostringstream os; detail::print_attr(os, perm); return os.str(); }(), " is not a permutation of the axes of a tensor of shape ", sym_shape_str(xs)));
   bool identity = true;
   for (int d = 0; d < x.ndim(); ++d) identity = identity && p[d] == d;
   if (identity) return x;
@@ -120,18 +123,21 @@ HIDET_INLINE Tensor permute(const Tensor &x, std::vector<int> perm) {
     for (int d = 0; undone && d < x.ndim(); ++d) undone = inner[std::size_t(p[std::size_t(d)])] == d;
     if (undone) return tr.op->inputs()[0];
   }
-  Shape r;
-  for (int a : p) r.push_back(x.shape()[a]);
+  SymShape r;
+  for (int a : p) r.push_back(xs[std::size_t(a)]);
   // Moving only axes of extent 1 keeps the row-major order of the elements: a reshape, which is a
   // view (NCHW [n, c, 1, 1] <-> NHWC [n, 1, 1, c] between layouts costs no kernel).
   int last = -1;
   bool in_order = true;
   for (int a : p)
-    if (x.shape()[a] != 1) in_order = in_order && a > last, last = a;
-  if (in_order) return x.reshape(r);
+    if (xs[std::size_t(a)] != 1) in_order = in_order && a > last, last = a;
+  if (in_order) return is_constant_shape(r) ? x.reshape(constant_shape(r)) : x.reshape(r);
   std::ostringstream os;
   detail::print_attr(os, p);
-  return detail::gather_like("permute", "perm=" + os.str(), x, r, [&](const Idx &i) {
+  if (detail::has_symbolic_extents({x}))
+    return detail::trace_symbolic("permute{perm=" + os.str() + "}", {x}, r, x.dtype(),
+                                  [p](const std::vector<Tensor> &in) { return permute(in[0], p); });
+  return detail::gather_like("permute", "perm=" + os.str(), x, constant_shape(r), [&](const Idx &i) {
     Idx in(x.ndim());
     for (int d = 0; d < x.ndim(); ++d) in[p[d]] = i[d];
     return in;
@@ -142,7 +148,8 @@ HIDET_INLINE Tensor transpose(const Tensor &x, int a, int b) {
   if (x.ndim() < 2) return x;
   std::vector<int> p(x.ndim());
   std::iota(p.begin(), p.end(), 0);
-  std::swap(p[detail::normalize_axis("transpose", a, x.ndim(), x.shape())], p[detail::normalize_axis("transpose", b, x.ndim(), x.shape())]);
+  const SymShape xs = x.sym_shape();
+  std::swap(p[detail::normalize_axis("transpose", a, x.ndim(), xs)], p[detail::normalize_axis("transpose", b, x.ndim(), xs)]);
   return permute(x, p);
 }
 
@@ -158,24 +165,30 @@ HIDET_INLINE Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, 
   if (steps.empty()) steps.assign(axes.size(), 1);
   if (starts.size() != axes.size() || stops.size() != axes.size() || steps.size() != axes.size())
     throw ValueError(str_cat("slice: axes, starts, stops and steps must have the same length"));
-  Shape out = x.shape(), begin(x.ndim(), 0), step(x.ndim(), 1);
+  SymShape out = x.sym_shape(); // the sliced axes need constant extents; the others may be symbols
+  Shape begin(x.ndim(), 0), step(x.ndim(), 1);
   for (std::size_t k = 0; k < axes.size(); ++k) {
-    int a = detail::normalize_axis("slice", axes[k], x.ndim(), x.shape());
-    std::int64_t n = x.shape()[a];
+    int a = detail::normalize_axis("slice", axes[k], x.ndim(), out);
+    if (!out[std::size_t(a)].is_constant())
+      throw ValueError(str_cat("slice: axis ", a, " of the tensor of shape ", sym_shape_str(x.sym_shape()),
+                               " is symbolic; the sliced axes need constant extents"));
+    std::int64_t n = out[std::size_t(a)].value();
     if (steps[k] <= 0) throw ValueError(str_cat("slice: step ", steps[k], " on axis ", a, " must be positive"));
     auto clampi = [&](std::int64_t v) { v = v < 0 ? v + n : v; return std::min(std::max<std::int64_t>(v, 0), n); };
     std::int64_t s = clampi(starts[k]), e = clampi(stops[k]);
     begin[a] = s, step[a] = steps[k];
-    out[a] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
+    out[std::size_t(a)] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
   }
-  return detail::gather_like("slice", str_cat("begin=", detail::ints_str(begin), ", step=", detail::ints_str(step), ", shape=",
-                                              detail::ints_str(out)),
-                             x, out,
-                             [&](const Idx &i) {
-                               Idx r;
-                               for (int d = 0; d < x.ndim(); ++d) r.push_back(i[d] * int(step[d]) + int(begin[d]));
-                               return r;
-                             });
+  std::string attrs = str_cat("begin=", detail::ints_str(begin), ", step=", detail::ints_str(step), ", shape=");
+  if (detail::has_symbolic_extents({x}))
+    return detail::trace_symbolic(str_cat("slice{", attrs, sym_shape_str(out), "}"), {x}, out, x.dtype(),
+                                  [=](const std::vector<Tensor> &in) { return slice(in[0], axes, starts, stops, steps); });
+  Shape shape = constant_shape(out);
+  return detail::gather_like("slice", attrs + detail::ints_str(shape), x, shape, [&](const Idx &i) {
+    Idx r;
+    for (int d = 0; d < x.ndim(); ++d) r.push_back(i[d] * int(step[d]) + int(begin[d]));
+    return r;
+  });
 }
 
 HIDET_INLINE Tensor flip(const Tensor &x, std::vector<int> axes) {
@@ -191,17 +204,23 @@ HIDET_INLINE Tensor flip(const Tensor &x, std::vector<int> axes) {
 
 HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
   if (xs.empty()) throw ValueError("concat: needs at least one tensor");
-  int ax = detail::normalize_axis("concat", axis, xs[0].ndim(), xs[0].shape());
-  Shape out = xs[0].shape();
-  out[ax] = 0;
+  const SymShape first = xs[0].sym_shape();
+  int ax = detail::normalize_axis("concat", axis, xs[0].ndim(), first);
+  SymShape sym_out = first;
+  sym_out[std::size_t(ax)] = 0;
   for (auto &t : xs) {
+    const SymShape ts = t.sym_shape();
     bool ok = t.ndim() == xs[0].ndim() && t.dtype() == xs[0].dtype();
-    for (int d = 0; ok && d < t.ndim(); ++d) ok = d == ax || t.shape()[d] == xs[0].shape()[d];
+    for (int d = 0; ok && d < t.ndim(); ++d) ok = d == ax || ts[std::size_t(d)] == first[std::size_t(d)];
     if (!ok)
-      throw ValueError(str_cat("concat: cannot join ", xs[0].dtype(), shape_str(xs[0].shape()), " and ", t.dtype(), shape_str(t.shape()),
+      throw ValueError(str_cat("concat: cannot join ", xs[0].dtype(), sym_shape_str(first), " and ", t.dtype(), sym_shape_str(ts),
                                " along axis ", ax, ": dtypes and all other dimensions must match"));
-    out[ax] += t.shape()[ax];
+    sym_out[std::size_t(ax)] += ts[std::size_t(ax)];
   }
+  if (detail::has_symbolic_extents(xs))
+    return detail::trace_symbolic(str_cat("concat{axis=", ax, "}"), xs, sym_out, xs[0].dtype(),
+                                  [ax](const std::vector<Tensor> &in) { return concat(in, ax); });
+  Shape out = constant_shape(sym_out);
   return run_task(
       str_cat("concat{axis=", ax, "}"),
       [&] {
@@ -228,9 +247,21 @@ HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
 }
 
 HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
-  int ax = detail::normalize_axis("take", axis, x.ndim(), x.shape());
+  int ax = detail::normalize_axis("take", axis, x.ndim(), x.sym_shape());
   if (!indices.dtype().is_integer())
-    throw ValueError(str_cat("take: indices must be integers, got dtype ", indices.dtype(), " of shape ", shape_str(indices.shape())));
+    throw ValueError(str_cat("take: indices must be integers, got dtype ", indices.dtype(), " of shape ",
+                             sym_shape_str(indices.sym_shape())));
+  if (detail::has_symbolic_extents({x, indices})) {
+    const SymShape xs = x.sym_shape(), is = indices.sym_shape();
+    if (!xs[std::size_t(ax)].is_constant())
+      throw ValueError(str_cat("take: axis ", ax, " of the tensor of shape ", sym_shape_str(xs),
+                               " is symbolic; the axis taken from needs a constant extent"));
+    SymShape out(xs.begin(), xs.begin() + ax);
+    out.insert(out.end(), is.begin(), is.end());
+    out.insert(out.end(), xs.begin() + ax + 1, xs.end());
+    return detail::trace_symbolic(str_cat("take{axis=", ax, "}"), {x, indices}, out, x.dtype(),
+                                  [ax](const std::vector<Tensor> &in) { return take(in[0], in[1], ax); });
+  }
   Shape out;
   for (int d = 0; d < ax; ++d) out.push_back(x.shape()[d]);
   for (auto s : indices.shape()) out.push_back(s);
@@ -288,7 +319,8 @@ HIDET_INLINE Tensor gather(const Tensor &x, int axis, const Tensor &index) {
 }
 
 HIDET_INLINE Tensor embedding(const Tensor &indices, const Tensor &weight) {
-  if (weight.ndim() != 2) throw ValueError(str_cat("embedding: weight must be 2-D, got shape ", shape_str(weight.shape())));
+  if (weight.ndim() != 2)
+    throw ValueError(str_cat("embedding: weight must be 2-D, got shape ", sym_shape_str(weight.sym_shape())));
   return take(weight, indices, 0);
 }
 
@@ -343,17 +375,30 @@ HIDET_INLINE Tensor tile(const Tensor &x, Shape reps) {
   });
 }
 
-HIDET_INLINE std::vector<Tensor> split(const Tensor &x, const Shape &sizes, int axis) {
+namespace detail {
+/// The extent of x's axis `axis` for split (normalized into `ax`); an error when it is a symbol.
+HIDET_INLINE std::int64_t split_extent(const Tensor &x, int axis, int &ax) {
   if (x.ndim() == 0) throw ValueError("split: cannot split a 0-d tensor");
-  int ax = detail::normalize_axis("split", axis, x.ndim(), x.shape());
+  const SymShape xs = x.sym_shape();
+  ax = normalize_axis("split", axis, x.ndim(), xs);
+  if (!xs[std::size_t(ax)].is_constant())
+    throw ValueError(str_cat("split: axis ", ax, " of the tensor of shape ", sym_shape_str(xs),
+                             " is symbolic; the split axis needs a constant extent"));
+  return xs[std::size_t(ax)].value();
+}
+} // namespace detail
+
+HIDET_INLINE std::vector<Tensor> split(const Tensor &x, const Shape &sizes, int axis) {
+  int ax = 0;
+  std::int64_t n = detail::split_extent(x, axis, ax);
   std::int64_t total = 0;
   for (auto s : sizes) {
     if (s < 0) throw ValueError(str_cat("split: sizes ", detail::ints_str(sizes), " must be non-negative"));
     total += s;
   }
-  if (total != x.shape()[ax])
+  if (total != n)
     throw ValueError(str_cat("split: sizes ", detail::ints_str(sizes), " add up to ", total, " but axis ", ax,
-                             " of the tensor of shape ", shape_str(x.shape()), " has ", x.shape()[ax], " elements"));
+                             " of the tensor of shape ", sym_shape_str(x.sym_shape()), " has ", n, " elements"));
   std::vector<Tensor> r;
   std::int64_t off = 0;
   for (auto s : sizes) {
@@ -364,11 +409,11 @@ HIDET_INLINE std::vector<Tensor> split(const Tensor &x, const Shape &sizes, int 
 }
 
 HIDET_INLINE std::vector<Tensor> split(const Tensor &x, std::int64_t chunk, int axis) {
-  if (x.ndim() == 0) throw ValueError("split: cannot split a 0-d tensor");
-  int ax = detail::normalize_axis("split", axis, x.ndim(), x.shape());
+  int ax = 0;
+  std::int64_t n = detail::split_extent(x, axis, ax);
   if (chunk <= 0) throw ValueError(str_cat("split: chunk size ", chunk, " must be positive"));
   Shape sizes;
-  for (std::int64_t off = 0; off < x.shape()[ax]; off += chunk) sizes.push_back(std::min(chunk, x.shape()[ax] - off));
+  for (std::int64_t off = 0; off < n; off += chunk) sizes.push_back(std::min(chunk, n - off));
   return split(x, sizes, ax);
 }
 

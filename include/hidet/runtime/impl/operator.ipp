@@ -84,12 +84,75 @@ HIDET_INLINE std::vector<Tensor> trace_operator(std::string name, std::vector<Te
 }
 
 namespace runtime::detail {
+HIDET_INLINE const SymbolValues *&current_symbols() {
+  thread_local const SymbolValues *values = nullptr;
+  return values;
+}
+} // namespace runtime::detail
+
+HIDET_INLINE SymbolBinding::SymbolBinding(SymbolValues values)
+    : values_(std::move(values)), previous_(runtime::detail::current_symbols()) {
+  runtime::detail::current_symbols() = &values_;
+}
+
+HIDET_INLINE SymbolBinding::~SymbolBinding() { runtime::detail::current_symbols() = previous_; }
+
+HIDET_INLINE const SymbolValues *SymbolBinding::current() { return runtime::detail::current_symbols(); }
+
+HIDET_INLINE std::vector<std::int64_t> evaluate_bound(const std::string &op, const SymShape &shape) {
+  if (is_constant_shape(shape)) return constant_shape(shape);
+  const SymbolValues *values = SymbolBinding::current();
+  if (!values)
+    throw ValueError(str_cat(op, ": the shape ", sym_shape_str(shape),
+                             " has symbols but no graph run binds them here; run the node through FlowGraph::run"));
+  for (const Dim &d : shape)
+    for (const auto &name : d.symbols())
+      if (!values->count(name))
+        throw ValueError(str_cat(op, ": the symbol ", name, " of the shape ", sym_shape_str(shape),
+                                 " has no value in this graph run (the graph's inputs bind no ", name, ")"));
+  return evaluate_shape(shape, *values);
+}
+
+namespace runtime::detail {
 HIDET_INLINE const std::string &operator_name(const Operator &op) { return op.name(); }
 
 HIDET_INLINE Tensor trace_reshape(const Tensor &x, std::vector<std::int64_t> shape) {
   std::string attrs = str_cat("shape=", sym_shape_str(to_sym_shape(shape)));
   return trace_operator("Reshape", {x}, attrs, {{to_sym_shape(shape), x.dtype(), x.device()}},
                         [shape](const std::vector<Tensor> &in) { return std::vector<Tensor>{in[0].reshape(shape)}; })[0];
+}
+
+HIDET_INLINE Tensor trace_sym_reshape(const Tensor &x, SymShape shape) {
+  const SymShape &in = x.sym_shape();
+  SymShape out = shape;
+  int infer = -1;
+  Dim known = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0)
+        throw ValueError(str_cat("reshape: cannot reshape a tensor of shape ", sym_shape_str(in), " into ",
+                                 sym_shape_str(shape), ": only one extent may be -1"));
+      infer = int(i);
+    } else if (shape[i].is_constant() && shape[i].value() < 0) {
+      throw ValueError(str_cat("reshape: invalid target shape ", sym_shape_str(shape), " for a tensor of shape ",
+                               sym_shape_str(in), ": extents must be >= 0, or -1 for one inferred extent"));
+    } else {
+      known *= shape[i];
+    }
+  }
+  Dim n = sym_numel(in);
+  if (infer >= 0) {
+    out[std::size_t(infer)] = n / known;
+    known *= out[std::size_t(infer)];
+  }
+  if (known != n)
+    throw ValueError(str_cat("reshape: cannot reshape a tensor of shape ", sym_shape_str(in), " (", n,
+                             " elements) into ", sym_shape_str(out), " (", known,
+                             " elements): the counts must be equal for every value of the symbols"));
+  return trace_operator("Reshape", {x}, str_cat("shape=", sym_shape_str(out)), {{out, x.dtype(), x.device()}},
+                        [shape](const std::vector<Tensor> &ins) {
+                          return std::vector<Tensor>{ins[0].reshape(evaluate_bound("reshape", shape))};
+                        })[0];
 }
 
 HIDET_INLINE Tensor trace_narrow(const Tensor &x, std::int64_t start, std::int64_t length) {

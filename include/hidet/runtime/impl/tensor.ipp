@@ -255,6 +255,7 @@ HIDET_INLINE std::vector<double> Tensor::to_double_vector() const {
 
 HIDET_INLINE Tensor Tensor::reshape(std::vector<std::int64_t> new_shape) const {
   if (!sym_) require_defined("reshape");
+  if (sym_ && !sym_->constant_shape) return runtime::detail::trace_sym_reshape(*this, to_sym_shape(new_shape));
   using runtime::detail::shape_str;
   int infer = -1;
   std::int64_t known = 1;
@@ -288,6 +289,15 @@ HIDET_INLINE Tensor Tensor::reshape(std::vector<std::int64_t> new_shape) const {
                              " elements)"));
   if (sym_) return runtime::detail::trace_reshape(*this, std::move(new_shape));
   return Tensor(storage_, std::move(new_shape), dtype_, offset_);
+}
+
+HIDET_INLINE Tensor Tensor::reshape_dims(SymShape new_shape) const {
+  if (sym_) return runtime::detail::trace_sym_reshape(*this, std::move(new_shape));
+  require_defined("reshape");
+  if (!is_constant_shape(new_shape))
+    throw ValueError(str_cat("reshape: the target shape ", sym_shape_str(new_shape), " of a tensor with data (shape ",
+                             runtime::detail::shape_str(shape_), ") has symbols; only symbolic tensors take symbolic extents"));
+  return reshape(constant_shape(new_shape));
 }
 
 HIDET_INLINE Tensor Tensor::narrow(std::int64_t start, std::int64_t length) const {
