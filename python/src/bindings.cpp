@@ -11,6 +11,7 @@
 // ValueError, every other hidet::Error as hidet.HidetError (a RuntimeError).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -231,6 +232,9 @@ NB_MODULE(_C, m) {
         return out;
       })
       .def("run", &g::FlowGraph::run, "inputs"_a)
+      .def("specialize", &g::FlowGraph::specialize, "values"_a,
+           "The graph traced again with each symbol given its value ({'n': 4}): constant shapes.")
+      .def_prop_ro("has_symbolic_extents", &g::FlowGraph::has_symbolic_extents)
       .def("__str__", &g::FlowGraph::str)
       .def("__repr__", &g::FlowGraph::str)
       .def("dot", &g::FlowGraph::dot);

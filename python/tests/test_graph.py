@@ -38,6 +38,26 @@ def test_symbolic_names_and_pass_context():
     assert 'Matmul' in table and 0 < err < 1e-2
 
 
+def test_operators_trace_named_symbols():
+    w = hidet.randn([8, 5])
+    x = hidet.symbol(['n', 8], name='tokens')
+    y = hidet.ops.gelu(hidet.ops.matmul(x, w))
+    assert y.shape == ('n', 5)
+    g = hidet.trace_from(y)
+    assert g.has_symbolic_extents
+    assert 'float32[n, 5][cuda] = Matmul(tokens, c)' in str(g)
+    opt = hidet.graph.optimize(g)
+    assert 'ShapeDispatch(tokens' in str(opt)
+    for n in (3, 6):
+        a = hidet.randn([n, 8])
+        want = hidet.ops.gelu(hidet.ops.matmul(a, w)).torch()
+        assert_close(g(a).torch(), want)
+        assert_close(opt(a).torch(), want)
+    g4 = g.specialize({'n': 4})
+    assert not g4.has_symbolic_extents
+    assert g4.inputs[0].shape == (4, 8)
+
+
 def test_compile_errors_name_the_input():
     a = hidet.randn([4, 6])
     compiled = hidet.graph.compile(hidet.trace_from(hidet.ops.exp(hidet.symbol_like(a))))

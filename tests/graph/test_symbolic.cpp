@@ -195,13 +195,13 @@ TEST_CASE("element-wise, reductions and layout operators on symbolic extents") {
 TEST_CASE("symbolic shapes that cannot work are clear errors") {
   Tensor x = symbol({"n", 3}, dtypes::f32, "cuda", "x");
   expect_error([&] { o::add(x, symbol({3, 3}, dtypes::f32)); },
-               {"add: cannot broadcast shapes [n, 3] and [3, 3]", "a symbolic size only matches itself or 1"});
+               {"add: cannot broadcast shapes (n, 3) and (3, 3)", "a symbolic size only matches itself or 1"});
   expect_error([&] { o::matmul(x, symbol({"k", 2}, dtypes::f32)); },
-               {"matmul: the last dimension of a [n, 3] and the second-to-last dimension of b [k, 2] are 3 and k",
+               {"matmul: the last dimension of a (n, 3) and the second-to-last dimension of b (k, 2) are 3 and k",
                 "every value of the symbols"});
   expect_error([&] { x.reshape({6}); }, {"reshape: cannot reshape a tensor of shape [n, 3]", "3*n", "[6]"});
   expect_error([&] { x.reshape({Dim("n"), Dim(2)}); }, {"reshape", "counts must be equal"});
-  expect_error([&] { o::slice(x, {0}, {0}, {1}); }, {"slice: axis 0", "[n, 3] is symbolic"});
+  expect_error([&] { o::slice(x, {0}, {0}, {1}); }, {"slice: axis 0", "(n, 3) is symbolic"});
   expect_error([&] { o::split(x, 1, 0); }, {"split: axis 0", "symbolic"});
   // An operator that does not trace symbols says so (pad computes with constant extents).
   expect_error([&] { o::pad(x, {1, 1}); }, {"[n, 3]", "has symbolic extents", "does not trace symbolic dimensions"});

@@ -26,6 +26,7 @@
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/runtime/dim.hpp"
 
 namespace hidet::ops {
 
@@ -45,6 +46,12 @@ inline bool is_arg_reduce(ReduceKind k) { return k == ReduceKind::ArgMax || k ==
 
 /// "(2, 3)", "(5,)", "()": shapes as users read them in messages.
 std::string shape_str(const Shape &s);
+/// shape_str of extents that may be symbols: "(n, 3)".
+template <class D = Dim> std::string shape_str(const std::vector<D> &s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + Dim(s[i]).str();
+  return r + (s.size() == 1 ? ",)" : ")");
+}
 /// Number of elements of a shape.
 std::int64_t shape_numel(const Shape &s);
 

@@ -166,7 +166,7 @@ HIDET_INLINE Tensor trace_by_probing(const std::string &op, const std::vector<Te
                                                     : x);
     probes[k] = apply(stand_ins);
     if (!probes[k].is_symbolic() || !probes[k].trace())
-      throw ValueError(str_cat(op, ": does not trace inputs of symbolic extents (", sym_shape_str(inputs[0].sym_shape()), ")"));
+      throw ValueError(str_cat(op, ": does not trace inputs of symbolic extents (", shape_str(inputs[0].sym_shape()), ")"));
   }
   SymShape shape;
   for (std::size_t d = 0; d < probes[0].shape().size(); ++d) {
@@ -182,7 +182,7 @@ HIDET_INLINE Tensor trace_by_probing(const std::string &op, const std::vector<Te
       throw ValueError(str_cat(op, ": output dim ", d, " depends on the symbols of the inputs' extents in a way this operator "
                                    "does not trace (inputs ", [&] {
                                      std::string s;
-                                     for (const auto &x : inputs) s += (s.empty() ? "" : ", ") + sym_shape_str(x.sym_shape());
+                                     for (const auto &x : inputs) s += (s.empty() ? "" : ", ") + shape_str(x.sym_shape());
                                      return s;
                                    }(), "); give it constant extents there"));
     shape.push_back(*it);

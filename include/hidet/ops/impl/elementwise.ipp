@@ -52,7 +52,7 @@ HIDET_INLINE SymShape broadcast_shapes(const std::string &op, const SymShape &a,
     Dim x = i < n - a.size() ? Dim(1) : a[i - (n - a.size())];
     Dim y = i < n - b.size() ? Dim(1) : b[i - (n - b.size())];
     if (x != y && x != 1 && y != 1)
-      throw ValueError(str_cat(op, ": cannot broadcast shapes ", sym_shape_str(a), " and ", sym_shape_str(b), " (dtypes ",
+      throw ValueError(str_cat(op, ": cannot broadcast shapes ", shape_str(a), " and ", shape_str(b), " (dtypes ",
                                da, " and ", db, "): aligned from the last dimension, sizes must be equal or 1",
                                x.is_constant() && y.is_constant() ? "" : " (a symbolic size only matches itself or 1)"));
     r[i] = x == 1 ? y : x;
@@ -148,14 +148,14 @@ Tensor binary_scalar(const std::string &name, const Tensor &x, double v, bool is
 
 HIDET_INLINE void require_float_or_int(const std::string &op, const Tensor &x, bool allow_bool) {
   if (!allow_bool && x.dtype().is_bool())
-    throw ValueError(str_cat(op, ": dtype bool is not supported (tensor of shape ", sym_shape_str(x.sym_shape()),
+    throw ValueError(str_cat(op, ": dtype bool is not supported (tensor of shape ", shape_str(x.sym_shape()),
                              "); cast it first, e.g. ops::cast(x, hidet::i32)"));
 }
 
 HIDET_INLINE void require_float(const std::string &op, const Tensor &x) {
   if (!x.dtype().is_float())
     throw ValueError(str_cat(op, ": expected a floating-point tensor, got dtype ", x.dtype(), " of shape ",
-                             sym_shape_str(x.sym_shape()), "; cast it first, e.g. ops::cast(x, hidet::f32)"));
+                             shape_str(x.sym_shape()), "; cast it first, e.g. ops::cast(x, hidet::f32)"));
 }
 
 /// Float math on integer inputs gives f32 (PyTorch).

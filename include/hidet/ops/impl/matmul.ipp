@@ -16,16 +16,16 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b) { return matmul(a, 
 HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &epi,
                            const std::vector<Tensor> &extras) {
   if (a.ndim() == 0 || b.ndim() == 0)
-    throw ValueError(str_cat("matmul: operands must have at least one dimension, got shapes ", sym_shape_str(a.sym_shape()),
-                             " and ", sym_shape_str(b.sym_shape())));
+    throw ValueError(str_cat("matmul: operands must have at least one dimension, got shapes ", shape_str(a.sym_shape()),
+                             " and ", shape_str(b.sym_shape())));
   if (detail::has_symbolic_extents({a, b})) { // extents that are symbols: no template or task until the node runs
     if (epi) throw ValueError("matmul: a fused epilogue needs operands of constant extents");
     SymShape sa = a.sym_shape(), sb = b.sym_shape();
     if (sa.size() == 1) sa.insert(sa.begin(), 1);
     if (sb.size() == 1) sb.push_back(1);
     detail::require_equal_extents("matmul", sa.back(), sb[sb.size() - 2],
-                                  str_cat("the last dimension of a ", sym_shape_str(a.sym_shape()),
-                                          " and the second-to-last dimension of b ", sym_shape_str(b.sym_shape())));
+                                  str_cat("the last dimension of a ", shape_str(a.sym_shape()),
+                                          " and the second-to-last dimension of b ", shape_str(b.sym_shape())));
     SymShape shape = broadcast_shapes("matmul", SymShape(sa.begin(), sa.end() - 2), SymShape(sb.begin(), sb.end() - 2),
                                       a.dtype(), b.dtype());
     if (a.ndim() > 1) shape.push_back(sa[sa.size() - 2]);
@@ -109,8 +109,8 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
 
 HIDET_INLINE Tensor batch_matmul(const Tensor &a, const Tensor &b) {
   if (a.ndim() != 3 || b.ndim() != 3 || a.sym_shape()[0] != b.sym_shape()[0])
-    throw ValueError(str_cat("batch_matmul: expected [B, m, k] and [B, k, n], got shapes ", sym_shape_str(a.sym_shape()),
-                             " and ", sym_shape_str(b.sym_shape())));
+    throw ValueError(str_cat("batch_matmul: expected [B, m, k] and [B, k, n], got shapes ", shape_str(a.sym_shape()),
+                             " and ", shape_str(b.sym_shape())));
   return matmul(a, b);
 }
 

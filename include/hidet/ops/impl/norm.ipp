@@ -41,8 +41,8 @@ HIDET_INLINE Tensor softmax_impl(const char *op, const Tensor &x, int axis, bool
 HIDET_INLINE void check_param(const char *op, const char *what, const std::optional<Tensor> &p, const SymShape &want, DataType d) {
   if (!p) return;
   if (p->sym_shape() != want)
-    throw ValueError(str_cat(op, ": ", what, " has shape ", sym_shape_str(p->sym_shape()), " but the normalized shape is ",
-                             sym_shape_str(want)));
+    throw ValueError(str_cat(op, ": ", what, " has shape ", shape_str(p->sym_shape()), " but the normalized shape is ",
+                             shape_str(want)));
   if (p->dtype() != d)
     throw ValueError(str_cat(op, ": ", what, " has dtype ", p->dtype(), " but the input has dtype ", d));
 }
@@ -61,7 +61,7 @@ HIDET_INLINE Tensor layer_norm(const Tensor &x, int normalized_ndim, const std::
   detail::require_float(op, x);
   if (normalized_ndim < 1 || normalized_ndim > x.ndim())
     throw ValueError(str_cat(op, ": normalized_ndim ", normalized_ndim, " must be in [1, ", x.ndim(), "] for a tensor of shape ",
-                             sym_shape_str(x.sym_shape())));
+                             shape_str(x.sym_shape())));
   const SymShape xs = x.sym_shape();
   detail::check_param(op, "weight", weight, SymShape(xs.end() - normalized_ndim, xs.end()), x.dtype());
   detail::check_param(op, "bias", bias, SymShape(xs.end() - normalized_ndim, xs.end()), x.dtype());

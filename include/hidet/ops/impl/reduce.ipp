@@ -14,7 +14,7 @@ namespace hidet::ops::detail {
 HIDET_INLINE int normalize_axis(const std::string &op, int axis, std::size_t ndim, const SymShape &shape) {
   int n = int(ndim);
   if (axis < -n || axis >= n || (n == 0 && axis != 0 && axis != -1))
-    throw ValueError(str_cat(op, ": axis ", axis, " is out of range for a tensor of shape ", sym_shape_str(shape),
+    throw ValueError(str_cat(op, ": axis ", axis, " is out of range for a tensor of shape ", shape_str(shape),
                              " (rank ", n, "); valid axes are ", -n, " to ", n - 1));
   return n == 0 ? 0 : (axis < 0 ? axis + n : axis);
 }
@@ -26,7 +26,7 @@ HIDET_INLINE std::vector<int> normalize_axes(const std::string &op, const std::v
   for (int a : axes) {
     int n = normalize_axis(op, a, shape.size(), shape);
     if (std::find(r.begin(), r.end(), n) != r.end())
-      throw ValueError(str_cat(op, ": axis ", a, " is given twice for a tensor of shape ", sym_shape_str(shape)));
+      throw ValueError(str_cat(op, ": axis ", a, " is given twice for a tensor of shape ", shape_str(shape)));
     r.push_back(n);
   }
   std::sort(r.begin(), r.end());
@@ -39,7 +39,7 @@ HIDET_INLINE Tensor reduce_tensor(const std::string &op, const Tensor &x, std::v
   if ((kind == ReduceKind::Max || kind == ReduceKind::Min || is_arg_reduce(kind)))
     for (int a : ax)
       if (x.sym_shape()[std::size_t(a)] == 0)
-        throw ValueError(str_cat(op, ": cannot reduce over axis ", a, " of size 0 (shape ", sym_shape_str(x.sym_shape()),
+        throw ValueError(str_cat(op, ": cannot reduce over axis ", a, " of size 0 (shape ", shape_str(x.sym_shape()),
                                  "): the reduction has no identity"));
   std::string attrs = str_cat("axes=", [&] { std::ostringstream os; detail::print_attr(os, ax); return os.str(); }(), ", keepdims=", keepdims);
   if (has_symbolic_extents({x})) {

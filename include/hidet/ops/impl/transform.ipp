@@ -75,7 +75,7 @@ HIDET_INLINE Tensor squeeze(const Tensor &x, std::vector<int> axes) {
   for (int a : axes) {
     int n = detail::normalize_axis("squeeze", a, x.ndim(), xs);
     if (xs[std::size_t(n)] != 1)
-      throw ValueError(str_cat("squeeze: axis ", a, " of shape ", sym_shape_str(xs), " has size ", xs[std::size_t(n)], ", not 1"));
+      throw ValueError(str_cat("squeeze: axis ", a, " of shape ", shape_str(xs), " has size ", xs[std::size_t(n)], ", not 1"));
     ax.push_back(n);
   }
   SymShape r; // with no axes given, the extents that are 1 (a symbol is never dropped)
@@ -96,14 +96,14 @@ HIDET_INLINE Tensor unsqueeze(const Tensor &x, int axis) {
 HIDET_INLINE Tensor permute(const Tensor &x, std::vector<int> perm) {
   const SymShape xs = x.sym_shape();
   if (int(perm.size()) != x.ndim())
-    throw ValueError(str_cat("permute: the permutation has ", perm.size(), " axes but the tensor of shape ", sym_shape_str(xs),
+    throw ValueError(str_cat("permute: the permutation has ", perm.size(), " axes but the tensor of shape ", shape_str(xs),
                              " has ", x.ndim()));
   std::vector<int> p;
   for (int a : perm) p.push_back(detail::normalize_axis("permute", a, x.ndim(), xs));
   auto sorted = p;
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < x.ndim(); ++i)
-    if (sorted[i] != i) throw ValueError(str_cat("permute: ", [&] { std::ostringstream os; detail::print_attr(os, perm); return os.str(); }(), " is not a permutation of the axes of a tensor of shape ", sym_shape_str(xs)));
+    if (sorted[i] != i) throw ValueError(str_cat("permute: ", [&] { std::ostringstream os; detail::print_attr(os, perm); return os.str(); }(), " is not a permutation of the axes of a tensor of shape ", shape_str(xs)));
   bool identity = true;
   for (int d = 0; d < x.ndim(); ++d) identity = identity && p[d] == d;
   if (identity) return x;
@@ -170,7 +170,7 @@ HIDET_INLINE Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, 
   for (std::size_t k = 0; k < axes.size(); ++k) {
     int a = detail::normalize_axis("slice", axes[k], x.ndim(), out);
     if (!out[std::size_t(a)].is_constant())
-      throw ValueError(str_cat("slice: axis ", a, " of the tensor of shape ", sym_shape_str(x.sym_shape()),
+      throw ValueError(str_cat("slice: axis ", a, " of the tensor of shape ", shape_str(x.sym_shape()),
                                " is symbolic; the sliced axes need constant extents"));
     std::int64_t n = out[std::size_t(a)].value();
     if (steps[k] <= 0) throw ValueError(str_cat("slice: step ", steps[k], " on axis ", a, " must be positive"));
@@ -213,7 +213,7 @@ HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
     bool ok = t.ndim() == xs[0].ndim() && t.dtype() == xs[0].dtype();
     for (int d = 0; ok && d < t.ndim(); ++d) ok = d == ax || ts[std::size_t(d)] == first[std::size_t(d)];
     if (!ok)
-      throw ValueError(str_cat("concat: cannot join ", xs[0].dtype(), sym_shape_str(first), " and ", t.dtype(), sym_shape_str(ts),
+      throw ValueError(str_cat("concat: cannot join ", xs[0].dtype(), shape_str(first), " and ", t.dtype(), shape_str(ts),
                                " along axis ", ax, ": dtypes and all other dimensions must match"));
     sym_out[std::size_t(ax)] += ts[std::size_t(ax)];
   }
@@ -250,11 +250,11 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
   int ax = detail::normalize_axis("take", axis, x.ndim(), x.sym_shape());
   if (!indices.dtype().is_integer())
     throw ValueError(str_cat("take: indices must be integers, got dtype ", indices.dtype(), " of shape ",
-                             sym_shape_str(indices.sym_shape())));
+                             shape_str(indices.sym_shape())));
   if (detail::has_symbolic_extents({x, indices})) {
     const SymShape xs = x.sym_shape(), is = indices.sym_shape();
     if (!xs[std::size_t(ax)].is_constant())
-      throw ValueError(str_cat("take: axis ", ax, " of the tensor of shape ", sym_shape_str(xs),
+      throw ValueError(str_cat("take: axis ", ax, " of the tensor of shape ", shape_str(xs),
                                " is symbolic; the axis taken from needs a constant extent"));
     SymShape out(xs.begin(), xs.begin() + ax);
     out.insert(out.end(), is.begin(), is.end());
@@ -320,7 +320,7 @@ HIDET_INLINE Tensor gather(const Tensor &x, int axis, const Tensor &index) {
 
 HIDET_INLINE Tensor embedding(const Tensor &indices, const Tensor &weight) {
   if (weight.ndim() != 2)
-    throw ValueError(str_cat("embedding: weight must be 2-D, got shape ", sym_shape_str(weight.sym_shape())));
+    throw ValueError(str_cat("embedding: weight must be 2-D, got shape ", shape_str(weight.sym_shape())));
   return take(weight, indices, 0);
 }
 
@@ -382,7 +382,7 @@ HIDET_INLINE std::int64_t split_extent(const Tensor &x, int axis, int &ax) {
   const SymShape xs = x.sym_shape();
   ax = normalize_axis("split", axis, x.ndim(), xs);
   if (!xs[std::size_t(ax)].is_constant())
-    throw ValueError(str_cat("split: axis ", ax, " of the tensor of shape ", sym_shape_str(xs),
+    throw ValueError(str_cat("split: axis ", ax, " of the tensor of shape ", shape_str(xs),
                              " is symbolic; the split axis needs a constant extent"));
   return xs[std::size_t(ax)].value();
 }
@@ -398,7 +398,7 @@ HIDET_INLINE std::vector<Tensor> split(const Tensor &x, const Shape &sizes, int 
   }
   if (total != n)
     throw ValueError(str_cat("split: sizes ", detail::ints_str(sizes), " add up to ", total, " but axis ", ax,
-                             " of the tensor of shape ", sym_shape_str(x.sym_shape()), " has ", n, " elements"));
+                             " of the tensor of shape ", shape_str(x.sym_shape()), " has ", n, " elements"));
   std::vector<Tensor> r;
   std::int64_t off = 0;
   for (auto s : sizes) {
