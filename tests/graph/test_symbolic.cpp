@@ -169,7 +169,11 @@ TEST_CASE("element-wise, reductions and layout operators on symbolic extents") {
       o::transpose(o::unsqueeze(x, 0), 1, 3),                         // [1, 5, m, n]
       o::cast(o::squeeze(o::unsqueeze(x, 1), {1}), dtypes::f16),      // [n, m, 5]
       o::take(row, ids),                                              // [m]
-      o::split(x, {2, 3}, 2)[1]};                                     // [n, m, 3]
+      o::split(x, {2, 3}, 2)[1],                                      // [n, m, 3]
+      o::pad(x, {1, 2}),                                              // [n, m, 8]
+      o::tile(x, {1, 1, 2}),                                          // [n, m, 10]
+      o::cumsum(x, 1),                                                // [n, m, 5]
+      o::gather(x, 2, o::cast(o::gt(x, 0.0), dtypes::i32))};          // [n, m, 5]
   CHECK(outs[3].sym_shape() == SymShape{"n", Dim(2) * Dim("m"), 5});
   CHECK(outs[5].sym_shape() == SymShape{1, 5, "m", "n"});
   FlowGraph g = trace_from(outs, {x, ids});
@@ -184,7 +188,11 @@ TEST_CASE("element-wise, reductions and layout operators on symbolic extents") {
                              o::transpose(o::unsqueeze(a, 0), 1, 3),
                              o::cast(a, dtypes::f16),
                              o::take(row, i),
-                             o::split(a, {2, 3}, 2)[1]};
+                             o::split(a, {2, 3}, 2)[1],
+                             o::pad(a, {1, 2}),
+                             o::tile(a, {1, 1, 2}),
+                             o::cumsum(a, 1),
+                             o::gather(a, 2, o::cast(o::gt(a, 0.0), dtypes::i32))};
     for (std::size_t k = 0; k < want.size(); ++k) {
       INFO("output " << k);
       expect_same(got[k], want[k]);
@@ -203,8 +211,10 @@ TEST_CASE("symbolic shapes that cannot work are clear errors") {
   expect_error([&] { x.reshape({Dim("n"), Dim(2)}); }, {"reshape", "counts must be equal"});
   expect_error([&] { o::slice(x, {0}, {0}, {1}); }, {"slice: axis 0", "(n, 3) is symbolic"});
   expect_error([&] { o::split(x, 1, 0); }, {"split: axis 0", "symbolic"});
-  // An operator that does not trace symbols says so (pad computes with constant extents).
-  expect_error([&] { o::pad(x, {1, 1}); }, {"[n, 3]", "has symbolic extents", "does not trace symbolic dimensions"});
+  // An operator that does not trace symbols says so (broadcast_to computes with constant extents).
+  expect_error([&] { o::broadcast_to(x, {2, 3}); }, {"[n, 3]", "has symbolic extents", "does not trace symbolic dimensions"});
+  // Padding a symbolic axis gives an extent that is not one of the input's.
+  expect_error([&] { o::pad(x, {0, 0, 1, 1}); }, {"pad: output dim 0", "constant extents"});
   // A reshape to symbols outside a graph run has no values for them.
   Tensor r = x.reshape({Dim("n"), Dim(3), Dim(1)});
   expect_error([&] { r.trace().op->run({make({2, 3}, dtypes::f32)}); }, {"reshape", "no graph run binds them"});

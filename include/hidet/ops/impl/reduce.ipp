@@ -137,6 +137,8 @@ HIDET_INLINE Tensor std(const Tensor &x, std::vector<int> axes, bool keepdims, i
 }
 
 HIDET_INLINE Tensor cumsum(const Tensor &x, int axis) {
+  if (detail::has_symbolic_extents({x}))
+    return detail::trace_by_probing("cumsum", {x}, [axis](const std::vector<Tensor> &in) { return cumsum(in[0], axis); });
   int ax = detail::normalize_axis("cumsum", axis, x.ndim(), x.shape());
   std::string attrs = str_cat("axis=", ax);
   std::int64_t outer = 1, len = x.shape().empty() ? 1 : x.shape()[ax], inner = 1;

@@ -290,6 +290,9 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
 HIDET_INLINE Tensor index_select(const Tensor &x, int axis, const Tensor &indices) { return take(x, indices, axis); }
 
 HIDET_INLINE Tensor gather(const Tensor &x, int axis, const Tensor &index) {
+  if (detail::has_symbolic_extents({x, index})) // the output has index's extents
+    return detail::trace_by_probing("gather", {x, index},
+                                    [axis](const std::vector<Tensor> &in) { return gather(in[0], axis, in[1]); });
   int ax = detail::normalize_axis("gather", axis, x.ndim(), x.shape());
   if (!index.dtype().is_integer())
     throw ValueError(str_cat("gather: index must be integers, got dtype ", index.dtype(), " of shape ",
@@ -325,6 +328,8 @@ HIDET_INLINE Tensor embedding(const Tensor &indices, const Tensor &weight) {
 }
 
 HIDET_INLINE Tensor pad(const Tensor &x, const Shape &pads, double value) {
+  if (detail::has_symbolic_extents({x})) // symbolic extents on the axes that are not padded
+    return detail::trace_by_probing("pad", {x}, [=](const std::vector<Tensor> &in) { return pad(in[0], pads, value); });
   if (pads.size() % 2 != 0 || pads.size() / 2 > std::size_t(x.ndim()))
     throw ValueError(str_cat("pad: pads ", detail::ints_str(pads), " must hold (before, after) pairs for at most the ", x.ndim(),
                              " axes of a tensor of shape ", shape_str(x.shape())));
@@ -360,6 +365,8 @@ HIDET_INLINE Tensor pad(const Tensor &x, const Shape &pads, double value) {
 }
 
 HIDET_INLINE Tensor tile(const Tensor &x, Shape reps) {
+  if (detail::has_symbolic_extents({x})) // symbolic extents on the axes repeated once
+    return detail::trace_by_probing("tile", {x}, [=](const std::vector<Tensor> &in) { return tile(in[0], reps); });
   for (auto r : reps)
     if (r < 0) throw ValueError(str_cat("tile: reps ", detail::ints_str(reps), " must be non-negative"));
   Shape in = x.shape();
