@@ -163,6 +163,10 @@ TensorDef compute(const std::string &name, const Shape &shape, F &&f, std::optio
 /// The default accumulator dtype of a reduction over values of dtype `d`: f32 for f16/bf16,
 /// i64 for bool and integers under Sum/Mean/Prod, bool for And/Or, else `d`.
 DataType default_acc_dtype(ReduceKind k, DataType d);
+/// The output dtype of a reduction of values of dtype `value` (finish_reduce's rule): `out` when
+/// given (not for And/Or: bool), else i64 for arg-reductions, bool for And/Or, the value dtype
+/// for floats, the accumulator dtype (`acc`, or default_acc_dtype) otherwise.
+DataType reduce_output_dtype(ReduceKind k, DataType value, std::optional<DataType> acc, std::optional<DataType> out);
 
 /// out[i...] = reduce over r in extents of f(i, r): a reduction. The output dtype is `out_dtype`
 /// if given, else i64 for arg-reductions, bool for And/Or, and the value dtype otherwise

@@ -131,14 +131,8 @@ HIDET_INLINE TensorDef finish_reduce(std::shared_ptr<TensorNode> n, const Expr &
     throw ValueError(str_cat(name, ": the reduced expression must be a scalar expression"));
   DataType vd = v.dtype();
   n->acc_dtype = acc_dtype ? *acc_dtype : default_acc_dtype(kind, vd);
-  if (is_arg_reduce(kind)) {
-    n->acc_dtype = acc_dtype ? *acc_dtype : (vd.is_half() ? dtypes::f32 : vd);
-    n->dtype = out_dtype ? *out_dtype : dtypes::i64;
-  } else if (kind == ReduceKind::And || kind == ReduceKind::Or) {
-    n->dtype = dtypes::boolean;
-  } else {
-    n->dtype = out_dtype ? *out_dtype : (vd.is_half() || vd.is_float() ? vd : n->acc_dtype);
-  }
+  if (is_arg_reduce(kind)) n->acc_dtype = acc_dtype ? *acc_dtype : (vd.is_half() ? dtypes::f32 : vd);
+  n->dtype = reduce_output_dtype(kind, vd, acc_dtype, out_dtype);
   n->value = (kind == ReduceKind::And || kind == ReduceKind::Or) ? lang::detail::to_bool(lang::Operand(v), name.c_str())
                                                                  : lang::detail::convert(v.ir(), n->acc_dtype, {});
   n->buf = detail::make_buf(name, n->dtype, n->shape);
@@ -155,6 +149,14 @@ HIDET_INLINE TensorDef input(const std::string &name, const Shape &shape, DataTy
   n->shape = shape;
   n->buf = detail::make_buf(name, dtype, shape);
   return TensorDef(std::move(n));
+}
+
+HIDET_INLINE DataType reduce_output_dtype(ReduceKind k, DataType value, std::optional<DataType> acc,
+                                          std::optional<DataType> out) {
+  if (k == ReduceKind::And || k == ReduceKind::Or) return dtypes::boolean;
+  if (out) return *out;
+  if (is_arg_reduce(k)) return dtypes::i64;
+  return value.is_float() ? value : acc ? *acc : default_acc_dtype(k, value);
 }
 
 HIDET_INLINE DataType default_acc_dtype(ReduceKind k, DataType d) {

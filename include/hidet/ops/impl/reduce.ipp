@@ -42,21 +42,17 @@ HIDET_INLINE Tensor reduce_tensor(const std::string &op, const Tensor &x, std::v
         throw ValueError(str_cat(op, ": cannot reduce over axis ", a, " of size 0 (shape ", shape_str(x.sym_shape()),
                                  "): the reduction has no identity"));
   std::string attrs = str_cat("axes=", [&] { std::ostringstream os; detail::print_attr(os, ax); return os.str(); }(), ", keepdims=", keepdims);
-  if (has_symbolic_extents({x})) {
-    // reduce_over's output dtype (finish_reduce) for a value of x's dtype
-    DataType out = is_arg_reduce(kind) ? dtypes::i64
-                   : x.dtype().is_float() && kind != ReduceKind::And && kind != ReduceKind::Or ? x.dtype()
-                                                                                            : default_acc_dtype(kind, x.dtype());
-    return trace_symbolic(str_cat(op, "{", attrs, "}"), {x}, reduced_shape(x.sym_shape(), ax, keepdims), out,
+  std::optional<DataType> out; // integer sums and products widen
+  if (kind == ReduceKind::Sum || kind == ReduceKind::Prod)
+    out = x.dtype().is_float() ? x.dtype() : default_acc_dtype(kind, x.dtype());
+  if (has_symbolic_extents({x}))
+    return trace_symbolic(str_cat(op, "{", attrs, "}"), {x}, reduced_shape(x.sym_shape(), ax, keepdims),
+                          reduce_output_dtype(kind, x.dtype(), std::nullopt, out),
                           [=](const std::vector<Tensor> &in) { return reduce_tensor(op, in[0], axes, keepdims, kind); });
-  }
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {
         auto a = input("x", x.shape(), x.dtype());
-        std::optional<DataType> out;
-        if (kind == ReduceKind::Sum || kind == ReduceKind::Prod)
-          out = x.dtype().is_float() ? x.dtype() : default_acc_dtype(kind, x.dtype());
         auto y = reduce_over(a, ax, keepdims, kind, [&](const Idx &i) { return a.at(i); }, op, out);
         return Task{op, {a}, {y}, attrs, {}};
       },

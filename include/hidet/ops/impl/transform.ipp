@@ -25,6 +25,11 @@ Tensor gather_like(const std::string &op, const std::string &attrs, const Tensor
       {x})[0];
 }
 
+/// reshape(x, shape) for a shape of constant extents, else the symbolic Reshape node.
+HIDET_INLINE Tensor reshape_dims(const Tensor &x, const SymShape &shape) {
+  return is_constant_shape(shape) ? reshape(x, constant_shape(shape)) : x.reshape(shape);
+}
+
 } // namespace hidet::ops::detail
 
 namespace hidet::ops {
@@ -66,7 +71,7 @@ HIDET_INLINE Tensor flatten(const Tensor &x, int start, int end) {
   for (int d = s; d <= e; ++d) m *= xs[std::size_t(d)];
   r.push_back(m);
   r.insert(r.end(), xs.begin() + e + 1, xs.end());
-  return is_constant_shape(r) ? reshape(x, constant_shape(r)) : x.reshape(r);
+  return detail::reshape_dims(x, r);
 }
 
 HIDET_INLINE Tensor squeeze(const Tensor &x, std::vector<int> axes) {
@@ -83,14 +88,14 @@ HIDET_INLINE Tensor squeeze(const Tensor &x, std::vector<int> axes) {
     bool drop = axes.empty() ? xs[std::size_t(d)] == 1 : std::find(ax.begin(), ax.end(), d) != ax.end();
     if (!drop) r.push_back(xs[std::size_t(d)]);
   }
-  return is_constant_shape(r) ? reshape(x, constant_shape(r)) : x.reshape(r);
+  return detail::reshape_dims(x, r);
 }
 
 HIDET_INLINE Tensor unsqueeze(const Tensor &x, int axis) {
   SymShape r = x.sym_shape();
   int n = detail::normalize_axis("unsqueeze", axis, x.ndim() + 1, r);
   r.insert(r.begin() + n, 1);
-  return is_constant_shape(r) ? reshape(x, constant_shape(r)) : x.reshape(r);
+  return detail::reshape_dims(x, r);
 }
 
 HIDET_INLINE Tensor permute(const Tensor &x, std::vector<int> perm) {
