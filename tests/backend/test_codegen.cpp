@@ -55,6 +55,10 @@ TEST_CASE("naive matmul: signature, indexing, #line directives, no f16 headers")
   CHECK(has(c, "      acc = (acc + (A[((i * K) + k)] * B[((k * N) + j)]));\n"));
   CHECK(has(c, "    C[((i * N) + j)] = acc;\n"));
   CHECK(has(c, "#line 10 \"matmul.cpp\"\nextern \"C\""));
+  // Every kernel first waits for the kernel before it (programmatic dependent launch), on the
+  // signature's line; the prelude defines the wait for sm_90 on and as nothing before.
+  CHECK(has(c, "int32_t K) { HIDET_GRID_DEPENDENCY_SYNC();\n"));
+  CHECK(has(c, "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n#define HIDET_GRID_DEPENDENCY_SYNC() asm volatile(\"griddepcontrol.wait;"));
   // Statements on consecutive lines 11..16 follow the compiler's own line count: one directive.
   // The closing brace of the loop occupies line 17, so line 17's store needs a new directive.
   CHECK(count(c, "#line ") == 2);

@@ -63,6 +63,8 @@ TEST_CASE("naive matmul compiles to CUBIN for sm_90a and sm_80") {
     CHECK(bin.compile_ms > 0);
     CHECK(has(bin.ptx, ".entry matmul("));
     CHECK(has(bin.ptx, "matmul.cpp")); // -lineinfo records the user's file from #line
+    // The programmatic-dependent-launch wait exists from sm_90 on only.
+    CHECK(has(bin.ptx, "griddepcontrol.wait") == (std::string(arch) == "sm_90a"));
   }
 }
 

@@ -112,6 +112,39 @@ TEST_CASE("symbolic dims: one kernel serves every size") {
   }
 }
 
+TEST_CASE("chained kernels see each other's writes (programmatic dependent launch on Hopper)") {
+  // Each step reads elements that other blocks of the step before wrote (a scatter by a stride
+  // coprime to n) and overwrites the buffer that step read: a kernel that started before the one
+  // before it had completed would read stale values or clobber its input. On sm_90 and later
+  // every launch here is a programmatic dependent one, which is only correct because each kernel
+  // waits (griddepcontrol.wait) before touching memory.
+  const bool gpu = !runtime::cuda_emulated();
+  const int n = gpu ? 1 << 20 : 3000, steps = gpu ? 64 : 3, stride = 1021; // i * stride fits in int32
+  auto mod = script_module("pdl_chain");
+  mod.kernel("step", {f32[n], f32[n]}, [&](Tensor x, Tensor y) {
+    attrs.cuda.grid_dim = ceil_div(n, 256);
+    attrs.cuda.block_dim = 256;
+    Expr i = blockIdx.x * 256 + threadIdx.x;
+    if_(i < n, [&] {
+      Var v = x[(i * stride) % n];
+      for_(range(32), [&](Var) { v = v * 1.0f + 0.0f; }); // some work before the store
+      y[i] = v + 1.0f;
+    });
+  });
+  auto cm = mod.build();
+  std::vector<float> h(n);
+  for (int i = 0; i < n; ++i) h[i] = float(i % 1000);
+  auto a = asarray(h, {n}, "cuda"), b = full({n}, -1.0, f32, "cuda");
+  for (int s = 0; s < steps; ++s) s % 2 == 0 ? cm(a, b) : cm(b, a);
+  auto got = (steps % 2 ? b : a).to_vector<float>();
+  // After `steps` scatters, element i holds h[i * stride^steps mod n] + steps.
+  std::int64_t mul = 1;
+  for (int s = 0; s < steps; ++s) mul = mul * stride % n;
+  int bad = 0;
+  for (int i = 0; i < n; ++i) bad += got[std::size_t(i)] != h[std::size_t(std::int64_t(i) * mul % n)] + float(steps);
+  CHECK(bad == 0);
+}
+
 TEST_CASE("shared-memory transpose with barriers") {
   const int rows = 70, cols = 45;
   auto mod = script_module();

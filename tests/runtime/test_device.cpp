@@ -138,6 +138,17 @@ TEST_CASE("driver: error messages name the result and flag sticky errors") {
   CHECK_NOTHROW(hidet::cuda::check(CUDA_SUCCESS, "x"));
 }
 
+TEST_CASE("driver: kernels compiled for sm_90 on launch as programmatic dependents") {
+  // $HIDET_PDL=0 turns it off; the tests run with it unset.
+  CHECK(hidet::cuda::programmatic_launch_for("sm_90a"));
+  CHECK(hidet::cuda::programmatic_launch_for("sm_90"));
+  CHECK(hidet::cuda::programmatic_launch_for("sm_100f"));
+  CHECK_FALSE(hidet::cuda::programmatic_launch_for("sm_89"));
+  CHECK_FALSE(hidet::cuda::programmatic_launch_for("sm_80"));
+  CHECK_FALSE(hidet::cuda::programmatic_launch_for("emulator"));
+  CHECK_FALSE(hidet::cuda::programmatic_launch_for(""));
+}
+
 TEST_CASE("driver: kernel arguments are packed in their parameter types") {
   using hidet::backend::KernelArg;
   namespace dt = hidet::dtypes;

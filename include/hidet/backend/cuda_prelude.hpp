@@ -1,6 +1,8 @@
 // The device prelude at the top of every generated CUDA source: fixed-width integer typedefs
 // (NVRTC has no <cstdint>), the f16/bf16 headers only when used, dynamic shared memory, and the
-// CAS-loop atomics for dtypes CUDA has no native atomic for. No host headers.
+// CAS-loop atomics for dtypes CUDA has no native atomic for, and HIDET_GRID_DEPENDENCY_SYNC() (the
+// programmatic-dependent-launch wait every kernel starts with; runtime/cuda_driver.hpp). No host
+// headers.
 #pragma once
 
 #include <string>

@@ -50,6 +50,7 @@ namespace hidet::cuda {
   X(cuModuleUnload)                                                                                \
   X(cuModuleGetFunction)                                                                           \
   X(cuLaunchKernel)                                                                                \
+  X(cuLaunchKernelEx)                                                                              \
   X(cuFuncSetAttribute)                                                                            \
   X(cuFuncGetAttribute)                                                                            \
   X(cuStreamCreate)                                                                                \
@@ -130,6 +131,15 @@ void set_max_dynamic_smem(CUfunction f, int bytes, const std::string &kernel_nam
 void launch(CUfunction f, LaunchDims grid, LaunchDims block, unsigned smem_bytes, CUstream stream,
             void **params, const char *kernel_name = "<kernel>");
 
+/// Whether kernels compiled for `arch` ("sm_90a") are launched as programmatic dependents of the
+/// kernel before them in the stream (Hopper's programmatic dependent launch): true from sm_90 on,
+/// unless $HIDET_PDL=0. hidet's code generator starts every kernel with HIDET_GRID_DEPENDENCY_SYNC
+/// (griddepcontrol.wait, then launch_dependents; see backend/cuda_prelude.hpp), so such a kernel
+/// is launched, and its blocks made resident, while the kernel before it finishes, and reads or
+/// writes nothing until that kernel has completed and its memory is visible. Only code that
+/// starts with that wait may be launched this way.
+bool programmatic_launch_for(const std::string &arch);
+
 /// Kernel arguments laid out for cuLaunchKernel: one 8-byte slot per argument holding the value
 /// in the parameter's own type (pointers, integers truncated to their dtype, f16/bf16 as bits),
 /// and the array of slot addresses.
@@ -147,10 +157,11 @@ struct PackedArgs {
 PackedArgs pack_kernel_args(const std::vector<backend::KernelArg> &args);
 
 /// Launches a kernel with backend::KernelArg arguments (dynamic shared memory above 48 KB must
-/// have been allowed with set_max_dynamic_smem).
+/// have been allowed with set_max_dynamic_smem). `programmatic`: a programmatic dependent launch
+/// (see programmatic_launch_for).
 void launch_with_args(CUfunction f, const std::string &kernel_name, backend::Dim3 grid,
                       backend::Dim3 block, std::size_t smem_bytes, CUstream stream,
-                      const std::vector<backend::KernelArg> &args);
+                      const std::vector<backend::KernelArg> &args, bool programmatic = false);
 
 } // namespace hidet::cuda
 
@@ -161,6 +172,7 @@ using cuda::get_function;
 using cuda::launch;
 using cuda::launch_with_args;
 using cuda::load_module;
+using cuda::programmatic_launch_for;
 using cuda::set_max_dynamic_smem;
 using cuda::unload_module;
 } // namespace hidet::runtime

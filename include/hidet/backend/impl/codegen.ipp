@@ -397,7 +397,10 @@ HIDET_INLINE void CudaEmitter::function(const ir::Function &f) {
   names_.clear();
   mark(f->loc);
   std::string sig = signature(f);
-  line(sig + " {");
+  // A kernel first waits for the kernel before it in the stream (a no-op unless it was launched
+  // as a programmatic dependent: runtime/cuda_driver.hpp), on the signature's line so that the
+  // #line directives of the body stay as they are.
+  line(sig + (f->func_kind == ir::FuncKind::Kernel ? " { HIDET_GRID_DEPENDENCY_SYNC();" : " {"));
   for (auto &p : f->params)
     if (auto tt = p->type.as<ir::TensorTypeNode>(); tt && tt->scope == ir::Scope::Param)
       line(str_cat("  const ", dtype(tt->dtype), " *", var_name(p.get()), " = (const ", dtype(tt->dtype), " *)&",

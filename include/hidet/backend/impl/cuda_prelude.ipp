@@ -14,7 +14,17 @@ HIDET_INLINE std::string cuda_prelude(const PreludeFeatures &f) {
                   "typedef unsigned char uint8_t;\n"
                   "typedef unsigned short uint16_t;\n"
                   "typedef unsigned int uint32_t;\n"
-                  "typedef unsigned long long uint64_t;\n";
+                  "typedef unsigned long long uint64_t;\n"
+                  // Programmatic dependent launch (sm_90 on): wait until the kernel before this one
+                  // in the stream has completed and its writes are visible, then let the kernel
+                  // after this one launch (its blocks wait in turn). Without a programmatic launch
+                  // the wait returns at once.
+                  "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+                  "#define HIDET_GRID_DEPENDENCY_SYNC() asm volatile(\"griddepcontrol.wait;\\n\\t"
+                  "griddepcontrol.launch_dependents;\" ::: \"memory\")\n"
+                  "#else\n"
+                  "#define HIDET_GRID_DEPENDENCY_SYNC()\n"
+                  "#endif\n";
   if (f.f16)
     s += "#include <cuda_fp16.h>\n";
   if (f.bf16)

@@ -37,7 +37,9 @@ namespace hidet::graph {
 namespace detail {
 
 inline constexpr char saved_graph_magic[8] = {'H', 'I', 'D', 'E', 'T', 'C', 'G', '\n'};
-inline constexpr std::uint32_t saved_graph_format = 1;
+// 2: every kernel starts with HIDET_GRID_DEPENDENCY_SYNC and is launched as a programmatic
+// dependent (format 1's cubins lack the wait, so they cannot be launched that way).
+inline constexpr std::uint32_t saved_graph_format = 2;
 inline constexpr std::uint32_t no_region = ~std::uint32_t(0);
 
 /// A place in the memory of a run: byte `offset` of region `region` (no_region: a null pointer).
@@ -595,7 +597,7 @@ struct LoadedProgram {
         if (emulated) modules[m]->emulator->launch(name, kargs, c.grid, c.block, c.smem);
         else
           runtime::launch_with_args(functions[c.kernel], name, c.grid, c.block, c.smem, current_stream().handle(),
-                                    kargs);
+                                    kargs, modules[m]->programmatic);
         break;
       }
       case SavedCommand::Kind::copy:
@@ -736,6 +738,7 @@ HIDET_INLINE CompiledGraph CompiledGraph::load(const std::string &path) {
       shared = std::make_shared<runtime::detail::KernelShared>();
       ensure_some_context();
       shared->module = runtime::load_module(m.cubin);
+      shared->programmatic = runtime::programmatic_launch_for(m.arch);
     }
     lp->modules.push_back(std::move(shared));
   }

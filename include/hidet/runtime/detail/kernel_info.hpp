@@ -45,6 +45,8 @@ struct KernelShared {
   std::string module_name;
   /// Identifies the module's code: a hash of its CUDA source and compile options.
   std::string key;
+  /// Launch the kernels as programmatic dependents (cuda::programmatic_launch_for their arch).
+  bool programmatic = false;
   ~KernelShared() {
     if (module) runtime::unload_module(module);
   }

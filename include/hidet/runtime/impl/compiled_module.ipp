@@ -136,6 +136,7 @@ HIDET_INLINE CompiledModule CompiledModule::build(const ir::Module &m, const Bui
     *binary = backend::compile_cuda_cached(cm.source_, module_name, co);
     ensure_some_context();
     shared->module = runtime::load_module(binary->cubin);
+    shared->programmatic = runtime::programmatic_launch_for(binary->arch);
   }
 
   for (auto &lf : cm.lowered_->functions) {
@@ -321,7 +322,8 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
     }
   }
   const auto &stream = runtime::current_stream();
-  runtime::launch_with_args(info_->function, info_->name, grid, block, smem, stream.handle(), kargs);
+  runtime::launch_with_args(info_->function, info_->name, grid, block, smem, stream.handle(), kargs,
+                            shared_->programmatic);
   static const bool sync_launch = util::env_bool("HIDET_SYNC_LAUNCH");
   if (sync_launch) {
     // Localize faults: wait for this kernel and name it if it failed.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "hidet/backend/nvrtc.hpp"
 #include "hidet/util/env.hpp"
 #include "hidet/util/float16.hpp"
 
@@ -154,9 +155,24 @@ HIDET_INLINE CUfunction get_function(CUmodule m, const char *name) {
 namespace detail {
 HIDET_INLINE void launch_kernel(CUfunction f, LaunchDims grid, LaunchDims block,
                                 unsigned smem_bytes, CUstream stream, void **params,
-                                const char *kernel_name) {
-  CUresult r = driver().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                       smem_bytes, stream, params, nullptr);
+                                const char *kernel_name, bool programmatic = false) {
+  CUresult r;
+  if (programmatic) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x, config.gridDimY = grid.y, config.gridDimZ = grid.z;
+    config.blockDimX = block.x, config.blockDimY = block.y, config.blockDimZ = block.z;
+    config.sharedMemBytes = smem_bytes;
+    config.hStream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    r = driver().cuLaunchKernelEx(&config, f, params, nullptr);
+  } else {
+    r = driver().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem_bytes,
+                                stream, params, nullptr);
+  }
   if (r != CUDA_SUCCESS)
     throw CudaError(
         error_message(r, str_cat("launching kernel '", kernel_name, "' with grid (", grid.x, ", ",
@@ -164,6 +180,11 @@ HIDET_INLINE void launch_kernel(CUfunction f, LaunchDims grid, LaunchDims block,
                                  block.z, "), ", smem_bytes, " bytes of dynamic shared memory")));
 }
 } // namespace detail
+
+HIDET_INLINE bool programmatic_launch_for(const std::string &arch) {
+  static const bool enabled = util::env_bool("HIDET_PDL", true);
+  return enabled && backend::parse_sm_arch(arch) >= 90;
+}
 
 HIDET_INLINE void set_max_dynamic_smem(CUfunction f, int bytes, const std::string &kernel_name) {
   check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
@@ -219,10 +240,10 @@ HIDET_INLINE PackedArgs pack_kernel_args(const std::vector<backend::KernelArg> &
 
 HIDET_INLINE void launch_with_args(CUfunction f, const std::string &kernel_name, backend::Dim3 grid,
                                    backend::Dim3 block, std::size_t smem_bytes, CUstream stream,
-                                   const std::vector<backend::KernelArg> &args) {
+                                   const std::vector<backend::KernelArg> &args, bool programmatic) {
   PackedArgs p = pack_kernel_args(args);
   detail::launch_kernel(f, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z},
-                        unsigned(smem_bytes), stream, p.params.data(), kernel_name.c_str());
+                        unsigned(smem_bytes), stream, p.params.data(), kernel_name.c_str(), programmatic);
 }
 
 } // namespace hidet::cuda
