@@ -134,10 +134,9 @@ void launch(CUfunction f, LaunchDims grid, LaunchDims block, unsigned smem_bytes
 /// Whether kernels compiled for `arch` ("sm_90a") are launched as programmatic dependents of the
 /// kernel before them in the stream (Hopper's programmatic dependent launch): true from sm_90 on,
 /// unless $HIDET_PDL=0. hidet's code generator starts every kernel with HIDET_GRID_DEPENDENCY_SYNC
-/// (griddepcontrol.wait, then launch_dependents; see backend/cuda_prelude.hpp), so such a kernel
-/// is launched, and its blocks made resident, while the kernel before it finishes, and reads or
-/// writes nothing until that kernel has completed and its memory is visible. Only code that
-/// starts with that wait may be launched this way.
+/// (griddepcontrol.wait; see backend/cuda_prelude.hpp): such a kernel is launched while the one
+/// before it completes, and reads or writes nothing until that kernel's writes are visible. Only
+/// code that starts with that wait may be launched this way.
 bool programmatic_launch_for(const std::string &arch);
 
 /// Kernel arguments laid out for cuLaunchKernel: one 8-byte slot per argument holding the value
