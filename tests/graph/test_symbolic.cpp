@@ -173,7 +173,11 @@ TEST_CASE("element-wise, reductions and layout operators on symbolic extents") {
       o::pad(x, {1, 2}),                                              // [n, m, 8]
       o::tile(x, {1, 1, 2}),                                          // [n, m, 10]
       o::cumsum(x, 1),                                                // [n, m, 5]
-      o::gather(x, 2, o::cast(o::gt(x, 0.0), dtypes::i32))};          // [n, m, 5]
+      o::gather(x, 2, o::cast(o::gt(x, 0.0), dtypes::i32)),           // [n, m, 5]
+      o::broadcast_to(o::sum(x, {1}, true), SymShape{"n", "m", 5}),   // [n, m, 5]
+      o::broadcast_to(row, SymShape{"m", 5}),                         // [m, 5]: a constant
+      o::flip(x, {0, 2})};                                            // [n, m, 5]
+  CHECK(outs[14].sym_shape() == SymShape{"m", 5});
   CHECK(outs[3].sym_shape() == SymShape{"n", Dim(2) * Dim("m"), 5});
   CHECK(outs[5].sym_shape() == SymShape{1, 5, "m", "n"});
   FlowGraph g = trace_from(outs, {x, ids});
@@ -192,9 +196,32 @@ TEST_CASE("element-wise, reductions and layout operators on symbolic extents") {
                              o::pad(a, {1, 2}),
                              o::tile(a, {1, 1, 2}),
                              o::cumsum(a, 1),
-                             o::gather(a, 2, o::cast(o::gt(a, 0.0), dtypes::i32))};
+                             o::gather(a, 2, o::cast(o::gt(a, 0.0), dtypes::i32)),
+                             o::broadcast_to(o::sum(a, {1}, true), {n, m, 5}),
+                             o::broadcast_to(row, {m, 5}),
+                             o::flip(a, {0, 2})};
     for (std::size_t k = 0; k < want.size(); ++k) {
       INFO("output " << k);
+      expect_same(got[k], want[k]);
+    }
+  }
+}
+
+TEST_CASE("batch and group norms and full_like on symbolic batch and length") {
+  Tensor y = symbol({"n", 4, "h"}, dtypes::f32, "cuda", "y");
+  Tensor mean = make({4}, dtypes::f32), var = o::abs(make({4}, dtypes::f32)) + 0.5, w = make({4}, dtypes::f32),
+         b = make({4}, dtypes::f32);
+  std::vector<Tensor> outs{o::batch_norm(y, mean, var, w, b, 1e-5), o::batch_norm(y, mean, var, std::nullopt, b, 1e-5),
+                           o::group_norm(y, 2, w, std::nullopt, 1e-5), o::zeros_like(y) + 1.5 * y};
+  for (auto &t : outs) CHECK(t.sym_shape() == SymShape{"n", 4, "h"});
+  FlowGraph g = trace_from(outs, {y});
+  for (auto [n, h] : {std::pair<std::int64_t, std::int64_t>{1, 7}, {3, 2}}) {
+    Tensor a = make({n, 4, h}, dtypes::f32);
+    auto got = g.run({a});
+    std::vector<Tensor> want{o::batch_norm(a, mean, var, w, b, 1e-5), o::batch_norm(a, mean, var, std::nullopt, b, 1e-5),
+                             o::group_norm(a, 2, w, std::nullopt, 1e-5), o::zeros_like(a) + 1.5 * a};
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      INFO("output " << k << " at n=" << n << ", h=" << h);
       expect_same(got[k], want[k]);
     }
   }
@@ -211,8 +238,8 @@ TEST_CASE("symbolic shapes that cannot work are clear errors") {
   expect_error([&] { x.reshape({Dim("n"), Dim(2)}); }, {"reshape", "counts must be equal"});
   expect_error([&] { o::slice(x, {0}, {0}, {1}); }, {"slice: axis 0", "(n, 3) is symbolic"});
   expect_error([&] { o::split(x, 1, 0); }, {"split: axis 0", "symbolic"});
-  // An operator that does not trace symbols says so (broadcast_to computes with constant extents).
-  expect_error([&] { o::broadcast_to(x, {2, 3}); }, {"[n, 3]", "has symbolic extents", "does not trace symbolic dimensions"});
+  expect_error([&] { o::add(x, o::broadcast_to(x, {2, 3})); }, {"broadcast_to: cannot broadcast shapes (n, 3) and (2, 3)"});
+  expect_error([&] { o::broadcast_to(x, SymShape{"m", 3}); }, {"broadcast_to: cannot broadcast shapes (n, 3) and (m, 3)"});
   // Padding a symbolic axis gives an extent that is not one of the input's.
   expect_error([&] { o::pad(x, {0, 0, 1, 1}); }, {"pad: output dim 0", "constant extents"});
   // A reshape to symbols outside a graph run has no values for them.

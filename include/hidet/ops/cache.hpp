@@ -79,6 +79,14 @@ Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs,
 Tensor trace_by_probing(const std::string &op, const std::vector<Tensor> &inputs,
                         std::function<Tensor(const std::vector<Tensor> &)> apply);
 
+/// `tensors`, then those of `optional` that are present: an operator's inputs as its node records
+/// them (batch_norm's weight and bias).
+std::vector<Tensor> with_optional(std::vector<Tensor> tensors, const std::vector<std::optional<Tensor>> &optional);
+/// The inverse of with_optional for two optional tensors packed from in[first] on: each is
+/// present when its flag says so.
+std::pair<std::optional<Tensor>, std::optional<Tensor>> optional_pair(const std::vector<Tensor> &in, std::size_t first,
+                                                                      bool has_a, bool has_b);
+
 /// An error naming `op` unless the extents a and b (what: "the last dimension of a") are equal
 /// for every value of their symbols.
 void require_equal_extents(const std::string &op, const Dim &a, const Dim &b, const std::string &what);

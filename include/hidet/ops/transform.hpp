@@ -25,6 +25,12 @@ Tensor permute(const Tensor &x, std::vector<int> perm);
 Tensor transpose(const Tensor &x, int a = -2, int b = -1);
 /// Broadcasts x to `shape` (numpy rules).
 Tensor broadcast_to(const Tensor &x, const Shape &shape);
+/// broadcast_to() a shape whose extents may be symbols, ops::broadcast_to(x, {n, 3}) (a symbol
+/// broadcasts only from 1 or itself).
+Tensor broadcast_to_dims(const Tensor &x, const SymShape &shape);
+template <class D = Dim> Tensor broadcast_to(const Tensor &x, const std::vector<D> &shape) {
+  return broadcast_to_dims(x, SymShape(shape.begin(), shape.end()));
+}
 /// x[start:stop:step] along each of `axes` (negative start/stop count from the end and are
 /// clamped like Python slices; step > 0).
 Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, Shape stops, Shape steps = {});

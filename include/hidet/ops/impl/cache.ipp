@@ -133,6 +133,21 @@ HIDET_INLINE bool has_symbolic_extents(const std::vector<Tensor> &xs) {
   return false;
 }
 
+HIDET_INLINE std::vector<Tensor> with_optional(std::vector<Tensor> tensors,
+                                               const std::vector<std::optional<Tensor>> &optional) {
+  for (const auto &t : optional)
+    if (t) tensors.push_back(*t);
+  return tensors;
+}
+
+HIDET_INLINE std::pair<std::optional<Tensor>, std::optional<Tensor>>
+optional_pair(const std::vector<Tensor> &in, std::size_t first, bool has_a, bool has_b) {
+  std::pair<std::optional<Tensor>, std::optional<Tensor>> r;
+  if (has_a) r.first = in.at(first++);
+  if (has_b) r.second = in.at(first);
+  return r;
+}
+
 HIDET_INLINE Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape,
                                    DataType dtype, std::function<Tensor(const std::vector<Tensor> &)> apply) {
   Device dev = common_device(key.substr(0, key.find('{')), inputs);

@@ -44,7 +44,12 @@ HIDET_INLINE Tensor linspace(double start, double stop, std::int64_t num, DataTy
                           device, [&](const Idx &i) { return Expr(lang::cast(i[0], dtypes::f64) * step + start); });
 }
 
-HIDET_INLINE Tensor full_like(const Tensor &x, double value) { return ops::full(x.shape(), value, x.dtype(), x.device()); }
+HIDET_INLINE Tensor full_like(const Tensor &x, double value) {
+  if (detail::has_symbolic_extents({x})) // x gives the shape only
+    return detail::trace_symbolic(str_cat("full_like{value=", value, "}"), {x}, x.sym_shape(), x.dtype(),
+                                  [value](const std::vector<Tensor> &in) { return full_like(in[0], value); });
+  return ops::full(x.shape(), value, x.dtype(), x.device());
+}
 
 HIDET_INLINE Tensor zeros_like(const Tensor &x) { return full_like(x, 0); }
 

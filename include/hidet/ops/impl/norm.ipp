@@ -69,15 +69,11 @@ HIDET_INLINE Tensor layer_norm(const Tensor &x, int normalized_ndim, const std::
   for (int i = x.ndim() - normalized_ndim; i < x.ndim(); ++i) axes.push_back(i);
   std::string attrs = str_cat("normalized_ndim=", normalized_ndim, ", eps=", detail::fmt_double(eps), ", weight=", bool(weight),
                               ", bias=", bool(bias));
-  std::vector<Tensor> ins{x};
-  if (weight) ins.push_back(*weight);
-  if (bias) ins.push_back(*bias);
+  std::vector<Tensor> ins = detail::with_optional({x}, {weight, bias});
   if (detail::has_symbolic_extents(ins))
     return detail::trace_symbolic(str_cat(op, "{", attrs, "}"), ins, xs, x.dtype(),
                                   [=, w = bool(weight), b = bool(bias)](const std::vector<Tensor> &in) {
-                                    std::optional<Tensor> wt, bt;
-                                    if (w) wt = in[1];
-                                    if (b) bt = in[w ? 2 : 1];
+                                    auto [wt, bt] = detail::optional_pair(in, 1, w, b);
                                     return layer_norm(in[0], normalized_ndim, wt, bt, eps, rms);
                                   });
   Shape ns(x.shape().end() - normalized_ndim, x.shape().end());
@@ -115,6 +111,11 @@ HIDET_INLINE Tensor rms_norm(const Tensor &x, int normalized_ndim, const std::op
 HIDET_INLINE Tensor group_norm(const Tensor &x, std::int64_t num_groups, const std::optional<Tensor> &weight,
                                const std::optional<Tensor> &bias, double eps) {
   const char *op = "group_norm";
+  if (detail::has_symbolic_extents({x})) // the batch or the spatial extents may be symbols
+    return detail::trace_by_probing(op, detail::with_optional({x}, {weight, bias}), [=](const std::vector<Tensor> &in) {
+      auto [w, b] = detail::optional_pair(in, 1, weight.has_value(), bias.has_value());
+      return group_norm(in[0], num_groups, w, b, eps);
+    });
   detail::require_float(op, x);
   if (x.ndim() < 2)
     throw ValueError(str_cat(op, ": expected x of shape [N, C, *] (at least 2-D), got ", shape_str(x.shape())));
@@ -166,6 +167,12 @@ HIDET_INLINE Tensor batch_norm(const Tensor &x, const Tensor &running_mean, cons
                                const std::optional<Tensor> &weight, const std::optional<Tensor> &bias,
                                double eps) {
   const char *op = "batch_norm";
+  if (detail::has_symbolic_extents({x})) // the batch or the spatial extents may be symbols
+    return detail::trace_by_probing(op, detail::with_optional({x, running_mean, running_var}, {weight, bias}),
+                                    [=](const std::vector<Tensor> &in) {
+                                      auto [w, b] = detail::optional_pair(in, 3, weight.has_value(), bias.has_value());
+                                      return batch_norm(in[0], in[1], in[2], w, b, eps);
+                                    });
   detail::require_float(op, x);
   if (x.ndim() < 2)
     throw ValueError(str_cat(op, ": expected x of shape [N, C, *] (at least 2-D), got ", shape_str(x.shape())));

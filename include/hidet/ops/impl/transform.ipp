@@ -158,12 +158,22 @@ HIDET_INLINE Tensor transpose(const Tensor &x, int a, int b) {
   return permute(x, p);
 }
 
-HIDET_INLINE Tensor broadcast_to(const Tensor &x, const Shape &shape) {
-  Shape s = broadcast_shapes("broadcast_to", x.shape(), shape, x.dtype(), x.dtype());
+HIDET_INLINE Tensor broadcast_to(const Tensor &x, const Shape &shape) { return broadcast_to_dims(x, to_sym_shape(shape)); }
+
+HIDET_INLINE Tensor broadcast_to_dims(const Tensor &x, const SymShape &shape) {
+  const SymShape xs = x.sym_shape();
+  SymShape s = broadcast_shapes("broadcast_to", xs, shape, x.dtype(), x.dtype());
   if (s != shape)
-    throw ValueError(str_cat("broadcast_to: cannot broadcast shape ", shape_str(x.shape()), " to ", shape_str(shape)));
-  return detail::gather_like("broadcast_to", "shape=" + detail::ints_str(shape), x, shape,
-                             [&](const Idx &i) { return broadcast_index(x.shape(), i); });
+    throw ValueError(str_cat("broadcast_to: cannot broadcast shape ", shape_str(xs), " to ", shape_str(shape)));
+  if (detail::has_symbolic_extents({x}) || !is_constant_shape(shape))
+    return detail::trace_symbolic(str_cat("broadcast_to{shape=", sym_shape_str(shape), "}"), {x}, shape, x.dtype(),
+                                  [shape](const std::vector<Tensor> &in) {
+                                    return broadcast_to(in[0], evaluate_bound("broadcast_to", shape));
+                                  });
+  Shape out = constant_shape(shape);
+  Shape in = x.shape();
+  return detail::gather_like("broadcast_to", "shape=" + detail::ints_str(out), x, out,
+                             [&](const Idx &i) { return broadcast_index(in, i); });
 }
 
 HIDET_INLINE Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, Shape stops, Shape steps) {
@@ -197,9 +207,13 @@ HIDET_INLINE Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, 
 }
 
 HIDET_INLINE Tensor flip(const Tensor &x, std::vector<int> axes) {
-  auto ax = detail::normalize_axes("flip", axes, x.shape());
+  const SymShape xs = x.sym_shape();
+  auto ax = detail::normalize_axes("flip", axes, xs);
   std::ostringstream os;
   detail::print_attr(os, ax);
+  if (detail::has_symbolic_extents({x}))
+    return detail::trace_symbolic("flip{axes=" + os.str() + "}", {x}, xs, x.dtype(),
+                                  [ax](const std::vector<Tensor> &in) { return flip(in[0], ax); });
   return detail::gather_like("flip", "axes=" + os.str(), x, x.shape(), [&](const Idx &i) {
     Idx r = i;
     for (int a : ax) r[a] = int(x.shape()[a] - 1) - i[a];
