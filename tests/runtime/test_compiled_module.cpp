@@ -119,7 +119,7 @@ TEST_CASE("chained kernels see each other's writes (programmatic dependent launc
   // every launch here is a programmatic dependent one, which is only correct because each kernel
   // waits (griddepcontrol.wait) before touching memory.
   const bool gpu = !runtime::cuda_emulated();
-  const int n = gpu ? 1 << 20 : 3000, steps = gpu ? 64 : 3, stride = 1021; // i * stride fits in int32
+  const int n = gpu ? 1 << 20 : 3000, steps = gpu ? 64 : 5, stride = 1021; // i * stride fits in int32
   auto mod = script_module("pdl_chain");
   mod.kernel("step", {f32[n], f32[n]}, [&](Tensor x, Tensor y) {
     attrs.cuda.grid_dim = ceil_div(n, 256);
@@ -134,9 +134,15 @@ TEST_CASE("chained kernels see each other's writes (programmatic dependent launc
   auto cm = mod.build();
   std::vector<float> h(n);
   for (int i = 0; i < n; ++i) h[i] = float(i % 1000);
-  auto a = asarray(h, {n}, "cuda"), b = full({n}, -1.0, f32, "cuda");
-  for (int s = 0; s < steps; ++s) s % 2 == 0 ? cm(a, b) : cm(b, a);
-  auto got = (steps % 2 ? b : a).to_vector<float>();
+  // Every fourth result goes through a device-to-device copy (clone): a kernel after a copy must
+  // see the copy's bytes, and a copy after a kernel the kernel's.
+  auto cur = asarray(h, {n}, "cuda"), other = full({n}, -1.0, f32, "cuda");
+  for (int s = 0; s < steps; ++s) {
+    cm(cur, other);
+    std::swap(cur, other);
+    if (s % 4 == 3) cur = cur.clone();
+  }
+  auto got = cur.to_vector<float>();
   // After `steps` scatters, element i holds h[i * stride^steps mod n] + steps.
   std::int64_t mul = 1;
   for (int s = 0; s < steps; ++s) mul = mul * stride % n;
