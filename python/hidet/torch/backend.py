@@ -14,7 +14,7 @@ import torch
 
 import hidet
 from .dynamo_config import dynamo_config
-from .interpreter import Interpreter, UnmappedError, flatten_outputs, is_static_input, to_hidet
+from .interpreter import Interpreter, UnmappedError, flatten_outputs, to_hidet
 from .registry import Registry
 
 __all__ = ['hidet_backend', 'HidetCompiledModel']
@@ -60,8 +60,7 @@ class HidetCompiledModel:
         # Parameters and buffers (most arguments of a model's graph) keep their shapes: dynamo
         # guards them. Only the other arguments make the key, so a call costs O(inputs).
         if self.key_positions is None:
-            self.key_positions = [i for i, (node, a) in enumerate(zip(self.interpreter.placeholders, args))
-                                  if not (isinstance(a, torch.Tensor) and is_static_input(node, a))]
+            self.key_positions = [i for i, a in enumerate(args) if not self.interpreter.is_static(i, a)]
         key = []
         for i in self.key_positions:
             a = args[i]

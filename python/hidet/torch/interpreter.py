@@ -105,15 +105,25 @@ def source_line(node):
     return lines[-1] if lines else ''
 
 
-def is_static_input(node, example):
-    """Parameters and buffers that dynamo lifted into graph inputs: constants of the model."""
-    if isinstance(example, torch.nn.Parameter):
-        return True
+def source_name(node):
+    """Dynamo's description of where a placeholder's value comes from ("L['self']._modules['fc'].
+    _parameters['weight']"), or ''. Dynamo drops it from the node after the backend returns: an
+    Interpreter keeps the names it found when it was made."""
     grapharg = node.meta.get('grapharg')
     source = getattr(grapharg, 'source', None)
-    name = source.name if isinstance(getattr(source, 'name', None), str) else ''
-    if callable(getattr(source, 'name', None)):
-        name = source.name()
+    name = getattr(source, 'name', None)
+    if callable(name):
+        name = name()
+    return name if isinstance(name, str) else ''
+
+
+def is_static_input(node, example, name=None):
+    """Parameters and buffers that dynamo lifted into graph inputs: constants of the model.
+    ``name``: the node's source_name, when it was recorded earlier."""
+    if isinstance(example, torch.nn.Parameter):
+        return True
+    if name is None:
+        name = source_name(node)
     return '._parameters[' in name or '._buffers[' in name
 
 
@@ -124,6 +134,12 @@ class Interpreter:
         self.gm = gm
         self.nodes = list(gm.graph.nodes)
         self.placeholders = [n for n in self.nodes if n.op == 'placeholder']
+        self.source_names = [source_name(n) for n in self.placeholders]
+
+    def is_static(self, i, example):
+        """Whether placeholder i (its value ``example``) is a parameter or buffer of the model."""
+        return isinstance(example, torch.Tensor) and is_static_input(self.placeholders[i], example,
+                                                                     self.source_names[i])
 
     def mapping_of(self, node):
         if node.op == 'call_function':
@@ -143,7 +159,7 @@ class Interpreter:
         symbols, positions = [], []
         for i, (node, ex) in enumerate(zip(self.placeholders, example_inputs)):
             if isinstance(ex, torch.Tensor):
-                if is_static_input(node, ex):
+                if self.is_static(i, ex):
                     env[node] = to_hidet_constant(ex)
                 else:
                     sym = hidet.symbol(list(ex.shape), dtype_name(ex.dtype), 'cuda', name=node.name)
