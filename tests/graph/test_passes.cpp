@@ -934,6 +934,66 @@ TEST_CASE("lift_sibling_slices: a fused QKV projection split into heads (GPT-2) 
   CHECK(count_named(graph::lift_sibling_slices(g), "Narrow") == 0);
 }
 
+TEST_CASE("slices_as_views: q, k, v = qkv[0], qkv[1], qkv[2] (Swin, ViT) read the product's output in place") {
+  for (DataType dt : {dtypes::f16, dtypes::f32}) {
+    CAPTURE(dt.name());
+    const std::int64_t b = 2, s = 16, h = 3, d = 32, e = h * d; // each slice: 3072 elements, 256-byte aligned
+    Tensor in = make({b, s, e}, dt, -1, 1), w = make({e, 3 * e}, dt, -0.2, 0.2), bias = make({3 * e}, dt);
+    auto f = [&](const Tensor &x) {
+      Tensor qkv = o::permute((o::matmul(x, w) + bias).reshape({b, s, 3, h, d}), {2, 0, 3, 1, 4});
+      auto part = [&](std::int64_t i) { return o::slice(qkv, {0}, {i}, {i + 1}).reshape({b, h, s, d}); };
+      return o::scaled_dot_product_attention(part(0) * 0.5, part(1), part(2), std::nullopt, false);
+    };
+    FlowGraph g = trace_from(f(symbol_like(in)));
+    FlowGraph viewed = graph::slices_as_views(g);
+    INFO(viewed.str());
+    // k and v become views; q, read by its scale alone, stays a slice fused into that kernel.
+    CHECK(count_named(g, "Slice") == 3);
+    CHECK(count_named(viewed, "Slice") == 1);
+    CHECK(count_named(viewed, "Narrow") == 2);
+    Tensor x = make({b, s, e}, dt, -1, 1);
+    Tensor want = f(x);
+    expect_same(viewed(x), want, 2);
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    // Kernels: the product (bias and layout in its epilogue), q's scale, attention; k and v are views.
+    CHECK(count_named(opt, "FusedReshape") == 0);
+    CHECK(count_named(opt, "Narrow") == 2);
+    expect_same(graph::CompiledGraph(opt).run({x})[0], want, 2);
+  }
+  // Left as they are: a run that starts off a 256-byte boundary (11 * 32 * 2 * 3 f16 elements), a
+  // slice that is not one run (along axis 1 of a [3, 4, 5] value), a slice of a graph input.
+  Tensor a = make({3, 2, 3, 11, 32}, dtypes::f16), c = make({3, 4, 5}, dtypes::f32);
+  FlowGraph g1 = trace_from(o::exp(o::slice(o::relu(symbol_like(a)), {0}, {1}, {2})));
+  CHECK(count_named(graph::slices_as_views(g1), "Slice") == 1);
+  FlowGraph g2 = trace_from(o::exp(o::slice(o::relu(symbol_like(c)), {1}, {1}, {3})));
+  CHECK(count_named(graph::slices_as_views(g2), "Slice") == 1);
+  FlowGraph g3 = trace_from(o::exp(o::slice(symbol_like(c), {0}, {0}, {2})));
+  CHECK(count_named(graph::slices_as_views(g3), "Slice") == 1);
+  // An aligned run read by an element-wise operator alone fuses into it: it stays (the rows of
+  // torch.roll, a slice and a concat, stay one kernel with the pad before them).
+  Tensor big = make({4, 64}, dtypes::f32);
+  FlowGraph g4 = trace_from(o::exp(o::slice(o::relu(symbol_like(big)), {0}, {1}, {3})));
+  CHECK(count_named(graph::slices_as_views(g4), "Slice") == 1);
+  auto roll = [](const Tensor &x) {
+    Tensor p = o::pad(o::relu(x), {0, 0});
+    return o::concat({o::slice(p, {0}, {3}, {4}), o::slice(p, {0}, {0}, {3})}, 0);
+  };
+  FlowGraph g5 = trace_from(roll(symbol_like(big)));
+  CHECK(count_named(graph::slices_as_views(g5), "Slice") == 2);
+  // Read by a reduction (a softmax) or by two readers: a view.
+  auto two = [](const Tensor &x) {
+    Tensor y = o::slice(o::relu(x), {0}, {1}, {3});
+    return std::vector<Tensor>{o::softmax(y, -1), o::exp(y), o::softmax(o::slice(o::relu(x), {0}, {2}, {4}), -1)};
+  };
+  FlowGraph g6 = trace_from(two(symbol_like(big)));
+  FlowGraph v6 = graph::slices_as_views(g6);
+  CHECK(count_named(v6, "Slice") == 0);
+  auto got = v6.run({big});
+  auto want = two(big);
+  for (std::size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i]);
+}
+
 TEST_CASE("attention traced with a constant mask: converted once; a mask that masks nothing is dropped; a causal one is is_causal") {
   const std::int64_t b = 1, h = 2, s = 19, d = 64;
   Tensor q = make({b, h, s, d}, dtypes::f16, -1, 1), k = make({b, h, s, d}, dtypes::f16, -1, 1);

@@ -29,7 +29,8 @@
 // them, permutes only at the borders.
 //
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_attention,
-// eliminate_common_subexpressions, fold_conv_batch_norm, merge_sibling_matmuls, lift_sibling_slices, convert_precision when
+// eliminate_common_subexpressions, fold_conv_batch_norm, merge_sibling_matmuls, lift_sibling_slices,
+// slices_as_views, convert_precision when
 // ctx.mixed_precision is set, convert_layout_nhwc unless ctx.layout_nhwc is false,
 // fuse_epilogues, fuse_operators, then bind_kernel_options when ctx.tensor_cores, ctx.parallel_k
 // or ctx.reduce_precision differ from the defaults) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
@@ -118,6 +119,15 @@ FlowGraph merge_sibling_matmuls(const FlowGraph &graph);
 /// leading group axis and a view (Narrow, Reshape) per slice: the tensor is then read once, and
 /// fuse_epilogues stores the heads' layout from its producer's kernel (no kernel per slice).
 FlowGraph lift_sibling_slices(const FlowGraph &graph);
+/// Contiguous slices as views: a Slice whose elements are one contiguous run of its input (steps
+/// 1; every axis before the last sliced one has extent 1 in the result: q, k, v = qkv[0], qkv[1],
+/// qkv[2] of a [3, ...] tensor, as Swin and ViT write it) becomes a view (Reshape, Narrow,
+/// Reshape) of an operator's output when the run starts on a 256-byte boundary (the allocator's
+/// alignment, which the kernels reading it may assume). Its reader then reads the producer's
+/// output in place instead of a copy made by a kernel of its own. Slices of graph inputs, slices
+/// that are graph outputs, and slices read (through Reshapes) by one element-wise operator alone,
+/// which fuse into that operator's kernel (torch.roll's slices and concat), stay.
+FlowGraph slices_as_views(const FlowGraph &graph);
 /// Mixed precision (see PassContext::mixed_precision): f32 Matmul, Conv2d and
 /// ScaledDotProductAttention nodes compute in `dtype` (f16 or bf16; else a ValueError). A cast of
 /// a tensor read by several of them is made once.

@@ -1,4 +1,5 @@
-// Definitions for graph::merge_sibling_matmuls and graph::lift_sibling_slices (hidet/graph/passes.hpp).
+// Definitions for graph::merge_sibling_matmuls, graph::lift_sibling_slices and graph::slices_as_views
+// (hidet/graph/passes.hpp).
 #pragma once
 
 #include "hidet/graph/passes.hpp"
@@ -322,6 +323,84 @@ HIDET_INLINE FlowGraph lift_sibling_slices(const FlowGraph &graph) {
     if (absorbed.count(op.get())) {
       if (auto it = replaced.find(op.get()); it != replaced.end())
         new_of[{op.get(), 0}] = outs_of[it->second.first][it->second.second];
+      continue;
+    }
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
+    auto outs = outputs_of(op->with_inputs(std::move(ins)));
+    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
+  }
+  std::vector<Tensor> outputs;
+  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
+  return FlowGraph(std::move(outputs), graph.inputs());
+}
+
+HIDET_INLINE FlowGraph slices_as_views(const FlowGraph &graph) {
+  using detail::key_of;
+  using detail::TensorKey;
+  std::set<TensorKey> graph_outputs;
+  for (const auto &t : graph.outputs()) graph_outputs.insert(key_of(t));
+  std::map<TensorKey, std::vector<std::shared_ptr<const Operator>>> readers;
+  for (const auto &op : graph.nodes())
+    for (const auto &t : op->inputs())
+      if (t.is_symbolic()) readers[key_of(t)].push_back(op);
+  // Whether the slice's value, through Reshapes, is read by one element-wise (injective) operator
+  // alone: the slice then fuses into that operator's kernel, and stays (a view would cut it from a
+  // chain such as torch.roll's pad, slices and concat).
+  auto fuses_into_reader = [&](TensorKey t) {
+    for (;;) {
+      auto it = readers.find(t);
+      if (it == readers.end() || it->second.size() != 1 || graph_outputs.count(t)) return false;
+      const auto &r = it->second[0];
+      if (r->name() == "Reshape") {
+        t = TensorKey{r.get(), 0};
+        continue;
+      }
+      auto task = std::dynamic_pointer_cast<const ops::TaskOperator>(r);
+      return task && task->task().injective();
+    }
+  };
+  // The element offset and count of a Slice's run, when its elements are one aligned contiguous
+  // run of an operator's output.
+  auto run_of = [&](const Operator &op) -> std::optional<std::pair<std::int64_t, std::int64_t>> {
+    if (op.name() != "Slice" || op.inputs().size() != 1 || op.num_outputs() != 1) return std::nullopt;
+    const Tensor &src = op.inputs()[0];
+    if (!src.is_symbolic() || !src.trace() || !is_constant_shape(src.sym_shape())) return std::nullopt;
+    if (graph_outputs.count(TensorKey{&op, 0}) || fuses_into_reader(TensorKey{&op, 0})) return std::nullopt;
+    const auto in = constant_shape(src.sym_shape());
+    auto begin = detail::attr_ints(op.attrs(), "begin"), step = detail::attr_ints(op.attrs(), "step"),
+         out = detail::attr_ints(op.attrs(), "shape");
+    if (begin.size() != in.size() || step.size() != in.size() || out.size() != in.size()) return std::nullopt;
+    int last = -1; // the last axis the slice narrows
+    for (std::size_t d = 0; d < in.size(); ++d) {
+      if (step[d] != 1 && out[d] > 1) return std::nullopt;
+      if (out[d] != in[d]) last = int(d);
+    }
+    if (last < 0) return std::nullopt;
+    std::int64_t offset = 0, stride = 1, count = 1;
+    for (int d = int(in.size()) - 1; d >= 0; --d) {
+      if (d < last && out[std::size_t(d)] != 1) return std::nullopt; // not one run
+      offset += begin[std::size_t(d)] * stride;
+      stride *= in[std::size_t(d)];
+      count *= out[std::size_t(d)];
+    }
+    if ((offset * src.dtype().nbytes()) % 256 != 0 || count == 0) return std::nullopt;
+    return std::make_pair(offset, count);
+  };
+  bool any = false;
+  for (const auto &op : graph.nodes()) any = any || run_of(*op);
+  if (!any) return graph;
+  std::map<TensorKey, Tensor> new_of;
+  auto map_input = [&](const Tensor &t) -> Tensor {
+    if (!t.is_symbolic() || !t.trace()) return t;
+    return new_of.at(key_of(t));
+  };
+  for (const auto &op : graph.nodes()) {
+    if (auto run = run_of(*op)) {
+      Tensor src = map_input(op->inputs()[0]);
+      new_of[{op.get(), 0}] = src.reshape(std::vector<std::int64_t>{src.numel()})
+                                  .narrow(run->first, run->second)
+                                  .reshape(detail::attr_ints(op->attrs(), "shape"));
       continue;
     }
     std::vector<Tensor> ins;

@@ -981,7 +981,8 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
       {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
       {"fold_conv_batch_norm", &fold_conv_batch_norm},
       {"merge_sibling_matmuls", &merge_sibling_matmuls},
-      {"lift_sibling_slices", &lift_sibling_slices}};
+      {"lift_sibling_slices", &lift_sibling_slices},
+      {"slices_as_views", &slices_as_views}};
   if (ctx.mixed_precision) {
     DataType dt = *ctx.mixed_precision;
     passes.push_back({"convert_precision", [dt](const FlowGraph &g) { return convert_precision(g, dt); }});
