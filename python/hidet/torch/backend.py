@@ -114,8 +114,8 @@ class HidetCompiledModel:
             return entry.rebuild([], entry.constants)
         inputs = [to_hidet(args[i]) for i in entry.positions]
         stream = 0
-        if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it (torch.cuda.current_stream()
-            # builds a Stream object: 20 us of a call's 150 us on the host)
+        if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it; torch.cuda.current_stream()
+            # builds a Stream object (ResNet-50's call on the host: 0.155 -> 0.147 ms on the H200)
             stream = _raw_stream(torch.cuda.current_device())
         if entry.replay is not None:  # static outputs, overwritten by the next replay: copied out
             outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]

@@ -106,25 +106,15 @@ def source_line(node):
 
 
 def source_name(node):
-    """Dynamo's description of where a placeholder's value comes from ("L['self']._modules['fc'].
-    _parameters['weight']"), or ''. Dynamo drops it from the node after the backend returns: an
-    Interpreter keeps the names it found when it was made."""
+    """Dynamo's description of where a placeholder's value comes from, such as
+    "L['self']._modules['fc']._parameters['weight']", or ''. Dynamo drops it from the node after
+    the backend returns, so an Interpreter records the names when it is made."""
     grapharg = node.meta.get('grapharg')
     source = getattr(grapharg, 'source', None)
     name = getattr(source, 'name', None)
     if callable(name):
         name = name()
     return name if isinstance(name, str) else ''
-
-
-def is_static_input(node, example, name=None):
-    """Parameters and buffers that dynamo lifted into graph inputs: constants of the model.
-    ``name``: the node's source_name, when it was recorded earlier."""
-    if isinstance(example, torch.nn.Parameter):
-        return True
-    if name is None:
-        name = source_name(node)
-    return '._parameters[' in name or '._buffers[' in name
 
 
 class Interpreter:
@@ -137,9 +127,12 @@ class Interpreter:
         self.source_names = [source_name(n) for n in self.placeholders]
 
     def is_static(self, i, example):
-        """Whether placeholder i (its value ``example``) is a parameter or buffer of the model."""
-        return isinstance(example, torch.Tensor) and is_static_input(self.placeholders[i], example,
-                                                                     self.source_names[i])
+        """Whether placeholder i, of value ``example``, is a parameter or buffer that dynamo lifted
+        into the graph's inputs: a constant of the model."""
+        if isinstance(example, torch.nn.Parameter):
+            return True
+        name = self.source_names[i]
+        return isinstance(example, torch.Tensor) and ('._parameters[' in name or '._buffers[' in name)
 
     def mapping_of(self, node):
         if node.op == 'call_function':
