@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
     bool tuned = hidet::ops::tuning::stats().tuned > tuned_before;
     std::printf("tuning, search space 2 (%zu candidates), %s: %.1f s (first call, compiles "
                 "included%s); check %s\n",
-                tpl::attention_candidates(ap, 2, dev.sm_count).size(), ap.str().c_str(), secs,
+                tpl::attention_candidates(ap, 2, dev.sm_count, tpl::wgmma_available()).size(), ap.str().c_str(), secs,
                 tuned ? "" : "; NOT a tuning time: the choice came from the tuning record on disk",
                 check(sh, q, k, v, out, rng) <= 1 ? "ok" : "FAILED");
   }
@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
          v = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
          out = hidet::empty({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda");
     const double scale = 1.0 / std::sqrt(double(sh.d));
-    auto cfgs = tpl::attention_candidates(ap, 1, dev.sm_count); // cfgs[0] is the default
+    auto cfgs = tpl::attention_candidates(ap, 1, dev.sm_count, tpl::wgmma_available()); // cfgs[0] is the default
     std::vector<std::shared_ptr<tpl::Attention>> built(cfgs.size());
     std::vector<std::string> errors(cfgs.size());
     {

@@ -371,6 +371,9 @@ hidet::lang::ScriptModule hopper_module() {
     Var desc = make_wgmma_desc(tile, 16, 1024, Swizzle::B128);
     wgmma_fence();
     wgmma(acc, desc, desc, 64, hidet::f16, 0);
+    auto frag = register_tensor(u32[4], "frag");
+    for (int i = 0; i < 4; ++i) frag[i] = half2_pack(acc[2 * i], acc[2 * i + 1], hidet::bf16);
+    wgmma_rs(acc, frag, desc, 64, hidet::bf16, 1, true);
     wgmma_commit_group();
     wgmma_wait_group(0);
     fence_proxy_async();
@@ -396,6 +399,9 @@ TEST_CASE("Hopper primitives compile for sm_90a; the emulator rejects them") {
                           "mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;",
                           "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64 _, [remote]",
                           "cp.async.bulk.tensor.2d.global.shared::cta", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+                          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+                          "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+                          "%30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;",
                           "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async",
                           "barrier.cluster.arrive", "%%cluster_ctarank"})
     CHECK_MESSAGE(has(cm.source(), ptx), ptx);

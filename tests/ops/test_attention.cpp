@@ -181,6 +181,83 @@ TEST_CASE("sdpa: every tiling of search space 1") {
   }
 }
 
+TEST_CASE("sdpa: the Hopper kernel (wgmma, TMA) compiles for sm_90a; on Hopper every config is checked") {
+  // Problems with partial Q and K/V tiles, both head dims and dtypes, causal (also Sq > Skv), an
+  // additive mask broadcast over the batch, and the [B, Sq, H, D] output.
+  struct Case {
+    Problem p;
+    bool heads_last = false;
+  };
+  std::vector<Case> cases{{{2, 3, 200, 333, 64, dtypes::f16}},
+                          {{1, 2, 300, 300, 128, dtypes::bf16, true}},
+                          {{1, 2, 333, 129, 128, dtypes::f16, true}},
+                          {{2, 2, 130, 77, 64, dtypes::bf16, false, {1, 2, 130, 77}, dtypes::f16}},
+                          {{1, 3, 257, 256, 128, dtypes::f16, false}, true},
+                          {{1, 1, 64, 1000, 64, dtypes::f16, true}}};
+  auto problem_of = [](const Case &c) {
+    tpl::AttentionProblem ap;
+    ap.batch = int(c.p.b), ap.heads = int(c.p.h), ap.seq_q = int(c.p.sq), ap.seq_kv = int(c.p.skv);
+    ap.head_dim = int(c.p.d), ap.dtype = c.p.dt, ap.causal = c.p.causal, ap.heads_last = c.heads_last;
+    if (!c.p.mask_shape.empty())
+      ap.has_mask = true, ap.mask_dtype = c.p.mask_dt, ap.mask_batch = int(c.p.mask_shape[0]),
+      ap.mask_heads = int(c.p.mask_shape[1]);
+    return ap;
+  };
+  // The configs of search space 2 that exist for each head dim (the kernel is not emulated).
+  auto ap128 = problem_of(cases[1]);
+  auto wg = tpl::attention_candidates(ap128, 2, 132, true);
+  CHECK(wg[0].wgmma);
+  CHECK(std::count_if(wg.begin(), wg.end(), [](auto &c) { return c.wgmma; }) >= 8);
+  if (!tpl::wgmma_available()) {
+    if (!hidet::detail::nvrtc_available()) return;
+    hidet::BuildOptions o;
+    o.arch = "sm_90a";
+    for (auto &c : cases) {
+      auto ap = problem_of(c);
+      tpl::AttentionConfig cfg;
+      cfg.wgmma = true, cfg.block_kv = 128;
+      auto cm = tpl::attention_module(ap, cfg).build(o);
+      INFO(ap.str());
+      auto has = [&](const char *text) { return cm.source().find(text) != std::string::npos; };
+      CHECK(has("wgmma.mma_async.sync.aligned.m64n128k16.f32"));
+      CHECK(has("setmaxnreg"));
+      CHECK(!cm.binary().cubin.empty()); // NVRTC compiled it for sm_90a
+    }
+    return;
+  }
+  for (auto &c : cases) {
+    auto ap = problem_of(c);
+    for (auto &cfg : tpl::attention_candidates(ap, 2, 132, true)) {
+      if (!cfg.wgmma) continue;
+      auto in = make_inputs(c.p);
+      auto shape = c.heads_last ? o::Shape{c.p.b, c.p.sq, c.p.h, c.p.d} : o::Shape{c.p.b, c.p.h, c.p.sq, c.p.d};
+      auto out = full(shape, NAN, c.p.dt, "cuda"); // poison: an unwritten element fails
+      tpl::Attention att(ap, cfg);
+      const double scale = 0.7 / std::sqrt(double(c.p.d));
+      if (in.mask) att(in.q, in.k, in.v, *in.mask, out, scale);
+      else att(in.q, in.k, in.v, out, scale);
+      check(c.p, in, c.heads_last ? o::permute(out, {0, 2, 1, 3}) : out, scale, ap.str() + " | " + cfg.str());
+    }
+  }
+  // Through the operator (the default config is the Hopper kernel for these problems) and with
+  // inputs 2 bytes off a 16-byte boundary (TMA cannot read them: the mma.sync kernel runs).
+  Problem p{2, 2, 150, 300, 64, dtypes::f16, true};
+  run_op(p);
+  auto in = make_inputs(p);
+  auto shifted = [&](const Tensor &t) {
+    auto buf = hidet::empty({t.numel() + 8}, t.dtype(), "cuda");
+    Tensor view(buf.storage(), t.shape(), t.dtype(), 2);
+    std::vector<char> bytes(t.nbytes());
+    t.copy_to_host(bytes.data());
+    view.copy_from_host(bytes.data());
+    return view;
+  };
+  Inputs off{shifted(in.q), shifted(in.k), shifted(in.v), {}};
+  CHECK(reinterpret_cast<std::uintptr_t>(off.q.data_ptr()) % 16 != 0);
+  auto out = o::scaled_dot_product_attention(off.q, off.k, off.v, std::nullopt, true);
+  check(p, in, out, 1.0 / std::sqrt(64.0), "unaligned inputs");
+}
+
 TEST_CASE("sdpa: tuning over search space 1 picks a tiling, reuses it and stays correct") {
   int calls = 0;
   o::tuning::set_timer([&](const o::tuning::Launch &l) {

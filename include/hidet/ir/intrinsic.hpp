@@ -61,7 +61,9 @@ namespace hidet::ir {
   X(TmaWaitGroup, "tma_wait_group") /* (n) */                                                      \
   X(TmaLoadMulticast, "tma_load_multicast") /* (dst, tensor map, bar, cta mask u16, coords...) */  \
   /* wgmma (d f32 registers, desc_a u64, desc_b u64, scale_d, n, ab dtype, trans_a, trans_b) */    \
-  X(Wgmma, "wgmma") X(WgmmaFence, "wgmma_fence") X(WgmmaCommitGroup, "wgmma_commit_group")         \
+  /* wgmma_rs: A from registers (d f32 registers, a u32[4] registers, desc_b u64, scale_d, n,      \
+     ab dtype, trans_b) */                                                                         \
+  X(Wgmma, "wgmma") X(WgmmaRs, "wgmma_rs") X(WgmmaFence, "wgmma_fence") X(WgmmaCommitGroup, "wgmma_commit_group")         \
   X(WgmmaWaitGroup, "wgmma_wait_group") /* (n) */                                                  \
   X(SmemAddress, "smem_address") /* (pointer to shared) -> u32 shared-window address */            \
   X(SetMaxNReg, "setmaxnreg")    /* (count, increase 0|1) */                                       \

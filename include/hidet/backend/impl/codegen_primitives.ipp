@@ -26,7 +26,7 @@ HIDET_INLINE ArchNeed arch_need(ir::Intrinsic op) {
   case I::CopyVector: return {0, false};
   case I::Ldmatrix: return {75, false};
   case I::Stmatrix: return {90, false};
-  case I::Wgmma: case I::WgmmaFence: case I::WgmmaCommitGroup: case I::WgmmaWaitGroup:
+  case I::Wgmma: case I::WgmmaRs: case I::WgmmaFence: case I::WgmmaCommitGroup: case I::WgmmaWaitGroup:
   case I::SetMaxNReg: return {90, true};
   default: return {ir::is_hopper_intrinsic(op) ? 90 : 80, false};
   }
@@ -256,6 +256,16 @@ HIDET_INLINE std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
                    n, "k16.f32.", in, ".", in, " ", reg_list(0, nd), ", %", nd, ", %", nd + 1, ", p, 1, 1, ", imm(6),
                    ", ", imm(7), ";\\n}\" : ", outs, " : \"l\"(", a(1), "), \"l\"(", a(2), "), \"r\"((int)(", a(3),
                    ")) : \"memory\")");
+  }
+  case I::WgmmaRs: {
+    int n = int(imm(4)), nd = n / 2;
+    const char *in = imm(5) == int(DTypeCode::BF16) ? "bf16" : "f16";
+    std::string outs, ins;
+    for (int i = 0; i < nd; ++i) outs += str_cat(i ? ", " : "", "\"+f\"(", words(0, "float"), "[", i, "])");
+    for (int i = 0; i < 4; ++i) ins += str_cat(i ? ", " : "", "\"r\"(", words(1, "const uint32_t"), "[", i, "])");
+    return str_cat("asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", nd + 5, ", 0;\\nwgmma.mma_async.sync.aligned.m64n",
+                   n, "k16.f32.", in, ".", in, " ", reg_list(0, nd), ", ", reg_list(nd, 4), ", %", nd + 4, ", p, 1, 1, ",
+                   imm(6), ";\\n}\" : ", outs, " : ", ins, ", \"l\"(", a(2), "), \"r\"((int)(", a(3), ")) : \"memory\")");
   }
   case I::SmemAddress: return smem(0);
   case I::SetMaxNReg:

@@ -99,6 +99,15 @@ inline void wgmma_wait_group(int n, HIDET_LOC_PARAM) { detail::emit_intrinsic(ir
 void wgmma(const PtrArg &d, const Operand &desc_a, const Operand &desc_b, int n, DataType ab,
            const Operand &scale_d = Operand(1), bool trans_a = false, bool trans_b = false);
 
+/// wgmma.mma_async m64n{n}k16 with A from registers: D = A * B + (scale_d ? D : 0), where `a` is
+/// this thread's u32[4] fragment of A's 64 x 16 tile (packed f16/bf16 pairs, laid out like
+/// mma.sync's m16n8k16 A fragment per warp: lane (g, q) of warp w holds rows 16 w + g and + 8,
+/// columns 2 q, + 1 and 8 + 2 q, + 1). That is the layout of an f32 accumulator of the
+/// warpgroup's m64 wgmma: pairs 2 i, 2 i + 1 of 16 accumulator columns, packed, give a[i], so a
+/// product's result can feed the next one without shared memory. B as in wgmma; trans_b: MN-major.
+void wgmma_rs(const PtrArg &d, const PtrArg &a, const Operand &desc_b, int n, DataType ab,
+              const Operand &scale_d = Operand(1), bool trans_b = false);
+
 // ---- registers and clusters -----------------------------------------------------------------------
 
 /// setmaxnreg.inc / .dec: the warpgroup's per-thread register budget becomes `count` (24..256,

@@ -52,7 +52,7 @@ choose(const templates::AttentionProblem &p, int space, const Tensor &q, const T
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = chosen.find(key); it != chosen.end()) return it->second;
   }
-  auto cfgs = templates::attention_candidates(p, space, runtime::device_info(0).sm_count);
+  auto cfgs = templates::attention_candidates(p, space, runtime::device_info(0).sm_count, templates::wgmma_available());
   std::size_t best = 0;
   if (cfgs.size() > 1) {
     std::vector<tuning::Candidate> cands;

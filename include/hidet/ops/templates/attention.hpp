@@ -35,126 +35,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/ops/templates/attention_common.hpp"
+#include "hidet/ops/templates/attention_wgmma.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
+#include "hidet/runtime/tensor_map.hpp"
 
 namespace hidet::ops::templates {
-
-/// Tiling of the attention kernel. block_q = warps * warp_q query rows per block.
-struct AttentionConfig {
-  int warps = 4;         ///< warps of a block
-  int warp_q = 16;       ///< query rows of one warp: 16 or 32 (m16 tiles)
-  int block_kv = 64;     ///< keys of one K/V tile: 32, 64 or 128
-  int stages = 2;        ///< K/V buffers of the cp.async ring (2 or 3)
-  bool q_in_regs = true; ///< keep the Q fragments in registers (else re-load them per tile)
-
-  int block_q() const { return warps * warp_q; }
-  int threads() const { return warps * 32; }
-  /// Dynamic shared memory in bytes for head dim `d`: the Q tile and `stages` K and V tiles.
-  int smem_bytes(int d) const { return (block_q() + 2 * stages * block_kv) * d * 2; }
-  /// A rough count of the 32-bit registers a thread needs for head dim `d`: the O and S
-  /// accumulators (P replaces S), the Q fragments when kept, the K/V fragments.
-  int fragment_registers(int d) const {
-    int mt = warp_q / 16;
-    return mt * (d / 8) * 4 + mt * (block_kv / 8) * 4 + (q_in_regs ? mt * d / 4 : 4) + 8;
-  }
-  /// "q64 kv64 (4 warps of 16 rows, 2 stages, Q in registers)"
-  std::string str() const {
-    return str_cat("q", block_q(), " kv", block_kv, " (", warps, " warps of ", warp_q, " rows, ",
-                   stages, " stages, Q in ", q_in_regs ? "registers" : "shared memory", ")");
-  }
-};
-
-/// One attention problem: sizes, dtype and masks. The kernel is specialized for it.
-struct AttentionProblem {
-  int batch = 1, heads = 1, seq_q = 1, seq_kv = 1, head_dim = 64;
-  DataType dtype = dtypes::f16;
-  bool causal = false;
-  bool has_mask = false; ///< an additive mask [mask_batch, mask_heads, seq_q, seq_kv]
-  DataType mask_dtype = dtypes::f32;
-  int mask_batch = 1, mask_heads = 1; ///< 1 (broadcast) or batch / heads
-  bool heads_last = false; ///< out is [B, Sq, H, D] (attention.transpose(1, 2)) instead of [B, H, Sq, D]
-
-  /// "f16 [2, 8, 128, 64] x kv 256, causal, mask f32 [1, 8]"
-  std::string str() const {
-    std::string s =
-        str_cat(dtype, " [", batch, ", ", heads, ", ", seq_q, ", ", head_dim, "] x kv ", seq_kv);
-    if (causal) s += ", causal";
-    if (has_mask) s += str_cat(", mask ", mask_dtype, " [", mask_batch, ", ", mask_heads, "]");
-    if (heads_last) s += ", out [B, Sq, H, D]";
-    return s;
-  }
-};
-
-/// Throws ValueError naming the config when it cannot be built for head dim `head_dim`.
-inline void check_attention_config(const AttentionConfig &c, int head_dim) {
-  auto bad = [&](const std::string &why) {
-    throw ValueError(str_cat("attention config ", c.str(), " for head dim ", head_dim, ": ", why));
-  };
-  if (head_dim != 32 && head_dim != 64 && head_dim != 128) bad("the tensor-core kernel takes head dim 32, 64 or 128");
-  if (c.warps < 1 || c.warps > 16) bad("warps must be in [1, 16]");
-  if (c.warp_q != 16 && c.warp_q != 32) bad("warp_q must be 16 or 32 (one or two m16 tiles)");
-  if (c.block_kv != 32 && c.block_kv != 64 && c.block_kv != 128)
-    bad("block_kv must be 32, 64 or 128");
-  if (c.stages < 2 || c.stages > 3) bad(str_cat("stages is ", c.stages, "; use 2 or 3"));
-  if (c.smem_bytes(head_dim) > 227 * 1024)
-    bad(str_cat(c.smem_bytes(head_dim), " bytes of shared memory; an H100 block may use 232448"));
-  int vec = head_dim / 8;
-  if ((c.block_q() * vec) % c.threads() || (c.block_kv * vec) % c.threads())
-    bad(str_cat("the ", c.threads(),
-                " threads must copy the tiles in whole rounds of 16-byte vectors"));
-}
-
-/// True when every tensor of the problem has fewer than 2^31 elements: the kernel indexes them
-/// with 32-bit integers.
-inline bool attention_fits_int32(const AttentionProblem &p) {
-  const std::int64_t lim = std::int64_t(1) << 31, bh = std::int64_t(p.batch) * p.heads;
-  std::int64_t mask =
-      p.has_mask ? std::int64_t(p.mask_batch) * p.mask_heads * p.seq_q * p.seq_kv : 0;
-  return bh * std::max(p.seq_q, p.seq_kv) * p.head_dim < lim && mask < lim;
-}
-
-/// Throws ValueError naming the problem when the kernel cannot serve it.
-inline void check_attention_problem(const AttentionProblem &p) {
-  auto bad = [&](const std::string &why) {
-    throw ValueError(str_cat("attention kernel for ", p.str(), ": ", why));
-  };
-  if (!p.dtype.is_half()) bad("q, k, v must be f16 or bf16");
-  if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128) bad("head dim must be 32, 64 or 128");
-  if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_kv <= 0) bad("sizes must be positive");
-  if (p.batch > 65535 || p.heads > 65535)
-    bad("batch and heads must be at most 65535 (grid dimensions)");
-  if (!attention_fits_int32(p))
-    bad("q, k, v, out and the mask must each have fewer than 2^31 elements (32-bit indexing); "
-        "split the batch");
-  if (p.has_mask) {
-    if (p.mask_dtype != dtypes::f32 && !p.mask_dtype.is_half())
-      bad("the mask must be f32, f16 or bf16");
-    if ((p.mask_batch != 1 && p.mask_batch != p.batch) ||
-        (p.mask_heads != 1 && p.mask_heads != p.heads))
-      bad("the mask's batch and head dims must be 1 or those of q");
-  }
-}
-
-namespace attention_detail {
-/// A shared tile of `stages` x `rows` x `cols` halves with XOR-swizzled 16-byte vectors (the
-/// layout of matmul_f16.hpp): any 8 consecutive rows at one vector column lie in 8 distinct
-/// 16-byte bank groups.
-inline ir::Layout swizzled_tile(int stages, int rows, int cols) {
-  using namespace hidet::lang;
-  int vectors = cols / 8;
-  int log_step = vectors >= 8 ? 0 : vectors == 4 ? 1 : 2;
-  return swizzle(row_major(stages, rows, vectors), 2, 1, log_step) * row_major(1, 1, 8);
-}
-constexpr float log2e = 1.4426950408889634f;
-} // namespace attention_detail
-
 /// Adds kernel `name` for problem `p`. Parameters: q, k, v: dt[B][H][S][D], then (with a mask)
 /// mask: mask_dt[mask_batch][mask_heads][Sq][Skv], then out: dt[B][H][Sq][D] (dt[B][Sq][H][D]
 /// when p.heads_last) and scale (f32).
@@ -378,31 +275,46 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   }
 }
 
-/// A script module with kernel "attention" for problem `p` (parameters as in add_attention_kernel).
+/// A script module with kernel "attention" for problem `p`: add_attention_kernel, or
+/// add_attention_wgmma_kernel for a Hopper config (cfg.wgmma).
 inline lang::ScriptModule attention_module(const AttentionProblem &p, const AttentionConfig &cfg) {
-  auto mod = lang::script_module(
-      str_cat("attention_", p.dtype, "_d", p.head_dim, p.causal ? "_causal" : "", p.heads_last ? "_bshd" : ""));
-  add_attention_kernel(mod, "attention", p, cfg);
+  auto mod = lang::script_module(str_cat("attention_", cfg.wgmma ? "wgmma_" : "", p.dtype, "_d", p.head_dim,
+                                         p.causal ? "_causal" : "", p.heads_last ? "_bshd" : ""));
+  if (cfg.wgmma) add_attention_wgmma_kernel(mod, "attention", p, cfg);
+  else add_attention_kernel(mod, "attention", p, cfg);
   return mod;
 }
 
-/// The default tiling, from the H100 sweep of search space 1 (docs/notes/attention.md): 4 warps,
-/// Q fragments in registers, K/V tiles of 64 keys, double-buffered; head dim 128 takes 16 rows
-/// per warp (64-row blocks: 32-row warps need too many registers), head dim 64 takes 32 rows
-/// per warp (128-row blocks) when the keys are many (>= 256) and the grid still fills the GPU.
-inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int num_sms) {
+/// The default mma.sync tiling, from the H100 sweep of search space 1 (docs/notes/attention.md):
+/// 4 warps, Q fragments in registers, K/V tiles of 64 keys, double-buffered; head dim 128 takes
+/// 16 rows per warp (64-row blocks: 32-row warps need too many registers), head dim 64 takes 32
+/// rows per warp (128-row blocks) when the keys are many (>= 256) and the grid still fills the GPU.
+inline AttentionConfig attention_mma_config(const AttentionProblem &p, int num_sms) {
   AttentionConfig c{4, 16, 64, 2, true};
   std::int64_t big_blocks = std::int64_t(lang::ceil_div(p.seq_q, 128)) * p.batch * p.heads;
   if (p.head_dim == 64 && p.seq_kv >= 256 && big_blocks >= num_sms) c.warp_q = 32;
   return c;
 }
 
+/// The default tiling: on Hopper (`hopper`: wgmma_available()) the wgmma kernel with 2 consumer
+/// warpgroups (128 query rows) and double-buffered tiles of 128 keys when it serves the problem
+/// and the keys fill more than one tile; otherwise attention_mma_config.
+inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int num_sms, bool hopper = false) {
+  if (hopper && attention_wgmma_supports(p) && p.seq_kv > 128) {
+    AttentionConfig c;
+    c.wgmma = true, c.consumers = 2, c.block_kv = 128, c.stages = 2;
+    return c;
+  }
+  return attention_mma_config(p, num_sms);
+}
+
 /// Candidate tilings for problem `p` in search space `space` (0: the default for `num_sms`
-/// multiprocessors; 1: rows per warp, K/V tile, stages and Q placement, up to about 20; 2: also 8
-/// warps). Configs that fail the checks or would exceed the registers are left out.
+/// multiprocessors; 1: rows per warp, K/V tile, stages and Q placement, up to about 20, and on
+/// Hopper the wgmma kernel's consumers, K/V tile and stages; 2: also 8 warps and more K/V tiles).
+/// Configs that fail the checks or would exceed the registers are left out.
 inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem &p, int space,
-                                                         int num_sms = 132) {
-  auto def = attention_heuristic_config(p, num_sms);
+                                                         int num_sms = 132, bool hopper = false) {
+  auto def = attention_heuristic_config(p, num_sms, hopper);
   std::vector<AttentionConfig> out{def};
   if (space <= 0) return out;
   auto add = [&](const AttentionConfig &c) {
@@ -411,7 +323,7 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
     } catch (const ValueError &) {
       return;
     }
-    if (c.fragment_registers(p.head_dim) > 232) return;
+    if (!c.wgmma && c.fragment_registers(p.head_dim) > 232) return;
     for (auto &o : out)
       if (o.str() == c.str()) return;
     out.push_back(c);
@@ -422,11 +334,22 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
         for (int stages : {2, 3})
           for (bool qr : {true, false})
             add(AttentionConfig{warps, warp_q, bkv, stages, qr});
+  if (hopper && attention_wgmma_supports(p))
+    for (int consumers : {1, 2, 3})
+      for (int bkv : space >= 2 ? std::vector<int>{64, 96, 128, 160, 192} : std::vector<int>{64, 128})
+        for (int stages : {2, 3}) {
+          AttentionConfig c;
+          c.wgmma = true, c.consumers = consumers, c.block_kv = bkv, c.stages = stages;
+          add(c);
+        }
   return out;
 }
 
 /// A built attention kernel for one problem: f(q, k, v, out, scale) or, with a mask,
-/// f(q, k, v, mask, out, scale) (all on cuda, shapes and dtypes as in the problem).
+/// f(q, k, v, mask, out, scale) (all on cuda, shapes and dtypes as in the problem). A Hopper
+/// config encodes the TMA maps of q, k and v on the host (kept while the addresses stay) and
+/// passes them by value; inputs whose addresses are not 16-byte aligned (TMA's rule) run on the
+/// mma.sync kernel instead (built on first need).
 class Attention {
 public:
   Attention(const AttentionProblem &p, const AttentionConfig &cfg = {})
@@ -436,20 +359,72 @@ public:
                   double scale) const {
     if (problem_.has_mask)
       throw ValueError(str_cat("attention kernel for ", problem_.str(), ": the mask is missing"));
-    cm_["attention"](q, k, v, out, scale);
+    launch(q, k, v, nullptr, out, scale);
   }
   /// Launches on the current stream with the additive mask.
   void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &mask,
                   const Tensor &out, double scale) const {
     if (!problem_.has_mask)
       throw ValueError(str_cat("attention kernel for ", problem_.str(), ": built without a mask"));
-    cm_["attention"](q, k, v, mask, out, scale);
+    launch(q, k, v, &mask, out, scale);
   }
   const AttentionProblem &problem() const { return problem_; }
   const AttentionConfig &config() const { return cfg_; }
   const CompiledModule &module() const { return cm_; }
 
 private:
+  void launch(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *mask, const Tensor &out,
+              double scale) const {
+    if (!cfg_.wgmma) {
+      if (mask) return cm_["attention"](q, k, v, *mask, out, scale);
+      return cm_["attention"](q, k, v, out, scale);
+    }
+    const auto &p = problem_;
+    const std::int64_t bh = std::int64_t(p.batch) * p.heads;
+    auto check = [&](const Tensor &t, std::int64_t s, const char *what) {
+      std::vector<std::int64_t> want{p.batch, p.heads, s, p.head_dim};
+      if (t.shape() != want || t.dtype() != p.dtype || !t.device().is_cuda())
+        throw ValueError(str_cat("attention kernel for ", p.str(), ": ", what, " is ", t.dtype(), " ",
+                                 hidet::detail::shape_str(t.shape()), " on ", t.device_str(), ", expected ", p.dtype,
+                                 " ", hidet::detail::shape_str(want), " on cuda"));
+    };
+    check(q, p.seq_q, "q"), check(k, p.seq_kv, "k"), check(v, p.seq_kv, "v");
+    auto aligned = [](const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; };
+    if (!aligned(q) || !aligned(k) || !aligned(v)) {
+      std::shared_ptr<const Attention> fb;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!fallback_) fallback_ = std::make_shared<const Attention>(p, attention_mma_config(p, 132));
+        fb = fallback_;
+      }
+      if (mask) return (*fb)(q, k, v, *mask, out, scale);
+      return (*fb)(q, k, v, out, scale);
+    }
+    std::vector<LaunchArg> args;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      map_for(maps_[0], q, {bh, p.seq_q, p.head_dim}, cfg_.block_q());
+      map_for(maps_[1], k, {bh, p.seq_kv, p.head_dim}, cfg_.block_kv);
+      map_for(maps_[2], v, {bh, p.seq_kv, p.head_dim}, cfg_.block_kv);
+      args = {*maps_[0].map, *maps_[1].map, *maps_[2].map};
+    }
+    if (mask) args.emplace_back(*mask);
+    args.emplace_back(out), args.emplace_back(scale);
+    cm_["attention"].launch(args);
+  }
+  struct CachedMap {
+    const void *ptr = nullptr;
+    std::optional<TensorMap> map;
+  };
+  /// The map of `t` viewed as `shape` ([B * H, S, D]) with boxes of 1 x rows x 64.
+  static void map_for(CachedMap &m, const Tensor &t, std::vector<std::int64_t> shape, int rows) {
+    if (m.ptr == t.data_ptr() && m.map) return;
+    TensorMap::Spec spec;
+    spec.address = t.data_ptr(), spec.dtype = t.dtype(), spec.shape = std::move(shape);
+    spec.box = {1, rows, 64}, spec.swizzle = TensorMap::Swizzle::B128;
+    m.map = TensorMap::tiled(spec);
+    m.ptr = t.data_ptr();
+  }
   /// --use_fast_math: exp2 as one ex2.approx (the scores are f32, P is rounded to 16 bits anyway).
   static BuildOptions build_options() {
     BuildOptions o;
@@ -459,6 +434,9 @@ private:
   AttentionProblem problem_;
   AttentionConfig cfg_;
   CompiledModule cm_;
+  mutable std::mutex mu_;
+  mutable CachedMap maps_[3];                              ///< q, k, v (Hopper configs)
+  mutable std::shared_ptr<const Attention> fallback_;      ///< for unaligned inputs
 };
 
 } // namespace hidet::ops::templates

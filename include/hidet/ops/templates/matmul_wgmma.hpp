@@ -47,18 +47,12 @@
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
 #include "hidet/ops/templates/matmul_f16.hpp"
+#include "hidet/ops/templates/hopper.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 #include "hidet/runtime/tensor_map.hpp"
 
 namespace hidet::ops::templates {
-
-/// True when the Hopper kernels (wgmma, TMA; sm_90a) can run here: a real Hopper GPU, not the
-/// emulator.
-inline bool wgmma_available() {
-  if (runtime::cuda_emulated()) return false;
-  return runtime::device_info(0).arch() == "sm_90a";
-}
 
 /// Tiling parameters of the Hopper matmul: block_m = 64 * consumers.
 struct MatmulWgmmaConfig {

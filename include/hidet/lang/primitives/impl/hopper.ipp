@@ -131,6 +131,32 @@ HIDET_INLINE void wgmma(const PtrArg &d, const Operand &desc_a, const Operand &d
                          d.loc);
 }
 
+HIDET_INLINE void wgmma_rs(const PtrArg &d, const PtrArg &a, const Operand &desc_b, int n, DataType ab,
+                           const Operand &scale_d, bool trans_b) {
+  const char *fn = "wgmma_rs";
+  if (n < 8 || n > 256 || n % 8 != 0)
+    throw DSLError(str_cat("wgmma_rs m64n", n, "k16: n must be a multiple of 8 in [8, 256]"), d.loc);
+  if (!ab.is_half()) throw DSLError(str_cat("wgmma_rs: inputs are ", ab, "; use f16 or bf16"), d.loc);
+  if (d.dtype != dtypes::f32)
+    throw DSLError(str_cat("wgmma_rs: the accumulator ", d.describe(), " is ", d.dtype, "; use f32"), d.loc);
+  detail::require_scope(d, ir::Scope::Register, fn, "accumulator");
+  detail::require_scope(a, ir::Scope::Register, fn, "A fragment");
+  if (d.avail >= 0 && d.avail < n / 2)
+    throw DSLError(str_cat("wgmma_rs m64n", n, "k16: the accumulator ", d.describe(), " has ", d.avail,
+                           " f32 elements from this point; the fragment needs ", n / 2,
+                           " per thread: declare register_tensor(f32[", n / 2, "])"),
+                   d.loc);
+  if (a.dtype.nbytes() != 4 || (a.avail >= 0 && a.avail < 4))
+    throw DSLError(str_cat("wgmma_rs: the A fragment ", a.describe(), " must be 4 32-bit words (u32[4]) from this point"),
+                   a.loc);
+  detail::require_scalar(desc_b, fn);
+  detail::emit_intrinsic(ir::Intrinsic::WgmmaRs,
+                         {d.ptr, a.ptr, detail::convert(desc_b.node, dtypes::u64, desc_b.loc),
+                          detail::convert(Operand(scale_d).node, dtypes::i32, d.loc), detail::imm(n),
+                          detail::imm(int(ab.code)), detail::imm(trans_b)},
+                         d.loc);
+}
+
 HIDET_INLINE void setmaxnreg(int count, bool increase, std::source_location loc_) {
   if (count < 24 || count > 256 || count % 8 != 0)
     throw DSLError(str_cat("setmaxnreg(", count, "): the count must be a multiple of 8 in [24, 256]"), loc_);
