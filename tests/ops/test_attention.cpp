@@ -225,10 +225,15 @@ TEST_CASE("sdpa: the Hopper kernel (wgmma, TMA) compiles for sm_90a; on Hopper e
     }
     return;
   }
-  for (auto &c : cases) {
+  // Each case runs the default and every cases.size()-th config of search space 2 (by its index),
+  // so that together the cases cover the space for both head dims.
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const auto &c = cases[ci];
     auto ap = problem_of(c);
-    for (auto &cfg : tpl::attention_candidates(ap, 2, 132, true)) {
-      if (!cfg.wgmma) continue;
+    auto cfgs = tpl::attention_candidates(ap, 2, 132, true);
+    for (std::size_t j = 0; j < cfgs.size(); ++j) {
+      const auto &cfg = cfgs[j];
+      if (!cfg.wgmma || (j != 0 && j % cases.size() != ci)) continue;
       auto in = make_inputs(c.p);
       auto shape = c.heads_last ? o::Shape{c.p.b, c.p.sq, c.p.h, c.p.d} : o::Shape{c.p.b, c.p.h, c.p.sq, c.p.d};
       auto out = full(shape, NAN, c.p.dt, "cuda"); // poison: an unwritten element fails
@@ -239,12 +244,15 @@ TEST_CASE("sdpa: the Hopper kernel (wgmma, TMA) compiles for sm_90a; on Hopper e
       check(c.p, in, c.heads_last ? o::permute(out, {0, 2, 1, 3}) : out, scale, ap.str() + " | " + cfg.str());
     }
   }
-  // Through the operator (the default config is the Hopper kernel for these problems) and with
-  // inputs 2 bytes off a 16-byte boundary (TMA cannot read them: the mma.sync kernel runs).
+  // Through the operator: the default config is the Hopper kernel for these problems.
+  run_op({2, 2, 150, 300, 128, dtypes::f16, true});
+  run_op({1, 2, 150, 1100, 64, dtypes::bf16});
+}
+
+TEST_CASE("sdpa: inputs off a 16-byte boundary are realigned by the operator and refused by the template") {
   Problem p{2, 2, 150, 300, 64, dtypes::f16, true};
-  run_op(p);
   auto in = make_inputs(p);
-  auto shifted = [&](const Tensor &t) {
+  auto shifted = [&](const Tensor &t) { // t's elements 2 bytes after a 16-byte boundary
     auto buf = hidet::empty({t.numel() + 8}, t.dtype(), "cuda");
     Tensor view(buf.storage(), t.shape(), t.dtype(), 2);
     std::vector<char> bytes(t.nbytes());
@@ -253,9 +261,14 @@ TEST_CASE("sdpa: the Hopper kernel (wgmma, TMA) compiles for sm_90a; on Hopper e
     return view;
   };
   Inputs off{shifted(in.q), shifted(in.k), shifted(in.v), {}};
-  CHECK(reinterpret_cast<std::uintptr_t>(off.q.data_ptr()) % 16 != 0);
+  REQUIRE(reinterpret_cast<std::uintptr_t>(off.q.data_ptr()) % 16 != 0);
   auto out = o::scaled_dot_product_attention(off.q, off.k, off.v, std::nullopt, true);
   check(p, in, out, 1.0 / std::sqrt(64.0), "unaligned inputs");
+  tpl::AttentionProblem ap;
+  ap.batch = 2, ap.heads = 2, ap.seq_q = 150, ap.seq_kv = 300, ap.causal = true;
+  tpl::Attention att(ap, tpl::attention_heuristic_config(ap, 132, tpl::wgmma_available()));
+  CHECK_THROWS_WITH_AS(att(off.q, in.k, in.v, out, 0.125), doctest::Contains("q is not 16-byte aligned"),
+                       hidet::ValueError);
 }
 
 TEST_CASE("sdpa: tuning over search space 1 picks a tiling, reuses it and stays correct") {

@@ -209,11 +209,14 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
       p.mask_heads = int(mask->shape()[1]);
     p.heads_last = heads_last;
     Tensor out = heads_last ? empty({B, Sq, H, D}, q.dtype(), q.device()) : empty({B, H, Sq, D}, q.dtype(), q.device());
-    auto r = choose(p, option::search_space(), q, k, v, mask, out, s);
+    // The kernels load 16-byte vectors (cp.async, TMA): a view at an odd offset is copied.
+    auto aligned = [](const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 ? t.clone() : t; };
+    const Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
+    auto r = choose(p, option::search_space(), qa, ka, va, mask, out, s);
     if (mask)
-      (*r)(q, k, v, *mask, out, s);
+      (*r)(qa, ka, va, *mask, out, s);
     else
-      (*r)(q, k, v, out, s);
+      (*r)(qa, ka, va, out, s);
     return out;
   }
 

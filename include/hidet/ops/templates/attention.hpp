@@ -296,16 +296,18 @@ inline AttentionConfig attention_mma_config(const AttentionProblem &p, int num_s
   return c;
 }
 
-/// The default tiling: on Hopper (`hopper`: wgmma_available()) the wgmma kernel with 2 consumer
-/// warpgroups (128 query rows) and double-buffered tiles of 128 keys when it serves the problem
-/// and the keys fill more than one tile; otherwise attention_mma_config.
+/// The default tiling. On Hopper (`hopper`: wgmma_available()) the wgmma kernel, with 2 consumer
+/// warpgroups (128 query rows) and tiles of 128 keys, serves head dim 128 when the keys fill more
+/// than one tile (3 stages without a causal mask, else 2: the best of search space 2 on the
+/// H200's Llama-7B rows, docs/notes/attention.md) and head dim 64 from 1024 keys on (at 512
+/// keys the mma.sync kernel measured 6% faster); otherwise attention_mma_config.
 inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int num_sms, bool hopper = false) {
-  if (hopper && attention_wgmma_supports(p) && p.seq_kv > 128) {
-    AttentionConfig c;
-    c.wgmma = true, c.consumers = 2, c.block_kv = 128, c.stages = 2;
-    return c;
-  }
-  return attention_mma_config(p, num_sms);
+  const bool wgmma = hopper && attention_wgmma_supports(p) &&
+                     (p.head_dim == 128 ? p.seq_kv > 128 : p.seq_kv >= 1024);
+  if (!wgmma) return attention_mma_config(p, num_sms);
+  AttentionConfig c;
+  c.wgmma = true, c.consumers = 2, c.block_kv = 128, c.stages = p.head_dim == 128 && !p.causal ? 3 : 2;
+  return c;
 }
 
 /// Candidate tilings for problem `p` in search space `space` (0: the default for `num_sms`
@@ -346,10 +348,9 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
 }
 
 /// A built attention kernel for one problem: f(q, k, v, out, scale) or, with a mask,
-/// f(q, k, v, mask, out, scale) (all on cuda, shapes and dtypes as in the problem). A Hopper
-/// config encodes the TMA maps of q, k and v on the host (kept while the addresses stay) and
-/// passes them by value; inputs whose addresses are not 16-byte aligned (TMA's rule) run on the
-/// mma.sync kernel instead (built on first need).
+/// f(q, k, v, mask, out, scale) (all on cuda, shapes and dtypes as in the problem; q, k and v
+/// 16-byte aligned). A Hopper config encodes the TMA maps of q, k and v on the host (kept while
+/// the addresses stay) and passes them by value.
 class Attention {
 public:
   Attention(const AttentionProblem &p, const AttentionConfig &cfg = {})
@@ -375,11 +376,15 @@ public:
 private:
   void launch(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *mask, const Tensor &out,
               double scale) const {
+    const auto &p = problem_;
+    for (const auto *t : {&q, &k, &v})
+      if (reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 != 0)
+        throw ValueError(str_cat("attention kernel for ", p.str(), ": ", t == &q ? "q" : t == &k ? "k" : "v",
+                                 " is not 16-byte aligned (the kernels load 16-byte vectors; clone() realigns it)"));
     if (!cfg_.wgmma) {
       if (mask) return cm_["attention"](q, k, v, *mask, out, scale);
       return cm_["attention"](q, k, v, out, scale);
     }
-    const auto &p = problem_;
     const std::int64_t bh = std::int64_t(p.batch) * p.heads;
     auto check = [&](const Tensor &t, std::int64_t s, const char *what) {
       std::vector<std::int64_t> want{p.batch, p.heads, s, p.head_dim};
@@ -389,17 +394,6 @@ private:
                                  " ", hidet::detail::shape_str(want), " on cuda"));
     };
     check(q, p.seq_q, "q"), check(k, p.seq_kv, "k"), check(v, p.seq_kv, "v");
-    auto aligned = [](const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; };
-    if (!aligned(q) || !aligned(k) || !aligned(v)) {
-      std::shared_ptr<const Attention> fb;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!fallback_) fallback_ = std::make_shared<const Attention>(p, attention_mma_config(p, 132));
-        fb = fallback_;
-      }
-      if (mask) return (*fb)(q, k, v, *mask, out, scale);
-      return (*fb)(q, k, v, out, scale);
-    }
     std::vector<LaunchArg> args;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -435,8 +429,7 @@ private:
   AttentionConfig cfg_;
   CompiledModule cm_;
   mutable std::mutex mu_;
-  mutable CachedMap maps_[3];                              ///< q, k, v (Hopper configs)
-  mutable std::shared_ptr<const Attention> fallback_;      ///< for unaligned inputs
+  mutable CachedMap maps_[3]; ///< q, k, v (Hopper configs)
 };
 
 } // namespace hidet::ops::templates
