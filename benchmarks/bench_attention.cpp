@@ -37,10 +37,12 @@ namespace tpl = hidet::ops::templates;
 double time_ms(const std::function<void()> &fn) { return hidet::median_ms(fn); }
 
 struct Shape {
-  int b, h, s, d;
+  int b, h, s, d; ///< s: the keys (and the queries unless sq_ is set)
   bool causal;
   hidet::DataType dt;
   const char *name;
+  int sq_ = 0; ///< query rows when not s (decoding: 1)
+  int sq() const { return sq_ ? sq_ : s; }
 };
 
 /// Max over sampled rows of |got - ref| / bound (<= 1 passes), reference in double.
@@ -50,18 +52,18 @@ double check(const Shape &sh, const hidet::Tensor &q, const hidet::Tensor &k,
        ho = out.to_double_vector();
   const double eps = sh.dt == hidet::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
   const double scale = 1.0 / std::sqrt(double(sh.d));
-  std::uniform_int_distribution<int> rb(0, sh.b - 1), rh(0, sh.h - 1), ri(0, sh.s - 1);
+  std::uniform_int_distribution<int> rb(0, sh.b - 1), rh(0, sh.h - 1), ri(0, sh.sq() - 1);
   double worst = 0;
   std::vector<double> p(std::size_t(sh.s));
   for (int n = 0; n < 24; ++n) {
-    int b = rb(rng), h = rh(rng), i = n == 0 ? sh.s - 1 : n == 1 ? 0 : ri(rng);
-    std::size_t base = (std::size_t(b) * sh.h + h) * sh.s;
+    int b = rb(rng), h = rh(rng), i = n == 0 ? sh.sq() - 1 : n == 1 ? 0 : ri(rng);
+    std::size_t base = (std::size_t(b) * sh.h + h) * sh.s, qbase = (std::size_t(b) * sh.h + h) * sh.sq();
     int keys = sh.causal ? i + 1 : sh.s;
     double mx = -INFINITY, sum = 0;
     for (int j = 0; j < keys; ++j) {
       double acc = 0;
       for (int e = 0; e < sh.d; ++e)
-        acc += hq[(base + i) * sh.d + e] * hk[(base + j) * sh.d + e];
+        acc += hq[(qbase + i) * sh.d + e] * hk[(base + j) * sh.d + e];
       p[std::size_t(j)] = acc * scale, mx = std::max(mx, acc * scale);
     }
     for (int j = 0; j < keys; ++j)
@@ -72,7 +74,7 @@ double check(const Shape &sh, const hidet::Tensor &q, const hidet::Tensor &k,
         double vv = hv[(base + j) * sh.d + e];
         ref += p[std::size_t(j)] / sum * vv, mag += p[std::size_t(j)] / sum * std::abs(vv);
       }
-      double got = ho[(base + i) * sh.d + e];
+      double got = ho[(qbase + i) * sh.d + e];
       double bound = 1.01 * eps * std::abs(ref) + 2 * eps * mag + 1e-4 * mag + 1e-6;
       worst = std::max(worst, std::isfinite(got) ? std::abs(got - ref) / bound : INFINITY);
     }
@@ -97,6 +99,8 @@ int main(int argc, char **argv) {
       {4, 32, 2048, 128, true, hidet::f16, "Llama-7B"},
       {1, 32, 2048, 128, true, hidet::f16, "Llama-7B"},
       {4, 32, 2048, 128, true, hidet::bf16, "Llama-7B"},
+      {1, 32, 4096, 128, false, hidet::f16, "Llama-7B", 1}, // decoding: one query row, 4096 keys
+      {8, 32, 4096, 128, false, hidet::f16, "Llama-7B", 1},
   };
   std::mt19937 rng(1234);
   int failures = 0;
@@ -129,12 +133,12 @@ int main(int argc, char **argv) {
               "TFLOP/s", "tuned ms", "TFLOP/s", "tuned tiling");
   for (auto &sh : shapes) {
     tpl::AttentionProblem ap;
-    ap.batch = sh.b, ap.heads = sh.h, ap.seq_q = ap.seq_kv = sh.s, ap.head_dim = sh.d,
+    ap.batch = sh.b, ap.heads = sh.h, ap.seq_q = sh.sq(), ap.seq_kv = sh.s, ap.head_dim = sh.d,
     ap.dtype = sh.dt, ap.causal = sh.causal;
-    auto q = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
+    auto q = hidet::randn({sh.b, sh.h, sh.sq(), sh.d}, sh.dt, "cuda"),
          k = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
          v = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
-         out = hidet::empty({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda");
+         out = hidet::empty({sh.b, sh.h, sh.sq(), sh.d}, sh.dt, "cuda");
     const double scale = 1.0 / std::sqrt(double(sh.d));
     auto cfgs = tpl::attention_candidates(ap, 1, dev.sm_count, tpl::wgmma_available()); // cfgs[0] is the default
     std::vector<std::shared_ptr<tpl::Attention>> built(cfgs.size());
@@ -156,9 +160,9 @@ int main(int argc, char **argv) {
       for (auto &t : pool)
         t.join();
     }
-    const double flops = 4.0 * sh.b * sh.h * double(sh.s) * sh.s * sh.d * (sh.causal ? 0.5 : 1.0);
+    const double flops = 4.0 * sh.b * sh.h * double(sh.sq()) * sh.s * sh.d * (sh.causal ? 0.5 : 1.0);
     auto tflops = [&](double ms) { return flops / ms * 1e-9; };
-    std::string shape_s = hidet::str_cat("B=", sh.b, " H=", sh.h, " S=", sh.s, " D=", sh.d,
+    std::string shape_s = hidet::str_cat("B=", sh.b, " H=", sh.h, sh.sq_ ? hidet::str_cat(" Sq=", sh.sq_) : "", " S=", sh.s, " D=", sh.d,
                                          sh.causal ? " causal" : "");
     if (!built[0]) {
       std::printf("%-10s %-5s %-28s default tiling failed to build: %s\n", sh.name,

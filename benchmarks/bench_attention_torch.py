@@ -5,13 +5,15 @@ import torch
 from torch_timing import time_ms
 import torch.nn.functional as F
 
-SHAPES = [  # model, B, H, S, D, causal, dtype
+SHAPES = [  # model, B, H, S (keys), D, causal, dtype[, query rows when not S]
     ("BERT-base", 32, 12, 128, 64, False, torch.float16),
     ("BERT-base", 32, 12, 512, 64, False, torch.float16),
     ("Llama-7B", 4, 32, 2048, 128, False, torch.float16),
     ("Llama-7B", 4, 32, 2048, 128, True, torch.float16),
     ("Llama-7B", 1, 32, 2048, 128, True, torch.float16),
     ("Llama-7B", 4, 32, 2048, 128, True, torch.bfloat16),
+    ("Llama-7B", 1, 32, 4096, 128, False, torch.float16, 1),  # decoding: one query row
+    ("Llama-7B", 8, 32, 4096, 128, False, torch.float16, 1),
 ]
 
 
@@ -28,11 +30,13 @@ def flash_only():
 print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "
       "scaled_dot_product_attention restricted to the flash backend")
 print(f"{'model':<10} {'dtype':<5} {'shape':<28} {'torch ms':>10} {'TFLOP/s':>9}")
-for name, b, h, s, d, causal, dt in SHAPES:
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dt) for _ in range(3))
+for name, b, h, s, d, causal, dt, *rest in SHAPES:
+    sq = rest[0] if rest else s
+    q = torch.randn(b, h, sq, d, device="cuda", dtype=dt)
+    k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dt) for _ in range(2))
     with flash_only():
         ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-    flops = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
+    flops = 4 * b * h * sq * s * d * (0.5 if causal else 1.0)
     dname = "f16" if dt == torch.float16 else "bf16"
-    shape = f"B={b} H={h} S={s} D={d}" + (" causal" if causal else "")
+    shape = f"B={b} H={h}" + (f" Sq={sq}" if rest else "") + f" S={s} D={d}" + (" causal" if causal else "")
     print(f"{name:<10} {dname:<5} {shape:<28} {ms:>10.3f} {flops / ms * 1e-9:>9.1f}")

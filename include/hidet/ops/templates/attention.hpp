@@ -63,15 +63,17 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   const int B = p.batch, H = p.heads, Sq = p.seq_q, Skv = p.seq_kv, D = p.head_dim;
   const int bq = cfg.block_q(), bkv = cfg.block_kv, stages = cfg.stages, threads = cfg.threads();
   const int mt = cfg.warp_q / 16, nk = bkv / 8, dk = D / 16, nd = D / 8, pk = bkv / 16;
-  const int q_tiles = ceil_div(Sq, bq);
+  const int q_tiles = ceil_div(Sq, bq), total_tiles = ceil_div(Skv, bkv);
+  const int splits = cfg.kv_splits, run_tiles = ceil_div(total_tiles, splits); // split-KV: tiles per run
   const bool causal = p.causal, guard_q = Sq % bq != 0, guard_kv = Skv % bkv != 0;
   const DataType dt = p.dtype;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto T = [&](DataType d) { return TensorSpec(d, {}); };
 
+  // out: the output, or (split-KV) ws_o f32[splits][B * H * Sq][D] and ws_ml f32[splits][B * H * Sq][2]
   auto body = [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask,
-                  lang::Tensor out, Var scale) {
-    attrs.cuda.grid_dim = {q_tiles, H, B};
+                  lang::Tensor out, const lang::Tensor *ws_ml, Var scale) {
+    attrs.cuda.grid_dim = {q_tiles * splits, H, B};
     attrs.cuda.block_dim = threads;
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes(D);
 
@@ -94,7 +96,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     auto pair = register_tensor(u32[1], "pair");
 
     Var b = blockIdx.z, h = blockIdx.y;
-    Var qt = causal ? Expr(q_tiles - 1 - blockIdx.x) : Expr(blockIdx.x);
+    Var qi = splits > 1 ? Expr(blockIdx.x / splits) : Expr(blockIdx.x);
+    Var qt = causal ? Expr(q_tiles - 1 - qi) : Expr(qi);
     Var q0 = qt * bq;
     Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     Var wq0 = warp * cfg.warp_q;
@@ -102,7 +105,10 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     Var a_row = lane % 16, a_col = lane / 16 * 8; // ldmatrix A (and .trans B) addressing
     Var b_row = lane / 16 * 8 + lane % 8, b_col = lane / 8 % 2 * 8; // ldmatrix B from a [n][k] tile
     Var sl2 = scale * attention_detail::log2e;
-    Var n_tiles = causal ? Expr(ceil_div(min(q0 + bq, Skv), bkv)) : Expr(ceil_div(Skv, bkv));
+    // This block's K/V tiles: [t_begin, t_begin + n_tiles) (all of them without split-KV).
+    Expr needed = causal ? Expr(ceil_div(min(q0 + bq, Skv), bkv)) : Expr(total_tiles);
+    Var t_begin = splits > 1 ? Expr(blockIdx.x % splits * run_tiles) : Expr(0);
+    Var n_tiles = splits > 1 ? Expr(max(min(t_begin + run_tiles, needed) - t_begin, 0)) : needed;
 
     // cp.async of `rows` rows of `src` (from row0, zero-filled at and past `limit`) into
     // dst[stage].
@@ -211,7 +217,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     load_rows(sq, 0, q, q0, bq, Sq, guard_q);
     cp_async_commit_group();
     for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 K/V tiles in flight
-      if_(s < n_tiles, [&] { load_kv(Expr(s), Expr(s * bkv)); });
+      if_(s < n_tiles, [&] { load_kv(Expr(s), (t_begin + s) * bkv); });
       cp_async_commit_group();
     }
     cp_async_wait_group(stages - 1); // the Q tile has landed (for this thread) ...
@@ -221,12 +227,13 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
       cp_async_wait_group(stages - 2); // tile t has landed (for this thread) ...
       syncthreads();                   // ... for all threads; buffer (t - 1) % stages is free
       Var next = t + (stages - 1);
-      if_(next < n_tiles, [&] { load_kv(next % stages, next * bkv); });
+      if_(next < n_tiles, [&] { load_kv(next % stages, (t_begin + next) * bkv); });
       cp_async_commit_group(); // an empty group at the tail keeps the count uniform
-      Var kv0 = t * bkv;
+      Var kv0 = (t_begin + t) * bkv;
       if (causal || guard_kv) {
         Expr need = causal ? Expr(kv0 + (bkv - 1) > q0) : Expr(false);
-        if (guard_kv) need = causal ? Expr(need || t == n_tiles - 1) : Expr(t == n_tiles - 1);
+        Expr last = t_begin + t == total_tiles - 1; // the partial tile
+        if (guard_kv) need = causal ? Expr(need || last) : last;
         if_(need, [&] { tile(t % stages, kv0, true); }).else_([&] {
           tile(t % stages, kv0, false);
         });
@@ -242,8 +249,19 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         Var l = row_sum[i][hh];
         l += shfl_xor_sync(0xffffffffu, l, 1);
         l += shfl_xor_sync(0xffffffffu, l, 2);
-        Var inv = 1.0f / l;
         Var row = q0 + wq0 + (i * 16 + hh * 8) + g;
+        if (splits > 1) { // this run's unnormalized output, row max (log2 units) and row sum
+          Var sp = blockIdx.x % splits, r = (b * H + h) * Sq + row;
+          auto store = [&] {
+            for (int n = 0; n < nd; ++n)
+              for (int x = 0; x < 2; ++x) out[sp][r][n * 8 + qd * 2 + x] = oacc[i][n][2 * hh + x];
+            if_(qd == 0, [&] { (*ws_ml)[sp][r][0] = row_max[i][hh], (*ws_ml)[sp][r][1] = l; });
+          };
+          if (guard_q) if_(row < Sq, store);
+          else store();
+          continue;
+        }
+        Var inv = 1.0f / l;
         auto store = [&] {
           for (int n = 0; n < nd; ++n) {
             pair[0] = half2_pack(oacc[i][n][2 * hh] * inv, oacc[i][n][2 * hh + 1] * inv, dt);
@@ -263,16 +281,47 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   auto qkv = T(dt)[B][H];
   auto Tq = qkv[Sq][D], Tkv = qkv[Skv][D];
   auto To = p.heads_last ? T(dt)[B][Sq][H][D] : Tq;
-  if (p.has_mask) {
-    mod.kernel(name, {Tq, Tkv, Tkv, T(p.mask_dtype)[p.mask_batch][p.mask_heads][Sq][Skv], To, f32},
-               [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor m, lang::Tensor o,
-                   Var scale) { body(q, k, v, &m, o, scale); });
-  } else {
-    mod.kernel(name, {Tq, Tkv, Tkv, To, f32},
-               [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, lang::Tensor o, Var scale) {
-                 body(q, k, v, nullptr, o, scale);
+  const int rows = B * H * Sq;
+  std::vector<ParamSpec> specs{Tq, Tkv, Tkv};
+  if (p.has_mask) specs.push_back(T(p.mask_dtype)[p.mask_batch][p.mask_heads][Sq][Skv]);
+  if (splits > 1) specs.push_back(f32[splits][rows][D]), specs.push_back(f32[splits][rows][2]);
+  else specs.push_back(To);
+  specs.push_back(f32);
+  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &ps) {
+    std::size_t i = 3;
+    std::optional<lang::Tensor> m;
+    if (p.has_mask) m = lang::Tensor(ps[i++]);
+    lang::Tensor o = ps[i++];
+    std::optional<lang::Tensor> ml;
+    if (splits > 1) ml = lang::Tensor(ps[i++]);
+    body(ps[0], ps[1], ps[2], m ? &*m : nullptr, o, ml ? &*ml : nullptr, ps[i]);
+  });
+  if (splits == 1) return;
+  // Split-KV: out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s per row (M = max_s m_s), one
+  // thread per two adjacent output elements.
+  const int pairs = rows * (D / 2);
+  mod.kernel(name + "_combine", {f32[splits][rows][D], f32[splits][rows][2], To},
+             [&](lang::Tensor ws_o, lang::Tensor ws_ml, lang::Tensor out) {
+               attrs.cuda.grid_dim = ceil_div(pairs, 256);
+               attrs.cuda.block_dim = 256;
+               Var idx = blockIdx.x * 256 + threadIdx.x;
+               if_(idx < pairs, [&] {
+                 Var r = idx / (D / 2), d = idx % (D / 2) * 2;
+                 Var mx = var(f32, neg_inf, "mx");
+                 for (int s = 0; s < splits; ++s) mx = max(mx, ws_ml[s][r][0]);
+                 Var m_use = select(mx == neg_inf, 0.0f, mx);
+                 Var l = var(f32, 0.0f, "l"), o0 = var(f32, 0.0f, "o0"), o1 = var(f32, 0.0f, "o1");
+                 for (int s = 0; s < splits; ++s) {
+                   Var w = exp2(ws_ml[s][r][0] - m_use);
+                   l += w * ws_ml[s][r][1], o0 += w * ws_o[s][r][d], o1 += w * ws_o[s][r][d + 1];
+                 }
+                 Var inv = 1.0f / l, b = r / (H * Sq), h = r / Sq % H, row = r % Sq;
+                 auto pair = register_tensor(u32[1], "pair");
+                 pair[0] = half2_pack(o0 * inv, o1 * inv, dt);
+                 if (p.heads_last) store_vector(out[b][row][h][d], pair, 4);
+                 else store_vector(out[b][h][row][d], pair, 4);
                });
-  }
+             });
 }
 
 /// A script module with kernel "attention" for problem `p`: add_attention_kernel, or
@@ -289,10 +338,20 @@ inline lang::ScriptModule attention_module(const AttentionProblem &p, const Atte
 /// 4 warps, Q fragments in registers, K/V tiles of 64 keys, double-buffered; head dim 128 takes
 /// 16 rows per warp (64-row blocks: 32-row warps need too many registers), head dim 64 takes 32
 /// rows per warp (128-row blocks) when the keys are many (>= 256) and the grid still fills the GPU.
+/// Split-KV when the query tiles give fewer blocks than half the multiprocessors and the keys fill
+/// at least 8 tiles: about two blocks per multiprocessor, each run at least 4 tiles long (runs
+/// that would be empty are dropped).
 inline AttentionConfig attention_mma_config(const AttentionProblem &p, int num_sms) {
   AttentionConfig c{4, 16, 64, 2, true};
   std::int64_t big_blocks = std::int64_t(lang::ceil_div(p.seq_q, 128)) * p.batch * p.heads;
   if (p.head_dim == 64 && p.seq_kv >= 256 && big_blocks >= num_sms) c.warp_q = 32;
+  const std::int64_t blocks = std::int64_t(lang::ceil_div(p.seq_q, c.block_q())) * p.batch * p.heads;
+  const int tiles = lang::ceil_div(p.seq_kv, c.block_kv);
+  if (2 * blocks <= num_sms && tiles >= 8) {
+    int splits = int(std::min<std::int64_t>({lang::ceil_div(std::int64_t(2) * num_sms, blocks), tiles / 4, 64}));
+    splits = lang::ceil_div(tiles, lang::ceil_div(tiles, splits));
+    if (splits > 1) c.kv_splits = splits;
+  }
   return c;
 }
 
@@ -300,11 +359,13 @@ inline AttentionConfig attention_mma_config(const AttentionProblem &p, int num_s
 /// warpgroups (128 query rows) and tiles of 128 keys, serves head dim 128 when the keys fill more
 /// than one tile (3 stages without a causal mask, else 2: the best of search space 2 on the
 /// H200's Llama-7B rows, docs/notes/attention.md) and head dim 64 from 1024 keys on (at 512
-/// keys the mma.sync kernel measured 6% faster); otherwise attention_mma_config.
+/// keys the mma.sync kernel measured 6% faster), unless the mma.sync config splits the keys
+/// (decoding: few query tiles); otherwise attention_mma_config.
 inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int num_sms, bool hopper = false) {
-  const bool wgmma = hopper && attention_wgmma_supports(p) &&
+  auto mma = attention_mma_config(p, num_sms);
+  const bool wgmma = hopper && attention_wgmma_supports(p) && mma.kv_splits == 1 &&
                      (p.head_dim == 128 ? p.seq_kv > 128 : p.seq_kv >= 1024);
-  if (!wgmma) return attention_mma_config(p, num_sms);
+  if (!wgmma) return mma;
   AttentionConfig c;
   c.wgmma = true, c.consumers = 2, c.block_kv = 128, c.stages = p.head_dim == 128 && !p.causal ? 3 : 2;
   return c;
@@ -335,7 +396,11 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
       for (int bkv : {32, 64, 128})
         for (int stages : {2, 3})
           for (bool qr : {true, false})
-            add(AttentionConfig{warps, warp_q, bkv, stages, qr});
+            for (int splits : def.kv_splits > 1 ? std::vector<int>{1, def.kv_splits} : std::vector<int>{1}) {
+              AttentionConfig c{warps, warp_q, bkv, stages, qr};
+              c.kv_splits = splits;
+              add(c);
+            }
   if (hopper && attention_wgmma_supports(p))
     for (int consumers : {1, 2, 3})
       for (int bkv : space >= 2 ? std::vector<int>{64, 96, 128, 160, 192} : std::vector<int>{64, 128})
@@ -381,6 +446,17 @@ private:
       if (reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 != 0)
         throw ValueError(str_cat("attention kernel for ", p.str(), ": ", t == &q ? "q" : t == &k ? "k" : "v",
                                  " is not 16-byte aligned (the kernels load 16-byte vectors; clone() realigns it)"));
+    if (cfg_.kv_splits > 1) {
+      std::lock_guard<std::mutex> lock(mu_); // one workspace
+      if (!ws_o_.defined()) {
+        const std::int64_t rows = std::int64_t(p.batch) * p.heads * p.seq_q;
+        ws_o_ = hidet::empty({cfg_.kv_splits, rows, p.head_dim}, dtypes::f32, "cuda");
+        ws_ml_ = hidet::empty({cfg_.kv_splits, rows, 2}, dtypes::f32, "cuda");
+      }
+      if (mask) cm_["attention"](q, k, v, *mask, ws_o_, ws_ml_, scale);
+      else cm_["attention"](q, k, v, ws_o_, ws_ml_, scale);
+      return cm_["attention_combine"](ws_o_, ws_ml_, out);
+    }
     if (!cfg_.wgmma) {
       if (mask) return cm_["attention"](q, k, v, *mask, out, scale);
       return cm_["attention"](q, k, v, out, scale);
@@ -430,6 +506,7 @@ private:
   CompiledModule cm_;
   mutable std::mutex mu_;
   mutable CachedMap maps_[3]; ///< q, k, v (Hopper configs)
+  mutable Tensor ws_o_, ws_ml_; ///< split-KV: the runs' outputs, row maxima and sums
 };
 
 } // namespace hidet::ops::templates

@@ -25,6 +25,10 @@ struct AttentionConfig {
   bool wgmma = false;    ///< the Hopper kernel (sm_90a): TMA, wgmma, a producer warpgroup
   int consumers = 2;     ///< wgmma: consumer warpgroups of 64 query rows each (1 to 3)
   int producer_regs = 24; ///< wgmma: the producer warpgroup's setmaxnreg budget
+  /// mma.sync kernel: the keys are split into this many runs of whole tiles, one block per run
+  /// (split-KV, for grids of few query tiles such as decoding); each run writes its unnormalized
+  /// output, row max and row sum in f32, and a second kernel combines the runs.
+  int kv_splits = 1;
 
   int block_q() const { return wgmma ? 64 * consumers : warps * warp_q; }
   int threads() const { return wgmma ? 128 * (consumers + 1) : warps * 32; }
@@ -48,7 +52,8 @@ struct AttentionConfig {
       return str_cat("wgmma q", block_q(), " kv", block_kv, " (", consumers, " consumer warpgroup",
                      consumers > 1 ? "s" : "", ", ", stages, " stages)");
     return str_cat("q", block_q(), " kv", block_kv, " (", warps, " warps of ", warp_q, " rows, ",
-                   stages, " stages, Q in ", q_in_regs ? "registers" : "shared memory", ")");
+                   stages, " stages, Q in ", q_in_regs ? "registers" : "shared memory",
+                   kv_splits > 1 ? str_cat(", split-kv ", kv_splits) : std::string(), ")");
   }
 };
 
@@ -78,8 +83,10 @@ inline void check_attention_config(const AttentionConfig &c, int head_dim) {
   auto bad = [&](const std::string &why) {
     throw ValueError(str_cat("attention config ", c.str(), " for head dim ", head_dim, ": ", why));
   };
+  if (c.kv_splits < 1 || c.kv_splits > 64) bad("kv_splits must be in [1, 64]");
   if (c.wgmma) {
     if (head_dim != 64 && head_dim != 128) bad("the Hopper kernel takes head dim 64 or 128");
+    if (c.kv_splits != 1) bad("the Hopper kernel does not split the keys (kv_splits must be 1)");
     if (c.consumers < 1 || c.consumers > 3) bad("consumers must be 1, 2 or 3 warpgroups");
     if (c.block_kv < 64 || c.block_kv > 192 || c.block_kv % 32 != 0) bad("block_kv must be 64, 96, 128, 160 or 192");
     if (c.stages < 2 || c.stages > 4) bad(str_cat("stages is ", c.stages, "; use 2 to 4"));
