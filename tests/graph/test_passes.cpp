@@ -656,6 +656,76 @@ TEST_CASE("fuse_attention: attention written out becomes one attention node") {
   CHECK(count_named(graph::fuse_attention(g2), "ScaledDotProductAttention") == 0);
 }
 
+TEST_CASE("fuse_attention: q scaled before the product (Swin's q * scale) folds into the attention's scale") {
+  // Swin-T's window attention: heads of 32, 49 tokens, q * 32^-0.5 then q k^T + bias; also q / c
+  // into an attention with a scale of its own and the [B, Sq, H, D] output, and a q read twice.
+  const std::int64_t b = 3, h = 2, s = 49, d = 32;
+  Tensor qa = make({b, h, s, d}, dtypes::f16), ka = make({b, h, s, d}, dtypes::f16), va = make({b, h, s, d}, dtypes::f16);
+  Tensor bias = make({1, h, s, s}, dtypes::f16);
+  const double c = 1.0 / std::sqrt(32.0);
+  for (int variant = 0; variant < 3; ++variant) {
+    CAPTURE(variant);
+    auto net = [&](const Tensor &q, const Tensor &k, const Tensor &v) -> std::vector<Tensor> {
+      if (variant == 0) {
+        Tensor sc = o::matmul(q * c, o::transpose(k, -1, -2)) + bias;
+        return {o::matmul(o::softmax(sc, -1), v)};
+      }
+      Tensor y = o::scaled_dot_product_attention(q / 4.0, k, v, bias, false, 0.5);
+      if (variant == 1) return {o::permute(y, {0, 2, 1, 3})};
+      return {y, q / 4.0}; // the scaled q is an output too: it stays, the attention reads q
+    };
+    Tensor q = symbol_like(qa, "q"), k = symbol_like(ka, "k"), v = symbol_like(va, "v");
+    FlowGraph g = trace_from(net(q, k, v), {q, k, v});
+    FlowGraph f = graph::fuse_attention(g);
+    INFO(f.str());
+    const std::string want = variant == 0 ? "ScaledDotProductAttention(q, k, v, c, is_causal=false, scale=0.17677669529663687)"
+                                          : "ScaledDotProductAttention(q, k, v, c, is_causal=false, scale=0.125";
+    CHECK(f.str().find(want) != std::string::npos);
+    CHECK(count_named(f, "Mul") + count_named(f, "Div") == (variant == 2 ? 1 : 0));
+    if (variant == 1) CHECK(f.str().find("heads_last=true") != std::string::npos);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor q1 = make({b, h, s, d}, dtypes::f16), k1 = make({b, h, s, d}, dtypes::f16), v1 = make({b, h, s, d}, dtypes::f16);
+      auto got = f.run({q1, k1, v1}), ref = g.run({q1, k1, v1});
+      for (std::size_t i = 0; i < got.size(); ++i) expect_same(got[i], ref[i], 4);
+    }
+  }
+}
+
+TEST_CASE("fuse_attention: Swin's shifted-window attention (bias, per-window mask through views) is one node") {
+  // 4 windows of 49 tokens per image, 2 images, heads of 32: scores + bias [1, H, N, N], viewed as
+  // [images, windows, H, N, N] + mask [1, windows, 1, N, N] (0 or -100), viewed back.
+  const std::int64_t imgs = 2, nw = 4, b = imgs * nw, h = 3, n = 49, d = 32;
+  Tensor qa = make({b, h, n, d}, dtypes::f16), ka = make({b, h, n, d}, dtypes::f16), va = make({b, h, n, d}, dtypes::f16);
+  Tensor bias = make({1, h, n, n}, dtypes::f16);
+  std::vector<double> mv(std::size_t(nw * n * n));
+  for (std::size_t i = 0; i < mv.size(); ++i) mv[i] = (i * 7919 % 5 == 0 && i % std::size_t(n) != 0) ? -100.0 : 0.0;
+  Tensor wmask = asarray(mv, {1, nw, 1, n, n}, dtypes::f16).to("cuda");
+  auto net = [&](const Tensor &q, const Tensor &k, const Tensor &v) {
+    Tensor sc = o::matmul(q * (1.0 / std::sqrt(32.0)), o::transpose(k, -1, -2)) + bias;
+    sc = (sc.reshape({imgs, nw, h, n, n}) + wmask).reshape({b, h, n, n});
+    return o::matmul(o::softmax(sc, -1), v);
+  };
+  Tensor q = symbol_like(qa, "q"), k = symbol_like(ka, "k"), v = symbol_like(va, "v");
+  FlowGraph g = trace_from(net(q, k, v), {q, k, v});
+  FlowGraph f = graph::fuse_attention(g);
+  INFO(f.str());
+  CHECK(f.nodes().size() == 1);
+  CHECK(f.str().find("float16[8, 3, 49, 32][cuda] = ScaledDotProductAttention(q, k, v, c, is_causal=false, scale=0.17677") !=
+        std::string::npos);
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor q1 = make({b, h, n, d}, dtypes::f16), k1 = make({b, h, n, d}, dtypes::f16), v1 = make({b, h, n, d}, dtypes::f16);
+    expect_same(f.run({q1, k1, v1})[0], g.run({q1, k1, v1})[0], 4);
+  }
+  // Views to another shape than the scores' (not attention over the same rows): left alone.
+  auto other = [&](const Tensor &q, const Tensor &k, const Tensor &v) {
+    Tensor sc = o::matmul(q, o::transpose(k, -1, -2)) + bias;
+    sc = (sc.reshape({imgs, nw, h, n, n}) + wmask).reshape({imgs, nw * h, n, n});
+    return o::matmul(o::softmax(sc, -1), v.reshape({imgs, nw * h, n, d}));
+  };
+  FlowGraph g2 = trace_from(other(q, k, v), {q, k, v});
+  CHECK(count_named(graph::fuse_attention(g2), "ScaledDotProductAttention") == 0);
+}
+
 TEST_CASE("eliminate_common_subexpressions: repeated work is done once; opaque operators stay") {
   Tensor a = make({6, 10}, dtypes::f32), w = make({10, 4}, dtypes::f32);
   Tensor x = symbol_like(a);

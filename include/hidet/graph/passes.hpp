@@ -88,8 +88,11 @@ FlowGraph simplify_reshapes(const FlowGraph &graph);
 
 /// Attention written out (Matmul(q, Permute(k)) [* or / a scalar] [+ mask] -> Softmax(last axis)
 /// -> Matmul(., v), q, k, v of rank 4) becomes one ScaledDotProductAttention node (the
-/// flash-attention template for f16/bf16 with head dims 32, 64 and 128), and an attention node whose
-/// output is permuted to [B, Sq, H, D] (merging the heads) stores that layout itself
+/// flash-attention template for f16/bf16 with head dims 32, 64 and 128); so does Swin's
+/// shifted-window form (scores + a constant bias, viewed per window, + a constant window mask,
+/// viewed back: the constants become one additive mask, computed when optimizing). A constant
+/// scaling of q before the product (q * c, q / c) joins the attention's scale, and an attention
+/// node whose output is permuted to [B, Sq, H, D] (merging the heads) stores that layout itself
 /// (ops::scaled_dot_product_attention_heads_last); declared as rewrite rules in the pattern
 /// language (graph/pattern.hpp). attention_rules() lists them.
 FlowGraph fuse_attention(const FlowGraph &graph);

@@ -336,9 +336,9 @@ namespace detail {
 /// An attention node rebuilt on other inputs from a recorded node's attributes (`attrs`:
 /// is_causal, scale; the layout is `heads_last`), for passes that replace one.
 inline Tensor attention_like(const std::string &attrs, const Tensor &q, const Tensor &k, const Tensor &v,
-                             const std::optional<Tensor> &mask, bool heads_last) {
-  std::optional<double> scale;
-  if (std::string sc = attr_text(attrs, "scale"); !sc.empty()) scale = std::stod(sc);
+                             const std::optional<Tensor> &mask, bool heads_last,
+                             std::optional<double> scale = std::nullopt) {
+  if (std::string sc = attr_text(attrs, "scale"); !scale && !sc.empty()) scale = std::stod(sc);
   bool causal = attr_text(attrs, "is_causal") == "true";
   return heads_last ? ops::scaled_dot_product_attention_heads_last(q, k, v, mask, causal, scale)
                     : ops::scaled_dot_product_attention(q, k, v, mask, causal, scale);
@@ -384,7 +384,70 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     if (m.tensors.count("mask")) mask = m["mask"];
     return detail::attention_like(m.ops.at("sdpa")->attrs(), m["q"], m["k"], m["v"], mask, true);
   };
-  return {{"attention", attention, replace}, {"attention_heads_last", heads_last, replace_heads_last}};
+  // Shifted-window attention (Swin): the scores plus a constant (the position bias), viewed per
+  // window, plus another constant (the window mask), viewed back, then the softmax and the product
+  // by v. The constants become one additive mask of the scores' shape, computed once here.
+  auto added = [](const P &x, const char *c) { return P::one_of({P::op("Add", {x, P::any(c)}), P::op("Add", {P::any(c), x})}); };
+  P windowed = P::op("Matmul", {P::op("Softmax", {P::op("Reshape", {added(P::op("Reshape", {added(scaled, "bias")}, "view"), "wmask")}, "back")}, "softmax"),
+                                P::any("v")});
+  auto replace_windowed = [](const Match &m) -> std::optional<Tensor> {
+    const Tensor &q = m["q"], &k = m["k"], &v = m["v"], &bias = m["bias"], &wmask = m["wmask"];
+    if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || bias.is_symbolic() || wmask.is_symbolic()) return std::nullopt;
+    if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2}) return std::nullopt;
+    auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
+    if (axis.size() != 1 || (axis[0] != 3 && axis[0] != -1)) return std::nullopt;
+    const SymShape &view = m.ops.at("view")->output_metas()[0].shape, &back = m.ops.at("back")->output_metas()[0].shape;
+    if (!is_constant_shape(view) || !is_constant_shape(back)) return std::nullopt;
+    const std::vector<std::int64_t> scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
+    if (constant_shape(back) != scores) return std::nullopt; // viewed back to the scores' shape
+    double scale = 1.0;
+    if (m.ops.count("scale")) {
+      std::string s = m.attr("scale", "scalar");
+      if (s.empty()) return std::nullopt;
+      double c = std::stod(s);
+      if (m.op_name("scale") == "Div") {
+        if (m.attr("scale", "left") != "0" || c == 0) return std::nullopt;
+        c = 1.0 / c;
+      }
+      scale = c;
+    }
+    Tensor mask;
+    try { // constants: computed now (broadcasting errors mean another pattern: left alone)
+      mask = ops::reshape(ops::broadcast_to(bias, scores), constant_shape(view)) + wmask;
+      if (mask.shape() != constant_shape(view)) return std::nullopt;
+      mask = ops::reshape(mask, scores);
+    } catch (const ValueError &) {
+      return std::nullopt;
+    }
+    return ops::scaled_dot_product_attention(q, k, v, mask, false, scale);
+  };
+  // q scaled by a constant before the product (q * c or q / c, as Swin writes it): the constant
+  // joins the attention's scale, and q is read as it is (a view of the QKV projection, no kernel).
+  P scaled_q = P::op("Mul|Div", {P::any("q")}, "qscale");
+  P sdpa_q = P::one_of({P::op("ScaledDotProductAttention", {scaled_q, P::any("k"), P::any("v")}, "sdpa"),
+                        P::op("ScaledDotProductAttention", {scaled_q, P::any("k"), P::any("v"), P::any("mask")}, "sdpa")});
+  auto replace_scaled_q = [](const Match &m) -> std::optional<Tensor> {
+    std::string s = m.attr("qscale", "scalar");
+    if (s.empty()) return std::nullopt;
+    double c = std::stod(s);
+    if (m.op_name("qscale") == "Div") {
+      if (m.attr("qscale", "left") != "0" || c == 0) return std::nullopt; // q / c only
+      c = 1.0 / c;
+    }
+    const Tensor &q = m["q"];
+    if (q.ndim() != 4 || q.dtype() != m.ops.at("sdpa")->output_metas()[0].dtype) return std::nullopt;
+    const std::string &attrs = m.ops.at("sdpa")->attrs();
+    std::string sc = detail::attr_text(attrs, "scale");
+    double scale = sc.empty() ? 1.0 / std::sqrt(double(q.shape().back())) : std::stod(sc);
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    return detail::attention_like(attrs, q, m["k"], m["v"], mask, detail::attr_text(attrs, "heads_last") == "true",
+                                  scale * c);
+  };
+  return {{"attention", attention, replace},
+          {"attention_windowed", windowed, replace_windowed},
+          {"attention_scaled_q", sdpa_q, replace_scaled_q},
+          {"attention_heads_last", heads_last, replace_heads_last}};
 }
 
 HIDET_INLINE FlowGraph fuse_attention(const FlowGraph &graph) { return rewrite(graph, attention_rules()); }
