@@ -1026,9 +1026,11 @@ TEST_CASE("slices_as_views: q, k, v = qkv[0], qkv[1], qkv[2] (Swin, ViT) read th
     expect_same(viewed(x), want, 2);
     FlowGraph opt = graph::optimize(g);
     INFO(opt.str());
-    // Kernels: the product (bias and layout in its epilogue), q's scale, attention; k and v are views.
+    // Kernels: the product (bias and layout in its epilogue) and attention; q, k and v are views
+    // (fuse_attention moved q's scale into the attention's).
     CHECK(count_named(opt, "FusedReshape") == 0);
-    CHECK(count_named(opt, "Narrow") == 2);
+    CHECK(count_named(opt, "Narrow") == 3);
+    CHECK(count_named(opt, "Mul") + count_named(opt, "FusedMul") == 0);
     expect_same(graph::CompiledGraph(opt).run({x})[0], want, 2);
   }
   // Left as they are: a run that starts off a 256-byte boundary (11 * 32 * 2 * 3 f16 elements), a
