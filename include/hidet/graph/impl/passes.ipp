@@ -345,29 +345,34 @@ inline Tensor attention_like(const std::string &attrs, const Tensor &q, const Te
 }
 } // namespace detail
 
+namespace detail {
+/// The factor a captured Mul or Div by a scalar constant applies (x * c: c, x / c: 1 / c); none
+/// for c / x, a division by zero or a Mul/Div of two tensors.
+inline std::optional<double> scalar_factor(const Match &m, const std::string &op) {
+  std::string s = m.attr(op, "scalar");
+  if (s.empty()) return std::nullopt;
+  double c = std::stod(s);
+  if (m.op_name(op) != "Div") return c;
+  if (m.attr(op, "left") != "0" || c == 0) return std::nullopt;
+  return 1.0 / c;
+}
+} // namespace detail
+
 HIDET_INLINE std::vector<RewriteRule> attention_rules() {
   using P = Pattern;
   P scores = P::op("Matmul", {P::any("q"), P::op("Permute", {P::any("k")}, "kt")});
   P scaled = P::one_of({P::op("Mul|Div", {scores}, "scale"), scores});
   P masked = P::one_of({P::op("Add", {scaled, P::any("mask")}), P::op("Add", {P::any("mask"), scaled}), scaled});
   P attention = P::op("Matmul", {P::op("Softmax", {masked}, "softmax"), P::any("v")});
+  using detail::scalar_factor;
   auto replace = [](const Match &m) -> std::optional<Tensor> {
     const Tensor &q = m["q"], &k = m["k"], &v = m["v"];
     if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) return std::nullopt;
     if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2}) return std::nullopt;
     auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
     if (axis.size() != 1 || (axis[0] != 3 && axis[0] != -1)) return std::nullopt;
-    double scale = 1.0;
-    if (m.ops.count("scale")) {
-      std::string s = m.attr("scale", "scalar");
-      if (s.empty()) return std::nullopt;
-      double c = std::stod(s);
-      if (m.op_name("scale") == "Div") {
-        if (m.attr("scale", "left") != "0" || c == 0) return std::nullopt; // scores / c only
-        c = 1.0 / c;
-      }
-      scale = c;
-    }
+    std::optional<double> scale = m.ops.count("scale") ? scalar_factor(m, "scale") : 1.0;
+    if (!scale) return std::nullopt;
     std::optional<Tensor> mask;
     if (m.tensors.count("mask")) mask = m["mask"];
     return ops::scaled_dot_product_attention(q, k, v, mask, false, scale);
@@ -400,17 +405,8 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     if (!is_constant_shape(view) || !is_constant_shape(back)) return std::nullopt;
     const std::vector<std::int64_t> scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
     if (constant_shape(back) != scores) return std::nullopt; // viewed back to the scores' shape
-    double scale = 1.0;
-    if (m.ops.count("scale")) {
-      std::string s = m.attr("scale", "scalar");
-      if (s.empty()) return std::nullopt;
-      double c = std::stod(s);
-      if (m.op_name("scale") == "Div") {
-        if (m.attr("scale", "left") != "0" || c == 0) return std::nullopt;
-        c = 1.0 / c;
-      }
-      scale = c;
-    }
+    std::optional<double> scale = m.ops.count("scale") ? scalar_factor(m, "scale") : 1.0;
+    if (!scale) return std::nullopt;
     Tensor mask;
     try { // constants: computed now (broadcasting errors mean another pattern: left alone)
       mask = ops::reshape(ops::broadcast_to(bias, scores), constant_shape(view)) + wmask;
@@ -427,13 +423,8 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
   P sdpa_q = P::one_of({P::op("ScaledDotProductAttention", {scaled_q, P::any("k"), P::any("v")}, "sdpa"),
                         P::op("ScaledDotProductAttention", {scaled_q, P::any("k"), P::any("v"), P::any("mask")}, "sdpa")});
   auto replace_scaled_q = [](const Match &m) -> std::optional<Tensor> {
-    std::string s = m.attr("qscale", "scalar");
-    if (s.empty()) return std::nullopt;
-    double c = std::stod(s);
-    if (m.op_name("qscale") == "Div") {
-      if (m.attr("qscale", "left") != "0" || c == 0) return std::nullopt; // q / c only
-      c = 1.0 / c;
-    }
+    std::optional<double> c = scalar_factor(m, "qscale");
+    if (!c) return std::nullopt;
     const Tensor &q = m["q"];
     if (q.ndim() != 4 || q.dtype() != m.ops.at("sdpa")->output_metas()[0].dtype) return std::nullopt;
     const std::string &attrs = m.ops.at("sdpa")->attrs();
@@ -442,7 +433,7 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     std::optional<Tensor> mask;
     if (m.tensors.count("mask")) mask = m["mask"];
     return detail::attention_like(attrs, q, m["k"], m["v"], mask, detail::attr_text(attrs, "heads_last") == "true",
-                                  scale * c);
+                                  scale * *c);
   };
   return {{"attention", attention, replace},
           {"attention_windowed", windowed, replace_windowed},

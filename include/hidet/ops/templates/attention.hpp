@@ -29,7 +29,7 @@
 //    run the masked variant of the tile body. Blocks of the last query tiles (the most work) are
 //    launched first.
 //  * Epilogue: l is summed over the quad, out = o / l rounded to f16/bf16, stored as packed pairs.
-// Shared tiles use the XOR swizzle of matmul_f16.hpp (16-byte vectors, 8 rows of an ldmatrix
+// Shared tiles use matmul_f16_detail::swizzled_tile (16-byte vectors, 8 rows of an ldmatrix
 // phase in 8 distinct bank groups).
 #pragma once
 
@@ -47,6 +47,7 @@
 #include "hidet/lang.hpp"
 #include "hidet/ops/templates/attention_common.hpp"
 #include "hidet/ops/templates/attention_wgmma.hpp"
+#include "hidet/ops/templates/matmul_f16.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 #include "hidet/runtime/tensor_map.hpp"
@@ -78,12 +79,12 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes(D);
 
     auto sq = dynamic_shared_tensor(
-        T(dt)[1][bq][D].with_layout(attention_detail::swizzled_tile(1, bq, D)), 0, "smem_q");
+        T(dt)[1][bq][D].with_layout(matmul_f16_detail::swizzled_tile(1, bq, D)), 0, "smem_q");
     auto sk = dynamic_shared_tensor(
-        T(dt)[stages][bkv][D].with_layout(attention_detail::swizzled_tile(stages, bkv, D)),
+        T(dt)[stages][bkv][D].with_layout(matmul_f16_detail::swizzled_tile(stages, bkv, D)),
         bq * D * 2, "smem_k");
     auto sv = dynamic_shared_tensor(
-        T(dt)[stages][bkv][D].with_layout(attention_detail::swizzled_tile(stages, bkv, D)),
+        T(dt)[stages][bkv][D].with_layout(matmul_f16_detail::swizzled_tile(stages, bkv, D)),
         (bq + stages * bkv) * D * 2, "smem_v");
     auto qf = register_tensor(T(dt)[mt][cfg.q_in_regs ? dk : 1][8], "q_frag");
     auto kf = register_tensor(T(dt)[2][4], "k_frag");

@@ -145,15 +145,6 @@ inline void check_attention_problem(const AttentionProblem &p) {
 }
 
 namespace attention_detail {
-/// A shared tile of `stages` x `rows` x `cols` halves with XOR-swizzled 16-byte vectors (the
-/// layout of matmul_f16.hpp): any 8 consecutive rows at one vector column lie in 8 distinct
-/// 16-byte bank groups.
-inline ir::Layout swizzled_tile(int stages, int rows, int cols) {
-  using namespace hidet::lang;
-  int vectors = cols / 8;
-  int log_step = vectors >= 8 ? 0 : vectors == 4 ? 1 : 2;
-  return swizzle(row_major(stages, rows, vectors), 2, 1, log_step) * row_major(1, 1, 8);
-}
 constexpr float log2e = 1.4426950408889634f;
 } // namespace attention_detail
 

@@ -33,6 +33,7 @@
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
 #include "hidet/ops/epilogue.hpp"
+#include "hidet/ops/templates/matmul_f16.hpp"
 
 namespace hidet::ops::templates {
 
@@ -142,13 +143,6 @@ inline void check_conv2d_fma_config(const Conv2dFmaConfig &c) {
 }
 
 namespace conv2d_detail {
-/// matmul_f16.hpp's XOR-swizzled shared tile: [stages][rows][cols] halves, 16-byte vectors.
-inline ir::Layout swizzled_tile(int stages, int rows, int cols) {
-  using namespace hidet::lang;
-  int vectors = cols / 8;
-  int log_step = vectors >= 8 ? 0 : vectors == 4 ? 1 : 2;
-  return swizzle(row_major(stages, rows, vectors), 2, 1, log_step) * row_major(1, 1, 8);
-}
 /// Defines kernel `name` with parameters (x, w, [bias,] y, [epilogue inputs...]):
 /// `body(x, w, bias or nullptr, y, epilogue inputs)`.
 template <class Body>
@@ -254,10 +248,10 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
         attrs.cuda.min_blocks = 1;
 
         auto sa = dynamic_shared_tensor(
-            T({})[stages][bm][bk].with_layout(conv2d_detail::swizzled_tile(stages, bm, bk)), 0,
+            T({})[stages][bm][bk].with_layout(matmul_f16_detail::swizzled_tile(stages, bm, bk)), 0,
             "smem_a");
         auto sb = dynamic_shared_tensor(
-            T({})[stages][bn][bk].with_layout(conv2d_detail::swizzled_tile(stages, bn, bk)),
+            T({})[stages][bn][bk].with_layout(matmul_f16_detail::swizzled_tile(stages, bn, bk)),
             stages * bm * bk * 2, "smem_b");
         auto acc = register_tensor(f32[mt][nt][4], "acc");
         auto af = register_tensor(T({})[mt][8], "a_frag");
