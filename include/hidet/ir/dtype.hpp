@@ -1,4 +1,5 @@
-// Scalar data types: bool, i8..i64, u8..u64, f16, bf16, f32, f64.
+// Scalar data types: bool, i8..i64, u8..u64, f16, bf16, f32, f64 and the 8-bit floats e4m3 and
+// e5m2 (FP8: storage types for Hopper's tensor cores; arithmetic on them happens in f32).
 #pragma once
 
 #include <cstddef>
@@ -25,7 +26,9 @@ namespace hidet {
   X(F16, "f16", "float16", "half", 2, true, true)                                                  \
   X(BF16, "bf16", "bfloat16", "bfloat16", 2, true, true)                                           \
   X(F32, "f32", "float32", "float", 4, true, true)                                                 \
-  X(F64, "f64", "float64", "double", 8, true, true)
+  X(F64, "f64", "float64", "double", 8, true, true)                                                \
+  X(F8E4M3, "f8e4m3", "float8_e4m3", "__nv_fp8_e4m3", 1, true, true)                               \
+  X(F8E5M2, "f8e5m2", "float8_e5m2", "__nv_fp8_e5m2", 1, true, true)
 
 /// Identifies a scalar type.
 enum class DTypeCode : std::uint8_t {
@@ -104,6 +107,11 @@ struct DataType {
   constexpr bool is_integer() const { return !is_float() && !is_bool(); }
   /// f16 or bf16.
   constexpr bool is_half() const { return code == DTypeCode::F16 || code == DTypeCode::BF16; }
+  /// The 8-bit floats: e4m3 (4 exponent bits, 3 mantissa bits, no infinities, largest finite
+  /// 448; PyTorch's float8_e4m3fn) and e5m2 (IEEE-like, largest finite 57344).
+  constexpr bool is_fp8() const { return code == DTypeCode::F8E4M3 || code == DTypeCode::F8E5M2; }
+  /// Floats narrower than f32 (f16, bf16, fp8): stored narrow, computed in f32.
+  constexpr bool is_narrow_float() const { return is_half() || is_fp8(); }
 
   constexpr bool operator==(const DataType &) const = default;
 };
@@ -118,6 +126,7 @@ inline constexpr DataType u8{DTypeCode::U8}, u16{DTypeCode::U16}, u32{DTypeCode:
     u64{DTypeCode::U64};
 inline constexpr DataType f16{DTypeCode::F16}, bf16{DTypeCode::BF16}, f32{DTypeCode::F32},
     f64{DTypeCode::F64};
+inline constexpr DataType f8e4m3{DTypeCode::F8E4M3}, f8e5m2{DTypeCode::F8E5M2};
 } // namespace dtypes
 
 /// Parses "f32", "float32", "half", ...; returns false when unknown.

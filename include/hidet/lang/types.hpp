@@ -73,6 +73,7 @@ inline constexpr lang::DTypeSpec u8{DTypeCode::U8}, u16{DTypeCode::U16}, u32{DTy
     u64{DTypeCode::U64};
 inline constexpr lang::DTypeSpec f16{DTypeCode::F16}, bf16{DTypeCode::BF16}, f32{DTypeCode::F32},
     f64{DTypeCode::F64};
+inline constexpr lang::DTypeSpec f8e4m3{DTypeCode::F8E4M3}, f8e5m2{DTypeCode::F8E5M2};
 
 namespace lang {
 using hidet::bf16;
@@ -80,6 +81,8 @@ using hidet::boolean;
 using hidet::f16;
 using hidet::f32;
 using hidet::f64;
+using hidet::f8e4m3;
+using hidet::f8e5m2;
 using hidet::i16;
 using hidet::i32;
 using hidet::i64;

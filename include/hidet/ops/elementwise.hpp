@@ -26,8 +26,8 @@ DataType promote_types(DataType a, DataType b);
 /// The result dtype of a tensor of dtype `t` with a C++ scalar (floating if `scalar_is_float`).
 DataType promote_with_scalar(DataType t, bool scalar_is_float);
 
-/// The dtype arithmetic on dtype `d` is carried out in (f32 for f16/bf16).
-inline DataType compute_dtype(DataType d) { return d.is_half() ? dtypes::f32 : d; }
+/// The dtype arithmetic on dtype `d` is carried out in (f32 for f16/bf16/fp8).
+inline DataType compute_dtype(DataType d) { return d.is_narrow_float() ? dtypes::f32 : d; }
 
 /// The numpy broadcast of two shapes; `op` names the operator in the error.
 Shape broadcast_shapes(const std::string &op, const Shape &a, const Shape &b, DataType da, DataType db);

@@ -34,6 +34,14 @@ Tensor linear(const Tensor &x, const Tensor &weight, const std::optional<Tensor>
 /// Float inputs of one dtype; accumulates in f32 for f16/bf16. A task: graph fusion gives it
 /// element-wise epilogues (a bias, an activation) in the same kernel.
 Tensor gemv(const Tensor &x, const Tensor &w);
+/// c = scale_a * scale_b * (a @ b^T) in `out_dtype` (f16, bf16 or f32) for 8-bit floats a: [m, k]
+/// and b: [n, k] (f8e4m3 or f8e5m2; b is given transposed, k innermost, like a linear layer's
+/// weight) and per-tensor scales: f32 tensors of one element. This is
+/// torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=...). On a Hopper GPU, when a and b
+/// share a dtype and k is a multiple of 16, the FP8 wgmma kernel runs
+/// (templates/matmul_fp8.hpp); otherwise a reduction kernel computes it in f32 (HIDET_DEBUG=1
+/// says so).
+Tensor scaled_mm(const Tensor &a, const Tensor &b, const Tensor &scale_a, const Tensor &scale_b, DataType out_dtype);
 
 } // namespace hidet::ops
 

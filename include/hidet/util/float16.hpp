@@ -1,10 +1,15 @@
 // Host-side IEEE binary16 (f16) and bfloat16 (bf16) storage types with round-to-nearest-even
 // conversions, bit-identical to the GPU's __float2half_rn / __float2bfloat16_rn. Arithmetic on
 // them happens in float and rounds back, which is what the hardware does for a single f16 op.
+// The 8-bit floats (e4m3, e5m2) convert like the GPU's cvt.rn.satfinite (CUDA's __nv_fp8_e4m3 /
+// __nv_fp8_e5m2 constructors): round to nearest even, magnitudes past the largest finite value
+// (infinities included) saturate to it, NaN becomes 0x7f.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace hidet {
 
@@ -66,6 +71,50 @@ inline std::uint16_t float_to_bf16_bits(float f) {
   x += 0x7fffu + ((x >> 16) & 1u);
   return std::uint16_t(x >> 16);
 }
+
+namespace detail {
+/// The value of an 8-bit float with E exponent bits and M mantissa bits (bias 2^(E-1) - 1).
+/// e4m3 (`ieee_specials` false): S.1111.111 is NaN, no infinities; e5m2: an exponent of all
+/// ones is infinity (mantissa 0) or NaN, as in IEEE.
+template <int E, int M, bool ieee_specials> float fp8_bits_to_float(std::uint8_t b) {
+  constexpr int bias = (1 << (E - 1)) - 1;
+  const bool neg = b & 0x80u;
+  const int e = (b >> M) & ((1 << E) - 1), m = b & ((1 << M) - 1);
+  float v;
+  if (ieee_specials && e == (1 << E) - 1) v = m ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else if (!ieee_specials && (b & 0x7fu) == 0x7fu) v = std::numeric_limits<float>::quiet_NaN();
+  else if (e == 0) v = std::ldexp(float(m), 1 - bias - M);
+  else v = std::ldexp(float((1 << M) + m), e - bias - M);
+  return neg ? -v : v;
+}
+/// float -> 8-bit float bits: round to nearest even, saturated to `max_bits` (the largest finite
+/// magnitude), NaN -> 0x7f.
+template <int E, int M, bool ieee_specials> std::uint8_t float_to_fp8_bits(float f, std::uint8_t max_bits) {
+  constexpr int bias = (1 << (E - 1)) - 1;
+  if (std::isnan(f)) return 0x7fu;
+  const std::uint8_t sign = std::signbit(f) ? 0x80u : 0;
+  const float a = std::fabs(f), max_value = fp8_bits_to_float<E, M, ieee_specials>(max_bits);
+  if (a > max_value) return sign | max_bits;
+  const float min_normal = std::ldexp(1.0f, 1 - bias);
+  // the spacing of representable values around a; a / quantum is exact (a power of two)
+  const int exp = a < min_normal ? 1 - bias : std::ilogb(a);
+  const float q = std::nearbyint(std::ldexp(a, M - exp)); // ties to even (the default mode)
+  if (a < min_normal) return sign | std::uint8_t(q); // q == 2^M: the smallest normal, same bits
+  const float r = std::ldexp(q, exp - M);
+  const int re = std::ilogb(r); // rounding may carry into the next binade
+  const int man = int(std::ldexp(r, M - re)) - (1 << M);
+  return sign | std::uint8_t(((re + bias) << M) | man);
+}
+} // namespace detail
+
+/// e4m3 bits -> float (exact).
+inline float f8e4m3_bits_to_float(std::uint8_t b) { return detail::fp8_bits_to_float<4, 3, false>(b); }
+/// float -> e4m3 bits (round to nearest even, saturated to +-448).
+inline std::uint8_t float_to_f8e4m3_bits(float f) { return detail::float_to_fp8_bits<4, 3, false>(f, 0x7e); }
+/// e5m2 bits -> float (exact).
+inline float f8e5m2_bits_to_float(std::uint8_t b) { return detail::fp8_bits_to_float<5, 2, true>(b); }
+/// float -> e5m2 bits (round to nearest even, saturated to +-57344).
+inline std::uint8_t float_to_f8e5m2_bits(float f) { return detail::float_to_fp8_bits<5, 2, true>(f, 0x7b); }
 
 /// Storage type for f16 on the host.
 struct float16 {

@@ -33,6 +33,8 @@ public:
       features_.f16 = true;
     if (d == dtypes::bf16)
       features_.bf16 = true;
+    if (d.is_fp8())
+      features_.fp8 = true;
     return std::string(d.c_name());
   }
   /// The C spelling of a scalar, pointer or void type ("float", "half *", "void").
@@ -50,20 +52,25 @@ public:
   std::string expr(const ir::Expr &e);
   std::string constant(const ir::ConstantNode *c);
   std::string cast(const std::string &x, const ir::Type &from, const ir::Type &to);
-  /// A scalar of dtype `d` converted to float (f16/bf16) or left as is.
+  /// A scalar of dtype `d` converted to float (f16/bf16/fp8) or left as is.
   std::string to_float(const std::string &x, DataType d) {
     if (d == dtypes::f16)
       return "__half2float(" + x + ")";
     if (d == dtypes::bf16)
       return "__bfloat162float(" + x + ")";
+    if (d.is_fp8())
+      return "((float)(" + x + "))";
     return x;
   }
-  /// A float expression rounded to f16/bf16 (or left as is for other dtypes).
+  /// A float expression rounded to f16/bf16/fp8 (or left as is for other dtypes); fp8 saturates
+  /// (cvt.rn.satfinite).
   std::string from_float(const std::string &x, DataType d) {
     if (d == dtypes::f16)
       return "__float2half_rn(" + x + ")";
     if (d == dtypes::bf16)
       return "__float2bfloat16_rn(" + x + ")";
+    if (d.is_fp8())
+      return dtype(d) + "((float)(" + x + "))";
     return x;
   }
   std::string call(const ir::CallNode *c);      // impl/codegen_intrinsics.ipp

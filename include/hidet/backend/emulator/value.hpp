@@ -3,7 +3,8 @@
 //
 // Representation: integers and bool live in Slot::i, wrapped to their dtype (u64 as its bit
 // pattern); floats live in Slot::f as a double holding a value exactly representable in the dtype
-// (f16/bf16/f32 values are rounded to the type after every operation, as the hardware does);
+// (f16/bf16/fp8/f32 values are rounded to the type after every operation, as the hardware does;
+// fp8 conversions saturate like cvt.rn.satfinite);
 // pointers live in Slot::i as host addresses.
 //
 // Conversions (CUDA semantics): float -> integer truncates toward zero and saturates to the
@@ -73,49 +74,34 @@ template <> struct Num<DTypeCode::Bool> {
   static void store(void *p, Slot s) { *static_cast<std::uint8_t *>(p) = s.i != 0; }
 };
 
-template <> struct Num<DTypeCode::F16> {
+/// A float stored narrower than f32 (as Bits): computed in float, rounded back by put and store.
+template <class Bits, float (*to_float)(Bits), Bits (*from_float)(float)> struct NarrowFloatNum {
   using C = float;
   static constexpr bool is_float = true;
   static C get(Slot s) { return float(s.f); }
   static Slot put(C v) {
     Slot s;
-    s.f = round_f16(v);
+    s.f = to_float(from_float(v));
     return s;
   }
   static Slot load(const void *p) {
-    std::uint16_t b;
-    std::memcpy(&b, p, 2);
+    Bits b;
+    std::memcpy(&b, p, sizeof(Bits));
     Slot s;
-    s.f = half_bits_to_float(b);
+    s.f = to_float(b);
     return s;
   }
   static void store(void *p, Slot s) {
-    std::uint16_t b = float_to_half_bits(float(s.f));
-    std::memcpy(p, &b, 2);
+    Bits b = from_float(float(s.f));
+    std::memcpy(p, &b, sizeof(Bits));
   }
 };
-
-template <> struct Num<DTypeCode::BF16> {
-  using C = float;
-  static constexpr bool is_float = true;
-  static C get(Slot s) { return float(s.f); }
-  static Slot put(C v) {
-    Slot s;
-    s.f = round_bf16(v);
-    return s;
-  }
-  static Slot load(const void *p) {
-    std::uint16_t b;
-    std::memcpy(&b, p, 2);
-    Slot s;
-    s.f = bf16_bits_to_float(b);
-    return s;
-  }
-  static void store(void *p, Slot s) {
-    std::uint16_t b = float_to_bf16_bits(float(s.f));
-    std::memcpy(p, &b, 2);
-  }
-};
+template <> struct Num<DTypeCode::F16> : NarrowFloatNum<std::uint16_t, half_bits_to_float, float_to_half_bits> {};
+template <> struct Num<DTypeCode::BF16> : NarrowFloatNum<std::uint16_t, bf16_bits_to_float, float_to_bf16_bits> {};
+template <>
+struct Num<DTypeCode::F8E4M3> : NarrowFloatNum<std::uint8_t, f8e4m3_bits_to_float, float_to_f8e4m3_bits> {};
+template <>
+struct Num<DTypeCode::F8E5M2> : NarrowFloatNum<std::uint8_t, f8e5m2_bits_to_float, float_to_f8e5m2_bits> {};
 
 template <> struct Num<DTypeCode::F32> {
   using C = float;

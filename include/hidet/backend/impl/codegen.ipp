@@ -120,7 +120,9 @@ HIDET_INLINE std::string CudaEmitter::constant(const ir::ConstantNode *c) {
     dtype(dtypes::f16);
     return from_float(cuda_f32_literal(float(c->fvalue)), c->dtype);
   case DTypeCode::BF16:
-    dtype(dtypes::bf16);
+  case DTypeCode::F8E4M3:
+  case DTypeCode::F8E5M2:
+    dtype(c->dtype);
     return from_float(cuda_f32_literal(float(c->fvalue)), c->dtype);
   case DTypeCode::F32:
     return cuda_f32_literal(float(c->fvalue));
@@ -139,14 +141,14 @@ HIDET_INLINE std::string CudaEmitter::cast(const std::string &x, const ir::Type 
   if (s == d)
     return x;
   dtype(s), dtype(d);
-  if (d.is_half()) {
+  if (d.is_narrow_float()) {
     if (s == dtypes::f32)
       return from_float(x, d);
-    if (s.is_half())
+    if (s.is_narrow_float())
       return from_float(to_float(x, s), d);
     return from_float("(float)(" + x + ")", d);
   }
-  if (s.is_half()) {
+  if (s.is_narrow_float()) {
     std::string f = to_float(x, s);
     if (d == dtypes::f32)
       return f;

@@ -292,8 +292,8 @@ HIDET_INLINE std::string CudaEmitter::call(const ir::CallNode *c) {
     std::string r = "printf(\"" + c_string_escape(c->text) + "\"";
     for (auto &x : c->args) {
       std::string v = expr(x);
-      // Varargs: f16/bf16 have no default promotion; pass them as double like float.
-      if (ir::is_scalar(x->type) && ir::dtype_of(x->type).is_half())
+      // Varargs: f16/bf16/fp8 have no default promotion; pass them as double like float.
+      if (ir::is_scalar(x->type) && ir::dtype_of(x->type).is_narrow_float())
         v = "(double)" + to_float(v, ir::dtype_of(x->type));
       r += ", " + v;
     }

@@ -249,12 +249,16 @@ HIDET_INLINE std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
   case I::WgmmaWaitGroup: return str_cat("asm volatile(\"wgmma.wait_group.sync.aligned ", imm(0), ";\" ::: \"memory\")");
   case I::Wgmma: {
     int n = int(imm(4)), nd = n / 2;
-    const char *in = imm(5) == int(DTypeCode::BF16) ? "bf16" : "f16";
+    const auto code = DTypeCode(imm(5));
+    const bool fp8 = code == DTypeCode::F8E4M3 || code == DTypeCode::F8E5M2;
+    const char *in = code == DTypeCode::BF16 ? "bf16" : code == DTypeCode::F8E4M3 ? "e4m3" : code == DTypeCode::F8E5M2 ? "e5m2" : "f16";
     std::string outs;
     for (int i = 0; i < nd; ++i) outs += str_cat(i ? ", " : "", "\"+f\"(", words(0, "float"), "[", i, "])");
+    // 8-bit inputs: k32 and no transpose immediates (both operands K-major)
+    std::string trans = fp8 ? std::string() : str_cat(", ", imm(6), ", ", imm(7));
     return str_cat("asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", nd + 2, ", 0;\\nwgmma.mma_async.sync.aligned.m64n",
-                   n, "k16.f32.", in, ".", in, " ", reg_list(0, nd), ", %", nd, ", %", nd + 1, ", p, 1, 1, ", imm(6),
-                   ", ", imm(7), ";\\n}\" : ", outs, " : \"l\"(", a(1), "), \"l\"(", a(2), "), \"r\"((int)(", a(3),
+                   n, fp8 ? "k32" : "k16", ".f32.", in, ".", in, " ", reg_list(0, nd), ", %", nd, ", %", nd + 1, ", p, 1, 1",
+                   trans, ";\\n}\" : ", outs, " : \"l\"(", a(1), "), \"l\"(", a(2), "), \"r\"((int)(", a(3),
                    ")) : \"memory\")");
   }
   case I::WgmmaRs: {

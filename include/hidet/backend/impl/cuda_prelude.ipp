@@ -33,6 +33,8 @@ HIDET_INLINE std::string cuda_prelude(const PreludeFeatures &f) {
     s += "#include <cuda_fp16.h>\n";
   if (f.bf16)
     s += "#include <cuda_bf16.h>\ntypedef __nv_bfloat16 bfloat16;\n";
+  if (f.fp8)
+    s += "#include <cuda_fp8.h>\n";
   if (f.dynamic_smem) // 1024 bytes: TMA boxes and wgmma tiles with a 128-byte swizzle need it
     s += "extern __shared__ __align__(1024) uint8_t hidet_dynamic_smem[];\n";
   if (f.tensor_map)

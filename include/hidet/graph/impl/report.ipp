@@ -35,7 +35,7 @@ inline double mean_relative_error(const Tensor &actual, const Tensor &expected) 
   return sum / double(a.size());
 }
 
-inline double tolerance(DataType d) { return d.is_half() ? 1e-2 : 1e-5; }
+inline double tolerance(DataType d) { return d.is_fp8() ? 1e-1 : d.is_half() ? 1e-2 : 1e-5; }
 
 inline std::string sci(double v) {
   char buf[32];

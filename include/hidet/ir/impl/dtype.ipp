@@ -16,6 +16,7 @@ HIDET_INLINE bool parse_dtype(std::string_view s, DataType &out) {
   if (s == "float") return out = dtypes::f32, true;
   if (s == "double") return out = dtypes::f64, true;
   if (s == "int") return out = dtypes::i32, true;
+  if (s == "float8_e4m3fn") return out = dtypes::f8e4m3, true; // PyTorch's name
   return false;
 }
 

@@ -37,6 +37,10 @@ namespace detail {
 HIDET_INLINE Action atomic(ir::Intrinsic op, const Element &dst, std::vector<Operand> vals,
                            SourceLoc loc) {
   require_kernel(std::string(ir::intrinsic_name(op)).c_str(), loc);
+  if (dst.dtype().is_fp8())
+    throw DSLError(str_cat(ir::intrinsic_name(op), ": ", dst.base()->hint, " is ", dst.dtype(),
+                           "; CUDA has no atomics on 8-bit floats: accumulate in f32 or f16"),
+                   loc);
   std::vector<ir::Expr> args{dst.address().ir()};
   for (auto &v : vals) args.push_back(store_value(v, dst.dtype(), ir::intrinsic_name(op).data()));
   return Action(call(op, std::move(args), dst.dtype(), loc), loc);
@@ -48,6 +52,7 @@ HIDET_INLINE Expr shfl(ir::Intrinsic op, const Operand &mask, const Operand &v, 
   require_kernel(std::string(ir::intrinsic_name(op)).c_str(), v.loc);
   DataType d = ir::dtype_of(v.node->type);
   if (v.weak && d == dtypes::f64 && !v.weak_float_is_double) d = dtypes::f32;
+  if (d.is_fp8()) d = dtypes::f32; // shuffled as f32 (its value converts back exactly)
   return call(op, {convert(mask.node, dtypes::u32, mask.loc), convert(v.node, d, v.loc), convert(lane.node, dtypes::i32, lane.loc), ir::int32(width)}, d, v.loc);
 }
 } // namespace detail

@@ -88,6 +88,7 @@ HIDET_INLINE ir::Expr to_bool(const Operand &o, const char *op) {
   require_scalar(o, op);
   DataType d = ir::dtype_of(o.node->type);
   if (d.is_bool()) return o.node;
+  if (d.is_fp8()) return ir::BinaryNode::make(ir::BinaryOp::Ne, convert(o.node, dtypes::f32, o.loc), ir::ConstantNode::make_float(dtypes::f32, 0.0, o.loc), o.loc);
   return ir::BinaryNode::make(ir::BinaryOp::Ne, o.node, convert(ir::int32(0), d, o.loc), o.loc);
 }
 
@@ -115,6 +116,7 @@ HIDET_INLINE Expr make_binary(ir::BinaryOp op, const Operand &a, const Operand &
     return ir::BinaryNode::make(op, convert(a.node, da, loc), convert(b.node, da, loc), loc);
   }
   DataType t = binary_type(a, b, sym);
+  if (t.is_fp8()) t = dtypes::f32; // fp8 is a storage type: its arithmetic and comparisons are f32's
   if (ir::is_bitwise(op) || op == ir::BinaryOp::Mod) {
     DataType da = ir::dtype_of(a.node->type), db = ir::dtype_of(b.node->type);
     bool both_bool = da.is_bool() && db.is_bool() && ir::is_bitwise(op);
@@ -132,6 +134,7 @@ HIDET_INLINE Expr make_binary(ir::BinaryOp op, const Operand &a, const Operand &
 HIDET_INLINE Expr operator-(const Operand &a) {
   detail::require_scalar(a, "-");
   DataType d = detail::int_promote(ir::dtype_of(a.node->type));
+  if (d.is_fp8()) d = dtypes::f32;
   return ir::UnaryNode::make(ir::UnaryOp::Neg, detail::convert(a.node, d, a.loc), a.loc);
 }
 HIDET_INLINE Expr operator!(const Operand &a) {

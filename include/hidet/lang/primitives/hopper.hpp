@@ -96,6 +96,8 @@ inline void wgmma_wait_group(int n, HIDET_LOC_PARAM) { detail::emit_intrinsic(ir
 /// wgmma.mma_async m64n{n}k16 with f32 accumulators: D = A * B + (scale_d ? D : 0) for the
 /// warpgroup (128 threads). `d` is this thread's f32[n / 2] fragment; A and B come from shared
 /// memory descriptors (make_wgmma_desc); `ab` is f16 or bf16; trans_a/trans_b select MN-major.
+/// With `ab` f8e4m3 or f8e5m2 it is m64n{n}k32 (32 bytes of k per row, as for f16): both
+/// operands must be K-major (the hardware has no transposed mode for 8-bit inputs).
 void wgmma(const PtrArg &d, const Operand &desc_a, const Operand &desc_b, int n, DataType ab,
            const Operand &scale_d = Operand(1), bool trans_a = false, bool trans_b = false);
 

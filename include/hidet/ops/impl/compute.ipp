@@ -131,7 +131,7 @@ HIDET_INLINE TensorDef finish_reduce(std::shared_ptr<TensorNode> n, const Expr &
     throw ValueError(str_cat(name, ": the reduced expression must be a scalar expression"));
   DataType vd = v.dtype();
   n->acc_dtype = acc_dtype ? *acc_dtype : default_acc_dtype(kind, vd);
-  if (is_arg_reduce(kind)) n->acc_dtype = acc_dtype ? *acc_dtype : (vd.is_half() ? dtypes::f32 : vd);
+  if (is_arg_reduce(kind)) n->acc_dtype = acc_dtype ? *acc_dtype : (vd.is_narrow_float() ? dtypes::f32 : vd);
   n->dtype = reduce_output_dtype(kind, vd, acc_dtype, out_dtype);
   n->value = (kind == ReduceKind::And || kind == ReduceKind::Or) ? lang::detail::to_bool(lang::Operand(v), name.c_str())
                                                                  : lang::detail::convert(v.ir(), n->acc_dtype, {});
@@ -161,7 +161,7 @@ HIDET_INLINE DataType reduce_output_dtype(ReduceKind k, DataType value, std::opt
 
 HIDET_INLINE DataType default_acc_dtype(ReduceKind k, DataType d) {
   if (k == ReduceKind::And || k == ReduceKind::Or) return dtypes::boolean;
-  if (d.is_half()) return dtypes::f32;
+  if (d.is_narrow_float()) return dtypes::f32;
   if ((d.is_integer() || d.is_bool()) && (k == ReduceKind::Sum || k == ReduceKind::Prod)) return d.is_signed() || d.is_bool() ? dtypes::i64 : dtypes::u64;
   if ((d.is_integer() || d.is_bool()) && k == ReduceKind::Mean) return dtypes::f32;
   if (d.is_bool()) return dtypes::i32;

@@ -30,7 +30,8 @@ HIDET_INLINE DataType promote_types(DataType a, DataType b) {
   int ca = detail::category(a), cb = detail::category(b);
   if (ca != cb) return ca > cb ? a : b;
   if (ca == 2) {
-    if (a.is_half() && b.is_half()) return dtypes::f32;
+    if (a.is_narrow_float() && b.is_narrow_float()) // two narrow floats of one width meet in f32
+      return a.nbytes() == b.nbytes() ? dtypes::f32 : (a.nbytes() > b.nbytes() ? a : b);
     return a.nbytes() >= b.nbytes() ? a : b;
   }
   if (a.is_signed() == b.is_signed()) return a.nbytes() >= b.nbytes() ? a : b;

@@ -3,11 +3,16 @@
 
 #include "hidet/ops/matmul.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/schedule_matmul.hpp"
+#include "hidet/ops/templates/matmul_fp8.hpp"
+#include "hidet/util/log.hpp"
 
 namespace hidet::ops {
 
@@ -133,6 +138,80 @@ HIDET_INLINE Tensor gemv(const Tensor &x, const Tensor &w) {
         return Task{"gemv", {xi, wi}, {y}, "", {}};
       },
       {x, w})[0];
+}
+
+namespace detail {
+/// scaled_mm on tensors with data (validated by scaled_mm).
+HIDET_INLINE Tensor scaled_mm_eager(const Tensor &a, const Tensor &b, const Tensor &scale_a, const Tensor &scale_b,
+                                    DataType out_dtype) {
+  const std::int64_t m = a.shape()[0], n = b.shape()[0], k = a.shape()[1];
+  Device dev = common_device("scaled_mm", {a, b, scale_a, scale_b});
+  Tensor sa = scale_a.reshape({1}), sb = scale_b.reshape({1});
+  std::string why; // why the wgmma kernel does not serve
+  if (!dev.is_cuda() || !templates::wgmma_available()) why = "no Hopper GPU here (the emulator has no wgmma)";
+  else if (a.dtype() != b.dtype()) why = str_cat("mixed inputs ", a.dtype(), " x ", b.dtype());
+  else if (k % 16) why = str_cat("k = ", k, " is not a multiple of 16");
+  else if (std::max({m, n, k}) > std::numeric_limits<int>::max()) why = "sizes past the int range";
+  if (why.empty()) {
+    // TMA needs 16-byte aligned operands
+    auto aligned = [](const Tensor &x) { return reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 ? x.clone() : x; };
+    static std::mutex mu;
+    static std::map<std::string, std::shared_ptr<templates::MatmulFp8>> runs;
+    std::shared_ptr<templates::MatmulFp8> run;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto &r = runs[str_cat(a.dtype(), " ", out_dtype, " ", m, "x", n, "x", k, " ", dev)];
+      if (!r) r = std::make_shared<templates::MatmulFp8>(int(m), int(n), int(k), a.dtype(), out_dtype);
+      run = r;
+    }
+    Tensor c = empty({m, n}, out_dtype, dev);
+    (*run)(aligned(a), aligned(b), sa, sb, c);
+    return c;
+  }
+  util::debug_log(str_cat("scaled_mm ", a.dtype(), " x ", b.dtype(), " ", m, "x", n, "x", k,
+                          ": the portable reduction kernel runs (", why, ")"));
+  return run_task(
+      str_cat("scaled_mm{out_dtype=", out_dtype, "}"),
+      [&] {
+        auto ai = input("a", a.shape(), a.dtype());
+        auto bi = input("b", b.shape(), b.dtype());
+        auto sai = input("scale_a", {1}, dtypes::f32);
+        auto sbi = input("scale_b", {1}, dtypes::f32);
+        auto y = reduce({m, n}, {k}, [&](const Idx &i, const Idx &r) {
+          return lang::cast(ai.at({i[0], r[0]}), dtypes::f32) * lang::cast(bi.at({i[1], r[0]}), dtypes::f32) *
+                 (sai.at({0}) * sbi.at({0}));
+        }, ReduceKind::Sum, dtypes::f32, out_dtype, "scaled_mm");
+        return Task{"scaled_mm", {ai, bi, sai, sbi}, {y}, "", {}};
+      },
+      {a, b, sa, sb})[0];
+}
+} // namespace detail
+
+HIDET_INLINE Tensor scaled_mm(const Tensor &a, const Tensor &b, const Tensor &scale_a, const Tensor &scale_b,
+                              DataType out_dtype) {
+  if (a.ndim() != 2 || b.ndim() != 2 || a.sym_shape()[1] != b.sym_shape()[1])
+    throw ValueError(str_cat("scaled_mm: expected a [m, k] and b [n, k] (b transposed, k innermost), got shapes ",
+                             shape_str(a.sym_shape()), " and ", shape_str(b.sym_shape())));
+  if (!a.dtype().is_fp8() || !b.dtype().is_fp8())
+    throw ValueError(str_cat("scaled_mm: a and b must be f8e4m3 or f8e5m2, got ", a.dtype(), " and ", b.dtype(),
+                             "; divide by a scale and cast them (ops::cast(x, f8e4m3))"));
+  for (const Tensor *s : {&scale_a, &scale_b}) {
+    bool one = true;
+    for (const auto &d : s->sym_shape()) one = one && d == 1;
+    if (s->dtype() != dtypes::f32 || !one)
+      throw ValueError(str_cat("scaled_mm: ", s == &scale_a ? "scale_a" : "scale_b",
+                               " must be an f32 tensor of one element (a per-tensor scale), got ", s->dtype(),
+                               shape_str(s->sym_shape())));
+  }
+  if (!(out_dtype.is_half() || out_dtype == dtypes::f32))
+    throw ValueError(str_cat("scaled_mm: out_dtype must be f16, bf16 or f32, got ", out_dtype));
+  Device dev = detail::common_device("scaled_mm", {a, b, scale_a, scale_b});
+  return apply_operator(
+      "ScaledMM", {a, b, scale_a, scale_b}, {{SymShape{a.sym_shape()[0], b.sym_shape()[0]}, out_dtype, dev}},
+      [out_dtype](const std::vector<Tensor> &in) {
+        return std::vector<Tensor>{detail::scaled_mm_eager(in[0], in[1], in[2], in[3], out_dtype)};
+      },
+      str_cat("out_dtype=", out_dtype))[0];
 }
 
 HIDET_INLINE Tensor linear(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias) {

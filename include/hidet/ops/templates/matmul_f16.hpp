@@ -102,16 +102,17 @@ inline void require_half(DataType d, const std::string &what) {
   if (!d.is_half()) throw ValueError(str_cat(what, ": dtype is ", d, "; the tensor-core matmul takes f16 or bf16"));
 }
 /// Stores the accumulators (lo, hi) of anchor elements (row, col) and (row, col + 1) of an m x n
-/// f16/bf16 product (idx(row, col) gives the full anchor index) through the epilogue `out`: one
-/// packed 4-byte store through the u32 register `pair` when n is even and the epilogue keeps the
-/// layout (the pair is then 4-byte aligned), else two element stores; guarded where a tile can
+/// f16/bf16 (or f32) product (idx(row, col) gives the full anchor index) through the epilogue
+/// `out`: one packed 4-byte store of halves through the u32 register `pair` when n is even and
+/// the epilogue keeps the layout (the pair is then 4-byte aligned), else (and for f32) two
+/// element stores; guarded where a tile can
 /// overhang m or n (the epilogue reads its inputs only inside the guard).
 template <class IdxOf>
 void store_pair(const ops::detail::EpilogueEmitter &out, const IdxOf &idx, const lang::Expr &row, const lang::Expr &col,
                 const lang::Expr &lo, const lang::Expr &hi, int m, int n, bool guard_m, bool guard_n, DataType dt,
                 const lang::Tensor &pair) {
   using namespace hidet::lang;
-  if (n % 2 == 0 && out.keeps_layout()) {
+  if (n % 2 == 0 && out.keeps_layout() && dt.is_half()) {
     auto store = [&] {
       pair[0] = half2_pack(out.value(idx(row, col), lo), out.value(idx(row, col + 1), hi), dt);
       store_vector(out.at(idx(row, col)), pair, 4);

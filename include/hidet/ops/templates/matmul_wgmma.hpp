@@ -94,6 +94,8 @@ struct MatmulWgmmaConfig {
   bool pingpong = false;
 
   static constexpr int block_k = 64; ///< one 128-byte swizzled row of halves
+  /// The k extent of a stage for inputs of dtype `in`: one 128-byte row (64 halves, 128 fp8).
+  static int block_k_of(DataType in) { return 128 / int(in.nbytes()); }
   /// Rows of one tile: the consumers' rows together, or one consumer's under ping-pong.
   int block_m() const { return 64 * atoms * (pingpong ? 1 : consumers); }
   int threads() const { return 128 * (consumers + 1); }
@@ -150,9 +152,10 @@ inline void check_matmul_wgmma_config(const MatmulWgmmaConfig &c) {
                 " registers (40 kept for addresses)"));
 }
 
-/// The number of k slices actually used for k: every slice gets at least one k tile.
-inline int matmul_wgmma_splits(int k, const MatmulWgmmaConfig &cfg) {
-  int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
+/// The number of k slices actually used for k (k tiles of `block_k`): every slice gets at least
+/// one k tile.
+inline int matmul_wgmma_splits(int k, const MatmulWgmmaConfig &cfg, int block_k = MatmulWgmmaConfig::block_k) {
+  int k_tiles = lang::ceil_div(k, block_k);
   int per_split = lang::ceil_div(k_tiles, std::max(1, cfg.split_k));
   return lang::ceil_div(k_tiles, per_split);
 }
@@ -164,6 +167,12 @@ inline int matmul_wgmma_counters(int m, int n, const MatmulWgmmaConfig &cfg, con
   const int cols = lang::ceil_div(lang::ceil_div(n, cfg.block_n), cfg.cluster_n) * cfg.cluster_n;
   return batch.count * rows * cols * cfg.consumers * 4;
 }
+
+/// The scaled 8-bit variant of add_matmul_wgmma_kernel (matmul_fp8.hpp): `in` is a's and b's
+/// dtype (f8e4m3 or f8e5m2).
+struct MatmulScaling {
+  DataType in = dtypes::f8e4m3;
+};
 
 namespace wgmma_detail {
 /// The output tiles of a warp-specialized wgmma kernel: (k slice, batch, tile_m, tile_n), one per
@@ -321,22 +330,38 @@ void store_staged(const ops::detail::EpilogueEmitter &out, const IdxOf &c_idx, c
 /// [S][count * m][n]) and the maps of the operands that have the batch are 3-D (boxes of 1 x
 /// ...): the persistent tile id also walks the batch. With an epilogue `epi`, c is replaced by
 /// the epilogue's output and extra inputs (in the sum kernel without split_fixup).
+/// With `scaled` (8-bit inputs, matmul_fp8.hpp): a: in[m][k] and b given transposed, in[n][k]
+/// (K-major, boxes of block_n x 128), k a multiple of 16; two f32[1] parameters, scale_a and
+/// scale_b, follow the maps, and c = scale_a * scale_b * (a @ b^T) in dt (f16, bf16 or f32).
 inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k, DataType dt,
                                     const MatmulWgmmaConfig &cfg = {}, int num_sms = 132,
-                                    const MatmulBatch &batch = {}, const Epilogue *epi = nullptr) {
+                                    const MatmulBatch &batch = {}, const Epilogue *epi = nullptr,
+                                    const MatmulScaling *scaled = nullptr) {
   using namespace hidet::lang;
-  matmul_f16_detail::require_half(dt, str_cat("matmul_wgmma '", name, "'"));
+  if (scaled) {
+    if (!scaled->in.is_fp8() || !(dt.is_half() || dt == dtypes::f32))
+      throw ValueError(str_cat("matmul_wgmma '", name, "': scaled products take f8e4m3 or f8e5m2 inputs and give f16, bf16 or f32; got ",
+                               scaled->in, " -> ", dt));
+    if (k % 16 || batch.batched() || cfg.cluster_size() > 1)
+      throw ValueError(str_cat("matmul_wgmma '", name, "': 8-bit inputs need k a multiple of 16 (TMA's 16-byte rows), got ",
+                               k, ", no batch and no clusters"));
+  } else {
+    matmul_f16_detail::require_half(dt, str_cat("matmul_wgmma '", name, "'"));
+  }
   check_matmul_wgmma_config(cfg);
   if (m <= 0 || n <= 0 || k <= 0)
     throw ValueError(str_cat("matmul_wgmma '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
-  const int bm = cfg.block_m(), bn = cfg.block_n, bk = cfg.block_k, stages = cfg.stages;
+  const DataType in = scaled ? scaled->in : dt; // a's and b's dtype
+  const bool kmajor_b = scaled != nullptr;
+  const int bm = cfg.block_m(), bn = cfg.block_n, bk = MatmulWgmmaConfig::block_k_of(in), stages = cfg.stages;
   const int cm = cfg.cluster_m, cn = cfg.cluster_n, cs = cfg.cluster_size();
   const int tiles_m = ceil_div(m, bm), tiles_n = ceil_div(n, bn), k_tiles = ceil_div(k, bk);
   const int ctiles_m = ceil_div(tiles_m, cm), ctiles_n = ceil_div(tiles_n, cn); // the clusters' tiles
-  const int splits = matmul_wgmma_splits(k, cfg), split_tiles = ceil_div(k_tiles, splits);
+  const int splits = matmul_wgmma_splits(k, cfg, bk), split_tiles = ceil_div(k_tiles, splits);
   const int group = std::min(cfg.group_m, ctiles_m);
   const int stage_bytes = cfg.a_stage_bytes() + cfg.b_stage_bytes();
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
+  auto T_in = [&](std::vector<ir::Expr> shape) { return TensorSpec(in, std::move(shape)); };
 
   const int count = batch.count;
   const wgmma_detail::Tiles tiles{ctiles_m, ctiles_n, count, splits,  split_tiles, k_tiles, group,
@@ -346,6 +371,8 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   // the blocks' tiles (a cluster's last ones may lie outside c), one counter per warp of each
   const int grid_rows = ctiles_m * cm, grid_cols = ctiles_n * cn, tile_warps = cfg.consumers * 4;
   std::vector<ParamSpec> specs{tensor_map_param(), tensor_map_param()};
+  if (scaled) specs.push_back(f32[1]), specs.push_back(f32[1]);
+  const std::size_t p0 = specs.size(); // the output (or workspace) parameter
   if (sum_kernel) specs.push_back(f32[splits][count * m][n]);
   else
     for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt)) specs.push_back(p);
@@ -355,18 +382,20 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   }
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
     lang::Tensor tmap_a = params[0], tmap_b = params[1];
-    lang::Tensor ws = sum_kernel ? params[2] : params[params.size() - 2], counters = params.back();
+    lang::Tensor ws = sum_kernel ? params[p0] : params[params.size() - 2], counters = params.back();
     std::vector<ir::Var> extras;
-    for (std::size_t i = 3; i < params.size() - (fixup ? 2 : 0); ++i) extras.push_back(params[i].v);
-    ops::detail::EpilogueEmitter out(sum_kernel ? nullptr : epi, c_shape, params[2].v, std::move(extras));
+    for (std::size_t i = p0 + 1; i < params.size() - (fixup ? 2 : 0); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(sum_kernel ? nullptr : epi, c_shape, params[p0].v, std::move(extras));
     attrs.cuda.grid_dim = tiles.grid(num_sms);
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect
     if (cs > 1) attrs.cuda.cluster_dim = {cs, 1, 1};
 
-    auto sa = dynamic_shared_tensor(T({})[stages][bm][bk], 0, "smem_a");
-    auto sb = dynamic_shared_tensor(T({})[stages][bn / 64][bk][64], stages * cfg.a_stage_bytes(), "smem_b");
+    auto sa = dynamic_shared_tensor(T_in({})[stages][bm][bk], 0, "smem_a");
+    // b's stage: 64-column boxes of bk rows (n innermost), or K-major: bn rows of bk
+    auto sb = kmajor_b ? dynamic_shared_tensor(T_in({})[stages][1][bn][bk], stages * cfg.a_stage_bytes(), "smem_b")
+                       : dynamic_shared_tensor(T_in({})[stages][bn / 64][bk][64], stages * cfg.a_stage_bytes(), "smem_b");
     const int bars = stages * stage_bytes + cfg.epilogue_bytes();
     auto full = dynamic_shared_tensor(u64[stages], bars, "full");
     auto empty = dynamic_shared_tensor(u64[stages], bars + stages * 8, "empty");
@@ -423,7 +452,8 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
             load(sa[s][a_row][0], tmap_a, full[s], kt * bk, m0 + a_row, z_if(batch.a),
                  cn > 1 ? std::optional<Expr>(mask_a) : std::nullopt);
             Expr b_row = cm > 1 ? rm * b_rows : Expr(0);
-            for (int j = 0; j < bn / 64; ++j)
+            if (kmajor_b) load(sb[s][0][0][0], tmap_b, full[s], kt * bk, n0, std::nullopt, std::nullopt);
+            else for (int j = 0; j < bn / 64; ++j)
               load(sb[s][j][b_row][0], tmap_b, full[s], n0 + j * 64, kt * bk + b_row, z_if(batch.b),
                    cm > 1 ? std::optional<Expr>(mask_b) : std::nullopt);
             it = it + 1;
@@ -432,7 +462,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       });
     }).else_([&] { // the consumer warpgroups
       setmaxnreg(cfg.consumer_budget(), true);
-      const bool staged = cfg.smem_epilogue && !sum_kernel && n % 8 == 0 && out.vector_width() == 8;
+      const bool staged = cfg.smem_epilogue && !sum_kernel && n % 8 == 0 && out.vector_width() == 8 && dt.is_half();
       auto se = dynamic_shared_tensor(T({})[cfg.consumers * 4][16][64], stages * stage_bytes, "smem_epi");
       const int atoms = cfg.atoms;
       auto acc = register_tensor(f32[atoms * bn / 2], "acc");
@@ -453,13 +483,22 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         // Consumer c's i-th tile (j = i C + c) waits for turn[c]'s (i - 1 + (c > 0))-th phase.
         const int C = cfg.consumers;
         if (cfg.pingpong) if_(j > 0, [&] { mbarrier_wait(turn[wg - 1], (j / C + select(wg > 1, 0, 1)) % 2); });
-        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, dt, true, false, cs, atoms,
-                                      64 * bk * 2 / 16, [&](Expr s, int kk) {
-                                        return std::pair{make_wgmma_desc(sa[s][row0][kk * 16], 16, 1024, Swizzle::B128),
-                                                         make_wgmma_desc(sb[s][0][kk * 16][0], 64 * 64 * 2, 1024,
-                                                                         Swizzle::B128)};
+        // Four wgmma per stage, 32 bytes of k each (k16 halves, k32 fp8); a K-major b's
+        // descriptor is like a's, an MN-major one steps 16 k rows of 64-column boxes 8 KB apart.
+        const int kstep = bk / 4;
+        wgmma_detail::consume_k_tiles(acc, full, empty, it, kt0, kts, stages, bn, in, !kmajor_b, false, cs, atoms,
+                                      64 * 128 / 16, [&](Expr s, int kk) {
+                                        auto da = make_wgmma_desc(sa[s][row0][kk * kstep], 16, 1024, Swizzle::B128);
+                                        if (kmajor_b)
+                                          return std::pair{da, make_wgmma_desc(sb[s][0][0][kk * kstep], 16, 1024, Swizzle::B128)};
+                                        return std::pair{da, make_wgmma_desc(sb[s][0][kk * kstep][0], 64 * 64 * 2, 1024,
+                                                                             Swizzle::B128)};
                                       });
         if (cfg.pingpong) mbarrier_arrive(turn[wg % C]);
+        if (scaled) { // c = scale_a * scale_b * (a @ b^T)
+          Var scale = var(f32, lang::Tensor(params[2])[0] * lang::Tensor(params[3])[0], "scale");
+          for_(range(atoms * bn / 2).unroll(), [&](Var i) { acc[i] = acc[i] * scale; });
+        }
 
         // Epilogue (the producer already loads the next tile): lane (g, q) of warp w holds rows
         // 16 w + g (+ 8), columns 8 j + 2 q (+ 1); atom a holds the rows 64 a further, its

@@ -132,6 +132,10 @@ HIDET_INLINE void store_as(void *dst, DataType dt, double v) {
     return put(float_to_half_bits(float(v)));
   case DTypeCode::BF16:
     return put(float_to_bf16_bits(float(v)));
+  case DTypeCode::F8E4M3:
+    return put(float_to_f8e4m3_bits(float(v)));
+  case DTypeCode::F8E5M2:
+    return put(float_to_f8e5m2_bits(float(v)));
   case DTypeCode::F32:
     return put(float(v));
   case DTypeCode::F64:

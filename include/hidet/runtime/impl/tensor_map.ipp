@@ -31,8 +31,12 @@ HIDET_INLINE TensorMap TensorMap::tiled(const Spec &spec) {
   case DTypeCode::BF16: dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
   case DTypeCode::F32: dt = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
   case DTypeCode::I32: dt = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
-  case DTypeCode::U8: case DTypeCode::I8: dt = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
-  default: throw ValueError(str_cat("TensorMap::tiled: dtype ", spec.dtype, " is not supported (f16, bf16, f32, i32, i8, u8)"));
+  case DTypeCode::U8: case DTypeCode::I8: case DTypeCode::F8E4M3: case DTypeCode::F8E5M2:
+    dt = CU_TENSOR_MAP_DATA_TYPE_UINT8; // TMA copies bytes; fp8 has no type of its own
+    break;
+  default:
+    throw ValueError(str_cat("TensorMap::tiled: dtype ", spec.dtype,
+                             " is not supported (f16, bf16, f32, i32, i8, u8, f8e4m3, f8e5m2)"));
   }
   std::uint64_t dims[5], strides[4];
   std::uint32_t boxes[5], elem_strides[5];

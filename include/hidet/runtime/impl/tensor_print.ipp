@@ -57,6 +57,10 @@ HIDET_INLINE double element_as_double(const void *data, DataType dt, std::int64_
     return half_bits_to_float(at(std::uint16_t{}));
   case DTypeCode::BF16:
     return bf16_bits_to_float(at(std::uint16_t{}));
+  case DTypeCode::F8E4M3:
+    return f8e4m3_bits_to_float(at(std::uint8_t{}));
+  case DTypeCode::F8E5M2:
+    return f8e5m2_bits_to_float(at(std::uint8_t{}));
   case DTypeCode::F32:
     return at(float{});
   case DTypeCode::F64:

@@ -106,7 +106,7 @@ HIDET_INLINE std::optional<Expr> fold_float_binary(BinaryOp op, DataType d, doub
 /// Folds a cast of constant `c` to scalar dtype `to`, when C++ defines the result.
 HIDET_INLINE std::optional<Expr> fold_cast(const ConstantNode *c, DataType to, SourceLoc l) {
   DataType from = c->dtype;
-  if (to.is_half() || (from.is_half() && !to.is_float())) return std::nullopt;
+  if (to.is_narrow_float() || (from.is_narrow_float() && !to.is_float())) return std::nullopt;
   if (to.is_bool()) return boolean(from.is_float() ? c->fvalue != 0 : c->ivalue != 0, l);
   if (to.is_integer()) {
     if (!from.is_float()) return ConstantNode::make_int(to, c->ivalue, l);
@@ -144,7 +144,7 @@ protected:
       switch (n->op) {
       case UnaryOp::Neg:
         if (d.is_integer()) return ConstantNode::make_int(d, std::int64_t(0 - std::uint64_t(c->ivalue)), n->loc);
-        if (d.is_float() && !d.is_half()) return ConstantNode::make_float(d, -c->fvalue, n->loc);
+        if (d.is_float() && !d.is_narrow_float()) return ConstantNode::make_float(d, -c->fvalue, n->loc);
         break;
       case UnaryOp::LogicalNot: return boolean(c->ivalue == 0, n->loc);
       case UnaryOp::BitNot: return ConstantNode::make_int(d, ~c->ivalue, n->loc);
@@ -222,7 +222,7 @@ private:
     if (ca && cb) {
       std::optional<Expr> r;
       if (!ca->dtype.is_float()) r = fold_int_binary(op, ca->dtype, ca->ivalue, cb->ivalue, l);
-      else if (!ca->dtype.is_half() && ca->dtype == cb->dtype)
+      else if (!ca->dtype.is_narrow_float() && ca->dtype == cb->dtype)
         r = fold_float_binary(op, ca->dtype, ca->fvalue, cb->fvalue, l);
       if (r) return *r;
     }

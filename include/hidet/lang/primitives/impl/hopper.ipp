@@ -113,7 +113,11 @@ HIDET_INLINE void wgmma(const PtrArg &d, const Operand &desc_a, const Operand &d
   const char *fn = "wgmma";
   if (n < 8 || n > 256 || n % 8 != 0)
     throw DSLError(str_cat("wgmma m64n", n, "k16: n must be a multiple of 8 in [8, 256]"), d.loc);
-  if (!ab.is_half()) throw DSLError(str_cat("wgmma: inputs are ", ab, "; use f16 or bf16"), d.loc);
+  if (!ab.is_half() && !ab.is_fp8())
+    throw DSLError(str_cat("wgmma: inputs are ", ab, "; use f16, bf16, f8e4m3 or f8e5m2"), d.loc);
+  if (ab.is_fp8() && (trans_a || trans_b))
+    throw DSLError(str_cat("wgmma m64n", n, "k32 (", ab, "): 8-bit inputs must both be K-major; lay B out as [n][k]"),
+                   d.loc);
   if (d.dtype != dtypes::f32)
     throw DSLError(str_cat("wgmma: the accumulator ", d.describe(), " is ", d.dtype, "; use f32"), d.loc);
   detail::require_scope(d, ir::Scope::Register, fn, "accumulator");
