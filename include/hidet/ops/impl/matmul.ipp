@@ -177,10 +177,12 @@ HIDET_INLINE Tensor scaled_mm_eager(const Tensor &a, const Tensor &b, const Tens
         auto bi = input("b", b.shape(), b.dtype());
         auto sai = input("scale_a", {1}, dtypes::f32);
         auto sbi = input("scale_b", {1}, dtypes::f32);
-        auto y = reduce({m, n}, {k}, [&](const Idx &i, const Idx &r) {
-          return lang::cast(ai.at({i[0], r[0]}), dtypes::f32) * lang::cast(bi.at({i[1], r[0]}), dtypes::f32) *
-                 (sai.at({0}) * sbi.at({0}));
-        }, ReduceKind::Sum, dtypes::f32, out_dtype, "scaled_mm");
+        auto acc = reduce({m, n}, {k}, [&](const Idx &i, const Idx &r) {
+          return lang::cast(ai.at({i[0], r[0]}), dtypes::f32) * lang::cast(bi.at({i[1], r[0]}), dtypes::f32);
+        }, ReduceKind::Sum, dtypes::f32, dtypes::f32, "acc");
+        auto y = compute("scaled_mm", {m, n}, [&](Expr i, Expr j) {
+          return lang::cast(acc[i][j] * (sai.at({0}) * sbi.at({0})), out_dtype);
+        });
         return Task{"scaled_mm", {ai, bi, sai, sbi}, {y}, "", {}};
       },
       {a, b, sa, sb})[0];
