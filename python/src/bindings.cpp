@@ -41,10 +41,15 @@ DataType dtype_of(const std::string &name) {
   return dt;
 }
 
+// DLPack 1.1's codes of the 8-bit floats (PyTorch's float8_e4m3fn and float8_e5m2).
+constexpr std::uint8_t kDLFloat8_e4m3fn = 10, kDLFloat8_e5m2 = 12;
+
 nb::dlpack::dtype dlpack_dtype(DataType dt) {
   using nb::dlpack::dtype_code;
   std::uint8_t bits = std::uint8_t(dt.nbytes() * 8);
   if (dt == hidet::dtypes::bf16) return {std::uint8_t(dtype_code::Bfloat), 16, 1};
+  if (dt == hidet::dtypes::f8e4m3) return {kDLFloat8_e4m3fn, 8, 1};
+  if (dt == hidet::dtypes::f8e5m2) return {kDLFloat8_e5m2, 8, 1};
   if (dt.is_bool()) return {std::uint8_t(dtype_code::Bool), 8, 1};
   if (dt.is_float()) return {std::uint8_t(dtype_code::Float), bits, 1};
   return {std::uint8_t(dt.is_signed() ? dtype_code::Int : dtype_code::UInt), bits, 1};
@@ -56,6 +61,8 @@ DataType hidet_dtype(nb::dlpack::dtype d) {
   std::string name;
   if (code == dtype_code::Float) name = "float" + std::to_string(d.bits);
   else if (code == dtype_code::Bfloat && d.bits == 16) name = "bfloat16";
+  else if (d.code == kDLFloat8_e4m3fn && d.bits == 8) name = "float8_e4m3";
+  else if (d.code == kDLFloat8_e5m2 && d.bits == 8) name = "float8_e5m2";
   else if (code == dtype_code::Bool) name = "bool";
   else if (code == dtype_code::Int) name = "int" + std::to_string(d.bits);
   else if (code == dtype_code::UInt) name = "uint" + std::to_string(d.bits);
@@ -378,6 +385,9 @@ NB_MODULE(_C, m) {
   ops.def("pad", [](const Tensor &x, std::vector<std::int64_t> pads, double v) { return o::pad(x, pads, v); },
           "x"_a, "pads"_a, "value"_a = 0.0);
   ops.def("matmul", [](const Tensor &a, const Tensor &b) { return o::matmul(a, b); });
+  ops.def("scaled_mm", [](const Tensor &a, const Tensor &b, const Tensor &scale_a, const Tensor &scale_b,
+                          const std::string &out_dtype) { return o::scaled_mm(a, b, scale_a, scale_b, dtype_of(out_dtype)); },
+          "a"_a, "b"_a, "scale_a"_a, "scale_b"_a, "out_dtype"_a);
   ops.def("linear", [](const Tensor &x, const Tensor &w, std::optional<Tensor> b) { return o::linear(x, w, b); },
           "x"_a, "weight"_a, "bias"_a = nb::none());
   ops.def("conv2d", [](const Tensor &x, const Tensor &w, std::optional<Tensor> b, std::vector<std::int64_t> stride,

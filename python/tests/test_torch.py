@@ -115,6 +115,23 @@ def test_function_mappings(name):
     assert_close(got, want, atol=2e-4, rtol=2e-4)
 
 
+def test_scaled_mm_fp8():
+    # small integers: exact in e4m3 and in the tensor cores' accumulator; only the output rounds
+    a = torch.randint(-3, 4, (16, 64), device=DEVICE).float().to(torch.float8_e4m3fn)
+    b = torch.randint(-3, 4, (24, 64), device=DEVICE).float().to(torch.float8_e4m3fn)
+    sa, sb = torch.tensor(0.5, device=DEVICE), torch.tensor(1.5, device=DEVICE)
+    for out in (torch.bfloat16, torch.float32):
+        def fn(a, b, sa, sb):
+            return torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=out)
+        want = (a.float() @ b.float().t()) * 0.75
+        got = compiled(fn)(a, b, sa, sb)
+        assert got.dtype == out
+        assert_close(got.float(), want, atol=0, rtol=1e-2 if out == torch.bfloat16 else 1e-6)
+    # an fp8 output is refused with a clear message
+    with pytest.raises(Exception, match='out_dtype must be f16, bf16 or f32'):
+        compiled(lambda a, b, sa, sb: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb))(a, b, sa, sb)
+
+
 def test_multi_head_attention_module():
     mha = nn.MultiheadAttention(32, 4, batch_first=True).to(DEVICE).eval()
     x = r(2, 9, 32)

@@ -226,10 +226,11 @@ TEST_CASE("scaled_mm: every space-2-sized tiling of the wgmma kernel on Hopper; 
     if (!hidet::detail::nvrtc_available()) return;
     hidet::BuildOptions o;
     o.arch = "sm_90a";
-    auto cm = tpl::matmul_fp8_module(512, 768, 1024, dtypes::f8e4m3, dtypes::bf16, tpl::MatmulWgmmaConfig{2, 256, 4})
-                  .build(o);
-    CHECK(cm.source().find("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") != std::string::npos);
-    CHECK(!cm.binary().cubin.empty()); // NVRTC compiled it for sm_90a
+    for (DataType out : {dtypes::bf16, dtypes::f32}) { // the staged epilogue, the 8-byte f32 pairs
+      auto cm = tpl::matmul_fp8_module(512, 768, 1024, dtypes::f8e4m3, out, tpl::MatmulWgmmaConfig{2, 256, 4}).build(o);
+      CHECK(cm.source().find("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") != std::string::npos);
+      CHECK(!cm.binary().cubin.empty()); // NVRTC compiled it for sm_90a
+    }
     return;
   }
   const std::int64_t m = 300, n = 520, k = 1040;

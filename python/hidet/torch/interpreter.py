@@ -18,7 +18,7 @@ __all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dty
 _DTYPES = {
     torch.float32: 'float32', torch.float16: 'float16', torch.bfloat16: 'bfloat16', torch.float64: 'float64',
     torch.int64: 'int64', torch.int32: 'int32', torch.int16: 'int16', torch.int8: 'int8', torch.uint8: 'uint8',
-    torch.bool: 'bool',
+    torch.bool: 'bool', torch.float8_e4m3fn: 'float8_e4m3', torch.float8_e5m2: 'float8_e5m2',
 }
 
 

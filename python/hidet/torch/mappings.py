@@ -110,6 +110,18 @@ def torch_matmul(a, b, out=None):
     return ops.matmul(a, b)
 
 
+@register_function(torch._scaled_mm)
+def torch_scaled_mm(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
+    """FP8 products with per-tensor scales: b is [k, n] (column-major in torch), hidet's scaled_mm takes
+    it as [n, k]. The tensor cores accumulate as with use_fast_accum=True either way."""
+    if scale_result is not None:
+        raise NotImplementedError('torch._scaled_mm with scale_result (an fp8 output) is not supported by hidet; '
+                                  'use an f16, bf16 or f32 out_dtype')
+    out = dtype_name(out_dtype) if out_dtype is not None else a.dtype
+    y = ops.scaled_mm(a, ops.transpose(b, 0, 1), scale_a, scale_b, out)
+    return y if bias is None else ops.add(y, bias)
+
+
 def _einsum_parse(equation, operands):
     """Subscripts per operand and of the output, '...' spelled out as capital letters."""
     eq = equation.replace(' ', '')

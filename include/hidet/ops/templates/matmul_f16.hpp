@@ -103,8 +103,8 @@ inline void require_half(DataType d, const std::string &what) {
 }
 /// Stores the accumulators (lo, hi) of anchor elements (row, col) and (row, col + 1) of an m x n
 /// f16/bf16 (or f32) product (idx(row, col) gives the full anchor index) through the epilogue
-/// `out`: one packed 4-byte store of halves through the u32 register `pair` when n is even and
-/// the epilogue keeps the layout (the pair is then 4-byte aligned), else (and for f32) two
+/// `out`: one packed 4-byte store of halves through the u32 register `pair` (an 8-byte store of
+/// f32) when n is even and the epilogue keeps the layout (the pair is then aligned), else two
 /// element stores; guarded where a tile can
 /// overhang m or n (the epilogue reads its inputs only inside the guard).
 template <class IdxOf>
@@ -112,8 +112,14 @@ void store_pair(const ops::detail::EpilogueEmitter &out, const IdxOf &idx, const
                 const lang::Expr &lo, const lang::Expr &hi, int m, int n, bool guard_m, bool guard_n, DataType dt,
                 const lang::Tensor &pair) {
   using namespace hidet::lang;
-  if (n % 2 == 0 && out.keeps_layout() && dt.is_half()) {
+  if (n % 2 == 0 && out.keeps_layout() && (dt.is_half() || dt == dtypes::f32)) {
     auto store = [&] {
+      if (dt == dtypes::f32) { // one 8-byte store
+        auto pair_f32 = register_tensor(f32[2], "pair_f32");
+        pair_f32[0] = out.value(idx(row, col), lo);
+        pair_f32[1] = out.value(idx(row, col + 1), hi);
+        return store_vector(out.at(idx(row, col)), pair_f32, 8);
+      }
       pair[0] = half2_pack(out.value(idx(row, col), lo), out.value(idx(row, col + 1), hi), dt);
       store_vector(out.at(idx(row, col)), pair, 4);
     };
