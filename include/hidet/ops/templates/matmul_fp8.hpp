@@ -63,8 +63,8 @@ public:
     check(scale_b, {1}, f32, "scale_b");
     check(c, {m_, n_}, out_, "c");
     const std::int64_t bk = MatmulWgmmaConfig::block_k_of(in_);
-    map_for(map_a_, a, {cfg_.block_m(), bk});
-    map_for(map_b_, b, {cfg_.block_n, bk});
+    map_a_.update(a, {cfg_.block_m(), bk});
+    map_b_.update(b, {cfg_.block_n, bk});
     if (!ws_.defined()) return cm_["matmul_fp8"](*map_a_.map, *map_b_.map, scale_a, scale_b, c);
     cm_["matmul_fp8"](*map_a_.map, *map_b_.map, scale_a, scale_b, ws_);
     cm_["sum_splits"](ws_, c);
@@ -73,26 +73,17 @@ public:
   const CompiledModule &module() const { return cm_; }
 
 private:
-  struct CachedMap {
-    const void *ptr = nullptr;
-    std::optional<TensorMap> map;
-  };
   void check(const Tensor &t, std::vector<std::int64_t> want, DataType dt, const char *what) const {
     if (t.shape() != want || t.dtype() != dt)
       throw ValueError(str_cat("matmul_fp8: ", what, " is ", t.dtype(), hidet::detail::shape_str(t.shape()), ", expected ",
                                dt, hidet::detail::shape_str(want)));
-  }
-  static void map_for(CachedMap &m, const Tensor &t, std::vector<std::int64_t> box) {
-    if (m.ptr == t.data_ptr() && m.map) return;
-    m.map = TensorMap::tiled(t, box, TensorMap::Swizzle::B128);
-    m.ptr = t.data_ptr();
   }
   int m_, n_, k_;
   DataType in_, out_;
   MatmulWgmmaConfig cfg_;
   CompiledModule cm_;
   Tensor ws_;
-  CachedMap map_a_, map_b_;
+  wgmma_detail::CachedMap map_a_, map_b_;
 };
 
 } // namespace hidet::ops::templates
