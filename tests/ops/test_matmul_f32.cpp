@@ -56,6 +56,28 @@ TEST_CASE("matmul_f32: every tile shape, register staging and cp.async, on parti
   check_config(with(MatmulF32Config{}, 3), 128, 128, 64);
 }
 
+TEST_CASE("matmul_f32: whole tiles (the copies by one address plus offsets, buffers rotated past the last stage)") {
+  using namespace hidet::ops::templates;
+  for (const auto &tile : matmul_f32_tiles()) // k = 7 tiles of 16 through 3 buffers
+    check_config(with(tile, 3, 1, 16), 2 * tile.block_m(), tile.block_n(), 7 * 16);
+  check_config(with(matmul_f32_tiles()[1], 4, 2, 16), 64, 128, 192); // split-k, slices of 96
+  const int count = 2, m = 64, n = 64, k = 48; // a batch of both operands, and one of a shared b
+  Tensor a = make({count, m, k}, dtypes::f32), b = make({count, k, n}, dtypes::f32), b1 = make({k, n}, dtypes::f32);
+  for (bool shared_b : {false, true}) {
+    INFO("b shared: " << shared_b);
+    std::vector<double> bv = b.to_double_vector();
+    if (shared_b) {
+      bv = b1.to_double_vector();
+      bv.insert(bv.end(), bv.begin(), bv.end());
+    }
+    auto want = ref_matmul(a.to_double_vector(), bv, m, n, k, count);
+    Tensor c = hidet::full({count, m, n}, std::nan(""), dtypes::f32);
+    MatmulF32 mm(m, n, k, with(matmul_f32_tiles()[2], 3, 1, 16), MatmulBatch{count, true, !shared_b});
+    mm(a, shared_b ? b1 : b, c);
+    expect_close(c, {count, m, n}, want);
+  }
+}
+
 TEST_CASE("matmul_f32: split-k with cp.async stages, slices that end past k") {
   // k = 100 in 3 slices of 40 (whole tiles of 8): the last slice covers 80..119, half outside.
   check_config(with(MatmulF32Config{}, 3, 3), 40, 36, 100);

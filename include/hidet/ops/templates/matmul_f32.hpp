@@ -282,10 +282,40 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
       const int kc = bk % 8 == 0 ? 8 : bk;
       const int vb = n % 4 == 0 && bn % 4 == 0 ? 4 : 1; // floats per copy of b
       const int a_elems = bm * bk, b_chunks = bk * bn / vb;
+      // Copy r of a thread takes element e = tid + r * threads. When every copy's (row, col) is
+      // the first copy's plus constants for all threads (the usual tilings), the copies are
+      // written as one per-thread base plus constants, which the compiler folds into immediate
+      // offsets of one address per tile (instead of ~4 integer instructions per copy).
+      auto copies = [&](int elems, auto &&place) {
+        std::vector<std::pair<int, int>> offsets;
+        for (int r = 0; r * threads < elems; ++r) {
+          if ((r + 1) * threads > elems) return std::vector<std::pair<int, int>>{};
+          auto [row0, col0] = place(0);
+          auto [row, col] = place(r * threads);
+          for (int t = 1; t < threads; ++t) {
+            auto [tr0, tc0] = place(t);
+            auto [tr, tc] = place(t + r * threads);
+            if (tr - tr0 != row - row0 || tc - tc0 != col - col0) return std::vector<std::pair<int, int>>{};
+          }
+          offsets.emplace_back(row - row0, col - col0);
+        }
+        return offsets;
+      };
+      auto a_place = [&](int e) { return std::pair<int, int>{e / kc % bm, e / (kc * bm) * kc + e % kc}; };
+      auto b_place = [&](int e) { return std::pair<int, int>{e / (bn / vb), e % (bn / vb) * vb}; };
+      const auto a_offsets = copies(a_elems, a_place), b_offsets = copies(b_chunks, b_place);
+      Var a_row = threadIdx.x / kc % bm, a_kk = threadIdx.x / (kc * bm) * kc + threadIdx.x % kc;
+      Var b_row = threadIdx.x / (bn / vb), b_col = threadIdx.x % (bn / vb) * vb;
+      const int a_ld = k, b_ld = n; // row pitches of a and b
       auto load_tiles = [&](Expr buf, Expr k0) {
+        if (!a_offsets.empty() && !guard_m && !guard_k) { // pointers plus constant offsets
+          Expr ga = a(m0 + a_row, k0 + a_kk).address(), sa = smem_a[buf][a_kk][a_row].address();
+          for (auto [dr, dk] : a_offsets) cp_async(sa + (dk * a_pitch + dr), ga + (std::int64_t(dr) * a_ld + dk), 4);
+        } else
         for (int r = 0; r * threads < a_elems; ++r) {
           Expr e = threadIdx.x + r * threads;
           Expr row = e / kc % bm, kk = e / (kc * bm) * kc + e % kc;
+          if (!a_offsets.empty()) row = a_row + a_offsets[r].first, kk = a_kk + a_offsets[r].second;
           auto copy = [&] {
             Expr grow = m0 + row, gcol = k0 + kk;
             if (!guard_m && !guard_k) return cp_async(smem_a[buf][kk][row], a(grow, gcol), 4);
@@ -298,9 +328,14 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
           if ((r + 1) * threads > a_elems) if_(e < a_elems, copy);
           else copy();
         }
+        if (!b_offsets.empty() && !guard_k && !guard_n) {
+          Expr gb = b(k0 + b_row, n0 + b_col).address(), sb = smem_b[buf][b_row][b_col].address();
+          for (auto [dr, dc] : b_offsets) cp_async(sb + (dr * bn + dc), gb + (std::int64_t(dr) * b_ld + dc), vb * 4);
+        } else
         for (int r = 0; r * threads < b_chunks; ++r) {
           Expr e = threadIdx.x + r * threads;
           Expr row = e / (bn / vb), col = e % (bn / vb) * vb;
+          if (!b_offsets.empty()) row = b_row + b_offsets[r].first, col = b_col + b_offsets[r].second;
           auto copy = [&] {
             Expr grow = k0 + row, gcol = n0 + col;
             if (!guard_k && !guard_n) return cp_async(smem_b[buf][row][col], b(grow, gcol), vb * 4);
@@ -320,13 +355,16 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
       }
       // (Buffer indices by kt % stages: in one H200 run, rotating indices advanced by a compare
       // were 1-3% slower on the squares and on BERT's shapes.)
+      Var rd = 0, wr = stages - 1; // the buffers of tiles kt and kt + stages - 1 (kt % stages, ...)
       for_(range(k_tiles), [&](Var kt) {
         cp_async_wait_group(stages - 2); // tile kt has landed (for this thread) ...
         syncthreads();                   // ... for all threads; buffer (kt - 1) % stages is free
         Var next = kt + (stages - 1);
-        if_(next < k_tiles, [&] { load_tiles(next % stages, k_base + next * bk); });
+        if_(next < k_tiles, [&] { load_tiles(wr, k_base + next * bk); });
         cp_async_commit_group(); // an empty group at the tail keeps the count uniform
-        compute(kt % stages);
+        compute(rd);
+        wr = rd;
+        rd = select(rd == stages - 1, 0, rd + 1);
       });
       cp_async_wait_all();
     }
