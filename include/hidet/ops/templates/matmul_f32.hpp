@@ -30,6 +30,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -349,6 +350,43 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
           else copy();
         }
       };
+      if (std::getenv("HIDET_F32_PIPE")) {
+      // All `stages` buffers hold tiles in flight. The fragments of step kk + 1 are read from
+      // shared memory while the FMAs of step kk run; at the last step of a tile the barrier, the
+      // copies of tile kt + stages (into the buffer just read) and the first fragments of tile
+      // kt + 1 come before that step's FMAs, which hide their latency.
+      for (int s = 0; s < stages; ++s) {
+        if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
+        cp_async_commit_group();
+      }
+      const lang::Tensor a_fr[2] = {a_frag, register_tensor(f32[frag_m], "a_frag_1")};
+      const lang::Tensor b_fr[2] = {b_frag, register_tensor(f32[frag_n], "b_frag_1")};
+      auto load_frags = [&](int slot, Expr buf, int kk) {
+        load_frag(a_fr[slot], rm, tm, [&](Expr ri, Expr ti) { return smem_a[buf][kk][row_of(ri, ti)]; });
+        load_frag(b_fr[slot], rn, tn, [&](Expr rj, Expr tj) { return smem_b[buf][kk][col_of(rj, tj)]; });
+      };
+      auto fmas = [&](int slot) {
+        for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] += a_fr[slot][i] * b_fr[slot][j]; });
+      };
+      cp_async_wait_group(stages - 1); // tile 0 has landed
+      syncthreads();
+      load_frags(0, Expr(0), 0);
+      Var rd = 0; // the buffer of tile kt (kt % stages)
+      for_(range(k_tiles), [&](Var kt) {
+        for (int kk = 0; kk + 1 < bk; ++kk) {
+          load_frags((kk + 1) % 2, rd, kk + 1);
+          fmas(kk % 2);
+        }
+        cp_async_wait_group(stages - 2); // tile kt + 1 has landed (for this thread) ...
+        syncthreads();                   // ... for all threads, and all have read tile kt
+        Var next = kt + stages;
+        if_(next < k_tiles, [&] { load_tiles(rd, k_base + next * bk); });
+        cp_async_commit_group(); // an empty group at the tail keeps the count uniform
+        rd = select(rd == stages - 1, 0, rd + 1);
+        load_frags(bk % 2, rd, 0); // tile kt + 1's first step (unused after the last tile)
+        fmas((bk - 1) % 2);
+      });
+      } else {
       for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 tiles in flight
         if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
         cp_async_commit_group();
@@ -366,6 +404,7 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
         wr = rd;
         rd = select(rd == stages - 1, 0, rd + 1);
       });
+      }
       cp_async_wait_all();
     }
 
