@@ -56,10 +56,17 @@ TEST_CASE("matmul_f32: every tile shape, register staging and cp.async, on parti
   check_config(with(MatmulF32Config{}, 3), 128, 128, 64);
 }
 
-TEST_CASE("matmul_f32: whole tiles (the copies by one address plus offsets, buffers rotated past the last stage)") {
+TEST_CASE("matmul_f32: whole tiles (copies by one address plus offsets), the fragment pipeline on and off") {
   using namespace hidet::ops::templates;
   for (const auto &tile : matmul_f32_tiles()) // k = 7 tiles of 16 through 3 buffers
-    check_config(with(tile, 3, 1, 16), 2 * tile.block_m(), tile.block_n(), 7 * 16);
+    for (bool pipeline : {true, false}) {
+      MatmulF32Config c = with(tile, 3, 1, 16);
+      c.pipeline = pipeline;
+      check_config(c, 2 * tile.block_m(), tile.block_n(), 7 * 16);
+      if (tile.block_m() == 128) check_config(c, 70, 101, 45); // and guarded
+    }
+  MatmulF32Config odd_k = with(matmul_f32_tiles()[2], 2, 1, 5); // an odd block_k: no fragment pipeline
+  check_config(odd_k, 64, 64, 25);
   check_config(with(matmul_f32_tiles()[1], 4, 2, 16), 64, 128, 192); // split-k, slices of 96
   const int count = 2, m = 64, n = 64, k = 48; // a batch of both operands, and one of a shared b
   Tensor a = make({count, m, k}, dtypes::f32), b = make({count, k, n}, dtypes::f32), b1 = make({k, n}, dtypes::f32);

@@ -19,7 +19,12 @@
 //    - cp.async (stages >= 2): `stages` buffers in dynamic shared memory, the copies of tile
 //      kt + stages - 1 in flight while the block computes tile kt (no register staging); a goes
 //      by 4-byte copies to its transposed place, b by 16-byte copies (4-byte ones when n is not a
-//      multiple of 4); one cp.async group and one barrier per k-tile.
+//      multiple of 4); one cp.async group and one barrier per k-tile. Each thread's copies are
+//      one address per tile plus constant offsets (immediates in SASS) when the tile is whole.
+//      With `pipeline` (the default, even block_k) all `stages` buffers hold tiles in flight and
+//      the fragments of step k + 1 are read while step k's FMAs run, across the tile boundary:
+//      the barrier, the next copies and the next tile's first fragments come before the last
+//      step's FMAs (docs/notes/matmul_f32.md, v5).
 //  * a's tile is stored transposed (k-major) so that a thread's thread_m rows are contiguous
 //    (16-byte shared loads), with rows padded by 4 floats (a strided layout) so that the
 //    transposing stores of a warp (8 k x 4 m) fall in 32 distinct banks.
@@ -30,7 +35,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -54,6 +58,8 @@ struct MatmulF32Config {
   int min_blocks = 2;             ///< __launch_bounds__ blocks per SM (0: none)
   int split_k = 1;                ///< slices of k computed by separate blocks, then summed
   int stages = 0;                 ///< 0: register-staged double buffer; >= 2: cp.async buffers
+  bool pipeline = true;           ///< cp.async: fragments of step k + 1 read during step k's FMAs,
+                                  ///< across tiles (all `stages` buffers then hold tiles in flight)
 
   int block_m() const { return warps_m * repeat_m * lanes_m * thread_m; }
   int block_n() const { return warps_n * repeat_n * lanes_n * thread_n; }
@@ -66,7 +72,7 @@ struct MatmulF32Config {
   std::string str() const {
     return str_cat(block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, ", repeat ",
                    repeat_m, "x", repeat_n, ", lanes ", lanes_m, "x", lanes_n, ", thread ", thread_m, "x",
-                   thread_n, min_blocks > 0 ? str_cat(", min_blocks ", min_blocks) : std::string(), ")", stages > 0 ? str_cat(", cp.async ", stages, " stages") : std::string(),
+                   thread_n, min_blocks > 0 ? str_cat(", min_blocks ", min_blocks) : std::string(), ")", stages > 0 ? str_cat(", cp.async ", stages, " stages", pipeline ? " (pipelined)" : "") : std::string(),
                    split_k > 1 ? str_cat(", split-k ", split_k) : std::string());
   }
 };
@@ -350,60 +356,58 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
           else copy();
         }
       };
-      if (std::getenv("HIDET_F32_PIPE")) {
-      // All `stages` buffers hold tiles in flight. The fragments of step kk + 1 are read from
-      // shared memory while the FMAs of step kk run; at the last step of a tile the barrier, the
-      // copies of tile kt + stages (into the buffer just read) and the first fragments of tile
-      // kt + 1 come before that step's FMAs, which hide their latency.
-      for (int s = 0; s < stages; ++s) {
-        if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
-        cp_async_commit_group();
-      }
-      const lang::Tensor a_fr[2] = {a_frag, register_tensor(f32[frag_m], "a_frag_1")};
-      const lang::Tensor b_fr[2] = {b_frag, register_tensor(f32[frag_n], "b_frag_1")};
-      auto load_frags = [&](int slot, Expr buf, int kk) {
-        load_frag(a_fr[slot], rm, tm, [&](Expr ri, Expr ti) { return smem_a[buf][kk][row_of(ri, ti)]; });
-        load_frag(b_fr[slot], rn, tn, [&](Expr rj, Expr tj) { return smem_b[buf][kk][col_of(rj, tj)]; });
-      };
-      auto fmas = [&](int slot) {
-        for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] += a_fr[slot][i] * b_fr[slot][j]; });
-      };
-      cp_async_wait_group(stages - 1); // tile 0 has landed
-      syncthreads();
-      load_frags(0, Expr(0), 0);
-      Var rd = 0; // the buffer of tile kt (kt % stages)
-      for_(range(k_tiles), [&](Var kt) {
-        for (int kk = 0; kk + 1 < bk; ++kk) {
-          load_frags((kk + 1) % 2, rd, kk + 1);
-          fmas(kk % 2);
+      if (cfg.pipeline && bk % 2 == 0) { // (an even bk: tile kt + 1's first step takes slot 0)
+        // All `stages` buffers hold tiles in flight. The fragments of step kk + 1 are read from
+        // shared memory while the FMAs of step kk run; at the last step of a tile the barrier, the
+        // copies of tile kt + stages (into the buffer just read) and the first fragments of tile
+        // kt + 1 come before that step's FMAs, which hide their latency.
+        for (int s = 0; s < stages; ++s) {
+          if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
+          cp_async_commit_group();
         }
-        cp_async_wait_group(stages - 2); // tile kt + 1 has landed (for this thread) ...
-        syncthreads();                   // ... for all threads, and all have read tile kt
-        Var next = kt + stages;
-        if_(next < k_tiles, [&] { load_tiles(rd, k_base + next * bk); });
-        cp_async_commit_group(); // an empty group at the tail keeps the count uniform
-        rd = select(rd == stages - 1, 0, rd + 1);
-        load_frags(bk % 2, rd, 0); // tile kt + 1's first step (unused after the last tile)
-        fmas((bk - 1) % 2);
-      });
+        const lang::Tensor a_fr[2] = {a_frag, register_tensor(f32[frag_m], "a_frag_1")};
+        const lang::Tensor b_fr[2] = {b_frag, register_tensor(f32[frag_n], "b_frag_1")};
+        auto load_frags = [&](int slot, Expr buf, int kk) {
+          load_frag(a_fr[slot], rm, tm, [&](Expr ri, Expr ti) { return smem_a[buf][kk][row_of(ri, ti)]; });
+          load_frag(b_fr[slot], rn, tn, [&](Expr rj, Expr tj) { return smem_b[buf][kk][col_of(rj, tj)]; });
+        };
+        auto fmas = [&](int slot) {
+          for_(grid(frag_m, frag_n).unroll(), [&](Var i, Var j) { acc[i][j] += a_fr[slot][i] * b_fr[slot][j]; });
+        };
+        cp_async_wait_group(stages - 1); // tile 0 has landed
+        syncthreads();
+        load_frags(0, Expr(0), 0);
+        Var rd = 0; // the buffer of tile kt (kt % stages)
+        for_(range(k_tiles), [&](Var kt) {
+          for (int kk = 0; kk + 1 < bk; ++kk) {
+            load_frags((kk + 1) % 2, rd, kk + 1);
+            fmas(kk % 2);
+          }
+          cp_async_wait_group(stages - 2); // tile kt + 1 has landed (for this thread) ...
+          syncthreads();                   // ... for all threads, and all have read tile kt
+          Var next = kt + stages;
+          if_(next < k_tiles, [&] { load_tiles(rd, k_base + next * bk); });
+          cp_async_commit_group(); // an empty group at the tail keeps the count uniform
+          rd = select(rd == stages - 1, 0, rd + 1);
+          load_frags(0, rd, 0); // tile kt + 1's first step (unused after the last tile)
+          fmas((bk - 1) % 2);
+        });
       } else {
-      for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 tiles in flight
-        if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
-        cp_async_commit_group();
-      }
-      // (Buffer indices by kt % stages: in one H200 run, rotating indices advanced by a compare
-      // were 1-3% slower on the squares and on BERT's shapes.)
-      Var rd = 0, wr = stages - 1; // the buffers of tiles kt and kt + stages - 1 (kt % stages, ...)
-      for_(range(k_tiles), [&](Var kt) {
-        cp_async_wait_group(stages - 2); // tile kt has landed (for this thread) ...
-        syncthreads();                   // ... for all threads; buffer (kt - 1) % stages is free
-        Var next = kt + (stages - 1);
-        if_(next < k_tiles, [&] { load_tiles(wr, k_base + next * bk); });
-        cp_async_commit_group(); // an empty group at the tail keeps the count uniform
-        compute(rd);
-        wr = rd;
-        rd = select(rd == stages - 1, 0, rd + 1);
-      });
+        for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 tiles in flight
+          if (s < k_tiles) load_tiles(Expr(s), k_base + s * bk);
+          cp_async_commit_group();
+        }
+        Var rd = 0, wr = stages - 1; // the buffers of tiles kt and kt + stages - 1 (kt % stages, ...)
+        for_(range(k_tiles), [&](Var kt) {
+          cp_async_wait_group(stages - 2); // tile kt has landed (for this thread) ...
+          syncthreads();                   // ... for all threads; buffer (kt - 1) % stages is free
+          Var next = kt + (stages - 1);
+          if_(next < k_tiles, [&] { load_tiles(wr, k_base + next * bk); });
+          cp_async_commit_group(); // an empty group at the tail keeps the count uniform
+          compute(rd);
+          wr = rd;
+          rd = select(rd == stages - 1, 0, rd + 1);
+        });
       }
       cp_async_wait_all();
     }
@@ -540,7 +544,8 @@ inline double matmul_f32_cost_us(const MatmulF32Config &c, int m, int n, int k, 
 /// against 59 on 1024^3) with the least matmul_f32_cost_us (ties go to the earlier tile and the
 /// smaller split); block_k 8
 /// instead of 16 when n is not a multiple of 4 (b then goes by 4-byte copies, twice as many per
-/// tile: 4095x4097x1023 ran 10% slower with 16).
+/// tile: 4095x4097x1023 ran 10% slower with 16); the fragment pipeline unless the k slices end
+/// in a partial tile (guarded copies).
 inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_sms) {
   MatmulF32Config best = matmul_f32_tiles()[0];
   double best_cost = 1e300;
@@ -551,6 +556,8 @@ inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_
       MatmulF32Config c = tile;
       c.split_k = split;
       if (n % 4 != 0) c.block_k = 8;
+      const int k_slice = lang::ceil_div(lang::ceil_div(k, split), c.block_k) * c.block_k;
+      c.pipeline = k % k_slice == 0; // guarded k tiles ran 2-6% slower pipelined (1024^3 split 3, 4095x4097x1023)
       double cost = matmul_f32_cost_us(c, m, n, k, num_sms);
       if (cost < best_cost * 0.999) best = c, best_cost = cost;
     }
