@@ -172,6 +172,11 @@ int main(int argc, char **argv) {
             t.atoms = 2;
             wadd(t);
           }
+          // Ping-pong consumers (each computes whole tiles; one's epilogue overlaps the other's loop).
+          for (MatmulWgmmaConfig c : {MatmulWgmmaConfig{2, 192, 4}, MatmulWgmmaConfig{2, 256, 4}}) {
+            c.pingpong = true;
+            wadd(c);
+          }
           // Clusters of two blocks sharing b's tile (along m), multicast.
           for (MatmulWgmmaConfig c : {MatmulWgmmaConfig{2, 256, 4}, MatmulWgmmaConfig{3, 192, 4}}) {
             c.cluster_m = 2;
