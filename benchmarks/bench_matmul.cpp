@@ -173,8 +173,9 @@ int main(int argc, char **argv) {
             wadd(t);
           }
           // Ping-pong consumers (each computes whole tiles; one's epilogue overlaps the other's loop).
-          for (MatmulWgmmaConfig c : {MatmulWgmmaConfig{2, 192, 4}, MatmulWgmmaConfig{2, 256, 4}}) {
-            c.pingpong = true;
+          for (auto [bn, atoms] : {std::pair{192, 2}, std::pair{128, 2}, std::pair{256, 1}}) {
+            MatmulWgmmaConfig c{2, bn, 4};
+            c.atoms = atoms, c.pingpong = true;
             wadd(c);
           }
           // Clusters of two blocks sharing b's tile (along m), multicast.
