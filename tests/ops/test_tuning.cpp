@@ -8,6 +8,7 @@
 #include "ops_test_util.hpp"
 
 #include "hidet/ops/matmul_templates.hpp"
+#include "hidet/ops/templates/matmul_wgmma.hpp"
 
 using namespace ops_test;
 namespace tuning = hidet::ops::tuning;
@@ -199,7 +200,8 @@ TEST_CASE("Hopper matmul heuristic: the tile shape that fills whole waves; confi
   // BERT-base at batch 16: the merged QKV product has 132 tiles of 192 x 192 (one wave on 132
   // multiprocessors) against 144 of 128 x 256; the FFN up projection takes 256 tiles of
   // 128 x 192 (two waves), the FFN down projection (k = 3072) and the attention output 96 tiles
-  // of 64 x 256; large squares keep 128 x 256, 1024^3 takes 128 tiles of 64 x 128; a batch-1
+  // of 64 x 256; large squares keep 128 x 256 (in clusters of two blocks from two waves on),
+  // 1024^3 takes 128 tiles of 64 x 128; a batch-1
   // projection splits k when each split keeps 8 k tiles (k = 3072), not at k = 768.
   for (Case c : {Case{2048, 2304, 768, 192, 192, 1}, Case{2048, 3072, 768, 128, 192, 1}, Case{2048, 768, 3072, 64, 256, 1},
                  Case{2048, 768, 768, 64, 256, 1}, Case{4096, 4096, 4096, 128, 256, 1}, Case{8192, 8192, 8192, 128, 256, 1},
@@ -212,6 +214,8 @@ TEST_CASE("Hopper matmul heuristic: the tile shape that fills whole waves; confi
     CHECK(cfg.block_m() == c.block_m);
     CHECK(cfg.block_n == c.block_n);
     CHECK(cfg.split_k == c.split_k);
+    CHECK(cfg.cluster_m == (c.m >= 4096 ? 2 : 1)); // two waves or more of 128 x 256: clusters of two
+    CHECK(cfg.cluster_n == 1);
     CHECK_NOTHROW(check_matmul_wgmma_config(cfg));
   }
   // Every heuristic choice is a valid config, on odd shapes and other multiprocessor counts.
@@ -258,6 +262,30 @@ TEST_CASE("Hopper matmul heuristic: the tile shape that fills whole waves; confi
     edit(bad);
     rejects(bad, ping_rule);
   }
+}
+
+TEST_CASE("Hopper matmul: the heuristic's clustered 128 x 256 tiling at 4096^3 against the unclustered kernel") {
+  using namespace hidet::ops::templates;
+  if (!hidet::ops::matmul_wgmma_available()) return; // (too large for the emulator; the config rules are tested above)
+  const int s = 4096;
+  MatmulWgmmaConfig clustered = matmul_wgmma_heuristic_config(s, s, s, hidet::runtime::device_info(0).sm_count);
+  REQUIRE(clustered.cluster_m == 2);
+  MatmulWgmmaConfig plain = clustered;
+  plain.cluster_m = 1;
+  // Entries in {-1, 0}: each c counts the k where both are -1 (about 1024, exact in f16 below 2048),
+  // so both kernels must agree exactly.
+  Tensor a = make({s, s}, dtypes::f16, -1, 1, true), b = make({s, s}, dtypes::f16, -1, 1, true);
+  Tensor c1 = hidet::full({s, s}, std::nan(""), dtypes::f16, "cuda"), c2 = hidet::full({s, s}, 0.0, dtypes::f16, "cuda");
+  MatmulWgmma(s, s, s, dtypes::f16, clustered)(a, b, c1);
+  MatmulWgmma(s, s, s, dtypes::f16, plain)(a, b, c2);
+  auto v1 = c1.to_double_vector(), v2 = c2.to_double_vector(), av = a.to_double_vector(), bv = b.to_double_vector();
+  CHECK(v1 == v2);
+  for (int i : {0, 1, 2047, 4095}) // and a few rows against the host
+    for (int j : {0, 255, 4095}) {
+      double want = 0;
+      for (int p = 0; p < s; ++p) want += av[std::size_t(i) * s + p] * bv[std::size_t(p) * s + j];
+      CHECK(v1[std::size_t(i) * s + j] == want);
+    }
 }
 
 TEST_CASE("matmul search space 2 tries ping-pong only where the blocks get several tiles") {

@@ -33,10 +33,11 @@ inline lang::ScriptModule matmul_fp8_module(int m, int n, int k, DataType in, Da
 
 /// The tiling for an 8-bit m x n x k product: the f16 cost model at half the k (a 128-deep fp8
 /// stage moves the bytes of a 64-deep f16 one and its products run at twice the rate), without
-/// the in-kernel split-k sum.
+/// the in-kernel split-k sum and clusters.
 inline MatmulWgmmaConfig matmul_fp8_heuristic_config(int m, int n, int k, int num_sms) {
   MatmulWgmmaConfig c = matmul_wgmma_heuristic_config(m, n, lang::ceil_div(k, 2), num_sms);
   c.split_fixup = false;
+  c.cluster_m = c.cluster_n = 1; // the 8-bit kernel has no clusters
   return c;
 }
 
