@@ -47,6 +47,7 @@
 #include "hidet/lang.hpp"
 #include "hidet/ops/templates/attention_common.hpp"
 #include "hidet/ops/templates/attention_wgmma.hpp"
+#include "hidet/ops/templates/hopper.hpp"
 #include "hidet/ops/templates/matmul_f16.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
@@ -483,18 +484,14 @@ private:
     args.emplace_back(out), args.emplace_back(scale);
     cm_["attention"].launch(args);
   }
-  struct CachedMap {
-    const void *ptr = nullptr;
-    std::optional<TensorMap> map;
-  };
   /// The map of `t` viewed as `shape` ([B * H, S, D]) with boxes of 1 x rows x 64.
   static void map_for(CachedMap &m, const Tensor &t, std::vector<std::int64_t> shape, int rows) {
-    if (m.ptr == t.data_ptr() && m.map) return;
-    TensorMap::Spec spec;
-    spec.address = t.data_ptr(), spec.dtype = t.dtype(), spec.shape = std::move(shape);
-    spec.box = {1, rows, 64}, spec.swizzle = TensorMap::Swizzle::B128;
-    m.map = TensorMap::tiled(spec);
-    m.ptr = t.data_ptr();
+    m.get(t.data_ptr(), [&] {
+      TensorMap::Spec spec;
+      spec.address = t.data_ptr(), spec.dtype = t.dtype(), spec.shape = std::move(shape);
+      spec.box = {1, rows, 64}, spec.swizzle = TensorMap::Swizzle::B128;
+      return TensorMap::tiled(spec);
+    });
   }
   /// --use_fast_math: exp2 as one ex2.approx (the scores are f32, P is rounded to 16 bits anyway).
   static BuildOptions build_options() {

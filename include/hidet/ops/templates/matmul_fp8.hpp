@@ -84,7 +84,7 @@ private:
   MatmulWgmmaConfig cfg_;
   CompiledModule cm_;
   Tensor ws_;
-  wgmma_detail::CachedMap map_a_, map_b_;
+  CachedMap map_a_, map_b_;
 };
 
 } // namespace hidet::ops::templates

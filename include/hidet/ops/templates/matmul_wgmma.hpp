@@ -175,17 +175,6 @@ struct MatmulScaling {
 };
 
 namespace wgmma_detail {
-/// A tensor's TMA map (128-byte swizzle), encoded again only when the tensor's address changes.
-struct CachedMap {
-  const void *ptr = nullptr;
-  std::optional<TensorMap> map;
-  void update(const Tensor &t, const std::vector<std::int64_t> &box) {
-    if (ptr == t.data_ptr() && map) return;
-    map = TensorMap::tiled(t, box, TensorMap::Swizzle::B128);
-    ptr = t.data_ptr();
-  }
-};
-
 /// The output tiles of a warp-specialized wgmma kernel: (k slice, batch, tile_m, tile_n), one per
 /// block or walked by persistent blocks, rasterized in groups of `group` block rows.
 /// With clusters of cm x cn blocks, the tiles are the clusters' (bm x bn, each block taking
@@ -725,7 +714,6 @@ public:
   const CompiledModule &module() const { return cm_; }
 
 private:
-  using CachedMap = wgmma_detail::CachedMap;
   void check(const Tensor &t, std::vector<std::int64_t> want, const char *what) const {
     if (t.shape() != want)
       throw ValueError(str_cat("matmul_wgmma: ", what, " has shape ", hidet::detail::shape_str(t.shape()), ", expected ",
