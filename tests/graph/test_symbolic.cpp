@@ -252,3 +252,78 @@ TEST_CASE("symbolic shapes that cannot work are clear errors") {
   Tensor a = make({4, 3}, dtypes::f32);
   expect_same(g(a), o::relu(a));
 }
+
+TEST_CASE("element-wise, reduction and row kernels compile once for every value of the symbols") {
+  const std::int64_t D = 24;
+  Tensor bias = make({D}, dtypes::f32), w = make({D}, dtypes::f32), lb = make({D}, dtypes::f32);
+  Dim n = Dim::symbol("n"), s = Dim::symbol("s");
+  Tensor x = symbol({"n", "s", D}, dtypes::f32, "cuda", "x");
+  auto model = [&](const Tensor &t, bool symbolic) {
+    Tensor h = o::gelu(t + bias);                                                     // [n, s, D]
+    Tensor rows = symbolic ? h.reshape({n * s, Dim(D)}) : h.reshape({t.shape()[0] * t.shape()[1], D});
+    Tensor ln = o::layer_norm(rows, 1, w, lb);                                        // rows n*s alone: bound by the graph
+    Tensor back = symbolic ? ln.reshape({n, s, Dim(D)}) : ln.reshape(t.shape());
+    return std::vector<Tensor>{o::softmax(back * 0.5, -1),                            // row-resident, rows n*s
+                               o::mean(h, {1}),                                       // reduces over the symbol s
+                               o::sum(o::rms_norm(h, 1, w), {0, 2}),                  // [s]
+                               o::cast(o::where(o::gt(h, 0.0), h, o::neg(h)), dtypes::f16)};
+  };
+  FlowGraph g = trace_from(model(x, true), {x});
+  std::string text = g.str();
+  INFO(text);
+  CHECK(contains(text, "float32[n*s, 24][cuda] = LayerNorm("));
+  int task_nodes = 0;
+  for (const auto &op : g.nodes())
+    if (auto t = dynamic_cast<const o::TaskOperator *>(op.get())) {
+      CHECK_FALSE(o::task_symbols(t->task()).empty()); // every task-defined node is shape-generic
+      ++task_nodes;
+    }
+  CHECK(task_nodes >= 8);
+  std::size_t compiled_after_first = 0;
+  bool first = true;
+  for (auto [bn, bs] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {1, 7}, {3, 1}, {4, 5}}) {
+    INFO("n=" << bn << ", s=" << bs);
+    Tensor a = make({bn, bs, D}, dtypes::f32);
+    std::size_t before = o::compiled_task_count();
+    auto got = g.run({a});
+    std::size_t compiled = o::compiled_task_count() - before;
+    if (first) {
+      compiled_after_first = compiled; // the process-wide cache may hold some already
+    } else {
+      CHECK(compiled == 0); // a new shape compiles nothing
+    }
+    first = false;
+    auto want = model(a, false);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      INFO("output " << k);
+      expect_same(got[k], want[k]);
+    }
+  }
+  CHECK(compiled_after_first > 0);
+  // specialize() still gives constant-shape task nodes, which optimize() fuses per shape.
+  FlowGraph g2 = g.specialize({{"n", 2}, {"s", 3}});
+  for (const auto &op : g2.nodes())
+    if (auto t = dynamic_cast<const o::TaskOperator *>(op.get())) CHECK(o::task_symbols(t->task()).empty());
+  Tensor a = make({2, 3, D}, dtypes::f32);
+  auto got = graph::optimize(g2).run({a});
+  auto want = model(a, false);
+  for (std::size_t k = 0; k < want.size(); ++k) expect_same(got[k], want[k]);
+}
+
+TEST_CASE("a shape-generic node names what does not fit") {
+  Dim n = Dim::symbol("n"), s = Dim::symbol("s");
+  Tensor x = symbol({"n", "s", 4}, dtypes::f32, "cuda", "x");
+  Tensor y = o::relu(x);
+  const auto &node = *y.trace().op;
+  expect_error([&] { node.run({make({2, 3, 5}, dtypes::f32)}); }, {"relu", "input 0 of shape (2, 3, 5)", "dim 2 must be 4"});
+  expect_error([&] { node.run({make({2, 3}, dtypes::f32)}); }, {"relu", "wrong rank"});
+  // n*s alone gives neither n nor s: outside a graph run nothing binds them.
+  Tensor r = o::relu(x.reshape({n * s, Dim(4)}));
+  expect_error([&] { r.trace().op->run({make({6, 4}, dtypes::f32)}); },
+               {"relu", "symbol n is not an extent of any input by itself", "no graph"});
+  // Inside a graph run the graph's inputs bind them; the node and the graph stay usable.
+  FlowGraph g = trace_from(r);
+  Tensor a = make({2, 3, 4}, dtypes::f32);
+  expect_same(g(a), o::relu(a.reshape({6, 4})));
+  expect_same(node.run({a})[0], o::relu(a));
+}

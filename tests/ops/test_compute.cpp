@@ -3,6 +3,7 @@
 
 #include "hidet/ir/printer.hpp"
 #include "hidet/ops/schedule.hpp"
+#include "hidet/ops/schedule_common.hpp"
 #include "hidet/transforms/lower.hpp"
 
 using namespace hidet;
@@ -96,4 +97,71 @@ TEST_CASE("the scheduler inlines element-wise producers and materializes reducti
   Plan p2 = schedule(Task{"colsum", {z}, {cs}, "", {}});
   CHECK(p2.steps.size() == 2);
   CHECK(ir::to_string(p2.module.ir()).find("shfl") == std::string::npos);
+}
+
+TEST_CASE("definitions over symbolic extents: printing, symbols, specialization") {
+  Dim n = Dim::symbol("n"), s = Dim::symbol("s");
+  auto x = input("x", {n, s, 8}, dtypes::f32);
+  auto b = input("b", {8}, dtypes::f32);
+  auto y = compute("y", {n * s, 8}, [&](Expr r, Expr j) { return x.at({r / dim_expr(s), r % dim_expr(s), j}) + b[j]; });
+  auto m = reduce({n * s}, {8}, [&](const Idx &i, const Idx &r) { return y.at({i[0], r[0]}); }, ReduceKind::Mean);
+  Task t{"demo", {x, b}, {m}, "", {}};
+  CHECK(t.str() == "demo(x: f32(n, s, 8), b: f32(8,)) -> f32(n*s,)");
+  CHECK(task_symbols(t) == std::vector<std::string>{"n", "s"});
+  CHECK(y.symbolic());
+  CHECK(y.sym_shape() == SymShape{n * s, 8});
+  CHECK_THROWS_WITH_AS(y.shape(), doctest::Contains("symbolic extents (n*s, 8)"), ValueError);
+  // One variable per symbol name, shared by every definition.
+  CHECK(symbol_var("n").same_as(symbol_var("n")));
+  CHECK(*symbol_name(symbol_var("s").get()) == "s");
+  CHECK(ir::to_string(dim_expr(2 * n + 1).ir()).find("n") != std::string::npos);
+
+  Task c = specialize(t, {{"n", 2}, {"s", 3}});
+  CHECK(c.str() == "demo(x: f32(2, 3, 8), b: f32(8,)) -> f32(6,)");
+  CHECK(task_symbols(c).empty());
+  // The specialized definition reads the specialized buffers and no symbol remains.
+  auto order = topo_order(c.outputs);
+  std::string text;
+  for (auto *node : order)
+    if (node->value) text += ir::to_string(node->value) + "\n";
+  INFO(text);
+  CHECK(text.find("/ 3") != std::string::npos);
+  for (auto *node : order)
+    if (node->value) CHECK_FALSE((ops::detail::mentions(node->value, symbol_var("n").get()) ||
+                                  ops::detail::mentions(node->value, symbol_var("s").get())));
+  CHECK_THROWS_WITH_AS(specialize(t, {{"n", 2}}), doctest::Contains("'x' (n, s, 8)"), ValueError);
+  // A task of constant shapes comes back as it is.
+  Task k{"k", {b}, {compute("k", {8}, [&](Expr j) { return b[j] * 2; })}, "", {}};
+  CHECK(specialize(k, {}).outputs[0].ptr() == k.outputs[0].ptr());
+}
+
+TEST_CASE("the scheduler's kernels of a symbolic task take its symbols as parameters") {
+  Dim n = Dim::symbol("n");
+  auto x = input("x", {n, 300}, dtypes::f32);
+  auto mx = reduce({n}, {300}, [&](const Idx &i, const Idx &r) { return x.at({i[0], r[0]}); }, ReduceKind::Max, {}, {}, "m");
+  auto e = compute("e", {n, 300}, [&](Expr i, Expr j) { return lang::exp(x[i][j] - mx[i]); });
+  auto sm = reduce({n}, {300}, [&](const Idx &i, const Idx &r) { return e.at({i[0], r[0]}); }, ReduceKind::Sum, {}, {}, "s");
+  auto y = compute("y", {n, 300}, [&](Expr i, Expr j) { return e[i][j] / sm[i]; });
+  Task t{"softmax", {x}, {y}, "", {}};
+  for (const Plan &p : {schedule(t), schedule_materialized(t)}) {
+    CHECK(p.symbols == std::vector<std::string>{"n"});
+    CHECK(sym_shape_str(p.buffers[0].shape) == "[n, 300]");
+    ir::Module mod = p.module.ir();
+    for (const auto &f : mod->functions) {
+      INFO(f->name);
+      REQUIRE(!f->params.empty());
+      CHECK(f->params.back().same_as(symbol_var("n"))); // the symbol itself, passed by value
+      CHECK(ir::to_string(f->attrs.grid_dim[0]).find("n") != std::string::npos);
+    }
+    CHECK_NOTHROW(ir::lower(mod)); // verified; the symbol is a parameter, not a free variable
+  }
+  CHECK(schedule(t).steps.size() == 1); // the row-resident kernel serves symbolic row counts
+  // A symbolic row length leaves the row-resident schedule for the general one.
+  auto z = input("z", {4, n}, dtypes::f32);
+  auto zs = reduce({4}, {n}, [&](const Idx &i, const Idx &r) { return z.at({i[0], r[0]}); }, ReduceKind::Sum);
+  auto zy = compute("y", {4, n}, [&](Expr i, Expr j) { return z[i][j] - zs[i]; });
+  Plan pz = schedule(Task{"center", {z}, {zy}, "", {}});
+  CHECK(pz.steps.size() == 2);
+  CHECK(pz.steps[0].work == 4);
+  CHECK(pz.steps[1].work == 4 * n);
 }

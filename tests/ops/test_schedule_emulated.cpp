@@ -45,7 +45,7 @@ void run_plan(Plan &plan, std::vector<std::vector<char>> &bufs) {
 
 std::vector<std::vector<char>> alloc(const Plan &p) {
   std::vector<std::vector<char>> b;
-  for (auto &pb : p.buffers) b.emplace_back(std::size_t(shape_numel(pb.shape)) * pb.dtype.nbytes());
+  for (auto &pb : p.buffers) b.emplace_back(std::size_t(shape_numel(constant_shape(pb.shape))) * pb.dtype.nbytes());
   return b;
 }
 

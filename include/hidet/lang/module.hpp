@@ -35,7 +35,14 @@ struct ParamSpec {
   DataType scalar;
   bool is_tensor = false;
   bool by_value = false; ///< a TMA tensor map passed by value (see tensor_map_param)
+  ir::Var var;           ///< when set: the parameter is this variable (see symbol_param)
 };
+
+/// A scalar parameter that is the symbolic dimension `sym` itself (an i32 from symbol("n")): the
+/// kernel's tensor types may use it in compound extents (f32[2*n]) and its body may use it
+/// anywhere; the caller passes its value like any scalar. Parameter shapes are checked after the
+/// scalars are bound.
+ParamSpec symbol_param(const Expr &sym, HIDET_LOC_PARAM);
 
 /// A kernel parameter holding a TMA tensor map (hidet::TensorMap) by value, as a
 /// `const __grid_constant__` parameter: the kernel sees a u8[128] tensor in param space whose

@@ -8,6 +8,13 @@
 // Operator named after the key, "softmax{axis=1}" -> Softmax(..., axis=1); run_task records a
 // TaskOperator holding the task) and its outputs are symbolic; running the node runs the same
 // kernels.
+//
+// Shape-generic kernels: a task whose extents are symbols (built from inputs of symbolic extents,
+// ops/compute.hpp) is scheduled and compiled once, cached under its symbolic signature
+// ("add|f32(n, 768);f32(768,);"), and serves every value of its symbols: a launch binds each symbol
+// from the inputs' shapes (an extent that is the symbol alone; else the values the running graph
+// binds, SymbolBinding), checks every input extent against it, allocates the outputs at the
+// evaluated shapes and passes the values to the kernels.
 #pragma once
 
 #include <functional>
@@ -25,7 +32,7 @@ namespace hidet::ops {
 struct CompiledTask {
   Plan plan;
   CompiledModule module;
-  std::vector<Shape> output_shapes;
+  std::vector<SymShape> output_shapes;
   std::vector<DataType> output_dtypes;
 };
 
@@ -42,8 +49,26 @@ std::shared_ptr<CompiledTask> find_compiled(const std::string &full_key);
 /// entry (another thread's when it got there first).
 std::shared_ptr<CompiledTask> add_compiled(const std::string &full_key, Plan plan);
 /// Allocates the outputs and temporaries of `ct` on `dev` (cuda for cpu) and launches its kernels
-/// in order on `inputs`; returns the outputs, on `dev`.
+/// in order on `inputs`; returns the outputs, on `dev`. A plan with symbols binds them first
+/// (bind_symbols) and passes their values to every kernel.
 std::vector<Tensor> launch_compiled(const CompiledTask &ct, const std::vector<Tensor> &inputs, Device dev);
+
+/// The values of `symbols` for inputs of the given concrete `shapes` (what the inputs are, of
+/// the symbolic extents `expected`): an extent that is a symbol alone binds it; a symbol that no
+/// extent gives alone takes the running graph's value (SymbolBinding); then every extent must
+/// equal its value. A ValueError naming `op`, the input and the extents otherwise.
+SymbolValues bind_symbols(const std::string &op, const std::vector<std::string> &symbols,
+                          const std::vector<SymShape> &expected, const std::vector<std::vector<std::int64_t>> &shapes);
+
+/// "f32(n, 768);f32(768,);": the part of a cache key that the inputs of a symbolic task give.
+std::string task_signature(const Task &task);
+
+/// Runs a task with symbolic extents on `inputs` (TaskOperator's run): on tensors with data, its
+/// shape-generic kernels (compiled on the first call, under task_signature); on symbolic inputs of
+/// constant shapes (a graph traced again at one shape, FlowGraph::specialize), records the task
+/// specialized to those shapes.
+std::vector<Tensor> run_symbolic_task(const std::string &key, const Task &task, const std::vector<Tensor> &inputs,
+                                      std::optional<Device> device);
 
 /// Records the task-defined operator of `key` (run_task's tracing; see TaskOperator).
 std::vector<Tensor> trace_task(const std::string &key, Task task, const std::vector<Tensor> &inputs,

@@ -14,8 +14,12 @@
 //  * Reduce: out[axes] = reduce_{raxes in extents} value(axes, raxes) with a ReduceKind and an
 //    accumulator dtype; arg-reductions return the (i64) flat index of the extreme element over
 //    the reduced axes. Reduces are materialized by the scheduler.
-// Shapes are concrete (int64) here: eager operators specialize their kernels per shape (the
-// kernel cache key includes the shapes).
+// Extents are constants or symbolic Dims (runtime/dim.hpp). Eager operators build definitions of
+// constant extents and specialize their kernels per shape (the kernel cache key includes the
+// shapes). A definition whose extents are symbols (a batch n, a sequence length n*s) gives kernels
+// that serve every value of them: in value expressions a symbol is the i32 variable
+// symbol_var(name) (dim_expr(d) gives any extent as an expression), and the scheduler passes each
+// symbol to the kernels as a scalar parameter whose value the launch binds (ops/cache.hpp).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +39,24 @@ using lang::Expr;
 using Idx = std::vector<Expr>;
 /// A concrete tensor shape.
 using Shape = std::vector<std::int64_t>;
+
+/// The extents of a compute-definition tensor: constants or symbolic Dims. Converts from a Shape,
+/// a SymShape or a braced list ({m, n}, {"n", 768}).
+struct Extents {
+  SymShape dims;
+  Extents() = default;
+  Extents(const Shape &s) : dims(to_sym_shape(s)) {}
+  Extents(SymShape s) : dims(std::move(s)) {}
+  Extents(std::initializer_list<Dim> l) : dims(l) {}
+};
+
+/// The i32 variable that stands for the symbol `name` in every compute definition and kernel of
+/// the process (one variable per name).
+ir::Var symbol_var(const std::string &name);
+/// The symbol's name when `v` is a symbol_var, else null.
+const std::string *symbol_name(const ir::VarNode *v);
+/// The extent `d` as an i32 expression over the symbols' variables (a constant when d is).
+Expr dim_expr(const Dim &d);
 
 /// The reductions a Reduce node can perform.
 enum class ReduceKind : std::uint8_t { Sum, Mean, Max, Min, Prod, And, Or, ArgMax, ArgMin };
@@ -61,11 +83,11 @@ struct TensorNode {
   Kind kind = Kind::Input;
   std::string name;
   DataType dtype;
-  Shape shape;
+  SymShape shape;
   ir::Var buf;                 ///< names this tensor in value expressions (a tensor-typed var)
   std::vector<ir::Var> axes;   ///< Compute/Reduce: the output axes (i32 vars)
   std::vector<ir::Var> raxes;  ///< Reduce: the reduction axes
-  Shape rextents;              ///< Reduce: their extents
+  SymShape rextents;           ///< Reduce: their extents
   ir::Expr value;              ///< Compute/Reduce: the element (or reduced term) expression
   ReduceKind reduce_kind = ReduceKind::Sum;
   DataType acc_dtype;          ///< Reduce: the accumulator dtype
@@ -97,7 +119,12 @@ public:
   Expr at(const Idx &idx, HIDET_LOC_PARAM) const;
   const std::string &name() const { return node_->name; }
   DataType dtype() const { return node_->dtype; }
-  const Shape &shape() const { return node_->shape; }
+  /// The extents (constants or symbols).
+  const SymShape &sym_shape() const { return node_->shape; }
+  /// The constant extents; a ValueError naming the tensor when one is a symbol.
+  Shape shape() const;
+  /// True when some extent is a symbol.
+  bool symbolic() const { return !is_constant_shape(node_->shape); }
   std::size_t ndim() const { return node_->shape.size(); }
   const TensorNode &node() const { return *node_; }
   const std::shared_ptr<const TensorNode> &ptr() const { return node_; }
@@ -128,7 +155,7 @@ template <class F> Expr call_index_fn(F &f, const Idx &idx, const std::string &n
 }
 
 /// A Compute node named `name` of `shape` with fresh output axes (compute's first step).
-std::shared_ptr<TensorNode> compute_node(const std::string &name, const Shape &shape);
+std::shared_ptr<TensorNode> compute_node(const std::string &name, const Extents &shape);
 /// Completes a Compute node with the value `v` of its index function, the definitions `v` reads
 /// and its dtype (v's unless given).
 TensorDef finish_compute(std::shared_ptr<TensorNode> n, const Expr &v,
@@ -136,8 +163,8 @@ TensorDef finish_compute(std::shared_ptr<TensorNode> n, const Expr &v,
                          std::optional<DataType> dtype);
 /// A Reduce node named `name` of `shape` reducing over `extents` with fresh output and reduction
 /// axes (reduce's first step).
-std::shared_ptr<TensorNode> reduce_node(const std::string &name, const Shape &shape,
-                                        const Shape &extents, ReduceKind kind);
+std::shared_ptr<TensorNode> reduce_node(const std::string &name, const Extents &shape,
+                                        const Extents &extents, ReduceKind kind);
 /// Completes a Reduce node with the reduced term `v`, the definitions `v` reads and its dtypes
 /// (see reduce).
 TensorDef finish_reduce(std::shared_ptr<TensorNode> n, const Expr &v,
@@ -147,13 +174,13 @@ TensorDef finish_reduce(std::shared_ptr<TensorNode> n, const Expr &v,
 } // namespace detail
 
 /// A named input tensor of a compute definition.
-TensorDef input(const std::string &name, const Shape &shape, DataType dtype);
+TensorDef input(const std::string &name, const Extents &shape, DataType dtype);
 
 /// out[i...] = f(i...): an element-wise definition. `f` takes an Idx (or one Expr per axis) and
 /// returns an expression; its dtype is the tensor's dtype unless `dtype` is given (then the
 /// value is converted).
 template <class F>
-TensorDef compute(const std::string &name, const Shape &shape, F &&f, std::optional<DataType> dtype = std::nullopt) {
+TensorDef compute(const std::string &name, const Extents &shape, F &&f, std::optional<DataType> dtype = std::nullopt) {
   auto n = detail::compute_node(name, shape);
   detail::DepScope deps;
   Expr v = detail::call_index_fn(f, detail::to_idx(n->axes), name);
@@ -172,7 +199,7 @@ DataType reduce_output_dtype(ReduceKind k, DataType value, std::optional<DataTyp
 /// if given, else i64 for arg-reductions, bool for And/Or, and the value dtype otherwise
 /// (promoted like the accumulator for integer Sum/Prod/Mean).
 template <class F>
-TensorDef reduce(const Shape &shape, const Shape &extents, F &&f, ReduceKind kind,
+TensorDef reduce(const Extents &shape, const Extents &extents, F &&f, ReduceKind kind,
                  std::optional<DataType> acc_dtype = std::nullopt, std::optional<DataType> out_dtype = std::nullopt,
                  const std::string &name = "reduce") {
   auto n = detail::reduce_node(name, shape, extents, kind);
@@ -183,7 +210,7 @@ TensorDef reduce(const Shape &shape, const Shape &extents, F &&f, ReduceKind kin
 
 /// Element-wise helper: a compute of the same shape as `x` applying `f` to each element.
 template <class F> TensorDef map(const std::string &name, const TensorDef &x, F &&f) {
-  return compute(name, x.shape(), [&](const Idx &i) { return f(x.at(i)); });
+  return compute(name, x.sym_shape(), [&](const Idx &i) { return f(x.at(i)); });
 }
 
 } // namespace hidet::ops

@@ -36,6 +36,8 @@ SymShape broadcast_shapes(const std::string &op, const SymShape &a, const SymSha
 
 /// Index into a tensor of shape `s` broadcast to an output index `out`.
 Idx broadcast_index(const Shape &s, const Idx &out);
+/// broadcast_index for extents that may be symbols (a symbol is never 1).
+Idx broadcast_index(const SymShape &s, const Idx &out);
 
 namespace detail {
 /// `v` printed with 17 significant digits (exact for every double), as attributes print numbers.

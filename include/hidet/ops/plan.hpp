@@ -17,7 +17,7 @@ struct PlanBuffer {
   Role role = Role::Temp;
   int index = 0; ///< position among the task's inputs / outputs
   std::string name;
-  Shape shape;
+  SymShape shape; ///< evaluated with the plan's symbols at launch
   DataType dtype;
   /// Bytes the kernels need the data aligned to (vector accesses); 0 or 1: the element size.
   /// run_plan copies a task input that is not aligned (a view at an odd offset) before launching.
@@ -28,15 +28,18 @@ struct PlanBuffer {
 struct PlanStep {
   std::string kernel;
   std::vector<int> args;
-  std::int64_t work = 0; ///< number of output elements; 0 skips the launch (empty tensors)
+  Dim work = 0; ///< number of output elements; 0 skips the launch (empty tensors)
 };
 
 /// How a task runs: a script module with one kernel per materialized tensor, the buffers and the
-/// launches in order.
+/// launches in order. A plan of a task with symbolic extents lists its symbols: every kernel takes
+/// them, in this order, as i32 parameters after the buffers (define_kernel), and the launch binds
+/// their values from the input shapes (ops/cache.hpp).
 struct Plan {
   lang::ScriptModule module{"task"};
   std::vector<PlanBuffer> buffers;
   std::vector<PlanStep> steps;
+  std::vector<std::string> symbols;
 };
 
 } // namespace hidet::ops

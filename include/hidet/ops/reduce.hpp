@@ -41,9 +41,9 @@ template <class S> S reduced_shape(const S &s, const std::vector<int> &axes, boo
 template <class F>
 TensorDef reduce_over(const TensorDef &x, const std::vector<int> &axes, bool keepdims, ReduceKind kind, F f,
                       const std::string &name, std::optional<DataType> out_dtype = std::nullopt) {
-  Shape ext;
-  for (int a : axes) ext.push_back(x.shape()[a]);
-  Shape out = reduced_shape(x.shape(), axes, keepdims);
+  SymShape ext;
+  for (int a : axes) ext.push_back(x.sym_shape()[std::size_t(a)]);
+  SymShape out = reduced_shape(x.sym_shape(), axes, keepdims);
   return reduce(out, ext, [&](const Idx &o, const Idx &r) {
     Idx full;
     std::size_t oi = 0, ri = 0;

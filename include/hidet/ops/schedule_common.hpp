@@ -54,20 +54,33 @@ inline bool is_var(const ir::Expr &e, const ir::VarNode *v) { return e && e.get(
 std::int64_t pow2_ceil(std::int64_t v);
 
 /// The row-major multi-index of flat index `flat` (an i32 expression) in `shape`.
-std::vector<ir::Expr> unravel(const ir::Expr &flat, const Shape &shape);
+std::vector<ir::Expr> unravel(const ir::Expr &flat, const SymShape &shape);
+inline std::vector<ir::Expr> unravel(const ir::Expr &flat, const Shape &shape) { return unravel(flat, to_sym_shape(shape)); }
 
-/// Defines a kernel whose body receives its parameters as a vector of variables.
+/// Defines a kernel whose body receives its parameters as a vector of variables. The kernel also
+/// takes the symbols (symbol_var) named in `symbols`, in order, as i32 parameters after `specs`
+/// (the body does not receive them: it uses symbol_var or dim_expr).
 template <class F>
-void define_kernel(lang::ScriptModule &mod, const std::string &name, const std::vector<lang::ParamSpec> &specs, F body) {
+void define_kernel(lang::ScriptModule &mod, const std::string &name, std::vector<lang::ParamSpec> specs, F body,
+                   const std::vector<std::string> &symbols = {}) {
+  const std::size_t own = specs.size();
+  for (const auto &s : symbols) specs.push_back(lang::symbol_param(lang::Expr(ir::Expr(symbol_var(s)))));
   mod.kernel(name, specs, [&](const std::vector<lang::ParamHandle> &ps) {
     std::vector<ir::Var> vs;
-    for (const auto &p : ps) vs.push_back(p.v);
+    for (std::size_t i = 0; i < own; ++i) vs.push_back(ps[i].v);
     body(vs);
   });
 }
 
-/// A tensor parameter spec with a constant shape.
-lang::ParamSpec param_spec(const std::string &name, DataType d, const Shape &shape);
+/// A tensor parameter spec of `shape` (symbolic extents become expressions of the symbols).
+lang::ParamSpec param_spec(const std::string &name, DataType d, const SymShape &shape);
+inline lang::ParamSpec param_spec(const std::string &name, DataType d, const Shape &shape) {
+  return param_spec(name, d, to_sym_shape(shape));
+}
+
+/// The number of blocks that cover `count` items at `per` items a block (at least 1): a constant,
+/// or an expression of the symbols for the launch to evaluate.
+lang::Expr blocks_for(const Dim &count, std::int64_t per);
 
 /// Stores `value` to param[idx] (converted to the param's dtype).
 void store(const ir::Var &param, const std::vector<ir::Expr> &idx, const ir::Expr &value);

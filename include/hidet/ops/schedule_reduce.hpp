@@ -39,7 +39,7 @@ void combine(ReduceKind k, Acc &acc, const lang::Expr &v, const lang::Expr *i);
 void warp_reduce(ReduceKind k, Acc &acc, int width = 32);
 
 /// The final value of an accumulator for output dtype `out` (Mean divides by `count`).
-ir::Expr reduce_finish(ReduceKind k, const Acc &acc, std::int64_t count, DataType out);
+ir::Expr reduce_finish(ReduceKind k, const Acc &acc, const Dim &count, DataType out);
 
 /// Whether some read in `value` has an innermost index that depends on the innermost reduction axis.
 bool reads_contiguous_in(const ir::Expr &value, const ir::Var &raxis);

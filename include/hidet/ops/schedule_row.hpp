@@ -46,7 +46,8 @@ struct RowResident {
   ir::Var jv;                              ///< placeholder of the column
   std::vector<ir::Expr> phase_value;       ///< per phase: reduced term / output value
   std::vector<RowCache> caches; ///< computed caches in dependency order, then loaded ones
-  std::int64_t rows = 0, n = 0;
+  Dim rows = 0;       ///< rows (a symbol's expression for a symbolic task)
+  std::int64_t n = 0; ///< the row length (constant)
   int V = 1, T = 32, K = 1, rows_per_block = 1;
 };
 

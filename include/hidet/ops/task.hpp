@@ -94,12 +94,20 @@ struct Task {
 
   /// True when every output is an element-wise compute (no reduction anywhere).
   bool injective() const;
-  /// "add(a: f32(2, 3), b: f32(3,)) -> f32(2, 3) {attrs}"
+  /// "add(a: f32(2, 3), b: f32(n, 3)) -> f32(n, 3) {attrs}"
   std::string str() const;
 };
 
 /// All nodes reachable from `outputs`, each after the nodes it reads (inputs first).
 std::vector<const TensorNode *> topo_order(const std::vector<TensorDef> &outputs);
+
+/// The symbols in the extents of `task`'s tensors (inputs, outputs, intermediates and reduction
+/// extents), sorted; empty for a task of constant shapes.
+std::vector<std::string> task_symbols(const Task &task);
+
+/// `task` with its symbols given `values` (each must have one): the same definition over constant
+/// extents, symbol variables replaced by their values. A task of constant shapes comes back as it is.
+Task specialize(const Task &task, const SymbolValues &values);
 
 } // namespace hidet::ops
 

@@ -89,6 +89,16 @@ private:
   std::vector<runtime::detail::DimTerm> terms_; ///< sorted by atoms; no zero coefficients
 };
 
+namespace runtime::detail {
+/// An irreducible factor of a Dim term (see the top of the file).
+struct DimAtom {
+  enum Kind { Symbol, Div, Mod, Max, Min } kind;
+  std::string name; ///< Symbol
+  Dim a, b;         ///< Div, Mod: a / b, a % b; Max, Min: the operands (sorted)
+  std::string key;  ///< the printed form: atoms sort and compare by it
+};
+} // namespace runtime::detail
+
 /// max(a, b): a constant when both are, else an atom (or a when a == b).
 Dim max(const Dim &a, const Dim &b);
 /// min(a, b): a constant when both are, else an atom (or a when a == b).

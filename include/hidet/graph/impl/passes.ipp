@@ -310,17 +310,17 @@ HIDET_INLINE void verify(const FlowGraph &graph) {
                                  " outputs but its task ", task.inputs.size(), " and ", task.outputs.size()));
       for (std::size_t i = 0; i < task.inputs.size(); ++i) {
         const Tensor &t = op.inputs()[i];
-        if (t.dtype() != task.inputs[i].dtype() || !(t.sym_shape() == to_sym_shape(task.inputs[i].shape())))
+        if (t.dtype() != task.inputs[i].dtype() || !(t.sym_shape() == task.inputs[i].sym_shape()))
           throw ValueError(str_cat("invalid graph: input ", i, " of ", node, " is ", meta_str(t.sym_shape(), t.dtype()),
                                    " but its task reads ",
-                                   meta_str(to_sym_shape(task.inputs[i].shape()), task.inputs[i].dtype())));
+                                   meta_str(task.inputs[i].sym_shape(), task.inputs[i].dtype())));
       }
       for (std::size_t i = 0; i < task.outputs.size(); ++i) {
         const TensorMeta &m = op.output_metas()[i];
-        if (m.dtype != task.outputs[i].dtype() || !(m.shape == to_sym_shape(task.outputs[i].shape())))
+        if (m.dtype != task.outputs[i].dtype() || !(m.shape == task.outputs[i].sym_shape()))
           throw ValueError(str_cat("invalid graph: output ", i, " of ", node, " is recorded as ",
                                    meta_str(m.shape, m.dtype), " but its task makes ",
-                                   meta_str(to_sym_shape(task.outputs[i].shape()), task.outputs[i].dtype())));
+                                   meta_str(task.outputs[i].sym_shape(), task.outputs[i].dtype())));
       }
     }
     position[&op] = k;

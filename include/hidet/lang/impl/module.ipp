@@ -7,6 +7,17 @@
 
 namespace hidet::lang {
 
+HIDET_INLINE ParamSpec symbol_param(const Expr &sym, std::source_location loc_) {
+  const ir::Expr &e = sym.ir();
+  auto v = e.as<ir::VarNode>();
+  auto st = e ? e->type.as<ir::ScalarTypeNode>() : nullptr;
+  if (!v || !st || !st->dtype.is_integer())
+    throw DSLError("symbol_param: expected a symbolic dimension (symbol(\"n\"), an integer variable)", loc_);
+  ParamSpec p(st->dtype);
+  p.var = ir::Var(v);
+  return p;
+}
+
 HIDET_INLINE ParamSpec tensor_map_param() {
   ParamSpec p(TensorSpec(dtypes::u8, {ir::int32(128)}));
   p.by_value = true;
@@ -115,6 +126,15 @@ HIDET_INLINE std::vector<ir::Var> ScriptModule::begin_define(const std::string &
   for (std::size_t i = 0; i < specs.size(); ++i) {
     auto &s = specs[i];
     std::string pname = s.tensor.name().empty() ? str_cat("arg", i) : s.tensor.name();
+    if (s.var) {
+      for (const auto &p : params)
+        if (p.get() == s.var.get())
+          throw DSLError(str_cat(ir::func_kind_name(kind), " '", name, "': symbol ", s.var->hint,
+                                 " is passed twice as a parameter"),
+                         loc);
+      params.push_back(s.var);
+      continue;
+    }
     ir::Type t = s.is_tensor ? s.tensor.ir_type(s.by_value ? ir::Scope::Param : ir::Scope::Global)
                              : ir::scalar_type(s.scalar);
     params.push_back(ir::make_var(t, pname, loc));

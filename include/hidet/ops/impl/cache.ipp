@@ -66,30 +66,78 @@ HIDET_INLINE std::shared_ptr<CompiledTask> add_compiled(const std::string &full_
   return c.map.emplace(full_key, fresh).first->second;
 }
 
+HIDET_INLINE SymbolValues bind_symbols(const std::string &op, const std::vector<std::string> &symbols,
+                                       const std::vector<SymShape> &expected,
+                                       const std::vector<std::vector<std::int64_t>> &shapes) {
+  SymbolValues values;
+  auto input_str = [&](std::size_t i) {
+    return str_cat("input ", i, " of shape ", shape_str(shapes[i]), " (expected ", shape_str(expected[i]), ")");
+  };
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (shapes.at(i).size() != expected[i].size())
+      throw ValueError(str_cat(op, ": ", input_str(i), " has the wrong rank"));
+    for (std::size_t d = 0; d < expected[i].size(); ++d) {
+      const Dim &e = expected[i][d];
+      auto names = e.symbols();
+      if (names.size() == 1 && !values.count(names[0]) && e == Dim::symbol(names[0])) values[names[0]] = shapes[i][d];
+    }
+  }
+  const SymbolValues *bound = SymbolBinding::current();
+  for (const auto &s : symbols) {
+    if (values.count(s)) continue;
+    auto it = bound ? bound->find(s) : SymbolValues::const_iterator();
+    if (!bound || it == bound->end())
+      throw ValueError(str_cat(op, ": symbol ", s, " is not an extent of any input by itself, and no graph that runs binds it"));
+    values[s] = it->second;
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    for (std::size_t d = 0; d < expected[i].size(); ++d)
+      if (expected[i][d].evaluate(values) != shapes[i][d])
+        throw ValueError(str_cat(op, ": ", input_str(i), ": dim ", d, " must be ", expected[i][d], " = ",
+                                 expected[i][d].evaluate(values)));
+  return values;
+}
+
+HIDET_INLINE std::string task_signature(const Task &task) {
+  std::string s;
+  for (const auto &x : task.inputs) s += str_cat(x.dtype(), shape_str(x.sym_shape()), ";");
+  return s;
+}
+
 HIDET_INLINE std::vector<Tensor> launch_compiled(const CompiledTask &ct, const std::vector<Tensor> &inputs, Device dev) {
   Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
   std::vector<Tensor> bufs(ct.plan.buffers.size());
   std::vector<Tensor> outputs(ct.output_shapes.size());
+  SymbolValues values;
+  if (!ct.plan.symbols.empty()) {
+    std::vector<SymShape> expected;
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const auto &b : ct.plan.buffers)
+      if (b.role == PlanBuffer::Role::Input) expected.push_back(b.shape), shapes.push_back(inputs.at(b.index).shape());
+    values = bind_symbols(ct.plan.module.name(), ct.plan.symbols, expected, shapes);
+  }
   for (std::size_t i = 0; i < bufs.size(); ++i) {
     const auto &b = ct.plan.buffers[i];
+    const Shape shape = evaluate_shape(b.shape, values);
     if (b.role == PlanBuffer::Role::Input) {
       bufs[i] = inputs.at(b.index).device() == run_dev ? inputs[b.index] : inputs[b.index].to(run_dev);
       if (b.align > 1 && reinterpret_cast<std::uintptr_t>(bufs[i].data_ptr()) % std::uintptr_t(b.align) != 0) {
         // A view at an offset the kernels' vector accesses cannot use: run on an aligned copy.
-        Tensor copy = empty(b.shape, b.dtype, run_dev);
+        Tensor copy = empty(shape, b.dtype, run_dev);
         runtime::detail::copy_bytes(copy.data_ptr(), run_dev, copy.is_host_memory(), bufs[i].data_ptr(), run_dev,
                                     bufs[i].is_host_memory(), bufs[i].nbytes());
         bufs[i] = copy;
       }
     } else {
-      bufs[i] = empty(b.shape, b.dtype, run_dev);
+      bufs[i] = empty(shape, b.dtype, run_dev);
       if (b.role == PlanBuffer::Role::Output) outputs[b.index] = bufs[i];
     }
   }
   for (auto &step : ct.plan.steps) {
-    if (step.work == 0) continue;
+    if (step.work.evaluate(values) == 0) continue;
     std::vector<LaunchArg> args;
     for (int a : step.args) args.emplace_back(bufs[a]);
+    for (const auto &s : ct.plan.symbols) args.emplace_back(values.at(s));
     ct.module[step.kernel].launch(args);
   }
   if (dev.is_cpu())
@@ -116,7 +164,7 @@ HIDET_INLINE std::vector<TensorMeta> plan_output_metas(const Plan &plan, Device 
   for (const auto &b : plan.buffers) {
     if (b.role != PlanBuffer::Role::Output) continue;
     if (metas.size() <= std::size_t(b.index)) metas.resize(std::size_t(b.index) + 1);
-    metas[std::size_t(b.index)] = TensorMeta{to_sym_shape(b.shape), b.dtype, dev};
+    metas[std::size_t(b.index)] = TensorMeta{b.shape, b.dtype, dev};
   }
   return metas;
 }
@@ -220,11 +268,30 @@ HIDET_INLINE std::vector<Tensor> trace_task(const std::string &key, Task task, c
                                             std::optional<Device> device) {
   Device dev = device ? *device : common_device(key.substr(0, key.find('{')), inputs);
   std::vector<TensorMeta> metas;
-  for (const auto &o : task.outputs) metas.push_back(TensorMeta{to_sym_shape(o.shape()), o.dtype(), dev});
+  for (const auto &o : task.outputs) metas.push_back(TensorMeta{o.sym_shape(), o.dtype(), dev});
   std::string name = op_display_name(key);
   auto op = std::make_shared<const TaskOperator>(name, inputs, key_attrs(key), std::move(metas), key, std::move(task),
                                                  device, std::vector<std::string>{name}, 0);
   return outputs_of(op);
+}
+
+HIDET_INLINE std::vector<Tensor> run_symbolic_task(const std::string &key, const Task &task,
+                                                   const std::vector<Tensor> &inputs, std::optional<Device> device) {
+  const std::string op = key.substr(0, key.find('{'));
+  if (inputs.size() != task.inputs.size())
+    throw ValueError(str_cat(op, ": takes ", task.inputs.size(), " inputs, got ", inputs.size()));
+  if (any_symbolic(inputs)) {
+    if (has_symbolic_extents(inputs)) return trace_task(key, task, inputs, device); // traced again as it is
+    std::vector<SymShape> expected;
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (std::size_t i = 0; i < inputs.size(); ++i) expected.push_back(task.inputs[i].sym_shape()), shapes.push_back(inputs[i].shape());
+    return trace_task(key, specialize(task, bind_symbols(op, task_symbols(task), expected, shapes)), inputs, device);
+  }
+  Device dev = device ? *device : common_device(op, inputs);
+  std::string full_key = str_cat(key, "|", task_signature(task));
+  std::shared_ptr<CompiledTask> ct = find_compiled(full_key);
+  if (!ct) ct = add_compiled(full_key, schedule(task));
+  return launch_compiled(*ct, inputs, dev);
 }
 
 HIDET_INLINE std::vector<Tensor> trace_plan(const std::string &key, Plan plan, const std::vector<Tensor> &inputs,
@@ -245,7 +312,8 @@ HIDET_INLINE TaskOperator::TaskOperator(std::string name, std::vector<Tensor> in
                                         std::vector<TensorMeta> outputs, std::string key, Task task,
                                         std::optional<Device> device, std::vector<std::string> members, int anchor)
     : Operator(std::move(name), std::move(inputs), std::move(attrs), std::move(outputs),
-               [key, task, device](const std::vector<Tensor> &ins) {
+               [key, task, device, generic = !task_symbols(task).empty()](const std::vector<Tensor> &ins) {
+                 if (generic) return detail::run_symbolic_task(key, task, ins, device);
                  return run_plan(key, [&] { return schedule(task); }, ins, device);
                }),
       key_(std::move(key)), task_(std::move(task)), device_(device), members_(std::move(members)), anchor_(anchor) {

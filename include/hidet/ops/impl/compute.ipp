@@ -3,7 +3,63 @@
 
 #include "hidet/ops/compute.hpp"
 
+#include <map>
+#include <mutex>
+
 namespace hidet::ops {
+
+namespace detail {
+/// The variables of symbol_var, by name and by node.
+struct SymbolVars {
+  std::mutex mu;
+  std::map<std::string, ir::Var> by_name;
+  std::map<const ir::VarNode *, std::string> names;
+};
+HIDET_INLINE SymbolVars &symbol_vars() {
+  static SymbolVars v;
+  return v;
+}
+} // namespace detail
+
+HIDET_INLINE ir::Var symbol_var(const std::string &name) {
+  auto &s = detail::symbol_vars();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.by_name.find(name);
+  if (it != s.by_name.end()) return it->second;
+  ir::Var v = ir::make_var(ir::scalar_type(dtypes::i32), name);
+  s.by_name.emplace(name, v);
+  s.names.emplace(v.get(), name);
+  return v;
+}
+
+HIDET_INLINE const std::string *symbol_name(const ir::VarNode *v) {
+  auto &s = detail::symbol_vars();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.names.find(v);
+  return it == s.names.end() ? nullptr : &it->second;
+}
+
+HIDET_INLINE Expr dim_expr(const Dim &d) {
+  using runtime::detail::DimAtom;
+  std::optional<Expr> sum;
+  for (const auto &t : d.terms()) {
+    std::optional<Expr> term;
+    if (t.coef != 1 || t.atoms.empty()) term = Expr(ir::int32(t.coef));
+    for (const auto &a : t.atoms) {
+      Expr f;
+      switch (a->kind) {
+      case DimAtom::Symbol: f = Expr(ir::Expr(symbol_var(a->name))); break;
+      case DimAtom::Div: f = dim_expr(a->a) / dim_expr(a->b); break; // extents are non-negative: floor
+      case DimAtom::Mod: f = dim_expr(a->a) % dim_expr(a->b); break;
+      case DimAtom::Max: f = lang::max(dim_expr(a->a), dim_expr(a->b)); break;
+      case DimAtom::Min: f = lang::min(dim_expr(a->a), dim_expr(a->b)); break;
+      }
+      term = term ? *term * f : f;
+    }
+    sum = sum ? *sum + *term : *term;
+  }
+  return sum ? *sum : Expr(ir::int32(0));
+}
 
 HIDET_INLINE const char *reduce_kind_name(ReduceKind k) {
   static const char *names[] = {"sum", "mean", "max", "min", "prod", "and", "or", "argmax", "argmin"};
@@ -51,6 +107,13 @@ HIDET_INLINE lang::Element TensorDef::operator[](const lang::Operand &i) const {
   return lang::Tensor(node_->buf)[i];
 }
 
+HIDET_INLINE Shape TensorDef::shape() const {
+  if (!is_constant_shape(node_->shape))
+    throw ValueError(str_cat("tensor '", node_->name, "' of the compute definition has symbolic extents ",
+                             shape_str(node_->shape), " where constant ones are needed"));
+  return constant_shape(node_->shape);
+}
+
 HIDET_INLINE Expr TensorDef::at(const Idx &idx, std::source_location loc_) const {
   if (idx.size() != node_->shape.size())
     throw ValueError(str_cat("tensor '", node_->name, "' of shape ", shape_str(node_->shape),
@@ -64,12 +127,12 @@ HIDET_INLINE Expr TensorDef::at(const Idx &idx, std::source_location loc_) const
 
 namespace detail {
 
-HIDET_INLINE ir::Var make_buf(const std::string &name, DataType d, const Shape &shape) {
+HIDET_INLINE ir::Var make_buf(const std::string &name, DataType d, const SymShape &shape) {
   std::vector<ir::Expr> dims;
-  for (auto s : shape) {
-    if (s < 0 || s > INT32_MAX)
-      throw ValueError(str_cat("tensor '", name, "': dimension ", s, " is out of range [0, 2^31)"));
-    dims.push_back(ir::int32(s));
+  for (const auto &s : shape) {
+    if (s.is_constant() && (s.value() < 0 || s.value() > INT32_MAX))
+      throw ValueError(str_cat("tensor '", name, "': dimension ", s.value(), " is out of range [0, 2^31)"));
+    dims.push_back(dim_expr(s).ir());
   }
   return ir::make_var(ir::TensorTypeNode::make(d, dims, ir::Scope::Global, {}), name);
 }
@@ -86,12 +149,12 @@ HIDET_INLINE Idx to_idx(const std::vector<ir::Var> &vs) {
   return r;
 }
 
-HIDET_INLINE std::shared_ptr<TensorNode> compute_node(const std::string &name, const Shape &shape) {
+HIDET_INLINE std::shared_ptr<TensorNode> compute_node(const std::string &name, const Extents &shape) {
   auto n = std::make_shared<TensorNode>();
   n->kind = TensorNode::Kind::Compute;
   n->name = name;
-  n->shape = shape;
-  n->axes = detail::make_axes(shape.size(), "i");
+  n->shape = shape.dims;
+  n->axes = detail::make_axes(n->shape.size(), "i");
   return n;
 }
 
@@ -108,16 +171,16 @@ HIDET_INLINE TensorDef finish_compute(std::shared_ptr<TensorNode> n, const Expr 
   return TensorDef(std::move(n));
 }
 
-HIDET_INLINE std::shared_ptr<TensorNode> reduce_node(const std::string &name, const Shape &shape,
-                                                     const Shape &extents, ReduceKind kind) {
+HIDET_INLINE std::shared_ptr<TensorNode> reduce_node(const std::string &name, const Extents &shape,
+                                                     const Extents &extents, ReduceKind kind) {
   auto n = std::make_shared<TensorNode>();
   n->kind = TensorNode::Kind::Reduce;
   n->name = name;
-  n->shape = shape;
-  n->rextents = extents;
+  n->shape = shape.dims;
+  n->rextents = extents.dims;
   n->reduce_kind = kind;
-  n->axes = detail::make_axes(shape.size(), "i");
-  n->raxes = detail::make_axes(extents.size(), "r");
+  n->axes = detail::make_axes(n->shape.size(), "i");
+  n->raxes = detail::make_axes(n->rextents.size(), "r");
   return n;
 }
 
@@ -141,13 +204,13 @@ HIDET_INLINE TensorDef finish_reduce(std::shared_ptr<TensorNode> n, const Expr &
 
 } // namespace detail
 
-HIDET_INLINE TensorDef input(const std::string &name, const Shape &shape, DataType dtype) {
+HIDET_INLINE TensorDef input(const std::string &name, const Extents &shape, DataType dtype) {
   auto n = std::make_shared<TensorNode>();
   n->kind = TensorNode::Kind::Input;
   n->name = name;
   n->dtype = dtype;
-  n->shape = shape;
-  n->buf = detail::make_buf(name, dtype, shape);
+  n->shape = shape.dims;
+  n->buf = detail::make_buf(name, dtype, n->shape);
   return TensorDef(std::move(n));
 }
 

@@ -65,6 +65,13 @@ HIDET_INLINE Shape broadcast_shapes(const std::string &op, const Shape &a, const
   return constant_shape(broadcast_shapes(op, to_sym_shape(a), to_sym_shape(b), da, db));
 }
 
+HIDET_INLINE Idx broadcast_index(const SymShape &s, const Idx &out) {
+  Idx r;
+  std::size_t off = out.size() - s.size();
+  for (std::size_t i = 0; i < s.size(); ++i) r.push_back(s[i] == 1 ? Expr(0) : out[off + i]);
+  return r;
+}
+
 HIDET_INLINE Idx broadcast_index(const Shape &s, const Idx &out) {
   Idx r;
   std::size_t off = out.size() - s.size();
@@ -90,14 +97,11 @@ HIDET_INLINE Expr load(const TensorDef &x, const Idx &idx) { return lang::cast(x
 template <class F>
 Tensor unary(const std::string &name, const Tensor &x, DataType cd, DataType out, F f, const std::string &attrs = "") {
   auto key = str_cat(name, "{", attrs, "}");
-  if (has_symbolic_extents({x}))
-    return trace_symbolic(key, {x}, x.sym_shape(), out,
-                          [=](const std::vector<Tensor> &in) { return unary(name, in[0], cd, out, f, attrs); });
   return run_task(
       key,
       [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        auto y = compute(name, x.shape(), [&](const Idx &i) { return f(lang::cast(a.at(i), cd)); }, out);
+        auto a = input("x", x.sym_shape(), x.dtype());
+        auto y = compute(name, x.sym_shape(), [&](const Idx &i) { return f(lang::cast(a.at(i), cd)); }, out);
         return Task{name, {a}, {y}, attrs, {[](const Idx &i) { return i; }}};
       },
       {x})[0];
@@ -106,18 +110,15 @@ Tensor unary(const std::string &name, const Tensor &x, DataType cd, DataType out
 /// A binary element-wise operator with broadcasting: y = f(a, b) with both in dtype cd.
 template <class F>
 Tensor binary(const std::string &name, const Tensor &x, const Tensor &y, DataType cd, DataType out, F f) {
-  if (has_symbolic_extents({x, y}))
-    return trace_symbolic(str_cat(name, "{}"), {x, y},
-                          broadcast_shapes(name, x.sym_shape(), y.sym_shape(), x.dtype(), y.dtype()), out,
-                          [=](const std::vector<Tensor> &in) { return binary(name, in[0], in[1], cd, out, f); });
-  Shape s = broadcast_shapes(name, x.shape(), y.shape(), x.dtype(), y.dtype());
+  SymShape s = broadcast_shapes(name, x.sym_shape(), y.sym_shape(), x.dtype(), y.dtype());
   return run_task(
       str_cat(name, "{}"),
       [&] {
-        auto a = input("a", x.shape(), x.dtype());
-        auto b = input("b", y.shape(), y.dtype());
+        auto a = input("a", x.sym_shape(), x.dtype());
+        auto b = input("b", y.sym_shape(), y.dtype());
         auto c = compute(name, s, [&](const Idx &i) {
-          return f(lang::cast(a.at(broadcast_index(a.shape(), i)), cd), lang::cast(b.at(broadcast_index(b.shape(), i)), cd));
+          return f(lang::cast(a.at(broadcast_index(a.sym_shape(), i)), cd),
+                   lang::cast(b.at(broadcast_index(b.sym_shape(), i)), cd));
         }, out);
         return Task{name, {a, b}, {c}, "", {}};
       },
@@ -129,15 +130,12 @@ template <class F>
 Tensor binary_scalar(const std::string &name, const Tensor &x, double v, bool is_float, bool scalar_left, DataType cd,
                      DataType out, F f) {
   std::string attrs = str_cat("scalar=", fmt_double(v), ", left=", scalar_left);
-  if (has_symbolic_extents({x}))
-    return trace_symbolic(str_cat(name, "{", attrs, "}"), {x}, x.sym_shape(), out, [=](const std::vector<Tensor> &in) {
-      return binary_scalar(name, in[0], v, is_float, scalar_left, cd, out, f);
-    });
+  (void)is_float; // cd already says how the scalar is read
   return run_task(
       str_cat(name, "{", attrs, "}"),
       [&] {
-        auto a = input("a", x.shape(), x.dtype());
-        auto c = compute(name, x.shape(), [&](const Idx &i) {
+        auto a = input("a", x.sym_shape(), x.dtype());
+        auto c = compute(name, x.sym_shape(), [&](const Idx &i) {
           Expr xv = lang::cast(a.at(i), cd);
           Expr sv = cd.is_float() ? Expr(ir::ConstantNode::make_float(cd, v)) : Expr(ir::ConstantNode::make_int(cd, std::int64_t(v)));
           return scalar_left ? f(sv, xv) : f(xv, sv);
@@ -330,24 +328,18 @@ HIDET_INLINE Tensor logical_or(const Tensor &a, const Tensor &b) {
 }
 
 HIDET_INLINE Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b) {
-  if (detail::has_symbolic_extents({cond, a, b})) {
-    SymShape s = broadcast_shapes("where", cond.sym_shape(), a.sym_shape(), cond.dtype(), a.dtype());
-    s = broadcast_shapes("where", s, b.sym_shape(), cond.dtype(), b.dtype());
-    return detail::trace_symbolic("where{}", {cond, a, b}, s, promote_types(a.dtype(), b.dtype()),
-                                  [](const std::vector<Tensor> &in) { return where(in[0], in[1], in[2]); });
-  }
-  Shape s = broadcast_shapes("where", cond.shape(), a.shape(), cond.dtype(), a.dtype());
-  s = broadcast_shapes("where", s, b.shape(), cond.dtype(), b.dtype());
+  SymShape s = broadcast_shapes("where", cond.sym_shape(), a.sym_shape(), cond.dtype(), a.dtype());
+  s = broadcast_shapes("where", s, b.sym_shape(), cond.dtype(), b.dtype());
   DataType t = promote_types(a.dtype(), b.dtype());
   return run_task(
       "where{}",
       [&] {
-        auto c = input("cond", cond.shape(), cond.dtype());
-        auto x = input("a", a.shape(), a.dtype());
-        auto y = input("b", b.shape(), b.dtype());
+        auto c = input("cond", cond.sym_shape(), cond.dtype());
+        auto x = input("a", a.sym_shape(), a.dtype());
+        auto y = input("b", b.sym_shape(), b.dtype());
         auto o = compute("where", s, [&](const Idx &i) {
-          return lang::select(c.at(broadcast_index(c.shape(), i)), lang::cast(x.at(broadcast_index(x.shape(), i)), t),
-                              lang::cast(y.at(broadcast_index(y.shape(), i)), t));
+          return lang::select(c.at(broadcast_index(c.sym_shape(), i)), lang::cast(x.at(broadcast_index(x.sym_shape(), i)), t),
+                              lang::cast(y.at(broadcast_index(y.sym_shape(), i)), t));
         }, t);
         return Task{"where", {c, x, y}, {o}, "", {}};
       },

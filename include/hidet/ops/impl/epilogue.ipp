@@ -130,7 +130,7 @@ HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j
                                                     const std::string &member) const {
   if (t.outputs.size() != 1 || j >= t.inputs.size() || !t.injective()) return std::nullopt;
   const TensorNode &in = t.inputs[j].node(), &o = t.outputs[0].node();
-  if (in.shape != out.shape() || in.dtype != out.dtype()) return std::nullopt;
+  if (in.shape != out.sym_shape() || in.dtype != out.dtype() || !is_constant_shape(o.shape)) return std::nullopt;
   // Input j must be read at one index (however often), each of its dimensions by a distinct
   // output axis of the same extent (or at 0 where its extent is 1), covering every output axis
   // of extent > 1: then the output index is a function of the input index.
@@ -179,7 +179,7 @@ HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j
   e.linear = linear;
   int last = -1;
   for (std::size_t k = 0; k < axis_of.size(); ++k)
-    if (axis_of[k] >= 0 && in.shape[k] > 1) {
+    if (axis_of[k] >= 0 && in.shape[k].value() > 1) {
       if (axis_of[k] < last) e.linear = false;
       last = axis_of[k];
     }

@@ -16,19 +16,16 @@ HIDET_INLINE Tensor softmax_impl(const char *op, const Tensor &x, int axis, bool
   require_float(op, x);
   int ax = normalize_axis(op, axis, x.ndim(), x.sym_shape());
   std::string attrs = str_cat("axis=", ax);
-  if (has_symbolic_extents({x}))
-    return trace_symbolic(str_cat(op, "{", attrs, "}"), {x}, x.sym_shape(), x.dtype(),
-                          [=](const std::vector<Tensor> &in) { return softmax_impl(op, in[0], axis, log); });
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {
-        auto a = input("x", x.shape(), x.dtype());
+        auto a = input("x", x.sym_shape(), x.dtype());
         std::vector<int> axes{ax};
         auto ld = [&](const Idx &i) { return lang::cast(a.at(i), dtypes::f32); };
         auto m = reduce_over(a, axes, true, ReduceKind::Max, ld, "row_max", dtypes::f32);
-        auto e = compute("e", x.shape(), [&](const Idx &i) { return lang::exp(ld(i) - m.at(at_axis0(i, axes))); });
+        auto e = compute("e", x.sym_shape(), [&](const Idx &i) { return lang::exp(ld(i) - m.at(at_axis0(i, axes))); });
         auto s = reduce_over(e, axes, true, ReduceKind::Sum, [&](const Idx &i) { return e.at(i); }, "row_sum", dtypes::f32);
-        auto y = compute(op, x.shape(), [&](const Idx &i) {
+        auto y = compute(op, x.sym_shape(), [&](const Idx &i) {
           Idx k = at_axis0(i, axes);
           return log ? Expr(ld(i) - m.at(k) - lang::log(s.at(k))) : Expr(e.at(i) / s.at(k));
         }, x.dtype());
@@ -70,17 +67,11 @@ HIDET_INLINE Tensor layer_norm(const Tensor &x, int normalized_ndim, const std::
   std::string attrs = str_cat("normalized_ndim=", normalized_ndim, ", eps=", detail::fmt_double(eps), ", weight=", bool(weight),
                               ", bias=", bool(bias));
   std::vector<Tensor> ins = detail::with_optional({x}, {weight, bias});
-  if (detail::has_symbolic_extents(ins))
-    return detail::trace_symbolic(str_cat(op, "{", attrs, "}"), ins, xs, x.dtype(),
-                                  [=, w = bool(weight), b = bool(bias)](const std::vector<Tensor> &in) {
-                                    auto [wt, bt] = detail::optional_pair(in, 1, w, b);
-                                    return layer_norm(in[0], normalized_ndim, wt, bt, eps, rms);
-                                  });
-  Shape ns(x.shape().end() - normalized_ndim, x.shape().end());
+  SymShape ns(xs.end() - normalized_ndim, xs.end());
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {
-        auto a = input("x", x.shape(), x.dtype());
+        auto a = input("x", xs, x.dtype());
         std::vector<TensorDef> inputs{a};
         TensorDef w, b;
         if (weight) inputs.push_back(w = input("weight", ns, x.dtype()));
@@ -91,7 +82,7 @@ HIDET_INLINE Tensor layer_norm(const Tensor &x, int normalized_ndim, const std::
         auto centered = [&](const Idx &i) { return rms ? ld(i) : Expr(ld(i) - mu.at(detail::at_axis0(i, axes))); };
         auto v = detail::reduce_over(a, axes, true, ReduceKind::Mean, [&](const Idx &i) { Expr c = centered(i); return c * c; },
                                      "var", dtypes::f32);
-        auto y = compute(op, x.shape(), [&](const Idx &i) {
+        auto y = compute(op, xs, [&](const Idx &i) {
           Expr r = centered(i) * lang::rsqrt(v.at(detail::at_axis0(i, axes)) + float(eps));
           Idx pi(i.end() - normalized_ndim, i.end());
           if (weight) r = r * lang::cast(w.at(pi), dtypes::f32);

@@ -45,14 +45,10 @@ HIDET_INLINE Tensor reduce_tensor(const std::string &op, const Tensor &x, std::v
   std::optional<DataType> out; // integer sums and products widen
   if (kind == ReduceKind::Sum || kind == ReduceKind::Prod)
     out = x.dtype().is_float() ? x.dtype() : default_acc_dtype(kind, x.dtype());
-  if (has_symbolic_extents({x}))
-    return trace_symbolic(str_cat(op, "{", attrs, "}"), {x}, reduced_shape(x.sym_shape(), ax, keepdims),
-                          reduce_output_dtype(kind, x.dtype(), std::nullopt, out),
-                          [=](const std::vector<Tensor> &in) { return reduce_tensor(op, in[0], axes, keepdims, kind); });
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {
-        auto a = input("x", x.shape(), x.dtype());
+        auto a = input("x", x.sym_shape(), x.dtype());
         auto y = reduce_over(a, ax, keepdims, kind, [&](const Idx &i) { return a.at(i); }, op, out);
         return Task{op, {a}, {y}, attrs, {}};
       },
@@ -149,8 +145,8 @@ HIDET_INLINE Tensor cumsum(const Tensor &x, int axis) {
         Plan plan;
         plan.module = script_module("cumsum");
         Shape view{outer, len, inner};
-        plan.buffers.push_back({PlanBuffer::Role::Input, 0, "x", view, x.dtype()});
-        plan.buffers.push_back({PlanBuffer::Role::Output, 0, "y", view, out});
+        plan.buffers.push_back({PlanBuffer::Role::Input, 0, "x", to_sym_shape(view), x.dtype()});
+        plan.buffers.push_back({PlanBuffer::Role::Output, 0, "y", to_sym_shape(view), out});
         std::int64_t lines = outer * inner;
         detail::define_kernel(plan.module, "cumsum_scan", {detail::param_spec("x", x.dtype(), view), detail::param_spec("y", out, view)},
                               [&](const std::vector<ir::Var> &p) {

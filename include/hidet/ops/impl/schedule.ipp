@@ -16,6 +16,8 @@ namespace hidet::ops {
 HIDET_INLINE Plan schedule_materialized(const Task &task) {
   Plan plan;
   plan.module = lang::script_module(task.name);
+  plan.symbols = task_symbols(task);
+  const auto &syms = plan.symbols;
   auto order = topo_order(task.outputs);
   std::map<const TensorNode *, int> buffer_of;
   auto add_buffer = [&](PlanBuffer b) {
@@ -135,13 +137,13 @@ HIDET_INLINE Plan schedule_materialized(const Task &task) {
       args.push_back(buffer_of[r]);
     }
     std::string kname = str_cat(task.name, "_", kernel_id++);
-    std::int64_t work = shape_numel(n->shape);
+    Dim work = sym_numel(n->shape);
     if (n->kind == TensorNode::Kind::Compute) {
       specs.push_back(detail::param_spec("out", n->dtype, n->shape));
       args.push_back(buffer_of[n]);
       detail::define_kernel(plan.module, kname, specs, [&](const std::vector<ir::Var> &params) {
         detail::emit_injective(*n, params, reads, inlined);
-      });
+      }, syms);
       plan.steps.push_back({kname, args, work});
       continue;
     }
@@ -152,7 +154,7 @@ HIDET_INLINE Plan schedule_materialized(const Task &task) {
     auto s = detail::choose_reduce_schedule(*n, probe.mutate(n->value));
     bool arg = is_arg_reduce(n->reduce_kind);
     int pv = -1, pi = -1;
-    Shape pshape{work * s.splits};
+    SymShape pshape{work * s.splits};
     if (s.splits > 1) {
       pv = add_buffer({PlanBuffer::Role::Temp, 0, n->name + "_partial", pshape, n->acc_dtype});
       if (arg) pi = add_buffer({PlanBuffer::Role::Temp, 0, n->name + "_partial_index", pshape, dtypes::i64});
@@ -183,7 +185,7 @@ HIDET_INLINE Plan schedule_materialized(const Task &task) {
       detail::StoreResult st = s.splits > 1 ? nullptr : finish_store(pmap, out);
       if (s.row) detail::emit_row_reduce(*n, s, pmap, inlined, out, pvv, piv, st);
       else detail::emit_column_reduce(*n, s, pmap, inlined, out, pvv, piv, st);
-    });
+    }, syms);
     plan.steps.push_back({kname, args1, work});
     if (s.splits > 1) {
       std::string k2 = str_cat(task.name, "_", kernel_id++);
@@ -199,7 +201,7 @@ HIDET_INLINE Plan schedule_materialized(const Task &task) {
         for (std::size_t i = own_reads; i < reads.size(); ++i) pmap[reads[i]->buf.get()] = params[first_fin + i - own_reads];
         detail::emit_combine_partials(*n, s, params[0], arg ? params[1] : ir::Var(), params.back(),
                                       finish_store(pmap, params.back()));
-      });
+      }, syms);
       plan.steps.push_back({k2, args2, work});
     }
   }

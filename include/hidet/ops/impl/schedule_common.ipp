@@ -53,21 +53,26 @@ HIDET_INLINE std::int64_t pow2_ceil(std::int64_t v) {
   return p;
 }
 
-HIDET_INLINE std::vector<ir::Expr> unravel(const ir::Expr &flat, const Shape &shape) {
+HIDET_INLINE std::vector<ir::Expr> unravel(const ir::Expr &flat, const SymShape &shape) {
   std::vector<ir::Expr> r(shape.size());
-  std::int64_t stride = 1;
+  Dim stride = 1;
   for (std::size_t k = shape.size(); k-- > 0;) {
-    ir::Expr q = stride == 1 ? flat : (lang::Expr(flat) / int(stride)).ir();
-    r[k] = k == 0 ? q : (lang::Expr(q) % int(shape[k])).ir();
+    ir::Expr q = stride == 1 ? flat : (lang::Expr(flat) / dim_expr(stride)).ir();
+    r[k] = k == 0 ? q : (lang::Expr(q) % dim_expr(shape[k])).ir();
     stride *= shape[k];
   }
   return r;
 }
 
-HIDET_INLINE lang::ParamSpec param_spec(const std::string &name, DataType d, const Shape &shape) {
+HIDET_INLINE lang::ParamSpec param_spec(const std::string &name, DataType d, const SymShape &shape) {
   std::vector<ir::Expr> dims;
-  for (auto s : shape) dims.push_back(ir::int32(s));
+  for (const auto &s : shape) dims.push_back(dim_expr(s).ir());
   return lang::ParamSpec(lang::TensorSpec(d, dims).named(name));
+}
+
+HIDET_INLINE lang::Expr blocks_for(const Dim &count, std::int64_t per) {
+  if (count.is_constant()) return int(std::max<std::int64_t>(1, (count.value() + per - 1) / per));
+  return lang::max((dim_expr(count) + int(per - 1)) / int(per), 1);
 }
 
 HIDET_INLINE void store(const ir::Var &param, const std::vector<ir::Expr> &idx, const ir::Expr &value) {

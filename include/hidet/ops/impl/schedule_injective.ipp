@@ -19,19 +19,20 @@ HIDET_INLINE void emit_injective(const TensorNode &node, const std::vector<ir::V
   for (std::size_t i = 0; i < reads.size(); ++i) pmap[reads[i]->buf.get()] = params[i];
   const ir::Var &out = params.back();
   ir::Expr value = Inliner(pmap, inlined, {}).mutate(node.value);
-  if (auto t = find_transpose(value, node.axes, node.shape)) {
-    emit_transpose_tiled(node, value, *t, out);
-    return;
-  }
-  std::int64_t n = shape_numel(node.shape);
+  if (is_constant_shape(node.shape))
+    if (auto t = find_transpose(value, node.axes, constant_shape(node.shape))) {
+      emit_transpose_tiled(node, value, *t, out);
+      return;
+    }
+  Dim n = sym_numel(node.shape);
   int e = injective_elems_per_thread(node.dtype);
   std::int64_t per_block = std::int64_t(kInjectiveBlock) * e;
-  attrs.cuda.grid_dim = int(std::max<std::int64_t>(1, (n + per_block - 1) / per_block));
+  attrs.cuda.grid_dim = blocks_for(n, per_block);
   attrs.cuda.block_dim = kInjectiveBlock;
   Var base = blockIdx.x * int(per_block) + threadIdx.x;
   for_(range(e).unroll(), [&](Var k) {
     Var flat = base + k * kInjectiveBlock;
-    if_(flat < int(n), [&] {
+    if_(flat < dim_expr(n), [&] {
       auto idx = unravel(flat.ir(), node.shape);
       std::map<const ir::VarNode *, ir::Expr> s;
       for (std::size_t a = 0; a < node.axes.size(); ++a) s[node.axes[a].get()] = idx[a];

@@ -12,9 +12,9 @@ HIDET_INLINE Plan matmul_plan(const Shape &sa, DataType da, const Shape &sb, Dat
   using namespace hidet::lang;
   Plan plan;
   plan.module = script_module("matmul");
-  plan.buffers.push_back({PlanBuffer::Role::Input, 0, "a", sa, da});
-  plan.buffers.push_back({PlanBuffer::Role::Input, 1, "b", sb, db});
-  plan.buffers.push_back({PlanBuffer::Role::Output, 0, "c", out, out_dtype});
+  plan.buffers.push_back({PlanBuffer::Role::Input, 0, "a", to_sym_shape(sa), da});
+  plan.buffers.push_back({PlanBuffer::Role::Input, 1, "b", to_sym_shape(sb), db});
+  plan.buffers.push_back({PlanBuffer::Role::Output, 0, "c", to_sym_shape(out), out_dtype});
   std::int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
   Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), batch(out.begin(), out.end() - 2);
   std::int64_t nbatch = shape_numel(batch);

@@ -71,11 +71,12 @@ HIDET_INLINE void warp_reduce(ReduceKind k, Acc &acc, int width) {
   }
 }
 
-HIDET_INLINE ir::Expr reduce_finish(ReduceKind k, const Acc &acc, std::int64_t count, DataType out) {
+HIDET_INLINE ir::Expr reduce_finish(ReduceKind k, const Acc &acc, const Dim &count, DataType out) {
   using namespace hidet::lang;
   if (is_arg_reduce(k)) return lang::detail::convert(acc.i->ir(), out, {});
   Expr v = acc.v;
-  if (k == ReduceKind::Mean) v = v / cast(Expr(double(count)), acc.v.dtype());
+  if (k == ReduceKind::Mean)
+    v = v / cast(count.is_constant() ? Expr(double(count.value())) : dim_expr(count), acc.v.dtype());
   if (out.is_bool()) return (v != 0).ir();
   return lang::detail::convert(v.ir(), out, {});
 }
@@ -110,7 +111,17 @@ HIDET_INLINE bool reads_contiguous_in(const ir::Expr &value, const ir::Var &raxi
 
 HIDET_INLINE ReduceSchedule choose_reduce_schedule(const TensorNode &node, const ir::Expr &inlined_value) {
   ReduceSchedule s;
-  std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
+  Dim outs_d = sym_numel(node.shape), len_d = sym_numel(node.rextents);
+  if (!outs_d.is_constant() || !len_d.is_constant()) {
+    // Symbolic extents: one pass per output (no split), a warp per row when the row is short.
+    s.row = !node.raxes.empty() && reads_contiguous_in(inlined_value, node.raxes.back()) &&
+            (!len_d.is_constant() || len_d.value() >= 16);
+    s.threads = len_d.is_constant() && len_d.value() <= 1024 ? 32 : 256;
+    if (!s.row && outs_d.is_constant() && outs_d.value() < 16384) s.lanes = 8;
+    s.chunk = len_d.is_constant() ? len_d.value() : 0;
+    return s;
+  }
+  std::int64_t outs = outs_d.value(), len = len_d.value();
   s.row = !node.raxes.empty() && reads_contiguous_in(inlined_value, node.raxes.back()) && len >= 16;
   if (s.row) {
     s.threads = len <= 1024 ? 32 : 256;
@@ -130,16 +141,18 @@ HIDET_INLINE void emit_row_reduce(const TensorNode &node, const ReduceSchedule &
                                   const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
                                   const ir::Var &pv, const ir::Var &pi, const StoreResult &store_out) {
   using namespace hidet::lang;
-  std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
+  Dim outs = sym_numel(node.shape), len = sym_numel(node.rextents);
+  Expr outs_e = dim_expr(outs), len_e = dim_expr(len);
+  Expr chunk_e = s.splits > 1 ? Expr(int(s.chunk)) : len_e;
   int T = s.threads, rows_per_block = 256 / T;
-  attrs.cuda.grid_dim = {int(std::max<std::int64_t>(1, (outs + rows_per_block - 1) / rows_per_block)), int(s.splits)};
+  attrs.cuda.grid_dim = {blocks_for(outs, rows_per_block), int(s.splits)};
   attrs.cuda.block_dim = 256;
   bool arg = is_arg_reduce(node.reduce_kind);
   Var tid = threadIdx.x;
   Var row = T == 256 ? Var(blockIdx.x) : Var(blockIdx.x * rows_per_block + tid / T);
   Var lane = tid % T;
-  Var begin = blockIdx.y * int(s.chunk);
-  Var end = select(row < int(outs), min(begin + int(s.chunk), int(len)), 0);
+  Var begin = blockIdx.y * chunk_e;
+  Var end = select(row < outs_e, min(begin + chunk_e, len_e), 0);
   Acc acc{let(node.acc_dtype, reduce_init(node.reduce_kind, node.acc_dtype), "acc"), std::nullopt};
   if (arg) acc.i = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "acc_i");
   for_(range(begin + lane, end, T), [&](Var r) {
@@ -167,7 +180,7 @@ HIDET_INLINE void emit_row_reduce(const TensorNode &node, const ReduceSchedule &
     if (arg) *acc.i = Operand(select(tid < 8, Expr((*si)[tid % 8]), Expr(0)));
     warp_reduce(node.reduce_kind, acc, 8);
   }
-  if_(lane == 0 && row < int(outs), [&] {
+  if_(lane == 0 && row < outs_e, [&] {
     if (s.splits == 1) {
       finish_store(store_out, out, unravel(row.ir(), node.shape), reduce_finish(node.reduce_kind, acc, len, node.dtype));
     } else {
@@ -181,9 +194,11 @@ HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedul
                                      const std::map<const ir::VarNode *, const TensorNode *> &inlined, const ir::Var &out,
                                      const ir::Var &pv, const ir::Var &pi, const StoreResult &store_out) {
   using namespace hidet::lang;
-  std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
+  Dim outs = sym_numel(node.shape), len = sym_numel(node.rextents);
+  Expr outs_e = dim_expr(outs), len_e = dim_expr(len);
+  Expr chunk_e = s.splits > 1 ? Expr(int(s.chunk)) : len_e;
   const int L = s.lanes, per_block = 256 / L; // threads per output; outputs per block
-  attrs.cuda.grid_dim = {int(std::max<std::int64_t>(1, (outs + per_block - 1) / per_block)), int(s.splits)};
+  attrs.cuda.grid_dim = {blocks_for(outs, per_block), int(s.splits)};
   attrs.cuda.block_dim = 256;
   bool arg = is_arg_reduce(node.reduce_kind);
   Var tx = L == 1 ? Var(threadIdx.x) : Var(threadIdx.x % per_block);
@@ -192,9 +207,9 @@ HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedul
   Acc acc{let(node.acc_dtype, reduce_init(node.reduce_kind, node.acc_dtype), "acc"), std::nullopt};
   if (arg) acc.i = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "acc_i");
   auto oidx = unravel(o.ir(), node.shape);
-  if_(o < int(outs), [&] {
-    Var begin = blockIdx.y * int(s.chunk);
-    Var end = min(begin + int(s.chunk), int(len));
+  if_(o < outs_e, [&] {
+    Var begin = blockIdx.y * chunk_e;
+    Var end = min(begin + chunk_e, len_e);
     for_(range(begin + ty, end, L), [&](Var r) {
       auto ridx = unravel(r.ir(), node.rextents);
       std::map<const ir::VarNode *, ir::Expr> sub;
@@ -223,12 +238,12 @@ HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedul
       }
     }
   }
-  if_(o < int(outs) && ty == 0, [&] {
+  if_(o < outs_e && ty == 0, [&] {
     if (s.splits == 1) {
       finish_store(store_out, out, oidx, reduce_finish(node.reduce_kind, acc, len, node.dtype));
     } else {
-      store(pv, {(blockIdx.y * int(outs) + o).ir()}, acc.v.ir());
-      if (arg) store(pi, {(blockIdx.y * int(outs) + o).ir()}, acc.i->ir());
+      store(pv, {(blockIdx.y * outs_e + o).ir()}, acc.v.ir());
+      if (arg) store(pi, {(blockIdx.y * outs_e + o).ir()}, acc.i->ir());
     }
   });
 }
@@ -236,18 +251,20 @@ HIDET_INLINE void emit_column_reduce(const TensorNode &node, const ReduceSchedul
 HIDET_INLINE void emit_combine_partials(const TensorNode &node, const ReduceSchedule &s, const ir::Var &pv, const ir::Var &pi,
                                         const ir::Var &out, const StoreResult &store_out) {
   using namespace hidet::lang;
-  std::int64_t outs = shape_numel(node.shape), len = shape_numel(node.rextents);
+  Dim outs = sym_numel(node.shape), len = sym_numel(node.rextents);
+  Expr outs_e = dim_expr(outs), len_e = dim_expr(len);
+  Expr chunk_e = s.splits > 1 ? Expr(int(s.chunk)) : len_e;
   bool arg = is_arg_reduce(node.reduce_kind);
   // Partial sums of Mean are sums; combining them is a Sum until the final division.
   ReduceKind k = node.reduce_kind == ReduceKind::Mean ? ReduceKind::Sum : node.reduce_kind;
-  attrs.cuda.grid_dim = int(std::max<std::int64_t>(1, (outs + 255) / 256));
+  attrs.cuda.grid_dim = blocks_for(outs, 256);
   attrs.cuda.block_dim = 256;
   Var o = blockIdx.x * 256 + threadIdx.x;
-  if_(o < int(outs), [&] {
+  if_(o < outs_e, [&] {
     Acc acc{let(node.acc_dtype, reduce_init(k, node.acc_dtype), "acc"), std::nullopt};
     if (arg) acc.i = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "acc_i");
     for_(range(int(s.splits)), [&](Var j) {
-      Expr at = s.row ? o * int(s.splits) + j : j * int(outs) + o;
+      Expr at = s.row ? o * int(s.splits) + j : j * outs_e + o;
       Var v = let(node.acc_dtype, lang::Element(pv, {at.ir()}, {}).to_ir({}), "x");
       if (arg) {
         Expr iv = Expr(lang::Element(pi, {at.ir()}, {}).to_ir({}));

@@ -102,19 +102,20 @@ HIDET_INLINE std::optional<RowResident> analyze_row_resident(const Task &task, i
   if (task.outputs.size() != 1) return std::nullopt;
   RowResident r;
   r.out = &task.outputs[0].node();
-  const Shape &S = r.out->shape;
-  if (r.out->kind != TensorNode::Kind::Compute || S.empty() || S.back() < 1) return std::nullopt;
-  r.n = S.back();
-  r.rows = shape_numel(S) / r.n;
-  if (r.rows < 1) return std::nullopt;
-  Shape lead(S.begin(), S.end() - 1), keep_shape = lead;
+  const SymShape &S = r.out->shape;
+  if (r.out->kind != TensorNode::Kind::Compute || S.empty() || !S.back().is_constant() || S.back().value() < 1)
+    return std::nullopt;
+  r.n = S.back().value();
+  SymShape lead(S.begin(), S.end() - 1), keep_shape = lead;
+  r.rows = sym_numel(lead);
+  if (r.rows.is_constant() && r.rows.value() < 1) return std::nullopt;
   keep_shape.push_back(1);
   auto order = topo_order(task.outputs);
   std::map<const ir::VarNode *, const TensorNode *> by_buf;
   for (auto *t : order) {
     by_buf[t->buf.get()] = t;
     if (t->kind != TensorNode::Kind::Reduce) continue;
-    if (is_arg_reduce(t->reduce_kind) || t->rextents != Shape{r.n} ||
+    if (is_arg_reduce(t->reduce_kind) || t->rextents != SymShape{Dim(r.n)} ||
         (t->shape != lead && t->shape != keep_shape))
       return std::nullopt;
     r.reduces.push_back(t);
@@ -214,9 +215,9 @@ HIDET_INLINE std::optional<RowResident> analyze_row_resident(const Task &task, i
   for (auto &c : r.caches)
     if (c.node->kind == TensorNode::Kind::Input) widest = std::max(widest, c.node->dtype.nbytes());
   r.V = int(std::max<std::size_t>(1, 16 / widest));
-  auto vec_ok = [&](DataType d, std::int64_t last) {
+  auto vec_ok = [&](DataType d, const Dim &last) {
     std::size_t b = d.nbytes() * std::size_t(r.V);
-    return (b == 4 || b == 8 || b == 16) && last % r.V == 0;
+    return (b == 4 || b == 8 || b == 16) && last.is_constant() && last.value() % r.V == 0;
   };
   bool vec = r.V > 1 && vec_ok(r.out->dtype, r.n);
   for (auto &c : r.caches)
@@ -254,8 +255,9 @@ HIDET_INLINE void emit_row_resident(const RowResident &r, const Task &task,
   const TensorNode &out = *r.out;
   int P = int(r.reduces.size()), T = r.T, K = r.K, V = r.V, RPB = r.rows_per_block;
   std::int64_t chunks = (r.n + V - 1) / V;
-  bool partial_rows = r.rows % RPB != 0, partial_chunks = chunks % T != 0;
-  attrs.cuda.grid_dim = int((r.rows + RPB - 1) / RPB);
+  bool partial_rows = !r.rows.is_constant() || r.rows.value() % RPB != 0, partial_chunks = chunks % T != 0;
+  const Expr rows_e = dim_expr(r.rows);
+  attrs.cuda.grid_dim = blocks_for(r.rows, RPB);
   attrs.cuda.block_dim = T * RPB;
   std::map<const ir::VarNode *, ir::Var> param_of;
   for (std::size_t i = 0; i < task.inputs.size(); ++i)
@@ -266,8 +268,8 @@ HIDET_INLINE void emit_row_resident(const RowResident &r, const Task &task,
   Var lane = RPB == 1 ? tid : Var(tid % T);
   Expr group = RPB == 1 ? Expr(0) : Expr(tid / T); // the block's row this thread works on
   Var row = RPB == 1 ? Var(blockIdx.x) : Var(blockIdx.x * RPB + group);
-  Var row_c = partial_rows ? Var(min(row, int(r.rows - 1))) : row;
-  Shape lead(out.shape.begin(), out.shape.end() - 1);
+  Var row_c = partial_rows ? Var(min(row, rows_e - 1)) : row;
+  SymShape lead(out.shape.begin(), out.shape.end() - 1);
   auto ridx = unravel(row_c.ir(), lead);
   std::map<const ir::VarNode *, ir::Expr> row_subst;
   std::vector<ir::Expr> row_vars;
@@ -377,7 +379,7 @@ HIDET_INLINE void emit_row_resident(const RowResident &r, const Task &task,
     load(P, k, cc);
     compute_caches(P, k, cc);
     Expr ok = Expr(true);
-    if (partial_rows) ok = ok && row < int(r.rows);
+    if (partial_rows) ok = ok && row < rows_e;
     if (partial_chunks) ok = ok && c < int(chunks);
     auto out_idx = [&](const Expr &col) {
       auto idx = row_vars;
@@ -404,6 +406,7 @@ HIDET_INLINE std::optional<Plan> schedule_row_resident(const Task &task, int thr
   if (!r) return std::nullopt;
   Plan plan;
   plan.module = lang::script_module(task.name);
+  plan.symbols = task_symbols(task);
   std::vector<lang::ParamSpec> specs;
   std::vector<int> args;
   for (std::size_t i = 0; i < task.inputs.size(); ++i) {
@@ -421,8 +424,8 @@ HIDET_INLINE std::optional<Plan> schedule_row_resident(const Task &task, int thr
   args.push_back(int(task.inputs.size()));
   std::string kname = str_cat(task.name, "_rows");
   define_kernel(plan.module, kname, specs,
-                [&](const std::vector<ir::Var> &params) { emit_row_resident(*r, task, params); });
-  plan.steps.push_back({kname, args, shape_numel(r->out->shape)});
+                [&](const std::vector<ir::Var> &params) { emit_row_resident(*r, task, params); }, plan.symbols);
+  plan.steps.push_back({kname, args, sym_numel(r->out->shape)});
   return plan;
 }
 

@@ -14,11 +14,11 @@ namespace hidet::ops::detail {
 
 /// Runs a one-input injective task out[i] = x[index_of(i)].
 template <class F>
-Tensor gather_like(const std::string &op, const std::string &attrs, const Tensor &x, const Shape &out_shape, F index_of) {
+Tensor gather_like(const std::string &op, const std::string &attrs, const Tensor &x, const Extents &out_shape, F index_of) {
   return run_task(
       str_cat(op, "{", attrs, "}"),
       [&] {
-        auto a = input("x", x.shape(), x.dtype());
+        auto a = input("x", x.sym_shape(), x.dtype());
         auto y = compute(op, out_shape, [&](const Idx &i) { return a.at(index_of(i)); });
         return Task{op, {a}, {y}, attrs, {}};
       },
@@ -139,10 +139,7 @@ HIDET_INLINE Tensor permute(const Tensor &x, std::vector<int> perm) {
   if (in_order) return is_constant_shape(r) ? x.reshape(constant_shape(r)) : x.reshape(r);
   std::ostringstream os;
   detail::print_attr(os, p);
-  if (detail::has_symbolic_extents({x}))
-    return detail::trace_symbolic("permute{perm=" + os.str() + "}", {x}, r, x.dtype(),
-                                  [p](const std::vector<Tensor> &in) { return permute(in[0], p); });
-  return detail::gather_like("permute", "perm=" + os.str(), x, constant_shape(r), [&](const Idx &i) {
+  return detail::gather_like("permute", "perm=" + os.str(), x, r, [&](const Idx &i) {
     Idx in(x.ndim());
     for (int d = 0; d < x.ndim(); ++d) in[p[d]] = i[d];
     return in;
@@ -195,6 +192,7 @@ HIDET_INLINE Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, 
     out[std::size_t(a)] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
   }
   std::string attrs = str_cat("begin=", detail::ints_str(begin), ", step=", detail::ints_str(step), ", shape=");
+  // Traced per shape: graph passes read the constant output shape from the attributes.
   if (detail::has_symbolic_extents({x}))
     return detail::trace_symbolic(str_cat("slice{", attrs, sym_shape_str(out), "}"), {x}, out, x.dtype(),
                                   [=](const std::vector<Tensor> &in) { return slice(in[0], axes, starts, stops, steps); });
@@ -211,12 +209,9 @@ HIDET_INLINE Tensor flip(const Tensor &x, std::vector<int> axes) {
   auto ax = detail::normalize_axes("flip", axes, xs);
   std::ostringstream os;
   detail::print_attr(os, ax);
-  if (detail::has_symbolic_extents({x}))
-    return detail::trace_symbolic("flip{axes=" + os.str() + "}", {x}, xs, x.dtype(),
-                                  [ax](const std::vector<Tensor> &in) { return flip(in[0], ax); });
-  return detail::gather_like("flip", "axes=" + os.str(), x, x.shape(), [&](const Idx &i) {
+  return detail::gather_like("flip", "axes=" + os.str(), x, xs, [&](const Idx &i) {
     Idx r = i;
-    for (int a : ax) r[a] = int(x.shape()[a] - 1) - i[a];
+    for (int a : ax) r[a] = dim_expr(xs[std::size_t(a)]) - 1 - i[a];
     return r;
   });
 }
@@ -236,27 +231,24 @@ HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
                                " along axis ", ax, ": dtypes and all other dimensions must match"));
     sym_out[std::size_t(ax)] += ts[std::size_t(ax)];
   }
-  if (detail::has_symbolic_extents(xs))
-    return detail::trace_symbolic(str_cat("concat{axis=", ax, "}"), xs, sym_out, xs[0].dtype(),
-                                  [ax](const std::vector<Tensor> &in) { return concat(in, ax); });
-  Shape out = constant_shape(sym_out);
   return run_task(
       str_cat("concat{axis=", ax, "}"),
       [&] {
         std::vector<TensorDef> in;
-        for (std::size_t k = 0; k < xs.size(); ++k) in.push_back(input(str_cat("x", k), xs[k].shape(), xs[k].dtype()));
-        auto y = compute("concat", out, [&](const Idx &i) {
+        for (std::size_t k = 0; k < xs.size(); ++k) in.push_back(input(str_cat("x", k), xs[k].sym_shape(), xs[k].dtype()));
+        auto y = compute("concat", sym_out, [&](const Idx &i) {
           // Select from the last input whose offset is <= i[ax].
-          std::int64_t off = 0;
-          std::vector<std::int64_t> offs;
-          for (auto &t : xs) offs.push_back(off), off += t.shape()[ax];
+          Dim off = 0;
+          std::vector<Dim> offs;
+          for (auto &t : xs) offs.push_back(off), off += t.sym_shape()[std::size_t(ax)];
           Expr v;
           for (std::size_t k = 0; k < xs.size(); ++k) {
-            if (xs[k].shape()[ax] == 0) continue;
+            const Dim len = xs[k].sym_shape()[std::size_t(ax)];
+            if (len == 0) continue;
             Idx j = i;
-            j[ax] = lang::min(lang::max(i[ax] - int(offs[k]), 0), int(xs[k].shape()[ax] - 1));
+            j[ax] = lang::min(lang::max(i[ax] - dim_expr(offs[k]), 0), dim_expr(len - 1));
             Expr e = in[k].at(j);
-            v = v.defined() ? Expr(lang::select(i[ax] >= int(offs[k]), e, v)) : e;
+            v = v.defined() ? Expr(lang::select(i[ax] >= dim_expr(offs[k]), e, v)) : e;
           }
           return v;
         });
@@ -270,27 +262,19 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
   if (!indices.dtype().is_integer())
     throw ValueError(str_cat("take: indices must be integers, got dtype ", indices.dtype(), " of shape ",
                              shape_str(indices.sym_shape())));
-  if (detail::has_symbolic_extents({x, indices})) {
-    const SymShape xs = x.sym_shape(), is = indices.sym_shape();
-    if (!xs[std::size_t(ax)].is_constant())
-      throw ValueError(str_cat("take: axis ", ax, " of the tensor of shape ", shape_str(xs),
-                               " is symbolic; the axis taken from needs a constant extent"));
-    SymShape out(xs.begin(), xs.begin() + ax);
-    out.insert(out.end(), is.begin(), is.end());
-    out.insert(out.end(), xs.begin() + ax + 1, xs.end());
-    return detail::trace_symbolic(str_cat("take{axis=", ax, "}"), {x, indices}, out, x.dtype(),
-                                  [ax](const std::vector<Tensor> &in) { return take(in[0], in[1], ax); });
-  }
-  Shape out;
-  for (int d = 0; d < ax; ++d) out.push_back(x.shape()[d]);
-  for (auto s : indices.shape()) out.push_back(s);
-  for (int d = ax + 1; d < x.ndim(); ++d) out.push_back(x.shape()[d]);
-  std::int64_t n = x.shape()[ax];
+  const SymShape xs = x.sym_shape(), is = indices.sym_shape();
+  if (!xs[std::size_t(ax)].is_constant())
+    throw ValueError(str_cat("take: axis ", ax, " of the tensor of shape ", shape_str(xs),
+                             " is symbolic; the axis taken from needs a constant extent"));
+  SymShape out(xs.begin(), xs.begin() + ax);
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), xs.begin() + ax + 1, xs.end());
+  std::int64_t n = xs[std::size_t(ax)].value();
   return run_task(
       str_cat("take{axis=", ax, "}"),
       [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        auto ix = input("indices", indices.shape(), indices.dtype());
+        auto a = input("x", xs, x.dtype());
+        auto ix = input("indices", is, indices.dtype());
         auto y = compute("take", out, [&](const Idx &i) {
           Idx ii(i.begin() + ax, i.begin() + ax + indices.ndim());
           Expr k = lang::cast(ix.at(ii), dtypes::i32);

@@ -207,6 +207,10 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
     if (!t) continue; // reported below
     if (std::size_t((*t)->ndim()) > src.dim_index) env[var.get()] = double((*t)->shape()[src.dim_index]);
   }
+  // Integer scalars next: tensor types may use scalar parameters (lang::symbol_param) in extents.
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (!params[i]->type.as<ir::TensorTypeNode>())
+      if (auto *iv = std::get_if<std::int64_t>(&args[i].value)) env[params[i].get()] = double(*iv);
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto &p = params[i];
     auto what = [&] { return str_cat("kernel '", info_->name, "' argument ", i, " (", detail::describe_param(p), ")"); };

@@ -13,14 +13,6 @@ namespace hidet {
 
 namespace runtime::detail {
 
-/// An irreducible factor of a Dim term.
-struct DimAtom {
-  enum Kind { Symbol, Div, Mod, Max, Min } kind;
-  std::string name; ///< Symbol
-  Dim a, b;         ///< Div, Mod: a / b, a % b; Max, Min: the operands (sorted)
-  std::string key;  ///< the printed form: atoms sort and compare by it
-};
-
 inline std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   std::int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
