@@ -115,7 +115,7 @@ int main() {
                         [&](const std::vector<ir::Var> &ps) {
                           std::map<const ir::VarNode *, ir::Var> pmap{{a.node().buf.get(), ps[0]}};
                           ir::Expr value = od::Inliner(pmap, {}, {}).mutate(node.value);
-                          auto t = od::find_transpose(value, node.axes, node.shape, te);
+                          auto t = od::find_transpose(value, node.axes, constant_shape(node.shape), te);
                           od::emit_transpose_tiled(node, value, *t, ps[1]);
                         });
       p.steps.push_back({"k", {0, 1}, n * n});

@@ -21,6 +21,8 @@ namespace models {
 
 using hidet::DataType;
 using hidet::Tensor;
+using hidet::Dim;
+using hidet::SymShape;
 namespace o = hidet::ops;
 
 /// A weight of `shape` drawn from N(0, 1) / sqrt(fan_in).
@@ -103,11 +105,14 @@ struct Bert {
       w1 = w(hidden, c.ffn), c1 = vec(c.ffn, dt), w2 = w(c.ffn, hidden), c2 = vec(hidden, dt);
       g1 = vec(hidden, dt, 1.0), b1 = vec(hidden, dt), g2 = vec(hidden, dt, 1.0), b2 = vec(hidden, dt);
     }
-    Tensor operator()(const Tensor &x, std::int64_t batch, std::int64_t seq, bool causal) const {
-      auto split = [&](const Tensor &t) { return o::transpose(t.reshape({batch, seq, heads, hidden / heads}), 1, 2); };
+    /// x: [batch * seq, hidden]; batch and seq may be symbols (a graph traced once for all sizes).
+    Tensor operator()(const Tensor &x, Dim batch, Dim seq, bool causal) const {
+      auto split = [&](const Tensor &t) {
+        return o::transpose(t.reshape(SymShape{batch, seq, heads, hidden / heads}), 1, 2);
+      };
       Tensor q = split(o::matmul(x, wq) + bq), k = split(o::matmul(x, wk) + bk), v = split(o::matmul(x, wv) + bv);
       Tensor a = o::transpose(o::scaled_dot_product_attention(q, k, v, std::nullopt, causal), 1, 2)
-                     .reshape({batch * seq, hidden});
+                     .reshape(SymShape{batch * seq, hidden});
       Tensor h = o::layer_norm(o::matmul(a, wo) + bo + x, 1, g1, b1);
       Tensor f = o::gelu(o::matmul(h, w1) + c1);
       return o::layer_norm(o::matmul(f, w2) + c2 + h, 1, g2, b2);
@@ -117,7 +122,7 @@ struct Bert {
   Bert(const Config &c, DataType dt) {
     for (int i = 0; i < c.layers; ++i) layers.emplace_back(c, dt);
   }
-  Tensor operator()(const Tensor &x, std::int64_t batch, std::int64_t seq) const {
+  Tensor operator()(const Tensor &x, Dim batch, Dim seq) const {
     Tensor y = x;
     for (const auto &l : layers) y = l(y, batch, seq, false);
     return y;

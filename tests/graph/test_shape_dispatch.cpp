@@ -52,3 +52,54 @@ TEST_CASE("at most max_shapes kept; CUDA graphs per shape") {
       [] { graph::ShapeDispatch m([](const std::vector<Tensor> &xs) { return xs; }, {make({2}, dtypes::f32)}); },
       {"input 0 must be a symbolic graph input"});
 }
+
+TEST_CASE("shape_generic: optimized once on the symbols, new shapes build no element-wise kernel") {
+  const std::int64_t V = 13, D = 16;
+  Tensor emb = make({V, D}, dtypes::f32), w1 = make({D, 24}, dtypes::f32, -0.3, 0.3), b1 = make({24}, dtypes::f32);
+  Tensor w2 = make({24, D}, dtypes::f32, -0.3, 0.3), lw = make({D}, dtypes::f32), lb = make({D}, dtypes::f32);
+  auto net = [&](const Tensor &ids) {
+    Tensor h = o::layer_norm(o::embedding(ids, emb), 1, lw, lb);                  // [n, s, D]
+    Tensor f = o::matmul(o::gelu(o::matmul(h, w1) + b1), w2);                      // [n, s, D]
+    Tensor y = o::layer_norm(h + f * 0.5, 1, lw, lb);
+    return std::vector<Tensor>{o::softmax(y, -1), o::mean(y, {1})};
+  };
+  graph::DispatchOptions opts;
+  opts.shape_generic = true;
+  graph::ShapeDispatch model([&](const std::vector<Tensor> &xs) { return net(xs[0]); },
+                             {symbol({"n", "s"}, dtypes::i32, "cuda", "ids")}, opts);
+  const FlowGraph &g = model.generic_graph();
+  std::string text = g.str();
+  INFO(text);
+  CHECK(text.find("Fused") != std::string::npos); // element-wise chains fused on the symbols
+  CHECK(text.find("[n, s, 16]") != std::string::npos);
+  bool first = true;
+  for (auto [n, s] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {1, 5}, {3, 2}, {2, 3}}) {
+    INFO("n=" << n << ", s=" << s);
+    Tensor ids = make({n, s}, dtypes::i32, 0, double(V));
+    std::size_t before = o::compiled_task_count();
+    auto got = model.run({ids});
+    if (!first) CHECK(o::compiled_task_count() == before); // only the matmul templates build per shape
+    first = false;
+    auto want = net(ids);
+    expect_same(got[0], want[0], 2);
+    expect_same(got[1], want[1], 2);
+  }
+  CHECK(model.num_compilations() == 3);
+  // The compiled graph of one shape is the generic graph at its values.
+  const CompiledGraph &cg = model.compiled_for({make({1, 5}, dtypes::i32, 0, double(V))});
+  CHECK(cg.symbol_values() == SymbolValues{{"n", 1}, {"s", 5}});
+  CHECK(cg.graph().str() == text);
+  expect_error([&] { cg.run({make({2, 5}, dtypes::i32, 0, double(V))}); }, {"compiled at n=1, s=5", "n=2, s=5"});
+  expect_error([&] { cg.save("/tmp/hidet-never-written.hidet"); }, {"save", "symbolic input extents", "specialize"});
+  // Through optimize(): PassContext::shape_generic.
+  Tensor ids = symbol({"n", "s"}, dtypes::i32, "cuda", "ids");
+  graph::PassContext ctx;
+  ctx.shape_generic = true;
+  FlowGraph opt = graph::optimize(trace_from(net(ids), {ids}), ctx);
+  CHECK(opt.nodes().size() == 1);
+  Tensor a = make({3, 4}, dtypes::i32, 0, double(V));
+  auto got = opt.run({a});
+  expect_same(got[0], net(a)[0], 2);
+  // A symbol without a value is an error naming the input.
+  expect_error([&] { CompiledGraph(g, {{"n", 2}}); }, {"graph input 0 'ids'", "s"});
+}

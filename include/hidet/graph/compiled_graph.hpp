@@ -37,9 +37,15 @@
 // emulator, which runs kernels from their IR, a file loads only in the process that built its
 // kernels; on a GPU, in any process on the same architecture.
 //
-// Errors: a graph input with a symbolic extent (a ValueError: a compiled graph has one shape;
-// see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape, dtype or device
-// (a ValueError naming the input), and an error inside a node (rethrown naming the node).
+// A graph with symbolic input extents compiles at one value of each symbol
+// (CompiledGraph(graph, {{"n", 8}})): the scratch runs, the recording and the plan are made at
+// those values, and its shape-generic nodes (docs/graph.md, "Shape-generic kernels") reuse the
+// kernels that other values built; run() takes inputs of those values only.
+//
+// Errors: a graph input with a symbolic extent and no value for it (a ValueError: a compiled graph
+// has one shape; see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape,
+// dtype or device, or of other symbol values (a ValueError naming the input), and an error inside
+// a node (rethrown naming the node).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +78,9 @@ public:
   /// Compiles `graph` (see the top of the file). Throws ValueError for a symbolic input extent.
   /// Copies share the compiled graph (its kernels, plan and workspace).
   explicit CompiledGraph(FlowGraph graph);
+  /// Compiles `graph`, whose input extents may be symbols, at the symbol values `values` (see the
+  /// top of the file); a ValueError naming a symbol without a value.
+  CompiledGraph(FlowGraph graph, SymbolValues values);
 
   /// Runs on the current stream; returns the outputs (fresh tensors).
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
@@ -84,6 +93,8 @@ public:
 
   /// The graph it runs.
   const FlowGraph &graph() const;
+  /// The symbol values it was compiled at (empty for a graph of constant shapes).
+  const SymbolValues &symbol_values() const;
   /// Where each planned block lies (PlannedTensor::output -1 for a node's temporaries).
   const MemoryPlan &memory_plan() const;
   /// The workspace's size in bytes (memory_plan().workspace_bytes).

@@ -74,6 +74,10 @@ struct PassContext {
   /// Unset or f32: f32 accumulators. Other reductions (sums, softmax, norms), convolutions,
   /// attention and bf16 products keep f32 accumulators. optimize() refuses other dtypes.
   std::optional<DataType> reduce_precision;
+  /// For graphs with symbolic input extents: optimize once on the symbols and reuse the
+  /// shape-generic kernels across shapes (DispatchOptions::shape_generic); off: specialize,
+  /// optimize and compile each shape.
+  bool shape_generic = false;
 };
 
 /// Checks that `graph` is well formed: every symbolic input of a node is a graph input or an
@@ -163,6 +167,12 @@ FlowGraph fuse_operators(const FlowGraph &graph);
 FlowGraph bind_kernel_options(const FlowGraph &graph, const option::KernelOptions &options);
 /// The optimization pipeline (see the top of the file).
 FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx = {});
+/// The passes of optimize() that work on symbolic extents, in its order: simplify_reshapes,
+/// eliminate_common_subexpressions, convert_precision (when ctx.mixed_precision is set),
+/// fuse_epilogues (which leaves symbolic products alone) and fuse_operators (fused tasks stay
+/// shape-generic), then bind_kernel_options as optimize() does. What ShapeDispatch's shape_generic
+/// mode compiles per shape.
+FlowGraph optimize_shape_generic(const FlowGraph &graph, const PassContext &ctx = {});
 
 } // namespace hidet::graph
 

@@ -16,6 +16,15 @@
 // compiled (graph::CompiledGraph: parallel kernel builds with progress, one planned workspace),
 // optionally captured as a CUDA graph; operators thus only ever see constant shapes. Compiled
 // graphs are kept per shape (at most `max_shapes` of them, the least recently used dropped).
+//
+// With DispatchOptions::shape_generic (PassContext::shape_generic through graph::optimize), the
+// model is traced once on the symbolic inputs and optimized once with the passes that work on
+// symbolic extents (graph::optimize_shape_generic); each new shape then only compiles that one
+// graph at its symbol values (CompiledGraph(graph, values)): the shape-generic nodes (element-wise,
+// reductions, norms, softmax, most layout operators, and their fusions) build no kernel again,
+// and only the nodes that build kernels per shape (matmul, convolution, attention, ...) do. The
+// per-shape path fuses more (epilogues into matmuls, attention patterns, layouts): it compiles
+// more per shape and runs faster; docs/notes/dynamic_shapes.md has measurements.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +44,8 @@ struct DispatchOptions {
   bool cuda_graph = false;  ///< replay a CUDA graph per shape (outputs are then static tensors
                             ///< overwritten by the next call of the same shape)
   std::size_t max_shapes = 64; ///< compiled shapes kept (least recently used dropped)
+  bool shape_generic = false;  ///< optimize once on symbolic extents, reuse kernels across shapes
+                               ///< (see the top of the file)
 };
 
 /// A model compiled per input shape (see the top of the file).
@@ -64,6 +75,9 @@ public:
   std::size_t num_compiled() const;
   /// Compilations so far (a shape dropped and seen again counts twice).
   std::size_t num_compilations() const;
+  /// With shape_generic: the optimized symbolic graph every shape compiles (traced and optimized
+  /// on the first call); else an error.
+  const FlowGraph &generic_graph();
 
 private:
   Tensor single_output(std::vector<Tensor> outs) const;

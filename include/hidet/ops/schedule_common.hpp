@@ -54,8 +54,7 @@ inline bool is_var(const ir::Expr &e, const ir::VarNode *v) { return e && e.get(
 std::int64_t pow2_ceil(std::int64_t v);
 
 /// The row-major multi-index of flat index `flat` (an i32 expression) in `shape`.
-std::vector<ir::Expr> unravel(const ir::Expr &flat, const SymShape &shape);
-inline std::vector<ir::Expr> unravel(const ir::Expr &flat, const Shape &shape) { return unravel(flat, to_sym_shape(shape)); }
+std::vector<ir::Expr> unravel(const ir::Expr &flat, const Extents &shape);
 
 /// Defines a kernel whose body receives its parameters as a vector of variables. The kernel also
 /// takes the symbols (symbol_var) named in `symbols`, in order, as i32 parameters after `specs`
@@ -73,10 +72,7 @@ void define_kernel(lang::ScriptModule &mod, const std::string &name, std::vector
 }
 
 /// A tensor parameter spec of `shape` (symbolic extents become expressions of the symbols).
-lang::ParamSpec param_spec(const std::string &name, DataType d, const SymShape &shape);
-inline lang::ParamSpec param_spec(const std::string &name, DataType d, const Shape &shape) {
-  return param_spec(name, d, to_sym_shape(shape));
-}
+lang::ParamSpec param_spec(const std::string &name, DataType d, const Extents &shape);
 
 /// The number of blocks that cover `count` items at `per` items a block (at least 1): a constant,
 /// or an expression of the symbols for the launch to evaluate.

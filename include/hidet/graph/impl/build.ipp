@@ -46,7 +46,10 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
       continue;
     }
     ++stats.nodes;
-    std::string full_key = str_cat(op->key(), "|", ops::detail::signature_of(op->inputs()));
+    // A shape-generic task is cached under its symbolic signature (ops::detail::run_symbolic_task).
+    std::string full_key = str_cat(op->key(), "|", ops::task_symbols(op->task()).empty()
+                                                        ? ops::detail::signature_of(op->inputs())
+                                                        : ops::detail::task_signature(op->task()));
     if (ops::detail::find_compiled(full_key) || !keys.insert(full_key).second) continue;
     jobs.push_back({k, op, op, full_key});
   }

@@ -91,12 +91,21 @@ struct HookGuard {
   runtime::detail::AllocationHook *saved;
 };
 
-/// Scratch inputs for `graph`: random floats, zero integers and booleans (valid indices).
-inline std::vector<Tensor> scratch_inputs(const FlowGraph &graph) {
+/// Scratch inputs for `graph` at the symbol values `values`: random floats, zero integers and
+/// booleans (valid indices).
+inline std::vector<Tensor> scratch_inputs(const FlowGraph &graph, const SymbolValues &values) {
   std::vector<Tensor> xs;
   for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
     const Tensor &x = graph.inputs()[i];
     SymShape shape = x.sym_shape();
+    if (!is_constant_shape(shape) && !values.empty()) {
+      try {
+        shape = to_sym_shape(evaluate_shape(shape, values));
+      } catch (const ValueError &e) {
+        throw ValueError(str_cat("compile: graph input ", i, x.name().empty() ? "" : " '" + x.name() + "'", " ",
+                                 sym_shape_str(x.sym_shape()), ": ", e.what()));
+      }
+    }
     if (!is_constant_shape(shape))
       throw ValueError(str_cat("compile: graph input ", i, x.name().empty() ? "" : " '" + x.name() + "'",
                                " has the symbolic shape ", sym_shape_str(shape),
@@ -136,8 +145,10 @@ struct CompiledGraph::State {
   mutable CompiledGraphStats stats;
   /// For a graph loaded from a file: what it replays (its one node runs it).
   std::shared_ptr<const detail::SavedProgram> loaded;
+  /// The symbol values a symbolic graph is compiled at (bound on the thread while nodes run).
+  SymbolValues symbol_values;
 
-  explicit State(FlowGraph g) : graph(std::move(g)) {}
+  State(FlowGraph g, SymbolValues v) : graph(std::move(g)), symbol_values(std::move(v)) {}
 
   enum class Mode { warm_up, record, serve };
   /// Runs the nodes on bound inputs: without a hook (warm_up), recording each node's
@@ -163,6 +174,8 @@ struct CompiledGraph::State {
     if (mode == Mode::record) hook = &recorder;
     if (mode == Mode::serve) hook = &server;
     detail::HookGuard guard(hook);
+    std::optional<SymbolBinding> binding; // for nodes whose attributes hold symbols
+    if (!symbol_values.empty()) binding.emplace(symbol_values);
     std::size_t unplanned = 0;
     for (std::size_t k = 0; k < nodes.size(); ++k) {
       std::vector<Tensor> ins;
@@ -193,11 +206,15 @@ struct CompiledGraph::State {
   }
 };
 
-HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph) : s_(std::make_shared<State>(std::move(graph))) {
+HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph) : CompiledGraph(std::move(graph), SymbolValues{}) {}
+
+HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
+    : s_(std::make_shared<State>(std::move(graph), std::move(values))) {
   auto t0 = std::chrono::steady_clock::now();
   const FlowGraph &g = s_->graph;
   const auto &nodes = g.nodes();
-  std::vector<Tensor> scratch = detail::scratch_inputs(g);
+  std::vector<Tensor> scratch = detail::scratch_inputs(g, s_->symbol_values);
+  if (!s_->symbol_values.empty()) s_->symbol_values = g.bind_symbols(scratch); // exactly the graph's symbols
   // Where each node's inputs come from.
   std::map<detail::TensorKey, detail::ValueRef> ref_of;
   for (std::size_t i = 0; i < g.inputs().size(); ++i)
@@ -314,7 +331,16 @@ HIDET_INLINE std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor> &i
 }
 
 HIDET_INLINE std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor> &inputs, const Stream &stream) const {
-  s_->graph.bind_symbols(inputs); // count, dtype, device and shape of each input
+  SymbolValues values = s_->graph.bind_symbols(inputs); // count, dtype, device and shape of each input
+  if (values != s_->symbol_values) {
+    auto str = [](const SymbolValues &v) {
+      std::string s;
+      for (const auto &[k, x] : v) s += str_cat(s.empty() ? "" : ", ", k, "=", x);
+      return s;
+    };
+    throw ValueError(str_cat("compiled graph: compiled at ", str(s_->symbol_values), " but the inputs give ", str(values),
+                             "; compile one per shape (graph::ShapeDispatch does)"));
+  }
   std::lock_guard<std::mutex> lock(s_->mu);
   if (s_->ran && !(s_->last_stream == stream)) s_->last_stream.synchronize(); // the workspace is reused
   StreamGuard guard(stream);
@@ -325,6 +351,7 @@ HIDET_INLINE std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor> &i
 }
 
 HIDET_INLINE const FlowGraph &CompiledGraph::graph() const { return s_->graph; }
+HIDET_INLINE const SymbolValues &CompiledGraph::symbol_values() const { return s_->symbol_values; }
 HIDET_INLINE const MemoryPlan &CompiledGraph::memory_plan() const { return s_->plan; }
 HIDET_INLINE std::size_t CompiledGraph::workspace_bytes() const { return s_->plan.workspace_bytes; }
 HIDET_INLINE CompiledGraphStats CompiledGraph::stats() const {

@@ -637,7 +637,10 @@ HIDET_INLINE void CompiledGraph::save(const std::string &path) const {
     program = *s_->loaded;
   } else {
     const FlowGraph &g = s_->graph;
-    std::vector<Tensor> scratch = detail::scratch_inputs(g);
+    if (!s_->symbol_values.empty())
+      throw ValueError("save: this compiled graph has symbolic input extents; a saved graph has one shape: save "
+                       "CompiledGraph(graph.specialize(values)) instead");
+    std::vector<Tensor> scratch = detail::scratch_inputs(g, {});
     Device device = s_->workspace ? s_->workspace->device
                     : !g.outputs().empty() ? g.outputs()[0].device()
                                            : Device::cuda();

@@ -1022,26 +1022,18 @@ HIDET_INLINE FlowGraph bind_kernel_options(const FlowGraph &graph, const option:
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
-HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
-  if (graph.has_symbolic_extents()) { // optimized and compiled per shape when it runs
-    DispatchOptions options;
-    options.pass_context = ctx;
-    return dispatch_per_shape(graph, options);
-  }
-  using Pass = std::function<FlowGraph(const FlowGraph &)>;
-  std::vector<std::pair<const char *, Pass>> passes = {
-      {"simplify_reshapes", &simplify_reshapes},
-      {"fuse_attention", &fuse_attention},
-      {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
-      {"fold_conv_batch_norm", &fold_conv_batch_norm},
-      {"merge_sibling_matmuls", &merge_sibling_matmuls},
-      {"lift_sibling_slices", &lift_sibling_slices},
-      {"slices_as_views", &slices_as_views}};
-  if (ctx.mixed_precision) {
+namespace detail {
+using Pass = std::function<FlowGraph(const FlowGraph &)>;
+using PassList = std::vector<std::pair<const char *, Pass>>;
+
+/// Appends the passes every pipeline ends with: mixed precision (when `precision`), [layout,] the
+/// fusions and the kernel options; checks the reduce precision.
+HIDET_INLINE void add_final_passes(PassList &passes, const PassContext &ctx, bool precision, bool layout) {
+  if (precision && ctx.mixed_precision) {
     DataType dt = *ctx.mixed_precision;
     passes.push_back({"convert_precision", [dt](const FlowGraph &g) { return convert_precision(g, dt); }});
   }
-  if (ctx.layout_nhwc) passes.push_back({"convert_layout_nhwc", &convert_layout_nhwc});
+  if (layout && ctx.layout_nhwc) passes.push_back({"convert_layout_nhwc", &convert_layout_nhwc});
   passes.push_back({"fuse_epilogues", &fuse_epilogues});
   passes.push_back({"fuse_operators", &fuse_operators});
   if (ctx.reduce_precision && *ctx.reduce_precision != dtypes::f16 && *ctx.reduce_precision != dtypes::f32)
@@ -1051,6 +1043,10 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
                               ctx.reduce_precision && *ctx.reduce_precision == dtypes::f16};
   if (!(kopts == option::KernelOptions{}))
     passes.push_back({"bind_kernel_options", [kopts](const FlowGraph &g) { return bind_kernel_options(g, kopts); }});
+}
+
+/// Runs `passes` in order with ctx's instruments (saved graphs, log lines, verification).
+HIDET_INLINE FlowGraph run_passes(const FlowGraph &graph, const PassContext &ctx, const PassList &passes) {
   detail::save_graph(ctx, "0_input", graph);
   FlowGraph g = graph;
   int k = 0;
@@ -1072,6 +1068,33 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
     }
   }
   return g;
+}
+} // namespace detail
+
+HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) {
+  if (graph.has_symbolic_extents()) { // optimized and compiled per shape when it runs
+    DispatchOptions options;
+    options.pass_context = ctx;
+    options.shape_generic = ctx.shape_generic;
+    return dispatch_per_shape(graph, options);
+  }
+  detail::PassList passes = {
+      {"simplify_reshapes", &simplify_reshapes},
+      {"fuse_attention", &fuse_attention},
+      {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
+      {"fold_conv_batch_norm", &fold_conv_batch_norm},
+      {"merge_sibling_matmuls", &merge_sibling_matmuls},
+      {"lift_sibling_slices", &lift_sibling_slices},
+      {"slices_as_views", &slices_as_views}};
+  detail::add_final_passes(passes, ctx, true, true);
+  return detail::run_passes(graph, ctx, passes);
+}
+
+HIDET_INLINE FlowGraph optimize_shape_generic(const FlowGraph &graph, const PassContext &ctx) {
+  detail::PassList passes = {{"simplify_reshapes", &simplify_reshapes},
+                             {"eliminate_common_subexpressions", &eliminate_common_subexpressions}};
+  detail::add_final_passes(passes, ctx, true, false);
+  return detail::run_passes(graph, ctx, passes);
 }
 
 } // namespace hidet::graph

@@ -5,6 +5,7 @@
 
 #include <list>
 #include <map>
+#include <optional>
 
 #include "hidet/error.hpp"
 #include "hidet/graph/cuda_graph.hpp"
@@ -24,26 +25,42 @@ struct ShapeDispatch::State {
   std::list<std::pair<Key, Entry>> entries; ///< most recently used first
   std::map<Key, std::list<std::pair<Key, Entry>>::iterator> index;
   std::size_t compilations = 0;
+  std::optional<FlowGraph> generic; ///< shape_generic: the optimized symbolic graph
+  std::optional<FlowGraph> source;  ///< the graph given to ShapeDispatch(graph), if any
+
+  const FlowGraph &generic_graph() {
+    if (!generic) {
+      FlowGraph g = source ? *source : FlowGraph(model(specs), specs);
+      generic = options.optimize ? optimize_shape_generic(g, options.pass_context) : g;
+    }
+    return *generic;
+  }
 
   State(Model m, std::vector<Tensor> in, DispatchOptions o)
       : model(std::move(m)), specs(in), spec_graph(in, in), options(std::move(o)) {}
 
   Entry &entry_for(const std::vector<Tensor> &inputs) {
-    spec_graph.bind_symbols(inputs); // count, dtype, device, rank, extents, symbols agree
+    SymbolValues values = spec_graph.bind_symbols(inputs); // count, dtype, device, rank, extents, symbols agree
     Key key;
     for (const auto &x : inputs) key.push_back(x.shape());
     if (auto it = index.find(key); it != index.end()) {
       entries.splice(entries.begin(), entries, it->second);
       return entries.front().second;
     }
-    std::vector<Tensor> symbols;
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      symbols.push_back(symbol(to_sym_shape(inputs[i].shape()), specs[i].dtype(), specs[i].device(),
-                               specs[i].name().empty() ? str_cat("x", i) : specs[i].name()));
-    std::vector<Tensor> outs = model(symbols);
-    FlowGraph g(outs, symbols);
-    if (options.optimize) g = optimize(g, options.pass_context);
-    Entry e{CompiledGraph(std::move(g)), nullptr};
+    std::optional<CompiledGraph> compiled;
+    if (options.shape_generic) {
+      compiled.emplace(generic_graph(), values);
+    } else {
+      std::vector<Tensor> symbols;
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        symbols.push_back(symbol(to_sym_shape(inputs[i].shape()), specs[i].dtype(), specs[i].device(),
+                                 specs[i].name().empty() ? str_cat("x", i) : specs[i].name()));
+      std::vector<Tensor> outs = model(symbols);
+      FlowGraph g(outs, symbols);
+      if (options.optimize) g = optimize(g, options.pass_context);
+      compiled.emplace(std::move(g));
+    }
+    Entry e{std::move(*compiled), nullptr};
     if (options.cuda_graph) e.replay = std::make_unique<CudaGraph>(e.compiled);
     ++compilations;
     entries.emplace_front(key, std::move(e));
@@ -65,7 +82,9 @@ HIDET_INLINE ShapeDispatch::ShapeDispatch(Model model, std::vector<Tensor> input
 }
 
 HIDET_INLINE ShapeDispatch::ShapeDispatch(FlowGraph graph, DispatchOptions options)
-    : ShapeDispatch([graph](const std::vector<Tensor> &xs) { return graph.run(xs); }, graph.inputs(), std::move(options)) {}
+    : ShapeDispatch([graph](const std::vector<Tensor> &xs) { return graph.run(xs); }, graph.inputs(), std::move(options)) {
+  s_->source = std::move(graph);
+}
 
 HIDET_INLINE ShapeDispatch::~ShapeDispatch() = default;
 HIDET_INLINE ShapeDispatch::ShapeDispatch(ShapeDispatch &&) noexcept = default;
@@ -83,6 +102,11 @@ HIDET_INLINE const CompiledGraph &ShapeDispatch::compiled_for(const std::vector<
 
 HIDET_INLINE std::size_t ShapeDispatch::num_compiled() const { return s_->entries.size(); }
 HIDET_INLINE std::size_t ShapeDispatch::num_compilations() const { return s_->compilations; }
+
+HIDET_INLINE const FlowGraph &ShapeDispatch::generic_graph() {
+  if (!s_->options.shape_generic) throw ValueError("ShapeDispatch: generic_graph() needs DispatchOptions::shape_generic");
+  return s_->generic_graph();
+}
 
 HIDET_INLINE Tensor ShapeDispatch::single_output(std::vector<Tensor> outs) const {
   if (outs.size() != 1)

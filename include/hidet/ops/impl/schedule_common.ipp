@@ -53,7 +53,8 @@ HIDET_INLINE std::int64_t pow2_ceil(std::int64_t v) {
   return p;
 }
 
-HIDET_INLINE std::vector<ir::Expr> unravel(const ir::Expr &flat, const SymShape &shape) {
+HIDET_INLINE std::vector<ir::Expr> unravel(const ir::Expr &flat, const Extents &extents) {
+  const SymShape &shape = extents.dims;
   std::vector<ir::Expr> r(shape.size());
   Dim stride = 1;
   for (std::size_t k = shape.size(); k-- > 0;) {
@@ -64,9 +65,9 @@ HIDET_INLINE std::vector<ir::Expr> unravel(const ir::Expr &flat, const SymShape 
   return r;
 }
 
-HIDET_INLINE lang::ParamSpec param_spec(const std::string &name, DataType d, const SymShape &shape) {
+HIDET_INLINE lang::ParamSpec param_spec(const std::string &name, DataType d, const Extents &shape) {
   std::vector<ir::Expr> dims;
-  for (const auto &s : shape) dims.push_back(dim_expr(s).ir());
+  for (const auto &s : shape.dims) dims.push_back(dim_expr(s).ir());
   return lang::ParamSpec(lang::TensorSpec(d, dims).named(name));
 }
 

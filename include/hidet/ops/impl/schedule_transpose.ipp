@@ -78,7 +78,7 @@ HIDET_INLINE void emit_transpose_tiled(const TensorNode &node, const ir::Expr &v
   std::map<const ir::VarNode *, ir::Expr> fixed;
   if (!rest_shape.empty()) {
     Var rest = b / int(tiles_l * tiles_a);
-    auto ridx = unravel(rest.ir(), to_sym_shape(rest_shape));
+    auto ridx = unravel(rest.ir(), rest_shape);
     for (std::size_t k = 0; k < rest_axes.size(); ++k)
       fixed[node.axes[rest_axes[k]].get()] = let(dtypes::i32, ridx[k], "i").ir();
   }

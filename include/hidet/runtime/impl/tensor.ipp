@@ -296,6 +296,7 @@ HIDET_INLINE Tensor Tensor::reshape(std::vector<std::int64_t> new_shape) const {
 }
 
 HIDET_INLINE Tensor Tensor::reshape_dims(SymShape new_shape) const {
+  if (is_constant_shape(new_shape) && (!sym_ || sym_->constant_shape)) return reshape(constant_shape(new_shape));
   if (sym_) return runtime::detail::trace_sym_reshape(*this, std::move(new_shape));
   require_defined("reshape");
   if (!is_constant_shape(new_shape))
