@@ -102,4 +102,15 @@ TEST_CASE("shape_generic: optimized once on the symbols, new shapes build no ele
   expect_same(got[0], net(a)[0], 2);
   // A symbol without a value is an error naming the input.
   expect_error([&] { CompiledGraph(g, {{"n", 2}}); }, {"graph input 0 'ids'", "s"});
+  // CUDA graphs per shape over the shape-generic graph.
+  opts.cuda_graph = true;
+  graph::ShapeDispatch replayed([&](const std::vector<Tensor> &xs) { return net(xs[0]); },
+                                {symbol({"n", "s"}, dtypes::i32, "cuda", "ids")}, opts);
+  for (auto [n, s] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {1, 3}, {2, 2}}) {
+    Tensor x = make({n, s}, dtypes::i32, 0, double(V));
+    expect_same(replayed.run({x})[0], net(x)[0], 2);
+  }
+  CHECK(replayed.num_compilations() == 2);
+  graph::CudaGraph cuda = replayed.compiled_for({make({1, 3}, dtypes::i32, 0, double(V))}).cuda_graph();
+  expect_error([&] { cuda.run({make({2, 3}, dtypes::i32, 0, double(V))}); }, {"cuda_graph", "captured at"});
 }

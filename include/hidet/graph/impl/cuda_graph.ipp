@@ -49,8 +49,8 @@ HIDET_INLINE CudaGraph::CudaGraph(FlowGraph graph) : CudaGraph(CompiledGraph(std
 
 HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled) : s_(std::make_unique<State>(std::move(compiled))) {
   const CompiledGraph &g = s_->graph;
-  for (const auto &x : g.graph().inputs()) // constant shapes: the compiled graph checked them
-    s_->inputs.push_back(zeros(constant_shape(x.sym_shape()), x.dtype(), x.device()));
+  for (const auto &x : g.graph().inputs()) // the compiled graph's shapes (at its symbol values)
+    s_->inputs.push_back(zeros(evaluate_shape(x.sym_shape(), g.symbol_values()), x.dtype(), x.device()));
   s_->device = g.graph().outputs()[0].device();
   bool capturable = s_->device.is_cuda() && !runtime::cuda_emulated();
   for (const auto &x : s_->inputs) capturable = capturable && x.device() == s_->device;
@@ -93,7 +93,9 @@ HIDET_INLINE CudaGraph::CudaGraph(CudaGraph &&) noexcept = default;
 HIDET_INLINE CudaGraph &CudaGraph::operator=(CudaGraph &&) noexcept = default;
 
 HIDET_INLINE std::vector<Tensor> CudaGraph::run(const std::vector<Tensor> &inputs) {
-  s_->graph.graph().bind_symbols(inputs); // count, dtype, device and shape of each input
+  if (s_->graph.graph().bind_symbols(inputs) != s_->graph.symbol_values()) // count, dtype, device, shapes
+    throw ValueError("cuda_graph: the inputs' shapes are not the ones the graph was captured at; capture one per shape "
+                     "(graph::ShapeDispatch with cuda_graph does)");
   for (std::size_t i = 0; i < inputs.size(); ++i) detail::copy_into(s_->inputs[i], inputs[i]);
   return run();
 }
