@@ -71,6 +71,7 @@ TEST_CASE("shape_generic: optimized once on the symbols, new shapes build no ele
   std::string text = g.str();
   INFO(text);
   CHECK(text.find("Fused") != std::string::npos); // element-wise chains fused on the symbols
+  CHECK(text.find("FusedMatmul") != std::string::npos); // bias and gelu stored by the product's kernel
   CHECK(text.find("[n, s, 16]") != std::string::npos);
   bool first = true;
   for (auto [n, s] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {1, 5}, {3, 2}, {2, 3}}) {

@@ -845,6 +845,76 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
   return FlowGraph(std::move(outputs), graph.inputs());
 }
 
+namespace detail {
+/// One operator of an epilogue chain after a product of symbolic extents: a Reshape to `shape`,
+/// or a task-defined operator reading the chain at input `j`.
+struct EpilogueStep {
+  bool reshape = false;
+  SymShape shape;
+  ops::Task task;
+  std::size_t j = 0;
+  std::string key, member;
+};
+
+/// The epilogue of `steps` after a product of `shape` and `dtype` at the symbol values `values`
+/// (each task specialized there); `fitted` gets the number of steps that fit an epilogue.
+HIDET_INLINE ops::Epilogue epilogue_at(const SymShape &shape, DataType dtype, const std::vector<EpilogueStep> &steps,
+                                       const SymbolValues &values, std::size_t &fitted) {
+  ops::Epilogue e = ops::Epilogue::identity(evaluate_shape(shape, values), dtype);
+  for (fitted = 0; fitted < steps.size(); ++fitted) {
+    const EpilogueStep &s = steps[fitted];
+    std::optional<ops::Epilogue> next;
+    try {
+      if (s.reshape) {
+        next = e.reshape(evaluate_shape(s.shape, values));
+      } else {
+        ops::Task t = ops::specialize(s.task, values);
+        next = e.then(t, s.j, str_cat(s.key, "|", t.str()), s.member);
+      }
+    } catch (const ValueError &) {
+      next.reset();
+    }
+    if (!next) break;
+    e = std::move(*next);
+  }
+  return e;
+}
+
+/// A FusedMatmul node over symbolic extents: a product and its epilogue chain `steps`, whose
+/// epilogue is built at the symbol values of each run (the graph's binding), so that the product's
+/// template stores through it. Where the chain does not fit an epilogue at some values, the
+/// product and then each step run on their own.
+HIDET_INLINE Tensor symbolic_fused_matmul(const Tensor &a, const Tensor &b, const std::vector<Tensor> &extras,
+                                          std::vector<EpilogueStep> steps, const TensorMeta &anchor,
+                                          const TensorMeta &out, const std::string &attrs) {
+  std::vector<Tensor> ins{a, b};
+  ins.insert(ins.end(), extras.begin(), extras.end());
+  auto run = [steps = std::move(steps), anchor](const std::vector<Tensor> &in) -> std::vector<Tensor> {
+    const SymbolValues *bound = SymbolBinding::current();
+    SymbolValues values = bound ? *bound : SymbolValues{};
+    std::vector<Tensor> extras(in.begin() + 2, in.end());
+    std::size_t fitted = 0;
+    ops::Epilogue e = epilogue_at(anchor.shape, anchor.dtype, steps, values, fitted);
+    if (fitted == steps.size())
+      return {ops::matmul(in[0], in[1], std::make_shared<const ops::Epilogue>(std::move(e)), extras)};
+    Tensor y = ops::matmul(in[0], in[1]);
+    std::size_t next = 0;
+    for (const auto &s : steps) {
+      if (s.reshape) {
+        y = y.reshape(evaluate_shape(s.shape, values));
+        continue;
+      }
+      std::vector<Tensor> step_in;
+      for (std::size_t i = 0; i < s.task.inputs.size(); ++i) step_in.push_back(i == s.j ? y : extras.at(next++));
+      ops::Task t = ops::specialize(s.task, values);
+      y = ops::run_task(s.key, [&] { return t; }, step_in)[0];
+    }
+    return {y};
+  };
+  return trace_operator("FusedMatmul", std::move(ins), attrs, {out}, std::move(run))[0];
+}
+} // namespace detail
+
 HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
   using detail::TensorKey;
   using detail::key_of;
@@ -863,6 +933,8 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
     std::shared_ptr<ops::Epilogue> epilogue;
     std::vector<Tensor> extras;
     std::vector<const Operator *> members;
+    std::vector<detail::EpilogueStep> steps; ///< a product of symbolic extents: its chain, built per run
+    std::string attrs;                       ///< ... and the fused node's attributes
   };
   std::map<const Operator *, Chain> chains;           // by anchor
   std::map<const Operator *, const Operator *> last_of; // last chain member -> its anchor
@@ -875,7 +947,64 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
                 (op->inputs().size() == 2 || op->inputs().size() == 3);
     if (!(matmul || conv) || op->num_outputs() != 1) continue;
     const TensorMeta &meta = op->output_metas()[0];
-    if (!is_constant_shape(meta.shape)) continue;
+    if (!is_constant_shape(meta.shape)) {
+      // A product of symbolic extents (a shape-generic graph): its chain as steps, checked by
+      // building the epilogue at stand-in values of the symbols.
+      if (!matmul) continue;
+      Chain chain;
+      SymbolValues probe;
+      std::int64_t prime = 17;
+      auto add_symbols = [&](const SymShape &s) {
+        for (const auto &d : s)
+          for (const auto &name : d.symbols())
+            if (!probe.count(name)) probe[name] = prime, prime = prime == 17 ? 19 : prime + 4;
+      };
+      add_symbols(meta.shape);
+      std::vector<std::vector<Tensor>> step_extras;
+      TensorKey cur{op.get(), 0};
+      while (uses[cur] == 1) {
+        const auto &c = consumer.at(cur);
+        if (c->num_outputs() != 1 || claimed.count(c.get())) break;
+        detail::EpilogueStep step;
+        std::vector<Tensor> extras;
+        if (c->name() == "Reshape" && c->inputs().size() == 1) {
+          step.reshape = true;
+          step.shape = c->output_metas()[0].shape;
+        } else if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c)) {
+          const ops::Task &task = task_op->task();
+          if (task.inputs.size() != c->inputs().size()) break;
+          while (step.j < c->inputs().size() && key_of(c->inputs()[step.j]) != cur) ++step.j;
+          step.task = task, step.key = task_op->key(), step.member = c->name();
+          if (task_op->members().size() > 1) {
+            step.member.clear();
+            for (const auto &m : task_op->members()) step.member += (step.member.empty() ? "" : ", ") + m;
+          }
+          for (std::size_t i = 0; i < c->inputs().size(); ++i)
+            if (i != step.j) extras.push_back(c->inputs()[i]);
+        } else {
+          break;
+        }
+        for (const auto &t : c->inputs()) add_symbols(t.sym_shape());
+        add_symbols(c->output_metas()[0].shape);
+        chain.steps.push_back(std::move(step));
+        step_extras.push_back(std::move(extras));
+        chain.members.push_back(c.get());
+        cur = {c.get(), 0};
+      }
+      std::size_t fitted = 0;
+      ops::Epilogue e = detail::epilogue_at(meta.shape, meta.dtype, chain.steps, probe, fitted);
+      chain.steps.resize(fitted), chain.members.resize(fitted);
+      if (chain.members.empty()) continue;
+      for (std::size_t k = 0; k < fitted; ++k)
+        chain.extras.insert(chain.extras.end(), step_extras[k].begin(), step_extras[k].end());
+      chain.attrs = ops::fused_attrs("Matmul", e);
+      absorbed.insert(op.get());
+      for (std::size_t i = 0; i + 1 < chain.members.size(); ++i) absorbed.insert(chain.members[i]);
+      claimed.insert(chain.members.begin(), chain.members.end());
+      last_of[chain.members.back()] = op.get();
+      chains.emplace(op.get(), std::move(chain));
+      continue;
+    }
     Chain chain;
     ops::Epilogue e = ops::Epilogue::identity(constant_shape(meta.shape), meta.dtype);
     TensorKey cur{op.get(), 0};
@@ -931,7 +1060,10 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
       for (const auto &t : chain.extras) extras.push_back(map_input(t));
       const auto &ai = anchor->inputs();
       Tensor y;
-      if (anchor->name() == "Matmul") {
+      if (!chain.steps.empty()) {
+        y = detail::symbolic_fused_matmul(map_input(ai[0]), map_input(ai[1]), extras, chain.steps,
+                                          anchor->output_metas()[0], op->output_metas()[0], chain.attrs);
+      } else if (anchor->name() == "Matmul") {
         y = ops::matmul(map_input(ai[0]), map_input(ai[1]), chain.epilogue, extras);
       } else {
         const std::string &ca = anchor->attrs();
