@@ -11,13 +11,15 @@
 // and the NVRTC compiles it caused, and the CUDA-graph replay latency once compiled. Each mode runs
 // in a process of its own (the program runs itself with HIDET_BENCH_DYNAMIC_MODE) on a fresh NVRTC
 // disk cache, so no kernel one mode built serves the other. HIDET_BENCH_SEQS=64,96,... picks the
-// lengths; HIDET_BENCH_LAYERS the depth.
+// lengths; HIDET_BENCH_LAYERS the depth; HIDET_BENCH_PROFILE=1 prints each mode's per-kernel
+// profile (graph::profile) at the first length.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "hidet/backend/compile_cache.hpp"
+#include "hidet/graph/profile.hpp"
 #include "hidet/runtime/timing.hpp"
 #include "models.hpp"
 
@@ -99,6 +101,8 @@ int main(int, char **argv) {
         std::fflush(stdout);
       }
     Tensor x0 = randn({1, seqs()[0], cfg.hidden}, dt);
+    if (std::getenv("HIDET_BENCH_PROFILE"))
+      std::printf("%s", graph::profile(model.compiled_for({x0}).graph(), {x0}).str(12).c_str());
     std::printf("%-14s total first calls %.1f ms over %zu new shapes; %zu nodes in the compiled graph\n",
                 generic ? "shape_generic" : "per shape", total, seqs().size(),
                 model.compiled_for({x0}).graph().nodes().size());

@@ -92,6 +92,10 @@ TEST_CASE("shape_generic: optimized once on the symbols, new shapes build no ele
   CHECK(cg.graph().str() == text);
   expect_error([&] { cg.run({make({2, 5}, dtypes::i32, 0, double(V))}); }, {"compiled at n=1, s=5", "n=2, s=5"});
   expect_error([&] { cg.save("/tmp/hidet-never-written.hidet"); }, {"save", "symbolic input extents", "specialize"});
+  // Its per-node profile at one shape.
+  graph::Profile prof = graph::profile(g, {make({2, 3}, dtypes::i32, 0, double(V))});
+  CHECK(prof.nodes.size() == g.nodes().size());
+  CHECK(prof.total_ms() > 0);
   // Through optimize(): PassContext::shape_generic.
   Tensor ids = symbol({"n", "s"}, dtypes::i32, "cuda", "ids");
   graph::PassContext ctx;

@@ -59,6 +59,8 @@ HIDET_INLINE std::ostream &operator<<(std::ostream &os, const Profile &p) { retu
 
 HIDET_INLINE Profile profile(const FlowGraph &graph, const std::vector<Tensor> &inputs) {
   auto outs = graph.node_outputs(inputs); // builds every kernel; the values feed the timed nodes
+  // A graph of symbolic extents: its nodes, timed alone, see the inputs' symbol values.
+  SymbolBinding binding(graph.bind_symbols(inputs));
   std::map<detail::TensorKey, Tensor> env;
   for (std::size_t i = 0; i < inputs.size(); ++i) env[detail::key_of(graph.inputs()[i])] = inputs[i];
   for (std::size_t k = 0; k < graph.nodes().size(); ++k)
