@@ -24,6 +24,7 @@ class PassContext:
         self.tensor_cores = True
         self.parallel_k = 0
         self.reduce_precision = None
+        self.shape_generic = False
 
     def set_precision(self, dtype=None):
         """Run f32 matmuls, convolutions and attention in ``dtype`` ('float16' or 'bfloat16')."""
@@ -58,6 +59,13 @@ class PassContext:
         self.parallel_k = 1 if disabled else (nparts or 0)
         return self
 
+    def set_shape_generic(self, on=True):
+        """For graphs with symbolic input extents (``hidet.symbol(['n', 8])``): optimize once on the
+        symbols and compile each shape over the same shape-generic kernels, instead of specializing,
+        optimizing and compiling every shape (docs/graph.md, "Shape-generic kernels")."""
+        self.shape_generic = bool(on)
+        return self
+
     def save_graph_instrument(self, out_dir):
         """Write the graph after each pass to ``out_dir``."""
         self.save_dir = out_dir
@@ -85,7 +93,7 @@ def optimize(graph, ctx=None):
     innermost ``with PassContext()``."""
     ctx = ctx or PassContext.current()
     return _C.optimize(graph, ctx.mixed_precision, ctx.layout_nhwc, ctx.verbose, ctx.save_dir, ctx.tensor_cores,
-                       ctx.parallel_k, ctx.reduce_precision)
+                       ctx.parallel_k, ctx.reduce_precision, ctx.shape_generic)
 
 
 def compile(graph):

@@ -249,8 +249,9 @@ NB_MODULE(_C, m) {
         "outputs"_a, "inputs"_a = std::vector<Tensor>{});
   m.def("optimize", [](const g::FlowGraph &fg, std::optional<std::string> mixed_precision, bool layout_nhwc,
                        bool verbose, const std::string &save_dir, bool tensor_cores, int parallel_k,
-                       std::optional<std::string> reduce_precision) {
+                       std::optional<std::string> reduce_precision, bool shape_generic) {
     g::PassContext ctx;
+    ctx.shape_generic = shape_generic;
     if (reduce_precision) ctx.reduce_precision = dtype_of(*reduce_precision);
     ctx.tensor_cores = tensor_cores;
     ctx.parallel_k = parallel_k;
@@ -260,7 +261,7 @@ NB_MODULE(_C, m) {
     ctx.save_graph_dir = save_dir;
     return g::optimize(fg, ctx);
   }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false, "save_dir"_a = "",
-     "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none());
+     "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none(), "shape_generic"_a = false);
 
   nb::class_<g::CompiledGraph>(m, "CompiledGraph")
       .def(nb::init<g::FlowGraph>(), "graph"_a)

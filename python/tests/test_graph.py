@@ -58,6 +58,20 @@ def test_operators_trace_named_symbols():
     assert g4.inputs[0].shape == (4, 8)
 
 
+def test_shape_generic_optimize():
+    w, b = hidet.randn([8, 5]), hidet.randn([5])
+    x = hidet.symbol(['n', 8], name='tokens')
+    g = hidet.trace_from(hidet.ops.softmax(hidet.ops.gelu(hidet.ops.matmul(x, w) + b), -1))
+    with hidet.graph.PassContext() as ctx:
+        ctx.set_shape_generic(True)
+        opt = hidet.graph.optimize(g)
+    assert 'ShapeDispatch(tokens' in str(opt)
+    for n in (2, 7, 2):
+        a = hidet.randn([n, 8])
+        want = hidet.ops.softmax(hidet.ops.gelu(hidet.ops.matmul(a, w) + b), -1).torch()
+        assert_close(opt(a).torch(), want)
+
+
 def test_compile_errors_name_the_input():
     a = hidet.randn([4, 6])
     compiled = hidet.graph.compile(hidet.trace_from(hidet.ops.exp(hidet.symbol_like(a))))

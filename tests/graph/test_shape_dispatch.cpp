@@ -92,6 +92,22 @@ TEST_CASE("shape_generic: optimized once on the symbols, new shapes build no ele
   CHECK(cg.graph().str() == text);
   expect_error([&] { cg.run({make({2, 5}, dtypes::i32, 0, double(V))}); }, {"compiled at n=1, s=5", "n=2, s=5"});
   expect_error([&] { cg.save("/tmp/hidet-never-written.hidet"); }, {"save", "symbolic input extents", "specialize"});
+  // Attention rewrites work on the symbols: the attention stores the merged heads itself.
+  auto attend = [&](const Tensor &ids) {
+    Tensor h = o::layer_norm(o::embedding(ids, emb), 1, lw, lb); // [n, s, D]
+    const SymShape hs = h.sym_shape();
+    auto heads = [&](const Tensor &t) { return o::permute(t.reshape(SymShape{hs[0], hs[1], 2, D / 2}), {0, 2, 1, 3}); };
+    Tensor att = o::permute(o::scaled_dot_product_attention(heads(h), heads(h * 0.5), heads(h), std::nullopt, true),
+                            {0, 2, 1, 3});
+    return std::vector<Tensor>{h + att.reshape(hs)};
+  };
+  graph::ShapeDispatch attention_model([&](const std::vector<Tensor> &xs) { return attend(xs[0]); },
+                                       {symbol({"n", "s"}, dtypes::i32, "cuda", "ids")}, opts);
+  CHECK(attention_model.generic_graph().str().find("ScaledDotProductAttentionHeadsLast") != std::string::npos);
+  for (auto [n, s] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {1, 4}}) {
+    Tensor x = make({n, s}, dtypes::i32, 0, double(V));
+    expect_same(attention_model.run({x})[0], attend(x)[0], 2);
+  }
   // Its per-node profile at one shape.
   graph::Profile prof = graph::profile(g, {make({2, 3}, dtypes::i32, 0, double(V))});
   CHECK(prof.nodes.size() == g.nodes().size());

@@ -168,7 +168,7 @@ FlowGraph bind_kernel_options(const FlowGraph &graph, const option::KernelOption
 /// The optimization pipeline (see the top of the file).
 FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx = {});
 /// The passes of optimize() that work on symbolic extents, in its order: simplify_reshapes,
-/// eliminate_common_subexpressions, convert_precision (when ctx.mixed_precision is set),
+/// fuse_attention, eliminate_common_subexpressions, convert_precision (when ctx.mixed_precision is set),
 /// fuse_epilogues (which leaves symbolic products alone) and fuse_operators (fused tasks stay
 /// shape-generic), then bind_kernel_options as optimize() does. What ShapeDispatch's shape_generic
 /// mode compiles per shape.

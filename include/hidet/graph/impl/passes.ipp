@@ -398,6 +398,7 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
   auto replace_windowed = [](const Match &m) -> std::optional<Tensor> {
     const Tensor &q = m["q"], &k = m["k"], &v = m["v"], &bias = m["bias"], &wmask = m["wmask"];
     if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || bias.is_symbolic() || wmask.is_symbolic()) return std::nullopt;
+    if (!is_constant_shape(q.sym_shape()) || !is_constant_shape(k.sym_shape())) return std::nullopt;
     if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2}) return std::nullopt;
     auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
     if (axis.size() != 1 || (axis[0] != 3 && axis[0] != -1)) return std::nullopt;
@@ -429,7 +430,8 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     if (q.ndim() != 4 || q.dtype() != m.ops.at("sdpa")->output_metas()[0].dtype) return std::nullopt;
     const std::string &attrs = m.ops.at("sdpa")->attrs();
     std::string sc = detail::attr_text(attrs, "scale");
-    double scale = sc.empty() ? 1.0 / std::sqrt(double(q.shape().back())) : std::stod(sc);
+    if (sc.empty() && !q.sym_shape().back().is_constant()) return std::nullopt;
+    double scale = sc.empty() ? 1.0 / std::sqrt(double(q.sym_shape().back().value())) : std::stod(sc);
     std::optional<Tensor> mask;
     if (m.tensors.count("mask")) mask = m["mask"];
     return detail::attention_like(attrs, q, m["k"], m["v"], mask, detail::attr_text(attrs, "heads_last") == "true",
@@ -1224,6 +1226,7 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
 
 HIDET_INLINE FlowGraph optimize_shape_generic(const FlowGraph &graph, const PassContext &ctx) {
   detail::PassList passes = {{"simplify_reshapes", &simplify_reshapes},
+                             {"fuse_attention", &fuse_attention},
                              {"eliminate_common_subexpressions", &eliminate_common_subexpressions}};
   detail::add_final_passes(passes, ctx, true, false);
   return detail::run_passes(graph, ctx, passes);
