@@ -127,10 +127,9 @@ Tensor binary(const std::string &name, const Tensor &x, const Tensor &y, DataTyp
 
 /// A binary operator with a C++ scalar on the right (or left when `scalar_left`).
 template <class F>
-Tensor binary_scalar(const std::string &name, const Tensor &x, double v, bool is_float, bool scalar_left, DataType cd,
+Tensor binary_scalar(const std::string &name, const Tensor &x, double v, bool scalar_left, DataType cd,
                      DataType out, F f) {
   std::string attrs = str_cat("scalar=", fmt_double(v), ", left=", scalar_left);
-  (void)is_float; // cd already says how the scalar is read
   return run_task(
       str_cat(name, "{", attrs, "}"),
       [&] {
@@ -266,25 +265,25 @@ HIDET_INLINE Tensor isnan(const Tensor &x) {
   HIDET_INLINE Tensor fname(const Tensor &a, double s) {                                           \
     DataType t = promote_with_scalar(a.dtype(), true);                                             \
     if (int_div && !t.is_float()) t = dtypes::f32;                                                 \
-    return detail::binary_scalar(#fname, a, s, true, false, compute_dtype(t), t,                   \
+    return detail::binary_scalar(#fname, a, s, false, compute_dtype(t), t,                   \
                                  [](Expr x, Expr y) { return body; });                             \
   }                                                                                                \
   HIDET_INLINE Tensor fname(double s, const Tensor &a) {                                           \
     DataType t = promote_with_scalar(a.dtype(), true);                                             \
     if (int_div && !t.is_float()) t = dtypes::f32;                                                 \
-    return detail::binary_scalar(#fname, a, s, true, true, compute_dtype(t), t,                    \
+    return detail::binary_scalar(#fname, a, s, true, compute_dtype(t), t,                    \
                                  [](Expr x, Expr y) { return body; });                             \
   }                                                                                                \
   HIDET_INLINE Tensor fname(const Tensor &a, int s) {                                              \
     DataType t = promote_with_scalar(a.dtype(), false);                                            \
     if (int_div && !t.is_float()) t = dtypes::f32;                                                 \
-    return detail::binary_scalar(#fname, a, s, false, false, compute_dtype(t), t,                  \
+    return detail::binary_scalar(#fname, a, s, false, compute_dtype(t), t,                  \
                                  [](Expr x, Expr y) { return body; });                             \
   }                                                                                                \
   HIDET_INLINE Tensor fname(int s, const Tensor &a) {                                              \
     DataType t = promote_with_scalar(a.dtype(), false);                                            \
     if (int_div && !t.is_float()) t = dtypes::f32;                                                 \
-    return detail::binary_scalar(#fname, a, s, false, true, compute_dtype(t), t,                   \
+    return detail::binary_scalar(#fname, a, s, true, compute_dtype(t), t,                   \
                                  [](Expr x, Expr y) { return body; });                             \
   }
 HIDET_ARITH_BINARY(add, x + y, false)
@@ -308,7 +307,7 @@ HIDET_ARITH_BINARY(mod, (x.dtype().is_float() ? Expr(x - lang::floor(x / y) * y)
   }                                                                                                \
   HIDET_INLINE Tensor fname(const Tensor &a, double s) {                                           \
     DataType t = promote_with_scalar(a.dtype(), double(std::int64_t(s)) != s);                     \
-    return detail::binary_scalar(#fname, a, s, t.is_float(), false, compute_dtype(t), dtypes::boolean, \
+    return detail::binary_scalar(#fname, a, s, false, compute_dtype(t), dtypes::boolean, \
                                  [](Expr x, Expr y) { return x sym y; });                          \
   }
 HIDET_COMPARE_BINARY(eq, ==)

@@ -252,8 +252,7 @@ HIDET_INLINE void emit_combine_partials(const TensorNode &node, const ReduceSche
                                         const ir::Var &out, const StoreResult &store_out) {
   using namespace hidet::lang;
   Dim outs = sym_numel(node.shape), len = sym_numel(node.rextents);
-  Expr outs_e = dim_expr(outs), len_e = dim_expr(len);
-  Expr chunk_e = s.splits > 1 ? Expr(int(s.chunk)) : len_e;
+  Expr outs_e = dim_expr(outs);
   bool arg = is_arg_reduce(node.reduce_kind);
   // Partial sums of Mean are sums; combining them is a Sum until the final division.
   ReduceKind k = node.reduce_kind == ReduceKind::Mean ? ReduceKind::Sum : node.reduce_kind;
