@@ -125,13 +125,35 @@ nb::ndarray<nb::numpy> to_numpy(const Tensor &t) {
                                 nb::device::cpu::value, 0);
 }
 
-using Extent = std::variant<std::int64_t, std::string>;
+// A shape's extent from Python: an int, a symbol's name or a hidet.Dim.
+using Extent = std::variant<std::int64_t, hidet::Dim, std::string>;
 hidet::SymShape sym_shape(const std::vector<Extent> &shape) {
   hidet::SymShape out;
-  for (const auto &e : shape)
-    out.push_back(std::holds_alternative<std::int64_t>(e) ? hidet::Dim(std::get<std::int64_t>(e))
-                                                          : hidet::Dim(std::get<std::string>(e)));
+  for (const auto &e : shape) {
+    if (const auto *v = std::get_if<std::int64_t>(&e)) out.push_back(hidet::Dim(*v));
+    else if (const auto *d = std::get_if<hidet::Dim>(&e)) out.push_back(*d);
+    else out.push_back(hidet::Dim::symbol(std::get<std::string>(e)));
+  }
   return out;
+}
+
+/// An extent to Python: an int when constant, else a hidet.Dim.
+nb::object py_extent(const hidet::Dim &d) { return d.is_constant() ? nb::cast(d.value()) : nb::cast(d); }
+
+/// The PassContext of the keyword arguments of optimize() and ShapeDispatch().
+g::PassContext pass_context(std::optional<std::string> mixed_precision, bool layout_nhwc, bool verbose,
+                            const std::string &save_dir, bool tensor_cores, int parallel_k,
+                            std::optional<std::string> reduce_precision, bool shape_generic) {
+  g::PassContext ctx;
+  ctx.shape_generic = shape_generic;
+  if (reduce_precision) ctx.reduce_precision = dtype_of(*reduce_precision);
+  ctx.tensor_cores = tensor_cores;
+  ctx.parallel_k = parallel_k;
+  if (mixed_precision) ctx.mixed_precision = dtype_of(*mixed_precision);
+  ctx.layout_nhwc = layout_nhwc;
+  ctx.verbose = verbose;
+  ctx.save_graph_dir = save_dir;
+  return ctx;
 }
 
 hidet::Stream stream_of(std::uintptr_t handle) {
@@ -160,13 +182,42 @@ NB_MODULE(_C, m) {
   m.def("cuda_emulated", &hidet::runtime::cuda_emulated, "True when the 'cuda' device is the CPU emulator.");
   m.def("synchronize", [] { hidet::synchronize(); });
 
+  // hidet::Dim: a symbolic extent ("n", "n*s") with Python's integer arithmetic (// floors).
+  using hidet::Dim;
+  nb::class_<Dim>(m, "Dim")
+      .def(nb::init<std::int64_t>(), "value"_a)
+      .def("__init__", [](Dim *self, const std::string &name) { new (self) Dim(Dim::symbol(name)); }, "name"_a)
+      .def_prop_ro("is_constant", &Dim::is_constant)
+      .def_prop_ro("symbols", &Dim::symbols)
+      .def("evaluate", &Dim::evaluate, "values"_a, "The value with each symbol given its value ({'n': 4}).")
+      .def("__int__", &Dim::value)
+      .def("__index__", &Dim::value)
+      .def("__add__", [](const Dim &a, const Dim &b) { return py_extent(a + b); })
+      .def("__radd__", [](const Dim &a, const Dim &b) { return py_extent(b + a); })
+      .def("__sub__", [](const Dim &a, const Dim &b) { return py_extent(a - b); })
+      .def("__rsub__", [](const Dim &a, const Dim &b) { return py_extent(b - a); })
+      .def("__mul__", [](const Dim &a, const Dim &b) { return py_extent(a * b); })
+      .def("__rmul__", [](const Dim &a, const Dim &b) { return py_extent(b * a); })
+      .def("__floordiv__", [](const Dim &a, const Dim &b) { return py_extent(a / b); })
+      .def("__rfloordiv__", [](const Dim &a, const Dim &b) { return py_extent(b / a); })
+      .def("__mod__", [](const Dim &a, const Dim &b) { return py_extent(a % b); })
+      .def("__rmod__", [](const Dim &a, const Dim &b) { return py_extent(b % a); })
+      .def("__neg__", [](const Dim &a) { return py_extent(-a); })
+      .def("__eq__", [](const Dim &a, const Dim &b) { return a == b; })
+      .def("__eq__", [](const Dim &a, const std::string &b) { return a.str() == b; })
+      .def("__ne__", [](const Dim &a, const Dim &b) { return a != b; })
+      .def("__ne__", [](const Dim &a, const std::string &b) { return a.str() != b; })
+      .def("__hash__", [](const Dim &a) { return std::hash<std::string>()(a.str()); })
+      .def("__str__", &Dim::str)
+      .def("__repr__", &Dim::str);
+  nb::implicitly_convertible<std::int64_t, Dim>();
+
   nb::class_<Tensor>(m, "Tensor")
       .def_prop_ro("shape",
                    [](const Tensor &t) {
                      if (t.is_symbolic()) {
                        std::vector<nb::object> out;
-                       for (const auto &d : t.sym_shape())
-                         out.push_back(d.is_constant() ? nb::cast(d.value()) : nb::cast(d.str()));
+                       for (const auto &d : t.sym_shape()) out.push_back(py_extent(d));
                        return nb::tuple(nb::cast(out));
                      }
                      return nb::tuple(nb::cast(t.shape()));
@@ -187,7 +238,10 @@ NB_MODULE(_C, m) {
       .def("cuda", [](const Tensor &t) { return t.cuda(); })
       .def("to", [](const Tensor &t, const std::string &dev) { return t.to(hidet::Device(dev)); })
       .def("clone", &Tensor::clone)
-      .def("reshape", [](const Tensor &t, std::vector<std::int64_t> s) { return t.reshape(s); })
+      .def("reshape", [](const Tensor &t, const std::vector<Extent> &s) {
+        hidet::SymShape shape = sym_shape(s);
+        return hidet::is_constant_shape(shape) ? t.reshape(hidet::constant_shape(shape)) : t.reshape(shape);
+      })
       .def("to_list", &Tensor::to_double_vector)
       .def("__repr__", [](const Tensor &t) {
         std::ostringstream os;
@@ -250,16 +304,8 @@ NB_MODULE(_C, m) {
   m.def("optimize", [](const g::FlowGraph &fg, std::optional<std::string> mixed_precision, bool layout_nhwc,
                        bool verbose, const std::string &save_dir, bool tensor_cores, int parallel_k,
                        std::optional<std::string> reduce_precision, bool shape_generic) {
-    g::PassContext ctx;
-    ctx.shape_generic = shape_generic;
-    if (reduce_precision) ctx.reduce_precision = dtype_of(*reduce_precision);
-    ctx.tensor_cores = tensor_cores;
-    ctx.parallel_k = parallel_k;
-    if (mixed_precision) ctx.mixed_precision = dtype_of(*mixed_precision);
-    ctx.layout_nhwc = layout_nhwc;
-    ctx.verbose = verbose;
-    ctx.save_graph_dir = save_dir;
-    return g::optimize(fg, ctx);
+    return g::optimize(fg, pass_context(mixed_precision, layout_nhwc, verbose, save_dir, tensor_cores, parallel_k,
+                                        reduce_precision, shape_generic));
   }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false, "save_dir"_a = "",
      "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none(), "shape_generic"_a = false);
 
@@ -282,6 +328,29 @@ NB_MODULE(_C, m) {
         return cg.run(xs);
       }, "inputs"_a, "stream"_a = 0)
       .def_prop_ro("captured", &g::CudaGraph::captured);
+
+  nb::class_<g::ShapeDispatch>(m, "ShapeDispatch")
+      .def("__init__", [](g::ShapeDispatch *self, const g::FlowGraph &graph, std::optional<std::string> mixed_precision,
+                          bool layout_nhwc, bool verbose, bool tensor_cores, int parallel_k,
+                          std::optional<std::string> reduce_precision, bool shape_generic, bool cuda_graph,
+                          std::size_t max_shapes) {
+        g::DispatchOptions options;
+        options.pass_context = pass_context(mixed_precision, layout_nhwc, verbose, "", tensor_cores, parallel_k,
+                                            reduce_precision, shape_generic);
+        options.shape_generic = shape_generic;
+        options.cuda_graph = cuda_graph;
+        options.max_shapes = max_shapes;
+        new (self) g::ShapeDispatch(graph, options);
+      }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false,
+         "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none(), "shape_generic"_a = false,
+         "cuda_graph"_a = false, "max_shapes"_a = 64)
+      .def("run", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs, std::uintptr_t stream) {
+        hidet::StreamGuard guard(stream_of(stream));
+        return d.run(xs);
+      }, "inputs"_a, "stream"_a = 0)
+      .def_prop_ro("num_compiled", &g::ShapeDispatch::num_compiled)
+      .def_prop_ro("num_compilations", &g::ShapeDispatch::num_compilations)
+      .def("generic_graph", [](g::ShapeDispatch &d) { return d.generic_graph(); });
 
   m.def("profile", [](const g::FlowGraph &graph, const std::vector<Tensor> &xs, std::size_t slowest) {
     auto p = g::profile(graph, xs);
@@ -365,14 +434,24 @@ NB_MODULE(_C, m) {
   ops.def("argmin", [](const Tensor &x, int axis, bool keep) { return o::argmin(x, axis, keep); }, "x"_a, "axis"_a,
           "keepdims"_a = false);
   ops.def("cumsum", [](const Tensor &x, int axis) { return o::cumsum(x, axis); });
-  ops.def("reshape", [](const Tensor &x, std::vector<std::int64_t> s) { return o::reshape(x, s); });
+  ops.def("reshape", [](const Tensor &x, const std::vector<Extent> &s) {
+    hidet::SymShape shape = sym_shape(s);
+    return hidet::is_constant_shape(shape) ? o::reshape(x, hidet::constant_shape(shape)) : o::reshape(x, shape);
+  });
   ops.def("flatten", [](const Tensor &x, int a, int b) { return o::flatten(x, a, b); }, "x"_a, "start"_a = 0,
           "end"_a = -1);
   ops.def("squeeze", [](const Tensor &x, std::vector<int> axes) { return o::squeeze(x, axes); });
   ops.def("unsqueeze", [](const Tensor &x, int axis) { return o::unsqueeze(x, axis); });
   ops.def("permute", [](const Tensor &x, std::vector<int> perm) { return o::permute(x, perm); });
   ops.def("transpose", [](const Tensor &x, int a, int b) { return o::transpose(x, a, b); });
-  ops.def("broadcast_to", [](const Tensor &x, std::vector<std::int64_t> s) { return o::broadcast_to(x, s); });
+  ops.def("broadcast_to", [](const Tensor &x, const std::vector<Extent> &s) {
+    hidet::SymShape shape = sym_shape(s);
+    return hidet::is_constant_shape(shape) ? o::broadcast_to(x, hidet::constant_shape(shape)) : o::broadcast_to_dims(x, shape);
+  });
+  ops.def("arange", [](const Dim &start, const Dim &stop, std::int64_t step, const std::string &dt,
+                       const std::vector<Tensor> &shape_of) { return o::arange_dims(start, stop, step, dtype_of(dt), shape_of); },
+          "start"_a, "stop"_a, "step"_a = 1, "dtype"_a = "int64", "shape_of"_a = std::vector<Tensor>{},
+          "start, start + step, ... below stop; symbolic bounds take the tensors whose extents give their symbols.");
   ops.def("slice", [](const Tensor &x, std::vector<int> axes, std::vector<std::int64_t> starts,
                       std::vector<std::int64_t> stops, std::vector<std::int64_t> steps) {
     return o::slice(x, axes, starts, stops, steps);

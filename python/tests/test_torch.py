@@ -335,15 +335,18 @@ def test_fp16_reduction_accumulates_in_f16():
     assert err16 > 2 * err32, (err16, err32)
 
 
-def test_dynamic_shapes_one_dynamo_graph_one_compile_per_shape():
-    calls = []
-
-    def counting_backend(gm, example_inputs, **kw):
+def _counting_backend(calls):
+    def backend(gm, example_inputs, **kw):
         model = hidet.torch.hidet_backend(gm, example_inputs, **kw)
         calls.append(model)
         return model
+    return backend
 
-    class Scaled(nn.Module):  # a buffer: a constant of every shape's graph, like the parameters
+
+def test_dynamic_shapes_trace_once_for_all_sizes():
+    calls = []
+
+    class Scaled(nn.Module):  # a buffer: a constant of the graph, like the parameters
         def __init__(self):
             super().__init__()
             self.body = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
@@ -353,16 +356,130 @@ def test_dynamic_shapes_one_dynamo_graph_one_compile_per_shape():
             return self.body(x) * self.scale
 
     m = Scaled().to(DEVICE).eval()
-    f = torch.compile(m, backend=counting_backend, dynamic=True)
+    f = torch.compile(m, backend=_counting_backend(calls), dynamic=True)
     with torch.no_grad():
         for n in [2, 3, 5, 3]:
             x = r(n, 8)
             assert_close(f(x), m(x), atol=1e-5)
     assert len(calls) == 1  # dynamo traced once (symbolic batch)
-    assert len(calls[0].cache) == 3  # hidet compiled each distinct batch size once
-    # Every shape's graph takes x alone: the weights and the buffer are constants (dynamo's
-    # description of the buffer is gone after the first compile; the interpreter kept it).
-    assert [len(e.positions) for e in calls[0].cache.values()] == [1, 1, 1]
+    model = calls[0]
+    assert model.num_traces == 1 and not model.cache  # hidet traced the fx graph once, on the symbol
+    (entry,) = model.generic.values()
+    assert entry.dispatch.num_compilations == 3  # each distinct batch size compiled once (n = 3 again: cached)
+    assert len(entry.positions) == 1  # the graph takes x alone: the weights and the buffer are constants
+    x = entry.graph.inputs[0]
+    assert isinstance(x.shape[0], hidet.Dim) and x.shape[1] == 8
+
+
+@pytest.mark.parametrize('model_cls,shapes', [
+    (SmallCNN, [(2, 3, 12, 12), (3, 3, 12, 12), (5, 3, 12, 12)]),
+    (TinyTransformer, [(2, 9, 32), (3, 5, 32), (4, 12, 32), (2, 9, 32)]),
+])
+def test_dynamic_shapes_models_compile_the_graph_once(model_cls, shapes):
+    """torch.compile(dynamic=True): batch and sequence sizes are dynamo's symbols. hidet traces and
+    optimizes the graph once; every new shape reuses its shape-generic kernels."""
+    calls = []
+    model = model_cls().to(DEVICE).eval()
+    f = torch.compile(model, backend=_counting_backend(calls), dynamic=True)
+    with torch.no_grad():
+        for shape in shapes:
+            x = r(*shape)
+            assert_close(f(x), model(x), atol=1e-4)
+    assert len(calls) == 1 and calls[0].num_traces == 1 and not calls[0].cache
+    (entry,) = calls[0].generic.values()
+    assert entry.dispatch.num_compilations == len(set(shapes))
+    generic = entry.dispatch.generic_graph()  # optimized once, on the symbols
+    assert generic.has_symbolic_extents and 'Fused' in ' '.join(generic.node_names())
+
+
+def test_dynamic_shapes_per_shape_strategy_and_automatic_dynamic():
+    """dynamic_shapes('per_shape'): traced once, each shape specialized and optimized on its own.
+    Without dynamic=True dynamo compiles the first shape statically, then marks the changed size
+    dynamic: the second graph is symbolic."""
+    calls = []
+    hidet.torch.dynamo_config.dynamic_shapes('per_shape')
+    model = TinyTransformer().to(DEVICE).eval()
+    f = torch.compile(model, backend=_counting_backend(calls))
+    with torch.no_grad():
+        for shape in [(2, 9, 32), (2, 5, 32), (2, 7, 32)]:
+            x = r(*shape)
+            assert_close(f(x), model(x), atol=1e-4)
+    assert len(calls) == 2 and calls[0].num_traces == 1 and not calls[0].generic
+    assert calls[1].num_traces == 1 and not calls[1].cache
+    (entry,) = calls[1].generic.values()
+    assert entry.dispatch.num_compilations == 2
+    with pytest.raises(ValueError, match='generic_graph|shape_generic'):
+        entry.dispatch.generic_graph()
+    with pytest.raises(ValueError, match='dynamic_shapes'):
+        hidet.torch.dynamo_config.dynamic_shapes('sometimes')
+
+
+def test_dynamic_shapes_arange_and_creation_of_symbolic_sizes():
+    class Positions(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pos = nn.Embedding(64, 8)
+
+        def forward(self, x):
+            b, s, d = x.shape
+            p = self.pos(torch.arange(s, device=x.device))  # [s, 8]: an Arange of the symbol
+            ones = x.new_ones(b, s, 1)
+            z = torch.zeros_like(x)
+            return x + p * ones + z, torch.arange(1, s + 1, device=x.device).float().sum(0, keepdim=True)
+
+    calls = []
+    m = Positions().to(DEVICE).eval()
+    f = torch.compile(m, backend=_counting_backend(calls), dynamic=True)
+    with torch.no_grad():
+        for shape in [(2, 5, 8), (3, 11, 8), (4, 7, 8)]:
+            x = r(*shape)
+            got, want = f(x), m(x)
+            assert_close(got[0], want[0], atol=1e-5)
+            assert_close(got[1], want[1], atol=1e-5)
+    assert calls[0].num_traces == 1 and not calls[0].cache
+
+
+def test_dynamic_shapes_fall_back_to_per_shape_tracing_with_a_log_line(capsys):
+    """A mapping that needs a size's value (here a slice ending at s // 2) cannot trace on the
+    symbols: the graph is compiled per shape, and the log says so once."""
+    calls = []
+
+    def half(x):
+        return x[:, : x.shape[1] // 2] * 2
+
+    f = torch.compile(half, backend=_counting_backend(calls), dynamic=True)
+    for shape in [(2, 6), (3, 10), (4, 8)]:
+        x = r(*shape)
+        assert_close(f(x), half(x), atol=1e-6)
+    err = capsys.readouterr().err
+    assert err.count('compiled per input shape') == 1, err
+    assert len(calls) == 1 and not calls[0].generic and len(calls[0].cache) == 3
+
+
+def test_dim_arithmetic_and_symbolic_shapes_in_python():
+    n, s = hidet.Dim('n'), hidet.Dim('s')
+    x = hidet.symbol([n, s, 16], name='x')
+    assert x.shape == (n, s, 16) and x.shape == ('n', 's', 16)
+    assert str(n * s) == 'n*s' and str(3 * s + 1) == '3*s + 1' and (2 * n) // 2 == n
+    assert (n * 4) // 2 == 2 * n and (s + 2) - 2 == s and ((s + 2) - s) == 2 and isinstance((s + 2) - s, int)
+    assert (n * s).evaluate({'n': 2, 's': 5}) == 10 and (n * s).symbols == ['n', 's']
+    with pytest.raises(ValueError, match='symbolic'):
+        int(s)
+    y = hidet.ops.reshape(x, [n * s, 16])
+    assert y.shape == (n * s, 16)
+    p = hidet.ops.arange(0, s, 1, 'int64', [x])
+    assert p.shape == (s,) and p.op == 'Arange'
+    z = hidet.ops.unsqueeze(hidet.ops.cast(p, 'float32'), 1) + y.reshape([n, s, 16])
+    graph = hidet.trace_from(z, [x])
+    with pytest.raises(ValueError, match='no extent of the tensors'):
+        hidet.ops.arange(0, hidet.Dim('t'), 1, 'int64', [x])
+    dispatch = hidet.ShapeDispatch(graph, shape_generic=True)
+    for shape in [(2, 5, 16), (3, 7, 16)]:
+        a = hidet.randn(list(shape))
+        got = dispatch.run([a])[0].torch()
+        want = a.torch() + torch.arange(shape[1]).float().reshape(1, -1, 1)
+        assert_close(got, want, atol=1e-6)
+    assert dispatch.num_compilations == 2
 
 
 def test_inputs_changing_rank_or_dtype_recompile():

@@ -6,6 +6,12 @@ that, for each distinct set of input shapes and dtypes, traces the graph into a 
 optimizes it (fusion, layout, mixed precision), compiles it (kernels built in parallel, one
 planned workspace) and, with CUDA graphs on, captures it. Calls then hand the inputs over
 without copies (DLPack), run on torch's current stream and return torch tensors.
+
+A graph with dynamo's symbolic sizes (dynamic shapes) is traced once on the symbols into a
+FlowGraph with symbolic extents and run by a hidet.ShapeDispatch: with
+dynamo_config.dynamic_shapes('generic'), optimized once, and each new shape reuses the
+shape-generic kernels (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
+it is traced per shape as above, and the log says why.
 """
 import sys
 import time
@@ -14,7 +20,8 @@ import torch
 
 import hidet
 from .dynamo_config import dynamo_config
-from .interpreter import Interpreter, UnmappedError, flatten_outputs, to_hidet
+from .interpreter import (Interpreter, NotSymbolic, UnmappedError, flatten_outputs, has_symbolic_sizes,
+                          is_symbolic_size, size_hint, to_hidet)
 from .registry import Registry
 
 __all__ = ['hidet_backend', 'HidetCompiledModel']
@@ -40,10 +47,11 @@ def print_tabular(gm):
 class _Compiled:
     """One input signature compiled: the graph, and how to run it."""
 
-    def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants):
+    def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants, dispatch=None):
         self.graph, self.runner, self.replay = graph, runner, replay
         self.positions, self.rebuild = positions, rebuild
         self.symbolic_outputs, self.constants = symbolic_outputs, constants
+        self.dispatch = dispatch  # a hidet.ShapeDispatch: the graph traced on symbolic sizes
 
 
 class HidetCompiledModel:
@@ -55,6 +63,62 @@ class HidetCompiledModel:
         self.interpreter = Interpreter(gm)
         self.cache = {}
         self.key_positions = None  # the arguments that are not parameters or buffers
+        # Dynamo's dynamic shapes: traced once on the symbols (compile_symbolic) unless that fails.
+        self.symbolic = has_symbolic_sizes(gm)
+        self.generic = {}  # the _Compiled of the symbolic trace, per value of the scalar inputs
+
+    def compile_symbolic(self, args):
+        """The graph traced once on dynamo's symbolic sizes, run by a ShapeDispatch (see the top)."""
+        cfg = self.config
+        t0 = time.time()
+        hidet._C.set_search_space(cfg._search_space)
+        symbols, positions, output = self.interpreter.trace(args, symbolic=True)
+        outs, rebuild = flatten_outputs(output)
+        if _has_sizes(output):
+            raise NotSymbolic('the graph returns a symbolic size')
+        symbolic = [o for o in outs if o.is_symbolic]
+        constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
+        if not symbolic:
+            return _Compiled(None, None, None, positions, rebuild, [], constants)
+        graph = hidet.trace_from(symbolic, symbols)
+        if not graph.has_symbolic_extents:
+            raise NotSymbolic('no input extent is symbolic')
+        dispatch = hidet.ShapeDispatch(
+            graph, mixed_precision='float16' if cfg._use_fp16 else None, layout_nhwc=cfg._use_nhwc,
+            verbose=cfg._verbose, tensor_cores=cfg._use_tensor_core, parallel_k=cfg._parallel_k,
+            reduce_precision='float16' if cfg._use_fp16_reduction else None,
+            shape_generic=cfg._dynamic_shapes == 'generic',
+            cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
+        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch)
+        inputs = [to_hidet(args[i]) for i in positions]
+        dispatch.run(inputs)  # optimizes and compiles now, at the example's sizes
+        if cfg._correctness_report or cfg._profile:
+            # At the example's sizes: the graph specialized to them, optimized as one shape.
+            values = _symbol_values(symbols, inputs)
+            fixed = graph.specialize(values)
+            ctx = self.pass_context()
+            opt = hidet.graph.optimize(fixed, ctx)
+            if cfg._correctness_report:
+                print(hidet.graph.correctness_report(fixed, opt, inputs)[0])
+            if cfg._profile:
+                print(hidet.graph.profile(opt, inputs, 12)[0], file=sys.stderr)
+        if cfg._verbose:
+            names = sorted({n for x in symbols for d in x.shape if is_symbolic_size(d) for n in d.symbols})
+            print(f'hidet: traced a graph of {graph.num_nodes} operators once for all values of '
+                  f'{", ".join(names)} ({cfg._dynamic_shapes} kernels); first shape compiled in '
+                  f'{time.time() - t0:.2f} s', file=sys.stderr)
+        return entry
+
+    def pass_context(self):
+        cfg = self.config
+        ctx = hidet.graph.PassContext()
+        if cfg._use_fp16:
+            ctx.set_precision('float16')
+        ctx.set_layout_nhwc(cfg._use_nhwc).set_verbose(cfg._verbose).set_use_tensor_core(cfg._use_tensor_core)
+        ctx.parallel_k = cfg._parallel_k
+        if cfg._use_fp16_reduction:
+            ctx.set_reduce_precision('float16')
+        return ctx
 
     def key_of(self, args):
         # Parameters and buffers (most arguments of a model's graph) keep their shapes: dynamo
@@ -64,8 +128,15 @@ class HidetCompiledModel:
         key = []
         for i in self.key_positions:
             a = args[i]
-            key.append((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ('value', a))
+            if self.interpreter.is_scalar(a):
+                key.append(('scalar', a.item()))
+            else:
+                key.append((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ('value', a))
         return tuple(key)
+
+    def scalar_key(self, args):
+        """The values of the scalar inputs (Interpreter.is_scalar): a symbolic trace's key."""
+        return tuple(a.item() for a in args if self.interpreter.is_scalar(a))
 
     def compile(self, args):
         cfg = self.config
@@ -78,14 +149,7 @@ class HidetCompiledModel:
         if not symbolic:  # nothing depends on the inputs
             return _Compiled(None, None, None, positions, rebuild, [], constants)
         graph = hidet.trace_from(symbolic, symbols)
-        ctx = hidet.graph.PassContext()
-        if cfg._use_fp16:
-            ctx.set_precision('float16')
-        ctx.set_layout_nhwc(cfg._use_nhwc).set_verbose(cfg._verbose).set_use_tensor_core(cfg._use_tensor_core)
-        ctx.parallel_k = cfg._parallel_k
-        if cfg._use_fp16_reduction:
-            ctx.set_reduce_precision('float16')
-        opt = hidet.graph.optimize(graph, ctx)
+        opt = hidet.graph.optimize(graph, self.pass_context())
         runner = hidet.CompiledGraph(opt)
         replay = None
         if cfg._use_cuda_graph and not hidet.cuda_emulated():
@@ -105,23 +169,75 @@ class HidetCompiledModel:
                   f'{time.time() - t0:.2f} s; {runner.memory_plan()}', file=sys.stderr)
         return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants)
 
-    def __call__(self, *args):
+    def entry_for(self, args):
+        if self.symbolic:
+            skey = self.scalar_key(args)
+            if skey not in self.generic:
+                try:
+                    self.generic[skey] = self.compile_symbolic(args)
+                except UnmappedError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - any reason: traced per shape, and said so
+                    self.symbolic = False
+                    reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    print(f'hidet: this graph is compiled per input shape; it does not trace once on dynamo\'s '
+                          f'symbolic sizes: {reason}', file=sys.stderr)
+            if self.symbolic:
+                return self.generic[skey]
         key = self.key_of(args)
         entry = self.cache.get(key)
         if entry is None:
             entry = self.cache[key] = self.compile(args)
-        if entry.runner is None:
+        return entry
+
+    def __call__(self, *args):
+        entry = self.entry_for(args)
+        if entry.runner is None and entry.dispatch is None:
             return entry.rebuild([], entry.constants)
         inputs = [to_hidet(args[i]) for i in entry.positions]
         stream = 0
         if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it; torch.cuda.current_stream()
             # builds a Stream object (ResNet-50's call on the host: 0.155 -> 0.147 ms on the H200)
             stream = _raw_stream(torch.cuda.current_device())
-        if entry.replay is not None:  # static outputs, overwritten by the next replay: copied out
+        if entry.dispatch is not None:
+            outs = [o.torch() for o in entry.dispatch.run(inputs, stream)]
+            if self.config._use_cuda_graph and not hidet.cuda_emulated():
+                outs = [o.clone() for o in outs]  # a replay's static outputs: copied out
+        elif entry.replay is not None:  # static outputs, overwritten by the next replay: copied out
             outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]
         else:
             outs = [o.torch() for o in entry.runner.run(inputs, stream)]
         return entry.rebuild(outs, entry.constants)
+
+    @property
+    def num_compilations(self):
+        """Graphs compiled so far: one per shape traced per shape, and the shapes the symbolic
+        trace's ShapeDispatch compiled."""
+        generic = sum(e.dispatch.num_compilations for e in self.generic.values() if e.dispatch is not None)
+        return len(self.cache) + generic
+
+    @property
+    def num_traces(self):
+        """fx-graph traces so far: one per shape, or one for all shapes (dynamic shapes)."""
+        return len(self.cache) + len(self.generic)
+
+
+def _has_sizes(output):
+    if isinstance(output, (list, tuple)):
+        return any(_has_sizes(o) for o in output)
+    if isinstance(output, dict):
+        return any(_has_sizes(o) for o in output.values())
+    return is_symbolic_size(output)
+
+
+def _symbol_values(symbols, inputs):
+    """{symbol: value} that the symbolic inputs' extents take at the concrete inputs."""
+    values = {}
+    for x, t in zip(symbols, inputs):
+        for d, n in zip(x.shape, t.shape):
+            if is_symbolic_size(d) and len(d.symbols) == 1 and str(d) == d.symbols[0]:
+                values[str(d)] = n
+    return values
 
 
 def _partition_for_fallback(gm, cfg, unmapped_nodes):
@@ -155,10 +271,7 @@ class _HidetSubmodule(torch.nn.Module):
 
 
 def _concrete(a):
-    if isinstance(a, torch.SymInt):
-        hint = getattr(a.node, 'hint', None)
-        return int(hint) if hint is not None else int(a)
-    return a
+    return size_hint(a) if isinstance(a, torch.SymInt) else a
 
 
 def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
@@ -169,7 +282,7 @@ def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
         print_tabular(gm)
     model = HidetCompiledModel(gm, cfg)
     # Dynamic shapes (torch.compile(dynamic=True)): sizes come as SymInts; their hints are the
-    # example's values. Each distinct shape is then compiled once when it is first called.
+    # example's values. The graph is traced once on the symbols (HidetCompiledModel.compile_symbolic).
     example_inputs = [_concrete(a) for a in example_inputs]
     try:
         model(*example_inputs)  # trace and compile now, for the example shapes

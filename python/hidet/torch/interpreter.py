@@ -5,7 +5,14 @@ registered for its target (registry.py) on hidet tensors: graph inputs are hidet
 of the example inputs' shapes, so the mappings record a FlowGraph instead of running anything.
 Parameters and buffers (dynamo passes them as graph inputs) become constants that share the torch
 tensors' memory. Every unmapped target is found before anything runs and reported at once.
+
+With dynamic shapes (torch.compile(dynamic=True), or dynamo marking a size dynamic after it
+changed) the fx graph's sizes are SymInts: trace_symbolic() then gives each of dynamo's symbols
+(s0, s1, ...) a hidet.Dim of the same name, so the inputs are hidet.symbol(['s0', 's1', 768]) and
+the mappings see Dims where they would see ints (x.size(1), view(s0, s1, 12, 64), arange(s1)):
+one FlowGraph for every value of the symbols.
 """
+import contextlib
 import operator
 
 import torch
@@ -13,7 +20,8 @@ import torch
 import hidet
 from .registry import Registry
 
-__all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dtype_name', 'unmapped_message']
+__all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dtype_name', 'unmapped_message',
+           'symbolic_inputs', 'is_symbolic_size', 'has_symbolic_sizes', 'NotSymbolic', 'size_hint']
 
 _DTYPES = {
     torch.float32: 'float32', torch.float16: 'float16', torch.bfloat16: 'bfloat16', torch.float64: 'float64',
@@ -59,6 +67,72 @@ def to_hidet(tensor):
 def to_hidet_constant(tensor):
     """A parameter or buffer as a hidet constant (sharing its memory)."""
     return to_hidet(tensor.detach())
+
+
+_tracing_inputs = []  # the symbolic graph inputs of the trace in progress (see symbolic_inputs)
+
+
+def symbolic_inputs():
+    """The symbolic inputs of the graph being traced: mappings that create a tensor of a symbolic
+    extent (arange(s1)) give them to the operator, whose extents bind the symbols."""
+    return list(_tracing_inputs[-1]) if _tracing_inputs else []
+
+
+@contextlib.contextmanager
+def _tracing(inputs):
+    _tracing_inputs.append(inputs)
+    try:
+        yield
+    finally:
+        _tracing_inputs.pop()
+
+
+def is_symbolic_size(value):
+    """True for a hidet.Dim that is not a constant (a size of dynamo's dynamic shapes)."""
+    return isinstance(value, hidet.Dim) and not value.is_constant
+
+
+class NotSymbolic(Exception):
+    """The graph cannot be traced once for all sizes (the reason says why): it is traced per shape."""
+
+
+def _dim_of(size):
+    """A hidet extent for one of dynamo's sizes: an int, or a Dim for a SymInt whose expression is
+    a symbol, an integer, or sums and products of them."""
+    if isinstance(size, int):
+        return size
+    if isinstance(size, torch.SymInt):
+        expr = size.node.expr
+        return _sympy_to_dim(expr)
+    raise NotSymbolic(f'a size {size!r} of type {type(size).__name__}')
+
+
+def _sympy_to_dim(expr):
+    import sympy
+    if isinstance(expr, sympy.Integer):
+        return int(expr)
+    if isinstance(expr, sympy.Symbol):
+        return hidet.Dim(str(expr))
+    if isinstance(expr, (sympy.Add, sympy.Mul)):
+        terms = [_sympy_to_dim(a) for a in expr.args]
+        out = terms[0]
+        for t in terms[1:]:
+            out = out + t if isinstance(expr, sympy.Add) else out * t
+        return out
+    raise NotSymbolic(f'the size expression {expr} (only symbols, sums and products are traced symbolically)')
+
+
+def has_symbolic_sizes(gm):
+    """True when dynamo gave ``gm`` symbolic sizes (dynamic shapes)."""
+    for n in gm.graph.nodes:
+        if n.op != 'placeholder':
+            continue
+        ex = n.meta.get('example_value')
+        if isinstance(ex, torch.SymInt):
+            return True
+        if isinstance(ex, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in ex.shape):
+            return True
+    return False
 
 
 class UnmappedError(NotImplementedError):
@@ -125,6 +199,8 @@ class Interpreter:
         self.nodes = list(gm.graph.nodes)
         self.placeholders = [n for n in self.nodes if n.op == 'placeholder']
         self.source_names = [source_name(n) for n in self.placeholders]
+        # Dynamo's fake values of the placeholders (their sizes are SymInts with dynamic shapes).
+        self.fake_values = [n.meta.get('example_value') for n in self.placeholders]
 
     def is_static(self, i, example):
         """Whether placeholder i, of value ``example``, is a parameter or buffer that dynamo lifted
@@ -133,6 +209,14 @@ class Interpreter:
             return True
         name = self.source_names[i]
         return isinstance(example, torch.Tensor) and ('._parameters[' in name or '._buffers[' in name)
+
+    @staticmethod
+    def is_scalar(example):
+        """A Python float that dynamo passes as a 0-d float64 CPU tensor (torch.compile(dynamic=True)
+        does so for modules' float attributes, LayerNorm's eps): traced as the constant it is, and
+        part of the compiled graph's key (another value compiles again)."""
+        return isinstance(example, torch.Tensor) and example.ndim == 0 and example.dtype == torch.float64 and \
+            example.device.type == 'cpu'
 
     def mapping_of(self, node):
         if node.op == 'call_function':
@@ -145,22 +229,43 @@ class Interpreter:
             return None if cls is None else cls
         return True
 
-    def trace(self, example_inputs):
-        """Runs the mappings on symbolic inputs of the examples' shapes. Returns (graph, positions of
-        the symbolic inputs among the placeholders, the output structure with hidet tensors)."""
+    def trace(self, example_inputs, symbolic=False):
+        """Runs the mappings on symbolic inputs of the examples' shapes (``symbolic``: of dynamo's
+        symbolic sizes, see the top of the file). Returns (the symbolic inputs, their positions
+        among the placeholders, the output structure with hidet tensors). With ``symbolic``,
+        NotSymbolic says why a graph cannot be traced once for all sizes."""
         env = {}
         symbols, positions = [], []
         for i, (node, ex) in enumerate(zip(self.placeholders, example_inputs)):
+            fake = self.fake_values[i]
             if isinstance(ex, torch.Tensor):
                 if self.is_static(i, ex):
                     env[node] = to_hidet_constant(ex)
+                elif self.is_scalar(ex):
+                    env[node] = hidet.full([], float(ex.item()), 'float64', 'cuda')
                 else:
-                    sym = hidet.symbol(list(ex.shape), dtype_name(ex.dtype), 'cuda', name=node.name)
+                    shape = list(ex.shape)
+                    if symbolic and isinstance(fake, torch.Tensor):
+                        shape = [_dim_of(d) for d in fake.shape]
+                    sym = hidet.symbol(shape, dtype_name(ex.dtype), 'cuda', name=node.name)
                     env[node] = sym
                     symbols.append(sym)
                     positions.append(i)
+            elif symbolic and isinstance(fake, torch.SymInt):
+                env[node] = _dim_of(fake)
             else:
                 env[node] = int(ex) if isinstance(ex, torch.SymInt) else ex
+        if symbolic:
+            given = {name for x in symbols for d in x.shape if isinstance(d, hidet.Dim) for name in d.symbols}
+            for node in self.placeholders:
+                d = env.get(node)
+                if is_symbolic_size(d) and not set(d.symbols) <= given:
+                    raise NotSymbolic(f'the size {node.name} = {d} is no extent of an input tensor')
+        with _tracing(symbols):
+            output = self._run_nodes(env, symbolic)
+        return symbols, positions, output
+
+    def _run_nodes(self, env, symbolic):
 
         def load(a):
             return torch.fx.node.map_arg(a, lambda n: env[n])
@@ -189,10 +294,12 @@ class Interpreter:
                 if name not in missing:
                     missing.append(name)
                 missing_nodes.append(node)
-                env[node] = _stand_in(node)
+                env[node] = _stand_in(node, symbolic)
                 continue
             try:
-                if not _any_symbolic((args, kwargs)) and node.op != 'call_module':
+                if _sizes_only(node, args, kwargs):  # s0 * s1, x.size(1) // 12: Python's arithmetic on Dims
+                    env[node] = node.target(*args, **kwargs)
+                elif not _any_symbolic((args, kwargs)) and node.op != 'call_module':
                     env[node] = _evaluate_with_torch(node, args, kwargs)
                 elif node.op == 'call_module':
                     env[node] = mapping(self.gm.get_submodule(node.target))(*args, **kwargs)
@@ -204,35 +311,55 @@ class Interpreter:
                               f'{" (" + where + ")" if where else ""} failed: {e}') from e
         if missing:
             raise UnmappedError(missing, missing_nodes)
-        return symbols, positions, output
+        return output
 
 
-def _stand_in(node):
-    """A symbolic tensor shaped like the node's example value (or None)."""
+def size_hint(size):
+    """The example's value of one of dynamo's sizes (a SymInt's hint), without adding a guard."""
+    if isinstance(size, torch.SymInt):
+        hint = getattr(size.node, 'hint', None)
+        return int(hint) if hint is not None else int(size)
+    return size
+
+
+def _stand_in(node, symbolic):
+    """A symbolic tensor shaped like the node's example value (or None); its sizes are Dims when
+    tracing ``symbolic``, else the example's values."""
+    def extent(size):
+        return _dim_of(size) if symbolic else size_hint(size)
+
     ex = node.meta.get('example_value')
     if isinstance(ex, torch.Tensor):
-        return hidet.symbol([int(s) for s in ex.shape], dtype_name(ex.dtype), 'cuda', name=node.name)
+        return hidet.symbol([extent(s) for s in ex.shape], dtype_name(ex.dtype), 'cuda', name=node.name)
     if isinstance(ex, (list, tuple)):
-        return type(ex)(hidet.symbol([int(s) for s in t.shape], dtype_name(t.dtype), 'cuda', name=node.name)
+        return type(ex)(hidet.symbol([extent(s) for s in t.shape], dtype_name(t.dtype), 'cuda', name=node.name)
                         if isinstance(t, torch.Tensor) else t for t in ex)
     return ex
 
 
+def _visit(value, found):
+    if isinstance(value, (list, tuple)):
+        for y in value:
+            _visit(y, found)
+    elif isinstance(value, dict):
+        for y in value.values():
+            _visit(y, found)
+    elif (isinstance(value, hidet.Tensor) and value.is_symbolic) or is_symbolic_size(value):
+        found.append(value)
+    return found
+
+
 def _any_symbolic(value):
-    found = []
+    """True when ``value`` holds a symbolic tensor or a symbolic size: the mapping runs."""
+    return bool(_visit(value, []))
 
-    def visit(x):
-        if isinstance(x, (list, tuple)):
-            for y in x:
-                visit(y)
-        elif isinstance(x, dict):
-            for y in x.values():
-                visit(y)
-        elif isinstance(x, hidet.Tensor) and x.is_symbolic:
-            found.append(x)
 
-    visit(value)
-    return bool(found)
+def _sizes_only(node, args, kwargs):
+    """A Python operator (operator.mul, getitem, ...) on sizes, some of them symbolic: no tensor."""
+    if node.op != 'call_function' or getattr(node.target, '__module__', None) not in ('_operator', 'operator'):
+        return False
+    found = _visit((args, kwargs), [])
+    return bool(found) and all(isinstance(v, hidet.Dim) for v in found)
 
 
 def _to_torch_value(x):

@@ -1,8 +1,11 @@
 """The operator mappings: torch functions, tensor methods and modules as hidet operators.
 
 Each mapping takes the torch operator's arguments (hidet tensors in place of torch tensors) and
-returns hidet tensors. Shapes are concrete when tracing (each input shape is compiled on its
-own), so ``x.size(0)`` is a Python int.
+returns hidet tensors. Sizes are Python ints, except with dynamic shapes (interpreter.py): a
+symbolic size is a hidet.Dim (``x.size(1)`` is the Dim s1), which takes Python's integer
+arithmetic and goes where an int goes in view, reshape, expand, arange and the *_like creations.
+A mapping that needs a size's value (int(d), a comparison) raises on a Dim, and the graph is then
+traced per shape.
 """
 import collections
 import math
@@ -13,7 +16,7 @@ import torch.nn.functional as F
 
 import hidet
 from hidet import Tensor, ops
-from .interpreter import dtype_name, torch_dtype
+from .interpreter import dtype_name, is_symbolic_size, symbolic_inputs, torch_dtype
 from .registry import HidetModule, register_function, register_method, register_module
 
 # ---------------------------------------------------------------------------- helpers
@@ -34,7 +37,13 @@ def _dims(dim, ndim):
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (list, tuple, torch.Size)):
         shape = shape[0]
-    return [int(s) for s in shape]
+    return [s if is_symbolic_size(s) else int(s) for s in shape]
+
+
+def _size_tuple(shape):
+    """x.shape for torch: a torch.Size, or a tuple when a size is symbolic (a hidet.Dim)."""
+    shape = tuple(shape)
+    return shape if any(is_symbolic_size(s) for s in shape) else torch.Size(shape)
 
 
 # ---------------------------------------------------------------------------- arithmetic
@@ -353,11 +362,11 @@ register_function(torch.nn.functional.dropout1d, torch.nn.functional.dropout2d)(
 @register_method('size')
 def tensor_size(x, dim=None):
     shape = tuple(x.shape)
-    return torch.Size(shape) if dim is None else shape[dim]
+    return _size_tuple(shape) if dim is None else shape[dim]
 
 
 register_method('dim')(lambda x: x.ndim)
-register_function(getattr)(lambda obj, name: getattr(obj, name) if name != 'shape' else torch.Size(obj.shape))
+register_function(getattr)(lambda obj, name: getattr(obj, name) if name != 'shape' else _size_tuple(obj.shape))
 
 
 @register_function(torch.arange)
@@ -365,7 +374,9 @@ def torch_arange(start, end=None, step=1, *, dtype=None, device=None, **kwargs):
     if end is None:
         start, end = 0, start
     name = dtype_name(dtype) if dtype is not None else (
-        'int64' if all(isinstance(v, int) for v in (start, end, step)) else 'float32')
+        'int64' if all(isinstance(v, (int, hidet.Dim)) for v in (start, end, step)) else 'float32')
+    if is_symbolic_size(start) or is_symbolic_size(end):  # arange(s1): a shape-generic operator
+        return ops.arange(start, end, int(step), name, symbolic_inputs())
     return hidet.arange(float(start), float(end), float(step), name, 'cuda')
 
 
@@ -509,6 +520,10 @@ def operator_getitem(x, index):
                 y = ops.unsqueeze(y, d)
             return y
         n = x.shape[dim]
+        if isinstance(item, slice) and item == slice(None):  # a whole axis (of any size, symbolic too)
+            out_dim += 1
+            dim += 1
+            continue
         if isinstance(item, int):
             i = item + n if item < 0 else item
             axes.append(dim), starts.append(i), stops.append(i + 1), steps.append(1)
@@ -1048,12 +1063,18 @@ def torch_roll(x, shifts, dims=None):
     return x
 
 
+def _full(shape, value, dtype, device):
+    if any(is_symbolic_size(s) for s in shape):  # a scalar broadcast to the symbolic shape
+        return ops.broadcast_to(hidet.full([1] * len(shape), float(value), dtype, device), shape)
+    return hidet.full(shape, float(value), dtype, device)
+
+
 def _like(x, value, dtype=None):
-    return hidet.full(list(x.shape), float(value), dtype_name(dtype) if dtype is not None else x.dtype, x.device)
+    return _full(list(x.shape), value, dtype_name(dtype) if dtype is not None else x.dtype, x.device)
 
 
 def _new(x, size, value, dtype=None):
-    return hidet.full(_shape_arg(size), float(value), dtype_name(dtype) if dtype is not None else x.dtype, x.device)
+    return _full(_shape_arg(size), value, dtype_name(dtype) if dtype is not None else x.dtype, x.device)
 
 
 register_function(torch.zeros_like)(lambda x, *, dtype=None, **kw: _like(x, 0, dtype))

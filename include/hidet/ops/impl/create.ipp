@@ -37,6 +37,39 @@ HIDET_INLINE Tensor arange(double start, double stop, double step, DataType dtyp
                           device, [&](const Idx &i) { return Expr(lang::cast(i[0], dtypes::f64) * step + start); });
 }
 
+HIDET_INLINE Tensor arange_dims(const Dim &start, const Dim &stop, std::int64_t step, DataType dtype,
+                               const std::vector<Tensor> &shape_of) {
+  Device device = shape_of.empty() ? Device::cuda() : detail::common_device("arange", shape_of);
+  if (start.is_constant() && stop.is_constant())
+    return arange(double(start.value()), double(stop.value()), double(step), dtype, device);
+  if (step <= 0)
+    throw ValueError(str_cat("arange: symbolic bounds [", start, ", ", stop, ") take a positive step, got ", step));
+  for (const Dim &bound : {start, stop})
+    for (const auto &name : bound.symbols()) {
+      bool found = false;
+      for (const auto &x : shape_of)
+        for (const Dim &d : x.sym_shape())
+          for (const auto &n : d.symbols()) found = found || n == name;
+      if (!found)
+        throw ValueError(str_cat("arange: the symbol ", name, " of the bounds [", start, ", ", stop,
+                                 ") is no extent of the tensors given in shape_of"));
+    }
+  Dim length = (stop - start + Dim(step - 1)) / Dim(step); // stop >= start: as dynamo guards sizes
+  std::string attrs = str_cat("start=", start, ", stop=", stop, ", step=", step, ", dtype=", dtype);
+  return run_task(
+      str_cat("arange{", attrs, "}"),
+      [&] {
+        std::vector<TensorDef> refs;
+        for (std::size_t i = 0; i < shape_of.size(); ++i)
+          refs.push_back(input(str_cat("shape_of", i), shape_of[i].sym_shape(), shape_of[i].dtype()));
+        auto y = compute("arange", Extents{length}, [&](const Idx &i) {
+          return Expr(lang::cast(i[0], dtypes::f64) * double(step) + lang::cast(dim_expr(start), dtypes::f64));
+        }, dtype);
+        return Task{"arange", refs, {y}, attrs, {}};
+      },
+      shape_of)[0];
+}
+
 HIDET_INLINE Tensor linspace(double start, double stop, std::int64_t num, DataType dtype, Device device) {
   if (num < 0) throw ValueError(str_cat("linspace: num must be non-negative, got ", num));
   double step = num > 1 ? (stop - start) / double(num - 1) : 0;
