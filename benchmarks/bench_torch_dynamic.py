@@ -1,14 +1,16 @@
 """Benchmark: dynamic shapes through torch.compile(dynamic=True) on the GPU. Each model is called
 at a series of new sizes (BERT-base and GPT-2: sequence lengths at batch 1; ResNet-50: batch
 sizes), and each strategy runs in its own process on a fresh hidet kernel cache (inductor's
-caches off), so that every new shape's compile is counted:
+caches off), so that every new shape's compile is counted. The text models are compiled with
+torch.compile(dynamic=True); ResNet-50 marks the batch dynamic (torch._dynamo.mark_dynamic(x, 0)):
+with dynamic=True its image sizes would be symbols too.
 
 - hidet generic:   traced once on dynamo's symbols, optimized once, shape-generic kernels
                    (hidet.torch.dynamo_config.dynamic_shapes('generic'), the default)
 - hidet per_shape: traced once, each shape specialized, optimized and compiled
 - hidet static:    torch.compile(dynamic=False): dynamo and hidet trace every shape anew
-- inductor:        torch.compile(dynamic=True), mode default (no CUDA graphs: one graph serves
-                   every shape)
+- inductor:        dynamic as hidet's, mode default (no CUDA graphs: one graph serves every
+                   shape)
 
 Columns: the first call at the first size (trace and compile), the slowest and the mean first
 call at each later new size, their total, hidet's fx traces, the replay latency at the first
@@ -69,15 +71,19 @@ def run_one(name, mode):
 
     model, inputs = make(name)
     sizes = MODELS[name]
+    batch_dynamic = name.startswith('resnet')  # mark_dynamic(x, 0) rather than dynamic=True
+    dynamic = False if mode == 'hidet static' else (None if batch_dynamic else True)
     with torch.no_grad():
         if mode == 'inductor':
-            f = torch.compile(model, dynamic=True)
+            f = torch.compile(model, dynamic=dynamic)
         else:
             hidet.torch.dynamo_config.dynamic_shapes('per_shape' if mode == 'hidet per_shape' else 'generic')
-            f = torch.compile(model, backend=backend, dynamic=mode != 'hidet static')
+            f = torch.compile(model, backend=backend, dynamic=dynamic)
         firsts, err = [], 0.0
         for s in sizes:
             args = inputs(s)
+            if batch_dynamic and dynamic is None:
+                torch._dynamo.mark_dynamic(args[0], 0)
             torch.cuda.synchronize()
             t0 = time.time()
             got = first(f(*args)).float()

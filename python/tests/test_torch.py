@@ -419,13 +419,16 @@ def test_dynamic_shapes_arange_and_creation_of_symbolic_sizes():
         def __init__(self):
             super().__init__()
             self.pos = nn.Embedding(64, 8)
+            self.register_buffer('ids', torch.arange(64).flip(0).reshape(1, 64))
 
         def forward(self, x):
             b, s, d = x.shape
             p = self.pos(torch.arange(s, device=x.device))  # [s, 8]: an Arange of the symbol
+            q = self.pos(self.ids[:, 1:s + 1])  # a constant sliced at symbolic bounds (BERT's position ids)
             ones = x.new_ones(b, s, 1)
             z = torch.zeros_like(x)
-            return x + p * ones + z, torch.arange(1, s + 1, device=x.device).float().sum(0, keepdim=True)
+            last = x[:, -1] + x[:, s // 2] + x[-1, 1:].sum(0)  # symbolic indices and slices
+            return x + p * ones + z + q, torch.arange(1, s + 1, device=x.device).float().sum(0, keepdim=True), last
 
     calls = []
     m = Positions().to(DEVICE).eval()
@@ -434,18 +437,18 @@ def test_dynamic_shapes_arange_and_creation_of_symbolic_sizes():
         for shape in [(2, 5, 8), (3, 11, 8), (4, 7, 8)]:
             x = r(*shape)
             got, want = f(x), m(x)
-            assert_close(got[0], want[0], atol=1e-5)
-            assert_close(got[1], want[1], atol=1e-5)
+            for g, w in zip(got, want):
+                assert_close(g, w, atol=1e-5)
     assert calls[0].num_traces == 1 and not calls[0].cache
 
 
 def test_dynamic_shapes_fall_back_to_per_shape_tracing_with_a_log_line(capsys):
-    """A mapping that needs a size's value (here a slice ending at s // 2) cannot trace on the
-    symbols: the graph is compiled per shape, and the log says so once."""
+    """A mapping that needs a size's value (here chunk's piece sizes) cannot trace on the symbols:
+    the graph is compiled per shape, and the log says so once."""
     calls = []
 
     def half(x):
-        return x[:, : x.shape[1] // 2] * 2
+        return x.chunk(2, dim=1)[0] * 2
 
     f = torch.compile(half, backend=_counting_backend(calls), dynamic=True)
     for shape in [(2, 6), (3, 10), (4, 8)]:

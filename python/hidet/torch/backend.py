@@ -175,9 +175,9 @@ class HidetCompiledModel:
             if skey not in self.generic:
                 try:
                     self.generic[skey] = self.compile_symbolic(args)
-                except UnmappedError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - any reason: traced per shape, and said so
+                except Exception as e:  # noqa: BLE001 - any reason: traced per shape, and said so. An
+                    # operator unmapped here may be one PyTorch evaluates at constant shapes
+                    # (torch.ones(s0, s1)); one unmapped at every shape raises there.
                     self.symbolic = False
                     reason = str(e).splitlines()[0] if str(e) else type(e).__name__
                     print(f'hidet: this graph is compiled per input shape; it does not trace once on dynamo\'s '

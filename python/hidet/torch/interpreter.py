@@ -344,6 +344,8 @@ def _visit(value, found):
     elif isinstance(value, dict):
         for y in value.values():
             _visit(y, found)
+    elif isinstance(value, slice):
+        _visit((value.start, value.stop, value.step), found)
     elif (isinstance(value, hidet.Tensor) and value.is_symbolic) or is_symbolic_size(value):
         found.append(value)
     return found
@@ -359,7 +361,11 @@ def _sizes_only(node, args, kwargs):
     if node.op != 'call_function' or getattr(node.target, '__module__', None) not in ('_operator', 'operator'):
         return False
     found = _visit((args, kwargs), [])
-    return bool(found) and all(isinstance(v, hidet.Dim) for v in found)
+    if not found or not all(isinstance(v, hidet.Dim) for v in found):
+        return False
+    tensors = []
+    torch.fx.node.map_aggregate((args, kwargs), lambda v: tensors.append(v) if isinstance(v, hidet.Tensor) else None)
+    return not tensors
 
 
 def _to_torch_value(x):

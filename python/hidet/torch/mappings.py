@@ -498,6 +498,7 @@ def operator_getitem(x, index):
         fill = x.ndim - (len(index) - 1 - sum(1 for i in index if i is None))
         index = index[:k] + (slice(None),) * (fill - k + sum(1 for i in index[:k] if i is None)) + index[k + 1:]
     axes, starts, stops, steps, squeeze, unsqueeze = [], [], [], [], [], []
+    takes = []  # (axis, start, stop, step) of symbolic slices
     dim = 0
     out_dim = 0
     for item in index:
@@ -510,6 +511,8 @@ def operator_getitem(x, index):
                 raise NotImplementedError('indexing with a boolean tensor or several tensors is not mapped yet')
             # x[..., idx, ...]: take along this axis; the index's dimensions replace it.
             y = ops.slice(x, axes, starts, stops, steps) if axes else x
+            for d, start, stop, step in takes:
+                y = ops.take(y, ops.arange(start, stop, step, 'int64', symbolic_inputs()), d)
             y = ops.take(y, item, dim)
             rest = index[index.index(item) + 1:]
             if rest:
@@ -524,7 +527,14 @@ def operator_getitem(x, index):
             out_dim += 1
             dim += 1
             continue
-        if isinstance(item, int):
+        if _symbolic_item(item, n):  # bounds or extent symbolic: a take of an arange (shape-generic)
+            start, stop, step = _symbolic_bounds(item, n)
+            takes.append((dim, start, stop, step))
+            if not isinstance(item, slice):  # an index (an int or a size): the axis goes
+                squeeze.append(dim)
+            else:
+                out_dim += 1
+        elif isinstance(item, int):
             i = item + n if item < 0 else item
             axes.append(dim), starts.append(i), stops.append(i + 1), steps.append(1)
             squeeze.append(dim)
@@ -535,11 +545,38 @@ def operator_getitem(x, index):
             out_dim += 1
         dim += 1
     y = ops.slice(x, axes, starts, stops, steps) if axes else x
+    for d, start, stop, step in takes:
+        y = ops.take(y, ops.arange(start, stop, step, 'int64', symbolic_inputs()), d)
     if squeeze:
         y = ops.squeeze(y, squeeze)
     for d in unsqueeze:
         y = ops.unsqueeze(y, d)
     return y
+
+
+def _symbolic_item(item, n):
+    if isinstance(item, slice):
+        return any(is_symbolic_size(v) for v in (n, item.start, item.stop, item.step))
+    return is_symbolic_size(n) or is_symbolic_size(item)
+
+
+def _symbolic_bounds(item, n):
+    """(start, stop, step) of an index or slice on an axis of extent n, where n or a bound is a
+    symbolic size: negative ints count from the end; symbolic bounds are taken to lie in [0, n]
+    (Python would clamp them; dynamo's sizes do)."""
+    if not isinstance(item, slice):
+        i = item + n if isinstance(item, int) and item < 0 else item
+        return i, i + 1, 1
+    step = 1 if item.step is None else item.step
+    if not isinstance(step, int) or step <= 0:
+        raise NotImplementedError(f'a slice of step {step} on a symbolic axis')
+
+    def bound(v, default):
+        if v is None:
+            return default
+        return v + n if isinstance(v, int) and v < 0 else v
+
+    return bound(item.start, 0), bound(item.stop, n), step
 
 
 # ---------------------------------------------------------------------------- reductions
@@ -1077,6 +1114,18 @@ def _new(x, size, value, dtype=None):
     return _full(_shape_arg(size), value, dtype_name(dtype) if dtype is not None else x.dtype, x.device)
 
 
+def _creation(value):
+    def mapping(*size, dtype=None, **kwargs):  # reached with a symbolic size (else PyTorch makes a constant)
+        dtype = dtype_name(dtype) if dtype is not None else dtype_name(torch.get_default_dtype())
+        return _full(_shape_arg(size), value, dtype, 'cuda')
+    return mapping
+
+
+register_function(torch.zeros, torch.empty)(_creation(0))
+register_function(torch.ones)(_creation(1))
+register_function(torch.full)(lambda size, fill_value, *, dtype=None, **kw: _full(
+    _shape_arg([size]), fill_value, dtype_name(dtype) if dtype is not None else (
+        'float32' if isinstance(fill_value, float) else 'bool' if isinstance(fill_value, bool) else 'int64'), 'cuda'))
 register_function(torch.zeros_like)(lambda x, *, dtype=None, **kw: _like(x, 0, dtype))
 register_function(torch.ones_like)(lambda x, *, dtype=None, **kw: _like(x, 1, dtype))
 register_function(torch.full_like)(lambda x, value, *, dtype=None, **kw: _like(x, value, dtype))

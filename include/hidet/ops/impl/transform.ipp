@@ -263,13 +263,12 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
     throw ValueError(str_cat("take: indices must be integers, got dtype ", indices.dtype(), " of shape ",
                              shape_str(indices.sym_shape())));
   const SymShape xs = x.sym_shape(), is = indices.sym_shape();
-  if (!xs[std::size_t(ax)].is_constant())
-    throw ValueError(str_cat("take: axis ", ax, " of the tensor of shape ", shape_str(xs),
-                             " is symbolic; the axis taken from needs a constant extent"));
   SymShape out(xs.begin(), xs.begin() + ax);
   out.insert(out.end(), is.begin(), is.end());
   out.insert(out.end(), xs.begin() + ax + 1, xs.end());
-  std::int64_t n = xs[std::size_t(ax)].value();
+  // The extent taken from (a symbol's value is at least 1, as dynamo's sizes are).
+  const Dim n = xs[std::size_t(ax)];
+  const Dim last = n.is_constant() ? Dim(std::max<std::int64_t>(n.value() - 1, 0)) : n - 1;
   return run_task(
       str_cat("take{axis=", ax, "}"),
       [&] {
@@ -278,8 +277,8 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
         auto y = compute("take", out, [&](const Idx &i) {
           Idx ii(i.begin() + ax, i.begin() + ax + indices.ndim());
           Expr k = lang::cast(ix.at(ii), dtypes::i32);
-          k = lang::select(k < 0, k + int(n), k);
-          k = lang::min(lang::max(k, 0), int(std::max<std::int64_t>(n - 1, 0)));
+          k = lang::select(k < 0, k + dim_expr(n), k);
+          k = lang::min(lang::max(k, 0), dim_expr(last));
           Idx j(i.begin(), i.begin() + ax);
           j.push_back(k);
           for (std::size_t d = ax + indices.ndim(); d < i.size(); ++d) j.push_back(i[d]);
