@@ -72,6 +72,13 @@ TEST_CASE("division and modulo simplify exactly when they may") {
   CHECK((2 * h).str() == "2*((n + 1) / 2)");
   CHECK(h == (n + 1) / 2);
   CHECK((n / s).str() == "n / s");
+  // A divisor of one term divides a multiple of it exactly (a reshape's -1: 768*s / (64*s)).
+  CHECK((768 * s) / (64 * s) == Dim(12));
+  CHECK((6 * n * s + 4 * s * h) / (2 * s) == 3 * n + 2 * h);
+  CHECK((n * s) / s == n);
+  CHECK((n * s) % s == Dim(0));
+  CHECK(((3 * n * s) / (2 * s)).str() == "(3*n*s) / (2*s)"); // 3n/2 is not exact: an atom
+  CHECK((n * s + 1) / s != n);
   CHECK(hidet::max(n, s) == hidet::max(s, n));
   CHECK(hidet::max(n, n) == n);
 }

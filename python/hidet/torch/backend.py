@@ -52,6 +52,7 @@ class _Compiled:
         self.positions, self.rebuild = positions, rebuild
         self.symbolic_outputs, self.constants = symbolic_outputs, constants
         self.dispatch = dispatch  # a hidet.ShapeDispatch: the graph traced on symbolic sizes
+        self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic' or 'per_shape'
 
 
 class HidetCompiledModel:
@@ -83,13 +84,17 @@ class HidetCompiledModel:
         graph = hidet.trace_from(symbolic, symbols)
         if not graph.has_symbolic_extents:
             raise NotSymbolic('no input extent is symbolic')
+        strategy = cfg._dynamic_shapes
+        if strategy == 'auto':
+            strategy = 'per_shape' if any(n.startswith('Conv') for n in graph.node_names()) else 'generic'
         dispatch = hidet.ShapeDispatch(
             graph, mixed_precision='float16' if cfg._use_fp16 else None, layout_nhwc=cfg._use_nhwc,
             verbose=cfg._verbose, tensor_cores=cfg._use_tensor_core, parallel_k=cfg._parallel_k,
             reduce_precision='float16' if cfg._use_fp16_reduction else None,
-            shape_generic=cfg._dynamic_shapes == 'generic',
+            shape_generic=strategy == 'generic',
             cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
         entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch)
+        entry.strategy = strategy
         inputs = [to_hidet(args[i]) for i in positions]
         dispatch.run(inputs)  # optimizes and compiles now, at the example's sizes
         if cfg._correctness_report or cfg._profile:
@@ -105,7 +110,7 @@ class HidetCompiledModel:
         if cfg._verbose:
             names = sorted({n for x in symbols for d in x.shape if is_symbolic_size(d) for n in d.symbols})
             print(f'hidet: traced a graph of {graph.num_nodes} operators once for all values of '
-                  f'{", ".join(names)} ({cfg._dynamic_shapes} kernels); first shape compiled in '
+                  f'{", ".join(names)} ({strategy} kernels); first shape compiled in '
                   f'{time.time() - t0:.2f} s', file=sys.stderr)
         return entry
 

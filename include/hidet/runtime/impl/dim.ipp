@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <sstream>
 
 #include "hidet/error.hpp"
@@ -247,6 +248,37 @@ HIDET_INLINE Dim operator*(const Dim &a, const Dim &b) {
   return Dim::from_terms(std::move(t));
 }
 
+namespace runtime::detail {
+/// a / b when b is one term c * x1 * ... and every term of a is a multiple of it (768*s / 64*s =
+/// 12): the quotient, exact for every value of the symbols; else nullopt.
+HIDET_INLINE std::optional<Dim> exact_quotient(const Dim &a, const Dim &b) {
+  if (b.terms().size() != 1 || b.terms()[0].coef == 0) return std::nullopt;
+  const DimTerm &d = b.terms()[0];
+  Dim q;
+  for (const DimTerm &t : a.terms()) {
+    if (t.coef % d.coef != 0) return std::nullopt;
+    std::vector<std::shared_ptr<const DimAtom>> left = t.atoms;
+    for (const auto &x : d.atoms) {
+      auto it = std::find_if(left.begin(), left.end(), [&](const auto &y) { return y->key == x->key; });
+      if (it == left.end()) return std::nullopt;
+      left.erase(it);
+    }
+    Dim term(t.coef / d.coef);
+    for (const auto &x : left) {
+      switch (x->kind) {
+      case DimAtom::Symbol: term = term * Dim::symbol(x->name); break;
+      case DimAtom::Div: term = term * (x->a / x->b); break;
+      case DimAtom::Mod: term = term * (x->a % x->b); break;
+      case DimAtom::Max: term = term * max(x->a, x->b); break;
+      case DimAtom::Min: term = term * min(x->a, x->b); break;
+      }
+    }
+    q = q + term;
+  }
+  return q;
+}
+} // namespace runtime::detail
+
 HIDET_INLINE Dim operator/(const Dim &a, const Dim &b) {
   if (b.is_constant()) {
     std::int64_t c = b.value();
@@ -262,6 +294,7 @@ HIDET_INLINE Dim operator/(const Dim &a, const Dim &b) {
     return p + atom;
   }
   if (a == b) return Dim(1);
+  if (auto q = runtime::detail::exact_quotient(a, b)) return *q;
   Dim atom;
   atom.terms_.push_back(DimTerm{1, {runtime::detail::make_atom(DimAtom::Div, a, b)}});
   return atom;
@@ -279,7 +312,7 @@ HIDET_INLINE Dim operator%(const Dim &a, const Dim &b) {
     atom.terms_.push_back(DimTerm{1, {runtime::detail::make_atom(DimAtom::Mod, r, b)}});
     return atom;
   }
-  if (a == b) return Dim(0);
+  if (a == b || runtime::detail::exact_quotient(a, b)) return Dim(0);
   Dim atom;
   atom.terms_.push_back(DimTerm{1, {runtime::detail::make_atom(DimAtom::Mod, a, b)}});
   return atom;
