@@ -364,7 +364,7 @@ def test_dynamic_shapes_trace_once_for_all_sizes():
     assert len(calls) == 1  # dynamo traced once (symbolic batch)
     model = calls[0]
     assert model.num_traces == 1 and not model.cache  # hidet traced the fx graph once, on the symbol
-    (entry,) = model.generic.values()
+    (entry,) = model.symbolic_entries.values()
     assert entry.dispatch.num_compilations == 3  # each distinct batch size compiled once (n = 3 again: cached)
     assert len(entry.positions) == 1  # the graph takes x alone: the weights and the buffer are constants
     x = entry.graph.inputs[0]
@@ -377,9 +377,11 @@ def test_dynamic_shapes_trace_once_for_all_sizes():
 ])
 def test_dynamic_shapes_models_compile_the_graph_once(model_cls, shapes):
     """torch.compile(dynamic=True): batch and sequence sizes are dynamo's symbols. hidet traces the
-    graph once. The transformer (dynamic_shapes 'auto': generic) is optimized once and every new
-    shape reuses its shape-generic kernels; the CNN ('auto': per_shape) specializes each shape."""
+    graph once. The CNN (dynamic_shapes 'per_shape', the default) specializes each shape; the
+    transformer ('generic') is optimized once and every new shape reuses its shape-generic kernels."""
     calls = []
+    if model_cls is TinyTransformer:
+        hidet.torch.dynamo_config.dynamic_shapes('generic')
     model = model_cls().to(DEVICE).eval()
     f = torch.compile(model, backend=_counting_backend(calls), dynamic=True)
     with torch.no_grad():
@@ -387,7 +389,7 @@ def test_dynamic_shapes_models_compile_the_graph_once(model_cls, shapes):
             x = r(*shape)
             assert_close(f(x), model(x), atol=1e-4)
     assert len(calls) == 1 and calls[0].num_traces == 1 and not calls[0].cache
-    (entry,) = calls[0].generic.values()
+    (entry,) = calls[0].symbolic_entries.values()
     assert entry.dispatch.num_compilations == len(set(shapes))
     if model_cls is SmallCNN:
         assert entry.strategy == 'per_shape'
@@ -398,10 +400,11 @@ def test_dynamic_shapes_models_compile_the_graph_once(model_cls, shapes):
 
 
 def test_dynamic_shapes_per_shape_strategy_and_automatic_dynamic():
-    """dynamic_shapes('per_shape'): traced once, each shape specialized and optimized on its own.
-    Without dynamic=True dynamo compiles the first shape statically, then marks the changed size
-    dynamic: the second graph is symbolic."""
+    """dynamic_shapes('per_shape') (the default): traced once, each shape specialized and optimized
+    on its own. Without dynamic=True dynamo compiles the first shape statically, then marks the
+    changed size dynamic: the second graph is symbolic."""
     calls = []
+    assert hidet.torch.dynamo_config._dynamic_shapes == 'per_shape'
     hidet.torch.dynamo_config.dynamic_shapes('per_shape')
     model = TinyTransformer().to(DEVICE).eval()
     f = torch.compile(model, backend=_counting_backend(calls))
@@ -409,9 +412,9 @@ def test_dynamic_shapes_per_shape_strategy_and_automatic_dynamic():
         for shape in [(2, 9, 32), (2, 5, 32), (2, 7, 32)]:
             x = r(*shape)
             assert_close(f(x), model(x), atol=1e-4)
-    assert len(calls) == 2 and calls[0].num_traces == 1 and not calls[0].generic
+    assert len(calls) == 2 and calls[0].num_traces == 1 and not calls[0].symbolic_entries
     assert calls[1].num_traces == 1 and not calls[1].cache
-    (entry,) = calls[1].generic.values()
+    (entry,) = calls[1].symbolic_entries.values()
     assert entry.dispatch.num_compilations == 2
     with pytest.raises(ValueError, match='generic_graph|shape_generic'):
         entry.dispatch.generic_graph()
@@ -461,7 +464,7 @@ def test_dynamic_shapes_fall_back_to_per_shape_tracing_with_a_log_line(capsys):
         assert_close(f(x), half(x), atol=1e-6)
     err = capsys.readouterr().err
     assert err.count('compiled per input shape') == 1, err
-    assert len(calls) == 1 and not calls[0].generic and len(calls[0].cache) == 3
+    assert len(calls) == 1 and not calls[0].symbolic_entries and len(calls[0].cache) == 3
 
 
 def test_dim_arithmetic_and_symbolic_shapes_in_python():
@@ -485,7 +488,7 @@ def test_dim_arithmetic_and_symbolic_shapes_in_python():
     for shape in [(2, 5, 16), (3, 7, 16)]:
         a = hidet.randn(list(shape))
         got = dispatch.run([a])[0].torch()
-        want = a.torch() + torch.arange(shape[1]).float().reshape(1, -1, 1)
+        want = a.torch() + torch.arange(shape[1], device=got.device).float().reshape(1, -1, 1)
         assert_close(got, want, atol=1e-6)
     assert dispatch.num_compilations == 2
 

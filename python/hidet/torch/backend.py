@@ -9,7 +9,8 @@ without copies (DLPack), run on torch's current stream and return torch tensors.
 
 A graph with dynamo's symbolic sizes (dynamic shapes) is traced once on the symbols into a
 FlowGraph with symbolic extents and run by a hidet.ShapeDispatch: with
-dynamo_config.dynamic_shapes('generic'), optimized once, and each new shape reuses the
+dynamo_config.dynamic_shapes('per_shape') (the default) each new shape is specialized, optimized
+and compiled; with 'generic' the graph is optimized once and each new shape reuses its
 shape-generic kernels (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
 it is traced per shape as above, and the log says why.
 """
@@ -66,7 +67,7 @@ class HidetCompiledModel:
         self.key_positions = None  # the arguments that are not parameters or buffers
         # Dynamo's dynamic shapes: traced once on the symbols (compile_symbolic) unless that fails.
         self.symbolic = has_symbolic_sizes(gm)
-        self.generic = {}  # the _Compiled of the symbolic trace, per value of the scalar inputs
+        self.symbolic_entries = {}  # the _Compiled of the symbolic trace, per value of the scalar inputs
 
     def compile_symbolic(self, args):
         """The graph traced once on dynamo's symbolic sizes, run by a ShapeDispatch (see the top)."""
@@ -85,8 +86,6 @@ class HidetCompiledModel:
         if not graph.has_symbolic_extents:
             raise NotSymbolic('no input extent is symbolic')
         strategy = cfg._dynamic_shapes
-        if strategy == 'auto':
-            strategy = 'per_shape' if any(n.startswith('Conv') for n in graph.node_names()) else 'generic'
         dispatch = hidet.ShapeDispatch(
             graph, mixed_precision='float16' if cfg._use_fp16 else None, layout_nhwc=cfg._use_nhwc,
             verbose=cfg._verbose, tensor_cores=cfg._use_tensor_core, parallel_k=cfg._parallel_k,
@@ -177,9 +176,9 @@ class HidetCompiledModel:
     def entry_for(self, args):
         if self.symbolic:
             skey = self.scalar_key(args)
-            if skey not in self.generic:
+            if skey not in self.symbolic_entries:
                 try:
-                    self.generic[skey] = self.compile_symbolic(args)
+                    self.symbolic_entries[skey] = self.compile_symbolic(args)
                 except Exception as e:  # noqa: BLE001 - any reason: traced per shape, and said so. An
                     # operator unmapped here may be one PyTorch evaluates at constant shapes
                     # (torch.ones(s0, s1)); one unmapped at every shape raises there.
@@ -188,7 +187,7 @@ class HidetCompiledModel:
                     print(f'hidet: this graph is compiled per input shape; it does not trace once on dynamo\'s '
                           f'symbolic sizes: {reason}', file=sys.stderr)
             if self.symbolic:
-                return self.generic[skey]
+                return self.symbolic_entries[skey]
         key = self.key_of(args)
         entry = self.cache.get(key)
         if entry is None:
@@ -218,13 +217,13 @@ class HidetCompiledModel:
     def num_compilations(self):
         """Graphs compiled so far: one per shape traced per shape, and the shapes the symbolic
         trace's ShapeDispatch compiled."""
-        generic = sum(e.dispatch.num_compilations for e in self.generic.values() if e.dispatch is not None)
+        generic = sum(e.dispatch.num_compilations for e in self.symbolic_entries.values() if e.dispatch is not None)
         return len(self.cache) + generic
 
     @property
     def num_traces(self):
         """fx-graph traces so far: one per shape, or one for all shapes (dynamic shapes)."""
-        return len(self.cache) + len(self.generic)
+        return len(self.cache) + len(self.symbolic_entries)
 
 
 def _has_sizes(output):
