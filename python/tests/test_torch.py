@@ -47,6 +47,13 @@ CASES = {
     'getitem_split_cat': (lambda a: torch.cat([a[:, :3], a[:, 5:], a[1:2].expand(4, 9)[:, :1]], dim=1), [r(4, 9)]),
     'getitem_none_ellipsis': (lambda a: a[..., 1] + a[:, None, 0, ::2].sum(-1) + a[-1, :, 0], [r(3, 4, 6)]),
     'chunk_stack': (lambda a: torch.stack(a.chunk(3, dim=1), dim=0).sum(0), [r(5, 12)]),
+    # Integer tensors at adjacent positions index together (broadcast, negative entries from the end).
+    'getitem_tensors': (lambda a, i, j: a[i, j] + a[:, i, j].sum(0).unsqueeze(-1),
+                        [r(5, 6, 6), torch.tensor([[0], [4], [-1]], device=DEVICE),
+                         torch.tensor([[1, -2, 5, 0]], device=DEVICE)]),
+    'diff': (lambda a, b: torch.diff(a, dim=1) + torch.diff(a, n=2, dim=1, prepend=b[:, :1]) +
+             torch.diff(a, dim=1, append=b)[:, :6],
+             [r(4, 7), r(4, 2)]),
     'where_masked_fill': (lambda a, b: torch.where(a > 0, a, b).masked_fill(b < -1, 0.5), [r(6, 7), r(6, 7)]),
     'sdpa': (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [r(2, 3, 9, 16)] * 3),
     'clamp_tensor_bounds_isinf_any': (lambda a: torch.clamp(a, min=-torch.where(torch.isinf(a).any(), 2.0, 1.5),
@@ -448,6 +455,30 @@ def test_dynamic_shapes_arange_and_creation_of_symbolic_sizes():
             for g, w in zip(got, want):
                 assert_close(g, w, atol=1e-5)
     assert calls[0].num_traces == 1 and not calls[0].cache
+
+
+def test_dynamic_shapes_trace_mask_functions_like_transformers():
+    """transformers' mask functions (GPT-2, Llama) under dynamic=True: position ids, torch.diff,
+    a cumsum, integer tensors indexing together, torch.Size of symbolic sizes."""
+    def model(x):
+        b, s, d = x.shape
+        pos = torch.arange(s, device=x.device).unsqueeze(0)
+        packed = (torch.diff(pos, prepend=pos[:, :1] - 1, dim=-1) != 1).cumsum(-1)
+        bi = torch.arange(1, device=x.device)[:, None, None, None]
+        qi = torch.arange(s, device=x.device)[None, None, :, None]
+        ki = torch.arange(s, device=x.device)[None, None, None, :]
+        pe = pos.expand(1, -1)
+        mask = (pe[bi, ki] <= pe[bi, qi]) & (packed[bi, qi] == packed[bi, ki])
+        q = x.view(torch.Size([b, s, 2, 4])).transpose(1, 2)  # d symbolic too: 2 * (d // 2) != d
+        a = F.scaled_dot_product_attention(q, q, q, attn_mask=mask.expand(b, -1, s, s))
+        return a.transpose(1, 2).reshape(b, s, d)
+
+    calls = []
+    f = torch.compile(model, backend=_counting_backend(calls), dynamic=True)
+    for shape in [(2, 5, 8), (3, 9, 8), (2, 6, 8)]:
+        x = r(*shape)
+        assert_close(f(x), model(x), atol=1e-5)
+    assert len(calls) == 1 and calls[0].num_traces == 1 and not calls[0].cache
 
 
 def test_dynamic_shapes_fall_back_to_per_shape_tracing_with_a_log_line(capsys):

@@ -184,6 +184,8 @@ class HidetCompiledModel:
                     # (torch.ones(s0, s1)); one unmapped at every shape raises there.
                     self.symbolic = False
                     reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    if isinstance(e, UnmappedError):
+                        reason = f'no mapping on symbolic sizes for {", ".join(e.names)}'
                     print(f'hidet: this graph is compiled per input shape; it does not trace once on dynamo\'s '
                           f'symbolic sizes: {reason}', file=sys.stderr)
             if self.symbolic:

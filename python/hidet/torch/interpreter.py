@@ -332,9 +332,10 @@ def _stand_in(node, symbolic):
     if isinstance(ex, torch.Tensor):
         return hidet.symbol([extent(s) for s in ex.shape], dtype_name(ex.dtype), 'cuda', name=node.name)
     if isinstance(ex, (list, tuple)):
-        return type(ex)(hidet.symbol([extent(s) for s in t.shape], dtype_name(t.dtype), 'cuda', name=node.name)
-                        if isinstance(t, torch.Tensor) else t for t in ex)
-    return ex
+        items = [hidet.symbol([extent(s) for s in t.shape], dtype_name(t.dtype), 'cuda', name=node.name)
+                 if isinstance(t, torch.Tensor) else extent(t) if isinstance(t, torch.SymInt) else t for t in ex]
+        return items if isinstance(ex, list) else tuple(items)
+    return extent(ex) if isinstance(ex, torch.SymInt) else ex
 
 
 def _visit(value, found):

@@ -366,6 +366,7 @@ def tensor_size(x, dim=None):
 
 
 register_method('dim')(lambda x: x.ndim)
+register_function(torch.Size)(lambda sizes=(): _size_tuple(sizes))  # torch.Size([1, s0, 192]) of symbolic sizes
 register_function(getattr)(lambda obj, name: getattr(obj, name) if name != 'shape' else _size_tuple(obj.shape))
 
 
@@ -507,16 +508,28 @@ def operator_getitem(x, index):
             out_dim += 1
             continue
         if isinstance(item, Tensor):
-            if len([i for i in index if isinstance(i, Tensor)]) > 1 or item.dtype == 'bool':
-                raise NotImplementedError('indexing with a boolean tensor or several tensors is not mapped yet')
-            # x[..., idx, ...]: take along this axis; the index's dimensions replace it.
+            # x[..., i0, i1, ..., rest]: integer tensors at adjacent positions index their axes
+            # together (broadcast against each other, numpy's rule); their broadcast shape
+            # replaces those axes.
+            first = next(k for k, i in enumerate(index) if i is item)
+            last = first
+            while last < len(index) and isinstance(index[last], Tensor):
+                last += 1
+            tensors = list(index[first:last])
+            if any(isinstance(i, Tensor) for i in index[last:]) or any(t.dtype == 'bool' for t in tensors):
+                raise NotImplementedError('indexing with a boolean tensor, or with integer tensors at positions '
+                                          'that are not adjacent, is not mapped yet')
             y = ops.slice(x, axes, starts, stops, steps) if axes else x
             for d, start, stop, step in takes:
                 y = ops.take(y, ops.arange(start, stop, step, 'int64', symbolic_inputs()), d)
-            y = ops.take(y, item, dim)
-            rest = index[index.index(item) + 1:]
+            flat = tensors[0] if len(tensors) == 1 else _flat_index(y, tensors, dim)
+            if len(tensors) > 1:  # the indexed axes merged into one, indexed by the flat index
+                y = ops.reshape(y, list(y.shape[:dim]) + [_prod(y.shape[dim:dim + len(tensors)])] +
+                                list(y.shape[dim + len(tensors):]))
+            y = ops.take(y, flat, dim)
+            rest = index[last:]
             if rest:
-                y = operator_getitem(y, (slice(None),) * (dim + item.ndim) + tuple(rest))
+                y = operator_getitem(y, (slice(None),) * (dim + flat.ndim) + tuple(rest))
             if squeeze:
                 y = ops.squeeze(y, squeeze)
             for d in unsqueeze:
@@ -552,6 +565,43 @@ def operator_getitem(x, index):
     for d in unsqueeze:
         y = ops.unsqueeze(y, d)
     return y
+
+
+@register_function(torch.diff)
+@register_method('diff')
+def torch_diff(x, n=1, dim=-1, prepend=None, append=None):
+    axis = _axis(dim, x.ndim)
+    parts = [p for p in (prepend, x, append) if p is not None]
+    y = ops.concat(parts, axis) if len(parts) > 1 else x
+    lead = (slice(None),) * axis
+    for _ in range(n):
+        y = ops.sub(operator_getitem(y, lead + (slice(1, None),)), operator_getitem(y, lead + (slice(None, -1),)))
+    return y
+
+
+def _prod(values):
+    out = 1
+    for v in values:
+        out = out * v
+    return out
+
+
+def _size_operand(n):
+    """An extent as an operand of index arithmetic: the int, or a one-element int64 tensor holding a
+    symbolic size's value (a shape-generic arange of length 1)."""
+    return n if not is_symbolic_size(n) else ops.arange(n, n + 1, 1, 'int64', symbolic_inputs())
+
+
+def _flat_index(x, tensors, dim):
+    """The index into x's axes dim, dim+1, ... merged into one, of the integer tensors indexing them
+    (negative entries count from their axis' end)."""
+    flat = None
+    for k, t in enumerate(tensors):
+        n = _size_operand(x.shape[dim + k])
+        t = ops.cast(t, 'int64') if t.dtype != 'int64' else t
+        t = ops.where(ops.lt(t, 0.0), ops.add(t, n), t)
+        flat = t if flat is None else ops.add(ops.mul(flat, n), t)
+    return flat
 
 
 def _symbolic_item(item, n):
