@@ -1,16 +1,15 @@
 """Benchmark: dynamic shapes through torch.compile(dynamic=True) on the GPU. Each model is called
 at a series of new sizes (BERT-base and GPT-2: sequence lengths at batch 1; ResNet-50: batch
 sizes), and each strategy runs in its own process on a fresh hidet kernel cache (inductor's
-caches off), so that every new shape's compile is counted. The text models are compiled with
-torch.compile(dynamic=True); ResNet-50 marks the batch dynamic (torch._dynamo.mark_dynamic(x, 0)):
-with dynamic=True its image sizes would be symbols too.
+caches off), so that every new shape's compile is counted. Every model is compiled with
+torch.compile(dynamic=True) (ResNet-50's image sizes are then symbols too; they stay 224 here).
 
-- hidet generic:   traced once on dynamo's symbols, optimized once, shape-generic kernels
-                   (hidet.torch.dynamo_config.dynamic_shapes('generic'), the default)
-- hidet per_shape: traced once, each shape specialized, optimized and compiled
+- hidet per_shape: traced once on dynamo's symbols, each shape specialized, optimized and
+                   compiled (hidet.torch.dynamo_config.dynamic_shapes('per_shape'), the default)
+- hidet generic:   traced once, optimized once, shape-generic kernels (dynamic_shapes('generic'))
 - hidet static:    torch.compile(dynamic=False): dynamo and hidet trace every shape anew
-- inductor:        dynamic as hidet's, mode default (no CUDA graphs: one graph serves every
-                   shape)
+- inductor:        torch.compile(dynamic=True), mode default (no CUDA graphs: one graph serves
+                   every shape)
 
 Columns: the first call at the first size (trace and compile), the slowest and the mean first
 call at each later new size, their total, hidet's fx traces, the replay latency at the first
@@ -36,7 +35,7 @@ MODELS = {
     'gpt2 f16': [128, 96, 200, 64, 160, 77],
     'resnet50 f16': [8, 4, 16, 2, 12, 6],
 }
-MODES = ['hidet generic', 'hidet per_shape', 'hidet static', 'inductor']
+MODES = ['hidet per_shape', 'hidet generic', 'hidet static', 'inductor']
 
 
 def make(name):
@@ -71,8 +70,7 @@ def run_one(name, mode):
 
     model, inputs = make(name)
     sizes = MODELS[name]
-    batch_dynamic = name.startswith('resnet')  # mark_dynamic(x, 0) rather than dynamic=True
-    dynamic = False if mode == 'hidet static' else (None if batch_dynamic else True)
+    dynamic = mode != 'hidet static'
     with torch.no_grad():
         if mode == 'inductor':
             f = torch.compile(model, dynamic=dynamic)
@@ -82,8 +80,6 @@ def run_one(name, mode):
         firsts, err = [], 0.0
         for s in sizes:
             args = inputs(s)
-            if batch_dynamic and dynamic is None:
-                torch._dynamo.mark_dynamic(args[0], 0)
             torch.cuda.synchronize()
             t0 = time.time()
             got = first(f(*args)).float()

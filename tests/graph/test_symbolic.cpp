@@ -148,12 +148,22 @@ TEST_CASE("a convolutional network with a symbolic batch") {
     Tensor a = make({n, 3, 10, 10}, dtypes::f32);
     expect_same(g(a), net(a), 4);
   }
-  // A symbolic height: a "same" convolution keeps it; a strided one's output extent is not one of
-  // its inputs' extents.
+  // A symbolic height: a "same" convolution keeps it; a strided one's output extent is the window
+  // arithmetic on it (floor division), and so is a pooling's; ceil_mode's is not traced.
   Tensor same = o::conv2d(symbol({"n", 3, "h", 10}, dtypes::f32), w1, b1, {1}, {1});
   CHECK(same.sym_shape() == SymShape{"n", 4, "h", 10});
-  expect_error([&] { o::conv2d(symbol({"n", 3, "h", 10}, dtypes::f32), w1, b1, {2}, {1}); },
-               {"conv2d: output dim 2", "constant extents"});
+  Dim h = Dim::symbol("h");
+  Tensor strided = o::conv2d(symbol({"n", 3, "h", 10}, dtypes::f32), w1, b1, {2}, {1});
+  CHECK(strided.sym_shape() == SymShape{"n", 4, (h - 1) / 2 + 1, 5});
+  Tensor pooled = o::max_pool2d(strided, {3}, {2}, {1});
+  CHECK(pooled.sym_shape() == SymShape{"n", 4, ((h - 1) / 2 + 1 - 1) / 2 + 1, 3});
+  FlowGraph fg({pooled}, {strided.trace().op->inputs()[0]});
+  for (std::int64_t hv : {9, 10, 17}) {
+    Tensor a = make({2, 3, hv, 10}, dtypes::f32);
+    expect_same(fg.run({a})[0], o::max_pool2d(o::conv2d(a, w1, b1, {2}, {1}), {3}, {2}, {1}), 4);
+  }
+  expect_error([&] { o::max_pool2d(symbol({"n", 3, "h", 10}, dtypes::f32), {3}, {2}, {0}, {1}, true); },
+               {"max_pool2d: output dim 2", "constant extents"});
 }
 
 TEST_CASE("element-wise, reductions and layout operators on symbolic extents") {

@@ -100,9 +100,17 @@ Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs,
 /// call and gives the node's name, attributes and output dtype. An output extent that is the same
 /// both times is a constant; one that changes must be one of the inputs' symbolic extents (the
 /// batch n, a sequence length s), else the operator does not trace those symbols: a ValueError
-/// naming `op`.
+/// naming `op`. An operator that knows its output extents as expressions of the inputs' (a
+/// convolution's (h + 2p - k) / s + 1) gives them as `expected`: an extent that changes may then
+/// also be its expected one, when that evaluates to both probes' values.
 Tensor trace_by_probing(const std::string &op, const std::vector<Tensor> &inputs,
-                        std::function<Tensor(const std::vector<Tensor> &)> apply);
+                        std::function<Tensor(const std::vector<Tensor> &)> apply,
+                        const std::optional<SymShape> &expected = std::nullopt);
+
+/// The output extent of a convolution or pooling window over an input extent `in` (symbolic or
+/// not): (in + 2 padding - dilation (kernel - 1) - 1) / stride + 1, floor division.
+Dim window_out_extent(const Dim &in, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
+                      std::int64_t dilation);
 
 /// `tensors`, then those of `optional` that are present: an operator's inputs as its node records
 /// them (batch_norm's weight and bias).

@@ -205,8 +205,14 @@ HIDET_INLINE Tensor trace_symbolic(const std::string &key, const std::vector<Ten
                         })[0];
 }
 
+HIDET_INLINE Dim window_out_extent(const Dim &in, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
+                                   std::int64_t dilation) {
+  return (in + Dim(2 * padding - dilation * (kernel - 1) - 1)) / Dim(stride) + Dim(1);
+}
+
 HIDET_INLINE Tensor trace_by_probing(const std::string &op, const std::vector<Tensor> &inputs,
-                                     std::function<Tensor(const std::vector<Tensor> &)> apply) {
+                                     std::function<Tensor(const std::vector<Tensor> &)> apply,
+                                     const std::optional<SymShape> &expected) {
   std::vector<std::string> names; // the symbols, in order of appearance
   std::vector<Dim> candidates;    // the inputs' symbolic extents
   for (const auto &x : inputs)
@@ -238,9 +244,12 @@ HIDET_INLINE Tensor trace_by_probing(const std::string &op, const std::vector<Te
       shape.push_back(a);
       continue;
     }
-    auto it = std::find_if(candidates.begin(), candidates.end(), [&](const Dim &c) {
-      return c.evaluate(values[0]) == a && c.evaluate(values[1]) == b;
-    });
+    auto fits = [&](const Dim &c) { return c.evaluate(values[0]) == a && c.evaluate(values[1]) == b; };
+    if (expected && d < expected->size() && fits((*expected)[d])) {
+      shape.push_back((*expected)[d]);
+      continue;
+    }
+    auto it = std::find_if(candidates.begin(), candidates.end(), fits);
     if (it == candidates.end())
       throw ValueError(str_cat(op, ": output dim ", d, " depends on the symbols of the inputs' extents in a way this operator "
                                    "does not trace (inputs ", [&] {

@@ -268,6 +268,26 @@ HIDET_INLINE Tensor conv2d_generic(const Conv2dSizes &z, const Tensor &x, const 
 }
 } // namespace detail
 
+namespace detail {
+/// A convolution's output extents from symbolic input extents (constant weights), or nullopt
+/// where they do not follow (a symbolic weight, malformed attributes: the operator's own checks
+/// then report them).
+HIDET_INLINE std::optional<SymShape> conv2d_sym_shape(const Tensor &x, const Tensor &weight, std::vector<std::int64_t> stride,
+                                                      std::vector<std::int64_t> padding, std::vector<std::int64_t> dilation,
+                                                      bool channels_last) {
+  SymShape xs = x.sym_shape(), ws = weight.sym_shape();
+  auto pair = [](std::vector<std::int64_t> &v) { if (v.size() == 1) v.push_back(v[0]); return v.size() == 2; };
+  if (xs.size() != 4 || ws.size() != 4 || !is_constant_shape(ws) || !pair(stride) || !pair(padding) || !pair(dilation))
+    return std::nullopt;
+  const int h = channels_last ? 1 : 2;
+  const std::int64_t kh = ws[channels_last ? 1 : 2].value(), kw = ws[channels_last ? 2 : 3].value();
+  Dim oh = window_out_extent(xs[std::size_t(h)], kh, stride[0], padding[0], dilation[0]);
+  Dim ow = window_out_extent(xs[std::size_t(h + 1)], kw, stride[1], padding[1], dilation[1]);
+  Dim o = ws[0];
+  return channels_last ? SymShape{xs[0], oh, ow, o} : SymShape{xs[0], o, oh, ow};
+}
+} // namespace detail
+
 HIDET_INLINE Tensor conv2d(const Tensor &x, const Tensor &weight,
                      const std::optional<Tensor> &bias,
                      std::vector<std::int64_t> stride,
@@ -280,12 +300,12 @@ HIDET_INLINE Tensor conv2d(const Tensor &x, const Tensor &weight, const std::opt
                            std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
                            std::vector<std::int64_t> dilation, std::int64_t groups,
                            const std::shared_ptr<const Epilogue> &epi, const std::vector<Tensor> &extras) {
-  if (!epi && detail::has_symbolic_extents({x, weight})) // the batch may be a symbol
+  if (!epi && detail::has_symbolic_extents({x, weight})) // the batch and the image sizes may be symbols
     return detail::trace_by_probing("conv2d", bias ? std::vector<Tensor>{x, weight, *bias} : std::vector<Tensor>{x, weight},
                                     [=](const std::vector<Tensor> &in) {
                                       return conv2d(in[0], in[1], in.size() > 2 ? std::optional<Tensor>(in[2]) : std::nullopt,
                                                     stride, padding, dilation, groups);
-                                    });
+                                    }, detail::conv2d_sym_shape(x, weight, stride, padding, dilation, false));
   auto z =
       detail::conv2d_sizes("conv2d", x, weight, bias, stride, padding, dilation, groups, false);
   Shape out{z.N, z.O, z.OH, z.OW};
@@ -317,12 +337,12 @@ HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight, const std
                                 std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
                                 std::vector<std::int64_t> dilation, std::int64_t groups,
                                 const std::shared_ptr<const Epilogue> &epi, const std::vector<Tensor> &extras) {
-  if (!epi && detail::has_symbolic_extents({x, weight})) // the batch may be a symbol
+  if (!epi && detail::has_symbolic_extents({x, weight})) // the batch and the image sizes may be symbols
     return detail::trace_by_probing("conv2d_nhwc", bias ? std::vector<Tensor>{x, weight, *bias} : std::vector<Tensor>{x, weight},
                                     [=](const std::vector<Tensor> &in) {
                                       return conv2d_nhwc(in[0], in[1], in.size() > 2 ? std::optional<Tensor>(in[2]) : std::nullopt,
                                                     stride, padding, dilation, groups);
-                                    });
+                                    }, detail::conv2d_sym_shape(x, weight, stride, padding, dilation, true));
   auto z =
       detail::conv2d_sizes("conv2d_nhwc", x, weight, bias, stride, padding, dilation, groups, true);
   Shape out{z.N, z.OH, z.OW, z.O};

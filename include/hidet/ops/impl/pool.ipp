@@ -64,8 +64,24 @@ HIDET_INLINE std::vector<std::int64_t> pair_of(const char *op, const char *what,
 /// A 2-D pooling over NCHW x, or NHWC x when channels_last (the same window arithmetic; only the
 /// positions of the axes differ).
 HIDET_INLINE Tensor pool2d(const char *op, const Tensor &x, Pool2dAttrs a, bool is_max, bool channels_last) {
-  if (has_symbolic_extents({x}))
-    return trace_by_probing(op, {x}, [=](const std::vector<Tensor> &in) { return pool2d(op, in[0], a, is_max, channels_last); });
+  if (has_symbolic_extents({x})) {
+    std::optional<SymShape> expected; // the window arithmetic on symbolic image sizes (not ceil_mode's)
+    SymShape xs = x.sym_shape();
+    auto pair = [](std::vector<std::int64_t> v, const std::vector<std::int64_t> &dflt) {
+      if (v.empty()) v = dflt;
+      if (v.size() == 1) v.push_back(v[0]);
+      return v;
+    };
+    auto k = pair(a.kernel, {}), st = pair(a.stride, k), p = pair(a.padding, {0}), d = pair(a.dilation, {1});
+    if (xs.size() == 4 && !a.ceil_mode && k.size() == 2 && st.size() == 2 && p.size() == 2 && d.size() == 2) {
+      const std::size_t h = channels_last ? 1 : 2;
+      SymShape out = xs;
+      for (std::size_t i = 0; i < 2; ++i) out[h + i] = window_out_extent(xs[h + i], k[i], st[i], p[i], d[i]);
+      expected = out;
+    }
+    return trace_by_probing(op, {x}, [=](const std::vector<Tensor> &in) { return pool2d(op, in[0], a, is_max, channels_last); },
+                            expected);
+  }
   a.kernel = pair_of(op, "kernel", a.kernel);
   a.stride = pair_of(op, "stride", a.stride.empty() ? a.kernel : a.stride);
   a.padding = pair_of(op, "padding", a.padding);
