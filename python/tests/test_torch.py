@@ -512,6 +512,23 @@ def test_dynamic_shapes_trace_mask_functions_like_transformers():
     assert len(calls) == 1 and calls[0].num_traces == 1 and not calls[0].cache
 
 
+def test_operator_dunder_methods_map_as_the_operators():
+    """Some torch versions record `a == b` as the method call a.__eq__(b): mapped as operator.eq."""
+    g = torch.fx.Graph()
+    a, b = g.placeholder('a'), g.placeholder('b')
+    both = g.call_method('__and__', (g.call_method('__eq__', (a, b)), g.call_method('__le__', (a, b))))
+    g.output(g.call_method('__add__', (g.call_method('float', (both,)), g.call_method('__mul__', (a, b)))))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+
+    def f(a, b):
+        return ((a == b) & (a <= b)).float() + a * b
+
+    a, b = r(4, 5), r(4, 5)
+    b[0] = a[0]
+    compiled = hidet.torch.hidet_backend(gm, [a, b])
+    assert_close(compiled(a, b), f(a, b), atol=1e-6)
+
+
 def test_dynamic_shapes_fall_back_to_per_shape_tracing_with_a_log_line(capsys):
     """A mapping that needs a size's value (here chunk's piece sizes) cannot trace on the symbols:
     the graph is compiled per shape, and the log says so once."""

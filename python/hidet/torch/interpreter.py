@@ -222,7 +222,11 @@ class Interpreter:
         if node.op == 'call_function':
             return Registry.registered_functions.get(node.target)
         if node.op == 'call_method':
-            return Registry.registered_methods.get(node.target)
+            mapping = Registry.registered_methods.get(node.target)
+            if mapping is None and node.target.startswith('__') and node.target.endswith('__'):
+                # x.__eq__(y), x.__and__(y) (some torch versions record operators so): operator.eq's
+                mapping = Registry.registered_functions.get(getattr(operator, node.target, None))
+            return mapping
         if node.op == 'call_module':
             module = self.gm.get_submodule(node.target)
             cls = Registry.registered_modules.get(type(module))
