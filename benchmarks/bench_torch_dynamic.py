@@ -16,8 +16,12 @@ call at each later new size, their total, hidet's fx traces, the replay latency 
 size (CUDA events, hidet with CUDA graphs), and the largest error against eager over all sizes
 (max|d| / max|eager|). Random weights, f16.
 
-HIDET_BENCH_MODELS=<regex> selects models; HIDET_BENCH_MODES=<regex> selects strategies. The
-build's python/ folder must be on PYTHONPATH (scripts/gpu-check sets it)."""
+HIDET_BENCH_MODELS=<regex> selects models; HIDET_BENCH_MODES=<regex> selects strategies;
+HIDET_BENCH_ROUNDS=2 runs the strategies a second time in the reverse order (on the H200 the
+strategy run first for a model measured up to twice slower per new size than the same code run
+later, so compare strategies over both orders). The driver's JIT cache is off in the children
+(CUDA_CACHE_DISABLE=1). The build's python/ folder must be on PYTHONPATH (scripts/gpu-check sets
+it)."""
 import json
 import os
 import re
@@ -99,16 +103,16 @@ def main():
           'own process on a fresh kernel cache')
     print(f"{'model':14} {'sizes':28} {'strategy':16} {'first s':>8} {'new max':>8} {'new mean':>8} {'total s':>8} "
           f"{'traces':>6} {'replay ms':>9} {'rel err':>8}")
+    rounds = int(os.environ.get('HIDET_BENCH_ROUNDS', '1'))
     for name, sizes in MODELS.items():
         if pattern and not re.search(pattern, name):
             continue
-        for mode in MODES:
-            if modes and not re.search(modes, mode):
-                continue
+        selected = [m for m in MODES if not modes or re.search(modes, m)]
+        for mode in (selected + selected[::-1])[:len(selected) * max(1, min(rounds, 2))]:
             with tempfile.TemporaryDirectory() as cache:
                 env = dict(os.environ, HIDET_CACHE_DIR=os.path.join(cache, 'hidet'),
                            TORCHINDUCTOR_CACHE_DIR=os.path.join(cache, 'inductor'),
-                           TORCHINDUCTOR_FORCE_DISABLE_CACHES='1')
+                           TORCHINDUCTOR_FORCE_DISABLE_CACHES='1', CUDA_CACHE_DISABLE='1')
                 p = subprocess.run([sys.executable, __file__, '--run', name, mode], env=env, capture_output=True,
                                    text=True)
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith('{')]

@@ -97,7 +97,8 @@ class DynamoConfig:
           kernels (element-wise, reductions, norms, softmax, layout operators and their fusions);
           the matmul, convolution and attention kernels still compile per shape. Fewer passes
           per shape, but no channels-last layouts, conv + batch-norm folding or merged q/k/v
-          products: measured slower on BERT-base and ResNet-50 (docs/torch.md, "Dynamic shapes").
+          products: measured much slower on ResNet-50, and no faster on BERT-base and GPT-2
+          (docs/torch.md, "Dynamic shapes").
 
         A graph whose mappings need a size's value is traced per shape instead (logged)."""
         if strategy not in ('generic', 'per_shape'):
