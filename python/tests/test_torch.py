@@ -512,6 +512,21 @@ def test_dynamic_shapes_trace_mask_functions_like_transformers():
     assert len(calls) == 1 and calls[0].num_traces == 1 and not calls[0].cache
 
 
+def test_dynamo_size_expressions_become_dims():
+    """Sizes of a graph's inputs may be expressions of dynamo's symbols (after a graph break):
+    sums, products, floor division and modulo become the same Dim."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, Mod
+    from hidet.torch.interpreter import NotSymbolic, _sympy_to_dim
+    s0, s1 = sympy.Symbol('s0', integer=True, positive=True), sympy.Symbol('s1', integer=True, positive=True)
+    n, s = hidet.Dim('s0'), hidet.Dim('s1')
+    assert _sympy_to_dim(2 * s0 * s1 + 3) == 2 * n * s + 3
+    assert _sympy_to_dim(FloorDiv(s0 + 1, 2)) == (n + 1) // 2
+    assert _sympy_to_dim(Mod(FloorDiv(s1, 4), 7)) == (s // 4) % 7
+    with pytest.raises(NotSymbolic, match='size expression'):
+        _sympy_to_dim(sympy.Max(s0, s1))
+
+
 def test_operator_dunder_methods_map_as_the_operators():
     """Some torch versions record `a == b` as the method call a.__eq__(b): mapped as operator.eq."""
     g = torch.fx.Graph()

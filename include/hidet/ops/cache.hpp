@@ -94,11 +94,11 @@ bool has_symbolic_extents(const std::vector<Tensor> &xs);
 Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape, DataType dtype,
                       std::function<Tensor(const std::vector<Tensor> &)> apply);
 
-/// trace_symbolic for operators whose shape rules are written on constant extents (conv2d,
-/// pooling, attention): `apply` (the operator itself) first traces twice on stand-ins, symbolic
-/// tensors of constant shapes with each symbol given two different values, which validates the
-/// call and gives the node's name, attributes and output dtype. An output extent that is the same
-/// both times is a constant; one that changes must be one of the inputs' symbolic extents (the
+/// trace_symbolic for operators whose shape rules are written on constant extents (conv2d, pooling,
+/// attention): `apply` (the operator itself) first traces twice on stand-ins, symbolic tensors of
+/// constant shapes with each symbol given two different values (primes above 200), which validates
+/// the call and gives the node's name, attributes and output dtype. An output extent that is the
+/// same both times is a constant; one that changes must be one of the inputs' symbolic extents (the
 /// batch n, a sequence length s), else the operator does not trace those symbols: a ValueError
 /// naming `op`. An operator that knows its output extents as expressions of the inputs' (a
 /// convolution's (h + 2p - k) / s + 1) gives them as `expected`: an extent that changes may then

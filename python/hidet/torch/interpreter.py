@@ -119,7 +119,13 @@ def _sympy_to_dim(expr):
         for t in terms[1:]:
             out = out + t if isinstance(expr, sympy.Add) else out * t
         return out
-    raise NotSymbolic(f'the size expression {expr} (only symbols, sums and products are traced symbolically)')
+    kind = type(expr).__name__  # torch.utils._sympy.functions: floor division and modulo of sizes
+    if kind in ('FloorDiv', 'CleanDiv') and len(expr.args) == 2:
+        return _sympy_to_dim(expr.args[0]) // _sympy_to_dim(expr.args[1])
+    if kind in ('Mod', 'PythonMod') and len(expr.args) == 2:
+        return _sympy_to_dim(expr.args[0]) % _sympy_to_dim(expr.args[1])
+    raise NotSymbolic(f'the size expression {expr} (symbols, sums, products, floor division and modulo '
+                      'are traced symbolically)')
 
 
 def has_symbolic_sizes(gm):

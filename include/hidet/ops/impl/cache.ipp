@@ -222,7 +222,9 @@ HIDET_INLINE Tensor trace_by_probing(const std::string &op, const std::vector<Te
       for (const auto &n : d.symbols())
         if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
     }
-  static const std::int64_t primes[] = {17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79};
+  // Primes above 200: an image size stays above 1 through a network's downsamplings (ConvNeXt's
+  // stem and three stride-2 stages divide it by 32).
+  static const std::int64_t primes[] = {211, 223, 227, 229, 233, 239, 241, 251, 257, 263, 269, 271, 277, 281, 283, 293};
   if (names.size() > 8) throw ValueError(str_cat(op, ": more than 8 symbols in one operator's inputs"));
   Tensor probes[2];
   SymbolValues values[2];
