@@ -308,6 +308,15 @@ def test_options_and_modes(capsys):
     assert 'profile:' in err and 'slowest nodes' in err  # the per-kernel profile
     with pytest.raises(ValueError, match='parallel_k'):
         hidet.torch.dynamo_config.parallel_k('sometimes')
+    # With dynamic shapes: the report, the profile and the log at the example's sizes.
+    torch._dynamo.reset()
+    hidet.torch.dynamo_config.print_input_graph(False).profile(True).verbose(True)
+    x = r(2, 3, 8, 8)
+    with torch.no_grad():
+        assert_close(torch.compile(model, backend='hidet', dynamic=True)(x), model(x), atol=1e-4)
+    captured = capsys.readouterr()
+    assert 'kind      operator' in captured.out and 'slowest nodes' in captured.err
+    assert 'once for all values of' in captured.err and '(per_shape kernels)' in captured.err
 
 
 def test_tensor_core_parallel_k_and_fp16_reduction_options():
