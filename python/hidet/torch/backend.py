@@ -131,21 +131,26 @@ class HidetCompiledModel:
         # guards them. Only the other arguments make the key, so a call costs O(inputs).
         if self.key_positions is None:
             self.key_positions = [i for i, a in enumerate(args) if not self.interpreter.is_static(i, a)]
+        scalars = self.scalar_positions_of(args)
         key = []
         for i in self.key_positions:
             a = args[i]
-            if self.interpreter.is_scalar(a):
+            if i in scalars:
                 key.append(('scalar', a.item()))
             else:
                 key.append((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ('value', a))
         return tuple(key)
 
-    def scalar_key(self, args):
-        """The values of the scalar inputs (Interpreter.is_scalar): a symbolic trace's key. Their
-        positions are found once (parameters are most of a model's arguments)."""
+    def scalar_positions_of(self, args):
+        """The positions of the scalar inputs (Interpreter.is_scalar), found on the first call
+        (parameters are most of a model's arguments)."""
         if self.scalar_positions is None:
             self.scalar_positions = [i for i, a in enumerate(args) if self.interpreter.is_scalar(a)]
-        return tuple(args[i].item() for i in self.scalar_positions)
+        return self.scalar_positions
+
+    def scalar_key(self, args):
+        """The values of the scalar inputs: a symbolic trace's key."""
+        return tuple(args[i].item() for i in self.scalar_positions_of(args))
 
     def compile(self, args):
         cfg = self.config

@@ -7,7 +7,7 @@ Parameters and buffers (dynamo passes them as graph inputs) become constants tha
 tensors' memory. Every unmapped target is found before anything runs and reported at once.
 
 With dynamic shapes (torch.compile(dynamic=True), or dynamo marking a size dynamic after it
-changed) the fx graph's sizes are SymInts: trace_symbolic() then gives each of dynamo's symbols
+changed) the fx graph's sizes are SymInts: trace(symbolic=True) then gives each of dynamo's symbols
 (s0, s1, ...) a hidet.Dim of the same name, so the inputs are hidet.symbol(['s0', 's1', 768]) and
 the mappings see Dims where they would see ints (x.size(1), view(s0, s1, 12, 64), arange(s1)):
 one FlowGraph for every value of the symbols.
@@ -98,12 +98,11 @@ class NotSymbolic(Exception):
 
 def _dim_of(size):
     """A hidet extent for one of dynamo's sizes: an int, or a Dim for a SymInt whose expression is
-    a symbol, an integer, or sums and products of them."""
+    a symbol, an integer, or sums, products, floor divisions and moduli of them."""
     if isinstance(size, int):
         return size
     if isinstance(size, torch.SymInt):
-        expr = size.node.expr
-        return _sympy_to_dim(expr)
+        return _sympy_to_dim(size.node.expr)
     raise NotSymbolic(f'a size {size!r} of type {type(size).__name__}')
 
 
@@ -348,35 +347,32 @@ def _stand_in(node, symbolic):
     return extent(ex) if isinstance(ex, torch.SymInt) else ex
 
 
-def _visit(value, found):
+def _leaves(value, keep, found):
+    """The leaves of an argument structure (lists, tuples, dicts, slices) for which ``keep`` holds."""
     if isinstance(value, (list, tuple)):
         for y in value:
-            _visit(y, found)
+            _leaves(y, keep, found)
     elif isinstance(value, dict):
         for y in value.values():
-            _visit(y, found)
+            _leaves(y, keep, found)
     elif isinstance(value, slice):
-        _visit((value.start, value.stop, value.step), found)
-    elif (isinstance(value, hidet.Tensor) and value.is_symbolic) or is_symbolic_size(value):
+        _leaves((value.start, value.stop, value.step), keep, found)
+    elif keep(value):
         found.append(value)
     return found
 
 
 def _any_symbolic(value):
     """True when ``value`` holds a symbolic tensor or a symbolic size: the mapping runs."""
-    return bool(_visit(value, []))
+    return bool(_leaves(value, lambda v: (isinstance(v, hidet.Tensor) and v.is_symbolic) or is_symbolic_size(v), []))
 
 
 def _sizes_only(node, args, kwargs):
     """A Python operator (operator.mul, getitem, ...) on sizes, some of them symbolic: no tensor."""
     if node.op != 'call_function' or getattr(node.target, '__module__', None) not in ('_operator', 'operator'):
         return False
-    found = _visit((args, kwargs), [])
-    if not found or not all(isinstance(v, hidet.Dim) for v in found):
-        return False
-    tensors = []
-    torch.fx.node.map_aggregate((args, kwargs), lambda v: tensors.append(v) if isinstance(v, hidet.Tensor) else None)
-    return not tensors
+    found = _leaves((args, kwargs), lambda v: isinstance(v, hidet.Tensor) or is_symbolic_size(v), [])
+    return bool(found) and not any(isinstance(v, hidet.Tensor) for v in found)
 
 
 def _to_torch_value(x):

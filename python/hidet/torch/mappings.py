@@ -520,11 +520,10 @@ def operator_getitem(x, index):
                 raise NotImplementedError('indexing with a boolean tensor, or with integer tensors at positions '
                                           'that are not adjacent, is not mapped yet')
             y = ops.slice(x, axes, starts, stops, steps) if axes else x
-            for d, start, stop, step in takes:
-                y = ops.take(y, ops.arange(start, stop, step, 'int64', symbolic_inputs()), d)
+            y = _take_ranges(y, takes)
             flat = tensors[0] if len(tensors) == 1 else _flat_index(y, tensors, dim)
             if len(tensors) > 1:  # the indexed axes merged into one, indexed by the flat index
-                y = ops.reshape(y, list(y.shape[:dim]) + [_prod(y.shape[dim:dim + len(tensors)])] +
+                y = ops.reshape(y, list(y.shape[:dim]) + [math.prod(y.shape[dim:dim + len(tensors)])] +
                                 list(y.shape[dim + len(tensors):]))
             y = ops.take(y, flat, dim)
             rest = index[last:]
@@ -558,8 +557,7 @@ def operator_getitem(x, index):
             out_dim += 1
         dim += 1
     y = ops.slice(x, axes, starts, stops, steps) if axes else x
-    for d, start, stop, step in takes:
-        y = ops.take(y, ops.arange(start, stop, step, 'int64', symbolic_inputs()), d)
+    y = _take_ranges(y, takes)
     if squeeze:
         y = ops.squeeze(y, squeeze)
     for d in unsqueeze:
@@ -579,11 +577,12 @@ def torch_diff(x, n=1, dim=-1, prepend=None, append=None):
     return y
 
 
-def _prod(values):
-    out = 1
-    for v in values:
-        out = out * v
-    return out
+def _take_ranges(x, takes):
+    """x with each (axis, start, stop, step) of `takes` applied as a take of a shape-generic arange:
+    a slice whose bounds or axis are symbolic."""
+    for d, start, stop, step in takes:
+        x = ops.take(x, ops.arange(start, stop, step, 'int64', symbolic_inputs()), d)
+    return x
 
 
 def _size_operand(n):
