@@ -5,6 +5,7 @@
 #include "../ops/ops_test_util.hpp"
 
 #include "hidet/graph.hpp"
+#include "hidet/ops/matmul_templates.hpp"
 
 using namespace ops_test;
 
@@ -31,6 +32,44 @@ TEST_CASE("a model compiled once per batch size") {
   expect_error([&] { model.run({make({4, 19}, dtypes::f32)}); }, {"expects 2 inputs"});
   Tensor x = make({2, 19}, dtypes::f32), mask = make({2, 7}, dtypes::f32);
   expect_same(model(x, mask), net(x, mask), 2);
+}
+
+TEST_CASE("shape_generic f16: the products' templates and their epilogues build once for every n and s") {
+  const std::int64_t D = 24, F = 40, H = 2;
+  Tensor w1 = make({D, F}, dtypes::f16, -0.3, 0.3), b1 = make({F}, dtypes::f16);
+  Tensor w2 = make({F, D}, dtypes::f16, -0.3, 0.3), wq = make({D, D}, dtypes::f16, -0.3, 0.3);
+  auto net = [&](const Tensor &x) {
+    const SymShape xs = x.sym_shape();
+    Tensor f = o::matmul(o::gelu(o::matmul(x, w1) + b1), w2);                      // bias + gelu, then a residual
+    Tensor y = x + f;
+    Tensor q = o::permute(o::matmul(y, wq).reshape(SymShape{xs[0], xs[1], H, D / H}), {0, 2, 1, 3}); // heads first
+    return std::vector<Tensor>{y, q};
+  };
+  graph::DispatchOptions opts;
+  opts.shape_generic = true;
+  graph::ShapeDispatch model([&](const std::vector<Tensor> &xs) { return net(xs[0]); },
+                             {symbol({"n", "s", D}, dtypes::f16, "cuda", "x")}, opts);
+  std::string text = model.generic_graph().str();
+  INFO(text);
+  CHECK(text.find("FusedMatmul") != std::string::npos);
+  bool first = true;
+  for (auto [n, s] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {1, 5}, {3, 7}, {1, 13}, {2, 3}}) {
+    INFO("n=" << n << ", s=" << s);
+    Tensor x = make({n, s, D}, dtypes::f16);
+    std::size_t tasks = o::compiled_task_count(), products = o::matmul_rows_builds();
+    auto got = model.run({x});
+    if (first) {
+      CHECK(o::matmul_rows_builds() > products); // the products, each with its epilogue, over rows n*s
+    } else { // a new shape builds no kernel at all
+      CHECK(o::compiled_task_count() == tasks);
+      CHECK(o::matmul_rows_builds() == products);
+    }
+    first = false;
+    auto want = net(x);
+    expect_same(got[0], want[0], 2);
+    expect_same(got[1], want[1], 2);
+  }
+  CHECK(model.num_compilations() == 4);
 }
 
 TEST_CASE("at most max_shapes kept; CUDA graphs per shape") {

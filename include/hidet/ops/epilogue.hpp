@@ -46,8 +46,10 @@ struct Epilogue {
   std::string key;               ///< identity of the chain (part of kernel cache keys)
   std::vector<std::string> members; ///< the fused operators' names, in order
 
-  /// The epilogue that stores x unchanged (out = x).
-  static Epilogue identity(const Shape &shape, DataType dtype);
+  /// The epilogue that stores x unchanged (out = x). Extents may be symbolic (a row count b*s):
+  /// the epilogue then serves every value of the symbols, and a kernel that emits it takes them
+  /// as parameters (the steps after it must be tasks over the same symbols).
+  static Epilogue identity(const Extents &shape, DataType dtype);
   /// This epilogue followed by the injective one-output task `t`, whose input `j` reads this
   /// epilogue's result; t's other inputs become extra inputs (appended in t's order). Empty when
   /// t cannot follow (not injective, more outputs, input j read at an index that does not
@@ -55,7 +57,9 @@ struct Epilogue {
   std::optional<Epilogue> then(const Task &t, std::size_t j, const std::string &key,
                                const std::string &member) const;
   /// This epilogue followed by a (row-major) reshape of its result to `shape`.
-  Epilogue reshape(const Shape &shape) const;
+  Epilogue reshape(const Extents &shape) const;
+  /// The symbols in the extents of x, out and the extra inputs (sorted by name).
+  std::vector<std::string> symbols() const;
   /// The epilogue as a task of its own: inputs (x, inputs...), output out (for fallbacks and
   /// references).
   Task task() const;
@@ -68,12 +72,19 @@ struct Epilogue {
 /// consecutive dimensions with equal products; a dimension that is a group of its own on both
 /// sides keeps its index (common reshapes cost no division), and the others are unravelled within
 /// their group only ([2048, 2304] -> [16, 128, 3, 12, 64]: row / 128, row % 128, col / 768, ...).
-Idx reshape_index(const Idx &idx, const Shape &from, const Shape &to);
+/// Symbolic extents: groups are closed where the products are equal Dims, the smaller side (the
+/// one whose product divides the other's exactly) extended first; products that cannot be
+/// compared end in one group of all the remaining dimensions.
+Idx reshape_index(const Idx &idx, const Extents &from, const Extents &to);
 
 /// Checks that `e` can follow operator `op` whose output is dtype[shape], and that `extras` are
 /// its other inputs; a ValueError naming `op` otherwise.
 void check_epilogue(const char *op, const Epilogue &e, const Shape &shape, DataType dtype,
                     const std::vector<Tensor> &extras);
+/// check_epilogue for an epilogue over symbolic extents whose symbols have `values` (x's shape
+/// evaluated there must be `shape`, the extras' shapes their inputs' at those values).
+void check_epilogue(const char *op, const Epilogue &e, const Shape &shape, DataType dtype,
+                    const std::vector<Tensor> &extras, const SymbolValues &values);
 /// Runs the epilogue on its own (one task kernel): its output from x, the anchor's output, and
 /// `extras` (for anchors that no template served).
 Tensor apply_epilogue(const Epilogue &e, const Tensor &x, const std::vector<Tensor> &extras);
@@ -92,7 +103,7 @@ namespace detail {
 class EpilogueEmitter {
 public:
   /// Without an epilogue (`e` null): stores go straight to `out` (shape anchor_shape).
-  EpilogueEmitter(const Epilogue *e, Shape anchor_shape, ir::Var out, std::vector<ir::Var> inputs);
+  EpilogueEmitter(const Epilogue *e, const Extents &anchor_shape, ir::Var out, std::vector<ir::Var> inputs);
   /// The value stored for anchor element `idx` with value `v` (any float dtype), in out's dtype.
   lang::Expr value(const Idx &idx, const lang::Expr &v) const;
   /// Stores the epilogue's value for anchor element `idx` with value `v`.
@@ -108,11 +119,13 @@ public:
   /// The element of out that anchor element `idx` becomes.
   lang::Element at(const Idx &idx) const;
   /// The parameter specs of out and the extra inputs (after the anchor's own inputs).
-  static std::vector<lang::ParamSpec> param_specs(const Epilogue *e, const Shape &anchor_shape, DataType anchor_dtype);
+  /// (Symbolic extents become expressions of the symbols' variables, ops::symbol_var: the kernel
+  /// takes the symbols as parameters, e.g. through lang::symbol_param.)
+  static std::vector<lang::ParamSpec> param_specs(const Epilogue *e, const Extents &anchor_shape, DataType anchor_dtype);
 
 private:
   const Epilogue *e_;
-  Shape anchor_shape_;
+  SymShape anchor_shape_;
   ir::Var out_;
   std::vector<ir::Var> inputs_;
 };

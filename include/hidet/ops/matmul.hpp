@@ -24,6 +24,17 @@ Tensor matmul(const Tensor &a, const Tensor &b);
 /// it records a FusedMatmul node.
 Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &e,
               const std::vector<Tensor> &extras);
+/// a @ b, then the epilogue `e` when given, for operands of constant shapes whose row count (a's
+/// leading dimensions together, b a matrix) is the symbolic `rows` at the symbol `values`, e.g.
+/// n*s for a of [n, s, 768]: the product runs on a template kernel built once for symbolic rows
+/// and shared by every value of the symbols that picks the same tiling
+/// (matmul_template_kernel_rows). `e` may be over the symbols (Epilogue::identity({rows, n}),
+/// steps of symbolic tasks); `extras` are its inputs at `values`. nullopt where no such template
+/// serves (f32, integer or mixed dtypes, a batched b, tensor cores off, a failed build): the
+/// caller runs the constant-shape path. A graph's Matmul and FusedMatmul nodes over symbolic
+/// extents take this path (graph::optimize with shape_generic).
+std::optional<Tensor> matmul_rows(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &e,
+                                  const std::vector<Tensor> &extras, const Dim &rows, const SymbolValues &values);
 /// Batched matrix product of [B, m, k] and [B, k, n].
 Tensor batch_matmul(const Tensor &a, const Tensor &b);
 /// x @ weight^T + bias, with weight [out_features, in_features] (PyTorch's layout).

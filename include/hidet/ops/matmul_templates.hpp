@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <type_traits>
 
 #include "hidet/ops/templates/matmul_f16.hpp"
 #include "hidet/ops/templates/matmul_f32.hpp"
@@ -31,11 +32,19 @@ namespace hidet::ops {
 using MatmulRun =
     std::function<void(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras)>;
 
+/// A built template kernel whose row count is symbolic (templates/matmul_rows.hpp): run(a, b, c,
+/// extras, values) launches c = a @ b for the symbols' `values`.
+using MatmulRowsRun = std::function<void(const Tensor &a, const Tensor &b, const Tensor &c,
+                                         const std::vector<Tensor> &extras, const SymbolValues &values)>;
+
 /// One configuration of one template for a fixed problem: its label ("wgmma 128x256x64 (...)")
-/// and a function that builds it (compiles its kernels).
+/// and a function that builds it (compiles its kernels); build_rows, where the template takes a
+/// symbolic row count (the mma.sync and wgmma ones), builds the same configuration for rows
+/// `rows` instead of the problem's m.
 struct MatmulCandidate {
   std::string label;
   std::function<MatmulRun()> build;
+  std::function<MatmulRowsRun(const Dim &rows)> build_rows;
 };
 
 /// True when the Hopper kernel can run here: a real sm_90a GPU.
@@ -54,8 +63,17 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   const int sms = dev.emulated || dev.sm_count <= 0 ? 132 : dev.sm_count;
   std::vector<MatmulCandidate> out;
   std::set<std::string> seen;
-  auto push = [&](std::string label, std::function<MatmulRun()> build) {
-    if (seen.insert(label).second) out.push_back({std::move(label), std::move(build)});
+  auto push = [&](std::string label, std::function<MatmulRun()> build,
+                  std::function<MatmulRowsRun(const Dim &)> build_rows = nullptr) {
+    if (seen.insert(label).second) out.push_back({std::move(label), std::move(build), std::move(build_rows)});
+  };
+  // build_rows of a template class T (MatmulF16, MatmulWgmma) with configuration c
+  auto rows_builder = [=]<class T, class C>(std::type_identity<T>, C c) {
+    return [=](const Dim &rows) {
+      auto mm = std::make_shared<T>(MatmulRows(rows), n, k, dt, c, batch, epi);
+      return MatmulRowsRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e,
+                                const SymbolValues &v) { (*mm)(a, b, y, e, v); });
+    };
   };
   // KernelOptions: tensor cores off leaves f16/bf16 to the auto-scheduled kernel; a forced
   // split-k replaces each candidate's (a candidate that cannot take it keeps its own).
@@ -98,7 +116,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
       return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e) {
         (*mm)(a, b, y, e);
       });
-    });
+    }, rows_builder(std::type_identity<MatmulF16>{}, c));
   };
   auto add_wgmma = [&](MatmulWgmmaConfig c) {
     if (opts.parallel_k > 0) {
@@ -115,7 +133,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
       return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e) {
         (*mm)(a, b, y, e);
       });
-    });
+    }, c.split_fixup ? std::function<MatmulRowsRun(const Dim &)>() : rows_builder(std::type_identity<MatmulWgmma>{}, c));
   };
 
   if (dt == dtypes::f32) {
@@ -237,6 +255,9 @@ namespace detail {
 struct MatmulKernelCache {
   std::mutex mu;
   std::map<std::string, MatmulRun> runs; ///< "dtype m x n x k space S" -> the chosen kernel
+  /// "dtype rows x n x k label epilogue" -> a kernel over symbolic rows
+  std::map<std::string, MatmulRowsRun> rows_runs;
+  std::size_t rows_builds = 0;
 };
 inline MatmulKernelCache &matmul_kernel_cache() {
   static MatmulKernelCache c;
@@ -288,6 +309,46 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
   }
   std::lock_guard<std::mutex> lock(cache.mu);
   return cache.runs.emplace(cache_key, std::move(run)).first->second;
+}
+
+/// The template kernel for c[rows, n] = a[rows, k] @ b[k, n] whose row count `rows` is symbolic
+/// (a batch times a sequence length), for a call where it is `m`: the configuration that search
+/// space 0 picks for m (the template's heuristic), built once for symbolic rows
+/// (templates/matmul_rows.hpp) and shared by every later value of the symbols that picks the same
+/// configuration. Tuning (spaces 1 and 2) would time each value: the symbolic path always takes
+/// the heuristic. `epi` may be over the same symbols. Empty where no such template serves: f32
+/// products (the FMA template takes constant sizes), tensor cores off, a build that failed
+/// (logged on stderr); the caller then runs the constant-shape path.
+inline MatmulRowsRun matmul_template_kernel_rows(const Dim &rows, int m, int n, int k, DataType dt,
+                                                 const templates::MatmulBatch &batch = {},
+                                                 std::shared_ptr<const Epilogue> epi = nullptr) {
+  auto cands = matmul_candidates(m, n, k, dt, 0, batch, epi);
+  if (cands.empty() || !cands[0].build_rows) return nullptr;
+  std::string opts = option::kernel_options().str();
+  std::string key = str_cat(dt, " ", rows.str(), "x", n, "x", k, " ", cands[0].label, opts.empty() ? "" : " ", opts,
+                            epi ? " epilogue " + epi->key : std::string());
+  auto &cache = detail::matmul_kernel_cache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (auto it = cache.rows_runs.find(key); it != cache.rows_runs.end()) return it->second;
+  }
+  MatmulRowsRun run;
+  try {
+    run = cands[0].build_rows(rows);
+  } catch (const Error &e) {
+    std::fprintf(stderr, "hidet: matmul %s: the template for symbolic rows failed (%s); built per shape instead\n",
+                 key.c_str(), e.what());
+  }
+  std::lock_guard<std::mutex> lock(cache.mu);
+  if (run) ++cache.rows_builds;
+  return cache.rows_runs.emplace(key, std::move(run)).first->second;
+}
+
+/// Template kernels built for symbolic rows so far in this process (matmul_template_kernel_rows).
+inline std::size_t matmul_rows_builds() {
+  auto &cache = detail::matmul_kernel_cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return cache.rows_builds;
 }
 
 } // namespace hidet::ops

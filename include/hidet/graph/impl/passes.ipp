@@ -882,6 +882,24 @@ HIDET_INLINE ops::Epilogue epilogue_at(const SymShape &shape, DataType dtype, co
   return e;
 }
 
+/// The epilogue of `steps` after a product of `shape` and `dtype` over the symbols themselves (for
+/// a template kernel built for symbolic rows), or nullopt when some step does not fit one.
+HIDET_INLINE std::optional<ops::Epilogue> symbolic_epilogue(const SymShape &shape, DataType dtype,
+                                                            const std::vector<EpilogueStep> &steps) {
+  try {
+    ops::Epilogue e = ops::Epilogue::identity(shape, dtype);
+    for (const EpilogueStep &s : steps) {
+      std::optional<ops::Epilogue> next =
+          s.reshape ? std::optional<ops::Epilogue>(e.reshape(s.shape)) : e.then(s.task, s.j, str_cat(s.key, "|", s.task.str()), s.member);
+      if (!next) return std::nullopt;
+      e = std::move(*next);
+    }
+    return e;
+  } catch (const ValueError &) {
+    return std::nullopt;
+  }
+}
+
 /// A FusedMatmul node over symbolic extents: a product and its epilogue chain `steps`, whose
 /// epilogue is built at the symbol values of each run (the graph's binding), so that the product's
 /// template stores through it. Where the chain does not fit an epilogue at some values, the
@@ -891,10 +909,18 @@ HIDET_INLINE Tensor symbolic_fused_matmul(const Tensor &a, const Tensor &b, cons
                                           const TensorMeta &out, const std::string &attrs) {
   std::vector<Tensor> ins{a, b};
   ins.insert(ins.end(), extras.begin(), extras.end());
-  auto run = [steps = std::move(steps), anchor](const std::vector<Tensor> &in) -> std::vector<Tensor> {
+  // The product's rows (a's leading extents, b a matrix) and the chain over the symbols: one
+  // template kernel for every value of them (ops::matmul_rows), where a template takes them.
+  Dim rows = sym_numel(SymShape(a.sym_shape().begin(), a.sym_shape().end() - 1));
+  std::shared_ptr<const ops::Epilogue> generic;
+  if (a.ndim() >= 2 && b.ndim() == 2 && !rows.is_constant())
+    if (auto e = symbolic_epilogue(anchor.shape, anchor.dtype, steps)) generic = std::make_shared<const ops::Epilogue>(std::move(*e));
+  auto run = [steps = std::move(steps), anchor, rows, generic](const std::vector<Tensor> &in) -> std::vector<Tensor> {
     const SymbolValues *bound = SymbolBinding::current();
     SymbolValues values = bound ? *bound : SymbolValues{};
     std::vector<Tensor> extras(in.begin() + 2, in.end());
+    if (generic && bound)
+      if (auto y = ops::matmul_rows(in[0], in[1], generic, extras, rows, values)) return {*y};
     std::size_t fitted = 0;
     ops::Epilogue e = epilogue_at(anchor.shape, anchor.dtype, steps, values, fitted);
     if (fitted == steps.size())

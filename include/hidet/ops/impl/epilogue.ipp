@@ -4,6 +4,7 @@
 #include "hidet/ops/epilogue.hpp"
 
 #include <map>
+#include <set>
 
 #include "hidet/ir/equal.hpp"
 #include "hidet/ops/cache.hpp"
@@ -12,7 +13,9 @@
 
 namespace hidet::ops {
 
-HIDET_INLINE Idx reshape_index(const Idx &idx, const Shape &from, const Shape &to) {
+namespace detail {
+/// reshape_index for constant shapes.
+HIDET_INLINE Idx reshape_index_constant(const Idx &idx, const Shape &from, const Shape &to) {
   HIDET_ASSERT(idx.size() == from.size(), "reshape_index: ", idx.size(), " indices for shape ", shape_str(from));
   HIDET_ASSERT(shape_numel(from) == shape_numel(to), "reshape_index: ", shape_str(from), " and ", shape_str(to),
                " differ in size");
@@ -52,6 +55,57 @@ HIDET_INLINE Idx reshape_index(const Idx &idx, const Shape &from, const Shape &t
       Expr q = stride == 1 ? flat : flat / int(stride);
       out[b] = b == first ? q : q % int(to[b]);
       stride *= to[b];
+    }
+  }
+  return out;
+}
+
+} // namespace detail
+
+HIDET_INLINE Idx reshape_index(const Idx &idx, const Extents &from_extents, const Extents &to_extents) {
+  const SymShape &from = from_extents.dims, &to = to_extents.dims;
+  if (is_constant_shape(from) && is_constant_shape(to))
+    return detail::reshape_index_constant(idx, constant_shape(from), constant_shape(to));
+  HIDET_ASSERT(idx.size() == from.size(), "reshape_index: ", idx.size(), " indices for shape ", sym_shape_str(from));
+  HIDET_ASSERT(sym_numel(from) == sym_numel(to), "reshape_index: ", sym_shape_str(from), " and ", sym_shape_str(to),
+               " differ in size");
+  // p divides q exactly for every value of the symbols
+  auto divides = [](const Dim &p, const Dim &q) { return p != 0 && q % p == 0; };
+  Idx out(to.size());
+  std::size_t i = 0, j = 0;
+  while (i < from.size() || j < to.size()) {
+    std::size_t i0 = i, j0 = j;
+    Dim pf = 1, pt = 1;
+    if (i < from.size()) pf = pf * from[i++];
+    if (j < to.size()) pt = pt * to[j++];
+    while (pf != pt) {
+      if (i < from.size() && divides(pf, pt)) pf = pf * from[i++];
+      else if (j < to.size() && divides(pt, pf)) pt = pt * to[j++];
+      else { // products that cannot be compared: the rest is one group
+        while (i < from.size()) pf = pf * from[i++];
+        while (j < to.size()) pt = pt * to[j++];
+        break;
+      }
+    }
+    Expr flat;
+    bool any = false;
+    for (std::size_t a = i0; a < i; ++a) {
+      if (from[a] == 1) continue;
+      flat = any ? flat * dim_expr(from[a]) + idx[a] : idx[a];
+      any = true;
+    }
+    if (!any) flat = Expr(0);
+    Dim stride = 1;
+    std::size_t first = j0; // the outermost non-1 dimension of the group takes no modulo
+    while (first < j && to[first] == 1) ++first;
+    for (std::size_t b = j; b-- > j0;) {
+      if (to[b] == 1) {
+        out[b] = Expr(0);
+        continue;
+      }
+      Expr q = stride == 1 ? flat : flat / dim_expr(stride);
+      out[b] = b == first ? q : q % dim_expr(to[b]);
+      stride = stride * to[b];
     }
   }
   return out;
@@ -108,29 +162,46 @@ public:
 } // namespace detail
 
 namespace detail {
-/// The largest of 8, 4, 2, 1 that divides the last extent of `shape` (1 for a scalar).
-HIDET_INLINE int run_of(const Shape &shape) {
+/// The largest of 8, 4, 2, 1 that divides the last extent of `shape` (1 for a scalar or a
+/// symbolic last extent).
+HIDET_INLINE int run_of(const SymShape &shape) {
+  if (shape.empty() || !shape.back().is_constant()) return 1;
   int r = 8;
-  while (r > 1 && (shape.empty() || shape.back() % r)) r /= 2;
+  while (r > 1 && shape.back().value() % r) r /= 2;
   return r;
+}
+/// The shape as users read it: (2, 3) when constant, [n, 3] with symbols.
+HIDET_INLINE std::string extents_str(const SymShape &shape) {
+  return is_constant_shape(shape) ? shape_str(constant_shape(shape)) : sym_shape_str(shape);
 }
 } // namespace detail
 
-HIDET_INLINE Epilogue Epilogue::identity(const Shape &shape, DataType dtype) {
+HIDET_INLINE Epilogue Epilogue::identity(const Extents &shape, DataType dtype) {
   Epilogue e;
   e.x = input("x", shape, dtype);
   e.out = e.x;
   e.to_out = [](const Idx &i) { return i; };
-  e.run = detail::run_of(shape);
-  e.key = str_cat("x: ", dtype, shape_str(shape));
+  e.run = detail::run_of(shape.dims);
+  e.key = str_cat("x: ", dtype, detail::extents_str(shape.dims));
   return e;
+}
+
+HIDET_INLINE std::vector<std::string> Epilogue::symbols() const {
+  std::set<std::string> names;
+  auto add = [&](const TensorDef &t) {
+    for (const auto &d : t.sym_shape())
+      for (const auto &n : d.symbols()) names.insert(n);
+  };
+  add(x), add(out);
+  for (const auto &t : inputs) add(t);
+  return {names.begin(), names.end()};
 }
 
 HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j, const std::string &key,
                                                     const std::string &member) const {
   if (t.outputs.size() != 1 || j >= t.inputs.size() || !t.injective()) return std::nullopt;
   const TensorNode &in = t.inputs[j].node(), &o = t.outputs[0].node();
-  if (in.shape != out.sym_shape() || in.dtype != out.dtype() || !is_constant_shape(o.shape)) return std::nullopt;
+  if (in.shape != out.sym_shape() || in.dtype != out.dtype()) return std::nullopt;
   // Input j must be read at one index (however often), each of its dimensions by a distinct
   // output axis of the same extent (or at 0 where its extent is 1), covering every output axis
   // of extent > 1: then the output index is a function of the input index.
@@ -179,7 +250,7 @@ HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j
   e.linear = linear;
   int last = -1;
   for (std::size_t k = 0; k < axis_of.size(); ++k)
-    if (axis_of[k] >= 0 && in.shape[k].value() > 1) {
+    if (axis_of[k] >= 0 && in.shape[k] != 1) { // (a symbolic extent counts as more than 1)
       if (axis_of[k] < last) e.linear = false;
       last = axis_of[k];
     }
@@ -190,17 +261,18 @@ HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j
   return e;
 }
 
-HIDET_INLINE Epilogue Epilogue::reshape(const Shape &shape) const {
-  const Shape from = out.shape();
-  if (shape_numel(shape) != shape_numel(from))
-    throw ValueError(str_cat("Epilogue::reshape: cannot reshape ", shape_str(from), " to ", shape_str(shape)));
+HIDET_INLINE Epilogue Epilogue::reshape(const Extents &to) const {
+  const SymShape from = out.sym_shape(), shape = to.dims;
+  if (sym_numel(shape) != sym_numel(from))
+    throw ValueError(str_cat("Epilogue::reshape: cannot reshape ", detail::extents_str(from), " to ",
+                             detail::extents_str(shape)));
   Epilogue e = *this;
   TensorDef prev = out;
   e.out = compute("reshape", shape, [&](const Idx &i) { return prev.at(reshape_index(i, shape, from)); });
   IndexMap before = to_out;
   e.to_out = [before, from, shape](const Idx &a) { return reshape_index(before(a), from, shape); };
   e.run = std::min(run, detail::run_of(shape));
-  e.key = str_cat(key, " -> reshape", shape_str(shape));
+  e.key = str_cat(key, " -> reshape", detail::extents_str(shape));
   e.members.push_back("Reshape");
   return e;
 }
@@ -210,7 +282,7 @@ HIDET_INLINE Task Epilogue::task() const {
   t.name = "epilogue";
   t.inputs.push_back(x);
   t.inputs.insert(t.inputs.end(), inputs.begin(), inputs.end());
-  t.outputs.push_back(out.ptr() == x.ptr() ? compute("copy", x.shape(), [&](const Idx &i) { return x.at(i); })
+  t.outputs.push_back(out.ptr() == x.ptr() ? compute("copy", x.sym_shape(), [&](const Idx &i) { return x.at(i); })
                                            : out);
   t.attrs = key;
   return t;
@@ -229,6 +301,21 @@ HIDET_INLINE void check_epilogue(const char *op, const Epilogue &e, const Shape 
       throw ValueError(str_cat(op, ": extra input ", i, " of the epilogue is ", extras[i].dtype(),
                                sym_shape_str(extras[i].sym_shape()), ", expected ", e.inputs[i].dtype(),
                                shape_str(e.inputs[i].shape())));
+}
+
+HIDET_INLINE void check_epilogue(const char *op, const Epilogue &e, const Shape &shape, DataType dtype,
+                                 const std::vector<Tensor> &extras, const SymbolValues &values) {
+  if (evaluate_shape(e.x.sym_shape(), values) != shape || e.x.dtype() != dtype)
+    throw ValueError(str_cat(op, ": the epilogue takes ", e.x.dtype(), sym_shape_str(e.x.sym_shape()),
+                             " but the output is ", dtype, shape_str(shape)));
+  if (extras.size() != e.inputs.size())
+    throw ValueError(str_cat(op, ": the epilogue reads ", e.inputs.size(), " extra inputs, ", extras.size(),
+                             " were given"));
+  for (std::size_t i = 0; i < extras.size(); ++i)
+    if (extras[i].dtype() != e.inputs[i].dtype() || extras[i].shape() != evaluate_shape(e.inputs[i].sym_shape(), values))
+      throw ValueError(str_cat(op, ": extra input ", i, " of the epilogue is ", extras[i].dtype(),
+                               shape_str(extras[i].shape()), ", expected ", e.inputs[i].dtype(),
+                               sym_shape_str(e.inputs[i].sym_shape())));
 }
 
 HIDET_INLINE Tensor apply_epilogue(const Epilogue &e, const Tensor &x, const std::vector<Tensor> &extras) {
@@ -250,16 +337,16 @@ HIDET_INLINE Tensor epilogue_out_arg(const Epilogue *e, const Tensor &out, const
 
 namespace detail {
 
-HIDET_INLINE EpilogueEmitter::EpilogueEmitter(const Epilogue *e, Shape anchor_shape, ir::Var out,
+HIDET_INLINE EpilogueEmitter::EpilogueEmitter(const Epilogue *e, const Extents &anchor_shape, ir::Var out,
                                               std::vector<ir::Var> inputs)
-    : e_(e), anchor_shape_(std::move(anchor_shape)), out_(std::move(out)), inputs_(std::move(inputs)) {
+    : e_(e), anchor_shape_(anchor_shape.dims), out_(std::move(out)), inputs_(std::move(inputs)) {
   HIDET_ASSERT(!e_ || inputs_.size() == e_->inputs.size(), "epilogue: ", inputs_.size(), " parameters for ",
                e_->inputs.size(), " inputs");
 }
 
 HIDET_INLINE lang::Expr EpilogueEmitter::value(const Idx &idx, const lang::Expr &v) const {
   if (!e_ || e_->is_identity()) return e_ ? lang::cast(v, e_->x.dtype()) : v;
-  Idx oi = e_->to_out(reshape_index(idx, anchor_shape_, e_->x.shape()));
+  Idx oi = e_->to_out(reshape_index(idx, anchor_shape_, e_->x.sym_shape()));
   lang::Var xv = let(e_->x.dtype(), lang::cast(v, e_->x.dtype()).ir(), "xv");
   std::map<const ir::VarNode *, ir::Var> params;
   for (std::size_t i = 0; i < inputs_.size(); ++i) params[e_->inputs[i].node().buf.get()] = inputs_[i];
@@ -280,7 +367,7 @@ HIDET_INLINE int EpilogueEmitter::vector_width() const {
 }
 
 HIDET_INLINE lang::Element EpilogueEmitter::at(const Idx &idx) const {
-  Idx oi = !e_ || e_->linear ? idx : e_->to_out(reshape_index(idx, anchor_shape_, e_->x.shape()));
+  Idx oi = !e_ || e_->linear ? idx : e_->to_out(reshape_index(idx, anchor_shape_, e_->x.sym_shape()));
   std::vector<ir::Expr> is;
   for (const auto &i : oi) is.push_back(i.ir());
   return lang::Element(out_, std::move(is), {});
@@ -288,16 +375,16 @@ HIDET_INLINE lang::Element EpilogueEmitter::at(const Idx &idx) const {
 
 HIDET_INLINE void EpilogueEmitter::store(const Idx &idx, const lang::Expr &v) const { at(idx) = value(idx, v); }
 
-HIDET_INLINE std::vector<lang::ParamSpec> EpilogueEmitter::param_specs(const Epilogue *e, const Shape &anchor_shape,
+HIDET_INLINE std::vector<lang::ParamSpec> EpilogueEmitter::param_specs(const Epilogue *e, const Extents &anchor_shape,
                                                                        DataType anchor_dtype) {
   std::vector<lang::ParamSpec> specs;
   if (!e) {
     specs.push_back(param_spec("c", anchor_dtype, anchor_shape));
     return specs;
   }
-  specs.push_back(param_spec("out", e->out.dtype(), e->linear ? anchor_shape : e->out.shape()));
+  specs.push_back(param_spec("out", e->out.dtype(), e->linear ? anchor_shape : Extents(e->out.sym_shape())));
   for (std::size_t i = 0; i < e->inputs.size(); ++i)
-    specs.push_back(param_spec(str_cat("epi", i), e->inputs[i].dtype(), e->inputs[i].shape()));
+    specs.push_back(param_spec(str_cat("epi", i), e->inputs[i].dtype(), e->inputs[i].sym_shape()));
   return specs;
 }
 

@@ -36,8 +36,15 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
     if (a.ndim() > 1) shape.push_back(sa[sa.size() - 2]);
     if (b.ndim() > 1) shape.push_back(sb.back());
     DataType t = promote_types(a.dtype(), b.dtype());
+    // a matrix b: a's rows (its leading extents together) may run on a kernel built for every value
+    Dim rows = sym_numel(SymShape(a.sym_shape().begin(), a.sym_shape().end() - 1));
+    bool generic = a.ndim() >= 2 && b.ndim() == 2 && !rows.is_constant();
     return detail::trace_symbolic("matmul{}", {a, b}, std::move(shape), t.is_bool() ? dtypes::i32 : t,
-                                  [](const std::vector<Tensor> &in) { return matmul(in[0], in[1]); });
+                                  [rows, generic](const std::vector<Tensor> &in) {
+                                    if (const SymbolValues *v = SymbolBinding::current(); generic && v)
+                                      if (auto y = matmul_rows(in[0], in[1], nullptr, {}, rows, *v)) return *y;
+                                    return matmul(in[0], in[1]);
+                                  });
   }
   Shape sa = a.shape(), sb = b.shape();
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
@@ -110,6 +117,39 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
       {a.reshape(sa), b.reshape(sb)})[0];
   r = final_shape == out ? r : r.reshape(final_shape);
   return epi ? apply_epilogue(*epi, r, extras) : r;
+}
+
+HIDET_INLINE std::optional<Tensor> matmul_rows(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &epi,
+                                               const std::vector<Tensor> &extras, const Dim &rows,
+                                               const SymbolValues &values) {
+  if (a.is_symbolic() || b.is_symbolic() || a.ndim() < 2 || b.ndim() != 2 || a.dtype() != b.dtype() ||
+      !a.dtype().is_half() || rows.is_constant())
+    return std::nullopt;
+  const Shape sa = a.shape();
+  const std::int64_t k = sa.back(), n = b.shape()[1], m = a.numel() / std::max<std::int64_t>(k, 1);
+  if (b.shape()[0] != k || m <= 0 || n <= 0 || k <= 0 || m > std::numeric_limits<int>::max() ||
+      n > std::numeric_limits<int>::max() || k > std::numeric_limits<int>::max())
+    return std::nullopt;
+  if (rows.evaluate(values) != m)
+    throw ValueError(str_cat("matmul_rows: the row count ", rows.str(), " is ", rows.evaluate(values),
+                             " at these symbol values, but a of shape ", shape_str(sa), " has ", m, " rows"));
+  Device dev = detail::common_device("matmul", {a, b});
+  if (!dev.is_cuda()) return std::nullopt;
+  const DataType t = a.dtype();
+  Shape out(sa.begin(), sa.end() - 1);
+  out.push_back(n);
+  if (epi) { // x: the product as [rows, n] or with a's leading extents
+    Shape xs = evaluate_shape(epi->x.sym_shape(), values);
+    check_epilogue("matmul", *epi, xs.size() == 2 ? Shape{m, n} : out, t, extras, values);
+  }
+  auto run = matmul_template_kernel_rows(rows, int(m), int(n), int(k), t, {}, epi);
+  if (!run) return std::nullopt;
+  // 16-byte aligned data (the kernels' vector copies and TMA need it)
+  auto aligned = [](const Tensor &x) { return reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 ? x.clone() : x; };
+  Tensor a2 = aligned(a.reshape({m, k})), b2 = aligned(b);
+  Tensor c = epi ? empty(evaluate_shape(epi->out.sym_shape(), values), epi->out.dtype(), dev) : empty({m, n}, t, dev);
+  run(a2, b2, c, extras, values);
+  return epi ? c : c.reshape(out);
 }
 
 HIDET_INLINE Tensor batch_matmul(const Tensor &a, const Tensor &b) {

@@ -35,6 +35,7 @@
 #include "hidet/lang.hpp"
 #include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/templates/matmul_batch.hpp"
+#include "hidet/ops/templates/matmul_rows.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
@@ -109,7 +110,7 @@ inline void require_half(DataType d, const std::string &what) {
 /// overhang m or n (the epilogue reads its inputs only inside the guard).
 template <class IdxOf>
 void store_pair(const ops::detail::EpilogueEmitter &out, const IdxOf &idx, const lang::Expr &row, const lang::Expr &col,
-                const lang::Expr &lo, const lang::Expr &hi, int m, int n, bool guard_m, bool guard_n, DataType dt,
+                const lang::Expr &lo, const lang::Expr &hi, const lang::Expr &m, int n, bool guard_m, bool guard_n, DataType dt,
                 const lang::Tensor &pair) {
   using namespace hidet::lang;
   if (n % 2 == 0 && out.keeps_layout() && (dt.is_half() || dt == dtypes::f32)) {
@@ -145,8 +146,9 @@ void store_pair(const ops::detail::EpilogueEmitter &out, const IdxOf &idx, const
 /// c: dt[m][n] (row-major, dt f16 or bf16; only the first k / n columns of a / b are read). With
 /// a batch, each operand that has it gets a leading dimension of batch.count, and blockIdx.z
 /// picks the product. With an epilogue `epi` (x of c's size), c is replaced by the epilogue's
-/// output and extra inputs (EpilogueEmitter::param_specs).
-inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
+/// output and extra inputs (EpilogueEmitter::param_specs). With symbolic rows m (matmul_rows.hpp),
+/// the symbols (matmul_symbols) follow as i32 parameters.
+inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &name, const MatmulRows &rows, int n, int k,
                                   DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {},
                                   const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
@@ -155,27 +157,31 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
   if (cfg.acc_f16 && dt != dtypes::f16)
     throw ValueError(str_cat("matmul_f16 '", name, "': f16 accumulation needs f16 inputs, got ", dt,
                              " (bf16 products accumulate in f32)"));
-  if (m <= 0 || n <= 0 || k <= 0)
-    throw ValueError(str_cat("matmul_f16 '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
+  if ((!rows.symbolic() && rows.value() <= 0) || n <= 0 || k <= 0)
+    throw ValueError(str_cat("matmul_f16 '", name, "': m, n, k must be positive, got ", rows.str(), ", ", n, ", ", k));
+  const Expr m = rows.expr();
+  const bool sym = rows.symbolic();
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads();
   const int stages = cfg.stages, lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n);
   const int mt = cfg.warp_m / 16, nt = cfg.warp_n / 8; // mma tiles of a warp
   const int k_tiles = ceil_div(k, bk);
-  const bool guard_m = m % bm != 0, guard_n = n % bn != 0 || n % 8 != 0, guard_k = k % bk != 0;
+  const bool guard_m = sym || rows.value() % bm != 0, guard_n = n % bn != 0 || n % 8 != 0, guard_k = k % bk != 0;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
-  auto batched = [&](bool has, int rows, int cols) {
-    return batch.batched() && has ? T({})[batch.count][rows][cols] : T({})[rows][cols];
+  auto batched = [&](bool has, const Expr &r, int cols) {
+    return batch.batched() && has ? T({})[batch.count][r][cols] : T({})[r][cols];
   };
-  const Shape c_shape = batch.batched() ? Shape{batch.count, m, n} : Shape{m, n};
-  std::vector<ParamSpec> specs{batched(batch.a, m, lda), batched(batch.b, k, ldb)};
+  const SymShape c_shape = batch.batched() ? SymShape{batch.count, rows.dim, n} : SymShape{rows.dim, n};
+  std::vector<ParamSpec> specs{batched(batch.a, m, lda), batched(batch.b, Expr(k), ldb)};
   for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt)) specs.push_back(p);
+  push_symbol_params(specs, matmul_symbols(rows, epi));
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
     lang::Tensor a_param = params[0], b_param = params[1];
     std::vector<ir::Var> extras;
-    for (std::size_t i = 3; i < params.size(); ++i) extras.push_back(params[i].v);
+    for (std::size_t i = 3; i < 3 + (epi ? epi->inputs.size() : 0); ++i) extras.push_back(params[i].v);
     ops::detail::EpilogueEmitter out(epi, c_shape, params[2].v, std::move(extras));
-    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm), batch.count};
+    if (sym) attrs.cuda.grid_dim = {ceil_div(n, bn), max(ceil_div(m, bm), 1), batch.count};
+    else attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(rows.value(), bm), batch.count};
     // The operands of this block's product.
     auto at = [&](const lang::Tensor &t, bool has) {
       return [&t, has, on = batch.batched()](Expr r, Expr c) { return on && has ? t[blockIdx.z][r][c] : t[r][c]; };
@@ -258,14 +264,20 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
 }
 
 /// Adds kernel `name`: dst[r][j] = src[r][j] for j < cols, 0 for cols <= j < ld (dt f16/bf16).
-inline void add_pad_columns_kernel(lang::ScriptModule &mod, const std::string &name, int rows, int cols, int ld,
+/// Symbolic rows: the kernel takes their symbols as i32 parameters after src and dst.
+inline void add_pad_columns_kernel(lang::ScriptModule &mod, const std::string &name, const Dim &rows, int cols, int ld,
                                    DataType dt) {
   using namespace hidet::lang;
   const int threads = 256;
-  const std::int64_t total = std::int64_t(rows) * ld;
-  mod.kernel(name, {TensorSpec(dt, {})[rows][cols], TensorSpec(dt, {})[rows][ld]},
-             [&](lang::Tensor src, lang::Tensor dst) {
-               attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+  const Expr r_expr = dim_expr(rows);
+  const Expr total = rows.is_constant() ? Expr(rows.value() * ld) : r_expr * ld;
+  std::vector<ParamSpec> specs{TensorSpec(dt, {})[r_expr][cols], TensorSpec(dt, {})[r_expr][ld]};
+  push_symbol_params(specs, rows.symbols());
+  mod.kernel(name, specs,
+             [&](const std::vector<ParamHandle> &ps) {
+               lang::Tensor src = ps[0], dst = ps[1];
+               if (rows.is_constant()) attrs.cuda.grid_dim = int(ceil_div(rows.value() * ld, std::int64_t(threads)));
+               else attrs.cuda.grid_dim = max(ceil_div(total, threads), 1);
                attrs.cuda.block_dim = threads;
                Var i = blockIdx.x * threads + threadIdx.x;
                if_(i < total, [&] {
@@ -276,10 +288,15 @@ inline void add_pad_columns_kernel(lang::ScriptModule &mod, const std::string &n
 }
 
 /// Runs the padding kernel `kernel` of `cm` (add_pad_columns_kernel) over all the rows of `x` into
-/// the workspace `ws` ([rows, ld]) and returns `ws` viewed with x's shape (last dim ld).
-inline Tensor pad_columns(const CompiledModule &cm, const char *kernel, const Tensor &x, const Tensor &ws) {
+/// the workspace `ws` ([rows, ld]) and returns `ws` viewed with x's shape (last dim ld). `symbols`
+/// and `values`: the kernel's symbol parameters, for symbolic rows.
+inline Tensor pad_columns(const CompiledModule &cm, const char *kernel, const Tensor &x, const Tensor &ws,
+                          const std::vector<std::string> &symbols = {}, const SymbolValues &values = {}) {
   std::int64_t cols = x.shape().back();
-  cm[kernel](x.reshape({x.numel() / cols, cols}), ws);
+  Tensor src = x.reshape({x.numel() / cols, cols});
+  std::vector<LaunchArg> args{src, ws};
+  push_symbol_args(args, symbols, values);
+  cm[kernel].launch(args);
   auto shape = x.shape();
   shape.back() = ws.shape().back();
   return ws.reshape(shape);
@@ -288,12 +305,12 @@ inline Tensor pad_columns(const CompiledModule &cm, const char *kernel, const Te
 /// A script module for these sizes: kernel "matmul_f16" (parameters as in add_matmul_f16_kernel),
 /// and "pad_a" / "pad_b" when k / n is not a multiple of 8 (over all the rows of the batch).
 /// MatmulF16 runs it.
-inline lang::ScriptModule matmul_f16_module(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {},
+inline lang::ScriptModule matmul_f16_module(const MatmulRows &m, int n, int k, DataType dt, const MatmulF16Config &cfg = {},
                                             const MatmulBatch &batch = {}, const Epilogue *epi = nullptr) {
-  auto mod = lang::script_module(str_cat("matmul_", dt, "_", m, "x", n, "x", k, epi ? "_epilogue" : ""));
+  auto mod = lang::script_module(str_cat("matmul_", dt, "_", m.symbolic() ? "rows" : m.str(), "x", n, "x", k, epi ? "_epilogue" : ""));
   add_matmul_f16_kernel(mod, "matmul_f16", m, n, k, dt, cfg, batch, epi);
   int ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
-  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", ba * m, k, matmul_f16_lda(k), dt);
+  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", Dim(ba) * m.dim, k, matmul_f16_lda(k), dt);
   if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", bb * k, n, matmul_f16_ldb(n), dt);
   return mod;
 }
@@ -312,27 +329,34 @@ inline MatmulF16Config matmul_f16_heuristic_config(int m, int n, int k, int num_
 /// A built tensor-core matmul for fixed sizes and dtype (and epilogue): f(a, b, c) computes c = a @ b
 /// (a: [m, k], b: [k, n], c: [m, n], all f16 or all bf16, on cuda; with a batch, [count, ...] for
 /// c and for each operand that has the batch). When k or n is not a multiple of 8 the inputs are
-/// first copied into padded workspaces (16-byte aligned rows for cp.async).
+/// first copied into padded workspaces (16-byte aligned rows for cp.async). With symbolic rows m
+/// (matmul_rows.hpp), one build serves every value: each call passes the symbols' values.
 class MatmulF16 {
 public:
-  MatmulF16(int m, int n, int k, DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {},
+  MatmulF16(const MatmulRows &m, int n, int k, DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {},
             std::shared_ptr<const Epilogue> epi = nullptr)
-      : cfg_(cfg), epi_(epi), c_shape_(batch.batched() ? Shape{batch.count, m, n} : Shape{m, n}),
-        cm_(matmul_f16_module(m, n, k, dt, cfg, batch, epi.get()).build()) {
-    std::int64_t ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
-    if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({ba * m, matmul_f16_lda(k)}, dt, "cuda");
-    if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({bb * k, matmul_f16_ldb(n)}, dt, "cuda");
-  }
+      : cfg_(cfg), epi_(epi), rows_(m), n_(n), k_(k), dt_(dt), batch_(batch), symbols_(matmul_symbols(m, epi.get())),
+        cm_(matmul_f16_module(m, n, k, dt, cfg, batch, epi.get()).build()) {}
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const { (*this)(a, b, c, {}); }
   /// With an epilogue: c is its output (viewed with c's size when it keeps the layout), `extras`
-  /// its other inputs.
-  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras) const {
-    Tensor pa = a_pad_.defined() ? pad_columns(cm_, "pad_a", a, a_pad_) : a;
-    Tensor pb = b_pad_.defined() ? pad_columns(cm_, "pad_b", b, b_pad_) : b;
-    Tensor out = epilogue_out_arg(epi_.get(), c, c_shape_);
+  /// its other inputs. `values`: the symbols' values (symbolic rows).
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras,
+                  const SymbolValues &values = {}) const {
+    const std::int64_t m = rows_.at(values);
+    const std::int64_t ba = batch_.a ? batch_.count : 1, bb = batch_.b ? batch_.count : 1;
+    const auto pad_syms = rows_.dim.symbols();
+    Tensor pa = a, pb = b;
+    if (matmul_f16_lda(k_) != k_)
+      pa = pad_columns(cm_, "pad_a", a, pads_.get("a", m, [&] { return hidet::empty({ba * m, matmul_f16_lda(k_)}, dt_, "cuda"); }),
+                       pad_syms, values);
+    if (matmul_f16_ldb(n_) != n_)
+      pb = pad_columns(cm_, "pad_b", b, pads_.get("b", 0, [&] { return hidet::empty({bb * k_, matmul_f16_ldb(n_)}, dt_, "cuda"); }));
+    Shape c_shape = batch_.batched() ? Shape{batch_.count, m, n_} : Shape{m, n_};
+    Tensor out = epilogue_out_arg(epi_.get(), c, c_shape);
     std::vector<LaunchArg> args{pa, pb, out};
     for (const auto &t : extras) args.emplace_back(t);
+    push_symbol_args(args, symbols_, values);
     cm_["matmul_f16"].launch(args);
   }
   const MatmulF16Config &config() const { return cfg_; }
@@ -341,9 +365,13 @@ public:
 private:
   MatmulF16Config cfg_;
   std::shared_ptr<const Epilogue> epi_;
-  Shape c_shape_;
+  MatmulRows rows_;
+  int n_, k_;
+  DataType dt_;
+  MatmulBatch batch_;
+  std::vector<std::string> symbols_;
   CompiledModule cm_;
-  Tensor a_pad_, b_pad_;
+  mutable RowBuffers pads_; // padded operands, per value of m
 };
 
 } // namespace hidet::ops::templates

@@ -48,6 +48,7 @@
 #include "hidet/lang.hpp"
 #include "hidet/ops/templates/matmul_f16.hpp"
 #include "hidet/ops/templates/hopper.hpp"
+#include "hidet/ops/templates/matmul_rows.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 #include "hidet/runtime/tensor_map.hpp"
@@ -179,16 +180,31 @@ namespace wgmma_detail {
 /// block or walked by persistent blocks, rasterized in groups of `group` block rows.
 /// With clusters of cm x cn blocks, the tiles are the clusters' (bm x bn, each block taking
 /// bm / cm x bn / cn of it) and a cluster walks them as one block would.
+/// With symbolic rows, `rows` holds the (clusters') tile rows as an expression of the symbols
+/// and tiles_m is unused.
 struct Tiles {
   int tiles_m, tiles_n, count, splits, split_tiles, k_tiles, group, bm, bn;
   bool persistent;
   int cm = 1, cn = 1;
+  std::optional<lang::Expr> rows = std::nullopt;
   int total() const { return tiles_m * tiles_n * count * splits; }
   int cluster_size() const { return cm * cn; }
   /// Blocks of the grid: one per tile, or per multiprocessor (whole clusters) when persistent.
   int grid(int num_sms) const {
     int cs = cluster_size();
     return (persistent ? std::min(total(), std::max(1, num_sms / cs)) : total()) * cs;
+  }
+  /// The tile rows as an expression (a constant unless the rows are symbolic).
+  lang::Expr tile_rows() const { return rows ? *rows : lang::Expr(tiles_m); }
+  /// Tiles of one k slice (of all products), and of everything, as expressions.
+  lang::Expr per_split() const { return rows ? lang::Expr(*rows * (tiles_n * count)) : lang::Expr(tiles_m * tiles_n * count); }
+  lang::Expr total_expr() const { return rows ? lang::Expr(per_split() * splits) : lang::Expr(total()); }
+  /// grid() for the launch to evaluate.
+  lang::Expr grid_expr(int num_sms) const {
+    if (!rows) return grid(num_sms);
+    int cs = cluster_size();
+    lang::Expr blocks = lang::max(total_expr(), 1);
+    return (persistent ? lang::min(blocks, std::max(1, num_sms / cs)) : blocks) * cs;
   }
 };
 /// Runs body(m0, n0, z, split, first k tile, k tiles) for each tile of this block: blockIdx.x,
@@ -200,14 +216,15 @@ void for_each_tile(const Tiles &t, Body &&body) {
   using namespace hidet::lang;
   const int cs = t.cluster_size();
   Expr first = cs > 1 ? Expr(blockIdx.x / cs) : Expr(blockIdx.x), step = cs > 1 ? Expr(gridDim.x / cs) : Expr(gridDim.x);
-  Range tiles = t.persistent ? range(first, t.total(), step) : range(first, first + 1);
+  Range tiles = t.persistent ? range(first, t.total_expr(), step) : range(first, first + 1);
+  const Expr per_z = t.rows ? Expr(*t.rows * t.tiles_n) : Expr(t.tiles_m * t.tiles_n);
   for_(tiles, [&](Var id) {
-    Var split = id / (t.tiles_m * t.tiles_n * t.count), z = id / (t.tiles_m * t.tiles_n) % t.count;
-    Var pid = id % (t.tiles_m * t.tiles_n);
+    Var split = id / t.per_split(), z = id / per_z % t.count;
+    Var pid = id % per_z;
     Var kt0 = split * t.split_tiles;
     // Rasterization: groups of `group` block rows, column-major inside a group.
     Var first_m = pid / (t.group * t.tiles_n) * t.group;
-    Var rows_in_group = min(t.tiles_m - first_m, t.group);
+    Var rows_in_group = min(t.tile_rows() - first_m, t.group);
     Var tile_m = first_m + pid % (t.group * t.tiles_n) % rows_in_group;
     Var tile_n = pid % (t.group * t.tiles_n) / rows_in_group;
     Expr m0 = tile_m * t.bm, n0 = tile_n * t.bn;
@@ -274,7 +291,8 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
 /// be a multiple of 8 and out's vector width 8.
 template <class IdxOf>
 void store_staged(const ops::detail::EpilogueEmitter &out, const IdxOf &c_idx, const lang::Tensor &acc,
-                  const lang::Tensor &buf, const lang::Expr &warp, const lang::Expr &row0, const lang::Expr &n0, int m,
+                  const lang::Tensor &buf, const lang::Expr &warp, const lang::Expr &row0, const lang::Expr &n0,
+                  const lang::Expr &m,
                   int n, int bn, int atoms, bool guard_m, bool guard_n, DataType dt, bool apply) {
   using namespace hidet::lang;
   Var lane = threadIdx.x % 32;
@@ -333,7 +351,10 @@ void store_staged(const ops::detail::EpilogueEmitter &out, const IdxOf &c_idx, c
 /// With `scaled` (8-bit inputs, matmul_fp8.hpp): a: in[m][k] and b given transposed, in[n][k]
 /// (K-major, boxes of block_n x 128), k a multiple of 16; two f32[1] parameters, scale_a and
 /// scale_b, follow the maps, and c = scale_a * scale_b * (a @ b^T) in dt (f16, bf16 or f32).
-inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k, DataType dt,
+/// With symbolic rows m (matmul_rows.hpp; not with split_fixup), the symbols (matmul_symbols)
+/// follow as i32 parameters last, and the persistent grid is evaluated at launch.
+inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &name, const MatmulRows &rows, int n,
+                                    int k, DataType dt,
                                     const MatmulWgmmaConfig &cfg = {}, int num_sms = 132,
                                     const MatmulBatch &batch = {}, const Epilogue *epi = nullptr,
                                     const MatmulScaling *scaled = nullptr) {
@@ -349,8 +370,14 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     matmul_f16_detail::require_half(dt, str_cat("matmul_wgmma '", name, "'"));
   }
   check_matmul_wgmma_config(cfg);
-  if (m <= 0 || n <= 0 || k <= 0)
-    throw ValueError(str_cat("matmul_wgmma '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
+  const bool sym = rows.symbolic();
+  if ((!sym && rows.value() <= 0) || n <= 0 || k <= 0)
+    throw ValueError(str_cat("matmul_wgmma '", name, "': m, n, k must be positive, got ", rows.str(), ", ", n, ", ", k));
+  if (sym && cfg.split_fixup)
+    throw ValueError(str_cat("matmul_wgmma '", name, "': the in-kernel split-k sum needs a constant row count, got ",
+                             rows.str()));
+  const int m = sym ? 1 : rows.value(); // (symbolic rows: the expressions below use m_expr)
+  const Expr m_expr = rows.expr();
   const DataType in = scaled ? scaled->in : dt; // a's and b's dtype
   const bool kmajor_b = scaled != nullptr;
   const int bm = cfg.block_m(), bn = cfg.block_n, bk = MatmulWgmmaConfig::block_k_of(in), stages = cfg.stages;
@@ -364,29 +391,38 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   auto T_in = [&](std::vector<ir::Expr> shape) { return TensorSpec(in, std::move(shape)); };
 
   const int count = batch.count;
-  const wgmma_detail::Tiles tiles{ctiles_m, ctiles_n, count, splits,  split_tiles, k_tiles, group,
-                                  bm * cm,  bn * cn,  cfg.persistent, cm, cn};
-  const Shape c_shape = batch.batched() ? Shape{count, m, n} : Shape{m, n};
+  wgmma_detail::Tiles tiles{ctiles_m, ctiles_n, count, splits,  split_tiles, k_tiles, group,
+                            bm * cm,  bn * cn,  cfg.persistent, cm, cn};
+  if (sym) { // the clusters' tile rows: ceil(ceil(m / bm) / cm) = ceil(m / (bm cm))
+    tiles.rows = ceil_div(m_expr, bm * cm);
+    tiles.group = cfg.group_m; // (min(group, rows) happens per group in for_each_tile)
+  }
+  const SymShape c_shape = batch.batched() ? SymShape{count, rows.dim, n} : SymShape{rows.dim, n};
+  const Expr ws_rows = sym ? Expr(count * m_expr) : Expr(count * m);
   const bool fixup = splits > 1 && cfg.split_fixup, sum_kernel = splits > 1 && !fixup;
   // the blocks' tiles (a cluster's last ones may lie outside c), one counter per warp of each
   const int grid_rows = ctiles_m * cm, grid_cols = ctiles_n * cn, tile_warps = cfg.consumers * 4;
   std::vector<ParamSpec> specs{tensor_map_param(), tensor_map_param()};
   if (scaled) specs.push_back(f32[1]), specs.push_back(f32[1]);
   const std::size_t p0 = specs.size(); // the output (or workspace) parameter
-  if (sum_kernel) specs.push_back(f32[splits][count * m][n]);
+  if (sum_kernel) specs.push_back(f32[splits][ws_rows][n]);
   else
     for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt)) specs.push_back(p);
+  const std::size_t n_extras = sum_kernel || !epi ? 0 : epi->inputs.size();
   if (fixup) {
-    specs.push_back(f32[splits][count * m][n]);
+    specs.push_back(f32[splits][ws_rows][n]);
     specs.push_back(i32[matmul_wgmma_counters(m, n, cfg, batch)]);
   }
+  push_symbol_params(specs, matmul_symbols(rows, sum_kernel ? nullptr : epi));
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
     lang::Tensor tmap_a = params[0], tmap_b = params[1];
-    lang::Tensor ws = sum_kernel ? params[p0] : params[params.size() - 2], counters = params.back();
+    const std::size_t ws_at_index = sum_kernel ? p0 : p0 + 1 + n_extras;
+    lang::Tensor ws = params[std::min(ws_at_index, params.size() - 1)];
+    lang::Tensor counters = params[std::min(ws_at_index + 1, params.size() - 1)];
     std::vector<ir::Var> extras;
-    for (std::size_t i = p0 + 1; i < params.size() - (fixup ? 2 : 0); ++i) extras.push_back(params[i].v);
+    for (std::size_t i = p0 + 1; i < p0 + 1 + n_extras; ++i) extras.push_back(params[i].v);
     ops::detail::EpilogueEmitter out(sum_kernel ? nullptr : epi, c_shape, params[p0].v, std::move(extras));
-    attrs.cuda.grid_dim = tiles.grid(num_sms);
+    attrs.cuda.grid_dim = tiles.grid_expr(num_sms);
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect
@@ -475,7 +511,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
       auto tile = [&](Expr m0, Expr n0, Expr z, Expr split, Expr kt0, Expr kts) {
         // c[row][col] of this tile's k slice in the workspace under split-k; else the anchor
         // index of c[row][col] (stored through the epilogue)
-        auto ws_at = [&](Expr s, Expr row, Expr col) { return ws[s][z * m + row][col]; };
+        auto ws_at = [&](Expr s, Expr row, Expr col) { return ws[s][z * m_expr + row][col]; };
         auto c_idx = [&, on = batch.batched()](Expr row, Expr col) { return on ? Idx{z, row, col} : Idx{row, col}; };
         // An atom's rows start 64 rows (64 x 128 bytes) further in a's tile.
         // Ping-pong: wait for the turn (the previous tile's main loop has read its stages, so
@@ -504,7 +540,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         // 16 w + g (+ 8), columns 8 j + 2 q (+ 1); atom a holds the rows 64 a further, its
         // accumulators bn / 2 further.
         // (a cluster's last tiles may have blocks wholly outside c)
-        const bool guard_m = m % bm != 0 || tiles_m % cm != 0, guard_n = n % bn != 0 || tiles_n % cn != 0;
+        const bool guard_m = sym || m % bm != 0 || tiles_m % cm != 0, guard_n = n % bn != 0 || tiles_n % cn != 0;
         // body(row, col, e) for each accumulator pair e, e + 1 of this thread (c[row][col], + 1)
         auto each_pair = [&](auto body) {
           for_(repeat(atoms, bn / 8, 2).on(0), [&](Expr a, Expr j, Expr h) {
@@ -516,7 +552,7 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
           each_pair([&](Expr row, Expr col, Expr e) {
             for (int x = 0; x < 2; ++x) {
               Expr ok = true;
-              if (guard_m) ok = ok && row < m;
+              if (guard_m) ok = ok && row < m_expr;
               if (guard_n || n % 2) ok = ok && col + x < n;
               if_(ok, [&] { body(row, col, e, x); });
             }
@@ -524,10 +560,10 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         };
         auto epilogue = [&] {
           if (staged)
-            return wgmma_detail::store_staged(out, c_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, m, n, bn,
+            return wgmma_detail::store_staged(out, c_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, m_expr, n, bn,
                                               atoms, guard_m, guard_n, dt, epi && !epi->is_identity());
           each_pair([&](Expr row, Expr col, Expr e) {
-            matmul_f16_detail::store_pair(out, c_idx, row, col, acc[e], acc[e + 1], m, n, guard_m, guard_n, dt, pair);
+            matmul_f16_detail::store_pair(out, c_idx, row, col, acc[e], acc[e + 1], m_expr, n, guard_m, guard_n, dt, pair);
           });
         };
         if (splits == 1) return epilogue();
@@ -569,20 +605,24 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
 }
 
 /// Adds kernel `name`: c[i][j] = sum over s of ws[s][i][j], rounded to dt (ws: f32[splits][m][n]);
-/// with an epilogue (x of m x n elements), c is replaced by its output and extra inputs.
-inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &name, int splits, int m, int n,
-                                  DataType dt, const Epilogue *epi = nullptr) {
+/// with an epilogue (x of m x n elements), c is replaced by its output and extra inputs. Symbolic
+/// rows: the symbols (matmul_symbols) follow as i32 parameters.
+inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &name, int splits, const MatmulRows &rows,
+                                  int n, DataType dt, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   const int threads = 256;
-  const std::int64_t total = std::int64_t(m) * n;
+  const Expr m = rows.expr();
+  const Expr total = rows.symbolic() ? Expr(m * n) : Expr(std::int64_t(rows.value()) * n);
   std::vector<ParamSpec> specs{f32[splits][m][n]};
-  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, {m, n}, dt)) specs.push_back(p);
+  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, SymShape{rows.dim, n}, dt)) specs.push_back(p);
+  push_symbol_params(specs, matmul_symbols(rows, epi));
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
     lang::Tensor ws = params[0];
     std::vector<ir::Var> extras;
-    for (std::size_t i = 2; i < params.size(); ++i) extras.push_back(params[i].v);
-    ops::detail::EpilogueEmitter out(epi, {m, n}, params[1].v, std::move(extras));
-    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+    for (std::size_t i = 2; i < 2 + (epi ? epi->inputs.size() : 0); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(epi, SymShape{rows.dim, n}, params[1].v, std::move(extras));
+    if (rows.symbolic()) attrs.cuda.grid_dim = max(ceil_div(total, threads), 1);
+    else attrs.cuda.grid_dim = int(ceil_div(std::int64_t(rows.value()) * n, std::int64_t(threads)));
     attrs.cuda.block_dim = threads;
     Var i = blockIdx.x * threads + threadIdx.x;
     if_(i < total, [&] {
@@ -597,15 +637,16 @@ inline void add_sum_splits_kernel(lang::ScriptModule &mod, const std::string &na
 /// A script module for these sizes: kernel "matmul_wgmma" (parameters as in
 /// add_matmul_wgmma_kernel), "sum_splits" with split-k without split_fixup, and "pad_a" /
 /// "pad_b" when k / n is not a multiple of 8.
-inline lang::ScriptModule matmul_wgmma_module(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {},
+inline lang::ScriptModule matmul_wgmma_module(const MatmulRows &m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {},
                                               int num_sms = 132, const MatmulBatch &batch = {},
                                               const Epilogue *epi = nullptr) {
-  auto mod = lang::script_module(str_cat("matmul_wgmma_", dt, "_", m, "x", n, "x", k, epi ? "_epilogue" : ""));
+  auto mod = lang::script_module(str_cat("matmul_wgmma_", dt, "_", m.symbolic() ? "rows" : m.str(), "x", n, "x", k,
+                                         epi ? "_epilogue" : ""));
   add_matmul_wgmma_kernel(mod, "matmul_wgmma", m, n, k, dt, cfg, num_sms, batch, epi);
   if (int splits = matmul_wgmma_splits(k, cfg); splits > 1 && !cfg.split_fixup)
-    add_sum_splits_kernel(mod, "sum_splits", splits, batch.count * m, n, dt, epi);
+    add_sum_splits_kernel(mod, "sum_splits", splits, MatmulRows(Dim(batch.count) * m.dim), n, dt, epi);
   int ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
-  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", ba * m, k, matmul_f16_lda(k), dt);
+  if (matmul_f16_lda(k) != k) add_pad_columns_kernel(mod, "pad_a", Dim(ba) * m.dim, k, matmul_f16_lda(k), dt);
   if (matmul_f16_ldb(n) != n) add_pad_columns_kernel(mod, "pad_b", bb * k, n, matmul_f16_ldb(n), dt);
   return mod;
 }
@@ -662,52 +703,64 @@ inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int 
 /// A built Hopper matmul for fixed sizes and dtype: f(a, b, c) computes c = a @ b (a: [m, k],
 /// b: [k, n], c: [m, n], all f16 or all bf16, on a Hopper GPU; with a batch, [count, ...] for c
 /// and for each operand that has the batch). The TMA maps are encoded for the tensors' addresses
-/// and cached, so repeated calls on the same tensors encode nothing.
+/// and cached, so repeated calls on the same tensors encode nothing. With symbolic rows m
+/// (matmul_rows.hpp), one build serves every value: each call passes the symbols' values, and the
+/// workspaces are kept per value of m.
 class MatmulWgmma {
 public:
-  MatmulWgmma(int m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {}, const MatmulBatch &batch = {},
-              std::shared_ptr<const Epilogue> epi = nullptr)
-      : m_(m), n_(n), k_(k), cfg_(cfg), batch_(batch), epi_(epi),
+  MatmulWgmma(const MatmulRows &m, int n, int k, DataType dt, const MatmulWgmmaConfig &cfg = {},
+              const MatmulBatch &batch = {}, std::shared_ptr<const Epilogue> epi = nullptr)
+      : rows_(m), n_(n), k_(k), dt_(dt), cfg_(cfg), batch_(batch), epi_(epi), splits_(matmul_wgmma_splits(k, cfg)),
         cm_(matmul_wgmma_module(m, n, k, dt, cfg, runtime::device_info(0).sm_count, batch, epi.get())
                 .build(matmul_wgmma_build_options())) {
-    std::int64_t ba = batch.a ? batch.count : 1, bb = batch.b ? batch.count : 1;
-    if (matmul_f16_lda(k) != k) a_pad_ = hidet::empty({ba * m, matmul_f16_lda(k)}, dt, "cuda");
-    if (matmul_f16_ldb(n) != n) b_pad_ = hidet::empty({bb * k, matmul_f16_ldb(n)}, dt, "cuda");
-    if (int splits = matmul_wgmma_splits(k, cfg); splits > 1) {
-      ws_ = hidet::empty({splits, std::int64_t(batch.count) * m, n}, f32, "cuda");
-      if (cfg.split_fixup) counters_ = hidet::zeros({matmul_wgmma_counters(m, n, cfg, batch)}, i32, "cuda");
-    }
+    sum_kernel_ = splits_ > 1 && !cfg.split_fixup;
+    main_symbols_ = matmul_symbols(m, sum_kernel_ ? nullptr : epi.get());
+    sum_symbols_ = matmul_symbols(MatmulRows(Dim(batch.count) * m.dim), epi.get());
+    if (splits_ > 1 && cfg.split_fixup) counters_ = hidet::zeros({matmul_wgmma_counters(m.value(), n, cfg, batch)}, i32, "cuda");
   }
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) { (*this)(a, b, c, {}); }
   /// With an epilogue: c is its output (viewed with c's size when it keeps the layout), `extras`
-  /// its other inputs.
-  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras) {
-    Tensor pa = a_pad_.defined() ? pad_columns(cm_, "pad_a", a, a_pad_) : a;
-    Tensor pb = b_pad_.defined() ? pad_columns(cm_, "pad_b", b, b_pad_) : b;
+  /// its other inputs. `values`: the symbols' values (symbolic rows).
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras,
+                  const SymbolValues &values = {}) {
+    const std::int64_t m = rows_.at(values);
+    const std::int64_t ba = batch_.a ? batch_.count : 1, bb = batch_.b ? batch_.count : 1;
+    Tensor pa = a, pb = b;
+    if (matmul_f16_lda(k_) != k_)
+      pa = pad_columns(cm_, "pad_a", a, bufs_.get("a", m, [&] { return hidet::empty({ba * m, matmul_f16_lda(k_)}, dt_, "cuda"); }),
+                       rows_.dim.symbols(), values);
+    if (matmul_f16_ldb(n_) != n_)
+      pb = pad_columns(cm_, "pad_b", b, bufs_.get("b", 0, [&] { return hidet::empty({bb * k_, matmul_f16_ldb(n_)}, dt_, "cuda"); }));
     auto with_batch = [&](bool has, std::vector<std::int64_t> s) {
       if (batch_.batched() && has) s.insert(s.begin(), batch_.count);
       return s;
     };
-    check(pa, with_batch(batch_.a, {m_, matmul_f16_lda(k_)}), "a");
+    check(pa, with_batch(batch_.a, {m, matmul_f16_lda(k_)}), "a");
     check(pb, with_batch(batch_.b, {k_, matmul_f16_ldb(n_)}), "b");
     // Boxes: a block's share of the tiles (multicast to its cluster row / column).
     map_for(map_a_, pa, with_batch(batch_.a, {cfg_.block_m() / cfg_.cluster_n, MatmulWgmmaConfig::block_k}), batch_.a);
     map_for(map_b_, pb, with_batch(batch_.b, {MatmulWgmmaConfig::block_k / cfg_.cluster_m, 64}), batch_.b);
-    const bool sum_kernel = ws_.defined() && !counters_.defined();
-    Shape anchor = sum_kernel ? Shape{std::int64_t(batch_.count) * m_, n_}
-                   : batch_.batched() ? Shape{batch_.count, m_, n_} : Shape{m_, n_};
+    Tensor ws;
+    if (splits_ > 1)
+      ws = bufs_.get("ws", m, [&] { return hidet::empty({splits_, std::int64_t(batch_.count) * m, n_}, f32, "cuda"); });
+    Shape anchor = sum_kernel_ ? Shape{std::int64_t(batch_.count) * m, n_}
+                   : batch_.batched() ? Shape{batch_.count, m, n_} : Shape{m, n_};
     Tensor out = epilogue_out_arg(epi_.get(), c, anchor);
     std::vector<LaunchArg> out_args{out};
     for (const auto &t : extras) out_args.emplace_back(t);
-    if (!sum_kernel) {
-      std::vector<LaunchArg> args{*map_a_.map, *map_b_.map};
+    std::vector<LaunchArg> args{*map_a_.map, *map_b_.map};
+    if (!sum_kernel_) {
       args.insert(args.end(), out_args.begin(), out_args.end());
-      if (counters_.defined()) args.emplace_back(ws_), args.emplace_back(counters_);
+      if (counters_.defined()) args.emplace_back(ws), args.emplace_back(counters_);
+      push_symbol_args(args, main_symbols_, values);
       return cm_["matmul_wgmma"].launch(args);
     }
-    cm_["matmul_wgmma"](*map_a_.map, *map_b_.map, ws_);
-    out_args.insert(out_args.begin(), LaunchArg(ws_));
+    args.emplace_back(ws);
+    push_symbol_args(args, main_symbols_, values);
+    cm_["matmul_wgmma"].launch(args);
+    out_args.insert(out_args.begin(), LaunchArg(ws));
+    push_symbol_args(out_args, sum_symbols_, values);
     cm_["sum_splits"].launch(out_args);
   }
   const MatmulWgmmaConfig &config() const { return cfg_; }
@@ -724,12 +777,18 @@ private:
     if (batch_.batched() && has_batch) box[0] = 1;
     m.update(t, box);
   }
-  int m_, n_, k_;
+  MatmulRows rows_;
+  int n_, k_;
+  DataType dt_;
   MatmulWgmmaConfig cfg_;
   MatmulBatch batch_;
   std::shared_ptr<const Epilogue> epi_;
+  int splits_;
+  bool sum_kernel_ = false;
+  std::vector<std::string> main_symbols_, sum_symbols_; // the symbol parameters of each kernel
   CompiledModule cm_;
-  Tensor a_pad_, b_pad_, ws_, counters_;
+  Tensor counters_;
+  RowBuffers bufs_; // padded operands and the split-k workspace, per value of m
   CachedMap map_a_, map_b_;
 };
 
