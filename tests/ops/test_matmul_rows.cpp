@@ -54,10 +54,17 @@ std::string label_for(int m, int n, int k, DataType dt) {
 } // namespace
 
 TEST_CASE("matmul over symbolic rows: one build per tiling serves every n and s, with symbolic epilogues") {
-  const std::int64_t H = 3, D = 24, N = H * D, K = 40; // K: partial k tiles (a multiple of 8)
+  const std::int64_t H = 3, D = 24, N = H * D;
   const Dim rows = n_sym * s_sym;
-  for (DataType dt : {dtypes::f16, dtypes::bf16}) {
-    INFO("dtype " << dt);
+  // K = 40: partial k tiles, the mma.sync template. K = 1030: k past 1024, so that Hopper takes
+  // the wgmma template (split-k for these few rows: the slices' sum kernel over symbolic rows),
+  // and not a multiple of 8 (a is copied to a padded workspace per value of the rows); f16 only.
+  struct Case {
+    DataType dt;
+    std::int64_t K;
+  };
+  for (auto [dt, K] : {Case{dtypes::f16, 40}, Case{dtypes::bf16, 40}, Case{dtypes::f16, 1030}}) {
+    INFO("dtype " << dt << ", K = " << K);
     Tensor w = make({K, N}, dt), bias = make({N}, dt);
     // plain; + bias; + bias + residual; + bias, heads split and moved first ([n, H, s, D])
     auto plain = o::Epilogue::identity({rows, Dim(N)}, dt);

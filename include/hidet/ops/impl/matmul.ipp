@@ -37,7 +37,8 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
     if (b.ndim() > 1) shape.push_back(sb.back());
     DataType t = promote_types(a.dtype(), b.dtype());
     // a matrix b: a's rows (its leading extents together) may run on a kernel built for every value
-    Dim rows = sym_numel(SymShape(a.sym_shape().begin(), a.sym_shape().end() - 1));
+    const SymShape a_shape = a.sym_shape();
+    Dim rows = sym_numel(SymShape(a_shape.begin(), a_shape.end() - 1));
     bool generic = a.ndim() >= 2 && b.ndim() == 2 && !rows.is_constant();
     return detail::trace_symbolic("matmul{}", {a, b}, std::move(shape), t.is_bool() ? dtypes::i32 : t,
                                   [rows, generic](const std::vector<Tensor> &in) {
