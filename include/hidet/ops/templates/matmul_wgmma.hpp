@@ -416,9 +416,9 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
   push_symbol_params(specs, matmul_symbols(rows, sum_kernel ? nullptr : epi));
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
     lang::Tensor tmap_a = params[0], tmap_b = params[1];
-    const std::size_t ws_at_index = sum_kernel ? p0 : p0 + 1 + n_extras;
-    lang::Tensor ws = params[std::min(ws_at_index, params.size() - 1)];
-    lang::Tensor counters = params[std::min(ws_at_index + 1, params.size() - 1)];
+    // the f32 workspace (split-k) and the fixup's counters (else unused: any tensor parameter)
+    const std::size_t ws_index = sum_kernel ? p0 : fixup ? p0 + 1 + n_extras : p0;
+    lang::Tensor ws = params[ws_index], counters = params[fixup ? ws_index + 1 : ws_index];
     std::vector<ir::Var> extras;
     for (std::size_t i = p0 + 1; i < p0 + 1 + n_extras; ++i) extras.push_back(params[i].v);
     ops::detail::EpilogueEmitter out(sum_kernel ? nullptr : epi, c_shape, params[p0].v, std::move(extras));
