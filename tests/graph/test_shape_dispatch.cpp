@@ -34,8 +34,8 @@ TEST_CASE("a model compiled once per batch size") {
   expect_same(model(x, mask), net(x, mask), 2);
 }
 
-TEST_CASE("shape_generic f16: the products' templates and their epilogues build once for every n and s") {
-  const std::int64_t D = 24, F = 40, H = 2;
+TEST_CASE("shape_generic f16: the products' templates, their epilogues and attention build once for every n and s") {
+  const std::int64_t D = 64, F = 40, H = 2;
   Tensor w1 = make({D, F}, dtypes::f16, -0.3, 0.3), b1 = make({F}, dtypes::f16);
   Tensor w2 = make({F, D}, dtypes::f16, -0.3, 0.3), wq = make({D, D}, dtypes::f16, -0.3, 0.3);
   auto net = [&](const Tensor &x) {
@@ -43,7 +43,9 @@ TEST_CASE("shape_generic f16: the products' templates and their epilogues build 
     Tensor f = o::matmul(o::gelu(o::matmul(x, w1) + b1), w2);                      // bias + gelu, then a residual
     Tensor y = x + f;
     Tensor q = o::permute(o::matmul(y, wq).reshape(SymShape{xs[0], xs[1], H, D / H}), {0, 2, 1, 3}); // heads first
-    return std::vector<Tensor>{y, q};
+    Tensor kv = o::permute(y.reshape(SymShape{xs[0], xs[1], H, D / H}), {0, 2, 1, 3});
+    Tensor att = o::scaled_dot_product_attention(q, kv, kv, std::nullopt, true);  // [n, H, s, D / H]
+    return std::vector<Tensor>{y, q, att};
   };
   graph::DispatchOptions opts;
   opts.shape_generic = true;
@@ -52,22 +54,25 @@ TEST_CASE("shape_generic f16: the products' templates and their epilogues build 
   std::string text = model.generic_graph().str();
   INFO(text);
   CHECK(text.find("FusedMatmul") != std::string::npos);
+  CHECK(text.find("ScaledDotProductAttention") != std::string::npos);
   bool first = true;
   for (auto [n, s] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {1, 5}, {3, 7}, {1, 13}, {2, 3}}) {
     INFO("n=" << n << ", s=" << s);
     Tensor x = make({n, s, D}, dtypes::f16);
-    std::size_t tasks = o::compiled_task_count(), products = o::matmul_rows_builds();
+    std::size_t tasks = o::compiled_task_count(), products = o::matmul_rows_builds(),
+                attention = o::attention_symbolic_builds();
     auto got = model.run({x});
     if (first) {
       CHECK(o::matmul_rows_builds() > products); // the products, each with its epilogue, over rows n*s
+      CHECK(o::attention_symbolic_builds() == attention + 1);
     } else { // a new shape builds no kernel at all
       CHECK(o::compiled_task_count() == tasks);
       CHECK(o::matmul_rows_builds() == products);
+      CHECK(o::attention_symbolic_builds() == attention);
     }
     first = false;
     auto want = net(x);
-    expect_same(got[0], want[0], 2);
-    expect_same(got[1], want[1], 2);
+    for (std::size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i], 2);
   }
   CHECK(model.num_compilations() == 4);
 }

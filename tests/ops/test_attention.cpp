@@ -389,3 +389,53 @@ TEST_CASE("sdpa template: problems the kernel cannot serve are ValueErrors namin
       },
       {"warp_q must be 16 or 32"});
 }
+
+TEST_CASE("sdpa over symbolic batch and lengths: the template built once for every value") {
+  // Nodes traced on q [n, H, s, D] and k, v [n, H, t, D] (and a mask [n, 1, s, t] or [s, t]), run
+  // where a graph would bind n, s and t: one build per variant serves every value (lengths below
+  // the split-KV range, so that the heuristic tiling stays the same).
+  struct Variant {
+    std::int64_t d;
+    DataType dt;
+    bool causal, heads_last;
+    int mask; ///< 0: none, 1: [n, 1, s, t] f16, 2: [s, t] f32
+  };
+  const std::int64_t H = 2;
+  for (const Variant &var : {Variant{64, dtypes::f16, false, false, 0}, Variant{64, dtypes::bf16, true, true, 0},
+                             Variant{32, dtypes::f16, false, true, 1}, Variant{128, dtypes::f16, true, false, 2}}) {
+    INFO("d " << var.d << ", " << var.dt << ", causal " << var.causal << ", heads_last " << var.heads_last
+              << ", mask " << var.mask);
+    Tensor q = symbol({Dim::symbol("n"), Dim(H), Dim::symbol("s"), Dim(var.d)}, var.dt, "cuda", "q");
+    Tensor k = symbol({Dim::symbol("n"), Dim(H), Dim::symbol("t"), Dim(var.d)}, var.dt, "cuda", "k");
+    Tensor v = symbol({Dim::symbol("n"), Dim(H), Dim::symbol("t"), Dim(var.d)}, var.dt, "cuda", "v");
+    std::optional<Tensor> mask;
+    if (var.mask == 1) mask = symbol({Dim::symbol("n"), Dim(1), Dim::symbol("s"), Dim::symbol("t")}, dtypes::f16, "cuda", "m");
+    if (var.mask == 2) mask = symbol({Dim::symbol("s"), Dim::symbol("t")}, dtypes::f32, "cuda", "m");
+    Tensor y = var.heads_last ? o::scaled_dot_product_attention_heads_last(q, k, v, mask, var.causal)
+                              : o::scaled_dot_product_attention(q, k, v, mask, var.causal);
+    const auto &node = *y.trace().op;
+    std::size_t after_first = 0;
+    bool first = true;
+    for (auto [n, s, t] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 37, 37}, {2, 64, 90}, {3, 5, 131}, {1, 200, 200}}) {
+      INFO("n " << n << ", s " << s << ", t " << t);
+      Tensor qc = make({n, H, s, var.d}, var.dt), kc = make({n, H, t, var.d}, var.dt), vc = make({n, H, t, var.d}, var.dt);
+      std::vector<Tensor> ins{qc, kc, vc};
+      std::optional<Tensor> mc;
+      if (var.mask == 1) mc = make({n, 1, s, t}, dtypes::f16, -1, 1);
+      if (var.mask == 2) mc = make({s, t}, dtypes::f32, -1, 1);
+      if (mc) ins.push_back(*mc);
+      std::size_t before = o::attention_symbolic_builds();
+      Tensor got = [&] {
+        SymbolBinding bind({{"n", n}, {"s", s}, {"t", t}});
+        return node.run(ins)[0];
+      }();
+      if (first) after_first = o::attention_symbolic_builds();
+      else CHECK(o::attention_symbolic_builds() == before); // nothing built for a new n, s, t
+      if (first) CHECK(after_first == before + 1);
+      first = false;
+      Tensor want = var.heads_last ? o::scaled_dot_product_attention_heads_last(qc, kc, vc, mc, var.causal)
+                                   : o::scaled_dot_product_attention(qc, kc, vc, mc, var.causal);
+      expect_close(got, want.shape(), want.to_double_vector(), false, 2);
+    }
+  }
+}

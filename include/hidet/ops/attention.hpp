@@ -33,6 +33,11 @@ Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k,
                                                const std::optional<Tensor> &attn_mask = std::nullopt,
                                                bool is_causal = false,
                                                std::optional<double> scale = std::nullopt);
+/// Attention nodes over symbolic batch and lengths (a graph traced with hidet::symbol) run, where
+/// the graph binds the symbols and the heuristic tiling takes no split-KV and no Hopper kernel, on
+/// the mma.sync template built once for every value of them (templates::AttentionSymbols): the
+/// number of such builds in this process.
+std::size_t attention_symbolic_builds();
 
 } // namespace hidet::ops
 

@@ -84,6 +84,90 @@ HIDET_INLINE Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device
 } // namespace attention_detail
 
 namespace attention_detail {
+struct SymbolicBuilds {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<templates::Attention>> built; ///< symbolic problem | tiling
+  std::size_t count = 0;
+};
+HIDET_INLINE SymbolicBuilds &symbolic_builds() {
+  static SymbolicBuilds b;
+  return b;
+}
+
+/// The node of attention over symbolic extents (q's shape `qs`, k's `ks`, the mask's `ms`) run on
+/// concrete inputs `in` while a graph binds the symbols: the mma.sync template built once for
+/// symbolic batch and lengths (templates::AttentionSymbols) when the heuristic tiling for these
+/// values is one without split-KV; else nullopt (the constant-shape path runs).
+HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> &in, const SymShape &qs,
+                                                      const SymShape &ks, const std::optional<SymShape> &ms,
+                                                      bool is_causal, std::optional<double> scale, bool heads_last) {
+  const SymbolValues *values = SymbolBinding::current();
+  if (!values || in.size() < 3 || qs.size() != 4 || ks.size() != 4) return std::nullopt;
+  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  for (const Tensor &t : in)
+    if (t.is_symbolic() || !t.device().is_cuda()) return std::nullopt;
+  if (!q.dtype().is_half() || k.dtype() != q.dtype() || v.dtype() != q.dtype() || q.ndim() != 4 || k.ndim() != 4 ||
+      v.shape() != k.shape())
+    return std::nullopt;
+  for (const Dim *d : {&qs[1], &qs[3], &ks[1], &ks[3]})
+    if (!d->is_constant()) return std::nullopt; // heads and head dim: constants
+  if (qs[0] != ks[0] || (qs[0].is_constant() && qs[2].is_constant() && ks[2].is_constant())) return std::nullopt;
+  try {
+    if (evaluate_shape(qs, *values) != q.shape() || evaluate_shape(ks, *values) != k.shape()) return std::nullopt;
+  } catch (const ValueError &) {
+    return std::nullopt;
+  }
+  const Shape &sq = q.shape();
+  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = k.shape()[2], D = sq[3];
+  if (k.shape()[3] != D || k.shape()[0] != B || k.shape()[1] != H || !(D == 32 || D == 64 || D == 128)) return std::nullopt;
+  templates::AttentionProblem p;
+  p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
+  p.dtype = q.dtype(), p.causal = is_causal, p.heads_last = heads_last;
+  templates::AttentionSymbols sym{qs[0], qs[2], ks[2]};
+  std::optional<Tensor> mask;
+  if (in.size() > 3) { // an additive mask [Sq, Skv] with leading [B or 1, H or 1]
+    const Tensor &m = in[3];
+    if (!ms || ms->size() != m.ndim() || m.ndim() < 2 || !(m.dtype() == dtypes::f32 || m.dtype().is_half()))
+      return std::nullopt;
+    SymShape m4(4 - ms->size(), Dim(1));
+    m4.insert(m4.end(), ms->begin(), ms->end());
+    if (m4[2] != qs[2] || m4[3] != ks[2] || !(m4[0] == 1 || m4[0] == qs[0]) || !(m4[1] == 1 || m4[1] == qs[1]))
+      return std::nullopt;
+    p.has_mask = true, p.mask_dtype = m.dtype(), p.mask_batch = m4[0] == 1 ? 1 : int(B);
+    p.mask_heads = int(m4[1].value());
+    sym.mask_batched = m4[0] != 1;
+    Shape m4v(4 - m.ndim(), 1);
+    for (auto e : m.shape()) m4v.push_back(e);
+    mask = m.reshape(m4v);
+  }
+  if (B > 65535 || H > 65535 || !templates::attention_fits_int32(p)) return std::nullopt;
+  const auto &dev = runtime::device_info(0);
+  auto cfg = templates::attention_heuristic_config(p, dev.sm_count > 0 ? dev.sm_count : 132, templates::wgmma_available());
+  if (cfg.wgmma || cfg.kv_splits != 1) return std::nullopt;
+  std::string key = str_cat(p.dtype, " ", sym.str(), ", heads ", H, ", d ", D, is_causal ? ", causal" : "",
+                            p.has_mask ? str_cat(", mask ", p.mask_dtype, " heads ", p.mask_heads) : std::string(),
+                            heads_last ? ", out [B, Sq, H, D]" : "", " | ", cfg.str());
+  auto &builds = symbolic_builds();
+  std::shared_ptr<templates::Attention> r;
+  {
+    std::lock_guard<std::mutex> lock(builds.mu);
+    if (auto it = builds.built.find(key); it != builds.built.end()) r = it->second;
+  }
+  if (!r) {
+    auto made = std::make_shared<templates::Attention>(p, cfg, &sym); // compiles outside the lock
+    std::lock_guard<std::mutex> lock(builds.mu);
+    auto [it, fresh] = builds.built.emplace(key, made);
+    if (fresh) ++builds.count;
+    r = it->second;
+  }
+  const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
+  Tensor out = heads_last ? empty({B, Sq, H, D}, q.dtype(), q.device()) : empty({B, H, Sq, D}, q.dtype(), q.device());
+  auto aligned = [](const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 ? t.clone() : t; };
+  if (mask) (*r)(aligned(q), aligned(k), aligned(v), *mask, out, s, *values);
+  else (*r)(aligned(q), aligned(k), aligned(v), out, s, *values);
+  return out;
+}
+
 /// Attention, its output [B, H, Sq, D] or (heads_last) [B, Sq, H, D].
 HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                               const std::optional<Tensor> &attn_mask, bool is_causal,
@@ -91,8 +175,13 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   if (detail::has_symbolic_extents({q, k, v}) || (attn_mask && detail::has_symbolic_extents({*attn_mask}))) {
     std::vector<Tensor> ins{q, k, v};
     if (attn_mask) ins.push_back(*attn_mask);
+    // Run inside a graph that binds the symbols: one kernel for every value where the template
+    // takes them (attention_symbolic), else per shape.
+    const SymShape qs = q.sym_shape(), ks = k.sym_shape();
+    const std::optional<SymShape> ms = attn_mask ? std::optional<SymShape>(attn_mask->sym_shape()) : std::nullopt;
     return detail::trace_by_probing(heads_last ? "scaled_dot_product_attention_heads_last" : "scaled_dot_product_attention",
                                     ins, [=](const std::vector<Tensor> &in) {
+                                      if (auto y = attention_symbolic(in, qs, ks, ms, is_causal, scale, heads_last)) return *y;
                                       return attention(in[0], in[1], in[2], in.size() > 3 ? std::optional<Tensor>(in[3]) : std::nullopt,
                                                        is_causal, scale, heads_last);
                                     });
@@ -232,6 +321,12 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   return heads_last ? permute(o, {0, 2, 1, 3}) : o;
 }
 } // namespace attention_detail
+
+HIDET_INLINE std::size_t attention_symbolic_builds() {
+  auto &b = attention_detail::symbolic_builds();
+  std::lock_guard<std::mutex> lock(b.mu);
+  return b.count;
+}
 
 HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
                                                  const std::optional<Tensor> &attn_mask, bool is_causal,

@@ -56,18 +56,27 @@
 namespace hidet::ops::templates {
 /// Adds kernel `name` for problem `p`. Parameters: q, k, v: dt[B][H][S][D], then (with a mask)
 /// mask: mask_dt[mask_batch][mask_heads][Sq][Skv], then out: dt[B][H][Sq][D] (dt[B][Sq][H][D]
-/// when p.heads_last) and scale (f32).
+/// when p.heads_last) and scale (f32). With `sym` (no split-KV), the batch and lengths are those
+/// Dims and the symbols (sym->names()) follow as i32 parameters: one build for every value.
 inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &name,
-                                 const AttentionProblem &p, const AttentionConfig &cfg) {
+                                 const AttentionProblem &p, const AttentionConfig &cfg,
+                                 const AttentionSymbols *sym = nullptr) {
   using namespace hidet::lang;
   check_attention_problem(p);
   check_attention_config(cfg, p.head_dim);
+  if (sym && cfg.kv_splits != 1)
+    throw ValueError(str_cat("attention kernel for ", sym->str(), ": symbolic lengths take no split-KV"));
   const int B = p.batch, H = p.heads, Sq = p.seq_q, Skv = p.seq_kv, D = p.head_dim;
   const int bq = cfg.block_q(), bkv = cfg.block_kv, stages = cfg.stages, threads = cfg.threads();
   const int mt = cfg.warp_q / 16, nk = bkv / 8, dk = D / 16, nd = D / 8, pk = bkv / 16;
   const int q_tiles = ceil_div(Sq, bq), total_tiles = ceil_div(Skv, bkv);
   const int splits = cfg.kv_splits, run_tiles = ceil_div(total_tiles, splits); // split-KV: tiles per run
-  const bool causal = p.causal, guard_q = Sq % bq != 0, guard_kv = Skv % bkv != 0;
+  const bool causal = p.causal, guard_q = sym || Sq % bq != 0, guard_kv = sym || Skv % bkv != 0;
+  // The sizes as expressions: constants, or of the symbols' variables.
+  const Expr B_e = sym ? dim_expr(sym->batch) : Expr(B), Sq_e = sym ? dim_expr(sym->seq_q) : Expr(Sq),
+             Skv_e = sym ? dim_expr(sym->seq_kv) : Expr(Skv);
+  const Expr q_tiles_e = sym ? Expr(ceil_div(Sq_e, bq)) : Expr(q_tiles),
+             total_tiles_e = sym ? Expr(ceil_div(Skv_e, bkv)) : Expr(total_tiles);
   const DataType dt = p.dtype;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto T = [&](DataType d) { return TensorSpec(d, {}); };
@@ -75,7 +84,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   // out: the output, or (split-KV) ws_o f32[splits][B * H * Sq][D] and ws_ml f32[splits][B * H * Sq][2]
   auto body = [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask,
                   lang::Tensor out, const lang::Tensor *ws_ml, Var scale) {
-    attrs.cuda.grid_dim = {q_tiles * splits, H, B};
+    if (sym) attrs.cuda.grid_dim = {max(q_tiles_e, 1), H, B_e};
+    else attrs.cuda.grid_dim = {q_tiles * splits, H, B};
     attrs.cuda.block_dim = threads;
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes(D);
 
@@ -99,7 +109,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
 
     Var b = blockIdx.z, h = blockIdx.y;
     Var qi = splits > 1 ? Expr(blockIdx.x / splits) : Expr(blockIdx.x);
-    Var qt = causal ? Expr(q_tiles - 1 - qi) : Expr(qi);
+    Var qt = causal ? Expr(q_tiles_e - 1 - qi) : Expr(qi);
     Var q0 = qt * bq;
     Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     Var wq0 = warp * cfg.warp_q;
@@ -108,14 +118,14 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     Var b_row = lane / 16 * 8 + lane % 8, b_col = lane / 8 % 2 * 8; // ldmatrix B from a [n][k] tile
     Var sl2 = scale * attention_detail::log2e;
     // This block's K/V tiles: [t_begin, t_begin + n_tiles) (all of them without split-KV).
-    Expr needed = causal ? Expr(ceil_div(min(q0 + bq, Skv), bkv)) : Expr(total_tiles);
+    Expr needed = causal ? Expr(ceil_div(min(q0 + bq, Skv_e), bkv)) : total_tiles_e;
     Var t_begin = splits > 1 ? Expr(blockIdx.x % splits * run_tiles) : Expr(0);
     Var n_tiles = splits > 1 ? Expr(max(min(t_begin + run_tiles, needed) - t_begin, 0)) : needed;
 
     // cp.async of `rows` rows of `src` (from row0, zero-filled at and past `limit`) into
     // dst[stage].
     auto load_rows = [&](lang::Tensor dst, Expr stage, lang::Tensor src, Expr row0, int rows,
-                         int limit, bool guard) {
+                         const Expr &limit, bool guard) {
       for_(auto_map({rows, D / 8}, threads).on(threadIdx.x), [&](Expr r, Expr c) {
         Expr row = row0 + r;
         if (!guard) return cp_async(dst[stage][r][c * 8], src[b][h][row][c * 8], 16);
@@ -124,8 +134,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
       });
     };
     auto load_kv = [&](Expr stage, Expr kv0) {
-      load_rows(sk, stage, k, kv0, bkv, Skv, guard_kv);
-      load_rows(sv, stage, v, kv0, bkv, Skv, guard_kv);
+      load_rows(sk, stage, k, kv0, bkv, Skv_e, guard_kv);
+      load_rows(sv, stage, v, kv0, bkv, Skv_e, guard_kv);
     };
     auto load_q_frags = [&](int kk_first, int kk_count) {
       for (int i = 0; i < mt; ++i)
@@ -158,15 +168,15 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
             Expr row = q0 + wq0 + (i * 16 + e / 2 * 8) + g, col = kv0 + (j * 8 + e % 2) + qd * 2;
             Expr s = sacc[i][j][e] * sl2;
             if (mask) {
-              Expr mrow = guard_q ? Expr(min(row, Sq - 1)) : row,
-                   mcol = guard_kv ? Expr(min(col, Skv - 1)) : col;
-              Expr mb = p.mask_batch == 1 ? Expr(0) : Expr(b),
+              Expr mrow = guard_q ? Expr(min(row, Sq_e - 1)) : row,
+                   mcol = guard_kv ? Expr(min(col, Skv_e - 1)) : col;
+              Expr mb = (sym ? !sym->mask_batched : p.mask_batch == 1) ? Expr(0) : Expr(b),
                    mh = p.mask_heads == 1 ? Expr(0) : Expr(h);
               s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), attention_detail::log2e, s);
             }
             if (masked) {
-              Expr ok = causal ? Expr(col <= row) : Expr(col < Skv);
-              if (causal && guard_kv) ok = ok && col < Skv;
+              Expr ok = causal ? Expr(col <= row) : Expr(col < Skv_e);
+              if (causal && guard_kv) ok = ok && col < Skv_e;
               s = select(ok, s, neg_inf);
             }
             sacc[i][j][e] = s;
@@ -216,7 +226,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         for (int e = 0; e < 4; ++e)
           oacc[i][n][e] = 0.0f;
     }
-    load_rows(sq, 0, q, q0, bq, Sq, guard_q);
+    load_rows(sq, 0, q, q0, bq, Sq_e, guard_q);
     cp_async_commit_group();
     for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 K/V tiles in flight
       if_(s < n_tiles, [&] { load_kv(Expr(s), (t_begin + s) * bkv); });
@@ -234,7 +244,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
       Var kv0 = (t_begin + t) * bkv;
       if (causal || guard_kv) {
         Expr need = causal ? Expr(kv0 + (bkv - 1) > q0) : Expr(false);
-        Expr last = t_begin + t == total_tiles - 1; // the partial tile
+        Expr last = t_begin + t == total_tiles_e - 1; // the partial tile
         if (guard_kv) need = causal ? Expr(need || last) : last;
         if_(need, [&] { tile(t % stages, kv0, true); }).else_([&] {
           tile(t % stages, kv0, false);
@@ -274,21 +284,23 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
           }
         };
         if (guard_q)
-          if_(row < Sq, store);
+          if_(row < Sq_e, store);
         else
           store();
       }
   };
 
-  auto qkv = T(dt)[B][H];
-  auto Tq = qkv[Sq][D], Tkv = qkv[Skv][D];
-  auto To = p.heads_last ? T(dt)[B][Sq][H][D] : Tq;
+  auto qkv = T(dt)[B_e][H];
+  auto Tq = qkv[Sq_e][D], Tkv = qkv[Skv_e][D];
+  auto To = p.heads_last ? T(dt)[B_e][Sq_e][H][D] : Tq;
   const int rows = B * H * Sq;
   std::vector<ParamSpec> specs{Tq, Tkv, Tkv};
-  if (p.has_mask) specs.push_back(T(p.mask_dtype)[p.mask_batch][p.mask_heads][Sq][Skv]);
+  const Expr mask_b = sym ? (sym->mask_batched ? B_e : Expr(1)) : Expr(p.mask_batch);
+  if (p.has_mask) specs.push_back(T(p.mask_dtype)[mask_b][p.mask_heads][Sq_e][Skv_e]);
   if (splits > 1) specs.push_back(f32[splits][rows][D]), specs.push_back(f32[splits][rows][2]);
   else specs.push_back(To);
   specs.push_back(f32);
+  if (sym) push_symbol_params(specs, sym->names());
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &ps) {
     std::size_t i = 3;
     std::optional<lang::Tensor> m;
@@ -328,11 +340,15 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
 
 /// A script module with kernel "attention" for problem `p`: add_attention_kernel, or
 /// add_attention_wgmma_kernel for a Hopper config (cfg.wgmma).
-inline lang::ScriptModule attention_module(const AttentionProblem &p, const AttentionConfig &cfg) {
+/// With `sym`: the mma.sync kernel over symbolic sizes (add_attention_kernel).
+inline lang::ScriptModule attention_module(const AttentionProblem &p, const AttentionConfig &cfg,
+                                           const AttentionSymbols *sym = nullptr) {
   auto mod = lang::script_module(str_cat("attention_", cfg.wgmma ? "wgmma_" : "", p.dtype, "_d", p.head_dim,
-                                         p.causal ? "_causal" : "", p.heads_last ? "_bshd" : ""));
+                                         p.causal ? "_causal" : "", p.heads_last ? "_bshd" : "", sym ? "_symbolic" : ""));
+  if (cfg.wgmma && sym)
+    throw ValueError(str_cat("attention kernel for ", sym->str(), ": the Hopper kernel takes constant sizes"));
   if (cfg.wgmma) add_attention_wgmma_kernel(mod, "attention", p, cfg);
-  else add_attention_kernel(mod, "attention", p, cfg);
+  else add_attention_kernel(mod, "attention", p, cfg, sym);
   return mod;
 }
 
@@ -420,21 +436,24 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
 /// the addresses stay) and passes them by value.
 class Attention {
 public:
-  Attention(const AttentionProblem &p, const AttentionConfig &cfg = {})
-      : problem_(p), cfg_(cfg), cm_(attention_module(p, cfg).build(build_options())) {}
-  /// Launches on the current stream (no mask).
+  /// With `sym`: one build for every value of its symbols (each launch passes their values).
+  Attention(const AttentionProblem &p, const AttentionConfig &cfg = {}, const AttentionSymbols *sym = nullptr)
+      : problem_(p), cfg_(cfg), cm_(attention_module(p, cfg, sym).build(build_options())) {
+    if (sym) symbols_ = sym->names();
+  }
+  /// Launches on the current stream (no mask). `values`: the symbols' values (symbolic builds).
   void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &out,
-                  double scale) const {
+                  double scale, const SymbolValues &values = {}) const {
     if (problem_.has_mask)
       throw ValueError(str_cat("attention kernel for ", problem_.str(), ": the mask is missing"));
-    launch(q, k, v, nullptr, out, scale);
+    launch(q, k, v, nullptr, out, scale, values);
   }
   /// Launches on the current stream with the additive mask.
   void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &mask,
-                  const Tensor &out, double scale) const {
+                  const Tensor &out, double scale, const SymbolValues &values = {}) const {
     if (!problem_.has_mask)
       throw ValueError(str_cat("attention kernel for ", problem_.str(), ": built without a mask"));
-    launch(q, k, v, &mask, out, scale);
+    launch(q, k, v, &mask, out, scale, values);
   }
   const AttentionProblem &problem() const { return problem_; }
   const AttentionConfig &config() const { return cfg_; }
@@ -442,7 +461,7 @@ public:
 
 private:
   void launch(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *mask, const Tensor &out,
-              double scale) const {
+              double scale, const SymbolValues &values) const {
     const auto &p = problem_;
     for (const auto *t : {&q, &k, &v})
       if (reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 != 0)
@@ -460,8 +479,11 @@ private:
       return cm_["attention_combine"](ws_o_, ws_ml_, out);
     }
     if (!cfg_.wgmma) {
-      if (mask) return cm_["attention"](q, k, v, *mask, out, scale);
-      return cm_["attention"](q, k, v, out, scale);
+      std::vector<LaunchArg> args{q, k, v};
+      if (mask) args.emplace_back(*mask);
+      args.emplace_back(out), args.emplace_back(scale);
+      push_symbol_args(args, symbols_, values);
+      return cm_["attention"].launch(args);
     }
     const std::int64_t bh = std::int64_t(p.batch) * p.heads;
     auto check = [&](const Tensor &t, std::int64_t s, const char *what) {
@@ -502,6 +524,7 @@ private:
   AttentionProblem problem_;
   AttentionConfig cfg_;
   CompiledModule cm_;
+  std::vector<std::string> symbols_; ///< a symbolic build's symbol parameters
   mutable std::mutex mu_;
   mutable CachedMap maps_[3]; ///< q, k, v (Hopper configs)
   mutable Tensor ws_o_, ws_ml_; ///< split-KV: the runs' outputs, row maxima and sums

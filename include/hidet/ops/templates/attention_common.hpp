@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/runtime/dim.hpp"
 
 namespace hidet::ops::templates {
 
@@ -143,6 +145,26 @@ inline void check_attention_problem(const AttentionProblem &p) {
       bad("the mask's batch and head dims must be 1 or those of q");
   }
 }
+
+/// Symbolic extents of an attention problem, for one kernel that serves every value of the
+/// symbols (the mma.sync kernel without split-KV): the batch and the query and key lengths as Dims
+/// (n, s, ...), and whether the mask's batch dimension is the batch (else 1). The
+/// AttentionProblem's numbers are then one value of them (for the checks and the heuristic).
+struct AttentionSymbols {
+  Dim batch, seq_q, seq_kv;
+  bool mask_batched = false;
+  /// The symbols, sorted (the kernel's trailing i32 parameters).
+  std::vector<std::string> names() const {
+    std::vector<std::string> r;
+    for (const Dim *d : {&batch, &seq_q, &seq_kv})
+      for (const auto &n : d->symbols())
+        if (std::find(r.begin(), r.end(), n) == r.end()) r.push_back(n);
+    std::sort(r.begin(), r.end());
+    return r;
+  }
+  /// "[n, s] x kv s"
+  std::string str() const { return str_cat("[", batch.str(), ", ", seq_q.str(), "] x kv ", seq_kv.str(), mask_batched ? ", mask batched" : ""); }
+};
 
 namespace attention_detail {
 constexpr float log2e = 1.4426950408889634f;
