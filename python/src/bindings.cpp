@@ -23,6 +23,8 @@
 #include <variant>
 
 #include "hidet/graph.hpp"
+#include "hidet/backend/compile_cache.hpp"
+#include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/tuning.hpp"
 #include "hidet/runtime/stream.hpp"
 
@@ -181,6 +183,18 @@ NB_MODULE(_C, m) {
 
   m.def("cuda_emulated", &hidet::runtime::cuda_emulated, "True when the 'cuda' device is the CPU emulator.");
   m.def("synchronize", [] { hidet::synchronize(); });
+  m.def(
+      "kernel_builds",
+      [] {
+        std::map<std::string, std::uint64_t> r;
+        r["tasks"] = hidet::ops::compiled_task_count();
+        r["matmul_symbolic"] = hidet::ops::matmul_rows_builds();
+        r["attention_symbolic"] = hidet::ops::attention_symbolic_builds();
+        r["nvrtc_compiles"] = hidet::backend::compile_cache_stats().compiles;
+        return r;
+      },
+      "Kernels built so far in this process: task kernels, matmul templates over symbolic rows, "
+      "attention templates over symbolic sizes, and NVRTC compiles (0 on the emulator).");
 
   // hidet::Dim: a symbolic extent ("n", "n*s") with Python's integer arithmetic (// floors).
   using hidet::Dim;

@@ -666,7 +666,7 @@ HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype)
     bool f32_out = op->num_outputs() == 1 && op->output_metas()[0].dtype == dtypes::f32;
     const std::string &name = op->name();
     bool anchor = (name == "Matmul" && ins.size() == 2) || (name == "Conv2d" && ins.size() >= 2 && ins.size() <= 3) ||
-                  (name == "ScaledDotProductAttention" && ins.size() >= 3);
+                  ((name == "ScaledDotProductAttention" || name == "ScaledDotProductAttentionHeadsLast") && ins.size() >= 3);
     if (anchor && f32_out) {
       Tensor y;
       if (name == "Matmul") {

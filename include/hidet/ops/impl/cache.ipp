@@ -3,6 +3,8 @@
 
 #include "hidet/ops/cache.hpp"
 
+#include "hidet/util/log.hpp"
+
 #include <algorithm>
 
 #include <cctype>
@@ -60,6 +62,7 @@ HIDET_INLINE std::shared_ptr<CompiledTask> add_compiled(const std::string &full_
     }
     fresh->output_shapes[b.index] = b.shape, fresh->output_dtypes[b.index] = b.dtype;
   }
+  util::debug_log(str_cat("built the kernels of task ", full_key.substr(0, 160), full_key.size() > 160 ? "..." : ""));
   auto &c = detail::task_cache();
   std::lock_guard<std::mutex> g(c.mu);
   c.compiles++;
@@ -261,9 +264,11 @@ HIDET_INLINE Tensor trace_by_probing(const std::string &op, const std::vector<Te
                                    }(), "); give it constant extents there"));
     shape.push_back(*it);
   }
-  const Operator &traced = *probes[0].trace().op; // the last node apply recorded: its attributes when it is `op`'s
+  // The last node apply recorded: its attributes when it is `op`'s, or the operator `op` is a
+  // variant of (ScaledDotProductAttentionHeadsLast records ScaledDotProductAttention, heads_last=true).
+  const Operator &traced = *probes[0].trace().op;
   std::string name = op_display_name(op);
-  return trace_operator(name, inputs, traced.name() == name ? traced.attrs() : std::string(),
+  return trace_operator(name, inputs, name.rfind(traced.name(), 0) == 0 ? traced.attrs() : std::string(),
                         {{std::move(shape), probes[0].dtype(), probes[0].device()}},
                         [apply = std::move(apply)](const std::vector<Tensor> &in) { return std::vector<Tensor>{apply(in)}; })[0];
 }

@@ -162,11 +162,15 @@ HIDET_INLINE Tensor broadcast_to_dims(const Tensor &x, const SymShape &shape) {
   SymShape s = broadcast_shapes("broadcast_to", xs, shape, x.dtype(), x.dtype());
   if (s != shape)
     throw ValueError(str_cat("broadcast_to: cannot broadcast shape ", shape_str(xs), " to ", shape_str(shape)));
-  if (detail::has_symbolic_extents({x}) || !is_constant_shape(shape))
-    return detail::trace_symbolic(str_cat("broadcast_to{shape=", sym_shape_str(shape), "}"), {x}, shape, x.dtype(),
-                                  [shape](const std::vector<Tensor> &in) {
-                                    return broadcast_to(in[0], evaluate_bound("broadcast_to", shape));
-                                  });
+  if (detail::has_symbolic_extents({x}) || !is_constant_shape(shape)) // one kernel for every value of the symbols
+    return run_task(
+        str_cat("broadcast_to{shape=", sym_shape_str(shape), "}"),
+        [&] {
+          auto a = input("x", xs, x.dtype());
+          auto y = compute("broadcast_to", shape, [&](const Idx &i) { return a.at(broadcast_index(xs, i)); });
+          return Task{"broadcast_to", {a}, {y}, str_cat("shape=", sym_shape_str(shape)), {}};
+        },
+        {x})[0];
   Shape out = constant_shape(shape);
   Shape in = x.shape();
   return detail::gather_like("broadcast_to", "shape=" + detail::ints_str(out), x, out,
@@ -292,28 +296,33 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
 HIDET_INLINE Tensor index_select(const Tensor &x, int axis, const Tensor &indices) { return take(x, indices, axis); }
 
 HIDET_INLINE Tensor gather(const Tensor &x, int axis, const Tensor &index) {
-  if (detail::has_symbolic_extents({x, index})) // the output has index's extents
-    return detail::trace_by_probing("gather", {x, index},
-                                    [axis](const std::vector<Tensor> &in) { return gather(in[0], axis, in[1]); });
-  int ax = detail::normalize_axis("gather", axis, x.ndim(), x.shape());
+  const SymShape xs = x.sym_shape(), is = index.sym_shape();
+  int ax = detail::normalize_axis("gather", axis, x.ndim(), xs);
   if (!index.dtype().is_integer())
     throw ValueError(str_cat("gather: index must be integers, got dtype ", index.dtype(), " of shape ",
-                             shape_str(index.shape())));
+                             shape_str(is)));
+  // Off the axis, index's extents are at most x's: equal, or constants (symbols only equal).
   bool fits = index.ndim() == x.ndim();
-  for (int d = 0; fits && d < x.ndim(); ++d) fits = d == ax || index.shape()[d] <= x.shape()[d];
+  for (int d = 0; fits && d < x.ndim(); ++d) {
+    const Dim &a = is[std::size_t(d)], &b = xs[std::size_t(d)];
+    fits = d == ax || a == b || (a.is_constant() && b.is_constant() && a.value() <= b.value()) || a == 1;
+  }
   if (!fits)
-    throw ValueError(str_cat("gather: index of shape ", shape_str(index.shape()), " must have the rank of x ",
-                             shape_str(x.shape()), " and no larger extents off axis ", ax));
-  std::int64_t n = x.shape()[ax];
+    throw ValueError(str_cat("gather: index of shape ", shape_str(is), " must have the rank of x ", shape_str(xs),
+                             " and no larger extents off axis ", ax));
+  // The extent gathered from (a symbol's value is at least 1, as dynamo's sizes are): one kernel
+  // for every value of the symbols.
+  const Dim n = xs[std::size_t(ax)];
+  const Dim last = n.is_constant() ? Dim(std::max<std::int64_t>(n.value() - 1, 0)) : n - 1;
   return run_task(
       str_cat("gather{axis=", ax, "}"),
       [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        auto ix = input("index", index.shape(), index.dtype());
-        auto y = compute("gather", index.shape(), [&](const Idx &i) {
+        auto a = input("x", xs, x.dtype());
+        auto ix = input("index", is, index.dtype());
+        auto y = compute("gather", is, [&](const Idx &i) {
           Expr k = lang::cast(ix.at(i), dtypes::i32);
-          k = lang::select(k < 0, k + int(n), k);
-          k = lang::min(lang::max(k, 0), int(std::max<std::int64_t>(n - 1, 0)));
+          k = lang::select(k < 0, k + dim_expr(n), k);
+          k = lang::min(lang::max(k, 0), dim_expr(last));
           Idx j = i;
           j[std::size_t(ax)] = k;
           return a.at(j);
