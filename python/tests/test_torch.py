@@ -415,6 +415,56 @@ def test_dynamic_shapes_models_compile_the_graph_once(model_cls, shapes):
     assert generic.has_symbolic_extents and 'Fused' in ' '.join(generic.node_names())
 
 
+class HalfBlock(nn.Module):
+    """A transformer block in the shape of GPT-2's: one q/k/v product split three ways,
+    F.scaled_dot_product_attention over heads of 32, a residual and a GELU MLP."""
+
+    def __init__(self, d=64, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ff1, self.ff2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, d)
+        x = x + self.out(a)
+        return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
+
+
+def test_dynamic_shapes_generic_builds_no_kernel_for_a_new_size():
+    """dynamic_shapes('generic') with use_fp16: the products run on templates built for symbolic
+    rows (with their epilogues), attention on a template built for symbolic lengths, and the
+    layout and element-wise operators on shape-generic kernels: after the first call, a new batch
+    or sequence length builds no kernel at all (hidet._C.kernel_builds())."""
+    calls = []
+    hidet.torch.dynamo_config.dynamic_shapes('generic')
+    hidet.torch.dynamo_config.use_fp16(True)
+    model = HalfBlock().to(DEVICE).eval()
+    f = torch.compile(model, backend=_counting_backend(calls), dynamic=True)
+    first = True
+    with torch.no_grad():
+        for shape in [(2, 9, 64), (3, 13, 64), (4, 5, 64), (2, 9, 64), (3, 40, 64)]:  # (dynamo specializes 1)
+            x = r(*shape)
+            before = hidet._C.kernel_builds()
+            got = f(x)
+            built = {k: v - before[k] for k, v in hidet._C.kernel_builds().items()}
+            if first:
+                assert built['matmul_symbolic'] >= 3 and built['attention_symbolic'] == 1, built
+            else:
+                assert not any(built.values()), (shape, built)
+            first = False
+            assert_close(got, model(x), atol=3e-2, rtol=3e-2)  # f16 products and attention
+    assert len(calls) == 1 and calls[0].num_traces == 1
+    (entry,) = calls[0].symbolic_entries.values()
+    assert entry.dispatch.num_compilations == 4
+    names = ' '.join(entry.dispatch.generic_graph().node_names())
+    assert 'FusedMatmul' in names and 'ScaledDotProductAttention' in names
+
+
 def test_dynamic_shapes_per_shape_strategy_and_automatic_dynamic():
     """dynamic_shapes('per_shape') (the default): traced once, each shape specialized and optimized
     on its own. Without dynamic=True dynamo compiles the first shape statically, then marks the

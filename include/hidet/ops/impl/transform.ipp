@@ -196,10 +196,24 @@ HIDET_INLINE Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, 
     out[std::size_t(a)] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
   }
   std::string attrs = str_cat("begin=", detail::ints_str(begin), ", step=", detail::ints_str(step), ", shape=");
-  // Traced per shape: graph passes read the constant output shape from the attributes.
-  if (detail::has_symbolic_extents({x}))
-    return detail::trace_symbolic(str_cat("slice{", attrs, sym_shape_str(out), "}"), {x}, out, x.dtype(),
-                                  [=](const std::vector<Tensor> &in) { return slice(in[0], axes, starts, stops, steps); });
+  // Symbolic extents (off the sliced axes): a node whose run takes one kernel for every value of
+  // the symbols, and which specialize() traces again as the constant slice (graph passes read
+  // its constant output shape from the attributes).
+  if (detail::has_symbolic_extents({x})) {
+    const SymShape xs = x.sym_shape();
+    const std::string key = str_cat("slice{", attrs, sym_shape_str(out), "}");
+    auto a = input("x", xs, x.dtype());
+    auto y = compute("slice", out, [&](const Idx &i) {
+      Idx r;
+      for (int d = 0; d < x.ndim(); ++d) r.push_back(step[d] == 1 ? i[d] + int(begin[d]) : i[d] * int(step[d]) + int(begin[d]));
+      return a.at(r);
+    });
+    Task task{"slice", {a}, {y}, attrs + sym_shape_str(out), {}};
+    return detail::trace_symbolic(key, {x}, out, x.dtype(), [=](const std::vector<Tensor> &in) {
+      if (in[0].is_symbolic()) return slice(in[0], axes, starts, stops, steps);
+      return detail::run_symbolic_task(key, task, in, std::nullopt)[0];
+    });
+  }
   Shape shape = constant_shape(out);
   return detail::gather_like("slice", attrs + detail::ints_str(shape), x, shape, [&](const Idx &i) {
     Idx r;
