@@ -14,7 +14,10 @@ torch.compile(dynamic=True) (ResNet-50's image sizes are then symbols too; they 
 Columns: the first call at the first size (trace and compile), the slowest and the mean first
 call at each later new size, their total, hidet's fx traces, the replay latency at the first
 size (CUDA events, hidet with CUDA graphs), and the largest error against eager over all sizes
-(max|d| / max|eager|). Random weights, f16.
+(max|d| / max|eager|); for hidet, the kernels built per later new size (task kernels and templates
+built for symbolic sizes, hidet._C.kernel_builds()) and the NVRTC compiles per later new size.
+Random weights, f16. HIDET_BENCH_PROFILE_NEW=1 prints the Python profile (cProfile, top 12 by
+cumulative time) of the second size's first call.
 
 HIDET_BENCH_MODELS=<regex> selects models; HIDET_BENCH_MODES=<regex> selects strategies;
 HIDET_BENCH_ROUNDS=2 runs the strategies a second time in the reverse order (on the H200 the
@@ -81,20 +84,40 @@ def run_one(name, mode):
         else:
             hidet.torch.dynamo_config.dynamic_shapes('per_shape' if mode == 'hidet per_shape' else 'generic')
             f = torch.compile(model, backend=backend, dynamic=dynamic)
-        firsts, err = [], 0.0
+        firsts, builds, err = [], [], 0.0
         for s in sizes:
             args = inputs(s)
+            before = hidet._C.kernel_builds()
+            profile = os.environ.get('HIDET_BENCH_PROFILE_NEW') == '1' and len(firsts) == 1
+            if profile:
+                import cProfile
+                prof = cProfile.Profile()
+                prof.enable()
             torch.cuda.synchronize()
             t0 = time.time()
             got = first(f(*args)).float()
             torch.cuda.synchronize()
             firsts.append(time.time() - t0)
+            if profile:
+                import io
+                import pstats
+                prof.disable()
+                out = io.StringIO()
+                pstats.Stats(prof, stream=out).sort_stats('cumulative').print_stats(12)
+                for ln in out.getvalue().splitlines():
+                    print(f'PROFILE| {ln}', file=sys.stderr)
+            after = hidet._C.kernel_builds()
+            builds.append({k: after[k] - before[k] for k in after})
             want = first(model(*args)).float()
             err = max(err, ((got - want).abs().max() / want.abs().max().clamp_min(1e-6)).item())
         args = inputs(sizes[0])
         replay = time_ms(lambda: f(*args), min_calls=10)
     traces = sum(m.num_traces for m in calls) if calls else None
-    print(json.dumps(dict(first=firsts[0], later=firsts[1:], traces=traces, replay=replay, err=err)), flush=True)
+    later = builds[1:]
+    kernels = sum(b['tasks'] + b['matmul_symbolic'] + b['attention_symbolic'] for b in later) / len(later)
+    nvrtc = sum(b['nvrtc_compiles'] for b in later) / len(later)
+    print(json.dumps(dict(first=firsts[0], later=firsts[1:], traces=traces, replay=replay, err=err,
+                          kernels=kernels if calls else None, nvrtc=nvrtc if calls else None)), flush=True)
 
 
 def main():
@@ -102,7 +125,7 @@ def main():
     print(f'torch {torch.__version__}, {torch.cuda.get_device_name()}; f16, random weights; each strategy in its '
           'own process on a fresh kernel cache')
     print(f"{'model':14} {'sizes':28} {'strategy':16} {'first s':>8} {'new max':>8} {'new mean':>8} {'total s':>8} "
-          f"{'traces':>6} {'replay ms':>9} {'rel err':>8}")
+          f"{'traces':>6} {'replay ms':>9} {'rel err':>8} {'kernels/new':>11} {'nvrtc/new':>9}")
     rounds = int(os.environ.get('HIDET_BENCH_ROUNDS', '1'))
     for name, sizes in MODELS.items():
         if pattern and not re.search(pattern, name):
@@ -126,11 +149,15 @@ def main():
             traces = '-' if r['traces'] is None else str(r['traces'])
             print(f"{name:14} {label:28} {mode:16} {r['first']:8.2f} {max(later):8.2f} "
                   f"{sum(later) / len(later):8.2f} {r['first'] + sum(later):8.2f} {traces:>6} {r['replay']:9.3f} "
-                  f"{r['err']:8.1e}", flush=True)
+                  f"{r['err']:8.1e} {'-' if r['kernels'] is None else format(r['kernels'], '.1f'):>11} "
+                  f"{'-' if r['nvrtc'] is None else format(r['nvrtc'], '.1f'):>9}", flush=True)
             for ln in p.stderr.splitlines():  # the backend's reason for tracing per shape, if any
                 if 'compiled per input shape' in ln:
                     print(f'  {ln.strip()[:300]}', flush=True)
                     break
+            for ln in p.stderr.splitlines():
+                if ln.startswith('PROFILE| ') and ln[9:].strip():
+                    print(f'  {ln[9:][:160]}', flush=True)
 
 
 if __name__ == '__main__':

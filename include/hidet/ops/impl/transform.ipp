@@ -162,15 +162,18 @@ HIDET_INLINE Tensor broadcast_to_dims(const Tensor &x, const SymShape &shape) {
   SymShape s = broadcast_shapes("broadcast_to", xs, shape, x.dtype(), x.dtype());
   if (s != shape)
     throw ValueError(str_cat("broadcast_to: cannot broadcast shape ", shape_str(xs), " to ", shape_str(shape)));
-  if (detail::has_symbolic_extents({x}) || !is_constant_shape(shape)) // one kernel for every value of the symbols
-    return run_task(
-        str_cat("broadcast_to{shape=", sym_shape_str(shape), "}"),
-        [&] {
-          auto a = input("x", xs, x.dtype());
-          auto y = compute("broadcast_to", shape, [&](const Idx &i) { return a.at(broadcast_index(xs, i)); });
-          return Task{"broadcast_to", {a}, {y}, str_cat("shape=", sym_shape_str(shape)), {}};
-        },
-        {x})[0];
+  if (detail::has_symbolic_extents({x}) || !is_constant_shape(shape)) { // one kernel for every value of the symbols
+    const std::string key = str_cat("broadcast_to{shape=", sym_shape_str(shape), "}");
+    auto a = input("x", xs, x.dtype());
+    auto y = compute("broadcast_to", shape, [&](const Idx &i) { return a.at(broadcast_index(xs, i)); });
+    Task task{"broadcast_to", {a}, {y}, str_cat("shape=", sym_shape_str(shape)), {}};
+    if (x.is_symbolic()) return run_task(key, [&] { return task; }, {x})[0];
+    // x holds data (a constant): the node's runs take the symbols from the graph that runs it.
+    return detail::trace_symbolic(key, {x}, shape, x.dtype(), [=](const std::vector<Tensor> &in) {
+      if (in[0].is_symbolic()) return broadcast_to(in[0], evaluate_bound("broadcast_to", shape));
+      return detail::run_symbolic_task(key, task, in, std::nullopt)[0];
+    });
+  }
   Shape out = constant_shape(shape);
   Shape in = x.shape();
   return detail::gather_like("broadcast_to", "shape=" + detail::ints_str(out), x, out,
