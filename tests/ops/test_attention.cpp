@@ -398,11 +398,12 @@ TEST_CASE("sdpa over symbolic batch and lengths: the template built once for eve
     std::int64_t d;
     DataType dt;
     bool causal, heads_last;
-    int mask; ///< 0: none, 1: [n, 1, s, t] f16, 2: [s, t] f32
+    int mask; ///< 0: none, 1: [n, 1, s, t] f16, 2: [s, t] f32, 3: [n, 1, s, t] bool (true = attend)
   };
   const std::int64_t H = 2;
   for (const Variant &var : {Variant{64, dtypes::f16, false, false, 0}, Variant{64, dtypes::bf16, true, true, 0},
-                             Variant{32, dtypes::f16, false, true, 1}, Variant{128, dtypes::f16, true, false, 2}}) {
+                             Variant{32, dtypes::f16, false, true, 1}, Variant{128, dtypes::f16, true, false, 2},
+                             Variant{64, dtypes::f16, true, true, 3}}) {
     INFO("d " << var.d << ", " << var.dt << ", causal " << var.causal << ", heads_last " << var.heads_last
               << ", mask " << var.mask);
     Tensor q = symbol({Dim::symbol("n"), Dim(H), Dim::symbol("s"), Dim(var.d)}, var.dt, "cuda", "q");
@@ -411,6 +412,7 @@ TEST_CASE("sdpa over symbolic batch and lengths: the template built once for eve
     std::optional<Tensor> mask;
     if (var.mask == 1) mask = symbol({Dim::symbol("n"), Dim(1), Dim::symbol("s"), Dim::symbol("t")}, dtypes::f16, "cuda", "m");
     if (var.mask == 2) mask = symbol({Dim::symbol("s"), Dim::symbol("t")}, dtypes::f32, "cuda", "m");
+    if (var.mask == 3) mask = symbol({Dim::symbol("n"), Dim(1), Dim::symbol("s"), Dim::symbol("t")}, dtypes::boolean, "cuda", "m");
     Tensor y = var.heads_last ? o::scaled_dot_product_attention_heads_last(q, k, v, mask, var.causal)
                               : o::scaled_dot_product_attention(q, k, v, mask, var.causal);
     const auto &node = *y.trace().op;
@@ -423,6 +425,7 @@ TEST_CASE("sdpa over symbolic batch and lengths: the template built once for eve
       std::optional<Tensor> mc;
       if (var.mask == 1) mc = make({n, 1, s, t}, dtypes::f16, -1, 1);
       if (var.mask == 2) mc = make({s, t}, dtypes::f32, -1, 1);
+      if (var.mask == 3) mc = make({n, 1, s, t}, dtypes::boolean);
       if (mc) ins.push_back(*mc);
       std::size_t before = o::attention_symbolic_builds();
       Tensor got = [&] {

@@ -127,7 +127,8 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   std::optional<Tensor> mask;
   if (in.size() > 3) { // an additive mask [Sq, Skv] with leading [B or 1, H or 1]
     const Tensor &m = in[3];
-    if (!ms || ms->size() != m.ndim() || m.ndim() < 2 || !(m.dtype() == dtypes::f32 || m.dtype().is_half()))
+    if (!ms || ms->size() != m.ndim() || m.ndim() < 2 ||
+        !(m.dtype() == dtypes::f32 || m.dtype().is_half() || m.dtype().is_bool()))
       return std::nullopt;
     SymShape m4(4 - ms->size(), Dim(1));
     m4.insert(m4.end(), ms->begin(), ms->end());

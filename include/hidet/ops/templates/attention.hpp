@@ -172,7 +172,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
                    mcol = guard_kv ? Expr(min(col, Skv_e - 1)) : col;
               Expr mb = (sym ? !sym->mask_batched : p.mask_batch == 1) ? Expr(0) : Expr(b),
                    mh = p.mask_heads == 1 ? Expr(0) : Expr(h);
-              s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), attention_detail::log2e, s);
+              if (p.mask_dtype.is_bool()) s = select((*mask)[mb][mh][mrow][mcol], s, neg_inf);
+              else s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), attention_detail::log2e, s);
             }
             if (masked) {
               Expr ok = causal ? Expr(col <= row) : Expr(col < Skv_e);

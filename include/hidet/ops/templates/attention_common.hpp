@@ -64,7 +64,7 @@ struct AttentionProblem {
   int batch = 1, heads = 1, seq_q = 1, seq_kv = 1, head_dim = 64;
   DataType dtype = dtypes::f16;
   bool causal = false;
-  bool has_mask = false; ///< an additive mask [mask_batch, mask_heads, seq_q, seq_kv]
+  bool has_mask = false; ///< a mask [mask_batch, mask_heads, seq_q, seq_kv]: additive, or bool (true = attend)
   DataType mask_dtype = dtypes::f32;
   int mask_batch = 1, mask_heads = 1; ///< 1 (broadcast) or batch / heads
   bool heads_last = false; ///< out is [B, Sq, H, D] (attention.transpose(1, 2)) instead of [B, H, Sq, D]
@@ -138,8 +138,8 @@ inline void check_attention_problem(const AttentionProblem &p) {
     bad("q, k, v, out and the mask must each have fewer than 2^31 elements (32-bit indexing); "
         "split the batch");
   if (p.has_mask) {
-    if (p.mask_dtype != dtypes::f32 && !p.mask_dtype.is_half())
-      bad("the mask must be f32, f16 or bf16");
+    if (p.mask_dtype != dtypes::f32 && !p.mask_dtype.is_half() && !p.mask_dtype.is_bool())
+      bad("the mask must be f32, f16 or bf16 (added to the scores) or bool (true = attend)");
     if ((p.mask_batch != 1 && p.mask_batch != p.batch) ||
         (p.mask_heads != 1 && p.mask_heads != p.heads))
       bad("the mask's batch and head dims must be 1 or those of q");

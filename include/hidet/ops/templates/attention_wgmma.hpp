@@ -44,7 +44,10 @@
 namespace hidet::ops::templates {
 
 /// True when the Hopper attention kernel can serve problem `p` (any config): head dim 64 or 128.
-inline bool attention_wgmma_supports(const AttentionProblem &p) { return p.head_dim == 64 || p.head_dim == 128; }
+/// (Bool masks: the mma.sync kernel; the operator turns them additive before a Hopper kernel.)
+inline bool attention_wgmma_supports(const AttentionProblem &p) {
+  return (p.head_dim == 64 || p.head_dim == 128) && !(p.has_mask && p.mask_dtype.is_bool());
+}
 
 /// Adds the Hopper kernel `name` for problem `p` (cfg.wgmma). Parameters: the TMA maps of q
 /// ([B * H, Sq, D], boxes of 1 x block_q x 64, 128-byte swizzle), k and v ([B * H, Skv, D], boxes
@@ -162,7 +165,8 @@ inline void add_attention_wgmma_kernel(lang::ScriptModule &mod, const std::strin
             if (mask) {
               Expr mrow = guard_q ? Expr(min(row, Sq - 1)) : row, mcol = guard_kv ? Expr(min(col, Skv - 1)) : col;
               Expr mb = p.mask_batch == 1 ? Expr(0) : Expr(b), mh = p.mask_heads == 1 ? Expr(0) : Expr(h);
-              s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), attention_detail::log2e, s);
+              if (p.mask_dtype.is_bool()) s = select((*mask)[mb][mh][mrow][mcol], s, neg_inf);
+              else s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), attention_detail::log2e, s);
             }
             if (masked) {
               Expr ok = causal ? Expr(col <= row) : Expr(col < Skv);
