@@ -276,7 +276,8 @@ TEST_CASE("element-wise, reduction and row kernels compile once for every value 
     return std::vector<Tensor>{o::softmax(back * 0.5, -1),                            // row-resident, rows n*s
                                o::mean(h, {1}),                                       // reduces over the symbol s
                                o::sum(o::rms_norm(h, 1, w), {0, 2}),                  // [s]
-                               o::cast(o::where(o::gt(h, 0.0), h, o::neg(h)), dtypes::f16)};
+                               o::cast(o::where(o::gt(h, 0.0), h, o::neg(h)), dtypes::f16),
+                               o::cumsum(h, 1)};                                      // a scan over s
   };
   FlowGraph g = trace_from(model(x, true), {x});
   std::string text = g.str();

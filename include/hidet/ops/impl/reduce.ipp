@@ -3,6 +3,8 @@
 
 #include "hidet/ops/reduce.hpp"
 
+#include <set>
+
 #include <algorithm>
 #include <sstream>
 
@@ -128,44 +130,70 @@ HIDET_INLINE Tensor std(const Tensor &x, std::vector<int> axes, bool keepdims, i
   return var(x, axes, keepdims, correction, true);
 }
 
+namespace detail {
+/// The plan of cumsum over x viewed as [outer, len, inner] (extents may be symbols: the kernel then
+/// takes them as parameters and serves every value): one thread per line scans its len elements.
+HIDET_INLINE Plan cumsum_plan(const Dim &outer, const Dim &len, const Dim &inner, DataType in_dtype, DataType out,
+                              DataType acc) {
+  using namespace hidet::lang;
+  Plan plan;
+  plan.module = script_module("cumsum");
+  const SymShape view{outer, len, inner};
+  std::set<std::string> names;
+  for (const Dim &d : view)
+    for (const auto &n : d.symbols()) names.insert(n);
+  plan.symbols.assign(names.begin(), names.end());
+  plan.buffers.push_back({PlanBuffer::Role::Input, 0, "x", view, in_dtype});
+  plan.buffers.push_back({PlanBuffer::Role::Output, 0, "y", view, out});
+  const Dim lines = outer * inner;
+  define_kernel(
+      plan.module, "cumsum_scan", {param_spec("x", in_dtype, view), param_spec("y", out, view)},
+      [&](const std::vector<ir::Var> &p) {
+        lang::attrs.cuda.grid_dim = blocks_for(lines, 256);
+        lang::attrs.cuda.block_dim = 256;
+        Var t = blockIdx.x * 256 + threadIdx.x;
+        if_(t < dim_expr(lines), [&] {
+          Var o = t / dim_expr(inner), in = t % dim_expr(inner);
+          Var s = let(acc, reduce_init(ReduceKind::Sum, acc), "s");
+          for_(range(dim_expr(len)), [&](Var j) {
+            s = Operand(s + cast(Expr(lang::Element(p[0], {o.ir(), j.ir(), in.ir()}, {}).to_ir({})), acc));
+            store(p[1], {o.ir(), j.ir(), in.ir()}, s.ir());
+          });
+        });
+      },
+      plan.symbols);
+  plan.steps.push_back({"cumsum_scan", {0, 1}, lines * len});
+  return plan;
+}
+} // namespace detail
+
 HIDET_INLINE Tensor cumsum(const Tensor &x, int axis) {
-  if (detail::has_symbolic_extents({x}))
-    return detail::trace_by_probing("cumsum", {x}, [axis](const std::vector<Tensor> &in) { return cumsum(in[0], axis); });
-  int ax = detail::normalize_axis("cumsum", axis, x.ndim(), x.shape());
-  std::string attrs = str_cat("axis=", ax);
-  std::int64_t outer = 1, len = x.shape().empty() ? 1 : x.shape()[ax], inner = 1;
-  for (int d = 0; d < ax; ++d) outer *= x.shape()[d];
-  for (int d = ax + 1; d < x.ndim(); ++d) inner *= x.shape()[d];
+  const SymShape xs = x.sym_shape();
+  int ax = detail::normalize_axis("cumsum", axis, x.ndim(), xs);
+  Dim outer = 1, len = xs.empty() ? Dim(1) : xs[std::size_t(ax)], inner = 1;
+  for (int d = 0; d < ax; ++d) outer = outer * xs[std::size_t(d)];
+  for (int d = ax + 1; d < x.ndim(); ++d) inner = inner * xs[std::size_t(d)];
   DataType acc = x.dtype().is_float() ? compute_dtype(x.dtype()) : default_acc_dtype(ReduceKind::Sum, x.dtype());
   DataType out = x.dtype().is_float() ? x.dtype() : acc;
-  return run_plan(
-      str_cat("cumsum{", attrs, "}"),
-      [&] {
-        using namespace hidet::lang;
-        Plan plan;
-        plan.module = script_module("cumsum");
-        Shape view{outer, len, inner};
-        plan.buffers.push_back({PlanBuffer::Role::Input, 0, "x", to_sym_shape(view), x.dtype()});
-        plan.buffers.push_back({PlanBuffer::Role::Output, 0, "y", to_sym_shape(view), out});
-        std::int64_t lines = outer * inner;
-        detail::define_kernel(plan.module, "cumsum_scan", {detail::param_spec("x", x.dtype(), view), detail::param_spec("y", out, view)},
-                              [&](const std::vector<ir::Var> &p) {
-                                lang::attrs.cuda.grid_dim = int(std::max<std::int64_t>(1, (lines + 255) / 256));
-                                lang::attrs.cuda.block_dim = 256;
-                                Var t = blockIdx.x * 256 + threadIdx.x;
-                                if_(t < int(lines), [&] {
-                                  Var o = t / int(inner), in = t % int(inner);
-                                  Var s = detail::let(acc, detail::reduce_init(ReduceKind::Sum, acc), "s");
-                                  for_(range(int(len)), [&](Var j) {
-                                    s = Operand(s + cast(Expr(lang::Element(p[0], {o.ir(), j.ir(), in.ir()}, {}).to_ir({})), acc));
-                                    detail::store(p[1], {o.ir(), j.ir(), in.ir()}, s.ir());
-                                  });
-                                });
-                              });
-        plan.steps.push_back({"cumsum_scan", {0, 1}, lines * len});
-        return plan;
-      },
-      {x.reshape({outer, len, inner})})[0]
+  const std::string key = str_cat("cumsum{axis=", ax, "}");
+  if (detail::has_symbolic_extents({x})) {
+    // One kernel for every value of the symbols; traced again at constant shapes (specialize())
+    // it is the constant cumsum.
+    const std::string plan_key = str_cat(key, "|", x.dtype(), sym_shape_str({outer, len, inner}));
+    return detail::trace_symbolic(key, {x}, xs, out, [=](const std::vector<Tensor> &in) {
+      if (in[0].is_symbolic()) return cumsum(in[0], axis);
+      std::shared_ptr<CompiledTask> ct = detail::find_compiled(plan_key);
+      if (!ct) ct = detail::add_compiled(plan_key, detail::cumsum_plan(outer, len, inner, in[0].dtype(), out, acc));
+      const Shape s = in[0].shape();
+      std::int64_t o = 1, l = s.empty() ? 1 : s[std::size_t(ax)], i = 1;
+      for (int d = 0; d < ax; ++d) o *= s[std::size_t(d)];
+      for (int d = ax + 1; d < int(s.size()); ++d) i *= s[std::size_t(d)];
+      Device dev = detail::common_device("cumsum", in);
+      return detail::launch_compiled(*ct, {in[0].reshape({o, l, i})}, dev)[0].reshape(s);
+    });
+  }
+  return run_plan(key, [&] { return detail::cumsum_plan(outer, len, inner, x.dtype(), out, acc); },
+                  {x.reshape({outer.value(), len.value(), inner.value()})})[0]
       .reshape(x.shape());
 }
 
