@@ -58,12 +58,14 @@ TEST_CASE("matmul over symbolic rows: one build per tiling serves every n and s,
   const Dim rows = n_sym * s_sym;
   // K = 40: partial k tiles, the mma.sync template. K = 1030: k past 1024, so that Hopper takes
   // the wgmma template (split-k for these few rows: the slices' sum kernel over symbolic rows),
-  // and not a multiple of 8 (a is copied to a padded workspace per value of the rows); f16 only.
+  // and not a multiple of 8 (a is copied to a padded workspace per value of the rows). f32: the
+  // FMA template (split-k at K = 1030).
   struct Case {
     DataType dt;
     std::int64_t K;
   };
-  for (auto [dt, K] : {Case{dtypes::f16, 40}, Case{dtypes::bf16, 40}, Case{dtypes::f16, 1030}}) {
+  for (auto [dt, K] : {Case{dtypes::f16, 40}, Case{dtypes::bf16, 40}, Case{dtypes::f16, 1030}, Case{dtypes::f32, 40},
+                       Case{dtypes::f32, 1030}}) {
     INFO("dtype " << dt << ", K = " << K);
     Tensor w = make({K, N}, dt), bias = make({N}, dt);
     // plain; + bias; + bias + residual; + bias, heads split and moved first ([n, H, s, D])
@@ -114,9 +116,9 @@ TEST_CASE("matmul over symbolic rows: what it does not serve, and bad input") {
   const Dim rows = n_sym * s_sym;
   Tensor x = make({2, 5, 16}, dtypes::f16), w = make({16, 24}, dtypes::f16);
   const SymbolValues values{{"n", 2}, {"s", 5}};
-  // f32 (the FMA template takes constant sizes), mixed dtypes, a batched b, constant rows
-  CHECK_FALSE(o::matmul_rows(make({2, 5, 16}, dtypes::f32), make({16, 24}, dtypes::f32), nullptr, {}, rows, values));
+  // mixed or integer dtypes, a batched b, constant rows
   CHECK_FALSE(o::matmul_rows(x, make({16, 24}, dtypes::bf16), nullptr, {}, rows, values));
+  CHECK_FALSE(o::matmul_rows(make({2, 5, 16}, dtypes::i32), make({16, 24}, dtypes::i32), nullptr, {}, rows, values));
   CHECK_FALSE(o::matmul_rows(x, make({2, 16, 24}, dtypes::f16), nullptr, {}, rows, values));
   CHECK_FALSE(o::matmul_rows(x, w, nullptr, {}, Dim(10), values));
   // rows that disagree with a's, and an epilogue's extra input of the wrong shape

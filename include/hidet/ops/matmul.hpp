@@ -29,8 +29,9 @@ Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epil
 /// n*s for a of [n, s, 768]: the product runs on a template kernel built once for symbolic rows
 /// and shared by every value of the symbols that picks the same tiling
 /// (matmul_template_kernel_rows). `e` may be over the symbols (Epilogue::identity({rows, n}),
-/// steps of symbolic tasks); `extras` are its inputs at `values`. nullopt where no such template
-/// serves (f32, integer or mixed dtypes, a batched b, tensor cores off, a failed build): the
+/// steps of symbolic tasks); `extras` are its inputs at `values`. f32, f16 and bf16 (the FMA,
+/// mma.sync and wgmma templates); nullopt where no such template serves (integer or mixed
+/// dtypes, a batched b, tensor cores off for half products, a failed build): the
 /// caller runs the constant-shape path. A graph's Matmul and FusedMatmul nodes over symbolic
 /// extents take this path (graph::optimize with shape_generic).
 std::optional<Tensor> matmul_rows(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &e,

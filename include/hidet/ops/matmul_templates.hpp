@@ -99,6 +99,10 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
       return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e) {
         (*mm)(a, b, y, e);
       });
+    }, [=](const Dim &rows) {
+      auto mm = std::make_shared<MatmulF32>(MatmulRows(rows), n, k, c, batch, epi);
+      return MatmulRowsRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e,
+                                const SymbolValues &v) { (*mm)(a, b, y, e, v); });
     });
   };
   // Reduce precision f16: f16 products accumulate in f16, on the mma.sync template only.
@@ -316,9 +320,9 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
 /// space 0 picks for m (the template's heuristic), built once for symbolic rows
 /// (templates/matmul_rows.hpp) and shared by every later value of the symbols that picks the same
 /// configuration. Tuning (spaces 1 and 2) would time each value: the symbolic path always takes
-/// the heuristic. `epi` may be over the same symbols. Empty where no such template serves: f32
-/// products (the FMA template takes constant sizes), tensor cores off, a build that failed
-/// (logged on stderr); the caller then runs the constant-shape path.
+/// the heuristic. `epi` may be over the same symbols. Empty where no such template serves (tensor
+/// cores off for f16/bf16, a build that failed: logged on stderr); the caller then runs the
+/// constant-shape path.
 inline MatmulRowsRun matmul_template_kernel_rows(const Dim &rows, int m, int n, int k, DataType dt,
                                                  const templates::MatmulBatch &batch = {},
                                                  std::shared_ptr<const Epilogue> epi = nullptr) {

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "hidet/ops/attention.hpp"
+
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/create.hpp"
 #include "hidet/ops/elementwise.hpp"
@@ -87,6 +90,7 @@ namespace attention_detail {
 struct SymbolicBuilds {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<templates::Attention>> built; ///< symbolic problem | tiling
+  std::set<std::string> failed; ///< builds that failed (run per shape)
   std::size_t count = 0;
 };
 HIDET_INLINE SymbolicBuilds &symbolic_builds() {
@@ -154,8 +158,21 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
     std::lock_guard<std::mutex> lock(builds.mu);
     if (auto it = builds.built.find(key); it != builds.built.end()) r = it->second;
   }
+  {
+    std::lock_guard<std::mutex> lock(builds.mu);
+    if (builds.failed.count(key)) return std::nullopt;
+  }
   if (!r) {
-    auto made = std::make_shared<templates::Attention>(p, cfg, &sym); // compiles outside the lock
+    std::shared_ptr<templates::Attention> made;
+    try {
+      made = std::make_shared<templates::Attention>(p, cfg, &sym); // compiles outside the lock
+    } catch (const Error &e) { // logged once; this problem then runs per shape
+      std::fprintf(stderr, "hidet: attention %s: the template for symbolic sizes failed (%s); built per shape instead\n",
+                   key.c_str(), e.what());
+      std::lock_guard<std::mutex> lock(builds.mu);
+      builds.failed.insert(key);
+      return std::nullopt;
+    }
     std::lock_guard<std::mutex> lock(builds.mu);
     auto [it, fresh] = builds.built.emplace(key, made);
     if (fresh) ++builds.count;

@@ -124,7 +124,7 @@ HIDET_INLINE std::optional<Tensor> matmul_rows(const Tensor &a, const Tensor &b,
                                                const std::vector<Tensor> &extras, const Dim &rows,
                                                const SymbolValues &values) {
   if (a.is_symbolic() || b.is_symbolic() || a.ndim() < 2 || b.ndim() != 2 || a.dtype() != b.dtype() ||
-      !a.dtype().is_half() || rows.is_constant())
+      !(a.dtype().is_half() || a.dtype() == dtypes::f32) || rows.is_constant())
     return std::nullopt;
   const Shape sa = a.shape();
   const std::int64_t k = sa.back(), n = b.shape()[1], m = a.numel() / std::max<std::int64_t>(k, 1);

@@ -42,6 +42,7 @@
 #include "hidet/lang.hpp"
 #include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/templates/matmul_batch.hpp"
+#include "hidet/ops/templates/matmul_rows.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
@@ -121,14 +122,17 @@ inline std::vector<lang::Expr> spatial_task(const lang::TaskMapping &m, const la
 /// computes the partial product over the z-th slice of k into c[z] (sum them: add_sum_kernel).
 /// With a batch, each operand that has it gets a leading dimension of batch.count (the split-k
 /// workspace is f32[s][count * m][n]) and blockIdx.z / s picks the product. With an epilogue
-/// `epi` and no split, c is replaced by the epilogue's output and extra inputs.
-inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &name, int m, int n, int k,
-                                  const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {},
+/// `epi` and no split, c is replaced by the epilogue's output and extra inputs. With symbolic rows
+/// m (matmul_rows.hpp), the symbols (matmul_symbols) follow as i32 parameters.
+inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &name, const MatmulRows &rows, int n,
+                                  int k, const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {},
                                   const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   check_matmul_f32_config(cfg);
-  if (m <= 0 || n <= 0 || k <= 0)
-    throw ValueError(str_cat("matmul_f32 '", name, "': m, n, k must be positive, got ", m, ", ", n, ", ", k));
+  const bool sym = rows.symbolic();
+  if ((!sym && rows.value() <= 0) || n <= 0 || k <= 0)
+    throw ValueError(str_cat("matmul_f32 '", name, "': m, n, k must be positive, got ", rows.str(), ", ", n, ", ", k));
+  const Expr m = rows.expr();
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads();
   const int rm = cfg.repeat_m, rn = cfg.repeat_n, tm = cfg.thread_m, tn = cfg.thread_n;
   const int frag_m = rm * tm, frag_n = rn * tn; // accumulators per thread along m and n
@@ -137,21 +141,26 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
   const int split = cfg.split_k;
   const int k_slice = ceil_div(ceil_div(k, split), bk) * bk; // k per slice, whole tiles
   const int k_tiles = k_slice / bk;
-  const bool guard_m = m % bm != 0, guard_n = n % bn != 0, guard_k = k % k_slice != 0 || k % bk != 0;
+  const bool guard_m = sym || rows.value() % bm != 0, guard_n = n % bn != 0, guard_k = k % k_slice != 0 || k % bk != 0;
   const int count = batch.count;
-  auto batched = [&](bool has, int rows, int cols) { return batch.batched() && has ? f32[count][rows][cols] : f32[rows][cols]; };
-  const Shape c_shape = batch.batched() ? Shape{count, m, n} : Shape{m, n};
-  std::vector<ParamSpec> specs{batched(batch.a, m, k), batched(batch.b, k, n)};
-  if (split > 1) specs.push_back(f32[split][count * m][n]);
+  auto batched = [&](bool has, const Expr &r, int cols) {
+    return batch.batched() && has ? f32[count][r][cols] : f32[r][cols];
+  };
+  const SymShape c_shape = batch.batched() ? SymShape{count, rows.dim, n} : SymShape{rows.dim, n};
+  std::vector<ParamSpec> specs{batched(batch.a, m, k), batched(batch.b, Expr(k), n)};
+  if (split > 1) specs.push_back(f32[split][sym ? Expr(count * m) : Expr(count * rows.value())][n]);
   else
     for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, f32)) specs.push_back(p);
+  const std::size_t n_extras = split > 1 || !epi ? 0 : epi->inputs.size();
+  push_symbol_params(specs, matmul_symbols(rows, split > 1 ? nullptr : epi));
 
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
     lang::Tensor a_param = params[0], b_param = params[1], c_param = params[2];
     std::vector<ir::Var> extras;
-    for (std::size_t i = 3; i < params.size(); ++i) extras.push_back(params[i].v);
+    for (std::size_t i = 3; i < 3 + n_extras; ++i) extras.push_back(params[i].v);
     ops::detail::EpilogueEmitter out(split > 1 ? nullptr : epi, c_shape, params[2].v, std::move(extras));
-    attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(m, bm), split * count};
+    if (sym) attrs.cuda.grid_dim = {ceil_div(n, bn), max(ceil_div(m, bm), 1), split * count};
+    else attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(rows.value(), bm), split * count};
     Var zb = blockIdx.z / split, zs = blockIdx.z % split; // the product and the k slice
     auto at = [&](const lang::Tensor &t, bool has) {
       return [&t, has, &zb, on = batch.batched()](Expr r, Expr c) { return on && has ? t[zb][r][c] : t[r][c]; };
@@ -429,22 +438,32 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
 }
 
 /// Adds kernel `name`: c[i][j] = sum_z parts[z][i][j] for parts: f32[s][m][n], c: f32[m][n];
-/// with an epilogue (x of m x n elements), c is replaced by its output and extra inputs.
-inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int s, int m, int n,
+/// with an epilogue (x of m x n elements), c is replaced by its output and extra inputs. Symbolic
+/// rows: the symbols (matmul_symbols) follow as i32 parameters.
+inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int s, const MatmulRows &rows, int n,
                            const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   const int threads = 256;
-  const std::int64_t total = std::int64_t(m) * n;
-  std::vector<ParamSpec> specs{f32[s][m * n]};
-  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, {m * n}, f32)) specs.push_back(p);
+  const bool sym = rows.symbolic();
+  const Dim total_dim = rows.dim * Dim(n);
+  const Expr total = sym ? dim_expr(total_dim) : Expr(std::int64_t(rows.value()) * n);
+  const bool by4 = sym ? n % 4 == 0 : (std::int64_t(rows.value()) * n) % 4 == 0;
+  std::vector<ParamSpec> specs{f32[s][total]};
+  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, SymShape{total_dim}, f32)) specs.push_back(p);
+  push_symbol_params(specs, matmul_symbols(rows, epi));
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
     lang::Tensor parts = params[0];
     std::vector<ir::Var> extras;
-    for (std::size_t i = 2; i < params.size(); ++i) extras.push_back(params[i].v);
-    ops::detail::EpilogueEmitter out(epi, {m * n}, params[1].v, std::move(extras));
+    for (std::size_t i = 2; i < 2 + (epi ? epi->inputs.size() : 0); ++i) extras.push_back(params[i].v);
+    ops::detail::EpilogueEmitter out(epi, SymShape{total_dim}, params[1].v, std::move(extras));
     attrs.cuda.block_dim = threads;
-    if (total % 4 != 0) {
-      attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+    // The grid for `items` per thread.
+    auto grid_for = [&](int items) -> Operand {
+      if (sym) return max(ceil_div(total, threads * items), 1);
+      return int(ceil_div(std::int64_t(rows.value()) * n / items, std::int64_t(threads)));
+    };
+    if (!by4) {
+      attrs.cuda.grid_dim = grid_for(1);
       Var i = blockIdx.x * threads + threadIdx.x;
       if_(i < total, [&] {
         Var sum = parts[0][i];
@@ -454,7 +473,7 @@ inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int
       return;
     }
     // Four elements per thread, by 16-byte loads (and stores without an epilogue).
-    attrs.cuda.grid_dim = int(ceil_div(total / 4, std::int64_t(threads)));
+    attrs.cuda.grid_dim = grid_for(4);
     auto sum = register_tensor(f32[4], "sum");
     auto part = register_tensor(f32[4], "part");
     Var i = (blockIdx.x * threads + threadIdx.x) * 4;
@@ -472,11 +491,12 @@ inline void add_sum_kernel(lang::ScriptModule &mod, const std::string &name, int
 
 /// A script module for these sizes: kernel "matmul_f32" (and "sum_slices" under split-k). Without
 /// split-k, build() it and call it as cm(a, b, c); MatmulF32 runs either form.
-inline lang::ScriptModule matmul_f32_module(int m, int n, int k, const MatmulF32Config &cfg = {},
+inline lang::ScriptModule matmul_f32_module(const MatmulRows &m, int n, int k, const MatmulF32Config &cfg = {},
                                             const MatmulBatch &batch = {}, const Epilogue *epi = nullptr) {
-  auto mod = lang::script_module(str_cat("matmul_f32_", m, "x", n, "x", k, epi ? "_epilogue" : ""));
+  auto mod = lang::script_module(str_cat("matmul_f32_", m.symbolic() ? "rows" : m.str(), "x", n, "x", k,
+                                         epi ? "_epilogue" : ""));
   add_matmul_f32_kernel(mod, "matmul_f32", m, n, k, cfg, batch, epi);
-  if (cfg.split_k > 1) add_sum_kernel(mod, "sum_slices", cfg.split_k, batch.count * m, n, epi);
+  if (cfg.split_k > 1) add_sum_kernel(mod, "sum_slices", cfg.split_k, MatmulRows(Dim(batch.count) * m.dim), n, epi);
   return mod;
 }
 
@@ -565,35 +585,46 @@ inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_
 }
 
 /// A built f32 matmul for fixed sizes: f(a, b, c) computes c = a @ b (a: [m, k], b: [k, n],
-/// c: [m, n], f32 tensors on cuda), with split-k through a workspace when the config asks.
+/// c: [m, n], f32 tensors on cuda), with split-k through a workspace when the config asks. With
+/// symbolic rows m (matmul_rows.hpp), one build serves every value: each call passes the symbols'
+/// values, and the workspace is kept per value of m.
 class MatmulF32 {
 public:
-  MatmulF32(int m, int n, int k, const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {},
+  MatmulF32(const MatmulRows &m, int n, int k, const MatmulF32Config &cfg = {}, const MatmulBatch &batch = {},
             std::shared_ptr<const Epilogue> epi = nullptr)
-      : cfg_(cfg), epi_(epi), c_shape_(batch.batched() ? Shape{batch.count, m, n} : Shape{m, n}),
-        cm_(matmul_f32_module(m, n, k, cfg, batch, epi.get()).build()) {
-    if (cfg.split_k > 1) workspace_ = hidet::empty({cfg.split_k, std::int64_t(batch.count) * m, n}, hidet::f32, "cuda");
-  }
+      : cfg_(cfg), epi_(epi), rows_(m), n_(n), batch_(batch),
+        main_symbols_(matmul_symbols(m, cfg.split_k > 1 ? nullptr : epi.get())),
+        sum_symbols_(matmul_symbols(MatmulRows(Dim(batch.count) * m.dim), epi.get())),
+        cm_(matmul_f32_module(m, n, k, cfg, batch, epi.get()).build()) {}
   /// Launches the kernels on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const { (*this)(a, b, c, {}); }
   /// With an epilogue: c is its output (viewed with c's size when it keeps the layout), `extras`
-  /// its other inputs.
-  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras) const {
-    Shape anchor = c_shape_;
-    if (cfg_.split_k > 1) anchor = {shape_numel(c_shape_)};
+  /// its other inputs. `values`: the symbols' values (symbolic rows).
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras,
+                  const SymbolValues &values = {}) const {
+    const std::int64_t m = rows_.at(values);
+    const Shape c_shape = batch_.batched() ? Shape{batch_.count, m, n_} : Shape{m, n_};
+    Shape anchor = c_shape;
+    if (cfg_.split_k > 1) anchor = {shape_numel(c_shape)};
     Tensor out = epilogue_out_arg(epi_.get(), c, anchor);
     std::vector<LaunchArg> args{a, b};
+    Tensor workspace;
     if (cfg_.split_k > 1) {
-      args.emplace_back(workspace_);
+      workspace = workspace_.get("ws", m, [&] {
+        return hidet::empty({cfg_.split_k, std::int64_t(batch_.count) * m, n_}, hidet::f32, "cuda");
+      });
+      args.emplace_back(workspace);
     } else {
       args.emplace_back(out);
       for (const auto &t : extras) args.emplace_back(t);
     }
+    push_symbol_args(args, main_symbols_, values);
     cm_["matmul_f32"].launch(args);
     if (cfg_.split_k == 1) return;
-    Tensor parts = workspace_.reshape({cfg_.split_k, shape_numel(c_shape_)});
+    Tensor parts = workspace.reshape({cfg_.split_k, shape_numel(c_shape)});
     std::vector<LaunchArg> sum_args{parts, out};
     for (const auto &t : extras) sum_args.emplace_back(t);
+    push_symbol_args(sum_args, sum_symbols_, values);
     cm_["sum_slices"].launch(sum_args);
   }
   const MatmulF32Config &config() const { return cfg_; }
@@ -602,9 +633,12 @@ public:
 private:
   MatmulF32Config cfg_;
   std::shared_ptr<const Epilogue> epi_;
-  Shape c_shape_;
+  MatmulRows rows_;
+  int n_;
+  MatmulBatch batch_;
+  std::vector<std::string> main_symbols_, sum_symbols_; // the symbol parameters of each kernel
   CompiledModule cm_;
-  Tensor workspace_;
+  mutable RowBuffers workspace_; // the split-k workspace, per value of m
 };
 
 } // namespace hidet::ops::templates
