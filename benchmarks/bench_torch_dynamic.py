@@ -15,7 +15,7 @@ Columns: the first call at the first size (trace and compile), the slowest and t
 call at each later new size, their total, hidet's fx traces, the replay latency at the first
 size (CUDA events, hidet with CUDA graphs), and the largest error against eager over all sizes
 (max|d| / max|eager|); for hidet, the kernels built per later new size (task kernels and templates
-built for symbolic sizes, hidet._C.kernel_builds()) and the NVRTC compiles per later new size.
+built for symbolic sizes, hidet.kernel_builds()) and the NVRTC compiles per later new size.
 Random weights, f16. HIDET_BENCH_PROFILE_NEW=1 prints the Python profile (cProfile, top 12 by
 cumulative time) of the second size's first call.
 
@@ -87,7 +87,7 @@ def run_one(name, mode):
         firsts, builds, err = [], [], 0.0
         for s in sizes:
             args = inputs(s)
-            before = hidet._C.kernel_builds()
+            before = hidet.kernel_builds()
             profile = os.environ.get('HIDET_BENCH_PROFILE_NEW') == '1' and len(firsts) == 1
             if profile:
                 import cProfile
@@ -106,7 +106,7 @@ def run_one(name, mode):
                 pstats.Stats(prof, stream=out).sort_stats('cumulative').print_stats(12)
                 for ln in out.getvalue().splitlines():
                     print(f'PROFILE| {ln}', file=sys.stderr)
-            after = hidet._C.kernel_builds()
+            after = hidet.kernel_builds()
             builds.append({k: after[k] - before[k] for k in after})
             want = first(model(*args)).float()
             err = max(err, ((got - want).abs().max() / want.abs().max().clamp_min(1e-6)).item())

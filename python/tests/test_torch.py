@@ -439,7 +439,7 @@ def test_dynamic_shapes_generic_builds_no_kernel_for_a_new_size():
     """dynamic_shapes('generic') with use_fp16: the products run on templates built for symbolic
     rows (with their epilogues), attention on a template built for symbolic lengths, and the
     layout and element-wise operators on shape-generic kernels: after the first call, a new batch
-    or sequence length builds no kernel at all (hidet._C.kernel_builds())."""
+    or sequence length builds no kernel at all (hidet.kernel_builds())."""
     calls = []
     hidet.torch.dynamo_config.dynamic_shapes('generic')
     hidet.torch.dynamo_config.use_fp16(True)
@@ -449,9 +449,9 @@ def test_dynamic_shapes_generic_builds_no_kernel_for_a_new_size():
     with torch.no_grad():
         for shape in [(2, 9, 64), (3, 13, 64), (4, 5, 64), (2, 9, 64), (3, 40, 64)]:  # (dynamo specializes 1)
             x = r(*shape)
-            before = hidet._C.kernel_builds()
+            before = hidet.kernel_builds()
             got = f(x)
-            built = {k: v - before[k] for k, v in hidet._C.kernel_builds().items()}
+            built = {k: v - before[k] for k, v in hidet.kernel_builds().items()}
             if first:
                 assert built['matmul_symbolic'] >= 3 and built['attention_symbolic'] == 1, built
             else:
