@@ -22,8 +22,8 @@
 #include <sstream>
 #include <variant>
 
-#include "hidet/graph.hpp"
 #include "hidet/backend/compile_cache.hpp"
+#include "hidet/graph.hpp"
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/tuning.hpp"
 #include "hidet/runtime/stream.hpp"
@@ -194,7 +194,7 @@ NB_MODULE(_C, m) {
         return r;
       },
       "Kernels built so far in this process: task kernels, matmul templates over symbolic rows, "
-      "attention templates over symbolic sizes, and NVRTC compiles (0 on the emulator).");
+      "attention templates over symbolic sizes, and NVRTC compiles.");
 
   // hidet::Dim: a symbolic extent ("n", "n*s") with Python's integer arithmetic (// floors).
   using hidet::Dim;

@@ -94,6 +94,14 @@ bool has_symbolic_extents(const std::vector<Tensor> &xs);
 Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape, DataType dtype,
                       std::function<Tensor(const std::vector<Tensor> &)> apply);
 
+/// trace_symbolic for an operator with a task over the symbols (`task`, key `key`): running the
+/// node on tensors with data runs that task (one kernel for every value of the symbols, bound from
+/// the inputs or the running graph); on symbolic tensors of constant shapes (specialize()) it calls
+/// `at_constant_shapes`, the operator itself, so that the specialized graph holds the constant
+/// operator that graph passes read.
+Tensor trace_generic_task(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape, DataType dtype,
+                          Task task, std::function<Tensor(const std::vector<Tensor> &)> at_constant_shapes);
+
 /// trace_symbolic for operators whose shape rules are written on constant extents (conv2d, pooling,
 /// attention): `apply` (the operator itself) first traces twice on stand-ins, symbolic tensors of
 /// constant shapes with each symbol given two different values (primes above 200), which validates

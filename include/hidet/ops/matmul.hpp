@@ -24,6 +24,8 @@ Tensor matmul(const Tensor &a, const Tensor &b);
 /// it records a FusedMatmul node.
 Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &e,
               const std::vector<Tensor> &extras);
+/// The row count of a of shape `a_shape` in a product with a matrix: its leading extents together.
+Dim matmul_row_count(const SymShape &a_shape);
 /// a @ b, then the epilogue `e` when given, for operands of constant shapes whose row count (a's
 /// leading dimensions together, b a matrix) is the symbolic `rows` at the symbol `values`, e.g.
 /// n*s for a of [n, s, 768]: the product runs on a template kernel built once for symbolic rows

@@ -261,6 +261,9 @@ struct MatmulKernelCache {
   std::map<std::string, MatmulRun> runs; ///< "dtype m x n x k space S" -> the chosen kernel
   /// "dtype rows x n x k label epilogue" -> a kernel over symbolic rows
   std::map<std::string, MatmulRowsRun> rows_runs;
+  /// the same problem with this call's m instead of the label -> that kernel (no candidate
+  /// listing on later calls at a value seen before)
+  std::map<std::string, MatmulRowsRun> rows_at_value;
   std::size_t rows_builds = 0;
 };
 inline MatmulKernelCache &matmul_kernel_cache() {
@@ -326,15 +329,22 @@ inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const 
 inline MatmulRowsRun matmul_template_kernel_rows(const Dim &rows, int m, int n, int k, DataType dt,
                                                  const templates::MatmulBatch &batch = {},
                                                  std::shared_ptr<const Epilogue> epi = nullptr) {
-  auto cands = matmul_candidates(m, n, k, dt, 0, batch, epi);
-  if (cands.empty() || !cands[0].build_rows) return nullptr;
   std::string opts = option::kernel_options().str();
-  std::string key = str_cat(dt, " ", rows.str(), "x", n, "x", k, " ", cands[0].label, opts.empty() ? "" : " ", opts,
-                            epi ? " epilogue " + epi->key : std::string());
+  std::string problem = str_cat(dt, " ", rows.str(), "x", n, "x", k, batch.str(), opts.empty() ? "" : " ", opts,
+                                epi ? " epilogue " + epi->key : std::string());
+  std::string at_value = str_cat(problem, " at m=", m);
   auto &cache = detail::matmul_kernel_cache();
   {
     std::lock_guard<std::mutex> lock(cache.mu);
-    if (auto it = cache.rows_runs.find(key); it != cache.rows_runs.end()) return it->second;
+    if (auto it = cache.rows_at_value.find(at_value); it != cache.rows_at_value.end()) return it->second;
+  }
+  auto cands = matmul_candidates(m, n, k, dt, 0, batch, epi);
+  if (cands.empty() || !cands[0].build_rows) return nullptr;
+  std::string key = str_cat(problem, " ", cands[0].label);
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (auto it = cache.rows_runs.find(key); it != cache.rows_runs.end())
+      return cache.rows_at_value.emplace(at_value, it->second).first->second;
   }
   MatmulRowsRun run;
   try {
@@ -345,7 +355,8 @@ inline MatmulRowsRun matmul_template_kernel_rows(const Dim &rows, int m, int n, 
   }
   std::lock_guard<std::mutex> lock(cache.mu);
   if (run) ++cache.rows_builds;
-  return cache.rows_runs.emplace(key, std::move(run)).first->second;
+  auto &stored = cache.rows_runs.emplace(key, std::move(run)).first->second;
+  return cache.rows_at_value.emplace(at_value, stored).first->second;
 }
 
 /// Template kernels built for symbolic rows so far in this process (matmul_template_kernel_rows).

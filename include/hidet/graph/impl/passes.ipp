@@ -911,8 +911,7 @@ HIDET_INLINE Tensor symbolic_fused_matmul(const Tensor &a, const Tensor &b, cons
   ins.insert(ins.end(), extras.begin(), extras.end());
   // The product's rows (a's leading extents, b a matrix) and the chain over the symbols: one
   // template kernel for every value of them (ops::matmul_rows), where a template takes them.
-  const SymShape a_shape = a.sym_shape();
-  Dim rows = sym_numel(SymShape(a_shape.begin(), a_shape.end() - 1));
+  Dim rows = ops::matmul_row_count(a.sym_shape());
   std::shared_ptr<const ops::Epilogue> generic;
   if (a.ndim() >= 2 && b.ndim() == 2 && !rows.is_constant())
     if (auto e = symbolic_epilogue(anchor.shape, anchor.dtype, steps)) generic = std::make_shared<const ops::Epilogue>(std::move(*e));

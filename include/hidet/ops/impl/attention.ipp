@@ -13,7 +13,6 @@
 #include <set>
 
 #include "hidet/ops/attention.hpp"
-
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/create.hpp"
 #include "hidet/ops/elementwise.hpp"
@@ -87,6 +86,10 @@ HIDET_INLINE Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device
 } // namespace attention_detail
 
 namespace attention_detail {
+/// `t`, or a copy of it when its data is not 16-byte aligned: the kernels load 16-byte vectors
+/// (cp.async, TMA), and a view at an odd offset cannot be read so.
+HIDET_INLINE Tensor aligned(const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 ? t.clone() : t; }
+
 struct SymbolicBuilds {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<templates::Attention>> built; ///< symbolic problem | tiling
@@ -156,11 +159,8 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   std::shared_ptr<templates::Attention> r;
   {
     std::lock_guard<std::mutex> lock(builds.mu);
-    if (auto it = builds.built.find(key); it != builds.built.end()) r = it->second;
-  }
-  {
-    std::lock_guard<std::mutex> lock(builds.mu);
     if (builds.failed.count(key)) return std::nullopt;
+    if (auto it = builds.built.find(key); it != builds.built.end()) r = it->second;
   }
   if (!r) {
     std::shared_ptr<templates::Attention> made;
@@ -180,7 +180,6 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
   Tensor out = heads_last ? empty({B, Sq, H, D}, q.dtype(), q.device()) : empty({B, H, Sq, D}, q.dtype(), q.device());
-  auto aligned = [](const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 ? t.clone() : t; };
   if (mask) (*r)(aligned(q), aligned(k), aligned(v), *mask, out, s, *values);
   else (*r)(aligned(q), aligned(k), aligned(v), out, s, *values);
   return out;
@@ -316,8 +315,6 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
       p.mask_heads = int(mask->shape()[1]);
     p.heads_last = heads_last;
     Tensor out = heads_last ? empty({B, Sq, H, D}, q.dtype(), q.device()) : empty({B, H, Sq, D}, q.dtype(), q.device());
-    // The kernels load 16-byte vectors (cp.async, TMA): a view at an odd offset is copied.
-    auto aligned = [](const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 ? t.clone() : t; };
     const Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
     auto r = choose(p, option::search_space(), qa, ka, va, mask, out, s);
     if (mask)

@@ -208,6 +208,16 @@ HIDET_INLINE Tensor trace_symbolic(const std::string &key, const std::vector<Ten
                         })[0];
 }
 
+HIDET_INLINE Tensor trace_generic_task(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape,
+                                       DataType dtype, Task task,
+                                       std::function<Tensor(const std::vector<Tensor> &)> at_constant_shapes) {
+  return trace_symbolic(key, inputs, std::move(shape), dtype,
+                        [key, task = std::move(task), at = std::move(at_constant_shapes)](const std::vector<Tensor> &in) {
+                          if (any_symbolic(in)) return at(in);
+                          return run_symbolic_task(key, task, in, std::nullopt)[0];
+                        });
+}
+
 HIDET_INLINE Dim window_out_extent(const Dim &in, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
                                    std::int64_t dilation) {
   return (in + Dim(2 * padding - dilation * (kernel - 1) - 1)) / Dim(stride) + Dim(1);

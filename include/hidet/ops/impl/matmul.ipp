@@ -36,9 +36,8 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
     if (a.ndim() > 1) shape.push_back(sa[sa.size() - 2]);
     if (b.ndim() > 1) shape.push_back(sb.back());
     DataType t = promote_types(a.dtype(), b.dtype());
-    // a matrix b: a's rows (its leading extents together) may run on a kernel built for every value
-    const SymShape a_shape = a.sym_shape();
-    Dim rows = sym_numel(SymShape(a_shape.begin(), a_shape.end() - 1));
+    // a matrix b: a's rows may run on a kernel built for every value
+    Dim rows = matmul_row_count(a.sym_shape());
     bool generic = a.ndim() >= 2 && b.ndim() == 2 && !rows.is_constant();
     return detail::trace_symbolic("matmul{}", {a, b}, std::move(shape), t.is_bool() ? dtypes::i32 : t,
                                   [rows, generic](const std::vector<Tensor> &in) {
@@ -118,6 +117,10 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
       {a.reshape(sa), b.reshape(sb)})[0];
   r = final_shape == out ? r : r.reshape(final_shape);
   return epi ? apply_epilogue(*epi, r, extras) : r;
+}
+
+HIDET_INLINE Dim matmul_row_count(const SymShape &a_shape) {
+  return a_shape.empty() ? Dim(1) : sym_numel(SymShape(a_shape.begin(), a_shape.end() - 1));
 }
 
 HIDET_INLINE std::optional<Tensor> matmul_rows(const Tensor &a, const Tensor &b, const std::shared_ptr<const Epilogue> &epi,

@@ -169,9 +169,8 @@ HIDET_INLINE Tensor broadcast_to_dims(const Tensor &x, const SymShape &shape) {
     Task task{"broadcast_to", {a}, {y}, str_cat("shape=", sym_shape_str(shape)), {}};
     if (x.is_symbolic()) return run_task(key, [&] { return task; }, {x})[0];
     // x holds data (a constant): the node's runs take the symbols from the graph that runs it.
-    return detail::trace_symbolic(key, {x}, shape, x.dtype(), [=](const std::vector<Tensor> &in) {
-      if (in[0].is_symbolic()) return broadcast_to(in[0], evaluate_bound("broadcast_to", shape));
-      return detail::run_symbolic_task(key, task, in, std::nullopt)[0];
+    return detail::trace_generic_task(key, {x}, shape, x.dtype(), std::move(task), [shape](const std::vector<Tensor> &in) {
+      return broadcast_to(in[0], evaluate_bound("broadcast_to", shape));
     });
   }
   Shape out = constant_shape(shape);
@@ -212,9 +211,8 @@ HIDET_INLINE Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, 
       return a.at(r);
     });
     Task task{"slice", {a}, {y}, attrs + sym_shape_str(out), {}};
-    return detail::trace_symbolic(key, {x}, out, x.dtype(), [=](const std::vector<Tensor> &in) {
-      if (in[0].is_symbolic()) return slice(in[0], axes, starts, stops, steps);
-      return detail::run_symbolic_task(key, task, in, std::nullopt)[0];
+    return detail::trace_generic_task(key, {x}, out, x.dtype(), std::move(task), [=](const std::vector<Tensor> &in) {
+      return slice(in[0], axes, starts, stops, steps);
     });
   }
   Shape shape = constant_shape(out);
@@ -278,6 +276,17 @@ HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
       xs)[0];
 }
 
+namespace detail {
+/// Index `v` (an integer expression) into an axis of extent `n`: negative values count from the
+/// end, then clamped into [0, n - 1] (a symbol's value is at least 1, as dynamo's sizes are).
+HIDET_INLINE Expr axis_index(const Expr &v, const Dim &n) {
+  const Dim last = n.is_constant() ? Dim(std::max<std::int64_t>(n.value() - 1, 0)) : n - 1;
+  Expr k = lang::cast(v, dtypes::i32);
+  k = lang::select(k < 0, k + dim_expr(n), k);
+  return lang::min(lang::max(k, 0), dim_expr(last));
+}
+} // namespace detail
+
 HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
   int ax = detail::normalize_axis("take", axis, x.ndim(), x.sym_shape());
   if (!indices.dtype().is_integer())
@@ -287,9 +296,7 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
   SymShape out(xs.begin(), xs.begin() + ax);
   out.insert(out.end(), is.begin(), is.end());
   out.insert(out.end(), xs.begin() + ax + 1, xs.end());
-  // The extent taken from (a symbol's value is at least 1, as dynamo's sizes are).
-  const Dim n = xs[std::size_t(ax)];
-  const Dim last = n.is_constant() ? Dim(std::max<std::int64_t>(n.value() - 1, 0)) : n - 1;
+  const Dim n = xs[std::size_t(ax)]; // the extent taken from
   return run_task(
       str_cat("take{axis=", ax, "}"),
       [&] {
@@ -297,9 +304,7 @@ HIDET_INLINE Tensor take(const Tensor &x, const Tensor &indices, int axis) {
         auto ix = input("indices", is, indices.dtype());
         auto y = compute("take", out, [&](const Idx &i) {
           Idx ii(i.begin() + ax, i.begin() + ax + indices.ndim());
-          Expr k = lang::cast(ix.at(ii), dtypes::i32);
-          k = lang::select(k < 0, k + dim_expr(n), k);
-          k = lang::min(lang::max(k, 0), dim_expr(last));
+          Expr k = detail::axis_index(ix.at(ii), n);
           Idx j(i.begin(), i.begin() + ax);
           j.push_back(k);
           for (std::size_t d = ax + indices.ndim(); d < i.size(); ++d) j.push_back(i[d]);
@@ -327,19 +332,14 @@ HIDET_INLINE Tensor gather(const Tensor &x, int axis, const Tensor &index) {
   if (!fits)
     throw ValueError(str_cat("gather: index of shape ", shape_str(is), " must have the rank of x ", shape_str(xs),
                              " and no larger extents off axis ", ax));
-  // The extent gathered from (a symbol's value is at least 1, as dynamo's sizes are): one kernel
-  // for every value of the symbols.
-  const Dim n = xs[std::size_t(ax)];
-  const Dim last = n.is_constant() ? Dim(std::max<std::int64_t>(n.value() - 1, 0)) : n - 1;
+  const Dim n = xs[std::size_t(ax)]; // the extent gathered from: one kernel for every value of the symbols
   return run_task(
       str_cat("gather{axis=", ax, "}"),
       [&] {
         auto a = input("x", xs, x.dtype());
         auto ix = input("index", is, index.dtype());
         auto y = compute("gather", is, [&](const Idx &i) {
-          Expr k = lang::cast(ix.at(i), dtypes::i32);
-          k = lang::select(k < 0, k + dim_expr(n), k);
-          k = lang::min(lang::max(k, 0), dim_expr(last));
+          Expr k = detail::axis_index(ix.at(i), n);
           Idx j = i;
           j[std::size_t(ax)] = k;
           return a.at(j);
