@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "hidet/runtime/dim.hpp"
 #include "hidet/runtime/tensor.hpp"
 
 namespace hidet::ops {
@@ -54,6 +55,22 @@ Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight, const std::optional<Te
                    std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
                    std::vector<std::int64_t> dilation, std::int64_t groups, const std::shared_ptr<const Epilogue> &e,
                    const std::vector<Tensor> &extras);
+
+/// conv2d (NCHW, or NHWC with `nhwc`) of cuda tensors whose batch (x's first extent) is the
+/// symbolic `batch` at `values` (a shape-generic graph's run: batch n, or n*2), with the epilogue
+/// `e` (null: none) over those symbols. The template kernel is built once for every value of
+/// the batch's symbols at these channel and image sizes, with the tiling that search space 0
+/// picks for this batch; a later batch that picks the same tiling builds nothing (never tunes).
+/// nullopt where no template serves the call (the caller runs conv2d); a ValueError when the
+/// batch's value is not x's.
+std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
+                                            std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
+                                            std::vector<std::int64_t> dilation, std::int64_t groups, bool nhwc,
+                                            const std::shared_ptr<const Epilogue> &e, const std::vector<Tensor> &extras,
+                                            const Dim &batch, const SymbolValues &values);
+
+/// Template kernels built for a symbolic batch so far in this process (conv2d_symbolic_batch).
+std::size_t conv2d_symbolic_builds();
 
 } // namespace hidet::ops
 

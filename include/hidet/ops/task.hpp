@@ -109,6 +109,10 @@ std::vector<std::string> task_symbols(const Task &task);
 /// extents, symbol variables replaced by their values. A task of constant shapes comes back as it is.
 Task specialize(const Task &task, const SymbolValues &values);
 
+/// `task` with the symbols that `values` gives replaced by their values and the others kept
+/// (a task over [n, 64, h, w] with {h: 56, w: 56}: over [n, 64, 56, 56]).
+Task substitute(const Task &task, const SymbolValues &values);
+
 } // namespace hidet::ops
 
 #if HIDET_HEADER_ONLY

@@ -58,6 +58,9 @@ public:
   /// The value with `values` bound; throws ValueError naming a missing symbol, or on division
   /// or modulo by zero.
   std::int64_t evaluate(const SymbolValues &values) const;
+  /// The Dim with the symbols that `values` gives replaced by their values, the others kept
+  /// ("n*s" with {s: 128}: "128*n"); a constant once every symbol has a value.
+  Dim substitute(const SymbolValues &values) const;
   /// The names of the symbols that occur, sorted.
   std::vector<std::string> symbols() const;
   /// "n*s", "2*n + 1", "(n + 1) / 2", "7".

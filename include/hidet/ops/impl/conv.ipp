@@ -88,6 +88,47 @@ HIDET_INLINE Conv2dSizes conv2d_sizes(const char *op, const Tensor &x, const Ten
   return z;
 }
 
+/// The template's inputs on the device it runs on, or nullopt when a template cannot read them:
+/// dtypes other than f32/f16/bf16 or mixed, sizes past 2^30, views not 16-byte aligned.
+HIDET_INLINE std::optional<std::vector<Tensor>> conv2d_template_inputs(const Conv2dSizes &z, const Tensor &x,
+                                                                    const Tensor &weight,
+                                                                    const std::optional<Tensor> &bias, Device run_dev) {
+  DataType dt = x.dtype();
+  if (weight.dtype() != dt || (bias && bias->dtype() != dt)) return std::nullopt;
+  if (!(dt == dtypes::f32 || dt.is_half())) return std::nullopt;
+  const std::int64_t lim = std::int64_t(1) << 30;
+  for (std::int64_t v : {z.N, z.C, z.H, z.W, z.O, z.KH, z.KW, z.OH, z.OW, z.groups, z.stride[0],
+                         z.stride[1], z.padding[0], z.padding[1], z.dilation[0], z.dilation[1]})
+    if (v >= lim) return std::nullopt;
+  std::vector<Tensor> ins{x, weight};
+  if (bias) ins.push_back(*bias);
+  for (auto &t : ins)
+    if (!(t.device() == run_dev)) t = t.to(run_dev);
+  for (auto &t : ins)
+    if (reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 != 0)
+      return std::nullopt; // a view: 16-byte copies fail
+  return ins;
+}
+
+HIDET_INLINE templates::Conv2dShape conv2d_shape(const Conv2dSizes &z) {
+  return templates::Conv2dShape{int(z.N),           int(z.C),          int(z.H),          int(z.W),
+                                int(z.O),           int(z.KH),         int(z.KW),         int(z.stride[0]),
+                                int(z.stride[1]),   int(z.padding[0]), int(z.padding[1]), int(z.dilation[0]),
+                                int(z.dilation[1]), int(z.groups)};
+}
+
+/// Runners of a symbolic batch (conv2d_symbolic_batch), by problem (its batch symbolic), config
+/// and epilogue; and how many were built.
+struct Conv2dSymbolicCache {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<templates::Conv2d>> runners;
+  std::size_t builds = 0;
+};
+HIDET_INLINE Conv2dSymbolicCache &conv2d_symbolic_cache() {
+  static Conv2dSymbolicCache cache;
+  return cache;
+}
+
 /// The config for a problem: the heuristic at search space 0, else the tuned choice (remembered
 /// per problem and space in this process; tuning::pick records it on disk).
 HIDET_INLINE templates::Conv2dConfig conv2d_config(const templates::Conv2dShape &s, DataType dt,
@@ -132,30 +173,17 @@ HIDET_INLINE std::optional<Tensor> conv2d_template(const Conv2dSizes &z, const T
                                              const std::vector<Tensor> &extras) {
   using namespace templates;
   DataType dt = x.dtype();
-  if (weight.dtype() != dt || (bias && bias->dtype() != dt)) return std::nullopt;
-  if (!(dt == dtypes::f32 || dt.is_half())) return std::nullopt;
-  const std::int64_t lim = std::int64_t(1) << 30;
-  for (std::int64_t v : {z.N, z.C, z.H, z.W, z.O, z.KH, z.KW, z.OH, z.OW, z.groups, z.stride[0],
-                         z.stride[1], z.padding[0], z.padding[1], z.dilation[0], z.dilation[1]})
-    if (v >= lim) return std::nullopt;
-  Conv2dShape s{int(z.N),           int(z.C),          int(z.H),          int(z.W),
-                int(z.O),           int(z.KH),         int(z.KW),         int(z.stride[0]),
-                int(z.stride[1]),   int(z.padding[0]), int(z.padding[1]), int(z.dilation[0]),
-                int(z.dilation[1]), int(z.groups)};
+  Conv2dShape s = conv2d_shape(z);
   try {
     check_conv2d_problem(s, dt);
   } catch (const ValueError &) {
     return std::nullopt;
   }
-  std::vector<Tensor> ins{x, weight};
-  if (bias) ins.push_back(*bias);
-  Device dev = detail::common_device("conv2d", ins);
+  Device dev = detail::common_device("conv2d", bias ? std::vector<Tensor>{x, weight, *bias} : std::vector<Tensor>{x, weight});
   Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
-  for (auto &t : ins)
-    if (!(t.device() == run_dev)) t = t.to(run_dev);
-  for (auto &t : ins)
-    if (reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 != 0)
-      return std::nullopt; // a view: 16-byte copies fail
+  auto maybe_ins = conv2d_template_inputs(z, x, weight, bias, run_dev);
+  if (!maybe_ins) return std::nullopt;
+  std::vector<Tensor> &ins = *maybe_ins;
   std::optional<Tensor> b;
   if (bias) b = ins[2];
   bool nhwc = layout == Conv2dLayout::NHWC;
@@ -322,6 +350,69 @@ HIDET_INLINE Tensor conv2d(const Tensor &x, const Tensor &weight, const std::opt
     return *y;
   Tensor y = detail::conv2d_generic(z, x, weight, bias);
   return epi ? apply_epilogue(*epi, y, extras) : y;
+}
+
+HIDET_INLINE std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const Tensor &weight,
+                                                         const std::optional<Tensor> &bias, std::vector<std::int64_t> stride,
+                                                         std::vector<std::int64_t> padding,
+                                                         std::vector<std::int64_t> dilation, std::int64_t groups, bool nhwc,
+                                                         const std::shared_ptr<const Epilogue> &epi,
+                                                         const std::vector<Tensor> &extras, const Dim &batch,
+                                                         const SymbolValues &values) {
+  using namespace templates;
+  const char *op = nhwc ? "conv2d_nhwc" : "conv2d";
+  if (batch.is_constant() || x.is_symbolic() || weight.is_symbolic() || (bias && bias->is_symbolic()))
+    return std::nullopt;
+  auto z = detail::conv2d_sizes(op, x, weight, bias, stride, padding, dilation, groups, nhwc);
+  if (batch.evaluate(values) != z.N)
+    throw ValueError(str_cat(op, ": the batch ", batch.str(), " is ", batch.evaluate(values),
+                             " at these symbol values, but x of shape ", shape_str(x.shape()), " has ", z.N));
+  const DataType dt = x.dtype();
+  Conv2dShape s = detail::conv2d_shape(z);
+  Device dev = detail::common_device(op, bias ? std::vector<Tensor>{x, weight, *bias} : std::vector<Tensor>{x, weight});
+  if (!dev.is_cuda()) return std::nullopt;
+  auto ins = detail::conv2d_template_inputs(z, x, weight, bias, dev);
+  if (!ins) return std::nullopt;
+  const Shape out = nhwc ? Shape{z.N, z.OH, z.OW, z.O} : Shape{z.N, z.O, z.OH, z.OW};
+  if (epi) {
+    DataType t = promote_types(x.dtype(), weight.dtype());
+    check_epilogue(op, *epi, out, t, extras, values);
+  }
+  // The tiling that search space 0 picks at this batch, checked there (grid limits grow with it).
+  Conv2dConfig cfg = conv2d_heuristic_config(s, dt, runtime::device_info(0).sm_count, wgmma_available());
+  try {
+    check_conv2d_problem(s, dt);
+    check_conv2d_config(s, dt, cfg);
+  } catch (const ValueError &) {
+    return std::nullopt;
+  }
+  s.batch = batch;
+  const auto layout = nhwc ? Conv2dLayout::NHWC : Conv2dLayout::NCHW;
+  std::string key = str_cat(dt, nhwc ? " nhwc " : " nchw ", s.str(), bias ? " bias " : " ", cfg.str(),
+                            epi ? " epilogue " + epi->key : "");
+  auto &cache = detail::conv2d_symbolic_cache();
+  std::shared_ptr<Conv2d> runner;
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (auto it = cache.runners.find(key); it != cache.runners.end()) runner = it->second;
+  }
+  if (!runner) {
+    runner = std::make_shared<Conv2d>(s, dt, layout, bool(bias), cfg, epi);
+    std::lock_guard<std::mutex> lock(cache.mu);
+    auto [it, fresh] = cache.runners.emplace(key, runner);
+    if (fresh) ++cache.builds;
+    runner = it->second;
+  }
+  Tensor y = epi ? empty(evaluate_shape(epi->out.sym_shape(), values), epi->out.dtype(), dev) : empty(out, dt, dev);
+  const std::optional<Tensor> &b = bias ? std::optional<Tensor>((*ins)[2]) : std::nullopt;
+  (*runner)((*ins)[0], (*ins)[1], b ? &*b : nullptr, y, extras, values);
+  return y;
+}
+
+HIDET_INLINE std::size_t conv2d_symbolic_builds() {
+  auto &cache = detail::conv2d_symbolic_cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return cache.builds;
 }
 
 HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,

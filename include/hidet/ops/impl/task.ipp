@@ -57,16 +57,18 @@ namespace detail {
 /// Replaces tensor bases by the specialized nodes' buffers and symbols by constants.
 class Specializer : public ir::IRMutator {
 public:
-  Specializer(const std::map<const ir::VarNode *, ir::Var> &bufs, const SymbolValues &values)
-      : bufs_(bufs), values_(values) {}
+  Specializer(const std::map<const ir::VarNode *, ir::Var> &bufs, const SymbolValues &values, bool partial = false)
+      : bufs_(bufs), values_(values), partial_(partial) {}
   using ir::IRMutator::mutate;
 
 protected:
   ir::Expr mutate_Var(const ir::Expr &e, const ir::VarNode *v) override {
     if (const std::string *name = symbol_name(v)) {
       auto it = values_.find(*name);
-      if (it == values_.end())
+      if (it == values_.end()) {
+        if (partial_) return e;
         throw ValueError(str_cat("specialize: symbol ", *name, " has no value"));
+      }
       return ir::int32(it->second);
     }
     return e;
@@ -81,14 +83,20 @@ protected:
 private:
   const std::map<const ir::VarNode *, ir::Var> &bufs_;
   const SymbolValues &values_;
+  bool partial_;
 };
-} // namespace detail
 
-HIDET_INLINE Task specialize(const Task &task, const SymbolValues &values) {
+/// specialize (partial: substitute).
+HIDET_INLINE Task bind_symbols(const Task &task, const SymbolValues &values, bool partial) {
   if (task_symbols(task).empty()) return task;
   std::map<const TensorNode *, std::shared_ptr<const TensorNode>> done;
   std::map<const ir::VarNode *, ir::Var> bufs;
   auto evaluate = [&](const std::string &name, const SymShape &s) {
+    if (partial) {
+      SymShape out;
+      for (const auto &d : s) out.push_back(d.substitute(values));
+      return out;
+    }
     try {
       return to_sym_shape(evaluate_shape(s, values));
     } catch (const ValueError &e) {
@@ -104,11 +112,11 @@ HIDET_INLINE Task specialize(const Task &task, const SymbolValues &values) {
     m->rextents = evaluate(n->name, n->rextents);
     m->buf = ir::make_var(ir::TensorTypeNode::make(n->dtype, [&] {
       std::vector<ir::Expr> dims;
-      for (const auto &d : m->shape) dims.push_back(ir::int32(d.value()));
+      for (const auto &d : m->shape) dims.push_back(d.is_constant() ? ir::int32(d.value()) : dim_expr(d).ir());
       return dims;
     }(), ir::Scope::Global, {}), n->name);
     bufs[n->buf.get()] = m->buf;
-    if (m->value) m->value = detail::Specializer(bufs, values).mutate(n->value);
+    if (m->value) m->value = Specializer(bufs, values, partial).mutate(n->value);
     return done[n] = m;
   };
   Task r = task;
@@ -116,6 +124,15 @@ HIDET_INLINE Task specialize(const Task &task, const SymbolValues &values) {
   for (const auto &x : task.inputs) r.inputs.emplace_back(clone(&x.node()));
   for (const auto &y : task.outputs) r.outputs.emplace_back(clone(&y.node()));
   return r;
+}
+} // namespace detail
+
+HIDET_INLINE Task specialize(const Task &task, const SymbolValues &values) {
+  return detail::bind_symbols(task, values, false);
+}
+
+HIDET_INLINE Task substitute(const Task &task, const SymbolValues &values) {
+  return detail::bind_symbols(task, values, true);
 }
 
 HIDET_INLINE bool Task::injective() const {

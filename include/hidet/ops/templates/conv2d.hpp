@@ -313,7 +313,8 @@ inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2
                                         const Epilogue *epi = nullptr) {
   check_conv2d_config(s, dt, cfg);
   auto mod = lang::script_module(
-      str_cat("conv2d_", dt, "_", layout == Conv2dLayout::NCHW ? "nchw" : "nhwc", "_", s.n, "x",
+      str_cat("conv2d_", dt, "_", layout == Conv2dLayout::NCHW ? "nchw" : "nhwc", "_",
+              s.symbolic_batch() ? std::string("batch") : std::to_string(s.n), "x",
               s.c, "x", s.h, "x", s.w, "_", s.o, "x", s.kh, "x", s.kw, epi ? "_epilogue" : ""));
   int split = conv2d_split_k_of(s, cfg);
   if (split > 1) add_split_k_sum_kernel(mod, "sum_slices", s, dt, layout, has_bias, split, epi);
@@ -335,7 +336,10 @@ inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2
 /// A built conv2d for one problem, dtype, layout and config. f(x, w, bias, y) launches on the
 /// current stream: x [N, C, H, W] / [N, H, W, C], w [O, C/groups, KH, KW] / [O, KH, KW, C/groups],
 /// bias [O] or nullptr, y [N, O, OH, OW] / [N, OH, OW, O] (all of dtype dt, contiguous, on cuda;
-/// on the tensor-core path x and w 16-byte aligned when read in place).
+/// on the tensor-core path x and w 16-byte aligned when read in place). With a symbolic batch
+/// (Conv2dShape::batch) one build serves every value of its symbols: each call passes their
+/// values, and x's first extent must be the batch's value there; the repacked x and the split-k
+/// workspace are kept per value (RowBuffers).
 class Conv2d {
 public:
   Conv2d(const Conv2dShape &s, DataType dt, Conv2dLayout layout, bool has_bias,
@@ -343,52 +347,67 @@ public:
       : s_(s), dt_(dt), layout_(layout), bias_(has_bias), cfg_(cfg), epi_(epi),
         cm_(conv2d_module(s, dt, layout, has_bias, cfg, runtime::device_info(0).sm_count, epi.get())
                 .build(cfg.kind == Conv2dConfig::Kind::Wgmma ? matmul_wgmma_build_options() : BuildOptions{})) {
-    if (conv2d_needs_pack_x(s, layout, cfg))
-      x_pack_ = hidet::empty({s.n, s.h, s.w, s.groups * s.cgp()}, dt, "cuda");
+    const int split = conv2d_split_k_of(s, cfg);
+    main_symbols_ = conv2d_detail::kernel_symbols(s, split > 1 ? nullptr : epi.get());
+    sum_symbols_ = conv2d_detail::kernel_symbols(s, epi.get());
+    if (conv2d_needs_pack_x(s, layout, cfg)) pack_symbols_ = s.symbols();
     if (conv2d_needs_pack_w(s, layout, cfg)) w_pack_ = hidet::empty({s.o, s.k_pack()}, dt, "cuda");
-    if (int split = conv2d_split_k_of(s, cfg); split > 1)
-      workspace_ = hidet::empty({split, s.gemm_m(), s.o}, hidet::f32, "cuda");
   }
-  /// With an epilogue, y is its output and `extras` its other inputs.
+  /// With an epilogue, y is its output and `extras` its other inputs. `values`: the symbols'
+  /// values (a symbolic batch, or an epilogue over symbols).
   void operator()(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y,
-                  const std::vector<Tensor> &extras = {}) const {
+                  const std::vector<Tensor> &extras = {}, const SymbolValues &values = {}) const {
     if (bias_ != (bias != nullptr))
       throw ValueError(str_cat("conv2d runner for ", s_.str(), ": built ",
                                bias_ ? "with" : "without", " a bias"));
-    const std::int64_t P = std::int64_t(s_.oh()) * s_.ow(), R = std::int64_t(s_.kh) * s_.kw;
+    const std::int64_t n = x.ndim() == 4 ? x.shape()[0] : -1;
+    const std::int64_t want = s_.symbolic_batch() ? s_.batch.evaluate(values) : s_.n;
+    if (n != want)
+      throw ValueError(str_cat("conv2d runner for ", s_.str(), ": x of shape ", shape_str(x.shape()),
+                               " does not have the batch ", want, s_.symbolic_batch() ? " of the symbols' values" : ""));
+    const std::int64_t R = std::int64_t(s_.kh) * s_.kw;
     const bool nchw = layout_ == Conv2dLayout::NCHW;
-    Tensor xa = x, wa, ya;
+    const int split = conv2d_split_k_of(s_, cfg_);
+    Tensor workspace;
+    if (split > 1)
+      workspace = buffers_.get("workspace", n, [&] {
+        return hidet::empty({split, n * s_.oh() * s_.ow(), s_.o}, hidet::f32, "cuda");
+      });
     auto launch = [&](const Tensor &xk, const auto &wk, const Tensor &yk) {
-      std::vector<LaunchArg> out{yk};
-      for (const auto &t : extras) out.emplace_back(t);
       std::vector<LaunchArg> args{xk, wk};
-      if (workspace_.defined()) {
-        cm_["conv2d"](xk, wk, workspace_);
-        args = {workspace_};
+      if (workspace.defined()) {
+        args.emplace_back(workspace);
+        push_symbol_args(args, main_symbols_, values);
+        cm_["conv2d"].launch(args);
+        args = {workspace};
       }
       if (bias) args.emplace_back(*bias);
-      args.insert(args.end(), out.begin(), out.end());
-      cm_[workspace_.defined() ? "sum_slices" : "conv2d"].launch(args);
+      args.emplace_back(yk);
+      for (const auto &t : extras) args.emplace_back(t);
+      push_symbol_args(args, workspace.defined() ? sum_symbols_ : main_symbols_, values);
+      cm_[workspace.defined() ? "sum_slices" : "conv2d"].launch(args);
     };
     if (cfg_.kind == Conv2dConfig::Kind::Depthwise)
       return launch(x, w.reshape({s_.o, R}), epilogue_out_arg(epi_.get(), y, y.shape()));
-    (void)P, (void)nchw;
-    ya = epilogue_out_arg(epi_.get(), y, conv2d_detail::gemm_out_shape(s_, layout_));
+    Tensor ya = epilogue_out_arg(epi_.get(), y, conv2d_detail::gemm_out_shape(s_, layout_, n));
     if (cfg_.kind == Conv2dConfig::Kind::Fma) return launch(x, w.reshape({s_.o, s_.gemm_k()}), ya);
     const std::int64_t HW = std::int64_t(s_.h) * s_.w;
-    Tensor xv = nchw ? x.reshape({s_.n, s_.c, HW}) : x.reshape({s_.n * HW, s_.c});
-    Tensor xpv = x_pack_.defined()
-                     ? (nchw ? x_pack_.reshape({s_.n, HW, -1}) : x_pack_.reshape({s_.n * HW, -1}))
-                     : Tensor();
+    Tensor x_pack;
+    if (conv2d_needs_pack_x(s_, layout_, cfg_))
+      x_pack = buffers_.get("x_pack", n, [&] { return hidet::empty({n, s_.h, s_.w, s_.groups * s_.cgp()}, dt_, "cuda"); });
+    Tensor xv = nchw ? x.reshape({n, s_.c, HW}) : x.reshape({n * HW, s_.c});
+    Tensor xpv = x_pack.defined() ? (nchw ? x_pack.reshape({n, HW, -1}) : x_pack.reshape({n * HW, -1})) : Tensor();
     Tensor wv = w.reshape({s_.o, s_.gemm_k()});
-    if (x_pack_.defined() && w_pack_.defined())
-      cm_["pack"](xv, wv, xpv, w_pack_);
-    else if (x_pack_.defined())
-      cm_["pack"](xv, xpv);
-    else if (w_pack_.defined())
-      cm_["pack"](wv, w_pack_);
-    xa = x_pack_.defined() ? x_pack_ : x;
-    wa = w_pack_.defined() ? w_pack_ : wv;
+    std::vector<LaunchArg> pack;
+    if (x_pack.defined() && w_pack_.defined()) pack = {xv, wv, xpv, w_pack_};
+    else if (x_pack.defined()) pack = {xv, xpv};
+    else if (w_pack_.defined()) pack = {wv, w_pack_};
+    if (!pack.empty()) {
+      if (x_pack.defined()) push_symbol_args(pack, pack_symbols_, values);
+      cm_["pack"].launch(pack);
+    }
+    Tensor xa = x_pack.defined() ? x_pack : x;
+    Tensor wa = w_pack_.defined() ? w_pack_ : wv;
     if (cfg_.kind == Conv2dConfig::Kind::Wgmma) {
       // The weight's TMA map ([O][K], boxes of block_n x 64), encoded once per address.
       if (w_map_ptr_ != wa.data_ptr() || !w_map_) {
@@ -410,7 +429,9 @@ private:
   Conv2dConfig cfg_;
   std::shared_ptr<const Epilogue> epi_;
   CompiledModule cm_;
-  Tensor x_pack_, w_pack_, workspace_;
+  Tensor w_pack_;
+  mutable RowBuffers buffers_; ///< the repacked x and the split-k workspace, per batch value
+  std::vector<std::string> main_symbols_, sum_symbols_, pack_symbols_; // each kernel's symbol parameters
   mutable std::optional<TensorMap> w_map_; ///< Kind::Wgmma: the weight's TMA map
   mutable const void *w_map_ptr_ = nullptr;
 };

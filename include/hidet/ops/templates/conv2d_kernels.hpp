@@ -46,6 +46,21 @@ struct Conv2dShape {
   int n = 1, c = 1, h = 1, w = 1; ///< input
   int o = 1, kh = 1, kw = 1;      ///< output channels, window
   int sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+  /// A symbolic batch (N*2, n): the kernels are built once for every value of its symbols and
+  /// take them as i32 parameters after their own (matmul_rows.hpp's convention); n is then the
+  /// value the tiling was chosen for. A constant (the default) is not used: n is the batch.
+  Dim batch = 0;
+
+  bool symbolic_batch() const { return !batch.is_constant(); }
+  /// The batch as a Dim, and as an i32 expression of the symbols (n when constant).
+  Dim batch_dim() const { return symbolic_batch() ? batch : Dim(n); }
+  lang::Expr n_expr() const { return symbolic_batch() ? dim_expr(batch) : lang::Expr(n); }
+  /// The GEMM rows N * OH * OW as an expression (a constant unless the batch is symbolic).
+  lang::Expr m_expr() const {
+    return symbolic_batch() ? lang::Expr(n_expr() * (oh() * ow())) : lang::Expr(int(gemm_m()));
+  }
+  /// The symbols the kernels take (the batch's, sorted; none for a constant batch).
+  std::vector<std::string> symbols() const { return batch.symbols(); }
 
   int oh() const { return (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1; }
   int ow() const { return (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
@@ -60,7 +75,8 @@ struct Conv2dShape {
   bool depthwise() const { return groups == c && groups == o && groups > 1; }
   /// "x 1x64x56x56, w 64x3x3 s1x1 p1x1 d1x1 g1"
   std::string str() const {
-    return str_cat("x ", n, "x", c, "x", h, "x", w, ", w ", o, "x", kh, "x", kw, " s", sh, "x", sw,
+    return str_cat("x ", symbolic_batch() ? batch.str() : std::to_string(n), "x", c, "x", h, "x", w, ", w ", o, "x", kh,
+                   "x", kw, " s", sh, "x", sw,
                    " p", ph, "x", pw, " d", dh, "x", dw, " g", groups);
   }
 };
@@ -143,15 +159,17 @@ inline void check_conv2d_fma_config(const Conv2dFmaConfig &c) {
 }
 
 namespace conv2d_detail {
-/// Defines kernel `name` with parameters (x, w, [bias,] y, [epilogue inputs...]):
-/// `body(x, w, bias or nullptr, y, epilogue inputs)`.
+/// Defines kernel `name` with parameters (x, w, [bias,] y, [epilogue inputs...], [symbols...]):
+/// `body(x, w, bias or nullptr, y, epilogue inputs)`. A symbolic batch's symbols (s.symbols())
+/// and the epilogue's (`epi`) are appended to `params` here, as i32 parameters.
 template <class Body>
-void define_kernel(lang::ScriptModule &mod, const std::string &name,
-                   const std::vector<lang::ParamSpec> &params, bool has_bias, Body &&body) {
+void define_kernel(lang::ScriptModule &mod, const std::string &name, std::vector<lang::ParamSpec> params,
+                   bool has_bias, const std::vector<std::string> &symbols, Body &&body) {
+  push_symbol_params(params, symbols);
   mod.kernel(name, params, [&](const std::vector<lang::ParamHandle> &p) {
     lang::Tensor x = p[0], w = p[1], b = p[has_bias ? 2 : 1], y = p[has_bias ? 3 : 2];
     std::vector<ir::Var> extras;
-    for (std::size_t i = has_bias ? 4 : 3; i < p.size(); ++i) extras.push_back(p[i].v);
+    for (std::size_t i = has_bias ? 4 : 3; i + symbols.size() < p.size(); ++i) extras.push_back(p[i].v);
     body(x, w, has_bias ? &b : nullptr, y, extras);
   });
 }
@@ -171,10 +189,28 @@ inline Pixel pixel_of(const Conv2dShape &s, const lang::Expr &row) {
   return {row / P, p / s.ow(), p % s.ow(), p};
 }
 /// The output of an implicit-GEMM conv2d as its kernels index it: [M][O] (NHWC, M = N OH OW) or
-/// [N][O][OH OW] (NCHW), and the index of GEMM element (row, ch) in it.
-inline Shape gemm_out_shape(const Conv2dShape &s, Conv2dLayout layout) {
-  if (layout == Conv2dLayout::NHWC) return {s.gemm_m(), s.o};
-  return {s.n, s.o, std::int64_t(s.oh()) * s.ow()};
+/// [N][O][OH OW] (NCHW), and the index of GEMM element (row, ch) in it; gemm_out_shape at a
+/// batch's value `n` (a run's), gemm_out_extents over the batch's symbols (a kernel's).
+inline Shape gemm_out_shape(const Conv2dShape &s, Conv2dLayout layout, std::int64_t n) {
+  const std::int64_t p = std::int64_t(s.oh()) * s.ow();
+  if (layout == Conv2dLayout::NHWC) return {n * p, s.o};
+  return {n, s.o, p};
+}
+inline Shape gemm_out_shape(const Conv2dShape &s, Conv2dLayout layout) { return gemm_out_shape(s, layout, s.n); }
+inline SymShape gemm_out_extents(const Conv2dShape &s, Conv2dLayout layout) {
+  const std::int64_t p = std::int64_t(s.oh()) * s.ow();
+  if (layout == Conv2dLayout::NHWC) return {s.batch_dim() * p, s.o};
+  return {s.batch_dim(), s.o, p};
+}
+/// The symbols of a conv2d kernel: its batch's and its epilogue's, sorted, each once.
+inline std::vector<std::string> kernel_symbols(const Conv2dShape &s, const Epilogue *epi) {
+  return matmul_symbols(MatmulRows(s.batch_dim()), epi);
+}
+/// The grid's row tiles: ceil(M / bm), an expression of the symbols with a symbolic batch (at
+/// least 1: a launch of zero blocks fails).
+inline lang::Expr row_tiles(const Conv2dShape &s, int bm) {
+  if (!s.symbolic_batch()) return lang::Expr(int(lang::ceil_div(s.gemm_m(), std::int64_t(bm))));
+  return lang::max(lang::ceil_div(s.m_expr(), bm), 1);
 }
 inline Idx gemm_out_index(const Conv2dShape &s, Conv2dLayout layout, const lang::Expr &row, const lang::Expr &ch) {
   if (layout == Conv2dLayout::NHWC) return {row, ch};
@@ -183,7 +219,7 @@ inline Idx gemm_out_index(const Conv2dShape &s, Conv2dLayout layout, const lang:
 }
 /// The output parameters of a conv2d kernel that stores the result: y (the anchor's shape) or,
 /// with an epilogue, its output and inputs.
-inline std::vector<lang::ParamSpec> out_params(const Epilogue *epi, const Shape &anchor, DataType dt) {
+inline std::vector<lang::ParamSpec> out_params(const Epilogue *epi, const SymShape &anchor, DataType dt) {
   return ops::detail::EpilogueEmitter::param_specs(epi, anchor, dt);
 }
 /// Input coordinates and validity of window offset (kh, kw) at pixel px (no check on the row).
@@ -216,33 +252,33 @@ inline void add_conv2d_mma_kernel(lang::ScriptModule &mod, const std::string &na
   const int bm = cfg.block_m(), bn = cfg.block_n(), bk = cfg.block_k, threads = cfg.threads(),
             stages = cfg.stages;
   const int mt = cfg.warp_m / 16, nt = cfg.warp_n / 8;
-  const int M = int(s.gemm_m()), OG = s.og(), cgp = s.cgp(), K = s.kh * s.kw * cgp,
-            P = s.oh() * s.ow();
+  const int OG = s.og(), cgp = s.cgp(), K = s.kh * s.kw * cgp;
+  const Expr M = s.m_expr();
   const int vec = s.vec(), kw_len = s.k_pack();
   const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk,
             k_tiles = k_slice / bk;
-  const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = k_slice * split != K;
+  const bool guard_m = s.symbolic_batch() || s.gemm_m() % bm != 0, guard_n = OG % bn != 0,
+             guard_k = k_slice * split != K;
   if (split > 1 && has_bias)
     throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
   // x flattened: element ((img H + ih) W + iw) (groups cgp) + g cgp + c
-  const int x_len = s.n * s.h * s.w * s.groups * cgp;
+  const Expr x_len = s.n_expr() * (s.h * s.w * s.groups * cgp);
   std::vector<ParamSpec> params{T({})[x_len], T({})[s.o][kw_len]};
   if (has_bias) params.push_back(T({})[s.o]);
-  const Shape anchor = conv2d_detail::gemm_out_shape(s, out_layout);
+  const SymShape anchor = conv2d_detail::gemm_out_extents(s, out_layout);
   if (split > 1)
     params.push_back(f32[split][M][s.o]); // partial sums (add_split_k_sum_kernel)
   else
     for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
-  (void)P;
 
   conv2d_detail::define_kernel(
-      mod, name, params, has_bias,
+      mod, name, params, has_bias, conv2d_detail::kernel_symbols(s, split > 1 ? nullptr : epi),
       [&](lang::Tensor x_flat, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y,
           const std::vector<ir::Var> &extras) {
         ops::detail::EpilogueEmitter out(split > 1 ? nullptr : epi, anchor, y.var(), extras);
         auto y_idx = [&](Expr row, Expr ch) { return conv2d_detail::gemm_out_index(s, out_layout, row, ch); };
-        attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
+        attrs.cuda.grid_dim = {ceil_div(OG, bn), conv2d_detail::row_tiles(s, bm), s.groups * split};
         attrs.cuda.block_dim = threads;
         attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
         attrs.cuda.min_blocks = 1;
@@ -406,29 +442,29 @@ inline void add_conv2d_fma_kernel(lang::ScriptModule &mod, const std::string &na
   const int frag_m = rm * tm, frag_n = rn * tn;
   const int load_rows = threads / bk, a_rounds = bm / load_rows, b_rounds = bn / load_rows;
   const int a_pitch = bm + 4, b_pitch = bn + 4;
-  const int M = int(s.gemm_m()), OG = s.og(), CG = s.cg(), K = int(s.gemm_k()), P = s.oh() * s.ow();
+  const int OG = s.og(), CG = s.cg(), K = int(s.gemm_k());
+  const Expr M = s.m_expr(), N = s.n_expr();
   const int split = cfg.split_k, k_slice = ceil_div(ceil_div(K, split), bk) * bk,
             k_tiles = k_slice / bk;
   const bool nchw = layout == Conv2dLayout::NCHW;
-  const bool guard_m = M % bm != 0, guard_n = OG % bn != 0, guard_k = k_slice * split != K;
+  const bool guard_m = s.symbolic_batch() || s.gemm_m() % bm != 0, guard_n = OG % bn != 0,
+             guard_k = k_slice * split != K;
   if (split > 1 && has_bias)
     throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
-  std::vector<ParamSpec> params{nchw ? f32[s.n][s.c][s.h][s.w] : f32[s.n][s.h][s.w][s.c],
-                                f32[s.o][K]};
+  std::vector<ParamSpec> params{nchw ? f32[N][s.c][s.h][s.w] : f32[N][s.h][s.w][s.c], f32[s.o][K]};
   if (has_bias) params.push_back(f32[s.o]);
-  const Shape anchor = conv2d_detail::gemm_out_shape(s, layout);
+  const SymShape anchor = conv2d_detail::gemm_out_extents(s, layout);
   if (split > 1)
     params.push_back(f32[split][M][s.o]);
   else
     for (auto &p : conv2d_detail::out_params(epi, anchor, f32)) params.push_back(p);
-  (void)P;
 
   conv2d_detail::define_kernel(
-      mod, name, params, has_bias,
+      mod, name, params, has_bias, conv2d_detail::kernel_symbols(s, split > 1 ? nullptr : epi),
       [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y,
           const std::vector<ir::Var> &extras) {
         ops::detail::EpilogueEmitter out(split > 1 ? nullptr : epi, anchor, y.var(), extras);
-        attrs.cuda.grid_dim = {ceil_div(OG, bn), ceil_div(M, bm), s.groups * split};
+        attrs.cuda.grid_dim = {ceil_div(OG, bn), conv2d_detail::row_tiles(s, bm), s.groups * split};
         attrs.cuda.block_dim = threads;
         attrs.cuda.min_blocks = 2;
 
@@ -566,20 +602,23 @@ inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &n
                                    const Conv2dShape &s, DataType dt, Conv2dLayout out_layout,
                                    bool has_bias, int split, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
-  const int M = int(s.gemm_m()), O = s.o, P = s.oh() * s.ow(), threads = 256;
-  const std::int64_t total = std::int64_t(M) * O;
-  const Shape anchor = conv2d_detail::gemm_out_shape(s, out_layout);
+  const int O = s.o, threads = 256;
+  const bool sym = s.symbolic_batch();
+  const Expr M = s.m_expr(), total = sym ? Expr(M * O) : Expr(int(s.gemm_m() * O));
+  const SymShape anchor = conv2d_detail::gemm_out_extents(s, out_layout);
   std::vector<ParamSpec> params{f32[split][M][O]};
   if (has_bias) params.push_back(TensorSpec(dt, {})[O]);
   for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
-  (void)P;
+  const std::vector<std::string> symbols = conv2d_detail::kernel_symbols(s, epi);
+  push_symbol_params(params, symbols);
   mod.kernel(name, params, [&](const std::vector<ParamHandle> &p) {
     lang::Tensor ws = p[0], bias = p[has_bias ? 1 : 0];
     std::size_t yi = has_bias ? 2 : 1;
     std::vector<ir::Var> extras;
-    for (std::size_t i = yi + 1; i < p.size(); ++i) extras.push_back(p[i].v);
+    for (std::size_t i = yi + 1; i + symbols.size() < p.size(); ++i) extras.push_back(p[i].v);
     ops::detail::EpilogueEmitter out(epi, anchor, p[yi].v, extras);
-    attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+    if (sym) attrs.cuda.grid_dim = max(ceil_div(total, threads), 1);
+    else attrs.cuda.grid_dim = int(ceil_div(s.gemm_m() * O, std::int64_t(threads)));
     attrs.cuda.block_dim = threads;
     Var i = blockIdx.x * threads + threadIdx.x;
     if_(i < total, [&] {
@@ -622,17 +661,19 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
   const int P = pixels > 0 ? std::min(pixels, OW) : std::min(depthwise_default_pixels(s), OW);
   const int groups_w = ceil_div(OW, P);                  // pixel groups per output row
   const int span = (P - 1) * s.sw + (s.kw - 1) * s.dw + 1; // inputs of one row of a group
-  const std::int64_t tiles = std::int64_t(s.n) * OH * groups_w;
+  const bool sym = s.symbolic_batch();
+  const std::int64_t tiles_c = std::int64_t(s.n) * OH * groups_w; // (a symbolic batch: at its hint)
+  const Expr N = s.n_expr(), tiles = sym ? Expr(N * (OH * groups_w)) : Expr(int(tiles_c));
   const int c_blocks = ceil_div(C, 32), rows = threads / 32;
   const bool col_guard = s.pw > 0 || OW % P != 0;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  std::vector<ParamSpec> params{nchw ? T({})[s.n][C][s.h][s.w] : T({})[s.n][s.h][s.w][C],
-                                T({})[C][taps]};
+  std::vector<ParamSpec> params{nchw ? T({})[N][C][s.h][s.w] : T({})[N][s.h][s.w][C], T({})[C][taps]};
   if (has_bias) params.push_back(T({})[C]);
-  const Shape anchor = nchw ? Shape{s.n, C, OH, OW} : Shape{s.n, OH, OW, C};
+  const Dim nd = s.batch_dim();
+  const SymShape anchor = nchw ? SymShape{nd, C, OH, OW} : SymShape{nd, OH, OW, C};
   for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
   conv2d_detail::define_kernel(
-      mod, name, params, has_bias,
+      mod, name, params, has_bias, conv2d_detail::kernel_symbols(s, epi),
       [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y,
           const std::vector<ir::Var> &extras) {
         ops::detail::EpilogueEmitter out(epi, anchor, y.var(), extras);
@@ -677,8 +718,9 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
           }
         };
         if (nchw) {
-          const std::int64_t total = std::int64_t(C) * tiles;
-          attrs.cuda.grid_dim = int(ceil_div(total, std::int64_t(threads)));
+          const Expr total = sym ? Expr(tiles * C) : Expr(int(std::int64_t(C) * tiles_c));
+          if (sym) attrs.cuda.grid_dim = max(ceil_div(total, threads), 1);
+          else attrs.cuda.grid_dim = int(ceil_div(std::int64_t(C) * tiles_c, std::int64_t(threads)));
           Var i = blockIdx.x * threads + threadIdx.x; // ((img C + c) OH + oh) groups_w + g
           if_(i < total, [&] {
             Var c = i / (OH * groups_w) % C;
@@ -687,7 +729,8 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
           });
           return;
         }
-        attrs.cuda.grid_dim = int(c_blocks * ceil_div(tiles, std::int64_t(rows)));
+        if (sym) attrs.cuda.grid_dim = max(ceil_div(tiles, rows), 1) * c_blocks;
+        else attrs.cuda.grid_dim = int(c_blocks * ceil_div(tiles_c, std::int64_t(rows)));
         auto ws = shared_tensor(f32[taps][32], "w_tile"); // this block's 32 channels
         Var cb = blockIdx.x % c_blocks, lane = threadIdx.x % 32;
         Var t = blockIdx.x / c_blocks * rows + threadIdx.x / 32, c = cb * 32 + lane;
@@ -720,20 +763,26 @@ inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, co
   const bool nchw = layout == Conv2dLayout::NCHW;
   const int HW = s.h * s.w, CG = s.cg(), cgp = s.cgp(), Cp = s.groups * cgp, R = s.kh * s.kw,
             kl = s.k_pack();
-  const std::int64_t pixels = std::int64_t(s.n) * HW;
+  // With a symbolic batch the x part's extents are expressions of its symbols (the kernel takes
+  // them after its tensors); the w part's are constants.
+  const bool sym = pack_x && s.symbolic_batch();
+  const Expr N = s.n_expr(), pixels = sym ? Expr(N * HW) : Expr(int(std::int64_t(s.n) * HW));
   const int tiles_p = ceil_div(HW, 32), tiles_c = ceil_div(Cp, 32);
-  const std::int64_t x_blocks = !pack_x ? 0
-                                : nchw  ? std::int64_t(tiles_p) * tiles_c * s.n
-                                        : ceil_div(pixels * Cp, std::int64_t(256));
+  const std::int64_t x_blocks_c = !pack_x ? 0
+                                  : nchw  ? std::int64_t(tiles_p) * tiles_c * s.n
+                                          : ceil_div(std::int64_t(s.n) * HW * Cp, std::int64_t(256));
+  const Expr x_blocks = !sym ? Expr(int(x_blocks_c))
+                        : nchw ? Expr(N * (tiles_p * tiles_c)) : Expr(ceil_div(pixels * Cp, 256));
   const std::int64_t w_total = std::int64_t(s.o) * kl,
                      w_blocks = pack_w ? ceil_div(w_total, std::int64_t(256)) : 0;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  TensorSpec xs = nchw ? T({})[s.n][s.c][HW] : T({})[pixels][s.c],
-             xps = nchw ? T({})[s.n][HW][Cp] : T({})[pixels][Cp];
+  TensorSpec xs = nchw ? T({})[N][s.c][HW] : T({})[pixels][s.c],
+             xps = nchw ? T({})[N][HW][Cp] : T({})[pixels][Cp];
   TensorSpec ws = T({})[s.o][CG * R], wps = T({})[s.o][kl];
   auto body = [&](const lang::Tensor *x, const lang::Tensor *w, const lang::Tensor *xp,
                   const lang::Tensor *wp) {
-    attrs.cuda.grid_dim = int(x_blocks + w_blocks);
+    if (sym) attrs.cuda.grid_dim = max(x_blocks, 1) + int(w_blocks);
+    else attrs.cuda.grid_dim = int(x_blocks_c + w_blocks);
     attrs.cuda.block_dim = 256;
     auto x_part = [&] {
       if (!nchw) {
@@ -765,7 +814,7 @@ inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, co
       });
     };
     auto w_part = [&] {
-      Var i = (blockIdx.x - int(x_blocks)) * 256 + threadIdx.x;
+      Var i = (blockIdx.x - x_blocks) * 256 + threadIdx.x;
       if_(i < w_total, [&] {
         Var oc = i / kl, k = i % kl, rs = k / cgp, c = k % cgp;
         Expr src = nchw ? c * R + rs : rs * CG + c;
@@ -775,20 +824,27 @@ inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, co
       });
     };
     if (pack_x && pack_w)
-      if_(blockIdx.x < int(x_blocks), x_part).else_(w_part);
+      if_(blockIdx.x < x_blocks, x_part).else_(w_part);
     else if (pack_x)
       x_part();
     else
       w_part();
   };
-  using lang::Tensor;
-  if (pack_x && pack_w)
-    mod.kernel(name, {xs, ws, xps, wps},
-               [&](Tensor x, Tensor w, Tensor xp, Tensor wp) { body(&x, &w, &xp, &wp); });
-  else if (pack_x)
-    mod.kernel(name, {xs, xps}, [&](Tensor x, Tensor xp) { body(&x, nullptr, &xp, nullptr); });
-  else if (pack_w)
-    mod.kernel(name, {ws, wps}, [&](Tensor w, Tensor wp) { body(nullptr, &w, nullptr, &wp); });
+  std::vector<ParamSpec> params = pack_x && pack_w ? std::vector<ParamSpec>{xs, ws, xps, wps}
+                                  : pack_x        ? std::vector<ParamSpec>{xs, xps}
+                                                  : std::vector<ParamSpec>{ws, wps};
+  if (sym) push_symbol_params(params, s.symbols());
+  mod.kernel(name, params, [&](const std::vector<ParamHandle> &p) {
+    lang::Tensor a = p[0], b = p[1];
+    if (pack_x && pack_w) {
+      lang::Tensor c = p[2], d = p[3];
+      body(&a, &b, &c, &d);
+    } else if (pack_x) {
+      body(&a, nullptr, &b, nullptr);
+    } else {
+      body(nullptr, &a, nullptr, &b);
+    }
+  });
 }
 
 } // namespace hidet::ops::templates

@@ -48,30 +48,38 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     throw ValueError(str_cat("conv2d '", name, "': the Hopper kernel needs f16/bf16, groups == 1 and C % 64 == 0; got ",
                              s.str(), ", ", dt));
   const int bm = cfg.block_m(), bn = cfg.block_n, bk = MatmulWgmmaConfig::block_k, stages = cfg.stages;
-  const int M = int(s.gemm_m()), O = s.o, C = s.c, K = s.kh * s.kw * C, P = s.oh() * s.ow();
+  const int O = s.o, C = s.c, K = s.kh * s.kw * C;
+  const bool sym = s.symbolic_batch();
+  const Expr M = s.m_expr();
   const int k_tiles = K / bk, c_tiles = C / bk;
   const int splits = matmul_wgmma_splits(K, cfg), split_tiles = ceil_div(k_tiles, splits);
-  const int tiles_m = ceil_div(M, bm), tiles_n = ceil_div(O, bn);
-  const wgmma_detail::Tiles tiles{tiles_m,     tiles_n, 1,  splits, split_tiles, k_tiles, std::min(cfg.group_m, tiles_m),
-                                  bm,          bn,      cfg.persistent};
-  const bool guard_m = M % bm != 0, guard_n = O % bn != 0;
+  const int tiles_m = int(ceil_div(s.gemm_m(), std::int64_t(bm))), tiles_n = ceil_div(O, bn);
+  wgmma_detail::Tiles tiles{tiles_m,     tiles_n, 1,  splits, split_tiles, k_tiles, std::min(cfg.group_m, tiles_m),
+                            bm,          bn,      cfg.persistent};
+  if (sym) { // the tile rows over the batch's symbols (min(group, rows) happens per group)
+    tiles.rows = ceil_div(M, bm);
+    tiles.group = cfg.group_m;
+  }
+  const bool guard_m = sym || s.gemm_m() % bm != 0, guard_n = O % bn != 0;
   if (splits > 1 && has_bias)
     throw ValueError(str_cat("conv2d '", name, "': split-k adds the bias in the sum kernel"));
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  std::vector<ParamSpec> params{T({})[std::int64_t(s.n) * s.h * s.w * C], tensor_map_param()};
+  const Expr x_len = sym ? Expr(s.n_expr() * (s.h * s.w * C)) : Expr(int(std::int64_t(s.n) * s.h * s.w * C));
+  std::vector<ParamSpec> params{T({})[x_len], tensor_map_param()};
   if (has_bias) params.push_back(T({})[O]);
-  const Shape anchor = conv2d_detail::gemm_out_shape(s, out_layout);
+  const SymShape anchor = conv2d_detail::gemm_out_extents(s, out_layout);
   if (splits > 1) params.push_back(f32[splits][M][O]);
   else
     for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
-  (void)P;
 
-  conv2d_detail::define_kernel(mod, name, params, has_bias, [&](lang::Tensor x, lang::Tensor tmap_w,
+  conv2d_detail::define_kernel(mod, name, params, has_bias, conv2d_detail::kernel_symbols(s, splits > 1 ? nullptr : epi),
+                               [&](lang::Tensor x, lang::Tensor tmap_w,
                                                                 const lang::Tensor *bias, lang::Tensor y,
                                                                 const std::vector<ir::Var> &extras) {
     ops::detail::EpilogueEmitter out(splits > 1 ? nullptr : epi, anchor, y.var(), extras);
     auto y_idx = [&](Expr row, Expr ch) { return conv2d_detail::gemm_out_index(s, out_layout, row, ch); };
-    attrs.cuda.grid_dim = cfg.persistent ? std::min(tiles.total(), num_sms) : tiles.total();
+    if (sym) attrs.cuda.grid_dim = tiles.grid_expr(num_sms);
+    else attrs.cuda.grid_dim = cfg.persistent ? std::min(tiles.total(), num_sms) : tiles.total();
     attrs.cuda.block_dim = cfg.threads();
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes() - cfg.epilogue_bytes(); // stores straight from registers
     attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect

@@ -175,6 +175,36 @@ HIDET_INLINE std::int64_t Dim::evaluate(const SymbolValues &values) const {
   return sum;
 }
 
+HIDET_INLINE Dim Dim::substitute(const SymbolValues &values) const {
+  Dim sum(0);
+  for (const auto &t : terms_) {
+    Dim prod(t.coef);
+    for (const auto &atom : t.atoms) {
+      switch (atom->kind) {
+      case DimAtom::Symbol: {
+        auto it = values.find(atom->name);
+        prod *= it == values.end() ? Dim::symbol(atom->name) : Dim(it->second);
+        break;
+      }
+      case DimAtom::Div:
+        prod *= atom->a.substitute(values) / atom->b.substitute(values);
+        break;
+      case DimAtom::Mod:
+        prod *= atom->a.substitute(values) % atom->b.substitute(values);
+        break;
+      case DimAtom::Max:
+        prod *= max(atom->a.substitute(values), atom->b.substitute(values));
+        break;
+      case DimAtom::Min:
+        prod *= min(atom->a.substitute(values), atom->b.substitute(values));
+        break;
+      }
+    }
+    sum += prod;
+  }
+  return sum;
+}
+
 HIDET_INLINE std::vector<std::string> Dim::symbols() const {
   std::vector<std::string> out;
   for (const auto &t : terms_)
