@@ -114,7 +114,8 @@ def run_one(name, mode):
         replay = time_ms(lambda: f(*args), min_calls=10)
     traces = sum(m.num_traces for m in calls) if calls else None
     later = builds[1:]
-    kernels = sum(b['tasks'] + b['matmul_symbolic'] + b['attention_symbolic'] for b in later) / len(later)
+    kernels = sum(b['tasks'] + b['matmul_symbolic'] + b['attention_symbolic'] + b['conv2d_symbolic']
+                  for b in later) / len(later)
     nvrtc = sum(b['nvrtc_compiles'] for b in later) / len(later)
     print(json.dumps(dict(first=firsts[0], later=firsts[1:], traces=traces, replay=replay, err=err,
                           kernels=kernels if calls else None, nvrtc=nvrtc if calls else None)), flush=True)

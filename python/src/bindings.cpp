@@ -190,11 +190,12 @@ NB_MODULE(_C, m) {
         r["tasks"] = hidet::ops::compiled_task_count();
         r["matmul_symbolic"] = hidet::ops::matmul_rows_builds();
         r["attention_symbolic"] = hidet::ops::attention_symbolic_builds();
+        r["conv2d_symbolic"] = hidet::ops::conv2d_symbolic_builds();
         r["nvrtc_compiles"] = hidet::backend::compile_cache_stats().compiles;
         return r;
       },
       "Kernels built so far in this process: task kernels, matmul templates over symbolic rows, "
-      "attention templates over symbolic sizes, and NVRTC compiles.");
+      "attention templates over symbolic sizes, conv2d templates over a symbolic batch, and NVRTC compiles.");
 
   // hidet::Dim: a symbolic extent ("n", "n*s") with Python's integer arithmetic (// floors).
   using hidet::Dim;

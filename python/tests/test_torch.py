@@ -465,6 +465,48 @@ def test_dynamic_shapes_generic_builds_no_kernel_for_a_new_size():
     assert 'FusedMatmul' in names and 'ScaledDotProductAttention' in names
 
 
+def test_dynamic_shapes_generic_cnn_builds_no_kernel_for_a_new_batch():
+    """dynamic_shapes('generic') on a CNN under torch.compile(dynamic=True) (the image sizes are
+    symbols too): batch norms fold into the convolutions, which run on templates built once for
+    every batch with relu and the residual stored by their kernels; the max pooling, the global
+    pooling and the head build once too. After the first call a new batch builds no kernel."""
+    calls = []
+    hidet.torch.dynamo_config.dynamic_shapes('generic')
+    model = nn.Sequential(SmallCNN().stem, nn.MaxPool2d(3, 2, 1), _Residual(SmallCNN().block), nn.AdaptiveAvgPool2d(1),
+                          nn.Flatten(), nn.Linear(16, 10)).to(DEVICE).eval()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5), m.running_var.uniform_(0.5, 2.0)
+    f = torch.compile(model, backend=_counting_backend(calls), dynamic=True)
+    first = True
+    with torch.no_grad():
+        for n in [2, 3, 5, 2, 4]:  # (dynamo specializes a batch of 1)
+            x = r(n, 3, 14, 13)
+            before = hidet.kernel_builds()
+            got = f(x)
+            built = {k: v - before[k] for k, v in hidet.kernel_builds().items()}
+            if first:
+                assert built['conv2d_symbolic'] >= 3, built
+            else:
+                assert not any(built.values()), (n, built)
+            first = False
+            assert_close(got, model(x), atol=1e-3, rtol=1e-3)
+    assert len(calls) == 1 and calls[0].num_traces == 1
+    (entry,) = calls[0].symbolic_entries.values()
+    names = ' '.join(entry.dispatch.generic_graph().node_names())
+    assert 'FusedConv2d' in names and 'BatchNorm' not in names, names
+
+
+class _Residual(nn.Module):
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return F.relu(self.body(x) + x)
+
+
 def test_dynamic_shapes_per_shape_strategy_and_automatic_dynamic():
     """dynamic_shapes('per_shape') (the default): traced once, each shape specialized and optimized
     on its own. Without dynamic=True dynamo compiles the first shape statically, then marks the

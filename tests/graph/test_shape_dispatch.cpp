@@ -5,6 +5,7 @@
 #include "../ops/ops_test_util.hpp"
 
 #include "hidet/graph.hpp"
+#include "hidet/ops/conv.hpp"
 #include "hidet/ops/matmul_templates.hpp"
 
 using namespace ops_test;
@@ -75,6 +76,50 @@ TEST_CASE("shape_generic f16: the products' templates, their epilogues and atten
     for (std::size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i], 2);
   }
   CHECK(model.num_compilations() == 4);
+}
+
+TEST_CASE("shape_generic CNN: convolutions with their batch norms and epilogues build once for every batch") {
+  // conv + batch norm (folded) + relu; a depthwise conv + bias + residual; a strided conv; pooling
+  // and a linear head. f16 (tensor cores, the repack of NCHW input) and f32 (FMA).
+  for (DataType dt : {dtypes::f16, dtypes::f32}) {
+    INFO("dtype " << dt);
+    const std::int64_t C = 16, O = 24;
+    Tensor w1 = make({O, C, 3, 3}, dt, -0.3, 0.3), mean = make({O}, dt), var = make({O}, dt, 0.5, 2),
+           gamma = make({O}, dt), beta = make({O}, dt);
+    Tensor wd = make({O, 1, 3, 3}, dt, -0.5, 0.5), bd = make({O}, dt);
+    Tensor w2 = make({O, O, 3, 3}, dt, -0.2, 0.2), wl = make({O, 10}, dt, -0.3, 0.3);
+    auto net = [&](const Tensor &x) {
+      Tensor h = o::batch_norm(o::conv2d(x, w1, std::nullopt, {1}, {1}), mean, var, gamma, beta).relu();
+      Tensor d = o::conv2d(h, wd, bd, {1}, {1}, {1}, O) + h;
+      Tensor s2 = o::conv2d(d, w2, std::nullopt, {2}, {1}).relu();
+      Tensor pooled = o::adaptive_avg_pool2d(s2, {1, 1}).reshape(SymShape{x.sym_shape()[0], O});
+      return std::vector<Tensor>{s2, o::matmul(pooled, wl)};
+    };
+    graph::DispatchOptions opts;
+    opts.shape_generic = true;
+    graph::ShapeDispatch model([&](const std::vector<Tensor> &xs) { return net(xs[0]); },
+                               {symbol({"n", C, 9, 11}, dt, "cuda", "x")}, opts);
+    std::string text = model.generic_graph().str();
+    INFO(text);
+    CHECK(text.find("BatchNorm") == std::string::npos); // folded into the convolution
+    CHECK(text.find("FusedConv2d") != std::string::npos); // relu and the residual stored by the kernels
+    bool first = true;
+    for (std::int64_t n : {2, 1, 3, 5}) {
+      INFO("n=" << n);
+      Tensor x = make({n, C, 9, 11}, dt);
+      std::size_t tasks = o::compiled_task_count(), convs = o::conv2d_symbolic_builds();
+      auto got = model.run({x});
+      if (first) {
+        CHECK(o::conv2d_symbolic_builds() >= convs + 3);
+      } else { // a new batch builds no kernel
+        CHECK(o::compiled_task_count() == tasks);
+        CHECK(o::conv2d_symbolic_builds() == convs);
+      }
+      first = false;
+      auto want = net(x);
+      for (std::size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i], 4);
+    }
+  }
 }
 
 TEST_CASE("at most max_shapes kept; CUDA graphs per shape") {

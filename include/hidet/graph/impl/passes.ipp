@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "hidet/ops/attention.hpp"
@@ -900,6 +901,30 @@ HIDET_INLINE std::optional<ops::Epilogue> symbolic_epilogue(const SymShape &shap
   }
 }
 
+/// Runs a product's (or convolution's) epilogue chain `steps` at `values` where the symbols have
+/// constant extents: fused into `anchor` (run(epilogue, extras)) where the chain fits an epilogue
+/// there, else the anchor alone and then each step.
+template <class Anchor>
+std::vector<Tensor> run_chain_per_shape(Anchor &&anchor_run, const std::vector<EpilogueStep> &steps, const TensorMeta &anchor,
+                                        const std::vector<Tensor> &extras, const SymbolValues &values) {
+  std::size_t fitted = 0;
+  ops::Epilogue e = epilogue_at(anchor.shape, anchor.dtype, steps, values, fitted);
+  if (fitted == steps.size()) return {anchor_run(std::make_shared<const ops::Epilogue>(std::move(e)), extras)};
+  Tensor y = anchor_run(nullptr, {});
+  std::size_t next = 0;
+  for (const auto &s : steps) {
+    if (s.reshape) {
+      y = y.reshape(evaluate_shape(s.shape, values));
+      continue;
+    }
+    std::vector<Tensor> step_in;
+    for (std::size_t i = 0; i < s.task.inputs.size(); ++i) step_in.push_back(i == s.j ? y : extras.at(next++));
+    ops::Task t = ops::specialize(s.task, values);
+    y = ops::run_task(s.key, [&] { return t; }, step_in)[0];
+  }
+  return {y};
+}
+
 /// A FusedMatmul node over symbolic extents: a product and its epilogue chain `steps`, whose
 /// epilogue is built at the symbol values of each run (the graph's binding), so that the product's
 /// template stores through it. Where the chain does not fit an epilogue at some values, the
@@ -921,25 +946,111 @@ HIDET_INLINE Tensor symbolic_fused_matmul(const Tensor &a, const Tensor &b, cons
     std::vector<Tensor> extras(in.begin() + 2, in.end());
     if (generic && bound)
       if (auto y = ops::matmul_rows(in[0], in[1], generic, extras, rows, values)) return {*y};
-    std::size_t fitted = 0;
-    ops::Epilogue e = epilogue_at(anchor.shape, anchor.dtype, steps, values, fitted);
-    if (fitted == steps.size())
-      return {ops::matmul(in[0], in[1], std::make_shared<const ops::Epilogue>(std::move(e)), extras)};
-    Tensor y = ops::matmul(in[0], in[1]);
-    std::size_t next = 0;
-    for (const auto &s : steps) {
-      if (s.reshape) {
-        y = y.reshape(evaluate_shape(s.shape, values));
-        continue;
-      }
-      std::vector<Tensor> step_in;
-      for (std::size_t i = 0; i < s.task.inputs.size(); ++i) step_in.push_back(i == s.j ? y : extras.at(next++));
-      ops::Task t = ops::specialize(s.task, values);
-      y = ops::run_task(s.key, [&] { return t; }, step_in)[0];
-    }
-    return {y};
+    return run_chain_per_shape(
+        [&](const std::shared_ptr<const ops::Epilogue> &e, const std::vector<Tensor> &ex) {
+          return e ? ops::matmul(in[0], in[1], e, ex) : ops::matmul(in[0], in[1]);
+        },
+        steps, anchor, extras, values);
   };
   return trace_operator("FusedMatmul", std::move(ins), attrs, {out}, std::move(run))[0];
+}
+
+/// A convolution over a symbolic batch (a shape-generic graph) and its epilogue chain `steps`
+/// (possibly none): at each run the symbols other than the batch's (channels, image sizes) take
+/// their values, the chain becomes an epilogue over the batch's symbols (kept per those values),
+/// and the template built once for every batch runs it (ops::conv2d_symbolic_batch). Where that
+/// does not serve, the convolution runs per shape with the chain fused where it fits.
+HIDET_INLINE Tensor symbolic_fused_conv(const Tensor &x, const Tensor &w, const std::optional<Tensor> &bias,
+                                        const std::vector<Tensor> &extras, std::vector<EpilogueStep> steps,
+                                        const TensorMeta &anchor, const TensorMeta &out, const std::string &conv_attrs,
+                                        bool nhwc) {
+  std::vector<Tensor> ins{x, w};
+  if (bias) ins.push_back(*bias);
+  ins.insert(ins.end(), extras.begin(), extras.end());
+  const Dim batch = x.sym_shape().at(0);
+  const auto stride = attr_ints(conv_attrs, "stride"), padding = attr_ints(conv_attrs, "padding"),
+             dilation = attr_ints(conv_attrs, "dilation");
+  const std::int64_t groups = attr_ints(conv_attrs, "groups").at(0);
+  std::string attrs = conv_attrs;
+  if (!steps.empty()) {
+    std::string members;
+    for (const auto &st : steps)
+      if (!st.reshape) members += (members.empty() ? "" : ", ") + st.member;
+    attrs += str_cat(", epilogue=[", members, "]");
+  }
+  // The chain as an epilogue over the batch's symbols, per value of the other symbols (`fits`
+  // false where it does not make one; `epi` null without steps).
+  struct Entry {
+    bool fits = false;
+    std::shared_ptr<const ops::Epilogue> epi;
+  };
+  struct Epilogues {
+    std::mutex mu;
+    std::map<std::string, Entry> at;
+  };
+  auto epilogues = std::make_shared<Epilogues>();
+  const bool has_bias = bool(bias);
+  const std::string name = steps.empty() ? (nhwc ? "Conv2dNhwc" : "Conv2d") : (nhwc ? "FusedConv2dNhwc" : "FusedConv2d");
+  auto generic_epilogue = [steps, anchor](const SymbolValues &rest) {
+    Entry entry;
+    if (steps.empty()) {
+      entry.fits = true;
+      return entry;
+    }
+    SymShape shape;
+    for (const auto &d : anchor.shape) shape.push_back(d.substitute(rest));
+    std::vector<EpilogueStep> partial = steps;
+    for (auto &st : partial) {
+      if (st.reshape)
+        for (auto &d : st.shape) d = d.substitute(rest);
+      else
+        st.task = ops::substitute(st.task, rest);
+    }
+    if (auto e = symbolic_epilogue(shape, anchor.dtype, partial)) {
+      entry.fits = true;
+      entry.epi = std::make_shared<const ops::Epilogue>(std::move(*e));
+    }
+    return entry;
+  };
+  auto run = [=](const std::vector<Tensor> &in) -> std::vector<Tensor> {
+    const SymbolValues *bound = SymbolBinding::current();
+    SymbolValues values = bound ? *bound : SymbolValues{};
+    std::optional<Tensor> b;
+    if (has_bias) b = in[2];
+    std::vector<Tensor> ex(in.begin() + (has_bias ? 3 : 2), in.end());
+    if (bound && !batch.is_constant()) {
+      SymbolValues rest = values;
+      for (const auto &s : batch.symbols()) rest.erase(s);
+      std::string key;
+      for (const auto &[k, v] : rest) key += str_cat(k, "=", v, ";");
+      Entry entry;
+      bool found = false;
+      {
+        std::lock_guard<std::mutex> lock(epilogues->mu);
+        if (auto it = epilogues->at.find(key); it != epilogues->at.end()) entry = it->second, found = true;
+      }
+      if (!found) {
+        try {
+          entry = generic_epilogue(rest);
+        } catch (const ValueError &) {
+          entry = Entry{};
+        }
+        std::lock_guard<std::mutex> lock(epilogues->mu);
+        epilogues->at.emplace(key, entry);
+      }
+      if (entry.fits)
+        if (auto y = ops::conv2d_symbolic_batch(in[0], in[1], b, stride, padding, dilation, groups, nhwc, entry.epi,
+                                                entry.epi ? ex : std::vector<Tensor>{}, batch, values))
+          return {*y};
+    }
+    return run_chain_per_shape(
+        [&](const std::shared_ptr<const ops::Epilogue> &e, const std::vector<Tensor> &extras_in) {
+          return nhwc ? ops::conv2d_nhwc(in[0], in[1], b, stride, padding, dilation, groups, e, extras_in)
+                      : ops::conv2d(in[0], in[1], b, stride, padding, dilation, groups, e, extras_in);
+        },
+        steps, anchor, ex, values);
+  };
+  return trace_operator(name, std::move(ins), attrs, {out}, std::move(run))[0];
 }
 } // namespace detail
 
@@ -963,6 +1074,7 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
     std::vector<const Operator *> members;
     std::vector<detail::EpilogueStep> steps; ///< a product of symbolic extents: its chain, built per run
     std::string attrs;                       ///< ... and the fused node's attributes
+    bool symbolic_conv = false;              ///< a convolution of symbolic extents (steps possibly none)
   };
   std::map<const Operator *, Chain> chains;           // by anchor
   std::map<const Operator *, const Operator *> last_of; // last chain member -> its anchor
@@ -976,10 +1088,11 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
     if (!(matmul || conv) || op->num_outputs() != 1) continue;
     const TensorMeta &meta = op->output_metas()[0];
     if (!is_constant_shape(meta.shape)) {
-      // A product of symbolic extents (a shape-generic graph): its chain as steps, checked by
-      // building the epilogue at stand-in values of the symbols.
-      if (!matmul) continue;
+      // A product or convolution of symbolic extents (a shape-generic graph): its chain as steps,
+      // checked by building the epilogue at stand-in values of the symbols. A convolution is
+      // replaced even without a chain (symbolic_fused_conv runs its template over the batch).
       Chain chain;
+      chain.symbolic_conv = conv;
       SymbolValues probe;
       std::int64_t prime = 17;
       auto add_symbols = [&](const SymShape &s) {
@@ -1022,14 +1135,18 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
       std::size_t fitted = 0;
       ops::Epilogue e = detail::epilogue_at(meta.shape, meta.dtype, chain.steps, probe, fitted);
       chain.steps.resize(fitted), chain.members.resize(fitted);
-      if (chain.members.empty()) continue;
+      if (chain.members.empty() && !conv) continue;
       for (std::size_t k = 0; k < fitted; ++k)
         chain.extras.insert(chain.extras.end(), step_extras[k].begin(), step_extras[k].end());
-      chain.attrs = ops::fused_attrs("Matmul", e);
-      absorbed.insert(op.get());
-      for (std::size_t i = 0; i + 1 < chain.members.size(); ++i) absorbed.insert(chain.members[i]);
-      claimed.insert(chain.members.begin(), chain.members.end());
-      last_of[chain.members.back()] = op.get();
+      chain.attrs = conv ? op->attrs() : ops::fused_attrs("Matmul", e);
+      if (chain.members.empty()) { // a convolution alone: replaced in place
+        last_of[op.get()] = op.get();
+      } else {
+        absorbed.insert(op.get());
+        for (std::size_t i = 0; i + 1 < chain.members.size(); ++i) absorbed.insert(chain.members[i]);
+        claimed.insert(chain.members.begin(), chain.members.end());
+        last_of[chain.members.back()] = op.get();
+      }
       chains.emplace(op.get(), std::move(chain));
       continue;
     }
@@ -1088,7 +1205,13 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
       for (const auto &t : chain.extras) extras.push_back(map_input(t));
       const auto &ai = anchor->inputs();
       Tensor y;
-      if (!chain.steps.empty()) {
+      if (chain.symbolic_conv) {
+        std::optional<Tensor> bias;
+        if (ai.size() > 2) bias = map_input(ai[2]);
+        y = detail::symbolic_fused_conv(map_input(ai[0]), map_input(ai[1]), bias, extras, chain.steps,
+                                        anchor->output_metas()[0], op->output_metas()[0], chain.attrs,
+                                        anchor->name() == "Conv2dNhwc");
+      } else if (!chain.steps.empty()) {
         y = detail::symbolic_fused_matmul(map_input(ai[0]), map_input(ai[1]), extras, chain.steps,
                                           anchor->output_metas()[0], op->output_metas()[0], chain.attrs);
       } else if (anchor->name() == "Matmul") {
@@ -1253,7 +1376,8 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
 HIDET_INLINE FlowGraph optimize_shape_generic(const FlowGraph &graph, const PassContext &ctx) {
   detail::PassList passes = {{"simplify_reshapes", &simplify_reshapes},
                              {"fuse_attention", &fuse_attention},
-                             {"eliminate_common_subexpressions", &eliminate_common_subexpressions}};
+                             {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
+                             {"fold_conv_batch_norm", &fold_conv_batch_norm}};
   detail::add_final_passes(passes, ctx, true, false);
   return detail::run_passes(graph, ctx, passes);
 }
