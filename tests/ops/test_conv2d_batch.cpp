@@ -1,6 +1,6 @@
 // Convolutions whose batch is symbolic (Conv2dShape::batch, ops::conv2d_symbolic_batch), on the
 // GPU when present, else on the emulator: the templates built once for a batch n (or 2*n) serve
-// every value that picks the same tiling, in both layouts, on every kernel kind (tensor-core
+// every value that picks the same tiling (chosen for the batch rounded up to a power of two), in both layouts, on every kernel kind (tensor-core
 // implicit GEMM with its repack of NCHW input, FMA, depthwise, split-k with its sum kernel, the
 // Hopper kernel on an H100/H200), with epilogues over the batch's symbol; against ops::conv2d
 // at constant shapes on fresh random inputs of odd sizes; errors.
@@ -75,7 +75,7 @@ TEST_CASE("conv2d over a symbolic batch: one build per tiling serves every batch
       const std::int64_t nb = c.twice ? 2 * v : v;
       INFO("n = " << v << " (batch " << nb << ")");
       const SymbolValues values{{"n", v}};
-      t::Conv2dShape s{int(nb), int(c.c), int(c.h), int(c.w), int(c.o), int(c.k), int(c.k), int(c.stride),
+      t::Conv2dShape s{int(o::conv2d_batch_bucket(nb)), int(c.c), int(c.h), int(c.w), int(c.o), int(c.k), int(c.k), int(c.stride),
                        int(c.stride), int(c.pad), int(c.pad), 1, 1, int(c.groups)};
       tilings.insert(t::conv2d_heuristic_config(s, c.dt, sms, hopper).str());
       Tensor x = make({nb, c.c, c.h, c.w}, c.dt);

@@ -27,8 +27,11 @@ struct BuildStats {
 };
 
 /// Compiles the graph's task-defined kernels in parallel (see the top of the file); `threads` 0
-/// means one per hardware thread.
-BuildStats build(const FlowGraph &graph, unsigned threads = 0);
+/// means one per hardware thread. With `values` (a graph of symbolic extents compiled for those
+/// values of its symbols: CompiledGraph(graph, values)), its template nodes are built by scratch
+/// runs at the extents those values give, each under a SymbolBinding of them, so that the
+/// templates built for symbolic sizes (a new batch's tiling) compile in parallel too.
+BuildStats build(const FlowGraph &graph, unsigned threads = 0, const SymbolValues &values = {});
 
 } // namespace hidet::graph
 

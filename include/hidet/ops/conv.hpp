@@ -60,14 +60,17 @@ Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight, const std::optional<Te
 /// symbolic `batch` at `values` (a shape-generic graph's run: batch n, or n*2), with the epilogue
 /// `e` (null: none) over those symbols. The template kernel is built once for every value of
 /// the batch's symbols at these channel and image sizes, with the tiling that search space 0
-/// picks for this batch; a later batch that picks the same tiling builds nothing (never tunes).
-/// nullopt where no template serves the call (the caller runs conv2d); a ValueError when the
-/// batch's value is not x's.
+/// picks for the batch rounded up to a power of two (conv2d_batch_bucket); a later batch that
+/// picks the same tiling builds nothing (never tunes). nullopt where no template serves the
+/// call (the caller runs conv2d); a ValueError when the batch's value is not x's.
 std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias,
                                             std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
                                             std::vector<std::int64_t> dilation, std::int64_t groups, bool nhwc,
                                             const std::shared_ptr<const Epilogue> &e, const std::vector<Tensor> &extras,
                                             const Dim &batch, const SymbolValues &values);
+
+/// The batch conv2d_symbolic_batch picks a tiling for: n rounded up to a power of two.
+std::int64_t conv2d_batch_bucket(std::int64_t n);
 
 /// Template kernels built for a symbolic batch so far in this process (conv2d_symbolic_batch).
 std::size_t conv2d_symbolic_builds();

@@ -19,7 +19,7 @@
 
 namespace hidet::graph {
 
-HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
+HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const SymbolValues &values) {
   BuildStats stats;
   auto start = std::chrono::steady_clock::now();
   struct Job {
@@ -27,6 +27,7 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
     std::shared_ptr<const Operator> op;
     std::shared_ptr<const ops::TaskOperator> task_op; ///< null: a template node, built by a scratch run
     std::string full_key;
+    std::vector<std::vector<std::int64_t>> shapes; ///< a template node's input shapes (at `values` when symbolic)
   };
   std::vector<Job> jobs;
   std::set<std::string> keys;
@@ -37,12 +38,22 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
     const auto &node = graph.nodes()[k];
     auto op = std::dynamic_pointer_cast<const ops::TaskOperator>(node);
     if (!op) {
-      bool constant = true;
-      for (const auto &t : node->inputs()) constant = constant && is_constant_shape(t.sym_shape());
-      if (!node->scratch_build() || !scratch_runs || !constant) continue;
+      if (!node->scratch_build() || !scratch_runs) continue;
+      std::vector<std::vector<std::int64_t>> shapes;
+      std::string sig;
+      try {
+        for (const auto &t : node->inputs()) {
+          if (is_constant_shape(t.sym_shape())) shapes.push_back(constant_shape(t.sym_shape()));
+          else if (!values.empty()) shapes.push_back(evaluate_shape(t.sym_shape(), values));
+          else throw ValueError("symbolic");
+          sig += str_cat(t.dtype(), ops::shape_str(shapes.back()), ";");
+        }
+      } catch (const ValueError &) {
+        continue; // symbolic extents without values: built on its first run
+      }
       ++stats.nodes;
-      std::string key = str_cat(node->name(), "{", node->attrs(), "}|", ops::detail::signature_of(node->inputs()));
-      if (keys.insert(key).second) jobs.push_back({k, node, nullptr, key});
+      std::string key = str_cat(node->name(), "{", node->attrs(), "}|", sig);
+      if (keys.insert(key).second) jobs.push_back({k, node, nullptr, key, std::move(shapes)});
       continue;
     }
     ++stats.nodes;
@@ -51,7 +62,7 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
                                                         ? ops::detail::signature_of(op->inputs())
                                                         : ops::detail::task_signature(op->task()));
     if (ops::detail::find_compiled(full_key) || !keys.insert(full_key).second) continue;
-    jobs.push_back({k, op, op, full_key});
+    jobs.push_back({k, op, op, full_key, {}});
   }
   if (!jobs.empty()) {
     // A bar or log lines for more than one kernel (profiles build node by node: no line each).
@@ -70,8 +81,11 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads) {
             ops::detail::add_compiled(jobs[i].full_key, ops::schedule(jobs[i].task_op->task()));
           } else { // a template node: one run on zeros builds (or finds) its kernels
             std::vector<Tensor> scratch;
-            for (const auto &t : jobs[i].op->inputs())
-              scratch.push_back(t.is_symbolic() ? zeros(constant_shape(t.sym_shape()), t.dtype(), t.device()) : t);
+            const auto &ins = jobs[i].op->inputs();
+            for (std::size_t j = 0; j < ins.size(); ++j)
+              scratch.push_back(ins[j].is_symbolic() ? zeros(jobs[i].shapes[j], ins[j].dtype(), ins[j].device()) : ins[j]);
+            std::optional<SymbolBinding> binding;
+            if (!values.empty()) binding.emplace(values);
             jobs[i].op->run(scratch);
             current_stream().synchronize();
           }

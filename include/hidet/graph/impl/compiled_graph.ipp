@@ -244,7 +244,7 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
   }
 
   // Build the kernels, run once (loads, operators' caches), then record a run.
-  build(g);
+  build(g, 0, s_->symbol_values);
   g.bind_symbols(scratch);
   (void)s_->run_nodes(scratch, State::Mode::warm_up);
   std::vector<std::vector<detail::RecordedAllocation>> record(nodes.size());

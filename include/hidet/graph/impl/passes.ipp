@@ -952,7 +952,7 @@ HIDET_INLINE Tensor symbolic_fused_matmul(const Tensor &a, const Tensor &b, cons
         },
         steps, anchor, extras, values);
   };
-  return trace_operator("FusedMatmul", std::move(ins), attrs, {out}, std::move(run))[0];
+  return mark_scratch_build(trace_operator("FusedMatmul", std::move(ins), attrs, {out}, std::move(run))[0]);
 }
 
 /// A convolution over a symbolic batch (a shape-generic graph) and its epilogue chain `steps`
@@ -1050,7 +1050,7 @@ HIDET_INLINE Tensor symbolic_fused_conv(const Tensor &x, const Tensor &w, const 
         },
         steps, anchor, ex, values);
   };
-  return trace_operator(name, std::move(ins), attrs, {out}, std::move(run))[0];
+  return mark_scratch_build(trace_operator(name, std::move(ins), attrs, {out}, std::move(run))[0]);
 }
 } // namespace detail
 

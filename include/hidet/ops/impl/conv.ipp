@@ -378,8 +378,11 @@ HIDET_INLINE std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const 
     DataType t = promote_types(x.dtype(), weight.dtype());
     check_epilogue(op, *epi, out, t, extras, values);
   }
-  // The tiling that search space 0 picks at this batch, checked there (grid limits grow with it).
-  Conv2dConfig cfg = conv2d_heuristic_config(s, dt, runtime::device_info(0).sm_count, wgmma_available());
+  // The tiling that search space 0 picks for the batch rounded up to a power of two (every batch
+  // in (2^(k-1), 2^k] shares one build), checked at this batch (grid limits grow with it).
+  Conv2dShape hint = s;
+  hint.n = int(conv2d_batch_bucket(z.N));
+  Conv2dConfig cfg = conv2d_heuristic_config(hint, dt, runtime::device_info(0).sm_count, wgmma_available());
   try {
     check_conv2d_problem(s, dt);
     check_conv2d_config(s, dt, cfg);
@@ -407,6 +410,12 @@ HIDET_INLINE std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const 
   const std::optional<Tensor> &b = bias ? std::optional<Tensor>((*ins)[2]) : std::nullopt;
   (*runner)((*ins)[0], (*ins)[1], b ? &*b : nullptr, y, extras, values);
   return y;
+}
+
+HIDET_INLINE std::int64_t conv2d_batch_bucket(std::int64_t n) {
+  std::int64_t b = 1;
+  while (b < n) b *= 2;
+  return b;
 }
 
 HIDET_INLINE std::size_t conv2d_symbolic_builds() {
