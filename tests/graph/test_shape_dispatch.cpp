@@ -80,7 +80,7 @@ TEST_CASE("shape_generic f16: the products' templates, their epilogues and atten
 
 TEST_CASE("shape_generic CNN: convolutions with their batch norms and epilogues build once for every batch") {
   // conv + batch norm (folded) + relu; a depthwise conv + bias + residual; a strided conv; pooling
-  // and a linear head. f16 (tensor cores, the repack of NCHW input) and f32 (FMA).
+  // and a linear head. f16 (tensor cores, channels-last: convert_layout_nhwc) and f32 (FMA, NCHW).
   for (DataType dt : {dtypes::f16, dtypes::f32}) {
     INFO("dtype " << dt);
     const std::int64_t C = 16, O = 24;
@@ -103,6 +103,7 @@ TEST_CASE("shape_generic CNN: convolutions with their batch norms and epilogues 
     INFO(text);
     CHECK(text.find("BatchNorm") == std::string::npos); // folded into the convolution
     CHECK(text.find("FusedConv2d") != std::string::npos); // relu and the residual stored by the kernels
+    if (dt == dtypes::f16) CHECK(text.find("FusedConv2dNhwc") != std::string::npos); // channels-last between them
     bool first = true;
     for (std::int64_t n : {2, 1, 3, 5}) {
       INFO("n=" << n);

@@ -168,10 +168,12 @@ FlowGraph bind_kernel_options(const FlowGraph &graph, const option::KernelOption
 /// The optimization pipeline (see the top of the file).
 FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx = {});
 /// The passes of optimize() that work on symbolic extents, in its order: simplify_reshapes,
-/// fuse_attention, eliminate_common_subexpressions, convert_precision (when ctx.mixed_precision is set),
-/// fuse_epilogues (which leaves symbolic products alone) and fuse_operators (fused tasks stay
-/// shape-generic), then bind_kernel_options as optimize() does. What ShapeDispatch's shape_generic
-/// mode compiles per shape.
+/// fuse_attention, eliminate_common_subexpressions, fold_conv_batch_norm, convert_precision (when
+/// ctx.mixed_precision is set), convert_layout_nhwc (unless ctx.layout_nhwc is false),
+/// fuse_epilogues (products and convolutions of symbolic extents keep their chains as steps,
+/// made epilogues over the symbols per run) and fuse_operators (fused tasks stay shape-generic),
+/// then bind_kernel_options as optimize() does. Not merge_sibling_matmuls and the slice passes
+/// (constant shapes only). What ShapeDispatch's shape_generic mode compiles per shape.
 FlowGraph optimize_shape_generic(const FlowGraph &graph, const PassContext &ctx = {});
 
 } // namespace hidet::graph

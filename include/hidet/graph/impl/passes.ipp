@@ -1378,7 +1378,7 @@ HIDET_INLINE FlowGraph optimize_shape_generic(const FlowGraph &graph, const Pass
                              {"fuse_attention", &fuse_attention},
                              {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
                              {"fold_conv_batch_norm", &fold_conv_batch_norm}};
-  detail::add_final_passes(passes, ctx, true, false);
+  detail::add_final_passes(passes, ctx, true, true);
   return detail::run_passes(graph, ctx, passes);
 }
 
