@@ -5,8 +5,9 @@ caches off), so that every new shape's compile is counted. Every model is compil
 torch.compile(dynamic=True) (ResNet-50's image sizes are then symbols too; they stay 224 here).
 
 - hidet per_shape: traced once on dynamo's symbols, each shape specialized, optimized and
-                   compiled (hidet.torch.dynamo_config.dynamic_shapes('per_shape'), the default)
-- hidet generic:   traced once, optimized once, shape-generic kernels (dynamic_shapes('generic'))
+                   compiled (hidet.torch.dynamo_config.dynamic_shapes('per_shape'))
+- hidet generic:   traced once, optimized once, kernels built for symbolic sizes
+                   (dynamic_shapes('generic'), the default)
 - hidet static:    torch.compile(dynamic=False): dynamo and hidet trace every shape anew
 - inductor:        torch.compile(dynamic=True), mode default (no CUDA graphs: one graph serves
                    every shape)

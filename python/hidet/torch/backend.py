@@ -9,9 +9,9 @@ without copies (DLPack), run on torch's current stream and return torch tensors.
 
 A graph with dynamo's symbolic sizes (dynamic shapes) is traced once on the symbols into a
 FlowGraph with symbolic extents and run by a hidet.ShapeDispatch: with
-dynamo_config.dynamic_shapes('per_shape') (the default) each new shape is specialized, optimized
-and compiled; with 'generic' the graph is optimized once and each new shape reuses its
-shape-generic kernels (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
+dynamo_config.dynamic_shapes('generic') (the default) the graph is optimized once and each new
+shape reuses its kernels built for symbolic sizes; with 'per_shape' each new shape is
+specialized, optimized and compiled (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
 it is traced per shape as above, and the log says why.
 """
 import gc
