@@ -17,7 +17,8 @@ call at each later new size, their total, hidet's fx traces, the replay latency 
 size (CUDA events, hidet with CUDA graphs), and the largest error against eager over all sizes
 (max|d| / max|eager|); for hidet, the kernels built per later new size (task kernels and templates
 built for symbolic sizes, hidet.kernel_builds()) and the NVRTC compiles per later new size.
-Random weights, f16. HIDET_BENCH_PROFILE_NEW=1 prints the Python profile (cProfile, top 12 by
+Random weights, f16 (and BERT-base in f32: its attention has no flash template, so 'generic' runs
+it as shape-generic tasks). HIDET_BENCH_PROFILE_NEW=1 prints the Python profile (cProfile, top 12 by
 cumulative time) of the second size's first call.
 
 HIDET_BENCH_MODELS=<regex> selects models; HIDET_BENCH_MODES=<regex> selects strategies;
@@ -40,6 +41,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 MODELS = {
     'bert-base f16': [128, 96, 200, 64, 160, 77],
+    'bert-base f32': [128, 96, 200, 64, 160, 77],
     'gpt2 f16': [128, 96, 200, 64, 160, 77],
     'resnet50 f16': [8, 4, 16, 2, 12, 6],
 }
@@ -56,7 +58,8 @@ def make(name):
         return model.half().eval(), lambda n: (torch.randn(n, 3, 224, 224, device='cuda', dtype=torch.half),)
     import transformers as t
     model = t.BertModel(t.BertConfig()) if name.startswith('bert') else t.GPT2Model(t.GPT2Config(use_cache=False))
-    return model.cuda().half().eval(), lambda s: (torch.randint(0, 1000, (1, s), device='cuda'),)
+    model = model.cuda().eval()
+    return (model if name.endswith('f32') else model.half()), lambda s: (torch.randint(0, 1000, (1, s), device='cuda'),)
 
 
 def first(out):
@@ -124,7 +127,7 @@ def run_one(name, mode):
 
 def main():
     pattern, modes = os.environ.get('HIDET_BENCH_MODELS'), os.environ.get('HIDET_BENCH_MODES')
-    print(f'torch {torch.__version__}, {torch.cuda.get_device_name()}; f16, random weights; each strategy in its '
+    print(f'torch {torch.__version__}, {torch.cuda.get_device_name()}; random weights (dtype: the model column); each strategy in its '
           'own process on a fresh kernel cache')
     print(f"{'model':14} {'sizes':28} {'strategy':16} {'first s':>8} {'new max':>8} {'new mean':>8} {'total s':>8} "
           f"{'traces':>6} {'replay ms':>9} {'rel err':>8} {'kernels/new':>11} {'nvrtc/new':>9}")
