@@ -435,16 +435,14 @@ class HalfBlock(nn.Module):
         return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
 
-@pytest.mark.parametrize('fp16', [True, False])
-def test_dynamic_shapes_generic_builds_no_kernel_for_a_new_size(fp16):
-    """dynamic_shapes('generic'): the products run on templates built for symbolic rows (with their
-    epilogues), attention on a template built for symbolic lengths (use_fp16) or on two
-    shape-generic tasks (f32), and the layout and element-wise operators on shape-generic
-    kernels: after the first call, a new batch or sequence length builds no kernel at all
-    (hidet.kernel_builds())."""
+def test_dynamic_shapes_generic_builds_no_kernel_for_a_new_size():
+    """dynamic_shapes('generic') with use_fp16: the products run on templates built for symbolic
+    rows (with their epilogues), attention on a template built for symbolic lengths, and the
+    layout and element-wise operators on shape-generic kernels: after the first call, a new batch
+    or sequence length builds no kernel at all (hidet.kernel_builds())."""
     calls = []
     hidet.torch.dynamo_config.dynamic_shapes('generic')
-    hidet.torch.dynamo_config.use_fp16(fp16)
+    hidet.torch.dynamo_config.use_fp16(True)
     model = HalfBlock().to(DEVICE).eval()
     f = torch.compile(model, backend=_counting_backend(calls), dynamic=True)
     first = True
@@ -455,12 +453,11 @@ def test_dynamic_shapes_generic_builds_no_kernel_for_a_new_size(fp16):
             got = f(x)
             built = {k: v - before[k] for k, v in hidet.kernel_builds().items()}
             if first:
-                assert built['matmul_symbolic'] >= 3 and built['attention_symbolic'] == int(fp16), built
+                assert built['matmul_symbolic'] >= 3 and built['attention_symbolic'] == 1, built
             else:
                 assert not any(built.values()), (shape, built)
             first = False
-            tol = 3e-2 if fp16 else 1e-4  # f16 products and attention
-            assert_close(got, model(x), atol=tol, rtol=tol)
+            assert_close(got, model(x), atol=3e-2, rtol=3e-2)  # f16 products and attention
     assert len(calls) == 1 and calls[0].num_traces == 1
     (entry,) = calls[0].symbolic_entries.values()
     assert entry.dispatch.num_compilations == 4

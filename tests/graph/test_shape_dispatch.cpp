@@ -78,41 +78,6 @@ TEST_CASE("shape_generic f16: the products' templates, their epilogues and atten
   CHECK(model.num_compilations() == 4);
 }
 
-TEST_CASE("shape_generic f32 attention: two shape-generic tasks serve every n and s") {
-  // f32 attention has no flash template: inside a shape-generic graph it runs as the
-  // probabilities' task and the product with v, each built once (masks additive and bool, causal,
-  // heads last).
-  const std::int64_t H = 3, D = 20;
-  auto net = [&](const Tensor &q, const Tensor &kv, const Tensor &mask, const Tensor &keep) {
-    return std::vector<Tensor>{o::scaled_dot_product_attention(q, kv, kv, mask, false),
-                               o::scaled_dot_product_attention(q, kv, kv, keep, false, 0.3),
-                               o::scaled_dot_product_attention_heads_last(q, kv, kv, std::nullopt, true)};
-  };
-  graph::DispatchOptions opts;
-  opts.shape_generic = true;
-  graph::ShapeDispatch model([&](const std::vector<Tensor> &xs) { return net(xs[0], xs[1], xs[2], xs[3]); },
-                             {symbol({"n", H, "s", D}, dtypes::f32, "cuda", "q"),
-                              symbol({"n", H, "t", D}, dtypes::f32, "cuda", "kv"),
-                              symbol({"s", "t"}, dtypes::f32, "cuda", "mask"),
-                              symbol({"n", 1, "s", "t"}, dtypes::boolean, "cuda", "keep")},
-                             opts);
-  bool first = true;
-  for (auto [n, s, t] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{2, 5, 7}, {1, 9, 9}, {3, 4, 11}, {2, 13, 6}}) {
-    INFO("n=" << n << ", s=" << s << ", t=" << t);
-    Tensor q = make({n, H, s, D}, dtypes::f32), kv = make({n, H, t, D}, dtypes::f32), mask = make({s, t}, dtypes::f32);
-    Tensor keep = make({n, 1, s, t}, dtypes::boolean);
-    std::vector<double> kv_host = keep.to_double_vector();
-    for (std::int64_t r = 0; r < n * s; ++r) kv_host[std::size_t(r * t)] = 1; // every row attends somewhere
-    keep = asarray(kv_host, {n, 1, s, t}, dtypes::boolean);
-    std::size_t tasks = o::compiled_task_count();
-    auto got = model.run({q, kv, mask, keep});
-    if (!first) CHECK(o::compiled_task_count() == tasks); // nothing built for a new n, s, t
-    first = false;
-    auto want = net(q, kv, mask, keep);
-    for (std::size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i], 2);
-  }
-}
-
 TEST_CASE("shape_generic CNN: convolutions with their batch norms and epilogues build once for every batch") {
   // conv + batch norm (folded) + relu; a depthwise conv + bias + residual; a strided conv; pooling
   // and a linear head. f16 (tensor cores, channels-last: convert_layout_nhwc) and f32 (FMA, NCHW).

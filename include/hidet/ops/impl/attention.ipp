@@ -185,94 +185,6 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   return out;
 }
 
-/// The node of attention over symbolic extents run on concrete inputs `in` while a graph binds the
-/// symbols, where the flash template does not serve (f32 and f64; other head dims): two
-/// shape-generic tasks built once for every value of the symbols, the probabilities
-/// softmax(q k^T scale + mask) [B, H, Sq, Skv] in f32 (scores, row max and row sum materialized
-/// by the scheduler), then their product with v; nullopt for half precision (the template runs per
-/// shape: one kernel there, faster than these) or what these tasks do not express.
-HIDET_INLINE std::optional<Tensor> attention_generic_tasks(const std::vector<Tensor> &in, const SymShape &qs,
-                                                           const SymShape &ks, const std::optional<SymShape> &ms,
-                                                           bool is_causal, std::optional<double> scale, bool heads_last) {
-  const SymbolValues *values = SymbolBinding::current();
-  if (!values || in.size() < 3 || in.size() > 4 || qs.size() != 4 || ks.size() != 4) return std::nullopt;
-  const Tensor &q = in[0], &k = in[1], &v = in[2];
-  for (const Tensor &t : in)
-    if (t.is_symbolic()) return std::nullopt;
-  const DataType dt = q.dtype();
-  if (!(dt == dtypes::f32 || dt == dtypes::f64) || k.dtype() != dt || v.dtype() != dt || q.ndim() != 4 || k.ndim() != 4 ||
-      v.shape() != k.shape())
-    return std::nullopt;
-  if (!qs[3].is_constant() || ks[3] != qs[3] || qs[0] != ks[0] || qs[1] != ks[1]) return std::nullopt;
-  try {
-    if (evaluate_shape(qs, *values) != q.shape() || evaluate_shape(ks, *values) != k.shape()) return std::nullopt;
-  } catch (const ValueError &) {
-    return std::nullopt;
-  }
-  const Dim B = qs[0], H = qs[1], S = qs[2], T = ks[2], D = qs[3];
-  const double sc = scale ? *scale : 1.0 / std::sqrt(double(D.value()));
-  std::optional<Tensor> mask;
-  SymShape m4;
-  if (in.size() == 4) {
-    const Tensor &m = in[3];
-    if (!ms || ms->size() != m.ndim() || m.ndim() < 2 || m.ndim() > 4 ||
-        !(m.dtype() == dtypes::f32 || m.dtype().is_half() || m.dtype().is_bool()))
-      return std::nullopt;
-    m4.assign(4 - ms->size(), Dim(1));
-    m4.insert(m4.end(), ms->begin(), ms->end());
-    if (m4[2] != S || m4[3] != T || !(m4[0] == 1 || m4[0] == B) || !(m4[1] == 1 || m4[1] == H)) return std::nullopt;
-    Shape m4v(4 - m.ndim(), 1);
-    for (auto e : m.shape()) m4v.push_back(e);
-    mask = m.reshape(m4v);
-  }
-  const SymShape ss{B, H, S, T};
-  char scale_buf[32]; // the shortest text that reads back as the same double: the kernels' key
-  const std::string scale_text(scale_buf, std::to_chars(scale_buf, scale_buf + sizeof(scale_buf), sc).ptr);
-  // The probabilities.
-  auto qi = input("q", qs, dt), ki = input("k", ks, dt);
-  std::vector<TensorDef> ins{qi, ki};
-  std::optional<TensorDef> mi;
-  if (mask) ins.push_back(*(mi = input("mask", m4, mask->dtype())));
-  auto scores = reduce(ss, {D}, [&](const Idx &o, const Idx &r) {
-    return lang::cast(qi.at({o[0], o[1], o[2], r[0]}), dtypes::f32) * lang::cast(ki.at({o[0], o[1], o[3], r[0]}), dtypes::f32);
-  }, ReduceKind::Sum, dtypes::f32, dtypes::f32, "scores");
-  const Expr neg_inf = Expr(-std::numeric_limits<float>::infinity());
-  auto logit = [&](const Idx &i) {
-    Expr x = scores.at(i) * Expr(float(sc));
-    if (mi) {
-      Idx mj{m4[0] == 1 ? Expr(0) : i[0], m4[1] == 1 ? Expr(0) : i[1], i[2], i[3]};
-      Expr m = mi->at(mj);
-      x = mask->dtype().is_bool() ? lang::select(m, x, neg_inf) : x + lang::cast(m, dtypes::f32);
-    }
-    if (is_causal) x = lang::select(i[3] <= i[2], x, neg_inf); // PyTorch's: key j <= query i
-    return x;
-  };
-  auto row_max = reduce(SymShape{B, H, S}, {T}, [&](const Idx &o, const Idx &r) {
-    return logit({o[0], o[1], o[2], r[0]});
-  }, ReduceKind::Max, dtypes::f32, dtypes::f32, "row_max");
-  auto row_sum = reduce(SymShape{B, H, S}, {T}, [&](const Idx &o, const Idx &r) {
-    return lang::exp(logit({o[0], o[1], o[2], r[0]}) - row_max.at(o));
-  }, ReduceKind::Sum, dtypes::f32, dtypes::f32, "row_sum");
-  auto probs = compute("probs", ss, [&](const Idx &i) {
-    return lang::exp(logit(i) - row_max.at({i[0], i[1], i[2]})) / row_sum.at({i[0], i[1], i[2]});
-  }, dtypes::f32);
-  Task t1{"attention_probs", ins, {probs}, str_cat(is_causal ? "causal, " : "", "scale=", scale_text), {}};
-  const std::string key = str_cat("attention_probs{", is_causal ? "causal, " : "", "scale=", scale_text,
-                                  mask ? str_cat(", mask ", mask->dtype(), sym_shape_str(m4)) : std::string(), "}");
-  std::vector<Tensor> args{q, k};
-  if (mask) args.push_back(*mask);
-  Tensor p = detail::run_symbolic_task(key, t1, args, std::nullopt)[0];
-  // Their product with v.
-  auto pi = input("p", ss, dtypes::f32), vi = input("v", ks, dt);
-  const SymShape os = heads_last ? SymShape{B, S, H, D} : SymShape{B, H, S, D};
-  auto o = reduce(os, {T}, [&](const Idx &i, const Idx &r) {
-    Expr b = i[0], h = heads_last ? i[2] : i[1], qi2 = heads_last ? i[1] : i[2];
-    return pi.at({b, h, qi2, r[0]}) * lang::cast(vi.at({b, h, r[0], i[3]}), dtypes::f32);
-  }, ReduceKind::Sum, dtypes::f32, dt, "attention");
-  Task t2{"attention_pv", {pi, vi}, {o}, heads_last ? "heads_last" : "", {}};
-  return detail::run_symbolic_task(str_cat("attention_pv{", heads_last ? "heads_last" : "", "}"), t2, {p, v}, std::nullopt)[0];
-}
-
 /// Attention, its output [B, H, Sq, D] or (heads_last) [B, Sq, H, D].
 HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                               const std::optional<Tensor> &attn_mask, bool is_causal,
@@ -287,8 +199,6 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
     return detail::trace_by_probing(heads_last ? "scaled_dot_product_attention_heads_last" : "scaled_dot_product_attention",
                                     ins, [=](const std::vector<Tensor> &in) {
                                       if (auto y = attention_symbolic(in, qs, ks, ms, is_causal, scale, heads_last)) return *y;
-                                      if (auto y = attention_generic_tasks(in, qs, ks, ms, is_causal, scale, heads_last))
-                                        return *y;
                                       return attention(in[0], in[1], in[2], in.size() > 3 ? std::optional<Tensor>(in[3]) : std::nullopt,
                                                        is_causal, scale, heads_last);
                                     });
