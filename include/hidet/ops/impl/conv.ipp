@@ -407,8 +407,7 @@ HIDET_INLINE std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const 
     runner = it->second;
   }
   Tensor y = epi ? empty(evaluate_shape(epi->out.sym_shape(), values), epi->out.dtype(), dev) : empty(out, dt, dev);
-  const std::optional<Tensor> &b = bias ? std::optional<Tensor>((*ins)[2]) : std::nullopt;
-  (*runner)((*ins)[0], (*ins)[1], b ? &*b : nullptr, y, extras, values);
+  (*runner)((*ins)[0], (*ins)[1], bias ? &(*ins)[2] : nullptr, y, extras, values);
   return y;
 }
 
