@@ -250,8 +250,9 @@ TEST_CASE("symbolic shapes that cannot work are clear errors") {
   expect_error([&] { o::split(x, 1, 0); }, {"split: axis 0", "symbolic"});
   expect_error([&] { o::add(x, o::broadcast_to(x, {2, 3})); }, {"broadcast_to: cannot broadcast shapes (n, 3) and (2, 3)"});
   expect_error([&] { o::broadcast_to(x, SymShape{"m", 3}); }, {"broadcast_to: cannot broadcast shapes (n, 3) and (m, 3)"});
-  // Padding a symbolic axis gives an extent that is not one of the input's.
-  expect_error([&] { o::pad(x, {0, 0, 1, 1}); }, {"pad: output dim 0", "constant extents"});
+  // Padding a symbolic axis gives the extent n + 2 (a shape-generic task); negative pads are errors.
+  CHECK(o::pad(x, {0, 0, 1, 1}).sym_shape() == SymShape{Dim("n") + Dim(2), 3});
+  expect_error([&] { o::pad(x, {0, 0, -1, 1}); }, {"pad: pads", "non-negative"});
   // A reshape to symbols outside a graph run has no values for them.
   Tensor r = x.reshape({Dim("n"), Dim(3), Dim(1)});
   expect_error([&] { r.trace().op->run({make({2, 3}, dtypes::f32)}); }, {"reshape", "no graph run binds them"});
@@ -263,7 +264,7 @@ TEST_CASE("symbolic shapes that cannot work are clear errors") {
   expect_same(g(a), o::relu(a));
 }
 
-TEST_CASE("element-wise, reduction and row kernels compile once for every value of the symbols") {
+TEST_CASE("element-wise, reduction, row and layout kernels compile once for every value of the symbols") {
   const std::int64_t D = 24;
   Tensor bias = make({D}, dtypes::f32), w = make({D}, dtypes::f32), lb = make({D}, dtypes::f32);
   Dim n = Dim::symbol("n"), s = Dim::symbol("s");
@@ -277,7 +278,9 @@ TEST_CASE("element-wise, reduction and row kernels compile once for every value 
                                o::mean(h, {1}),                                       // reduces over the symbol s
                                o::sum(o::rms_norm(h, 1, w), {0, 2}),                  // [s]
                                o::cast(o::where(o::gt(h, 0.0), h, o::neg(h)), dtypes::f16),
-                               o::cumsum(h, 1)};                                      // a scan over s
+                               o::cumsum(h, 1),                                       // a scan over s
+                               o::pad(h, {1, 2, 0, 3}),                               // pads the symbol s
+                               o::tile(h, {2, 1, 2})};                                // repeats the symbol n
   };
   FlowGraph g = trace_from(model(x, true), {x});
   std::string text = g.str();

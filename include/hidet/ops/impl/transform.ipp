@@ -356,47 +356,68 @@ HIDET_INLINE Tensor embedding(const Tensor &indices, const Tensor &weight) {
 }
 
 HIDET_INLINE Tensor pad(const Tensor &x, const Shape &pads, double value) {
-  if (detail::has_symbolic_extents({x})) // symbolic extents on the axes that are not padded
-    return detail::trace_by_probing("pad", {x}, [=](const std::vector<Tensor> &in) { return pad(in[0], pads, value); });
+  const SymShape xs = x.sym_shape();
   if (pads.size() % 2 != 0 || pads.size() / 2 > std::size_t(x.ndim()))
     throw ValueError(str_cat("pad: pads ", detail::ints_str(pads), " must hold (before, after) pairs for at most the ", x.ndim(),
-                             " axes of a tensor of shape ", shape_str(x.shape())));
-  Shape before(x.ndim(), 0), out = x.shape();
+                             " axes of a tensor of shape ", shape_str(xs)));
+  Shape before(x.ndim(), 0), after(x.ndim(), 0);
   for (std::size_t k = 0; k < pads.size() / 2; ++k) {
     int d = x.ndim() - 1 - int(k);
     if (pads[2 * k] < 0 || pads[2 * k + 1] < 0)
       throw ValueError(str_cat("pad: pads ", detail::ints_str(pads), " must be non-negative (use slice to crop)"));
-    before[d] = pads[2 * k];
-    out[d] += pads[2 * k] + pads[2 * k + 1];
+    before[d] = pads[2 * k], after[d] = pads[2 * k + 1];
   }
-  std::string attrs = str_cat("pads=", detail::ints_str(pads), ", value=", detail::fmt_double(value));
-  return run_task(
-      str_cat("pad{", attrs, "}"),
-      [&] {
-        auto a = input("x", x.shape(), x.dtype());
-        auto y = compute("pad", out, [&](const Idx &i) {
-          Expr ok = Expr(true);
-          Idx j;
-          for (int d = 0; d < x.ndim(); ++d) {
-            Expr k = i[d] - int(before[d]);
-            if (before[d] != 0 || out[d] != x.shape()[d]) ok = ok && k >= 0 && k < int(x.shape()[d]);
-            j.push_back(lang::min(lang::max(k, 0), int(std::max<std::int64_t>(x.shape()[d] - 1, 0))));
-          }
-          Expr fill = x.dtype().is_float() ? Expr(ir::ConstantNode::make_float(dtypes::f64, value))
-                                           : Expr(ir::ConstantNode::make_int(dtypes::i64, std::int64_t(value)));
-          if (x.numel() == 0) return lang::cast(fill, x.dtype());
-          return lang::select(ok, a.at(j), lang::cast(fill, x.dtype()));
-        });
-        return Task{"pad", {a}, {y}, attrs, {}};
-      },
-      {x})[0];
+  SymShape out = xs;
+  for (int d = 0; d < x.ndim(); ++d) out[std::size_t(d)] += Dim(before[d] + after[d]);
+  const std::string attrs = str_cat("pads=", detail::ints_str(pads), ", value=", detail::fmt_double(value));
+  // Over x's extents, which may be symbols (every axis, padded or not): one kernel for every value.
+  auto task = [&] {
+    auto a = input("x", xs, x.dtype());
+    auto y = compute("pad", out, [&](const Idx &i) {
+      Expr ok = Expr(true);
+      Idx j;
+      for (int d = 0; d < x.ndim(); ++d) {
+        const Dim &n = xs[std::size_t(d)];
+        Expr k = i[d] - int(before[d]);
+        if (before[d] != 0 || after[d] != 0) ok = ok && k >= 0 && k < dim_expr(n);
+        j.push_back(n.is_constant() ? lang::min(lang::max(k, 0), int(std::max<std::int64_t>(n.value() - 1, 0)))
+                                    : lang::min(lang::max(k, 0), lang::max(dim_expr(n) - 1, 0)));
+      }
+      Expr fill = x.dtype().is_float() ? Expr(ir::ConstantNode::make_float(dtypes::f64, value))
+                                       : Expr(ir::ConstantNode::make_int(dtypes::i64, std::int64_t(value)));
+      if (is_constant_shape(xs) && x.numel() == 0) return lang::cast(fill, x.dtype());
+      return lang::select(ok, a.at(j), lang::cast(fill, x.dtype()));
+    });
+    return Task{"pad", {a}, {y}, attrs, {}};
+  };
+  if (detail::has_symbolic_extents({x}))
+    return detail::trace_generic_task(str_cat("pad{", attrs, "}"), {x}, out, x.dtype(), task(),
+                                      [=](const std::vector<Tensor> &in) { return pad(in[0], pads, value); });
+  return run_task(str_cat("pad{", attrs, "}"), task, {x})[0];
 }
 
 HIDET_INLINE Tensor tile(const Tensor &x, Shape reps) {
-  if (detail::has_symbolic_extents({x})) // symbolic extents on the axes repeated once
-    return detail::trace_by_probing("tile", {x}, [=](const std::vector<Tensor> &in) { return tile(in[0], reps); });
   for (auto r : reps)
     if (r < 0) throw ValueError(str_cat("tile: reps ", detail::ints_str(reps), " must be non-negative"));
+  if (detail::has_symbolic_extents({x})) { // one kernel for every value of the symbols
+    SymShape in = x.sym_shape();
+    Shape r = reps;
+    while (in.size() < r.size()) in.insert(in.begin(), Dim(1));
+    while (r.size() < in.size()) r.insert(r.begin(), 1);
+    SymShape out(in.size());
+    for (std::size_t d = 0; d < in.size(); ++d) out[d] = in[d] * Dim(r[d]);
+    const std::string key = str_cat("tile{reps=", detail::ints_str(r), "}");
+    auto a = input("x", in, x.dtype());
+    auto y = compute("tile", out, [&](const Idx &i) {
+      Idx j;
+      for (std::size_t d = 0; d < in.size(); ++d)
+        j.push_back(r[d] == 1 || in[d] == 1 ? (in[d] == 1 ? Expr(0) : i[d]) : Expr(i[d] % lang::max(dim_expr(in[d]), 1)));
+      return a.at(j);
+    });
+    Task task{"tile", {a}, {y}, "reps=" + detail::ints_str(r), {}};
+    return detail::trace_generic_task(key, {x.reshape(in)}, out, x.dtype(), std::move(task),
+                                      [=](const std::vector<Tensor> &v) { return tile(v[0], reps); });
+  }
   Shape in = x.shape();
   while (in.size() < reps.size()) in.insert(in.begin(), 1);
   while (reps.size() < in.size()) reps.insert(reps.begin(), 1);
