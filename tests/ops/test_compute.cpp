@@ -133,6 +133,21 @@ TEST_CASE("definitions over symbolic extents: printing, symbols, specialization"
   // A task of constant shapes comes back as it is.
   Task k{"k", {b}, {compute("k", {8}, [&](Expr j) { return b[j] * 2; })}, "", {}};
   CHECK(specialize(k, {}).outputs[0].ptr() == k.outputs[0].ptr());
+
+  // substitute: some symbols bound (s), the others kept (n); then specialize binds the rest.
+  Task p = substitute(t, {{"s", 3}});
+  CHECK(p.str() == "demo(x: f32(n, 3, 8), b: f32(8,)) -> f32(3*n,)");
+  CHECK(task_symbols(p) == std::vector<std::string>{"n"});
+  std::string ptext;
+  for (auto *node : topo_order(p.outputs))
+    if (node->value) {
+      ptext += ir::to_string(node->value) + "\n";
+      CHECK_FALSE(ops::detail::mentions(node->value, symbol_var("s").get()));
+    }
+  INFO(ptext);
+  CHECK(ptext.find("/ 3") != std::string::npos);
+  CHECK(specialize(p, {{"n", 2}}).str() == c.str());
+  CHECK(substitute(t, {}).str() == t.str());
 }
 
 TEST_CASE("the scheduler's kernels of a symbolic task take its symbols as parameters") {

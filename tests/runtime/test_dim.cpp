@@ -102,6 +102,28 @@ TEST_CASE("evaluation matches a brute-force reference") {
   }
 }
 
+TEST_CASE("substitute binds some symbols and keeps the others") {
+  Dim n = Dim::symbol("n"), s = Dim::symbol("s");
+  CHECK((n * s).substitute({{"s", 128}}) == 128 * n);
+  CHECK((n * s).substitute({{"s", 128}}).str() == "128*n");
+  CHECK((3 * n * s - 2 * n + 5).substitute({{"n", 2}}) == 6 * s + 1);
+  CHECK((n * s + 1).substitute({{"n", 2}, {"s", 3}}).is_constant());
+  CHECK((n + s).substitute({}) == n + s);
+  // Division, modulo, max and min of what becomes constant fold; the rest stays symbolic.
+  CHECK(((s - 1) / 2 + 1).substitute({{"s", 9}}) == Dim(5));
+  CHECK(((n + s) % 7).substitute({{"s", 3}}) == (n + 3) % 7);
+  CHECK(hidet::max(n, s).substitute({{"s", 4}}) == hidet::max(n, Dim(4)));
+  // Substituting some symbols, then the rest, is evaluating.
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<std::int64_t> val(1, 40);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::int64_t a = val(rng), b = val(rng);
+    Dim d = (n * s + 3) / 4 + hidet::min(n, s * 2) - (n + 5) % (s + 1);
+    CHECK(d.substitute({{"s", b}}).evaluate({{"n", a}}) == d.evaluate({{"n", a}, {"s", b}}));
+    CHECK(d.substitute({{"n", a}}).substitute({{"s", b}}).value() == d.evaluate({{"n", a}, {"s", b}}));
+  }
+}
+
 TEST_CASE("shapes") {
   Dim n = Dim::symbol("n");
   hidet::SymShape shape{n, 3, 2 * n};
