@@ -117,16 +117,35 @@ HIDET_INLINE templates::Conv2dShape conv2d_shape(const Conv2dSizes &z) {
                                 int(z.dilation[1]), int(z.groups)};
 }
 
-/// Runners of a symbolic batch (conv2d_symbolic_batch), by problem (its batch symbolic), config
-/// and epilogue; and how many were built.
-struct Conv2dSymbolicCache {
+/// The built conv2d runners of the process, by dtype, layout, problem (Conv2dShape::str: a
+/// symbolic batch prints as its symbols), bias, config and epilogue; and how many were built for
+/// a symbolic batch (conv2d_symbolic_batch).
+struct Conv2dRunners {
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<templates::Conv2d>> runners;
-  std::size_t builds = 0;
+  std::map<std::string, std::shared_ptr<templates::Conv2d>> built;
+  std::size_t symbolic_builds = 0;
 };
-HIDET_INLINE Conv2dSymbolicCache &conv2d_symbolic_cache() {
-  static Conv2dSymbolicCache cache;
+HIDET_INLINE Conv2dRunners &conv2d_runners() {
+  static Conv2dRunners cache;
   return cache;
+}
+/// The runner for a problem and config, built (outside the lock) the first time.
+HIDET_INLINE std::shared_ptr<templates::Conv2d> conv2d_runner(const templates::Conv2dShape &s, DataType dt,
+                                                              templates::Conv2dLayout layout, bool bias,
+                                                              const templates::Conv2dConfig &cfg,
+                                                              const std::shared_ptr<const Epilogue> &epi) {
+  std::string key = str_cat(dt, layout == templates::Conv2dLayout::NHWC ? " nhwc " : " nchw ", s.str(),
+                            bias ? " bias " : " ", cfg.str(), epi ? " epilogue " + epi->key : "");
+  auto &cache = conv2d_runners();
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    if (auto it = cache.built.find(key); it != cache.built.end()) return it->second;
+  }
+  auto made = std::make_shared<templates::Conv2d>(s, dt, layout, bias, cfg, epi);
+  std::lock_guard<std::mutex> lock(cache.mu);
+  auto [it, fresh] = cache.built.emplace(key, made);
+  if (fresh && s.symbolic_batch()) ++cache.symbolic_builds;
+  return it->second;
 }
 
 /// The config for a problem: the heuristic at search space 0, else the tuned choice (remembered
@@ -189,20 +208,7 @@ HIDET_INLINE std::optional<Tensor> conv2d_template(const Conv2dSizes &z, const T
   bool nhwc = layout == Conv2dLayout::NHWC;
   Shape out = nhwc ? Shape{z.N, z.OH, z.OW, z.O} : Shape{z.N, z.O, z.OH, z.OW};
   Conv2dConfig cfg = conv2d_config(s, dt, layout, ins[0], ins[1], b, out);
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<Conv2d>> runners;
-  std::string key = str_cat(dt, nhwc ? " nhwc " : " nchw ", s.str(), bias ? " bias " : " ", cfg.str(),
-                            epi ? " epilogue " + epi->key : "");
-  std::shared_ptr<Conv2d> runner;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = runners.find(key); it != runners.end()) runner = it->second;
-  }
-  if (!runner) {
-    runner = std::make_shared<Conv2d>(s, dt, layout, bool(bias), cfg, epi);
-    std::lock_guard<std::mutex> lock(mu);
-    runner = runners.emplace(key, runner).first->second;
-  }
+  std::shared_ptr<Conv2d> runner = conv2d_runner(s, dt, layout, bool(bias), cfg, epi);
   Tensor y = epi ? empty(epi->out.shape(), epi->out.dtype(), run_dev) : empty(out, dt, run_dev);
   std::vector<Tensor> extras2;
   for (const auto &t : extras) extras2.push_back(t.to(run_dev));
@@ -391,21 +397,7 @@ HIDET_INLINE std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const 
   }
   s.batch = batch;
   const auto layout = nhwc ? Conv2dLayout::NHWC : Conv2dLayout::NCHW;
-  std::string key = str_cat(dt, nhwc ? " nhwc " : " nchw ", s.str(), bias ? " bias " : " ", cfg.str(),
-                            epi ? " epilogue " + epi->key : "");
-  auto &cache = detail::conv2d_symbolic_cache();
-  std::shared_ptr<Conv2d> runner;
-  {
-    std::lock_guard<std::mutex> lock(cache.mu);
-    if (auto it = cache.runners.find(key); it != cache.runners.end()) runner = it->second;
-  }
-  if (!runner) {
-    runner = std::make_shared<Conv2d>(s, dt, layout, bool(bias), cfg, epi);
-    std::lock_guard<std::mutex> lock(cache.mu);
-    auto [it, fresh] = cache.runners.emplace(key, runner);
-    if (fresh) ++cache.builds;
-    runner = it->second;
-  }
+  std::shared_ptr<Conv2d> runner = detail::conv2d_runner(s, dt, layout, bool(bias), cfg, epi);
   Tensor y = epi ? empty(evaluate_shape(epi->out.sym_shape(), values), epi->out.dtype(), dev) : empty(out, dt, dev);
   (*runner)((*ins)[0], (*ins)[1], bias ? &(*ins)[2] : nullptr, y, extras, values);
   return y;
@@ -418,9 +410,9 @@ HIDET_INLINE std::int64_t conv2d_batch_bucket(std::int64_t n) {
 }
 
 HIDET_INLINE std::size_t conv2d_symbolic_builds() {
-  auto &cache = detail::conv2d_symbolic_cache();
+  auto &cache = detail::conv2d_runners();
   std::lock_guard<std::mutex> lock(cache.mu);
-  return cache.builds;
+  return cache.symbolic_builds;
 }
 
 HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight,

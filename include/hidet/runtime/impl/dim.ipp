@@ -175,31 +175,29 @@ HIDET_INLINE std::int64_t Dim::evaluate(const SymbolValues &values) const {
   return sum;
 }
 
+namespace runtime::detail {
+/// The atom as a Dim, with the symbols that `values` gives replaced by their values (none: the
+/// atom itself).
+HIDET_INLINE Dim atom_dim(const DimAtom &atom, const SymbolValues &values) {
+  switch (atom.kind) {
+  case DimAtom::Symbol: {
+    auto it = values.find(atom.name);
+    return it == values.end() ? Dim::symbol(atom.name) : Dim(it->second);
+  }
+  case DimAtom::Div: return atom.a.substitute(values) / atom.b.substitute(values);
+  case DimAtom::Mod: return atom.a.substitute(values) % atom.b.substitute(values);
+  case DimAtom::Max: return max(atom.a.substitute(values), atom.b.substitute(values));
+  case DimAtom::Min: return min(atom.a.substitute(values), atom.b.substitute(values));
+  }
+  return Dim(0);
+}
+} // namespace runtime::detail
+
 HIDET_INLINE Dim Dim::substitute(const SymbolValues &values) const {
   Dim sum(0);
   for (const auto &t : terms_) {
     Dim prod(t.coef);
-    for (const auto &atom : t.atoms) {
-      switch (atom->kind) {
-      case DimAtom::Symbol: {
-        auto it = values.find(atom->name);
-        prod *= it == values.end() ? Dim::symbol(atom->name) : Dim(it->second);
-        break;
-      }
-      case DimAtom::Div:
-        prod *= atom->a.substitute(values) / atom->b.substitute(values);
-        break;
-      case DimAtom::Mod:
-        prod *= atom->a.substitute(values) % atom->b.substitute(values);
-        break;
-      case DimAtom::Max:
-        prod *= max(atom->a.substitute(values), atom->b.substitute(values));
-        break;
-      case DimAtom::Min:
-        prod *= min(atom->a.substitute(values), atom->b.substitute(values));
-        break;
-      }
-    }
+    for (const auto &atom : t.atoms) prod *= runtime::detail::atom_dim(*atom, values);
     sum += prod;
   }
   return sum;
@@ -294,15 +292,7 @@ HIDET_INLINE std::optional<Dim> exact_quotient(const Dim &a, const Dim &b) {
       left.erase(it);
     }
     Dim term(t.coef / d.coef);
-    for (const auto &x : left) {
-      switch (x->kind) {
-      case DimAtom::Symbol: term = term * Dim::symbol(x->name); break;
-      case DimAtom::Div: term = term * (x->a / x->b); break;
-      case DimAtom::Mod: term = term * (x->a % x->b); break;
-      case DimAtom::Max: term = term * max(x->a, x->b); break;
-      case DimAtom::Min: term = term * min(x->a, x->b); break;
-      }
-    }
+    for (const auto &x : left) term = term * atom_dim(*x, {});
     q = q + term;
   }
   return q;
