@@ -1,5 +1,6 @@
-// Benchmark: scaled dot-product attention in hidet (the flash-attention template,
-// include/hidet/ops/templates/attention.hpp) on BERT-base and Llama-7B-like shapes.
+// Benchmark: scaled dot-product attention in hidet (the flash-attention templates,
+// include/hidet/ops/templates/attention.hpp and, for f32, attention_f32.hpp) on BERT-base,
+// GPT-2 and Llama-7B-like shapes.
 // PyTorch cannot be called from this process: benchmarks/bench_attention_torch.py measures
 // torch.nn.functional.scaled_dot_product_attention (flash path) on the same shapes and prints
 // the same table; compare the two tables of one gpu-check run.
@@ -50,7 +51,7 @@ double check(const Shape &sh, const hidet::Tensor &q, const hidet::Tensor &k,
              const hidet::Tensor &v, const hidet::Tensor &out, std::mt19937 &rng) {
   auto hq = q.to_double_vector(), hk = k.to_double_vector(), hv = v.to_double_vector(),
        ho = out.to_double_vector();
-  const double eps = sh.dt == hidet::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  const double eps = sh.dt == hidet::bf16 ? std::ldexp(1.0, -8) : sh.dt == hidet::f16 ? std::ldexp(1.0, -11) : 1e-6;
   const double scale = 1.0 / std::sqrt(double(sh.d));
   std::uniform_int_distribution<int> rb(0, sh.b - 1), rh(0, sh.h - 1), ri(0, sh.sq() - 1);
   double worst = 0;
@@ -101,6 +102,10 @@ int main(int argc, char **argv) {
       {4, 32, 2048, 128, true, hidet::bf16, "Llama-7B"},
       {1, 32, 4096, 128, false, hidet::f16, "Llama-7B", 1}, // decoding: one query row, 4096 keys
       {8, 32, 4096, 128, false, hidet::f16, "Llama-7B", 1},
+      {1, 12, 128, 64, false, hidet::f32, "BERT-base"}, // f32: the CUDA-core template (attention_f32.hpp)
+      {32, 12, 128, 64, false, hidet::f32, "BERT-base"},
+      {8, 12, 512, 64, false, hidet::f32, "BERT-base"},
+      {1, 12, 1024, 64, true, hidet::f32, "GPT-2"},
   };
   std::mt19937 rng(1234);
   int failures = 0;

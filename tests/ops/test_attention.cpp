@@ -1,7 +1,8 @@
 // scaled_dot_product_attention against a double-precision host reference (GPU when present, else
 // the CPU emulator): the flash-attention template for f16/bf16 with head dims 32, 64 and 128 (partial
-// tiles, causal, additive and bool masks, every tiling of search space 1, the tuning path), the
-// composed fallback for f32 and other head dims, and the operator's user errors.
+// tiles, causal, additive and bool masks, every tiling of search space 1, the tuning path), its f32
+// counterpart on CUDA cores (head dims 32 to 128, the same masks, every tiling of search space 2),
+// the composed fallback for other head dims, and the operator's user errors.
 #include "ops_test_util.hpp"
 
 #include "hidet/ops/attention.hpp"
@@ -137,7 +138,7 @@ void check(const Problem &p, const Inputs &in, const Tensor &got, double scale,
 void run_op(const Problem &p, std::optional<double> scale = std::nullopt) {
   auto in = make_inputs(p);
   auto out = o::scaled_dot_product_attention(in.q, in.k, in.v, in.mask, p.causal, scale);
-  bool composed = p.dt.is_half() && p.d != 32 && p.d != 64 && p.d != 128; // not the flash template
+  bool composed = p.dt.is_half() ? p.d != 32 && p.d != 64 && p.d != 128 : p.d % 32 != 0 || p.d > 128; // not a template
   check(p, in, out, scale ? *scale : 1.0 / std::sqrt(double(p.d)), "scaled_dot_product_attention",
         composed ? 4.0 : 1.0);
 }
@@ -324,10 +325,42 @@ TEST_CASE("sdpa: tuning over search space 1 picks a tiling, reuses it and stays 
   o::tuning::set_timer(nullptr);
 }
 
-TEST_CASE("sdpa: fallback for f32 and other head dims") {
-  run_op({1, 2, 20, 30, 64, dtypes::f32, true});
+TEST_CASE("sdpa: fallback for other head dims") {
   run_op({2, 1, 17, 23, 48, dtypes::f16, false, {17, 23}, dtypes::f32});
   run_op({1, 1, 9, 12, 80, dtypes::bf16, true});
+  run_op({1, 2, 9, 12, 40, dtypes::f32, true});
+}
+
+TEST_CASE("sdpa: the f32 template, head dims 32 to 128, partial tiles, causal, masks, heads last") {
+  run_op({1, 2, 20, 30, 64, dtypes::f32, true});
+  run_op({3, 2, 49, 49, 32, dtypes::f32});                                      // a Swin window
+  run_op({1, 1, 70, 90, 96, dtypes::f32, false, {70, 90}, dtypes::f32});      // several K/V tiles, a partial one
+  run_op({1, 1, 33, 33, 128, dtypes::f32, true}, 0.3);
+  run_op({1, 1, 90, 40, 64, dtypes::f32, true});                                // Sq > Skv
+  run_op({2, 2, 40, 50, 64, dtypes::f32, false, {2, 1, 40, 50}, dtypes::f16});
+  run_op({1, 2, 30, 45, 64, dtypes::f32, false, {30, 45}, dtypes::boolean});
+  // heads last: the output [B, Sq, H, D] is the transpose of the [B, H, Sq, D] one
+  Problem p{2, 3, 21, 37, 64, dtypes::f32, true};
+  auto in = make_inputs(p);
+  Tensor got = o::scaled_dot_product_attention_heads_last(in.q, in.k, in.v, std::nullopt, true);
+  REQUIRE(got.shape() == o::Shape{2, 21, 3, 64});
+  check(p, in, o::permute(got, {0, 2, 1, 3}).clone(), 1.0 / 8.0, "heads last");
+}
+
+TEST_CASE("sdpa: every f32 tiling of search space 2") {
+  Problem p{1, 1, 21, 70, 32, dtypes::f32, true, {}};
+  tpl::AttentionProblem ap;
+  ap.seq_q = 21, ap.seq_kv = 70, ap.head_dim = 32, ap.dtype = dtypes::f32, ap.causal = true;
+  auto cfgs = tpl::attention_candidates(ap, 2);
+  CHECK(cfgs.size() >= 12);
+  for (auto &c : cfgs) {
+    REQUIRE(c.fma);
+    auto in = make_inputs(p);
+    auto out = full({p.b, p.h, p.sq, p.d}, NAN, p.dt, "cuda"); // poison: an unwritten element fails
+    tpl::Attention att(ap, c);
+    att(in.q, in.k, in.v, out, 1.0 / std::sqrt(32.0));
+    check(p, in, out, 1.0 / std::sqrt(32.0), c.str());
+  }
 }
 
 TEST_CASE("sdpa: user errors name the operator, the shapes and the rule") {
@@ -379,10 +412,17 @@ TEST_CASE("sdpa template: problems the kernel cannot serve are ValueErrors namin
   tpl::AttentionProblem p;
   p.batch = 64, p.heads = 32, p.seq_q = p.seq_kv = 8192, p.head_dim = 128;
   expect_error([&] { tpl::check_attention_problem(p); }, {"attention kernel for", "2^31"});
-  p.batch = 1, p.dtype = dtypes::f32;
-  expect_error([&] { tpl::check_attention_problem(p); }, {"f16 or bf16"});
+  p.batch = 1, p.dtype = dtypes::f64;
+  expect_error([&] { tpl::check_attention_problem(p); }, {"f16, bf16 or f32"});
   p.dtype = dtypes::f16, p.head_dim = 96;
   expect_error([&] { tpl::check_attention_problem(p); }, {"head dim must be 32, 64 or 128"});
+  p.dtype = dtypes::f32, p.head_dim = 80;
+  expect_error([&] { tpl::check_attention_problem(p); }, {"head dim must be 32, 64, 96 or 128 (f32)"});
+  p.head_dim = 64;
+  expect_error([&] { tpl::attention_module(p, tpl::AttentionConfig{}); }, {"f32 problems take an fma config"});
+  tpl::AttentionConfig f;
+  f.fma = true, f.warp_q = 32;
+  expect_error([&] { tpl::check_attention_config(f, 64); }, {"warp_q must be 4, 8 or 16"});
   expect_error(
       [&] {
         tpl::check_attention_config(tpl::AttentionConfig{4, 24, 64, 2, true}, 64);
@@ -403,7 +443,8 @@ TEST_CASE("sdpa over symbolic batch and lengths: the template built once for eve
   const std::int64_t H = 2;
   for (const Variant &var : {Variant{64, dtypes::f16, false, false, 0}, Variant{64, dtypes::bf16, true, true, 0},
                              Variant{32, dtypes::f16, false, true, 1}, Variant{128, dtypes::f16, true, false, 2},
-                             Variant{64, dtypes::f16, true, true, 3}}) {
+                             Variant{64, dtypes::f16, true, true, 3}, Variant{64, dtypes::f32, false, true, 2},
+                             Variant{32, dtypes::f32, true, false, 3}}) {
     INFO("d " << var.d << ", " << var.dt << ", causal " << var.causal << ", heads_last " << var.heads_last
               << ", mask " << var.mask);
     Tensor q = symbol({Dim::symbol("n"), Dim(H), Dim::symbol("s"), Dim(var.d)}, var.dt, "cuda", "q");

@@ -1,10 +1,11 @@
 // Scaled dot-product attention with PyTorch's semantics:
 //   scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale)
 //     = softmax(q @ k^T * scale + attn_mask + causal_bias, -1) @ v
-// for q [B, H, Sq, D], k and v [B, H, Skv, D]. f16 and bf16 with D = 32, 64 or 128 on cuda run the
-// flash-attention template (ops/templates/attention.hpp), tuned per problem over
-// hidet::option::search_space() (0: the default tiling, no benchmarking); other dtypes and head
-// dims run a composition of matmul, softmax and element-wise operators. Built kernels are kept
+// for q [B, H, Sq, D], k and v [B, H, Skv, D]. On cuda, f16 and bf16 with D = 32, 64 or 128 run the
+// flash-attention template on tensor cores (ops/templates/attention.hpp) and f32 with D = 32, 64,
+// 96 or 128 its f32 counterpart on CUDA cores (ops/templates/attention_f32.hpp), tuned per problem
+// over hidet::option::search_space() (0: the default tiling, no benchmarking); other dtypes and
+// head dims run a composition of matmul, softmax and element-wise operators. Built kernels are kept
 // per (problem, tiling) in this process, so a repeated call compiles nothing.
 #pragma once
 
@@ -35,8 +36,8 @@ Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k,
                                                std::optional<double> scale = std::nullopt);
 /// Attention nodes over symbolic batch and lengths (a graph traced with hidet::symbol) run, where
 /// the graph binds the symbols and the heuristic tiling takes no split-KV and no Hopper kernel, on
-/// the mma.sync template built once for every value of them (templates::AttentionSymbols): the
-/// number of such builds in this process.
+/// the mma.sync (f16, bf16) or f32 template built once for every value of them
+/// (templates::AttentionSymbols): the number of such builds in this process.
 std::size_t attention_symbolic_builds();
 
 } // namespace hidet::ops

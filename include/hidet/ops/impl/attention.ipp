@@ -86,6 +86,13 @@ HIDET_INLINE Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device
 } // namespace attention_detail
 
 namespace attention_detail {
+/// The dtypes and head dims the templates serve: f16 and bf16 (tensor cores) with head dim 32, 64
+/// or 128; f32 (CUDA cores) with a multiple of 32 up to 128. Others are composed.
+HIDET_INLINE bool templated_dtype(DataType dt) { return dt.is_half() || dt == dtypes::f32; }
+HIDET_INLINE bool templated_head_dim(DataType dt, std::int64_t d) {
+  return dt == dtypes::f32 ? d % 32 == 0 && d <= 128 : d == 32 || d == 64 || d == 128;
+}
+
 /// `t`, or a copy of it when its data is not 16-byte aligned: the kernels load 16-byte vectors
 /// (cp.async, TMA), and a view at an odd offset cannot be read so.
 HIDET_INLINE Tensor aligned(const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 ? t.clone() : t; }
@@ -113,7 +120,7 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   const Tensor &q = in[0], &k = in[1], &v = in[2];
   for (const Tensor &t : in)
     if (t.is_symbolic() || !t.device().is_cuda()) return std::nullopt;
-  if (!q.dtype().is_half() || k.dtype() != q.dtype() || v.dtype() != q.dtype() || q.ndim() != 4 || k.ndim() != 4 ||
+  if (!templated_dtype(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype() || q.ndim() != 4 || k.ndim() != 4 ||
       v.shape() != k.shape())
     return std::nullopt;
   for (const Dim *d : {&qs[1], &qs[3], &ks[1], &ks[3]})
@@ -126,7 +133,7 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   }
   const Shape &sq = q.shape();
   const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = k.shape()[2], D = sq[3];
-  if (k.shape()[3] != D || k.shape()[0] != B || k.shape()[1] != H || !(D == 32 || D == 64 || D == 128)) return std::nullopt;
+  if (k.shape()[3] != D || k.shape()[0] != B || k.shape()[1] != H || !templated_head_dim(q.dtype(), D)) return std::nullopt;
   templates::AttentionProblem p;
   p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
   p.dtype = q.dtype(), p.causal = is_causal, p.heads_last = heads_last;
@@ -306,7 +313,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   const std::int64_t lim = std::int64_t(1) << 31;
   const bool fits = B <= 65535 && H <= 65535 && B * H * std::max(Sq, Skv) * D < lim &&
                     (!mask || mask->numel() < lim);
-  if (q.dtype().is_half() && (D == 32 || D == 64 || D == 128) && q.device().is_cuda() && fits) {
+  if (templated_dtype(q.dtype()) && templated_head_dim(q.dtype(), D) && q.device().is_cuda() && fits) {
     templates::AttentionProblem p;
     p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
     p.dtype = q.dtype(), p.causal = is_causal;

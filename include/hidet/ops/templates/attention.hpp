@@ -46,6 +46,7 @@
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
 #include "hidet/ops/templates/attention_common.hpp"
+#include "hidet/ops/templates/attention_f32.hpp"
 #include "hidet/ops/templates/attention_wgmma.hpp"
 #include "hidet/ops/templates/hopper.hpp"
 #include "hidet/ops/templates/matmul_f16.hpp"
@@ -71,12 +72,10 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   const int mt = cfg.warp_q / 16, nk = bkv / 8, dk = D / 16, nd = D / 8, pk = bkv / 16;
   const int q_tiles = ceil_div(Sq, bq), total_tiles = ceil_div(Skv, bkv);
   const int splits = cfg.kv_splits, run_tiles = ceil_div(total_tiles, splits); // split-KV: tiles per run
-  const bool causal = p.causal, guard_q = sym || Sq % bq != 0, guard_kv = sym || Skv % bkv != 0;
-  // The sizes as expressions: constants, or of the symbols' variables.
-  const Expr B_e = sym ? dim_expr(sym->batch) : Expr(B), Sq_e = sym ? dim_expr(sym->seq_q) : Expr(Sq),
-             Skv_e = sym ? dim_expr(sym->seq_kv) : Expr(Skv);
-  const Expr q_tiles_e = sym ? Expr(ceil_div(Sq_e, bq)) : Expr(q_tiles),
-             total_tiles_e = sym ? Expr(ceil_div(Skv_e, bkv)) : Expr(total_tiles);
+  const bool causal = p.causal;
+  const auto ext = attention_detail::extents(p, sym, bq, bkv);
+  const bool guard_q = ext.guard_q;
+  const Expr B_e = ext.batch, Sq_e = ext.seq_q, Skv_e = ext.seq_kv, q_tiles_e = ext.q_tiles, total_tiles_e = ext.kv_tiles;
   const DataType dt = p.dtype;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto T = [&](DataType d) { return TensorSpec(d, {}); };
@@ -122,20 +121,9 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     Var t_begin = splits > 1 ? Expr(blockIdx.x % splits * run_tiles) : Expr(0);
     Var n_tiles = splits > 1 ? Expr(max(min(t_begin + run_tiles, needed) - t_begin, 0)) : needed;
 
-    // cp.async of `rows` rows of `src` (from row0, zero-filled at and past `limit`) into
-    // dst[stage].
-    auto load_rows = [&](lang::Tensor dst, Expr stage, lang::Tensor src, Expr row0, int rows,
-                         const Expr &limit, bool guard) {
-      for_(auto_map({rows, D / 8}, threads).on(threadIdx.x), [&](Expr r, Expr c) {
-        Expr row = row0 + r;
-        if (!guard) return cp_async(dst[stage][r][c * 8], src[b][h][row][c * 8], 16);
-        cp_async(dst[stage][r][c * 8], src[b][h][min(row, limit - 1)][c * 8], 16,
-                 select(row < limit, 16, 0));
-      });
-    };
     auto load_kv = [&](Expr stage, Expr kv0) {
-      load_rows(sk, stage, k, kv0, bkv, Skv_e, guard_kv);
-      load_rows(sv, stage, v, kv0, bkv, Skv_e, guard_kv);
+      attention_detail::load_rows(sk, stage, k, b, h, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
+      attention_detail::load_rows(sv, stage, v, b, h, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
     };
     auto load_q_frags = [&](int kk_first, int kk_count) {
       for (int i = 0; i < mt; ++i)
@@ -166,21 +154,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         for (int j = 0; j < nk; ++j)
           for (int e = 0; e < 4; ++e) {
             Expr row = q0 + wq0 + (i * 16 + e / 2 * 8) + g, col = kv0 + (j * 8 + e % 2) + qd * 2;
-            Expr s = sacc[i][j][e] * sl2;
-            if (mask) {
-              Expr mrow = guard_q ? Expr(min(row, Sq_e - 1)) : row,
-                   mcol = guard_kv ? Expr(min(col, Skv_e - 1)) : col;
-              Expr mb = (sym ? !sym->mask_batched : p.mask_batch == 1) ? Expr(0) : Expr(b),
-                   mh = p.mask_heads == 1 ? Expr(0) : Expr(h);
-              if (p.mask_dtype.is_bool()) s = select((*mask)[mb][mh][mrow][mcol], s, neg_inf);
-              else s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), attention_detail::log2e, s);
-            }
-            if (masked) {
-              Expr ok = causal ? Expr(col <= row) : Expr(col < Skv_e);
-              if (causal && guard_kv) ok = ok && col < Skv_e;
-              s = select(ok, s, neg_inf);
-            }
-            sacc[i][j][e] = s;
+            sacc[i][j][e] = attention_detail::masked_score(p, sym, ext, mask, sacc[i][j][e], sl2, row, col, b, h, masked);
           }
       // Online softmax per row (half hh of m16 tile i: row g + 8 hh).
       for (int i = 0; i < mt; ++i)
@@ -190,10 +164,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
             mx = max(mx, max(sacc[i][j][2 * hh], sacc[i][j][2 * hh + 1]));
           mx = max(mx, shfl_xor_sync(0xffffffffu, mx, 1));
           mx = max(mx, shfl_xor_sync(0xffffffffu, mx, 2));
-          Var m_new = max(row_max[i][hh], mx);
-          Var m_use = select(m_new == neg_inf, 0.0f, m_new);
-          Var corr = exp2(row_max[i][hh] - m_use);
-          row_max[i][hh] = m_new;
+          auto [m_use, corr] = attention_detail::softmax_step(row_max[i][hh], mx);
           Var psum = var(f32, 0.0f, "psum");
           for (int j = 0; j < nk; ++j)
             for (int e = 2 * hh; e < 2 * hh + 2; ++e) {
@@ -227,34 +198,9 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         for (int e = 0; e < 4; ++e)
           oacc[i][n][e] = 0.0f;
     }
-    load_rows(sq, 0, q, q0, bq, Sq_e, guard_q);
-    cp_async_commit_group();
-    for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 K/V tiles in flight
-      if_(s < n_tiles, [&] { load_kv(Expr(s), (t_begin + s) * bkv); });
-      cp_async_commit_group();
-    }
-    cp_async_wait_group(stages - 1); // the Q tile has landed (for this thread) ...
-    syncthreads();                   // ... for all threads
-    if (cfg.q_in_regs) load_q_frags(0, dk);
-    for_(range(n_tiles), [&](Var t) {
-      cp_async_wait_group(stages - 2); // tile t has landed (for this thread) ...
-      syncthreads();                   // ... for all threads; buffer (t - 1) % stages is free
-      Var next = t + (stages - 1);
-      if_(next < n_tiles, [&] { load_kv(next % stages, (t_begin + next) * bkv); });
-      cp_async_commit_group(); // an empty group at the tail keeps the count uniform
-      Var kv0 = (t_begin + t) * bkv;
-      if (causal || guard_kv) {
-        Expr need = causal ? Expr(kv0 + (bkv - 1) > q0) : Expr(false);
-        Expr last = t_begin + t == total_tiles_e - 1; // the partial tile
-        if (guard_kv) need = causal ? Expr(need || last) : last;
-        if_(need, [&] { tile(t % stages, kv0, true); }).else_([&] {
-          tile(t % stages, kv0, false);
-        });
-      } else {
-        tile(t % stages, kv0, false);
-      }
-    });
-    cp_async_wait_all();
+    attention_detail::load_rows(sq, 0, q, b, h, q0, bq, D, 8, threads, Sq_e, guard_q);
+    attention_detail::kv_tile_loop(
+        p, ext, stages, bkv, q0, t_begin, n_tiles, load_kv, [&] { if (cfg.q_in_regs) load_q_frags(0, dk); }, tile);
 
     // Epilogue: lane (g, qd) holds rows g, g + 8 and columns 2 qd, 2 qd + 1 of each n8 tile.
     for (int i = 0; i < mt; ++i)
@@ -339,16 +285,20 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
              });
 }
 
-/// A script module with kernel "attention" for problem `p`: add_attention_kernel, or
-/// add_attention_wgmma_kernel for a Hopper config (cfg.wgmma).
-/// With `sym`: the mma.sync kernel over symbolic sizes (add_attention_kernel).
+/// A script module with kernel "attention" for problem `p`: add_attention_kernel,
+/// add_attention_wgmma_kernel for a Hopper config (cfg.wgmma) or add_attention_f32_kernel for an
+/// f32 one (cfg.fma). With `sym`: the mma.sync or f32 kernel over symbolic sizes.
 inline lang::ScriptModule attention_module(const AttentionProblem &p, const AttentionConfig &cfg,
                                            const AttentionSymbols *sym = nullptr) {
-  auto mod = lang::script_module(str_cat("attention_", cfg.wgmma ? "wgmma_" : "", p.dtype, "_d", p.head_dim,
+  auto mod = lang::script_module(str_cat("attention_", cfg.wgmma ? "wgmma_" : cfg.fma ? "fma_" : "", p.dtype, "_d", p.head_dim,
                                          p.causal ? "_causal" : "", p.heads_last ? "_bshd" : "", sym ? "_symbolic" : ""));
   if (cfg.wgmma && sym)
     throw ValueError(str_cat("attention kernel for ", sym->str(), ": the Hopper kernel takes constant sizes"));
+  if (cfg.fma != (p.dtype == dtypes::f32))
+    throw ValueError(str_cat("attention kernel for ", p.str(), ": config ", cfg.str(),
+                             " does not fit (f32 problems take an fma config, f16 and bf16 ones a tensor-core config)"));
   if (cfg.wgmma) add_attention_wgmma_kernel(mod, "attention", p, cfg);
+  else if (cfg.fma) add_attention_f32_kernel(mod, "attention", p, cfg, sym);
   else add_attention_kernel(mod, "attention", p, cfg, sym);
   return mod;
 }
@@ -379,8 +329,9 @@ inline AttentionConfig attention_mma_config(const AttentionProblem &p, int num_s
 /// than one tile (3 stages without a causal mask, else 2: the best of search space 2 on the
 /// H200's Llama-7B rows, docs/notes/attention.md) and head dim 64 from 1024 keys on (at 512
 /// keys the mma.sync kernel measured 6% faster), unless the mma.sync config splits the keys
-/// (decoding: few query tiles); otherwise attention_mma_config.
+/// (decoding: few query tiles); otherwise attention_mma_config. f32: attention_f32_config.
 inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int num_sms, bool hopper = false) {
+  if (p.dtype == dtypes::f32) return attention_f32_config(p, num_sms);
   auto mma = attention_mma_config(p, num_sms);
   const bool wgmma = hopper && attention_wgmma_supports(p) && mma.kv_splits == 1 &&
                      (p.head_dim == 128 ? p.seq_kv > 128 : p.seq_kv >= 1024);
@@ -393,9 +344,11 @@ inline AttentionConfig attention_heuristic_config(const AttentionProblem &p, int
 /// Candidate tilings for problem `p` in search space `space` (0: the default for `num_sms`
 /// multiprocessors; 1: rows per warp, K/V tile, stages and Q placement, up to about 20, and on
 /// Hopper the wgmma kernel's consumers, K/V tile and stages; 2: also 8 warps and more K/V tiles).
-/// Configs that fail the checks or would exceed the registers are left out.
+/// Configs that fail the checks or would exceed the registers are left out. f32:
+/// attention_f32_candidates.
 inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem &p, int space,
                                                          int num_sms = 132, bool hopper = false) {
+  if (p.dtype == dtypes::f32) return attention_f32_candidates(p, space, num_sms);
   auto def = attention_heuristic_config(p, num_sms, hopper);
   std::vector<AttentionConfig> out{def};
   if (space <= 0) return out;
@@ -439,7 +392,7 @@ class Attention {
 public:
   /// With `sym`: one build for every value of its symbols (each launch passes their values).
   Attention(const AttentionProblem &p, const AttentionConfig &cfg = {}, const AttentionSymbols *sym = nullptr)
-      : problem_(p), cfg_(cfg), cm_(attention_module(p, cfg, sym).build(build_options())) {
+      : problem_(p), cfg_(cfg), cm_(attention_module(p, cfg, sym).build(build_options(p))) {
     if (sym) symbols_ = sym->names();
   }
   /// Launches on the current stream (no mask). `values`: the symbols' values (symbolic builds).
@@ -516,10 +469,11 @@ private:
       return TensorMap::tiled(spec);
     });
   }
-  /// --use_fast_math: exp2 as one ex2.approx (the scores are f32, P is rounded to 16 bits anyway).
-  static BuildOptions build_options() {
+  /// --use_fast_math for f16 and bf16: exp2 as one ex2.approx (the scores are f32, P is rounded
+  /// to 16 bits anyway). Not for f32, whose result should match the composed operators.
+  static BuildOptions build_options(const AttentionProblem &p) {
     BuildOptions o;
-    o.fast_math = true;
+    o.fast_math = p.dtype != dtypes::f32;
     return o;
   }
   AttentionProblem problem_;

@@ -1,30 +1,37 @@
 // The attention templates' shared vocabulary: one problem (AttentionProblem: sizes, dtype,
-// masks), one tiling (AttentionConfig: the mma.sync kernel of attention.hpp or, with `wgmma`, the
-// Hopper kernel of attention_wgmma.hpp) and the checks that name what a kernel cannot serve.
+// masks), one tiling (AttentionConfig: the mma.sync kernel of attention.hpp, with `wgmma` the
+// Hopper kernel of attention_wgmma.hpp, with `fma` the f32 kernel of attention_f32.hpp), the
+// checks that name what a kernel cannot serve, and the pieces the mma.sync and f32 kernels share
+// (their sizes as expressions, the cp.async tile loads, the masked score, the K/V tile loop).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
+#include "hidet/ops/compute.hpp"
 #include "hidet/runtime/dim.hpp"
 
 namespace hidet::ops::templates {
 
 /// Tiling of an attention kernel: the mma.sync kernel (attention.hpp; block_q = warps * warp_q
-/// query rows per block) or, with `wgmma`, the Hopper kernel (attention_wgmma.hpp; block_q = 64
-/// rows per consumer warpgroup, block_kv keys per TMA tile, a ring of `stages` K and V tiles).
+/// query rows per block), with `wgmma` the Hopper kernel (attention_wgmma.hpp; block_q = 64
+/// rows per consumer warpgroup, block_kv keys per TMA tile, a ring of `stages` K and V tiles), or
+/// with `fma` the f32 kernel (attention_f32.hpp; warp_q / 4 query rows per thread).
 struct AttentionConfig {
   int warps = 4;         ///< warps of a block
-  int warp_q = 16;       ///< query rows of one warp: 16 or 32 (m16 tiles)
-  int block_kv = 64;     ///< keys of one K/V tile: 32, 64 or 128 (wgmma: 64, 96, 128, 160 or 192)
+  int warp_q = 16;       ///< query rows of one warp: 16 or 32 (m16 tiles); fma: 4, 8 or 16
+  int block_kv = 64;     ///< keys of one K/V tile: 32, 64 or 128 (wgmma: 64, 96, 128, 160 or 192; fma: 32 or 64)
   int stages = 2;        ///< K/V buffers of the cp.async ring (2 or 3; wgmma: 2 to 4)
-  bool q_in_regs = true; ///< keep the Q fragments in registers (else re-load them per tile)
+  bool q_in_regs = true; ///< keep the Q fragments in registers (else re-load them per tile); not fma
   bool wgmma = false;    ///< the Hopper kernel (sm_90a): TMA, wgmma, a producer warpgroup
+  bool fma = false;      ///< the f32 kernel (CUDA cores: f32 products, no tensor cores)
   int consumers = 2;     ///< wgmma: consumer warpgroups of 64 query rows each (1 to 3)
   int producer_regs = 24; ///< wgmma: the producer warpgroup's setmaxnreg budget
   /// mma.sync kernel: the keys are split into this many runs of whole tiles, one block per run
@@ -37,12 +44,17 @@ struct AttentionConfig {
   /// wgmma: the consumers' setmaxnreg budget (what the 64K registers leave, at most 240).
   int consumer_regs() const { return std::min(240, (65536 / 128 - producer_regs) / consumers / 8 * 8); }
   /// Dynamic shared memory in bytes for head dim `d`: the Q tile and `stages` K and V tiles
-  /// (wgmma: and the mbarriers: Q, then K full, V full, K empty and V empty per stage).
-  int smem_bytes(int d) const { return (block_q() + 2 * stages * block_kv) * d * 2 + (wgmma ? 8 * (1 + 4 * stages) : 0); }
+  /// (wgmma: and the mbarriers: Q, then K full, V full, K empty and V empty per stage; fma: f32
+  /// tiles, Q and K rows padded by 4, and the P tile, its rows padded by 8).
+  int smem_bytes(int d) const {
+    if (fma) return ((block_q() + stages * block_kv) * (d + 4) + stages * block_kv * d + block_q() * (block_kv + 8)) * 4;
+    return (block_q() + 2 * stages * block_kv) * d * 2 + (wgmma ? 8 * (1 + 4 * stages) : 0);
+  }
   /// A rough count of the 32-bit registers a thread needs for head dim `d`: the O and S
   /// accumulators (P replaces S; wgmma: P is kept beside S), the Q fragments when kept, the K/V
   /// fragments.
   int fragment_registers(int d) const {
+    if (fma) return warp_q / 4 * (block_kv / 8 + d / 8 + 4 + 2) + 8;
     if (wgmma) return d / 2 + block_kv / 2 + block_kv / 4 + 32;
     int mt = warp_q / 16;
     return mt * (d / 8) * 4 + mt * (block_kv / 8) * 4 + (q_in_regs ? mt * d / 4 : 4) + 8;
@@ -50,6 +62,8 @@ struct AttentionConfig {
   /// "q64 kv64 (4 warps of 16 rows, 2 stages, Q in registers)", "wgmma q128 kv128 (2 consumer
   /// warpgroups, 2 stages)"
   std::string str() const {
+    if (fma)
+      return str_cat("fma q", block_q(), " kv", block_kv, " (", warps, " warps of ", warp_q, " rows, ", stages, " stages)");
     if (wgmma)
       return str_cat("wgmma q", block_q(), " kv", block_kv, " (", consumers, " consumer warpgroup",
                      consumers > 1 ? "s" : "", ", ", stages, " stages)");
@@ -86,6 +100,20 @@ inline void check_attention_config(const AttentionConfig &c, int head_dim) {
     throw ValueError(str_cat("attention config ", c.str(), " for head dim ", head_dim, ": ", why));
   };
   if (c.kv_splits < 1 || c.kv_splits > 64) bad("kv_splits must be in [1, 64]");
+  if (c.fma) {
+    if (c.wgmma) bad("fma and wgmma exclude each other");
+    if (head_dim % 32 != 0 || head_dim > 128) bad("the f32 kernel takes head dim 32, 64, 96 or 128");
+    if (c.kv_splits != 1) bad("the f32 kernel does not split the keys (kv_splits must be 1)");
+    if (c.warps < 1 || c.warps > 8) bad("warps must be in [1, 8]");
+    if (c.warp_q != 4 && c.warp_q != 8 && c.warp_q != 16) bad("warp_q must be 4, 8 or 16 (1, 2 or 4 rows per thread)");
+    if (c.block_kv != 32 && c.block_kv != 64) bad("block_kv must be 32 or 64");
+    if (c.stages < 2 || c.stages > 3) bad(str_cat("stages is ", c.stages, "; use 2 or 3"));
+    if (c.smem_bytes(head_dim) > 227 * 1024)
+      bad(str_cat(c.smem_bytes(head_dim), " bytes of shared memory; an H100 block may use 232448"));
+    if ((c.block_q() * head_dim / 4) % c.threads() || (c.block_kv * head_dim / 4) % c.threads())
+      bad(str_cat("the ", c.threads(), " threads must copy the tiles in whole rounds of 16-byte vectors"));
+    return;
+  }
   if (c.wgmma) {
     if (head_dim != 64 && head_dim != 128) bad("the Hopper kernel takes head dim 64 or 128");
     if (c.kv_splits != 1) bad("the Hopper kernel does not split the keys (kv_splits must be 1)");
@@ -129,8 +157,13 @@ inline void check_attention_problem(const AttentionProblem &p) {
   auto bad = [&](const std::string &why) {
     throw ValueError(str_cat("attention kernel for ", p.str(), ": ", why));
   };
-  if (!p.dtype.is_half()) bad("q, k, v must be f16 or bf16");
-  if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128) bad("head dim must be 32, 64 or 128");
+  if (p.dtype == dtypes::f32) {
+    if (p.head_dim % 32 != 0 || p.head_dim > 128) bad("head dim must be 32, 64, 96 or 128 (f32)");
+  } else if (!p.dtype.is_half()) {
+    bad("q, k, v must be f16, bf16 or f32");
+  } else if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128) {
+    bad("head dim must be 32, 64 or 128 (f16, bf16)");
+  }
   if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_kv <= 0) bad("sizes must be positive");
   if (p.batch > 65535 || p.heads > 65535)
     bad("batch and heads must be at most 65535 (grid dimensions)");
@@ -168,6 +201,111 @@ struct AttentionSymbols {
 
 namespace attention_detail {
 constexpr float log2e = 1.4426950408889634f;
+
+/// A kernel's sizes as expressions: constants, or (with `sym`) of the symbols' i32 parameters.
+/// `guard_q` / `guard_kv`: a query / key tile may be partial (always so over symbols).
+struct Extents {
+  lang::Expr batch, seq_q, seq_kv, q_tiles, kv_tiles;
+  bool guard_q = false, guard_kv = false;
+};
+inline Extents extents(const AttentionProblem &p, const AttentionSymbols *sym, int block_q, int block_kv) {
+  using lang::Expr;
+  Extents e;
+  e.batch = sym ? dim_expr(sym->batch) : Expr(p.batch);
+  e.seq_q = sym ? dim_expr(sym->seq_q) : Expr(p.seq_q);
+  e.seq_kv = sym ? dim_expr(sym->seq_kv) : Expr(p.seq_kv);
+  e.q_tiles = sym ? lang::ceil_div(e.seq_q, block_q) : Expr(lang::ceil_div(p.seq_q, block_q));
+  e.kv_tiles = sym ? lang::ceil_div(e.seq_kv, block_kv) : Expr(lang::ceil_div(p.seq_kv, block_kv));
+  e.guard_q = sym || p.seq_q % block_q != 0, e.guard_kv = sym || p.seq_kv % block_kv != 0;
+  return e;
+}
+
+/// cp.async of `rows` rows of head (b, h) of `src` [B][H][S][D], from row `row0`, into
+/// dst[stage] in 16-byte vectors of `vec` elements spread over `threads` threads; with `guard`,
+/// rows at and past `limit` are zero-filled (and read from row limit - 1).
+inline void load_rows(lang::Tensor dst, lang::Expr stage, lang::Tensor src, lang::Expr b, lang::Expr h, lang::Expr row0,
+                      int rows, int d, int vec, int threads, const lang::Expr &limit, bool guard) {
+  using namespace hidet::lang;
+  for_(auto_map({rows, d / vec}, threads).on(threadIdx.x), [&](Expr r, Expr c) {
+    Expr row = row0 + r;
+    if (!guard) return cp_async(dst[stage][r][c * vec], src[b][h][row][c * vec], 16);
+    cp_async(dst[stage][r][c * vec], src[b][h][min(row, limit - 1)][c * vec], 16, select(row < limit, 16, 0));
+  });
+}
+
+/// The score of query `row` and key `col` in log2 units: `s` (q . k) times `sl2` (scale * log2 e),
+/// plus the mask's element times log2 e (an additive mask) or -inf where a bool mask is false;
+/// with `masked`, -inf for keys past the end and (causal) above the diagonal.
+inline lang::Expr masked_score(const AttentionProblem &p, const AttentionSymbols *sym, const Extents &e,
+                               const lang::Tensor *mask, lang::Expr s, const lang::Expr &sl2, const lang::Expr &row,
+                               const lang::Expr &col, const lang::Expr &b, const lang::Expr &h, bool masked) {
+  using namespace hidet::lang;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  s = s * sl2;
+  if (mask) {
+    Expr mrow = e.guard_q ? Expr(min(row, e.seq_q - 1)) : row, mcol = e.guard_kv ? Expr(min(col, e.seq_kv - 1)) : col;
+    Expr mb = (sym ? !sym->mask_batched : p.mask_batch == 1) ? Expr(0) : b, mh = p.mask_heads == 1 ? Expr(0) : h;
+    if (p.mask_dtype.is_bool()) s = select((*mask)[mb][mh][mrow][mcol], s, neg_inf);
+    else s = fma(cast((*mask)[mb][mh][mrow][mcol], f32), log2e, s);
+  }
+  if (masked) {
+    Expr ok = p.causal ? Expr(col <= row) : Expr(col < e.seq_kv);
+    if (p.causal && e.guard_kv) ok = ok && col < e.seq_kv;
+    s = select(ok, s, neg_inf);
+  }
+  return s;
+}
+
+/// The online-softmax step of one row whose running max (log2 units) is `row_max` and whose
+/// max over the new tile is `mx`: updates row_max and returns the max to subtract (0 while
+/// every score so far is -inf: no inf - inf) and the factor exp2(old - new) that rescales the
+/// row's sum and output.
+inline std::pair<lang::Var, lang::Var> softmax_step(lang::Element row_max, const lang::Expr &mx) {
+  using namespace hidet::lang;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  Var m_new = max(row_max, mx);
+  Var m_use = select(m_new == neg_inf, 0.0f, m_new);
+  Var corr = exp2(row_max - m_use);
+  row_max = m_new;
+  return {m_use, corr};
+}
+
+/// The K/V tile loop of the mma.sync and f32 kernels after the Q tile's cp.async was issued:
+/// `stages - 1` tiles in flight ahead of the one computed (one commit group per tile, empty at
+/// the tail), `after_q` once the Q tile has landed, then `tile(stage, kv0, masked)` for tiles
+/// t_begin .. t_begin + n_tiles - 1 of block_kv keys. `masked` is true on tiles that cross the
+/// causal diagonal of the block's rows from q0 (block_q of them) and on the partial last tile.
+inline void kv_tile_loop(const AttentionProblem &p, const Extents &e, int stages, int block_kv, const lang::Expr &q0,
+                         const lang::Expr &t_begin, const lang::Expr &n_tiles,
+                         const std::function<void(lang::Expr, lang::Expr)> &load_kv, const std::function<void()> &after_q,
+                         const std::function<void(lang::Expr, lang::Expr, bool)> &tile) {
+  using namespace hidet::lang;
+  cp_async_commit_group(); // the Q tile
+  for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 K/V tiles in flight
+    if_(s < n_tiles, [&] { load_kv(Expr(s), (t_begin + s) * block_kv); });
+    cp_async_commit_group();
+  }
+  cp_async_wait_group(stages - 1); // the Q tile has landed (for this thread) ...
+  syncthreads();                   // ... for all threads
+  after_q();
+  for_(range(n_tiles), [&](Var t) {
+    cp_async_wait_group(stages - 2); // tile t has landed (for this thread) ...
+    syncthreads();                   // ... for all threads; buffer (t - 1) % stages is free
+    Var next = t + (stages - 1);
+    if_(next < n_tiles, [&] { load_kv(next % stages, (t_begin + next) * block_kv); });
+    cp_async_commit_group(); // an empty group at the tail keeps the count uniform
+    Var kv0 = (t_begin + t) * block_kv;
+    if (p.causal || e.guard_kv) {
+      Expr need = p.causal ? Expr(kv0 + (block_kv - 1) > q0) : Expr(false);
+      Expr last = t_begin + t == e.kv_tiles - 1; // the partial tile
+      if (e.guard_kv) need = p.causal ? Expr(need || last) : last;
+      if_(need, [&] { tile(t % stages, kv0, true); }).else_([&] { tile(t % stages, kv0, false); });
+    } else {
+      tile(t % stages, kv0, false);
+    }
+  });
+  cp_async_wait_all();
+}
 } // namespace attention_detail
 
 
