@@ -13,16 +13,19 @@
 // Times: CUDA events around batches of launches after warm-up, the median of the batches.
 // TFLOP/s = 4 B H Sq Skv D / time, halved for causal.
 //
-// Usage: bench_attention [--all] (--all prints every tiling's time). Needs a GPU; on the
-// emulator it says so and exits 0.
+// Usage: bench_attention [--all] (--all prints every tiling's time). HIDET_BENCH_ATTENTION=<regex>
+// keeps the rows whose "model dtype" matches (and skips the tuning-time line). Needs a GPU; on
+// the emulator it says so and exits 0.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <memory>
 #include <random>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,8 +113,9 @@ int main(int argc, char **argv) {
   std::mt19937 rng(1234);
   int failures = 0;
 
+  const char *filter = std::getenv("HIDET_BENCH_ATTENTION");
   // Tuning time of search space 2 through the operator, on a fresh key.
-  {
+  if (!filter) {
     Shape sh{2, 32, 1024, 128, true, hidet::f16, "Llama-7B"};
     auto q = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
          k = hidet::randn({sh.b, sh.h, sh.s, sh.d}, sh.dt, "cuda"),
@@ -137,6 +141,7 @@ int main(int argc, char **argv) {
   std::printf("%-10s %-5s %-28s %10s %9s   %10s %9s  %s\n", "model", "dtype", "shape", "default ms",
               "TFLOP/s", "tuned ms", "TFLOP/s", "tuned tiling");
   for (auto &sh : shapes) {
+    if (filter && !std::regex_search(hidet::str_cat(sh.name, " ", sh.dt), std::regex(filter))) continue;
     tpl::AttentionProblem ap;
     ap.batch = sh.b, ap.heads = sh.h, ap.seq_q = sh.sq(), ap.seq_kv = sh.s, ap.head_dim = sh.d,
     ap.dtype = sh.dt, ap.causal = sh.causal;
