@@ -3,6 +3,9 @@
 // tiles, causal, additive and bool masks, every tiling of search space 1, the tuning path), its f32
 // counterpart on CUDA cores (head dims 32 to 128, the same masks, every tiling of search space 2),
 // the composed fallback for other head dims, and the operator's user errors.
+#include <bit>
+#include <set>
+
 #include "ops_test_util.hpp"
 
 #include "hidet/ops/attention.hpp"
@@ -481,5 +484,48 @@ TEST_CASE("sdpa over symbolic batch and lengths: the template built once for eve
                                    : o::scaled_dot_product_attention(qc, kc, vc, mc, var.causal);
       expect_close(got, want.shape(), want.to_double_vector(), false, 2);
     }
+  }
+}
+
+TEST_CASE("sdpa over symbolic lengths with split-KV (decoding): one build per power of two of runs") {
+  // Few query rows against many keys: the heuristic splits the keys into runs. Over symbols the
+  // count of runs is rounded down to a power of two and each run's tiles follow the key length at
+  // run time, so the sizes below need two builds (2 and 4 runs), checked against the
+  // constant-shape path.
+  const std::int64_t H = 2, D = 64;
+  const int sms = hidet::runtime::device_info(0).sm_count > 0 ? hidet::runtime::device_info(0).sm_count : 132;
+  for (bool heads_last : {false, true}) {
+    INFO("heads_last " << heads_last);
+    Tensor q = symbol({Dim::symbol("n"), Dim(H), Dim::symbol("s"), Dim(D)}, dtypes::f16, "cuda", "q");
+    Tensor k = symbol({Dim::symbol("n"), Dim(H), Dim::symbol("t"), Dim(D)}, dtypes::f16, "cuda", "k");
+    Tensor v = symbol({Dim::symbol("n"), Dim(H), Dim::symbol("t"), Dim(D)}, dtypes::f16, "cuda", "v");
+    std::optional<Tensor> mask;
+    if (heads_last) mask = symbol({Dim::symbol("n"), Dim(1), Dim::symbol("s"), Dim::symbol("t")}, dtypes::f16, "cuda", "m");
+    Tensor y = heads_last ? o::scaled_dot_product_attention_heads_last(q, k, v, mask)
+                          : o::scaled_dot_product_attention(q, k, v, mask);
+    const auto &node = *y.trace().op;
+    const std::size_t start = o::attention_symbolic_builds();
+    std::set<int> runs;
+    for (auto [n, s, t] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 1, 600}, {2, 3, 900}, {1, 2, 1000}, {1, 1, 2100}}) {
+      INFO("n " << n << ", s " << s << ", t " << t);
+      tpl::AttentionProblem ap;
+      ap.batch = int(n), ap.heads = int(H), ap.seq_q = int(s), ap.seq_kv = int(t), ap.head_dim = int(D);
+      const int splits = tpl::attention_mma_config(ap, sms).kv_splits;
+      REQUIRE(splits > 1);
+      runs.insert(int(std::bit_floor(unsigned(splits))));
+      Tensor qc = make({n, H, s, D}, dtypes::f16), kc = make({n, H, t, D}, dtypes::f16), vc = make({n, H, t, D}, dtypes::f16);
+      std::vector<Tensor> ins{qc, kc, vc};
+      std::optional<Tensor> mc;
+      if (heads_last) mc = make({n, 1, s, t}, dtypes::f16, -1, 1), ins.push_back(*mc);
+      Tensor got = [&] {
+        SymbolBinding bind({{"n", n}, {"s", s}, {"t", t}});
+        return node.run(ins)[0];
+      }();
+      Tensor want = heads_last ? o::scaled_dot_product_attention_heads_last(qc, kc, vc, mc)
+                               : o::scaled_dot_product_attention(qc, kc, vc, mc);
+      expect_close(got, want.shape(), want.to_double_vector(), false, 2);
+    }
+    CHECK(runs == std::set<int>{2, 4});
+    CHECK(o::attention_symbolic_builds() - start == runs.size());
   }
 }

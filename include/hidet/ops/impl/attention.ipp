@@ -1,6 +1,7 @@
 // Definitions for hidet/ops/attention.hpp.
 #pragma once
 
+#include <bit>
 #include <charconv>
 
 #include <algorithm>
@@ -109,9 +110,10 @@ HIDET_INLINE SymbolicBuilds &symbolic_builds() {
 }
 
 /// The node of attention over symbolic extents (q's shape `qs`, k's `ks`, the mask's `ms`) run on
-/// concrete inputs `in` while a graph binds the symbols: the mma.sync template built once for
-/// symbolic batch and lengths (templates::AttentionSymbols) when the heuristic tiling for these
-/// values is one without split-KV; else nullopt (the constant-shape path runs).
+/// concrete inputs `in` while a graph binds the symbols: the mma.sync (f16, bf16) or f32 template
+/// built once for symbolic batch and lengths (templates::AttentionSymbols) with the heuristic
+/// tiling for these values (the mma.sync kernel where that is the Hopper one; split-KV with a
+/// power of two of runs); nullopt where the template does not serve (the constant-shape path runs).
 HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> &in, const SymShape &qs,
                                                       const SymShape &ks, const std::optional<SymShape> &ms,
                                                       bool is_causal, std::optional<double> scale, bool heads_last) {
@@ -157,8 +159,13 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   }
   if (B > 65535 || H > 65535 || !templates::attention_fits_int32(p)) return std::nullopt;
   const auto &dev = runtime::device_info(0);
-  auto cfg = templates::attention_heuristic_config(p, dev.sm_count > 0 ? dev.sm_count : 132, templates::wgmma_available());
-  if (cfg.wgmma || cfg.kv_splits != 1) return std::nullopt;
+  const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
+  auto cfg = templates::attention_heuristic_config(p, sms, templates::wgmma_available());
+  // The Hopper kernel takes constant sizes; over symbols the mma.sync kernel serves instead (one
+  // build for every size rather than one per size). Split-KV keeps a power of two of runs, so a
+  // growing key length (decoding) builds again only when the count of runs doubles or halves.
+  if (cfg.wgmma) cfg = templates::attention_mma_config(p, sms);
+  if (cfg.kv_splits > 1) cfg.kv_splits = int(std::bit_floor(unsigned(cfg.kv_splits)));
   std::string key = str_cat(p.dtype, " ", sym.str(), ", heads ", H, ", d ", D, is_causal ? ", causal" : "",
                             p.has_mask ? str_cat(", mask ", p.mask_dtype, " heads ", p.mask_heads) : std::string(),
                             heads_last ? ", out [B, Sq, H, D]" : "", " | ", cfg.str());

@@ -37,6 +37,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,16 +58,16 @@
 namespace hidet::ops::templates {
 /// Adds kernel `name` for problem `p`. Parameters: q, k, v: dt[B][H][S][D], then (with a mask)
 /// mask: mask_dt[mask_batch][mask_heads][Sq][Skv], then out: dt[B][H][Sq][D] (dt[B][Sq][H][D]
-/// when p.heads_last) and scale (f32). With `sym` (no split-KV), the batch and lengths are those
-/// Dims and the symbols (sym->names()) follow as i32 parameters: one build for every value.
+/// when p.heads_last) and scale (f32). With `sym`, the batch and lengths are those Dims and the
+/// symbols (sym->names()) follow as i32 parameters: one build for every value. Split-KV over
+/// symbols keeps cfg.kv_splits runs and sizes each run (whole tiles) from the key length at run
+/// time; runs left without tiles write an empty partial result that the combine weighs with 0.
 inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &name,
                                  const AttentionProblem &p, const AttentionConfig &cfg,
                                  const AttentionSymbols *sym = nullptr) {
   using namespace hidet::lang;
   check_attention_problem(p);
   check_attention_config(cfg, p.head_dim);
-  if (sym && cfg.kv_splits != 1)
-    throw ValueError(str_cat("attention kernel for ", sym->str(), ": symbolic lengths take no split-KV"));
   const int B = p.batch, H = p.heads, Sq = p.seq_q, Skv = p.seq_kv, D = p.head_dim;
   const int bq = cfg.block_q(), bkv = cfg.block_kv, stages = cfg.stages, threads = cfg.threads();
   const int mt = cfg.warp_q / 16, nk = bkv / 8, dk = D / 16, nd = D / 8, pk = bkv / 16;
@@ -76,6 +77,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   const auto ext = attention_detail::extents(p, sym, bq, bkv);
   const bool guard_q = ext.guard_q;
   const Expr B_e = ext.batch, Sq_e = ext.seq_q, Skv_e = ext.seq_kv, q_tiles_e = ext.q_tiles, total_tiles_e = ext.kv_tiles;
+  const Expr run_tiles_e = sym ? Expr(ceil_div(total_tiles_e, splits)) : Expr(run_tiles);
+  const Expr rows_e = sym ? Expr(B_e * H * Sq_e) : Expr(B * H * Sq); // split-KV: the workspace rows
   const DataType dt = p.dtype;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto T = [&](DataType d) { return TensorSpec(d, {}); };
@@ -83,7 +86,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   // out: the output, or (split-KV) ws_o f32[splits][B * H * Sq][D] and ws_ml f32[splits][B * H * Sq][2]
   auto body = [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask,
                   lang::Tensor out, const lang::Tensor *ws_ml, Var scale) {
-    if (sym) attrs.cuda.grid_dim = {max(q_tiles_e, 1), H, B_e};
+    if (sym) attrs.cuda.grid_dim = {max(q_tiles_e, 1) * splits, H, B_e};
     else attrs.cuda.grid_dim = {q_tiles * splits, H, B};
     attrs.cuda.block_dim = threads;
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes(D);
@@ -118,8 +121,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     Var sl2 = scale * attention_detail::log2e;
     // This block's K/V tiles: [t_begin, t_begin + n_tiles) (all of them without split-KV).
     Expr needed = causal ? Expr(ceil_div(min(q0 + bq, Skv_e), bkv)) : total_tiles_e;
-    Var t_begin = splits > 1 ? Expr(blockIdx.x % splits * run_tiles) : Expr(0);
-    Var n_tiles = splits > 1 ? Expr(max(min(t_begin + run_tiles, needed) - t_begin, 0)) : needed;
+    Var t_begin = splits > 1 ? Expr(blockIdx.x % splits * run_tiles_e) : Expr(0);
+    Var n_tiles = splits > 1 ? Expr(max(min(t_begin + run_tiles_e, needed) - t_begin, 0)) : needed;
 
     auto load_kv = [&](Expr stage, Expr kv0) {
       attention_detail::load_rows(sk, stage, k, b, h, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
@@ -210,13 +213,13 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         l += shfl_xor_sync(0xffffffffu, l, 2);
         Var row = q0 + wq0 + (i * 16 + hh * 8) + g;
         if (splits > 1) { // this run's unnormalized output, row max (log2 units) and row sum
-          Var sp = blockIdx.x % splits, r = (b * H + h) * Sq + row;
+          Var sp = blockIdx.x % splits, r = (b * H + h) * Sq_e + row;
           auto store = [&] {
             for (int n = 0; n < nd; ++n)
               for (int x = 0; x < 2; ++x) out[sp][r][n * 8 + qd * 2 + x] = oacc[i][n][2 * hh + x];
             if_(qd == 0, [&] { (*ws_ml)[sp][r][0] = row_max[i][hh], (*ws_ml)[sp][r][1] = l; });
           };
-          if (guard_q) if_(row < Sq, store);
+          if (guard_q) if_(row < Sq_e, store);
           else store();
           continue;
         }
@@ -240,11 +243,10 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   auto qkv = T(dt)[B_e][H];
   auto Tq = qkv[Sq_e][D], Tkv = qkv[Skv_e][D];
   auto To = p.heads_last ? T(dt)[B_e][Sq_e][H][D] : Tq;
-  const int rows = B * H * Sq;
   std::vector<ParamSpec> specs{Tq, Tkv, Tkv};
   const Expr mask_b = sym ? (sym->mask_batched ? B_e : Expr(1)) : Expr(p.mask_batch);
   if (p.has_mask) specs.push_back(T(p.mask_dtype)[mask_b][p.mask_heads][Sq_e][Skv_e]);
-  if (splits > 1) specs.push_back(f32[splits][rows][D]), specs.push_back(f32[splits][rows][2]);
+  if (splits > 1) specs.push_back(f32[splits][rows_e][D]), specs.push_back(f32[splits][rows_e][2]);
   else specs.push_back(To);
   specs.push_back(f32);
   if (sym) push_symbol_params(specs, sym->names());
@@ -260,29 +262,31 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   if (splits == 1) return;
   // Split-KV: out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s per row (M = max_s m_s), one
   // thread per two adjacent output elements.
-  const int pairs = rows * (D / 2);
-  mod.kernel(name + "_combine", {f32[splits][rows][D], f32[splits][rows][2], To},
-             [&](lang::Tensor ws_o, lang::Tensor ws_ml, lang::Tensor out) {
-               attrs.cuda.grid_dim = ceil_div(pairs, 256);
-               attrs.cuda.block_dim = 256;
-               Var idx = blockIdx.x * 256 + threadIdx.x;
-               if_(idx < pairs, [&] {
-                 Var r = idx / (D / 2), d = idx % (D / 2) * 2;
-                 Var mx = var(f32, neg_inf, "mx");
-                 for (int s = 0; s < splits; ++s) mx = max(mx, ws_ml[s][r][0]);
-                 Var m_use = select(mx == neg_inf, 0.0f, mx);
-                 Var l = var(f32, 0.0f, "l"), o0 = var(f32, 0.0f, "o0"), o1 = var(f32, 0.0f, "o1");
-                 for (int s = 0; s < splits; ++s) {
-                   Var w = exp2(ws_ml[s][r][0] - m_use);
-                   l += w * ws_ml[s][r][1], o0 += w * ws_o[s][r][d], o1 += w * ws_o[s][r][d + 1];
-                 }
-                 Var inv = 1.0f / l, b = r / (H * Sq), h = r / Sq % H, row = r % Sq;
-                 auto pair = register_tensor(u32[1], "pair");
-                 pair[0] = half2_pack(o0 * inv, o1 * inv, dt);
-                 if (p.heads_last) store_vector(out[b][row][h][d], pair, 4);
-                 else store_vector(out[b][h][row][d], pair, 4);
-               });
-             });
+  const Expr pairs = rows_e * (D / 2);
+  std::vector<ParamSpec> combine_specs{f32[splits][rows_e][D], f32[splits][rows_e][2], To};
+  if (sym) push_symbol_params(combine_specs, sym->names());
+  mod.kernel(name + "_combine", combine_specs, [&](const std::vector<ParamHandle> &ps) {
+    lang::Tensor ws_o = ps[0], ws_ml = ps[1], out = ps[2];
+    attrs.cuda.grid_dim = sym ? Expr(ceil_div(pairs, 256)) : Expr(ceil_div(B * H * Sq * (D / 2), 256));
+    attrs.cuda.block_dim = 256;
+    Var idx = blockIdx.x * 256 + threadIdx.x;
+    if_(idx < pairs, [&] {
+      Var r = idx / (D / 2), d = idx % (D / 2) * 2;
+      Var mx = var(f32, neg_inf, "mx");
+      for (int s = 0; s < splits; ++s) mx = max(mx, ws_ml[s][r][0]);
+      Var m_use = select(mx == neg_inf, 0.0f, mx);
+      Var l = var(f32, 0.0f, "l"), o0 = var(f32, 0.0f, "o0"), o1 = var(f32, 0.0f, "o1");
+      for (int s = 0; s < splits; ++s) {
+        Var w = exp2(ws_ml[s][r][0] - m_use);
+        l += w * ws_ml[s][r][1], o0 += w * ws_o[s][r][d], o1 += w * ws_o[s][r][d + 1];
+      }
+      Var inv = 1.0f / l, b = r / (H * Sq_e), h = r / Sq_e % H, row = r % Sq_e;
+      auto pair = register_tensor(u32[1], "pair");
+      pair[0] = half2_pack(o0 * inv, o1 * inv, dt);
+      if (p.heads_last) store_vector(out[b][row][h][d], pair, 4);
+      else store_vector(out[b][h][row][d], pair, 4);
+    });
+  });
 }
 
 /// A script module with kernel "attention" for problem `p`: add_attention_kernel,
@@ -422,15 +426,27 @@ private:
         throw ValueError(str_cat("attention kernel for ", p.str(), ": ", t == &q ? "q" : t == &k ? "k" : "v",
                                  " is not 16-byte aligned (the kernels load 16-byte vectors; clone() realigns it)"));
     if (cfg_.kv_splits > 1) {
-      std::lock_guard<std::mutex> lock(mu_); // one workspace
-      if (!ws_o_.defined()) {
-        const std::int64_t rows = std::int64_t(p.batch) * p.heads * p.seq_q;
-        ws_o_ = hidet::empty({cfg_.kv_splits, rows, p.head_dim}, dtypes::f32, "cuda");
-        ws_ml_ = hidet::empty({cfg_.kv_splits, rows, 2}, dtypes::f32, "cuda");
+      // One workspace per row count B * H * Sq (a symbolic build sees several), kept: a CUDA
+      // graph captured at one size keeps replaying on its buffers.
+      const std::int64_t rows = q.ndim() == 4 ? q.shape()[0] * q.shape()[1] * q.shape()[2] : 0;
+      std::pair<Tensor, Tensor> ws;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto &w = workspaces_[rows];
+        if (!w.first.defined()) {
+          w.first = hidet::empty({cfg_.kv_splits, rows, p.head_dim}, dtypes::f32, "cuda");
+          w.second = hidet::empty({cfg_.kv_splits, rows, 2}, dtypes::f32, "cuda");
+        }
+        ws = w;
       }
-      if (mask) cm_["attention"](q, k, v, *mask, ws_o_, ws_ml_, scale);
-      else cm_["attention"](q, k, v, ws_o_, ws_ml_, scale);
-      return cm_["attention_combine"](ws_o_, ws_ml_, out);
+      std::vector<LaunchArg> args{q, k, v};
+      if (mask) args.emplace_back(*mask);
+      args.emplace_back(ws.first), args.emplace_back(ws.second), args.emplace_back(scale);
+      push_symbol_args(args, symbols_, values);
+      cm_["attention"].launch(args);
+      std::vector<LaunchArg> combine{ws.first, ws.second, out};
+      push_symbol_args(combine, symbols_, values);
+      return cm_["attention_combine"].launch(combine);
     }
     if (!cfg_.wgmma) {
       std::vector<LaunchArg> args{q, k, v};
@@ -482,7 +498,8 @@ private:
   std::vector<std::string> symbols_; ///< a symbolic build's symbol parameters
   mutable std::mutex mu_;
   mutable CachedMap maps_[3]; ///< q, k, v (Hopper configs)
-  mutable Tensor ws_o_, ws_ml_; ///< split-KV: the runs' outputs, row maxima and sums
+  /// split-KV, per row count: the runs' outputs, and their row maxima and sums
+  mutable std::map<std::int64_t, std::pair<Tensor, Tensor>> workspaces_;
 };
 
 } // namespace hidet::ops::templates
