@@ -240,25 +240,13 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
       }
   };
 
-  auto qkv = T(dt)[B_e][H];
-  auto Tq = qkv[Sq_e][D], Tkv = qkv[Skv_e][D];
-  auto To = p.heads_last ? T(dt)[B_e][Sq_e][H][D] : Tq;
-  std::vector<ParamSpec> specs{Tq, Tkv, Tkv};
-  const Expr mask_b = sym ? (sym->mask_batched ? B_e : Expr(1)) : Expr(p.mask_batch);
-  if (p.has_mask) specs.push_back(T(p.mask_dtype)[mask_b][p.mask_heads][Sq_e][Skv_e]);
-  if (splits > 1) specs.push_back(f32[splits][rows_e][D]), specs.push_back(f32[splits][rows_e][2]);
-  else specs.push_back(To);
-  specs.push_back(f32);
-  if (sym) push_symbol_params(specs, sym->names());
-  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &ps) {
-    std::size_t i = 3;
-    std::optional<lang::Tensor> m;
-    if (p.has_mask) m = lang::Tensor(ps[i++]);
-    lang::Tensor o = ps[i++];
-    std::optional<lang::Tensor> ml;
-    if (splits > 1) ml = lang::Tensor(ps[i++]);
-    body(ps[0], ps[1], ps[2], m ? &*m : nullptr, o, ml ? &*ml : nullptr, ps[i]);
-  });
+  auto To = p.heads_last ? T(dt)[B_e][Sq_e][H][D] : T(dt)[B_e][H][Sq_e][D];
+  std::vector<ParamSpec> outs{To};
+  if (splits > 1) outs = {f32[splits][rows_e][D], f32[splits][rows_e][2]};
+  attention_detail::add_attention_entry(
+      mod, name, p, sym, ext, outs,
+      [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask, const std::vector<lang::Tensor> &os,
+          Var scale) { body(q, k, v, mask, os[0], os.size() > 1 ? &os[1] : nullptr, scale); });
   if (splits == 1) return;
   // Split-KV: out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s per row (M = max_s m_s), one
   // thread per two adjacent output elements.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
 #include "hidet/ops/compute.hpp"
+#include "hidet/ops/templates/matmul_rows.hpp"
 #include "hidet/runtime/dim.hpp"
 
 namespace hidet::ops::templates {
@@ -268,6 +270,34 @@ inline std::pair<lang::Var, lang::Var> softmax_step(lang::Element row_max, const
   Var corr = exp2(row_max - m_use);
   row_max = m_new;
   return {m_use, corr};
+}
+
+/// Adds kernel `name` of the mma.sync or f32 kernel: parameters q, k, v ([B][H][S][D] of
+/// p.dtype), the mask when p.has_mask ([B or 1][H or 1][Sq][Skv]), then `outs` (the output, or
+/// split-KV's workspaces), scale (f32) and, with `sym`, the symbols (i32). `body` gets them as
+/// tensors (the mask null without one).
+inline void add_attention_entry(
+    lang::ScriptModule &mod, const std::string &name, const AttentionProblem &p, const AttentionSymbols *sym,
+    const Extents &e, const std::vector<lang::ParamSpec> &outs,
+    const std::function<void(lang::Tensor, lang::Tensor, lang::Tensor, const lang::Tensor *, const std::vector<lang::Tensor> &,
+                             lang::Var)> &body) {
+  using namespace hidet::lang;
+  auto qkv = TensorSpec(p.dtype, {})[e.batch][p.heads];
+  auto Tkv = qkv[e.seq_kv][p.head_dim];
+  std::vector<ParamSpec> specs{qkv[e.seq_q][p.head_dim], Tkv, Tkv};
+  const Expr mask_b = sym ? (sym->mask_batched ? e.batch : Expr(1)) : Expr(p.mask_batch);
+  if (p.has_mask) specs.push_back(TensorSpec(p.mask_dtype, {})[mask_b][p.mask_heads][e.seq_q][e.seq_kv]);
+  specs.insert(specs.end(), outs.begin(), outs.end());
+  specs.push_back(f32);
+  if (sym) push_symbol_params(specs, sym->names());
+  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &ps) {
+    std::size_t i = 3;
+    std::optional<lang::Tensor> m;
+    if (p.has_mask) m = lang::Tensor(ps[i++]);
+    std::vector<lang::Tensor> os;
+    for (std::size_t j = 0; j < outs.size(); ++j) os.emplace_back(ps[i++]);
+    body(ps[0], ps[1], ps[2], m ? &*m : nullptr, os, ps[i]);
+  });
 }
 
 /// The K/V tile loop of the mma.sync and f32 kernels after the Q tile's cp.async was issued:

@@ -29,14 +29,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
 #include "hidet/ops/templates/attention_common.hpp"
-#include "hidet/ops/templates/matmul_rows.hpp"
 
 namespace hidet::ops::templates {
 
@@ -168,21 +166,10 @@ inline void add_attention_f32_kernel(lang::ScriptModule &mod, const std::string 
     }
   };
 
-  auto qkv = f32[ext.batch][H];
-  auto Tq = qkv[ext.seq_q][D], Tkv = qkv[ext.seq_kv][D];
-  std::vector<ParamSpec> specs{Tq, Tkv, Tkv};
-  const Expr mask_b = sym ? (sym->mask_batched ? ext.batch : Expr(1)) : Expr(p.mask_batch);
-  if (p.has_mask) specs.push_back(TensorSpec(p.mask_dtype, {})[mask_b][p.mask_heads][ext.seq_q][ext.seq_kv]);
-  specs.push_back(p.heads_last ? f32[ext.batch][ext.seq_q][H][D] : Tq);
-  specs.push_back(f32);
-  if (sym) push_symbol_params(specs, sym->names());
-  mod.kernel(name, specs, [&](const std::vector<ParamHandle> &ps) {
-    std::size_t i = 3;
-    std::optional<lang::Tensor> m;
-    if (p.has_mask) m = lang::Tensor(ps[i++]);
-    lang::Tensor o = ps[i++];
-    body(ps[0], ps[1], ps[2], m ? &*m : nullptr, o, ps[i]);
-  });
+  attention_detail::add_attention_entry(
+      mod, name, p, sym, ext, {p.heads_last ? f32[ext.batch][ext.seq_q][H][D] : f32[ext.batch][H][ext.seq_q][D]},
+      [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask, const std::vector<lang::Tensor> &outs,
+          Var scale) { body(q, k, v, mask, outs[0], scale); });
 }
 
 /// The default f32 tiling for `num_sms` multiprocessors: 4 warps and K/V tiles of 64 keys, with
