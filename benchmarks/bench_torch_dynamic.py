@@ -121,8 +121,11 @@ def run_one(name, mode):
     kernels = sum(b['tasks'] + b['matmul_symbolic'] + b['attention_symbolic'] + b['conv2d_symbolic']
                   for b in later) / len(later)
     nvrtc = sum(b['nvrtc_compiles'] for b in later) / len(later)
+    kinds = {k: sum(b[k] for b in later) / len(later)
+             for k in ('tasks', 'matmul_symbolic', 'attention_symbolic', 'conv2d_symbolic')}
     print(json.dumps(dict(first=firsts[0], later=firsts[1:], traces=traces, replay=replay, err=err,
-                          kernels=kernels if calls else None, nvrtc=nvrtc if calls else None)), flush=True)
+                          kernels=kernels if calls else None, nvrtc=nvrtc if calls else None,
+                          kinds=kinds if calls else None)), flush=True)
 
 
 def main():
@@ -156,6 +159,9 @@ def main():
                   f"{sum(later) / len(later):8.2f} {r['first'] + sum(later):8.2f} {traces:>6} {r['replay']:9.3f} "
                   f"{r['err']:8.1e} {'-' if r['kernels'] is None else format(r['kernels'], '.1f'):>11} "
                   f"{'-' if r['nvrtc'] is None else format(r['nvrtc'], '.1f'):>9}", flush=True)
+            if r.get('kinds') and r['kernels']:  # what the kernels per new size were
+                print('  kernels/new by kind: ' + ', '.join(f'{k} {v:.1f}' for k, v in r['kinds'].items() if v),
+                      flush=True)
             for ln in p.stderr.splitlines():  # the backend's reason for tracing per shape, if any
                 if 'compiled per input shape' in ln:
                     print(f'  {ln.strip()[:300]}', flush=True)
