@@ -35,9 +35,9 @@ Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k,
                                                bool is_causal = false,
                                                std::optional<double> scale = std::nullopt);
 /// Attention nodes over symbolic batch and lengths (a graph traced with hidet::symbol) run, where
-/// the graph binds the symbols and the heuristic tiling takes no split-KV and no Hopper kernel, on
-/// the mma.sync (f16, bf16) or f32 template built once for every value of them
-/// (templates::AttentionSymbols): the number of such builds in this process.
+/// the graph binds the symbols, on the mma.sync (f16, bf16) or f32 template built once for every
+/// value of them (templates::AttentionSymbols; where the heuristic picks the Hopper kernel, the
+/// mma.sync one; split-KV with a power of two of runs): the number of such builds in this process.
 std::size_t attention_symbolic_builds();
 
 } // namespace hidet::ops
