@@ -113,9 +113,12 @@ public:
     if (a->unbounded) return AccessFault::None;
     if (addr + n > a->end) return AccessFault::OutOfAllocation;
     if (a->slice_stride) {
-      std::size_t rel = addr - a->begin;
-      if (rel % a->slice_stride + n > a->slice_bytes) return AccessFault::OutOfAllocation;
-      if (int(rel / a->slice_stride) != t) return AccessFault::OtherThreadRegister;
+      // Thread t's slice is [t * stride, t * stride + slice_bytes) (no division on the hot path).
+      std::size_t rel = addr - a->begin, own = std::size_t(t) * a->slice_stride;
+      if (rel < own || rel - own + n > a->slice_bytes) [[unlikely]] {
+        if (rel % a->slice_stride + n > a->slice_bytes) return AccessFault::OutOfAllocation;
+        return AccessFault::OtherThreadRegister;
+      }
     }
     return AccessFault::None;
   }

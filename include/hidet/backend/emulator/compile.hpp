@@ -81,7 +81,7 @@ private:
   /// `e` converted to dtype `d` when it has another dtype.
   ENode *as_dtype(ENode *e, DataType d, SourceLoc l) {
     if (e->dtype == d) return e;
-    auto *n = node(new CastE(), d, l);
+    auto *n = node(make_cast_node(e->dtype, d), d, l);
     n->a = e, n->from = e->dtype, n->to = d, n->may_fault = e->may_fault;
     return n;
   }

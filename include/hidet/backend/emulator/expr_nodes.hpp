@@ -156,23 +156,28 @@ struct AliasE : ENode {
   void eval(Context &c, ActiveSet s) override { emu::eval(a, c, s); }
 };
 
-/// Scalar conversion between dtypes (value.hpp: cast_value).
+/// Scalar conversion between dtypes (value.hpp: convert_slot); make_cast_node builds the
+/// CastTo of its source and target dtypes.
 struct CastE : ENode {
   ENode *a = nullptr;
   DataType from, to;
+};
+template <SlotKind F, DTypeCode K> struct CastTo : CastE {
   void eval(Context &c, ActiveSet s) override {
     emu::eval(a, c, s);
     const Slot *x = c.reg(a->dst);
     Slot *d = c.reg(dst);
-    with_dtype(to, [&]<DTypeCode K>() {
-      for (int k = 0; k < s.n; ++k) {
-        int t = s.idx[k];
-        if (from.is_float() && Num<K>::is_float) d[t] = Num<K>::put(typename Num<K>::C(x[t].f));
-        else d[t] = cast_value(x[t], from, to);
-      }
-    });
+    for (int k = 0; k < s.n; ++k) {
+      int t = s.idx[k];
+      d[t] = convert_slot<F, K>(x[t]);
+    }
   }
 };
+inline CastE *make_cast_node(DataType from, DataType to) {
+  return with_dtype(to, [&]<DTypeCode K>() -> CastE * {
+    return with_slot_kind(from, [&]<SlotKind F>() -> CastE * { return new CastTo<F, K>(); });
+  });
+}
 
 /// cond ? t : f; only the chosen side runs when a side may fault.
 struct SelectE : ENode {

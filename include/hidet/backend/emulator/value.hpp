@@ -169,32 +169,46 @@ template <class C> C saturating_trunc(double x) {
   return C(x);
 }
 
+/// How a Slot holds a value of a conversion's source dtype: a float in `f`; a signed or narrower
+/// unsigned integer or a bool in `i`; a u64 as its bit pattern in `i`.
+enum class SlotKind { Float, Int, U64 };
+inline SlotKind slot_kind(DataType d) {
+  return d.is_float() ? SlotKind::Float : d == dtypes::u64 ? SlotKind::U64 : SlotKind::Int;
+}
+
+/// Converts a value held as `F` to dtype K (see the conversion rules at the top); a conversion
+/// to the value's own dtype returns it unchanged.
+template <SlotKind F, DTypeCode K> Slot convert_slot(Slot v) {
+  using N = Num<K>;
+  using C = typename N::C;
+  if constexpr (K == DTypeCode::Bool) return Slot{F == SlotKind::Float ? (v.f != 0) : (v.i != 0)};
+  else if constexpr (F == SlotKind::Float) {
+    if constexpr (N::is_float) return N::put(C(v.f));
+    else return N::put(saturating_trunc<C>(v.f));
+  } else if constexpr (N::is_float) {
+    if constexpr (F == SlotKind::U64) return N::put(C(std::uint64_t(v.i)));
+    else return N::put(C(v.i));
+  } else {
+    return N::put(C(v.i));
+  }
+}
+
+/// Calls `f.template operator()<F>()` with the SlotKind of `d` (a compile-time dispatch).
+template <class Fn> decltype(auto) with_slot_kind(DataType d, Fn &&f) {
+  switch (slot_kind(d)) {
+  case SlotKind::Float: return f.template operator()<SlotKind::Float>();
+  case SlotKind::U64: return f.template operator()<SlotKind::U64>();
+  case SlotKind::Int: break;
+  }
+  return f.template operator()<SlotKind::Int>();
+}
+
 /// Converts a value of dtype `from` to dtype `to` (see the conversion rules at the top).
 inline Slot cast_value(Slot v, DataType from, DataType to) {
   if (from == to) return v;
-  if (to.is_bool()) return Slot{from.is_float() ? (v.f != 0) : (v.i != 0)};
-  if (from.is_float()) {
-    double x = v.f;
-    return with_dtype(to, [&]<DTypeCode K>() -> Slot {
-      using N = Num<K>;
-      if constexpr (N::is_float) return N::put(typename N::C(x));
-      else if constexpr (K == DTypeCode::Bool) return Slot{x != 0};
-      else return N::put(saturating_trunc<typename N::C>(x));
-    });
-  }
-  // from an integer or bool
-  if (to.is_float()) {
-    return with_dtype(to, [&]<DTypeCode K>() -> Slot {
-      using N = Num<K>;
-      if constexpr (N::is_float) {
-        if (from == dtypes::u64) return N::put(typename N::C(std::uint64_t(v.i)));
-        return N::put(typename N::C(v.i));
-      } else {
-        return v;
-      }
-    });
-  }
-  return with_dtype(to, [&]<DTypeCode K>() { return Num<K>::put(typename Num<K>::C(v.i)); });
+  return with_dtype(to, [&]<DTypeCode K>() {
+    return with_slot_kind(from, [&]<SlotKind F>() { return convert_slot<F, K>(v); });
+  });
 }
 
 } // namespace hidet::backend::emu
