@@ -11,6 +11,7 @@
 #include "hidet/ops/fuse.hpp"
 #include "hidet/ops/matmul.hpp"
 #include "hidet/ops/norm.hpp"
+#include "hidet/ops/op_kind.hpp"
 #include "hidet/ops/pool.hpp"
 #include "hidet/ops/reduce.hpp"
 #include "hidet/ops/schedule.hpp"

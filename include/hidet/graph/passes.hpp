@@ -35,6 +35,13 @@
 // fuse_epilogues, fuse_operators, then bind_kernel_options when ctx.tensor_cores, ctx.parallel_k
 // or ctx.reduce_precision differ from the defaults) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
+//
+// Definitions, by family: graph/impl/passes_rewrite.ipp (simplify_reshapes, fuse_attention,
+// eliminate_common_subexpressions, fold_conv_batch_norm), passes_siblings.ipp (sibling matmuls
+// and slices), passes_layout.ipp (convert_precision, convert_layout_nhwc, bind_kernel_options),
+// passes_fusion.ipp (fuse_epilogues, fuse_operators) and passes.ipp (verify, optimize). Each
+// rebuilds the graph with one helper (graph/detail/rewriter.hpp) and tests operator kinds
+// through ops::OpKind (ops/op_kind.hpp).
 #pragma once
 
 #include <optional>
@@ -180,5 +187,8 @@ FlowGraph optimize_shape_generic(const FlowGraph &graph, const PassContext &ctx 
 
 #if HIDET_HEADER_ONLY
 #include "hidet/graph/impl/passes.ipp"
-#include "hidet/graph/impl/merge_matmuls.ipp"
+#include "hidet/graph/impl/passes_fusion.ipp"
+#include "hidet/graph/impl/passes_layout.ipp"
+#include "hidet/graph/impl/passes_rewrite.ipp"
+#include "hidet/graph/impl/passes_siblings.ipp"
 #endif

@@ -11,8 +11,7 @@
 #include "hidet/error.hpp"
 #include "hidet/graph/build.hpp"
 #include "hidet/graph/cuda_graph.hpp"
-
-// Uses detail::TensorKey and key_of of flow_graph.ipp, which src/graph.cpp includes first.
+#include "hidet/graph/detail/tensor_key.hpp"
 
 namespace hidet::graph {
 

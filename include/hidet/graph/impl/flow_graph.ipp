@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "hidet/error.hpp"
+#include "hidet/graph/detail/tensor_key.hpp"
 
 namespace hidet::graph {
 
@@ -27,13 +28,6 @@ inline std::string type_str(const Tensor &t) { return type_str(t.sym_shape(), t.
 inline bool same_constant(const Tensor &a, const Tensor &b) {
   return a.storage() == b.storage() && a.offset() == b.offset() && a.shape() == b.shape() &&
          a.dtype() == b.dtype();
-}
-
-/// The key of a symbolic tensor: (operator, output index), or (its state, -1) for an input.
-using TensorKey = std::pair<const void *, int>;
-inline TensorKey key_of(const Tensor &t) {
-  if (auto tr = t.trace()) return {tr.op.get(), tr.index};
-  return {t.symbolic_info(), -1};
 }
 
 /// Hidet's naming: the first use of a base name is the name itself, later ones base_1, base_2...

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "hidet/error.hpp"
+#include "hidet/graph/detail/tensor_key.hpp"
 
 namespace hidet::graph {
 

@@ -3,54 +3,14 @@
 
 #include "hidet/graph/pattern.hpp"
 
-#include <cctype>
+#include <algorithm>
 #include <set>
 
 #include "hidet/error.hpp"
-
-// Uses detail::TensorKey and key_of of flow_graph.ipp, which src/graph.cpp includes first.
+#include "hidet/graph/detail/node_attrs.hpp"
+#include "hidet/graph/detail/rewriter.hpp"
 
 namespace hidet::graph {
-
-namespace detail {
-/// The value of `key` in printed attributes "a=1, b=[2, 3], c=x" ("" when absent).
-inline std::string attr_text(const std::string &attrs, const std::string &key) {
-  std::size_t pos = 0;
-  while (pos < attrs.size()) {
-    std::size_t eq = attrs.find('=', pos);
-    if (eq == std::string::npos) break;
-    std::string name = attrs.substr(pos, eq - pos);
-    std::size_t end = eq + 1;
-    if (end < attrs.size() && attrs[end] == '[') end = attrs.find(']', end) + 1;
-    else end = std::min(attrs.find(',', end), attrs.size());
-    if (name == key) return attrs.substr(eq + 1, end - eq - 1);
-    pos = attrs.find_first_not_of(", ", end);
-    if (pos == std::string::npos) break;
-  }
-  return "";
-}
-/// "[2, 2]" -> {2, 2}.
-inline std::vector<std::int64_t> attr_ints(const std::string &attrs, const std::string &key) {
-  std::vector<std::int64_t> out;
-  std::string t = attr_text(attrs, key);
-  for (std::size_t i = 0; i < t.size();) {
-    if (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '-') {
-      std::size_t used = 0;
-      out.push_back(std::stoll(t.substr(i), &used));
-      i += used;
-    } else {
-      ++i;
-    }
-  }
-  return out;
-}
-
-/// A tensor's identity: symbolic tensors by their state, constants by storage and offset.
-inline std::pair<const void *, std::size_t> identity_of(const Tensor &t) {
-  if (t.is_symbolic()) return {t.symbolic_info(), 0};
-  return {t.storage().get(), t.offset()};
-}
-} // namespace detail
 
 HIDET_INLINE Pattern Pattern::any(std::string name) {
   Pattern p;
@@ -182,28 +142,20 @@ namespace detail {
 /// One sweep of rewrite(); `fired_any` is set when a rule fired.
 inline FlowGraph rewrite_once(const FlowGraph &graph, const std::vector<RewriteRule> &rules,
                               std::map<std::string, int> *fired, bool &fired_any) {
-  std::map<TensorKey, int> uses;
-  for (const auto &op : graph.nodes())
-    for (const auto &t : op->inputs())
-      if (t.is_symbolic()) ++uses[key_of(t)];
-  for (const auto &t : graph.outputs()) uses[key_of(t)] += 2; // a graph output is never swallowed
-  std::map<TensorKey, Tensor> new_of;
-  auto map_input = [&](const Tensor &t) -> Tensor {
-    if (!t.is_symbolic() || !t.trace()) return t;
-    return new_of.at(key_of(t));
-  };
+  const Readers readers(graph);
   std::set<const Operator *> built; // operators of the new graph so far
-  for (const auto &op : graph.nodes()) {
-    bool done = false;
+  return rewrite_nodes(graph, [&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
     for (const auto &rule : rules) {
       if (op->num_outputs() != 1) break;
       PatternMatcher m;
       if (!m.match_root(rule.pattern, op)) continue;
       bool private_interior = true;
-      for (const Operator *inner : m.interior) private_interior = private_interior && uses[{inner, 0}] == 1;
+      for (const Operator *inner : m.interior)
+        private_interior = private_interior && readers.single({inner, 0});
       if (!private_interior) continue;
       Match match = m.match;
-      for (auto &[name, t] : match.tensors) t = map_input(t);
+      for (auto &[name, t] : match.tensors)
+        t = rw.map(t);
       std::optional<Tensor> y;
       try {
         y = rule.replace(match);
@@ -211,26 +163,20 @@ inline FlowGraph rewrite_once(const FlowGraph &graph, const std::vector<RewriteR
         y.reset(); // an operator refused the arguments: decline
       }
       const TensorMeta &meta = op->output_metas()[0];
-      if (!y || !y->defined() || y->dtype() != meta.dtype || !(y->sym_shape() == meta.shape)) continue;
+      if (!y || !y->defined() || y->dtype() != meta.dtype || !(y->sym_shape() == meta.shape))
+        continue;
       if (auto tr = y->trace(); tr && !built.count(tr.op.get()) && !tr.op->origin())
         std::const_pointer_cast<Operator>(tr.op)->set_origin(op->origin_or_self());
       if (auto tr = y->trace()) built.insert(tr.op.get());
-      new_of[{op.get(), 0}] = *y;
       if (fired) ++(*fired)[rule.name];
-      fired_any = done = true;
-      break;
+      fired_any = true;
+      return *y;
     }
-    if (done) continue;
-    std::vector<Tensor> ins;
-    for (const auto &t : op->inputs()) ins.push_back(map_input(t));
-    auto node = op->with_inputs(std::move(ins));
-    built.insert(node.get());
-    auto outs = outputs_of(node);
-    for (int i = 0; i < op->num_outputs(); ++i) new_of[{op.get(), i}] = outs[std::size_t(i)];
-  }
-  std::vector<Tensor> outputs;
-  for (const auto &t : graph.outputs()) outputs.push_back(map_input(t));
-  return FlowGraph(std::move(outputs), graph.inputs());
+    std::vector<Tensor> outs = rw.keep(*op);
+    for (const auto &t : outs)
+      built.insert(t.trace().op.get());
+    return outs;
+  });
 }
 } // namespace detail
 

@@ -9,10 +9,11 @@
 #include <sstream>
 
 #include "hidet/graph/cuda_graph.hpp"
+#include "hidet/graph/detail/tensor_key.hpp"
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/timing.hpp"
 
-// Uses detail::TensorKey, key_of and type_str of flow_graph.ipp, which src/graph.cpp includes first.
+// Uses detail::type_str of flow_graph.ipp, which src/graph.cpp includes first.
 
 namespace hidet::graph {
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "hidet/ops/cache.hpp"
+#include "hidet/ops/op_kind.hpp"
 #include "hidet/ops/schedule_common.hpp"
 
 namespace hidet::ops::detail {
@@ -115,7 +116,8 @@ HIDET_INLINE Tensor permute(const Tensor &x, std::vector<int> perm) {
   // A permute that undoes a traced permute is that permute's input (NHWC -> NCHW -> NHWC between
   // layouts is no permute at all). Other pairs stay two nodes: the patterns of graph rewrites
   // (an attention's transposes) see them as written.
-  if (auto tr = x.trace(); tr && tr.op->name() == "Permute" && tr.op->inputs().size() == 1) {
+  if (auto tr = x.trace();
+      tr && kind_of(*tr.op) == OpKind::Permute && tr.op->inputs().size() == 1) {
     std::vector<int> inner;
     const std::string &a = tr.op->attrs();
     for (std::size_t i = a.find('['); i != std::string::npos && i < a.size() && a[i] != ']'; ++i)

@@ -1,0 +1,274 @@
+// Definitions for the algebraic rewrites of hidet/graph/passes.hpp: simplify_reshapes,
+// eliminate_common_subexpressions, fold_conv_batch_norm, and fuse_attention with its rules in the
+// pattern language.
+#pragma once
+
+#include "hidet/graph/passes.hpp"
+
+#include <cmath>
+#include <map>
+
+#include "hidet/graph/detail/node_attrs.hpp"
+#include "hidet/graph/detail/rewriter.hpp"
+#include "hidet/ops/attention.hpp"
+#include "hidet/ops/cache.hpp"
+#include "hidet/ops/conv.hpp"
+#include "hidet/ops/elementwise.hpp"
+#include "hidet/ops/op_kind.hpp"
+#include "hidet/ops/transform.hpp"
+
+namespace hidet::graph {
+
+HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
+  using namespace detail;
+  return rewrite_nodes(graph, [](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+    if (ops::kind_of(*op) != ops::OpKind::Reshape || op->inputs().size() != 1 ||
+        op->num_outputs() != 1)
+      return std::nullopt;
+    const Tensor x = rw.map(op->inputs()[0]);
+    Tensor base = x;
+    if (auto tr = base.trace();
+        tr && ops::kind_of(*tr.op) == ops::OpKind::Reshape && tr.op->inputs().size() == 1)
+      base = tr.op->inputs()[0]; // a reshape of a reshape reads the first one's input
+    const SymShape &shape = op->output_metas()[0].shape;
+    if (base.sym_shape() == shape) return base; // reshaping to its own shape: nothing to do
+    if (base.sym_shape() == x.sym_shape() || !is_constant_shape(shape)) return std::nullopt;
+    // The reshape now reads another shape: made anew for it (a recorded Reshape may be a task
+    // over its input's shape).
+    Tensor y = ops::reshape(base, constant_shape(shape));
+    std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
+    return y;
+  });
+}
+
+HIDET_INLINE FlowGraph eliminate_common_subexpressions(const FlowGraph &graph) {
+  using namespace detail;
+  std::map<std::string, std::vector<Tensor>> seen; // signature -> outputs in the new graph
+  return rewrite_nodes(graph, [&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+    const ops::OpKind kind = ops::kind_of(*op);
+    std::string sig;
+    if (auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(op))
+      sig = "task:" + task_op->key();
+    else if (kind == ops::OpKind::Matmul || kind == ops::OpKind::Conv2d ||
+             kind == ops::OpKind::Conv2dNhwc || kind == ops::OpKind::Reshape)
+      sig = str_cat(op->name(), "(", op->attrs(), ")");
+    if (sig.empty()) return std::nullopt;
+    for (const auto &t : rw.map(op->inputs())) {
+      auto [p, off] = identity_of(t);
+      sig += str_cat("|", p, "+", off, ":", t.is_symbolic() ? 0 : 1);
+    }
+    for (const auto &m : op->output_metas())
+      sig += str_cat("|", m.dtype.name(), sym_shape_str(m.shape));
+    if (auto it = seen.find(sig); it != seen.end()) return it->second;
+    std::vector<Tensor> outs = rw.keep(*op);
+    seen.emplace(sig, outs);
+    return outs;
+  });
+}
+
+namespace detail {
+/// w [O, ...] with row o multiplied by scale[o], on the host (no kernel per shape): f16, bf16 and
+/// f32 in typed loops (float products rounded once), other dtypes through doubles.
+inline Tensor scale_rows(const Tensor &w, const std::vector<double> &scale) {
+  const std::size_t rows = scale.size(), per = std::size_t(w.numel()) / rows;
+  auto typed = [&](auto tag, auto load, auto store) {
+    using T = decltype(tag);
+    std::vector<T> v(std::size_t(w.numel()));
+    w.copy_to_host(v.data());
+    for (std::size_t o = 0; o < rows; ++o) {
+      const float sc = float(scale[o]);
+      for (std::size_t j = 0; j < per; ++j)
+        v[o * per + j] = store(load(v[o * per + j]) * sc);
+    }
+    Tensor r = empty(w.shape(), w.dtype(), w.device());
+    r.copy_from_host(v.data());
+    return r;
+  };
+  switch (w.dtype().code) {
+  case DTypeCode::F16:
+    return typed(std::uint16_t{}, half_bits_to_float, float_to_half_bits);
+  case DTypeCode::BF16:
+    return typed(std::uint16_t{}, bf16_bits_to_float, float_to_bf16_bits);
+  case DTypeCode::F32:
+    return typed(
+        float{}, [](float x) { return x; }, [](float x) { return x; });
+  default: {
+    std::vector<double> v = w.to_double_vector();
+    for (std::size_t o = 0; o < rows; ++o)
+      for (std::size_t j = 0; j < per; ++j)
+        v[o * per + j] *= scale[o];
+    return asarray(v, w.shape(), w.dtype(), w.device());
+  }
+  }
+}
+
+} // namespace detail
+
+HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
+  using namespace detail;
+  const Readers readers(graph);
+  auto all_constant = [](const std::vector<Tensor> &ts, std::size_t from) {
+    for (std::size_t i = from; i < ts.size(); ++i)
+      if (ts[i].is_symbolic()) return false;
+    return true;
+  };
+  return rewrite_nodes(graph, [&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+    if (ops::kind_of(*op) != ops::OpKind::BatchNorm || !op->inputs()[0].trace() ||
+        !all_constant(op->inputs(), 1))
+      return std::nullopt;
+    const OpPtr conv = op->inputs()[0].trace().op;
+    const std::string &ba = op->attrs();
+    bool has_w = attr_text(ba, "weight") == "1", has_b = attr_text(ba, "bias") == "1";
+    if (ops::kind_of(*conv) != ops::OpKind::Conv2d || !readers.single(key_of(op->inputs()[0])) ||
+        !all_constant(conv->inputs(), 1) || op->inputs().size() != std::size_t(3 + has_w + has_b) ||
+        attr_text(ba, "eps").empty())
+      return std::nullopt;
+    double eps = std::stod(attr_text(ba, "eps"));
+    const auto &ci = conv->inputs();
+    const Tensor &w = ci[1];
+    std::int64_t channels = w.shape()[0];
+    // On the host, in double precision: no kernel to compile per channel count.
+    auto host = [](const Tensor &t) { return t.to_double_vector(); };
+    std::vector<double> mean = host(op->inputs()[1]), var = host(op->inputs()[2]);
+    std::vector<double> gamma = has_w ? host(op->inputs()[3]) : std::vector<double>();
+    std::vector<double> beta = has_b ? host(op->inputs()[3 + has_w]) : std::vector<double>();
+    std::vector<double> bias =
+        ci.size() > 2 ? host(ci[2]) : std::vector<double>(std::size_t(channels), 0.0);
+    std::vector<double> b2v(static_cast<std::size_t>(channels), 0.0), scale(b2v.size());
+    for (std::size_t o = 0; o < std::size_t(channels); ++o) {
+      scale[o] = 1.0 / std::sqrt(var[o] + eps) * (has_w ? gamma[o] : 1.0);
+      b2v[o] = (bias[o] - mean[o]) * scale[o] + (has_b ? beta[o] : 0.0);
+    }
+    Tensor w2 = scale_rows(w, scale);
+    Tensor b2 = asarray(b2v, {channels}, ci.size() > 2 ? ci[2].dtype() : w.dtype(), w.device());
+    Tensor y = ConvAttrs(conv->attrs()).apply(rw.map(ci[0]), w2, b2);
+    // The new Conv2d stands for the BatchNorm's output (it was created just now, only we hold it).
+    std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
+    return y;
+  });
+}
+
+namespace detail {
+/// The factor a captured Mul or Div by a scalar constant applies (x * c: c, x / c: 1 / c); none
+/// for c / x, a division by zero or a Mul/Div of two tensors.
+inline std::optional<double> scalar_factor(const Match &m, const std::string &op) {
+  std::string s = m.attr(op, "scalar");
+  if (s.empty()) return std::nullopt;
+  double c = std::stod(s);
+  if (ops::kind_of(*m.ops.at(op)) != ops::OpKind::Div) return c;
+  if (m.attr(op, "left") != "0" || c == 0) return std::nullopt;
+  return 1.0 / c;
+}
+} // namespace detail
+
+HIDET_INLINE std::vector<RewriteRule> attention_rules() {
+  using P = Pattern;
+  P scores = P::op("Matmul", {P::any("q"), P::op("Permute", {P::any("k")}, "kt")});
+  P scaled = P::one_of({P::op("Mul|Div", {scores}, "scale"), scores});
+  P masked = P::one_of(
+      {P::op("Add", {scaled, P::any("mask")}), P::op("Add", {P::any("mask"), scaled}), scaled});
+  P attention = P::op("Matmul", {P::op("Softmax", {masked}, "softmax"), P::any("v")});
+  using detail::scalar_factor;
+  auto replace = [](const Match &m) -> std::optional<Tensor> {
+    const Tensor &q = m["q"], &k = m["k"], &v = m["v"];
+    if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) return std::nullopt;
+    if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2})
+      return std::nullopt;
+    auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
+    if (axis.size() != 1 || (axis[0] != 3 && axis[0] != -1)) return std::nullopt;
+    std::optional<double> scale = m.ops.count("scale") ? scalar_factor(m, "scale") : 1.0;
+    if (!scale) return std::nullopt;
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    return ops::scaled_dot_product_attention(q, k, v, mask, false, scale);
+  };
+  // Attention whose output is transposed to [B, Sq, H, D] (merging the heads): the kernel stores
+  // that layout itself.
+  P sdpa = P::one_of(
+      {P::op("ScaledDotProductAttention", {P::any("q"), P::any("k"), P::any("v")}, "sdpa"),
+       P::op("ScaledDotProductAttention", {P::any("q"), P::any("k"), P::any("v"), P::any("mask")},
+             "sdpa")});
+  P heads_last = P::op("Permute", {sdpa}, "perm");
+  auto replace_heads_last = [](const Match &m) -> std::optional<Tensor> {
+    if (detail::attr_ints(m.ops.at("perm")->attrs(), "perm") !=
+        std::vector<std::int64_t>{0, 2, 1, 3})
+      return std::nullopt;
+    if (m.attr("sdpa", "heads_last") == "true") return std::nullopt;
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    return detail::attention_like(m.ops.at("sdpa")->attrs(), m["q"], m["k"], m["v"], mask, true);
+  };
+  // Shifted-window attention (Swin): the scores plus a constant (the position bias), viewed per
+  // window, plus another constant (the window mask), viewed back, then the softmax and the product
+  // by v. The constants become one additive mask of the scores' shape, computed once here.
+  auto added = [](const P &x, const char *c) {
+    return P::one_of({P::op("Add", {x, P::any(c)}), P::op("Add", {P::any(c), x})});
+  };
+  P windowed = P::op(
+      "Matmul",
+      {P::op("Softmax",
+             {P::op("Reshape", {added(P::op("Reshape", {added(scaled, "bias")}, "view"), "wmask")},
+                    "back")},
+             "softmax"),
+       P::any("v")});
+  auto replace_windowed = [](const Match &m) -> std::optional<Tensor> {
+    const Tensor &q = m["q"], &k = m["k"], &v = m["v"], &bias = m["bias"], &wmask = m["wmask"];
+    if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || bias.is_symbolic() ||
+        wmask.is_symbolic())
+      return std::nullopt;
+    if (!is_constant_shape(q.sym_shape()) || !is_constant_shape(k.sym_shape())) return std::nullopt;
+    if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2})
+      return std::nullopt;
+    auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
+    if (axis.size() != 1 || (axis[0] != 3 && axis[0] != -1)) return std::nullopt;
+    const SymShape &view = m.ops.at("view")->output_metas()[0].shape,
+                   &back = m.ops.at("back")->output_metas()[0].shape;
+    if (!is_constant_shape(view) || !is_constant_shape(back)) return std::nullopt;
+    const std::vector<std::int64_t> scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
+    if (constant_shape(back) != scores) return std::nullopt; // viewed back to the scores' shape
+    std::optional<double> scale = m.ops.count("scale") ? scalar_factor(m, "scale") : 1.0;
+    if (!scale) return std::nullopt;
+    Tensor mask;
+    try { // constants: computed now (broadcasting errors mean another pattern: left alone)
+      mask = ops::reshape(ops::broadcast_to(bias, scores), constant_shape(view)) + wmask;
+      if (mask.shape() != constant_shape(view)) return std::nullopt;
+      mask = ops::reshape(mask, scores);
+    } catch (const ValueError &) {
+      return std::nullopt;
+    }
+    return ops::scaled_dot_product_attention(q, k, v, mask, false, scale);
+  };
+  // q scaled by a constant before the product (q * c or q / c, as Swin writes it): the constant
+  // joins the attention's scale, and q is read as it is (a view of the QKV projection, no kernel).
+  P scaled_q = P::op("Mul|Div", {P::any("q")}, "qscale");
+  P sdpa_q =
+      P::one_of({P::op("ScaledDotProductAttention", {scaled_q, P::any("k"), P::any("v")}, "sdpa"),
+                 P::op("ScaledDotProductAttention",
+                       {scaled_q, P::any("k"), P::any("v"), P::any("mask")}, "sdpa")});
+  auto replace_scaled_q = [](const Match &m) -> std::optional<Tensor> {
+    std::optional<double> c = scalar_factor(m, "qscale");
+    if (!c) return std::nullopt;
+    const Tensor &q = m["q"];
+    if (q.ndim() != 4 || q.dtype() != m.ops.at("sdpa")->output_metas()[0].dtype)
+      return std::nullopt;
+    const std::string &attrs = m.ops.at("sdpa")->attrs();
+    std::string sc = detail::attr_text(attrs, "scale");
+    if (sc.empty() && !q.sym_shape().back().is_constant()) return std::nullopt;
+    double scale =
+        sc.empty() ? 1.0 / std::sqrt(double(q.sym_shape().back().value())) : std::stod(sc);
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    return detail::attention_like(attrs, q, m["k"], m["v"], mask,
+                                  detail::attr_text(attrs, "heads_last") == "true", scale * *c);
+  };
+  return {{"attention", attention, replace},
+          {"attention_windowed", windowed, replace_windowed},
+          {"attention_scaled_q", sdpa_q, replace_scaled_q},
+          {"attention_heads_last", heads_last, replace_heads_last}};
+}
+
+HIDET_INLINE FlowGraph fuse_attention(const FlowGraph &graph) {
+  return rewrite(graph, attention_rules());
+}
+
+} // namespace hidet::graph
