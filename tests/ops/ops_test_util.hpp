@@ -11,6 +11,7 @@
 
 #include "hidet/hidet.hpp"
 #include "hidet/ops.hpp"
+#include "hidet/util/env.hpp"
 
 namespace ops_test {
 
@@ -19,6 +20,20 @@ namespace o = hidet::ops;
 
 inline std::uint64_t g_seed = std::random_device{}();
 inline std::mt19937_64 g_rng(g_seed);
+
+/// The configurations of an "every tiling" test to run here: all of them on a GPU (or with
+/// HIDET_TEST_ALL_CONFIGS=1), on the CPU emulator the first (the heuristic's default) and every
+/// `stride`-th of the rest from an offset chosen by the seed, so that successive runs cover every
+/// configuration while one run compiles a fraction of them (NVRTC dominates these tests there).
+template <class T> std::vector<T> configs_to_run(const std::vector<T> &all, std::size_t stride = 4) {
+  static const bool every = !hidet::cuda_emulated() || hidet::util::env_bool("HIDET_TEST_ALL_CONFIGS");
+  if (every || all.size() <= 2 || stride <= 1) return all;
+  std::vector<T> out{all[0]};
+  for (std::size_t i = 1 + g_seed % stride; i < all.size(); i += stride) out.push_back(all[i]);
+  MESSAGE("emulator: " << out.size() << " of " << all.size() << " configurations (seed " << g_seed
+                       << "; HIDET_TEST_ALL_CONFIGS=1 runs all)");
+  return out;
+}
 
 /// A tensor of `shape` with uniform values in [lo, hi) (small integers when `ints` or when the
 /// dtype is an integer; 0/1 for bool).

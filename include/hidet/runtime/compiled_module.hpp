@@ -22,6 +22,11 @@
 namespace hidet::runtime::detail {
 struct KernelInfo;
 struct KernelShared;
+
+/// While true on a thread, kernels launched there on the CPU emulator check their arguments and
+/// launch dimensions but do not run (a dry run: a compiled graph records the allocations of a
+/// second run this way, since only the first run's results are used; on a GPU every launch runs).
+bool &skip_emulated_launches();
 } // namespace hidet::runtime::detail
 
 namespace hidet {

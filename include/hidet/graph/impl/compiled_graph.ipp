@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "hidet/error.hpp"
 #include "hidet/graph/build.hpp"
@@ -248,7 +249,17 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
   (void)s_->run_nodes(scratch, State::Mode::warm_up);
   std::vector<std::vector<detail::RecordedAllocation>> record(nodes.size());
   std::vector<std::vector<Tensor>> outs(nodes.size());
-  std::vector<Tensor> graph_outs = s_->run_nodes(scratch, State::Mode::record, &outs, &record);
+  std::vector<Tensor> graph_outs;
+  {
+    // Only the allocations matter: on the emulator, where a run costs seconds, kernels are not run.
+    bool &skip = runtime::detail::skip_emulated_launches();
+    bool saved = std::exchange(skip, runtime::cuda_emulated());
+    struct Restore {
+      bool &flag, value;
+      ~Restore() { flag = value; }
+    } restore{skip, saved};
+    graph_outs = s_->run_nodes(scratch, State::Mode::record, &outs, &record);
+  }
   // The workspace lives on the device of the first allocation; allocations elsewhere are kept
   // outside the plan.
   std::optional<Device> dev;
