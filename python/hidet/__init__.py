@@ -25,6 +25,15 @@ __all__ = ['Tensor', 'Dim', 'FlowGraph', 'CompiledGraph', 'CudaGraph', 'ShapeDis
            'utils', 'cuda_emulated', 'synchronize', 'manual_seed', 'kernel_builds']
 
 
+def __getattr__(name):
+    """``hidet.torch`` after a plain ``import hidet`` (as Hidet's tutorials write it): the PyTorch
+    front end is imported on first use, so that importing hidet does not need torch."""
+    if name == 'torch':
+        import importlib
+        return importlib.import_module('hidet.torch')
+    raise AttributeError(f"module 'hidet' has no attribute {name!r}")
+
+
 def symbol(shape, dtype='float32', device='cuda', name='x'):
     """A symbolic tensor (a graph input): extents are ints or names of symbolic dimensions."""
     return _C.symbol(list(shape), str(dtype), device, name)

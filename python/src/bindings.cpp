@@ -247,6 +247,12 @@ NB_MODULE(_C, m) {
         if (!tr) return std::nullopt;
         return tr.op->name();
       })
+      .def_prop_ro("trace", [](const Tensor &t) -> std::optional<std::pair<std::string, int>> {
+        auto tr = t.trace();
+        if (!tr) return std::nullopt;
+        return std::make_pair(tr.op->name(), tr.index);
+      }, "How a symbolic tensor is computed: (the operator's name, the output's index), or None for a "
+         "graph input or a tensor with data (Hidet's Tensor.trace).")
       .def("torch", &to_torch, "A torch tensor viewing this tensor's memory (no copy).")
       .def("numpy", [](const Tensor &t) { return to_numpy(t.cpu()); }, "A numpy array of the values (a copy on the host).")
       .def("cpu", &Tensor::cpu)

@@ -233,12 +233,19 @@ def test_fallback_to_torch_runs_unmapped_operators():
 
 
 def test_registry_example_of_the_guide():
-    from hidet.torch.registry import Registry, register_function, register_method, register_module, HidetModule
-    saved = (dict(Registry.registered_functions), dict(Registry.registered_methods), dict(Registry.registered_modules))
+    """Hidet's guide to adding mappings, through its own import paths: with the mappings removed,
+    the operators go through their decomposition into core ATen (the default), or are listed in
+    the error when that is off; registering them again restores the torch-level path."""
+    from hidet.graph.frontend.torch.registry import Registry, register_function, register_method
+    import hidet.graph.frontend.torch.register_functions  # noqa: F401
+    import hidet.graph.frontend.torch.dynamo_backends  # noqa: F401
+    assert Registry is hidet.torch.Registry
+    saved = [dict(t) for t in (Registry.registered_functions, Registry.registered_methods, Registry.registered_modules)]
     try:
         del Registry.registered_functions[F.relu]
         del Registry.registered_functions[operator.add]
-        del Registry.registered_methods['flatten']
+        del Registry.registered_modules[nn.Linear]
+        del Registry.registered_methods[torch.Tensor.flatten]  # keyed by the method object or its name
 
         class Model(nn.Module):
             def __init__(self):
@@ -251,6 +258,10 @@ def test_registry_example_of_the_guide():
 
         model = Model().to(DEVICE)
         x = r(10, 10)
+        with torch.no_grad():
+            assert_close(compiled(model)(x), model(x), atol=1e-4)  # through core ATen
+        hidet.torch.dynamo_config.decompose(False)
+        torch._dynamo.reset()
         with pytest.raises(Exception) as info:
             compiled(model)(x)
         assert 'operator.add' in str(info.value) and 'torch.nn.functional.relu' in str(info.value)
@@ -272,18 +283,21 @@ def test_registry_example_of_the_guide():
         with torch.no_grad():
             assert_close(compiled(model)(x), model(x), atol=1e-4)
     finally:
-        Registry.registered_functions, Registry.registered_methods, Registry.registered_modules = (
-            saved[0], saved[1], saved[2])
+        hidet.torch.dynamo_config.decompose(True)
+        for table, old in zip((Registry.registered_functions, Registry.registered_methods,
+                               Registry.registered_modules), saved):
+            table.clear()
+            table.update(old)
 
 
 def test_mapping_errors_name_the_node_and_source_line():
     def fn(x):
-        return F.max_pool2d(x, 2, return_indices=True)[0]
+        return F.max_pool2d(x, 2, return_indices=True)[1]  # the indices: hidet computes the values only
 
     with pytest.raises(Exception) as info:
         compiled(fn)(r(1, 2, 4, 4))
     text = str(info.value)
-    assert 'max_pool2d' in text and 'fx node' in text and 'test_torch.py' in text
+    assert 'max_pool2d' in text and 'fx node' in text and 'test_torch.py' in text and 'fallback_to_torch' in text
 
 
 def test_options_and_modes(capsys):

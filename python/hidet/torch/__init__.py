@@ -5,14 +5,15 @@ through the ``torch_dynamo_backends`` entry point), the operator mappings (hidet
 and the registry for adding your own (register_function, register_method, register_module,
 HidetModule). Options: ``hidet.torch.dynamo_config``.
 """
-from . import mappings  # noqa: F401  (registers the mappings)
+from . import mappings  # noqa: F401  (registers the torch-level mappings)
+from . import aten  # noqa: F401  (registers the core-ATen mappings)
 from .backend import HidetCompiledModel, hidet_backend
 from .dynamo_config import DynamoConfig, dynamo_config
 from .interpreter import Interpreter, UnmappedError
-from .registry import HidetModule, Registry, register_function, register_method, register_module
+from .registry import HidetModule, Registry, register_aten, register_function, register_method, register_module
 
 __all__ = ['hidet_backend', 'dynamo_config', 'DynamoConfig', 'register_function', 'register_method',
-           'register_module', 'HidetModule', 'Registry', 'Interpreter', 'UnmappedError', 'HidetCompiledModel']
+           'register_module', 'register_aten', 'HidetModule', 'Registry', 'Interpreter', 'UnmappedError', 'HidetCompiledModel']
 
 
 def _register():

@@ -63,7 +63,7 @@ class HidetCompiledModel:
     def __init__(self, gm, config):
         self.gm = gm
         self.config = config
-        self.interpreter = Interpreter(gm)
+        self.interpreter = Interpreter(gm, decompose=config._decompose)
         self.cache = {}
         self.key_positions = None  # the arguments that are not parameters or buffers
         self.scalar_positions = None  # the arguments that are Python floats made 0-d tensors
@@ -77,6 +77,7 @@ class HidetCompiledModel:
         t0 = time.time()
         hidet._C.set_search_space(cfg._search_space)
         symbols, positions, output = self.interpreter.trace(args, symbolic=True)
+        self.log_decomposed()
         outs, rebuild = flatten_outputs(output)
         if _has_sizes(output):
             raise NotSymbolic('the graph returns a symbolic size')
@@ -114,6 +115,17 @@ class HidetCompiledModel:
                   f'{", ".join(names)} ({strategy} kernels); first shape compiled in '
                   f'{time.time() - t0:.2f} s', file=sys.stderr)
         return entry
+
+    def log_decomposed(self):
+        """With verbose on: which operators went through core ATen in the last trace."""
+        done = self.interpreter.decomposed
+        if done and self.config._verbose:
+            counts = {}
+            for _, target in done:
+                counts[target] = counts.get(target, 0) + 1
+            names = ', '.join(f'{t} ({n})' if n > 1 else t for t, n in counts.items())
+            print(f'hidet: mapped through core ATen (no torch-level mapping): {names}', file=sys.stderr)
+        done.clear()
 
     def pass_context(self):
         cfg = self.config
@@ -157,6 +169,7 @@ class HidetCompiledModel:
         t0 = time.time()
         hidet._C.set_search_space(cfg._search_space)
         symbols, positions, output = self.interpreter.trace(args)
+        self.log_decomposed()
         outs, rebuild = flatten_outputs(output)
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}

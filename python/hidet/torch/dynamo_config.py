@@ -36,6 +36,7 @@ class DynamoConfig:
         self._parallel_k = 0
         self._use_fp16_reduction = False
         self._dynamic_shapes = 'generic'
+        self._decompose = True
         return self
 
     def search_space(self, level=2):
@@ -43,6 +44,12 @@ class DynamoConfig:
         if level not in (0, 1, 2):
             raise ValueError(f'search_space: expected 0, 1 or 2, got {level!r}')
         self._search_space = level
+        return self
+
+    def decompose(self, flag=True):
+        """Map operators without a torch-level mapping through PyTorch's decomposition into core
+        ATen (on by default; off: such operators are listed in an UnmappedError)."""
+        self._decompose = bool(flag)
         return self
 
     def use_cuda_graph(self, flag=True):

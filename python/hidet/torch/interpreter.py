@@ -18,56 +18,11 @@ import operator
 import torch
 
 import hidet
+from .convert import dtype_name, to_hidet, to_hidet_constant, torch_dtype
 from .registry import Registry
 
 __all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dtype_name', 'unmapped_message',
            'symbolic_inputs', 'is_symbolic_size', 'has_symbolic_sizes', 'NotSymbolic', 'size_hint']
-
-_DTYPES = {
-    torch.float32: 'float32', torch.float16: 'float16', torch.bfloat16: 'bfloat16', torch.float64: 'float64',
-    torch.int64: 'int64', torch.int32: 'int32', torch.int16: 'int16', torch.int8: 'int8', torch.uint8: 'uint8',
-    torch.bool: 'bool', torch.float8_e4m3fn: 'float8_e4m3', torch.float8_e5m2: 'float8_e5m2',
-}
-
-
-def dtype_name(dtype):
-    """'float32' for torch.float32; a ValueError for a dtype hidet does not have."""
-    if dtype not in _DTYPES:
-        raise ValueError(f'hidet has no dtype for {dtype}')
-    return _DTYPES[dtype]
-
-
-def torch_dtype(name):
-    for k, v in _DTYPES.items():
-        if v == name:
-            return k
-    raise ValueError(f'no torch dtype for {name!r}')
-
-
-_moved_logged = False
-
-
-def to_hidet(tensor):
-    """A hidet tensor sharing ``tensor``'s memory (made contiguous first when it is not). On the
-    emulator, CPU tensors serve the 'cuda' device as they are; with a GPU, CPU tensors are moved
-    to it (logged once)."""
-    global _moved_logged
-    if hidet.cuda_emulated():
-        if tensor.device.type != 'cpu':
-            raise ValueError(f'hidet runs on the CPU emulator here (no GPU driver), but a tensor on {tensor.device} '
-                             'was given')
-    elif tensor.device.type == 'cpu':
-        if not _moved_logged:
-            print('hidet: tensors on the CPU are moved to cuda (give the model and inputs on cuda to avoid the copy)')
-            _moved_logged = True
-        tensor = tensor.cuda()
-    return hidet.from_torch(tensor)
-
-
-def to_hidet_constant(tensor):
-    """A parameter or buffer as a hidet constant (sharing its memory)."""
-    return to_hidet(tensor.detach())
-
 
 _tracing_inputs = []  # the symbolic graph inputs of the trace in progress (see symbolic_inputs)
 
@@ -140,17 +95,31 @@ def has_symbolic_sizes(gm):
     return False
 
 
+class Unavailable:
+    """An output of an operator that hidet does not compute (the indices of max_pool2d, the
+    statistics of a layer norm): a node that uses it is an error naming it."""
+
+    def __init__(self, what):
+        self.what = what
+
+
 class UnmappedError(NotImplementedError):
-    """Operators without a mapping: ``names`` (each once) and the fx ``nodes``."""
+    """Operators without a mapping: ``names`` (each once), the fx ``nodes``, and per name the
+    ``details`` (the first node's name and source line, and why its decomposition into core ATen
+    did not serve)."""
 
-    def __init__(self, names, nodes=()):
-        super().__init__(unmapped_message(names))
+    def __init__(self, names, nodes=(), details=None):
         self.names, self.nodes = list(names), list(nodes)
+        self.details = dict(details or {})
+        super().__init__(unmapped_message(self.names, self.details))
 
 
-def unmapped_message(names):
+def unmapped_message(names, details=None):
+    details = details or {}
     lines = ['The following operators are not supported or mapped by hidet yet:']
-    lines += [f'  {n}' for n in names]
+    for n in names:
+        lines.append(f'  {n}')
+        lines += [f'      {d}' for d in details.get(n, [])]
     lines += [
         'Please see the following guide to add the conversion rules:',
         '  docs/torch.md, "Adding an operator mapping" (hidet.torch.register_function, register_method, '
@@ -197,10 +166,14 @@ def source_name(node):
 
 
 class Interpreter:
-    """Maps one fx GraphModule to hidet (see the top of the file)."""
+    """Maps one fx GraphModule to hidet (see the top of the file). With ``decompose`` (the
+    default), a node without a mapping, or whose mapping refuses its arguments, is decomposed into
+    core ATen operators (decompose.py) and those are mapped (aten.py)."""
 
-    def __init__(self, gm):
+    def __init__(self, gm, decompose=True):
         self.gm = gm
+        self.decompose = decompose
+        self.decomposed = []  # (node name, target name) of the nodes that went through core ATen
         self.nodes = list(gm.graph.nodes)
         self.placeholders = [n for n in self.nodes if n.op == 'placeholder']
         self.source_names = [source_name(n) for n in self.placeholders]
@@ -225,6 +198,8 @@ class Interpreter:
 
     def mapping_of(self, node):
         if node.op == 'call_function':
+            if isinstance(node.target, torch._ops.OpOverload):
+                return Registry.registered_aten.get(node.target)
             return Registry.registered_functions.get(node.target)
         if node.op == 'call_method':
             mapping = Registry.registered_methods.get(node.target)
@@ -274,13 +249,63 @@ class Interpreter:
             output = self._run_nodes(env, symbolic)
         return symbols, positions, output
 
-    def _run_nodes(self, env, symbolic):
+    def run_graph(self, inputs):
+        """Runs the mappings of this graph on ``inputs`` (one per placeholder: hidet tensors or
+        values) and returns the output structure; for the core-ATen graph of a decomposition."""
+        env = dict(zip(self.placeholders, inputs))
+        return self._run_nodes(env, symbolic=False, inner=True)
 
-        def load(a):
-            return torch.fx.node.map_arg(a, lambda n: env[n])
+    def _decomposed(self, node, args, kwargs):
+        """The node's value through its decomposition into core ATen (decompose.py)."""
+        from .decompose import decompose
+        if node.op == 'call_method':
+            def call(self_, *a, **k):
+                return getattr(self_, node.target)(*a, **k)
+            key = ('method', node.target)
+        elif node.op == 'call_module':
+            module = self.gm.get_submodule(node.target)
+            call, key = module, ('module', id(module))
+        else:
+            call, key = node.target, ('function', node.target)
+        d = decompose(call, key, args, kwargs)
+        flat, _ = torch.utils._pytree.tree_flatten((args, kwargs))
+        inner = Interpreter(d.gm, decompose=False)
+        out = inner.run_graph([flat[p] for p in d.positions])
+        self.decomposed.append((node.name, target_name(node)))
+        return out
+
+    def _run_nodes(self, env, symbolic, inner=False):
+        """Runs the nodes; ``inner``: the graph of a decomposition, whose outputs may include values
+        hidet does not compute (the outer graph's nodes that use them fail)."""
+
+        def load(a, user=None):
+            def value(n):
+                v = env[n]
+                if isinstance(v, Unavailable) and not (inner and user is None):
+                    where = source_line(n)
+                    raise NotImplementedError(
+                        f"hidet: fx node '{n.name}'{' (' + where + ')' if where else ''} is {v.what}, which hidet "
+                        f"does not compute (used by {'the output' if user is None else repr(user.name)}); "
+                        'let PyTorch run it with hidet.torch.dynamo_config.fallback_to_torch(True)')
+                return v
+            return torch.fx.node.map_arg(a, value)
 
         output = None
-        missing, missing_nodes = [], []
+        missing, missing_nodes, details = [], [], {}
+
+        def unmapped(node, why):
+            # Listed with the others at the end; a stand-in of the right type lets tracing go on.
+            name = target_name(node)
+            if node.op == 'call_module':
+                cls = type(self.gm.get_submodule(node.target))
+                name = f'{cls.__module__}.{cls.__name__}'
+            if name not in missing:
+                missing.append(name)
+                where = source_line(node)
+                details[name] = [f"fx node '{node.name}'" + (f' ({where})' if where else '')] + ([why] if why else [])
+            missing_nodes.append(node)
+            env[node] = _stand_in(node, symbolic)
+
         for node in self.nodes:
             if node.op == 'placeholder':
                 continue
@@ -292,18 +317,13 @@ class Interpreter:
                     self.gm.get_parameter(node.target)
                 env[node] = to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
                 continue
-            args, kwargs = load(node.args), load(node.kwargs)
+            args, kwargs = load(node.args, node), load(node.kwargs, node)
             mapping = self.mapping_of(node)
-            if mapping is None and (_any_symbolic((args, kwargs)) or node.op == 'call_module'):
-                # Listed with the others at the end; a stand-in of the right type lets tracing go on.
-                name = target_name(node)
-                if node.op == 'call_module':
-                    cls = type(self.gm.get_submodule(node.target))
-                    name = f'{cls.__module__}.{cls.__name__}'
-                if name not in missing:
-                    missing.append(name)
-                missing_nodes.append(node)
-                env[node] = _stand_in(node, symbolic)
+            needs_mapping = _any_symbolic((args, kwargs)) or node.op == 'call_module'
+            if mapping is None and needs_mapping:
+                why = self._try_decomposition(node, args, kwargs, env, symbolic)
+                if why is not None:
+                    unmapped(node, why)
                 continue
             try:
                 if _sizes_only(node, args, kwargs):  # s0 * s1, x.size(1) // 12: Python's arithmetic on Dims
@@ -314,13 +334,37 @@ class Interpreter:
                     env[node] = mapping(self.gm.get_submodule(node.target))(*args, **kwargs)
                 else:
                     env[node] = mapping(*args, **kwargs)
+            except NotImplementedError as e:
+                # The mapping refuses these arguments: PyTorch's decomposition may serve them.
+                why = self._try_decomposition(node, args, kwargs, env, symbolic)
+                if why is not None:
+                    where = source_line(node)
+                    raise type(e)(f'hidet: mapping {target_name(node)} of fx node {node.name!r}'
+                                  f'{" (" + where + ")" if where else ""} failed: {e}; {why}') from e
+            except NotSymbolic:
+                raise
             except Exception as e:
                 where = source_line(node)
                 raise type(e)(f'hidet: mapping {target_name(node)} of fx node {node.name!r}'
                               f'{" (" + where + ")" if where else ""} failed: {e}') from e
         if missing:
-            raise UnmappedError(missing, missing_nodes)
+            raise UnmappedError(missing, missing_nodes, details)
         return output
+
+    def _try_decomposition(self, node, args, kwargs, env, symbolic):
+        """Maps the node through core ATen into env[node]; None when that worked, else why not."""
+        if not self.decompose:
+            return 'not decomposed into core ATen (hidet.torch.dynamo_config.decompose(False) is set)'
+        try:
+            env[node] = self._decomposed(node, args, kwargs)
+            return None
+        except NotSymbolic:
+            raise
+        except UnmappedError as e:
+            return f'decomposed into core ATen, which has no mapping for: {", ".join(e.names)}'
+        except Exception as e:  # noqa: BLE001 - PyTorch's decomposition or a core-ATen mapping refused it
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            return f'its decomposition into core ATen failed: {type(e).__name__}: {first}'
 
 
 def size_hint(size):

@@ -48,6 +48,27 @@ def _size_tuple(shape):
 
 # ---------------------------------------------------------------------------- arithmetic
 
+def _is_bool(v):
+    return isinstance(v, bool) or (isinstance(v, Tensor) and v.dtype == 'bool')
+
+
+def arithmetic(op, a, b):
+    """op(a, b) with PyTorch's rule for two booleans: add is or, mul is and (a bool result)."""
+    if _is_bool(a) and _is_bool(b) and (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        if op is ops.add:
+            return ops.logical_or(*_bool_tensors(a, b))
+        if op is ops.mul:
+            return ops.logical_and(*_bool_tensors(a, b))
+    return op(a, b)
+
+
+def _bool_tensors(a, b):
+    t = a if isinstance(a, Tensor) else b
+    a = a if isinstance(a, Tensor) else hidet.full([1], float(a), 'bool', t.device)
+    b = b if isinstance(b, Tensor) else hidet.full([1], float(b), 'bool', t.device)
+    return a, b
+
+
 def _binary(op):
     def mapping(a, b, *, alpha=1, out=None):
         if out is not None:
@@ -57,7 +78,7 @@ def _binary(op):
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             return {'add': operator.add, 'sub': operator.sub, 'mul': operator.mul,
                     'div': operator.truediv}[op.__name__](a, b)
-        return op(a, b)
+        return arithmetic(op, a, b)
     return mapping
 
 

@@ -22,19 +22,51 @@ operators (the API of Hidet's guide to adding operator mappings).
 
 A later registration of the same target replaces the earlier one.
 """
-__all__ = ['Registry', 'register_function', 'register_method', 'register_module', 'HidetModule']
+from .convert import to_hidet_constant
+
+__all__ = ['Registry', 'register_function', 'register_method', 'register_module', 'register_aten', 'HidetModule']
+
+
+class _MethodTable(dict):
+    """Tensor-method mappings keyed by the method's name: ``torch.Tensor.flatten`` and 'flatten'
+    name the same entry (Hidet's guide deletes entries by the method object)."""
+
+    @staticmethod
+    def _key(method):
+        return method if isinstance(method, str) else method.__name__
+
+    def __getitem__(self, k):
+        return super().__getitem__(self._key(k))
+
+    def __setitem__(self, k, v):
+        super().__setitem__(self._key(k), v)
+
+    def __delitem__(self, k):
+        super().__delitem__(self._key(k))
+
+    def __contains__(self, k):
+        return super().__contains__(self._key(k))
+
+    def get(self, k, default=None):
+        return super().get(self._key(k), default)
+
+    def pop(self, k, *default):
+        return super().pop(self._key(k), *default)
 
 
 class Registry:
     """The mappings: ``registered_functions`` (by the function object), ``registered_methods`` (by
-    the torch.Tensor method or its name) and ``registered_modules`` (by the module class)."""
+    the torch.Tensor method or its name), ``registered_modules`` (by the module class), and
+    ``registered_aten`` (by the core ATen operator overload, torch.ops.aten.add.Tensor: the second
+    level, for what a torch-level node decomposes into; see aten.py)."""
     registered_functions = {}
-    registered_methods = {}
+    registered_methods = _MethodTable()
     registered_modules = {}
+    registered_aten = {}
 
     @staticmethod
     def method_key(method):
-        return method if isinstance(method, str) else method.__name__
+        return _MethodTable._key(method)
 
 
 def register_function(*functions):
@@ -51,7 +83,18 @@ def register_method(*methods):
     or its name); it receives the tensor as ``self``."""
     def decorator(mapping):
         for m in methods:
-            Registry.registered_methods[Registry.method_key(m)] = mapping
+            Registry.registered_methods[m] = mapping
+        return mapping
+    return decorator
+
+
+def register_aten(*overloads):
+    """Registers the decorated function as the mapping of each ATen operator overload
+    (``torch.ops.aten.add.Tensor``); it receives the overload's arguments, hidet tensors in place
+    of tensors."""
+    def decorator(mapping):
+        for op in overloads:
+            Registry.registered_aten[op] = mapping
         return mapping
     return decorator
 
@@ -73,7 +116,6 @@ class HidetModule:
         self.torch_module = torch_module
 
     def param(self, name, optional=False):
-        from .interpreter import to_hidet_constant
         value = getattr(self.torch_module, name, None)
         if value is None:
             if optional:

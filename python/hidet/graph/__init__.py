@@ -6,7 +6,7 @@
         opt = hidet.graph.optimize(graph)
     compiled = hidet.graph.compile(opt)                      # kernels built, one planned workspace
 """
-from . import _C
+from hidet import _C
 
 __all__ = ['PassContext', 'optimize', 'compile', 'load_compiled', 'correctness_report', 'profile']
 
