@@ -564,6 +564,18 @@ def aten_avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, co
                               divisor_override)
 
 
+@register_aten(aten.avg_pool1d.default)
+def aten_avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    return Registry.registered_functions[torch.nn.functional.avg_pool1d](
+        self, list(kernel_size), list(stride) or None, list(padding) if isinstance(padding, (list, tuple)) else padding,
+        ceil_mode, count_include_pad)
+
+
+@register_aten(aten.adaptive_avg_pool1d.default)
+def aten_adaptive_avg_pool1d(self, output_size):
+    return m.torch_adaptive_avg_pool1d(self, list(output_size))
+
+
 @register_aten(aten.max_pool2d_with_indices.default)
 def aten_max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     y = m.torch_max_pool2d(self, list(kernel_size), list(stride) or None, padding, dilation, ceil_mode)
