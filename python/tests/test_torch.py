@@ -766,3 +766,15 @@ def test_conv_transpose2d_of_a_computed_weight_is_a_clear_error():
         compiled(fn)(r(1, 2, 4, 4), r(2, 3, 3, 3))
     text = str(info.value)
     assert 'conv_transpose2d with a computed weight is not mapped yet' in text and 'test_torch.py' in text
+
+
+def test_two_instances_of_one_module_class_use_their_own_parameters():
+    """Dynamo reuses one graph for every instance of a module class (parameters are graph inputs);
+    hidet holds them as constants, so another instance's parameters compile again."""
+    first, second = nn.Linear(8, 4).to(DEVICE).eval(), nn.Linear(8, 4).to(DEVICE).eval()
+    x = r(3, 8)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        assert_close(compiled(first)(x), first(x), atol=1e-5)
+        assert_close(compiled(second)(x), second(x), atol=1e-5)
+        assert_close(compiled(first)(x), first(x), atol=1e-5)

@@ -70,6 +70,11 @@ class HidetCompiledModel:
         # Dynamo's dynamic shapes: traced once on the symbols (compile_symbolic) unless that fails.
         self.symbolic = has_symbolic_sizes(gm)
         self.symbolic_entries = {}  # the _Compiled of the symbolic trace, per value of the scalar inputs
+        # The parameters and buffers the compiled graphs hold as constants. Dynamo hands another
+        # instance of the same module class to this graph with its own parameters (it guards on the
+        # class, not on the instance): then they are compiled again.
+        self.static_positions = None
+        self.static_args = None
 
     def compile_symbolic(self, args):
         """The graph traced once on dynamo's symbolic sizes, run by a ShapeDispatch (see the top)."""
@@ -196,7 +201,23 @@ class HidetCompiledModel:
                   f'{time.time() - t0:.2f} s; {runner.memory_plan()}', file=sys.stderr)
         return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants)
 
+    def same_constants(self, args):
+        """Whether ``args`` carry the parameters and buffers the compiled graphs were traced with;
+        when they do not, the compiled graphs are dropped (they hold the others as constants)."""
+        if self.static_positions is None:
+            self.static_positions = [i for i, a in enumerate(args) if self.interpreter.is_static(i, a)]
+        if self.static_args is not None and all(args[i] is t for i, t in zip(self.static_positions, self.static_args)):
+            return True
+        if self.static_args is not None and self.config._verbose:
+            print('hidet: this graph is given other parameters (another instance of the module): compiled again',
+                  file=sys.stderr)
+        self.static_args = [args[i] for i in self.static_positions]
+        self.cache.clear()
+        self.symbolic_entries.clear()
+        return False
+
     def entry_for(self, args):
+        self.same_constants(args)
         if self.symbolic:
             skey = self.scalar_key(args)
             if skey not in self.symbolic_entries:
