@@ -595,27 +595,32 @@ def aten_upsample_nearest2d(input, output_size, scale_factors):
 
 
 def _pad_index(n, before, after, mode):
-    """Source positions along an axis of extent n padded by (before, after): reflect or replicate."""
+    """Source positions along an axis of extent n padded by (before, after): 'reflect',
+    'replicate' or 'circular'."""
     pos = torch.arange(-before, n + after)
     if mode == 'replicate':
         return pos.clamp(0, n - 1)
+    if mode == 'circular':
+        return pos % n
     period = 2 * (n - 1)
     pos = pos.abs() % period if period else torch.zeros_like(pos)
     return torch.where(pos >= n, period - pos, pos)
 
 
+def gather_pad(x, pads, mode):
+    """x padded by `pads` (PyTorch's order: the last axis first) with mode 'reflect', 'replicate'
+    or 'circular': a take of each padded axis by constant source positions."""
+    for k in range(len(pads) // 2):
+        d = x.ndim - 1 - k
+        before, after = int(pads[2 * k]), int(pads[2 * k + 1])
+        if before or after:
+            idx = _pad_index(x.shape[d], before, after, mode)
+            x = ops.take(x, to_hidet_constant(idx.to(torch.int64)), d)
+    return x
+
+
 def _gather_pad(mode):
-    def mapping(self, padding):
-        x = self
-        pads = [int(p) for p in padding]
-        for k in range(len(pads) // 2):
-            d = x.ndim - 1 - k
-            before, after = pads[2 * k], pads[2 * k + 1]
-            if before or after:
-                idx = _pad_index(x.shape[d], before, after, mode)
-                x = ops.take(x, to_hidet_constant(idx.to(torch.int64)), d)
-        return x
-    return mapping
+    return lambda self, padding: gather_pad(self, list(padding), mode)
 
 
 for _name, _mode in [('reflection_pad1d', 'reflect'), ('reflection_pad2d', 'reflect'), ('reflection_pad3d', 'reflect'),

@@ -334,8 +334,9 @@ class Interpreter:
                     env[node] = mapping(self.gm.get_submodule(node.target))(*args, **kwargs)
                 else:
                     env[node] = mapping(*args, **kwargs)
-            except NotImplementedError as e:
-                # The mapping refuses these arguments: PyTorch's decomposition may serve them.
+            except (NotImplementedError, TypeError) as e:
+                # The mapping refuses these arguments (or takes them in a form it does not know):
+                # PyTorch's decomposition may serve them.
                 why = self._try_decomposition(node, args, kwargs, env, symbolic)
                 if why is not None:
                     where = source_line(node)

@@ -1098,18 +1098,51 @@ def torch_embedding(indices, weight, padding_idx=None, max_norm=None, *args, **k
     return ops.embedding(indices, weight)
 
 
+def _as_4d(x, lead):
+    """x [*lead, S, D] as [B, H, S, D]: rank 3 gets a head axis of 1, rank 5 and more merge the
+    leading axes into the batch."""
+    if len(lead) == 2:
+        return x
+    if len(lead) == 1:
+        return ops.unsqueeze(x, 1)
+    return ops.reshape(x, [math.prod(lead[:-1]), lead[-1]] + list(x.shape[-2:]))
+
+
 @register_function(F.scaled_dot_product_attention)
 def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    if enable_gqa:
-        raise NotImplementedError('scaled_dot_product_attention with enable_gqa=True is not mapped yet')
-    return ops.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale)
+    """Attention over any leading dims (q [..., L, D], k and v [..., S, D]): rank 3 and rank 5 and
+    more as the 4-D operator's batch and heads. With enable_gqa, k and v have fewer heads than q
+    (a divisor of them): the kernels read kv head h / (H / Hkv) for q head h."""
+    if q.ndim < 3 or k.ndim != q.ndim or v.ndim != q.ndim:
+        raise NotImplementedError(f'scaled_dot_product_attention of q, k, v of ranks {q.ndim}, {k.ndim}, {v.ndim} '
+                                  'is not mapped (equal ranks of at least 3 are)')
+    lead = list(q.shape[:-2])
+    if list(k.shape[:-3]) != lead[:-1] or list(v.shape[:-3]) != lead[:-1]:
+        raise NotImplementedError('scaled_dot_product_attention with leading dims broadcast between q, k and v '
+                                  'is not mapped')
+    if not enable_gqa and (k.shape[-3] != q.shape[-3] or v.shape[-3] != q.shape[-3]) and q.ndim > 3:
+        raise ValueError(f'scaled_dot_product_attention: q has {q.shape[-3]} heads, k {k.shape[-3]} and v '
+                         f'{v.shape[-3]}; pass enable_gqa=True for grouped-query attention')
+    mask = attn_mask
+    if mask is not None and mask.ndim > 2 and len(lead) != 2:
+        mask = ops.broadcast_to(mask, lead + list(mask.shape[-2:]))
+        mask = _as_4d(mask, lead)
+    y = ops.scaled_dot_product_attention(_as_4d(q, lead), _as_4d(k, list(k.shape[:-2])),
+                                         _as_4d(v, list(v.shape[:-2])), mask, bool(is_causal), scale)
+    return y if len(lead) == 2 else ops.reshape(y, lead + list(y.shape[-2:]))
 
 
 @register_function(F.pad)
 def torch_pad(x, pad, mode='constant', value=None):
-    if mode != 'constant':
-        raise NotImplementedError(f'pad mode {mode!r} is not mapped yet')
     pads = [int(p) for p in pad]  # hidet's pad takes PyTorch's order: last axis first
+    if mode in ('reflect', 'replicate', 'circular'):  # a take of each padded axis by constant indices
+        from .aten import gather_pad
+        return gather_pad(x, pads, mode)
+    if mode != 'constant':
+        raise NotImplementedError(f'pad mode {mode!r} is not mapped')
+    if any(p < 0 for p in pads):
+        from .aten import aten_constant_pad_nd
+        return aten_constant_pad_nd(x, pads, 0.0 if value is None else float(value))
     return ops.pad(x, pads, 0.0 if value is None else float(value))
 
 
@@ -1251,3 +1284,141 @@ def torch_multi_head_attention(query, key, value, embed_dim_to_check, num_heads,
     o = ops.scaled_dot_product_attention(heads(q, L), heads(k, S), heads(v, S), attn_mask, bool(is_causal), None)
     o = ops.reshape(ops.permute(o, [2, 0, 1, 3]), [L, N, E])
     return ops.linear(o, out_proj_weight, out_proj_bias), None
+
+
+# ---------------------------------------------------------------------------- the Tensor surface models use
+# (each also reachable through core ATen; mapped directly, they cost no decomposition at compile time)
+
+def _cast_method(name):
+    return lambda x, *args, **kwargs: ops.cast(x, name) if x.dtype != name else x
+
+
+for _method, _dtype in [('int', 'int32'), ('long', 'int64'), ('short', 'int16'), ('char', 'int8'), ('byte', 'uint8'),
+                        ('bool', 'bool'), ('double', 'float64')]:
+    register_method(_method)(_cast_method(_dtype))
+
+
+_TYPE_NAMES = {'FloatTensor': torch.float32, 'DoubleTensor': torch.float64, 'HalfTensor': torch.float16,
+               'BFloat16Tensor': torch.bfloat16, 'LongTensor': torch.int64, 'IntTensor': torch.int32,
+               'ShortTensor': torch.int16, 'CharTensor': torch.int8, 'ByteTensor': torch.uint8, 'BoolTensor': torch.bool}
+
+
+@register_method('type')
+def tensor_type(x, dtype=None, non_blocking=False, **kwargs):
+    if isinstance(dtype, str):
+        dtype = _TYPE_NAMES.get(dtype.rsplit('.', 1)[-1])
+    if dtype is None:
+        raise NotImplementedError('Tensor.type() without a dtype or a known tensor type name is not mapped')
+    return ops.cast(x, dtype_name(dtype)) if dtype_name(dtype) != x.dtype else x
+
+
+def _compare(op):
+    def mapping(a, b, *, out=None):
+        if not isinstance(a, Tensor):  # 2 < x
+            return {ops.lt: ops.gt, ops.gt: ops.lt, ops.le: ops.ge, ops.ge: ops.le}.get(op, op)(b, a)
+        return op(a, b)
+    return mapping
+
+
+for _names, _op in [(('eq', '__eq__'), ops.eq), (('ne', '__ne__'), ops.ne), (('lt', 'less', '__lt__'), ops.lt),
+                    (('le', 'less_equal', '__le__'), ops.le), (('gt', 'greater', '__gt__'), ops.gt),
+                    (('ge', 'greater_equal', '__ge__'), ops.ge)]:
+    register_method(*_names)(_compare(_op))
+    register_function(*[getattr(torch, n) for n in _names if hasattr(torch, n) and not n.startswith('_')])(
+        _compare(_op))
+
+
+@register_function(torch.unbind)
+@register_method('unbind')
+def torch_unbind(x, dim=0):
+    d = _axis(dim, x.ndim)
+    return tuple(ops.squeeze(t, [d]) for t in ops.split(x, [1] * x.shape[d], d))
+
+
+@register_function(torch.swapaxes, torch.swapdims)
+@register_method('swapaxes', 'swapdims')
+def torch_swapaxes(x, axis0, axis1):
+    return ops.transpose(x, _axis(axis0, x.ndim), _axis(axis1, x.ndim))
+
+
+@register_function(torch.movedim, torch.moveaxis)
+@register_method('movedim', 'moveaxis')
+def torch_movedim(x, source, destination):
+    src = [_axis(d, x.ndim) for d in ([source] if isinstance(source, int) else source)]
+    dst = [_axis(d, x.ndim) for d in ([destination] if isinstance(destination, int) else destination)]
+    rest = [d for d in range(x.ndim) if d not in src]
+    order = [None] * x.ndim
+    for s_, d_ in zip(src, dst):
+        order[d_] = s_
+    it = iter(rest)
+    return ops.permute(x, [o if o is not None else next(it) for o in order])
+
+
+@register_function(torch.addcmul)
+@register_method('addcmul')
+def torch_addcmul(x, tensor1, tensor2, *, value=1):
+    p = ops.mul(tensor1, tensor2)
+    return ops.add(x, ops.mul(p, value) if value != 1 else p)
+
+
+@register_function(torch.addcdiv)
+@register_method('addcdiv')
+def torch_addcdiv(x, tensor1, tensor2, *, value=1):
+    q = ops.div(tensor1, tensor2)
+    return ops.add(x, ops.mul(q, value) if value != 1 else q)
+
+
+@register_function(torch.isfinite)
+@register_method('isfinite')
+def torch_isfinite(x):
+    if not x.dtype.startswith('float') and x.dtype != 'bfloat16':
+        return _full(list(x.shape), True, 'bool', x.device)
+    return ops.logical_and(ops.eq(x, x), ops.ne(ops.abs(x), math.inf))
+
+
+@register_function(torch.flip)
+@register_method('flip')
+def torch_flip(x, *dims):
+    d = [_axis(a, x.ndim) for a in _shape_arg(dims)]
+    return ops.slice(x, d, [-1] * len(d), [-(x.shape[a] + 1) for a in d], [-1] * len(d)) if d else x
+
+
+@register_method('repeat')
+def tensor_repeat(x, *sizes):
+    from .aten import aten_repeat
+    return aten_repeat(x, _shape_arg(sizes))
+
+
+@register_function(torch.repeat_interleave)
+@register_method('repeat_interleave')
+def torch_repeat_interleave(x, repeats, dim=None, *, output_size=None):
+    """Each element repeated `repeats` times along `dim` (an int count; a tensor of counts gives a
+    data-dependent shape and goes through core ATen)."""
+    if not isinstance(repeats, int):
+        raise NotImplementedError('repeat_interleave with a tensor of repeats (a data-dependent shape)')
+    if dim is None:
+        x, dim = ops.reshape(x, [-1]), 0
+    d = _axis(dim, x.ndim)
+    shape = list(x.shape)
+    y = ops.broadcast_to(ops.unsqueeze(x, d + 1), shape[:d + 1] + [repeats] + shape[d + 1:])
+    return ops.reshape(y, shape[:d] + [shape[d] * repeats] + shape[d + 1:])
+
+
+@register_function(F.pixel_shuffle)
+def torch_pixel_shuffle(x, upscale_factor):
+    r = int(upscale_factor)
+    *lead, c, h, w = x.shape
+    y = ops.reshape(x, lead + [c // (r * r), r, r, h, w])
+    n = len(lead)
+    y = ops.permute(y, list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2])
+    return ops.reshape(y, lead + [c // (r * r), h * r, w * r])
+
+
+@register_function(F.pixel_unshuffle)
+def torch_pixel_unshuffle(x, downscale_factor):
+    r = int(downscale_factor)
+    *lead, c, h, w = x.shape
+    y = ops.reshape(x, lead + [c, h // r, r, w // r, r])
+    n = len(lead)
+    y = ops.permute(y, list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3])
+    return ops.reshape(y, lead + [c * r * r, h // r, w // r])
