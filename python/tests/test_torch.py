@@ -111,6 +111,23 @@ CASES = {
                            + F.interpolate(a, size=(7, 9), mode='bicubic', align_corners=False)
                            + F.interpolate(a, scale_factor=2.5, mode='bilinear')[..., :7, :9]
                            + F.interpolate(b, size=11, mode='linear').sum(), [r(1, 2, 4, 5), r(2, 3, 6)]),
+    # The Tensor surface models use (issue 40): dtype conversions, comparisons either way round, views,
+    # padding modes, attention over any leading dims.
+    'casts_and_comparisons': (lambda a: a.int().float() + a.long().double().float() + a.type(torch.float16).float()
+                              + a.bool().float() + a.le(0.1).float() + (2 < a).float()
+                              + torch.greater_equal(a, 0.3).float() + a.ne(0.5).int().float(), [r(4, 6)]),
+    'unbind_movedim_addc': (lambda a: torch.unbind(a, 1)[2].unsqueeze(1) + torch.movedim(a.reshape(2, 2, 6), 0, 2)
+                            .reshape(4, 6) + torch.addcdiv(a, a, a.abs() + 3, value=2) + torch.addcmul(a, a, a)
+                            + torch.swapaxes(a.t(), 0, 1) + torch.isfinite(a / (a - a[:1])).float(), [r(4, 6)]),
+    'flip_repeat_shuffle': (lambda a: a.flip(0, 1).repeat(2, 1, 3).sum(0) + a.repeat_interleave(3, dim=1)
+                            + F.pixel_unshuffle(F.pixel_shuffle(a.reshape(1, 8, 3, 1), 2), 2).reshape(4, 6)
+                            .repeat(1, 3), [r(4, 6)]),
+    'pad_modes': (lambda a: F.pad(a, (2, 3, 1, 2), mode='reflect').sum() + F.pad(a, (2, 3, 1, 2), mode='circular')
+                  + F.pad(a, (2, 3, 1, 2), mode='replicate') + F.pad(a, (2, 3, 1, 2))
+                  + F.pad(F.pad(a, (3, 4, 2, 3)), (-1, -1, -1, -1)), [r(1, 2, 4, 6)]),
+    'sdpa_ranks_3_and_5': (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m).sum(2)
+                           + F.scaled_dot_product_attention(q[0, 0], k[0, 0], v[0, 0], is_causal=True).sum(0),
+                           [r(2, 3, 2, 7, 16), r(2, 3, 2, 9, 16), r(2, 3, 2, 9, 16), r(2, 1, 1, 7, 9)]),
 }
 
 

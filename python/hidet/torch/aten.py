@@ -374,8 +374,7 @@ def aten_split_with_sizes(self, split_sizes, dim=0):
 
 @register_aten(aten.flip.default)
 def aten_flip(self, dims):
-    d = [_axis(a, self.ndim) for a in dims]
-    return ops.slice(self, d, [-1] * len(d), [-(self.shape[a] + 1) for a in d], [-1] * len(d)) if d else self
+    return m.torch_flip(self, list(dims))
 
 
 @register_aten(aten.repeat.default)

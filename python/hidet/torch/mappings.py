@@ -1379,8 +1379,11 @@ def torch_isfinite(x):
 @register_function(torch.flip)
 @register_method('flip')
 def torch_flip(x, *dims):
-    d = [_axis(a, x.ndim) for a in _shape_arg(dims)]
-    return ops.slice(x, d, [-1] * len(d), [-(x.shape[a] + 1) for a in d], [-1] * len(d)) if d else x
+    """Each axis of `dims` reversed: a take by the constant positions n-1, ..., 0."""
+    for d in [_axis(a, x.ndim) for a in _shape_arg(dims)]:
+        n = x.shape[d]
+        x = ops.take(x, hidet.arange(float(n - 1), -1.0, -1.0, 'int64', 'cuda'), d)
+    return x
 
 
 @register_method('repeat')
