@@ -249,6 +249,32 @@ def test_fallback_to_torch_runs_unmapped_operators():
     assert_close(compiled(fn)(x), fn(x), atol=1e-5)
 
 
+def test_training_mode_is_refused_with_the_way_out_and_runs_with_the_fallback(capsys):
+    """A model left in training mode: batch statistics and random dropout. The error names the
+    node, the user's source line and model.eval(); with the fallback, PyTorch runs those nodes
+    (one log line names them) and hidet the rest."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Dropout(0.5)).to(DEVICE)
+    x = r(2, 3, 6, 6)
+    torch._dynamo.reset()
+    with torch.no_grad(), pytest.raises(Exception) as info:
+        compiled(model)(x)
+    text = str(info.value)
+    assert 'batch_norm' in text and "fx node '" in text and 'model.eval()' in text, text
+    hidet.torch.dynamo_config.fallback_to_torch(True)
+    try:
+        torch._dynamo.reset()
+        model.eval()
+        model[1].train()  # batch statistics only (dropout in eval mode is the identity)
+        with torch.no_grad():
+            got = compiled(model)(x)
+            model[1].train()
+            want = model(x)
+        assert_close(got, want, atol=1e-4)
+        assert 'PyTorch runs the operators hidet does not map' in capsys.readouterr().err
+    finally:
+        hidet.torch.dynamo_config.fallback_to_torch(False)
+
+
 def test_registry_example_of_the_guide():
     """Hidet's guide to adding mappings, through its own import paths: with the mappings removed,
     the operators go through their decomposition into core ATen (the default), or are listed in

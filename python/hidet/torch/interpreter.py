@@ -339,9 +339,8 @@ class Interpreter:
                 # PyTorch's decomposition may serve them.
                 why = self._try_decomposition(node, args, kwargs, env, symbolic)
                 if why is not None:
-                    where = source_line(node)
-                    raise type(e)(f'hidet: mapping {target_name(node)} of fx node {node.name!r}'
-                                  f'{" (" + where + ")" if where else ""} failed: {e}; {why}') from e
+                    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    unmapped(node, f'its mapping does not take these arguments: {first}; {why}')
             except NotSymbolic:
                 raise
             except Exception as e:
@@ -362,9 +361,14 @@ class Interpreter:
         except NotSymbolic:
             raise
         except UnmappedError as e:
-            return f'decomposed into core ATen, which has no mapping for: {", ".join(e.names)}'
+            from .aten import REFUSED
+            names = [f'{n} ({REFUSED[n]})' if n in REFUSED else n for n in e.names]
+            return f'decomposed into core ATen, which has no mapping for: {"; ".join(names)}'
         except Exception as e:  # noqa: BLE001 - PyTorch's decomposition or a core-ATen mapping refused it
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            if 'DynamicOutputShape' in type(e).__name__ or 'DataDependent' in type(e).__name__:
+                first = ('the output shape depends on the values (data-dependent); let PyTorch run it with '
+                         'hidet.torch.dynamo_config.fallback_to_torch(True)')
             return f'its decomposition into core ATen failed: {type(e).__name__}: {first}'
 
 

@@ -375,9 +375,13 @@ register_method('half')(lambda x: ops.cast(x, 'float16') if x.dtype != 'float16'
 register_method('bfloat16')(lambda x: ops.cast(x, 'bfloat16') if x.dtype != 'bfloat16' else x)
 register_method('type_as')(lambda x, other: ops.cast(x, other.dtype) if x.dtype != other.dtype else x)
 register_method('contiguous', 'detach', 'clone')(lambda x, *a, **k: x)
-register_function(F.dropout, torch.dropout)(lambda x, p=0.5, training=False, inplace=False: x)
-register_function(torch.nn.functional.dropout1d, torch.nn.functional.dropout2d)(
-    lambda x, p=0.5, training=False, inplace=False: x)
+@register_function(F.dropout, torch.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout)
+def torch_dropout(x, p=0.5, training=False, inplace=False):
+    if training and p > 0:
+        raise NotImplementedError('dropout in training mode (random): call model.eval() and compile under '
+                                  'torch.no_grad(), or let PyTorch run it with '
+                                  'hidet.torch.dynamo_config.fallback_to_torch(True)')
+    return x
 
 
 @register_method('size')
@@ -1177,6 +1181,9 @@ class HidetReLU(HidetModule):
 @register_module(torch.nn.Identity, torch.nn.Dropout)
 class HidetIdentity(HidetModule):
     def __call__(self, x):
+        m = self.torch_module
+        if isinstance(m, torch.nn.Dropout) and m.training and m.p > 0:
+            return torch_dropout(x, m.p, True)
         return x
 
 
