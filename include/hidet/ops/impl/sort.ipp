@@ -237,7 +237,7 @@ sorted_prefix(const std::string &key, const Tensor &x, int ax, const Dim &k, boo
   const std::int64_t kv = k.value();
   auto outs = run_plan(key, [&] { return sort_plan(s, ax, x.dtype(), kv, descending); },
                        {scalar ? x.reshape(Shape{1}) : x});
-  if (scalar) return {outs[0].reshape(Shape{}), outs[1].reshape(Shape{})};
+  if (scalar && kv == 1) return {outs[0].reshape(Shape{}), outs[1].reshape(Shape{})};
   return {outs[0], outs[1]};
 }
 
