@@ -454,7 +454,50 @@ NB_MODULE(_C, m) {
           "keepdims"_a = false);
   ops.def("argmin", [](const Tensor &x, int axis, bool keep) { return o::argmin(x, axis, keep); }, "x"_a, "axis"_a,
           "keepdims"_a = false);
-  ops.def("cumsum", [](const Tensor &x, int axis) { return o::cumsum(x, axis); });
+  ops.def("cumsum", [](const Tensor &x, int axis) { return o::cumsum(x, axis); }, "x"_a, "axis"_a);
+  ops.def("cumprod", [](const Tensor &x, int axis) { return o::cumprod(x, axis); }, "x"_a, "axis"_a);
+  ops.def("cummax", [](const Tensor &x, int axis) { return o::cummax(x, axis); }, "x"_a, "axis"_a,
+          "(values, indices): the running maximum along axis and where it was taken.");
+  ops.def("cummin", [](const Tensor &x, int axis) { return o::cummin(x, axis); }, "x"_a, "axis"_a,
+          "(values, indices): the running minimum along axis and where it was taken.");
+  ops.def("sort", [](const Tensor &x, int axis, bool descending, bool stable) { return o::sort(x, axis, descending, stable); },
+          "x"_a, "axis"_a = -1, "descending"_a = false, "stable"_a = true,
+          "(values, indices) of x sorted along axis (stable; NaN is the largest value).");
+  ops.def("argsort", [](const Tensor &x, int axis, bool descending, bool stable) {
+    return o::argsort(x, axis, descending, stable);
+  }, "x"_a, "axis"_a = -1, "descending"_a = false, "stable"_a = true);
+  ops.def("topk", [](const Tensor &x, std::int64_t k, int axis, bool largest, bool sorted) {
+    return o::topk(x, k, axis, largest, sorted);
+  }, "x"_a, "k"_a, "axis"_a = -1, "largest"_a = true, "sorted"_a = true,
+     "(values, indices) of the k largest (or smallest) elements along axis, in sorted order.");
+  ops.def("searchsorted", [](const Tensor &seq, const Tensor &v, bool right) { return o::searchsorted(seq, v, right); },
+          "sorted_sequence"_a, "values"_a, "right"_a = false);
+  ops.def("bucketize", [](const Tensor &x, const Tensor &b, bool right) { return o::bucketize(x, b, right); }, "x"_a,
+          "boundaries"_a, "right"_a = false);
+  // scatter's reduce as PyTorch spells it: None, 'add' or 'sum', 'amax', 'amin'.
+  auto scatter_reduce = [](const std::optional<std::string> &r) {
+    if (!r || *r == "none") return o::ScatterReduce::None;
+    if (*r == "add" || *r == "sum") return o::ScatterReduce::Add;
+    if (*r == "amax") return o::ScatterReduce::Max;
+    if (*r == "amin") return o::ScatterReduce::Min;
+    throw hidet::ValueError("scatter: reduce='" + *r + "' is not supported; use None, 'add' (or 'sum'), 'amax' or 'amin'");
+  };
+  ops.def("scatter", [scatter_reduce](const Tensor &x, int axis, const Tensor &index, std::variant<Tensor, double> src,
+                                      std::optional<std::string> reduce) {
+    if (auto *v = std::get_if<double>(&src)) return o::scatter(x, axis, index, *v, scatter_reduce(reduce));
+    return o::scatter(x, axis, index, std::get<Tensor>(src), scatter_reduce(reduce));
+  }, "x"_a, "axis"_a, "index"_a, "src"_a, "reduce"_a = nb::none(),
+     "A copy of x with src scattered along axis at index (torch.scatter / scatter_reduce(include_self=True)).");
+  ops.def("scatter_add", [](const Tensor &x, int axis, const Tensor &index, const Tensor &src) {
+    return o::scatter_add(x, axis, index, src);
+  }, "x"_a, "axis"_a, "index"_a, "src"_a);
+  ops.def("index_put", [](const Tensor &x, const std::vector<std::optional<Tensor>> &indices, const Tensor &values,
+                          bool accumulate) { return o::index_put(x, indices, values, accumulate); },
+          "x"_a, "indices"_a, "values"_a, "accumulate"_a = false,
+          "A copy of x with x[indices] = values (or += with accumulate); None in indices is a whole axis.");
+  ops.def("index_add", [](const Tensor &x, int axis, const Tensor &index, const Tensor &src, double alpha) {
+    return o::index_add(x, axis, index, src, alpha);
+  }, "x"_a, "axis"_a, "index"_a, "src"_a, "alpha"_a = 1.0);
   ops.def("reshape", [](const Tensor &x, const std::vector<Extent> &s) {
     hidet::SymShape shape = sym_shape(s);
     return hidet::is_constant_shape(shape) ? o::reshape(x, hidet::constant_shape(shape)) : o::reshape(x, shape);

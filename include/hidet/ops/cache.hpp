@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "hidet/ops/schedule.hpp"
 #include "hidet/runtime/compiled_module.hpp"
@@ -93,6 +94,11 @@ bool has_symbolic_extents(const std::vector<Tensor> &xs);
 /// a graph specialized to one shape).
 Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape, DataType dtype,
                       std::function<Tensor(const std::vector<Tensor> &)> apply);
+/// trace_symbolic for an operator of several outputs (sort's values and indices): one output per
+/// entry of `outputs` (its extents and dtype), on the inputs' device.
+std::vector<Tensor> trace_symbolic_outputs(const std::string &key, const std::vector<Tensor> &inputs,
+                                           const std::vector<std::pair<SymShape, DataType>> &outputs,
+                                           std::function<std::vector<Tensor>(const std::vector<Tensor> &)> apply);
 
 /// trace_symbolic for an operator with a task over the symbols (`task`, key `key`): running the
 /// node on tensors with data runs that task (one kernel for every value of the symbols, bound from

@@ -1,11 +1,12 @@
 // Reductions over any set of axes, with keepdims: sum, mean, max, min, prod, all, any, var, std,
-// argmax, argmin; and cumsum. Negative axes count from the end; an empty axis list reduces over
+// argmax, argmin; and the scans cumsum, cumprod, cummax, cummin. Negative axes count from the end; an empty axis list reduces over
 // every axis. Accumulation: f32 for f16/bf16; i64 for integer and bool sum/prod; mean of
 // integers is f32.
 #pragma once
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "hidet/ops/elementwise.hpp"
 
@@ -18,6 +19,10 @@ int normalize_axis(const std::string &op, int axis, std::size_t ndim, const SymS
 inline int normalize_axis(const std::string &op, int axis, std::size_t ndim, const Shape &shape) {
   return normalize_axis(op, axis, ndim, to_sym_shape(shape));
 }
+
+/// normalize_axis where a 0-d tensor counts as one element along axis 0 (given as 0 or -1, as
+/// PyTorch's sort, scans and scatter take a scalar's dim).
+int normalize_axis_or_scalar(const std::string &op, int axis, const SymShape &shape);
 
 /// Normalized, sorted, unique axes (all axes when empty).
 std::vector<int> normalize_axes(const std::string &op, const std::vector<int> &axes, const SymShape &shape);
@@ -86,11 +91,21 @@ Tensor var(const Tensor &x, std::vector<int> axes = {}, bool keepdims = false, i
 /// Standard deviation over `axes` with Bessel's `correction`.
 Tensor std(const Tensor &x, std::vector<int> axes = {}, bool keepdims = false, int correction = 1);
 
-/// Inclusive cumulative sum along `axis`: a linear scan per row. The tensor is viewed as
-/// [outer, len, inner]; one thread scans one (outer, inner) line, consecutive threads on
-/// consecutive inner positions. Integers and bool accumulate in i64 (u64 for unsigned); f16/bf16
-/// in f32 and round each prefix once.
+// Inclusive scans along `axis` (cumsum, cumprod, cummax, cummin) share one kernel: the tensor is
+// viewed as [outer, len, inner]; one thread scans one (outer, inner) line, consecutive threads on
+// consecutive inner positions (linear work per row; over symbolic extents one kernel for every
+// value of the symbols).
+
+/// Inclusive cumulative sum along `axis`. Integers and bool accumulate in i64 (u64 for unsigned);
+/// f16/bf16 in f32 and round each prefix once.
 Tensor cumsum(const Tensor &x, int axis);
+/// Inclusive cumulative product along `axis`; dtypes as cumsum.
+Tensor cumprod(const Tensor &x, int axis);
+/// The running maximum along `axis` and the i64 index where it was taken (PyTorch's: the last of
+/// equal maxima; a NaN propagates and each later NaN takes its own index). Keeps x's dtype.
+std::pair<Tensor, Tensor> cummax(const Tensor &x, int axis);
+/// The running minimum along `axis` and its i64 index (as cummax).
+std::pair<Tensor, Tensor> cummin(const Tensor &x, int axis);
 
 } // namespace hidet::ops
 

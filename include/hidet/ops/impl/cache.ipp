@@ -201,11 +201,20 @@ optional_pair(const std::vector<Tensor> &in, std::size_t first, bool has_a, bool
 
 HIDET_INLINE Tensor trace_symbolic(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape,
                                    DataType dtype, std::function<Tensor(const std::vector<Tensor> &)> apply) {
+  return trace_symbolic_outputs(key, inputs, {{std::move(shape), dtype}},
+                                [apply = std::move(apply)](const std::vector<Tensor> &in) {
+                                  return std::vector<Tensor>{apply(in)};
+                                })[0];
+}
+
+HIDET_INLINE std::vector<Tensor>
+trace_symbolic_outputs(const std::string &key, const std::vector<Tensor> &inputs,
+                       const std::vector<std::pair<SymShape, DataType>> &outputs,
+                       std::function<std::vector<Tensor>(const std::vector<Tensor> &)> apply) {
   Device dev = common_device(key.substr(0, key.find('{')), inputs);
-  return trace_operator(op_display_name(key), inputs, key_attrs(key), {{std::move(shape), dtype, dev}},
-                        [apply = std::move(apply)](const std::vector<Tensor> &in) {
-                          return std::vector<Tensor>{apply(in)};
-                        })[0];
+  std::vector<TensorMeta> metas;
+  for (const auto &[shape, dtype] : outputs) metas.push_back(TensorMeta{shape, dtype, dev});
+  return trace_operator(op_display_name(key), inputs, key_attrs(key), std::move(metas), std::move(apply));
 }
 
 HIDET_INLINE Tensor trace_generic_task(const std::string &key, const std::vector<Tensor> &inputs, SymShape shape,

@@ -21,6 +21,13 @@ HIDET_INLINE int normalize_axis(const std::string &op, int axis, std::size_t ndi
   return n == 0 ? 0 : (axis < 0 ? axis + n : axis);
 }
 
+HIDET_INLINE int normalize_axis_or_scalar(const std::string &op, int axis, const SymShape &shape) {
+  if (!shape.empty()) return normalize_axis(op, axis, shape.size(), shape);
+  if (axis != 0 && axis != -1)
+    throw ValueError(str_cat(op, ": axis ", axis, " is out of range for a 0-d tensor; valid axes are -1 and 0"));
+  return 0;
+}
+
 HIDET_INLINE std::vector<int> normalize_axes(const std::string &op, const std::vector<int> &axes, const SymShape &shape) {
   std::vector<int> r;
   if (axes.empty())
@@ -131,13 +138,16 @@ HIDET_INLINE Tensor std(const Tensor &x, std::vector<int> axes, bool keepdims, i
 }
 
 namespace detail {
-/// The plan of cumsum over x viewed as [outer, len, inner] (extents may be symbols: the kernel then
-/// takes them as parameters and serves every value): one thread per line scans its len elements.
-HIDET_INLINE Plan cumsum_plan(const Dim &outer, const Dim &len, const Dim &inner, DataType in_dtype, DataType out,
-                              DataType acc) {
+/// The plan of an inclusive scan of `kind` (Sum: cumsum, Prod: cumprod, Max: cummax, Min: cummin)
+/// over x viewed as [outer, len, inner] (extents may be symbols: the kernel then takes them as
+/// parameters and serves every value): one thread per line scans its len elements in `acc`. Max and
+/// Min also write the i64 index of the running extreme (a second output).
+HIDET_INLINE Plan scan_plan(const std::string &op, ReduceKind kind, const Dim &outer, const Dim &len, const Dim &inner,
+                            DataType in_dtype, DataType out, DataType acc) {
   using namespace hidet::lang;
+  const bool extreme = kind == ReduceKind::Max || kind == ReduceKind::Min;
   Plan plan;
-  plan.module = script_module("cumsum");
+  plan.module = script_module(op);
   const SymShape view{outer, len, inner};
   std::set<std::string> names;
   for (const Dim &d : view)
@@ -145,56 +155,107 @@ HIDET_INLINE Plan cumsum_plan(const Dim &outer, const Dim &len, const Dim &inner
   plan.symbols.assign(names.begin(), names.end());
   plan.buffers.push_back({PlanBuffer::Role::Input, 0, "x", view, in_dtype});
   plan.buffers.push_back({PlanBuffer::Role::Output, 0, "y", view, out});
+  std::vector<ParamSpec> specs{param_spec("x", in_dtype, view), param_spec("y", out, view)};
+  if (extreme) {
+    plan.buffers.push_back({PlanBuffer::Role::Output, 1, "indices", view, dtypes::i64});
+    specs.push_back(param_spec("indices", dtypes::i64, view));
+  }
   const Dim lines = outer * inner;
+  const std::string kernel = op + "_scan";
   define_kernel(
-      plan.module, "cumsum_scan", {param_spec("x", in_dtype, view), param_spec("y", out, view)},
+      plan.module, kernel, specs,
       [&](const std::vector<ir::Var> &p) {
         lang::attrs.cuda.grid_dim = blocks_for(lines, 256);
         lang::attrs.cuda.block_dim = 256;
         Var t = blockIdx.x * 256 + threadIdx.x;
         if_(t < dim_expr(lines), [&] {
           Var o = t / dim_expr(inner), in = t % dim_expr(inner);
-          Var s = let(acc, reduce_init(ReduceKind::Sum, acc), "s");
+          auto x_at = [&](const Expr &j) {
+            return cast(Expr(lang::Element(p[0], {o.ir(), j.ir(), in.ir()}, {}).to_ir({})), acc);
+          };
+          if (!extreme) {
+            Var s = let(acc, reduce_init(kind, acc), "s");
+            for_(range(dim_expr(len)), [&](Var j) {
+              s = Operand(kind == ReduceKind::Prod ? s * x_at(j) : s + x_at(j));
+              store(p[1], {o.ir(), j.ir(), in.ir()}, s.ir());
+            });
+            return;
+          }
+          // PyTorch's rule: take v when it is NaN, or when the running value is not NaN and v >= it
+          // (<= for the minimum), so equal values move the index to the last of them.
+          Var s = x_at(0);
+          Var at = let(dtypes::i64, ir::ConstantNode::make_int(dtypes::i64, 0), "at");
           for_(range(dim_expr(len)), [&](Var j) {
-            s = Operand(s + cast(Expr(lang::Element(p[0], {o.ir(), j.ir(), in.ir()}, {}).to_ir({})), acc));
+            Var v = x_at(j);
+            Expr take = kind == ReduceKind::Max ? (v >= s) : (v <= s);
+            if (acc.is_float()) take = lang::isnan(v) || (!lang::isnan(s) && take);
+            if_(take, [&] {
+              s = v;
+              at = cast(j, dtypes::i64);
+            });
             store(p[1], {o.ir(), j.ir(), in.ir()}, s.ir());
+            store(p[2], {o.ir(), j.ir(), in.ir()}, at.ir());
           });
         });
       },
       plan.symbols);
-  plan.steps.push_back({"cumsum_scan", {0, 1}, lines * len});
+  plan.steps.push_back({kernel, extreme ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1}, lines * len});
   return plan;
 }
-} // namespace detail
 
-HIDET_INLINE Tensor cumsum(const Tensor &x, int axis) {
+/// Runs the scan of `kind` named `op` along `axis` (see scan_plan): its outputs.
+HIDET_INLINE std::vector<Tensor> scan(const std::string &op, ReduceKind kind, const Tensor &x, int axis) {
   const SymShape xs = x.sym_shape();
-  int ax = detail::normalize_axis("cumsum", axis, x.ndim(), xs);
+  int ax = normalize_axis_or_scalar(op, axis, xs);
+  const bool extreme = kind == ReduceKind::Max || kind == ReduceKind::Min;
+  if (extreme && x.dtype().is_fp8())
+    throw ValueError(str_cat(op, ": x of dtype ", x.dtype(), " is not supported; cast it to f16 or f32 first"));
   Dim outer = 1, len = xs.empty() ? Dim(1) : xs[std::size_t(ax)], inner = 1;
   for (int d = 0; d < ax; ++d) outer = outer * xs[std::size_t(d)];
   for (int d = ax + 1; d < x.ndim(); ++d) inner = inner * xs[std::size_t(d)];
-  DataType acc = x.dtype().is_float() ? compute_dtype(x.dtype()) : default_acc_dtype(ReduceKind::Sum, x.dtype());
-  DataType out = x.dtype().is_float() ? x.dtype() : acc;
-  const std::string key = str_cat("cumsum{axis=", ax, "}");
-  if (detail::has_symbolic_extents({x})) {
+  DataType acc = x.dtype().is_float() ? compute_dtype(x.dtype()) : extreme ? x.dtype() : default_acc_dtype(kind, x.dtype());
+  DataType out = x.dtype().is_float() || extreme ? x.dtype() : acc;
+  std::vector<std::pair<SymShape, DataType>> outs{{xs, out}};
+  if (extreme) outs.push_back({xs, dtypes::i64});
+  const std::string key = str_cat(op, "{axis=", ax, "}");
+  auto reshaped = [](std::vector<Tensor> ys, const Shape &s) {
+    for (auto &y : ys) y = y.reshape(s);
+    return ys;
+  };
+  if (has_symbolic_extents({x})) {
     // One kernel for every value of the symbols; traced again at constant shapes (specialize())
-    // it is the constant cumsum.
+    // it is the constant scan.
     const std::string plan_key = str_cat(key, "|", x.dtype(), sym_shape_str({outer, len, inner}));
-    return detail::trace_symbolic(key, {x}, xs, out, [=](const std::vector<Tensor> &in) {
-      if (in[0].is_symbolic()) return cumsum(in[0], axis);
-      std::shared_ptr<CompiledTask> ct = detail::find_compiled(plan_key);
-      if (!ct) ct = detail::add_compiled(plan_key, detail::cumsum_plan(outer, len, inner, in[0].dtype(), out, acc));
+    return trace_symbolic_outputs(key, {x}, outs, [=](const std::vector<Tensor> &in) {
+      if (in[0].is_symbolic()) return scan(op, kind, in[0], axis);
+      std::shared_ptr<CompiledTask> ct = find_compiled(plan_key);
+      if (!ct) ct = add_compiled(plan_key, scan_plan(op, kind, outer, len, inner, in[0].dtype(), out, acc));
       const Shape s = in[0].shape();
       std::int64_t o = 1, l = s.empty() ? 1 : s[std::size_t(ax)], i = 1;
       for (int d = 0; d < ax; ++d) o *= s[std::size_t(d)];
       for (int d = ax + 1; d < int(s.size()); ++d) i *= s[std::size_t(d)];
-      Device dev = detail::common_device("cumsum", in);
-      return detail::launch_compiled(*ct, {in[0].reshape({o, l, i})}, dev)[0].reshape(s);
+      Device dev = common_device(op, in);
+      return reshaped(launch_compiled(*ct, {in[0].reshape({o, l, i})}, dev), s);
     });
   }
-  return run_plan(key, [&] { return detail::cumsum_plan(outer, len, inner, x.dtype(), out, acc); },
-                  {x.reshape({outer.value(), len.value(), inner.value()})})[0]
-      .reshape(x.shape());
+  return reshaped(run_plan(key, [&] { return scan_plan(op, kind, outer, len, inner, x.dtype(), out, acc); },
+                           {x.reshape({outer.value(), len.value(), inner.value()})}),
+                  x.shape());
+}
+} // namespace detail
+
+HIDET_INLINE Tensor cumsum(const Tensor &x, int axis) { return detail::scan("cumsum", ReduceKind::Sum, x, axis)[0]; }
+
+HIDET_INLINE Tensor cumprod(const Tensor &x, int axis) { return detail::scan("cumprod", ReduceKind::Prod, x, axis)[0]; }
+
+HIDET_INLINE std::pair<Tensor, Tensor> cummax(const Tensor &x, int axis) {
+  auto r = detail::scan("cummax", ReduceKind::Max, x, axis);
+  return {r[0], r[1]};
+}
+
+HIDET_INLINE std::pair<Tensor, Tensor> cummin(const Tensor &x, int axis) {
+  auto r = detail::scan("cummin", ReduceKind::Min, x, axis);
+  return {r[0], r[1]};
 }
 
 } // namespace hidet::ops
