@@ -665,27 +665,25 @@ def aten_index_put(self, indices, values, accumulate=False):
 
 @register_aten(aten.scatter.src)
 def aten_scatter_src(self, dim, index, src):
-    return ops.scatter(self, _axis(dim, self.ndim), index, src, 'none')
+    return ops.scatter(self, _axis(dim, self.ndim), index, src)
 
 
 @register_aten(aten.scatter.value)
 def aten_scatter_value(self, dim, index, value):
-    src = ops.broadcast_to(_tensor(value, self), list(index.shape))
-    return ops.scatter(self, _axis(dim, self.ndim), index, src, 'none')
+    return ops.scatter(self, _axis(dim, self.ndim), index, float(value))
 
 
 @register_aten(aten.scatter_add.default)
 def aten_scatter_add(self, dim, index, src):
-    return ops.scatter(self, _axis(dim, self.ndim), index, src, 'add')
+    return ops.scatter_add(self, _axis(dim, self.ndim), index, src)
 
 
 @register_aten(aten.scatter_reduce.two)
 def aten_scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
-    names = {'sum': 'add', 'prod': 'multiply', 'amax': 'amax', 'amin': 'amin', 'mean': 'mean'}
-    if reduce not in names or not include_self:
+    if reduce not in ('sum', 'amax', 'amin') or not include_self:
         raise NotImplementedError(f"scatter_reduce(reduce='{reduce}', include_self={include_self}) is not mapped "
-                                  "(sum, prod, amax, amin with include_self=True are)")
-    return ops.scatter(self, _axis(dim, self.ndim), index, src, names[reduce])
+                                  "(sum, amax and amin with include_self=True are)")
+    return ops.scatter(self, _axis(dim, self.ndim), index, src, reduce)
 
 
 @register_aten(aten.select_scatter.default)

@@ -1432,3 +1432,81 @@ def torch_pixel_unshuffle(x, downscale_factor):
     n = len(lead)
     y = ops.permute(y, list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3])
     return ops.reshape(y, lead + [c * r * r, h // r, w // r])
+
+
+_Sorted = collections.namedtuple('Sorted', ['values', 'indices'])
+
+
+@register_function(torch.sort)
+@register_method('sort')
+def torch_sort(x, dim=-1, descending=False, stable=False, *, out=None):
+    return _Sorted(*ops.sort(x, _axis(dim, x.ndim), bool(descending)))
+
+
+@register_function(torch.argsort)
+@register_method('argsort')
+def torch_argsort(x, dim=-1, descending=False, stable=False):
+    return ops.argsort(x, _axis(dim, x.ndim), bool(descending))
+
+
+@register_function(torch.topk)
+@register_method('topk')
+def torch_topk(x, k, dim=-1, largest=True, sorted=True, *, out=None):
+    return _Sorted(*ops.topk(x, int(k), _axis(dim, x.ndim), bool(largest), bool(sorted)))
+
+
+@register_function(torch.cumprod)
+@register_method('cumprod')
+def torch_cumprod(x, dim, *, dtype=None, out=None):
+    x = ops.cast(x, dtype_name(dtype)) if dtype is not None else x
+    return ops.cumprod(x, _axis(dim, x.ndim))
+
+
+def _cumulative_extremum(op):
+    def mapping(x, dim, *, out=None):
+        return _Sorted(*op(x, _axis(dim, x.ndim)))
+    return mapping
+
+
+register_function(torch.cummax)(_cumulative_extremum(ops.cummax))
+register_method('cummax')(_cumulative_extremum(ops.cummax))
+register_function(torch.cummin)(_cumulative_extremum(ops.cummin))
+register_method('cummin')(_cumulative_extremum(ops.cummin))
+
+
+@register_function(torch.scatter)
+@register_method('scatter')
+def torch_scatter(x, dim, index, src=None, *, value=None, reduce=None):
+    if reduce is not None:
+        raise NotImplementedError(f"scatter(reduce='{reduce}') is deprecated in PyTorch; use scatter_reduce")
+    src = src if src is not None else value
+    return ops.scatter(x, _axis(dim, x.ndim), index, src if isinstance(src, Tensor) else float(src))
+
+
+@register_function(torch.scatter_add)
+@register_method('scatter_add')
+def torch_scatter_add(x, dim, index, src):
+    return ops.scatter_add(x, _axis(dim, x.ndim), index, src)
+
+
+@register_function(torch.scatter_reduce)
+@register_method('scatter_reduce')
+def torch_scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
+    if reduce not in ('sum', 'amax', 'amin') or not include_self:
+        raise NotImplementedError(f"scatter_reduce(reduce='{reduce}', include_self={include_self}) is not mapped "
+                                  "(sum, amax and amin with include_self=True are)")
+    return ops.scatter(x, _axis(dim, x.ndim), index, src, reduce)
+
+
+@register_function(torch.index_add)
+@register_method('index_add')
+def torch_index_add(x, dim, index, source, *, alpha=1):
+    return ops.index_add(x, _axis(dim, x.ndim), index, source, float(alpha))
+
+
+@register_function(torch.index_put)
+@register_method('index_put')
+def torch_index_put(x, indices, values, accumulate=False):
+    if not isinstance(values, Tensor):
+        values = hidet.full([1], float(values), x.dtype, x.device)
+    return ops.index_put(x, list(indices), values, bool(accumulate))
