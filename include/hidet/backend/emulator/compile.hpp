@@ -81,7 +81,7 @@ private:
   /// `e` converted to dtype `d` when it has another dtype.
   ENode *as_dtype(ENode *e, DataType d, SourceLoc l) {
     if (e->dtype == d) return e;
-    auto *n = node(make_cast_node(e->dtype, d), d, l);
+    auto *n = node(make_cast_node(d), d, l);
     n->a = e, n->from = e->dtype, n->to = d, n->may_fault = e->may_fault;
     return n;
   }
@@ -224,19 +224,9 @@ private:
     }
     bool shift = b->op == BinaryOp::Shl || b->op == BinaryOp::Shr;
     if (!shift) y = as_dtype(y, x->dtype, l);
-    ENode *n = make_binary_node(b->op, x->dtype);
-    with_dtype(x->dtype, [&]<DTypeCode K>() {
-      switch (b->op) {
-#define HIDET_EMU_SET(O)                                                                           \
-  case BinaryOp::O: static_cast<BinaryE<K, BinaryOp::O> *>(n)->a = x, static_cast<BinaryE<K, BinaryOp::O> *>(n)->b = y; break;
-        HIDET_EMU_SET(Add) HIDET_EMU_SET(Sub) HIDET_EMU_SET(Mul) HIDET_EMU_SET(Div)
-        HIDET_EMU_SET(Mod) HIDET_EMU_SET(BitAnd) HIDET_EMU_SET(BitOr) HIDET_EMU_SET(BitXor)
-        HIDET_EMU_SET(Shl) HIDET_EMU_SET(Shr) HIDET_EMU_SET(Lt) HIDET_EMU_SET(Le)
-        HIDET_EMU_SET(Gt) HIDET_EMU_SET(Ge) HIDET_EMU_SET(Eq) HIDET_EMU_SET(Ne)
-#undef HIDET_EMU_SET
-      default: break;
-      }
-    });
+    BinaryOperands *n = make_binary_node(b->op, x->dtype);
+    if (!n) unsupported(str_cat("the operator ", ir::binary_op_symbol(b->op), " on dtype ", x->dtype), l);
+    n->a = x, n->b = y;
     node(n, ir::is_comparison(b->op) ? dtypes::boolean : x->dtype, l);
     n->may_fault = fault || (!x->dtype.is_float() && (b->op == BinaryOp::Div || b->op == BinaryOp::Mod));
     return n;

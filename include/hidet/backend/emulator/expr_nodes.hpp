@@ -67,9 +67,13 @@ template <DTypeCode K, ir::BinaryOp Op> Slot binary_apply(typename Num<K>::C a, 
   }
 }
 
-/// a Op b on dtype K.
-template <DTypeCode K, ir::BinaryOp Op> struct BinaryE : ENode {
+/// The operands of a binary node.
+struct BinaryOperands : ENode {
   ENode *a = nullptr, *b = nullptr;
+};
+
+/// a Op b on dtype K.
+template <DTypeCode K, ir::BinaryOp Op> struct BinaryE : BinaryOperands {
   void eval(Context &c, ActiveSet s) override {
     emu::eval(a, c, s);
     emu::eval(b, c, s);
@@ -91,18 +95,26 @@ template <DTypeCode K, ir::BinaryOp Op> struct BinaryE : ENode {
 };
 
 /// Builds a BinaryE for a runtime op and dtype.
-inline ENode *make_binary_node(ir::BinaryOp op, DataType d) {
-  return with_dtype(d, [&]<DTypeCode K>() -> ENode * {
+inline BinaryOperands *make_binary_node(ir::BinaryOp op, DataType d) {
+  return with_dtype(d, [&]<DTypeCode K>() -> BinaryOperands * {
     switch (op) {
 #define HIDET_EMU_OP(O)                                                                            \
   case ir::BinaryOp::O: return new BinaryE<K, ir::BinaryOp::O>();
       HIDET_EMU_OP(Add) HIDET_EMU_OP(Sub) HIDET_EMU_OP(Mul) HIDET_EMU_OP(Div) HIDET_EMU_OP(Mod)
-      HIDET_EMU_OP(BitAnd) HIDET_EMU_OP(BitOr) HIDET_EMU_OP(BitXor) HIDET_EMU_OP(Shl)
-      HIDET_EMU_OP(Shr) HIDET_EMU_OP(Lt) HIDET_EMU_OP(Le) HIDET_EMU_OP(Gt) HIDET_EMU_OP(Ge)
-      HIDET_EMU_OP(Eq) HIDET_EMU_OP(Ne)
-#undef HIDET_EMU_OP
-    default: return nullptr; // logical ops: LogicalE
+      HIDET_EMU_OP(Lt) HIDET_EMU_OP(Le) HIDET_EMU_OP(Gt) HIDET_EMU_OP(Ge) HIDET_EMU_OP(Eq)
+      HIDET_EMU_OP(Ne)
+    default: break;
     }
+    // Bitwise operations and shifts exist on integers only (ir::make rejects them on floats):
+    // no node classes for float dtypes, which keeps header-only builds smaller.
+    if constexpr (!Num<K>::is_float) {
+      switch (op) {
+        HIDET_EMU_OP(BitAnd) HIDET_EMU_OP(BitOr) HIDET_EMU_OP(BitXor) HIDET_EMU_OP(Shl) HIDET_EMU_OP(Shr)
+      default: break;
+      }
+    }
+#undef HIDET_EMU_OP
+    return nullptr; // logical ops: LogicalE
   });
 }
 
@@ -157,26 +169,32 @@ struct AliasE : ENode {
 };
 
 /// Scalar conversion between dtypes (value.hpp: convert_slot); make_cast_node builds the
-/// CastTo of its source and target dtypes.
+/// CastTo of the target dtype (one class per target: the source's SlotKind is a branch outside the
+/// loop, which keeps the header-only build small).
 struct CastE : ENode {
   ENode *a = nullptr;
   DataType from, to;
 };
-template <SlotKind F, DTypeCode K> struct CastTo : CastE {
-  void eval(Context &c, ActiveSet s) override {
-    emu::eval(a, c, s);
-    const Slot *x = c.reg(a->dst);
-    Slot *d = c.reg(dst);
+template <DTypeCode K> struct CastTo : CastE {
+  template <SlotKind F> void convert(const Slot *x, Slot *d, ActiveSet s) {
     for (int k = 0; k < s.n; ++k) {
       int t = s.idx[k];
       d[t] = convert_slot<F, K>(x[t]);
     }
   }
+  void eval(Context &c, ActiveSet s) override {
+    emu::eval(a, c, s);
+    const Slot *x = c.reg(a->dst);
+    Slot *d = c.reg(dst);
+    switch (slot_kind(from)) {
+    case SlotKind::Float: convert<SlotKind::Float>(x, d, s); break;
+    case SlotKind::U64: convert<SlotKind::U64>(x, d, s); break;
+    case SlotKind::Int: convert<SlotKind::Int>(x, d, s); break;
+    }
+  }
 };
-inline CastE *make_cast_node(DataType from, DataType to) {
-  return with_dtype(to, [&]<DTypeCode K>() -> CastE * {
-    return with_slot_kind(from, [&]<SlotKind F>() -> CastE * { return new CastTo<F, K>(); });
-  });
+inline CastE *make_cast_node(DataType to) {
+  return with_dtype(to, [&]<DTypeCode K>() -> CastE * { return new CastTo<K>(); });
 }
 
 /// cond ? t : f; only the chosen side runs when a side may fault.
