@@ -69,17 +69,19 @@ def _binary(op, reverse=False):
     return method
 
 
-Tensor.__add__ = _binary(_C.ops.add)
-Tensor.__radd__ = _binary(_C.ops.add, True)
-Tensor.__sub__ = _binary(_C.ops.sub)
-Tensor.__rsub__ = _binary(_C.ops.sub, True)
-Tensor.__mul__ = _binary(_C.ops.mul)
-Tensor.__rmul__ = _binary(_C.ops.mul, True)
-Tensor.__truediv__ = _binary(_C.ops.div)
-Tensor.__rtruediv__ = _binary(_C.ops.div, True)
-Tensor.__matmul__ = _binary(_C.ops.matmul)
+# Python's operators on tensors: (dunder name, operator, has the reflected form __r<name>__).
+for _name, _op, _reflected in [
+        ('add', _C.ops.add, True), ('sub', _C.ops.sub, True), ('mul', _C.ops.mul, True),
+        ('truediv', _C.ops.div, True), ('mod', _C.ops.remainder, True), ('floordiv', _C.ops.floor_divide, True),
+        ('and', _C.ops.bitwise_and, True), ('or', _C.ops.bitwise_or, True), ('xor', _C.ops.bitwise_xor, True),
+        ('lshift', _C.ops.bitwise_left_shift, True), ('rshift', _C.ops.bitwise_right_shift, True),
+        ('matmul', _C.ops.matmul, False), ('pow', _C.ops.pow, False)]:
+    setattr(Tensor, f'__{_name}__', _binary(_op))
+    if _reflected:
+        setattr(Tensor, f'__r{_name}__', _binary(_op, True))
+del _name, _op, _reflected
 Tensor.__neg__ = lambda self: _C.ops.neg(self)
-Tensor.__pow__ = _binary(_C.ops.pow)
+Tensor.__invert__ = lambda self: _C.ops.bitwise_not(self)
 FlowGraph.__call__ = lambda self, *xs: (lambda outs: outs[0] if len(outs) == 1 else outs)(self.run(list(xs)))
 CompiledGraph.__call__ = lambda self, *xs: (lambda outs: outs[0] if len(outs) == 1 else outs)(self.run(list(xs)))
 FlowGraph.cuda_graph = lambda self: CudaGraph(CompiledGraph(self))

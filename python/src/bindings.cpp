@@ -398,7 +398,21 @@ NB_MODULE(_C, m) {
   HIDET_PY_BINARY(maximum)
   HIDET_PY_BINARY(minimum)
   HIDET_PY_BINARY(pow)
+  HIDET_PY_BINARY(atan2)
+  HIDET_PY_BINARY(fmod)
+  HIDET_PY_BINARY(remainder)
+  HIDET_PY_BINARY(floor_divide)
 #undef HIDET_PY_BINARY
+#define HIDET_PY_BITWISE(name)                                                                     \
+  ops.def(#name, [](const Tensor &a, const Tensor &b) { return o::name(a, b); });                  \
+  ops.def(#name, [](const Tensor &a, int s) { return o::name(a, s); });                            \
+  ops.def(#name, [](int s, const Tensor &a) { return o::name(s, a); });
+  HIDET_PY_BITWISE(bitwise_and)
+  HIDET_PY_BITWISE(bitwise_or)
+  HIDET_PY_BITWISE(bitwise_xor)
+  HIDET_PY_BITWISE(bitwise_left_shift)
+  HIDET_PY_BITWISE(bitwise_right_shift)
+#undef HIDET_PY_BITWISE
 #define HIDET_PY_COMPARE(name)                                                                     \
   ops.def(#name, [](const Tensor &a, const Tensor &b) { return o::name(a, b); });                  \
   ops.def(#name, [](const Tensor &a, double s) { return o::name(a, s); });
@@ -427,6 +441,24 @@ NB_MODULE(_C, m) {
   HIDET_PY_UNARY(floor)
   HIDET_PY_UNARY(ceil)
   HIDET_PY_UNARY(logical_not)
+  HIDET_PY_UNARY(tan)
+  HIDET_PY_UNARY(asin)
+  HIDET_PY_UNARY(acos)
+  HIDET_PY_UNARY(atan)
+  HIDET_PY_UNARY(sinh)
+  HIDET_PY_UNARY(cosh)
+  HIDET_PY_UNARY(asinh)
+  HIDET_PY_UNARY(acosh)
+  HIDET_PY_UNARY(atanh)
+  HIDET_PY_UNARY(log1p)
+  HIDET_PY_UNARY(expm1)
+  HIDET_PY_UNARY(log2)
+  HIDET_PY_UNARY(log10)
+  HIDET_PY_UNARY(exp2)
+  HIDET_PY_UNARY(erfinv)
+  HIDET_PY_UNARY(trunc)
+  HIDET_PY_UNARY(sign)
+  HIDET_PY_UNARY(bitwise_not)
 #undef HIDET_PY_UNARY
   ops.def("gelu", [](const Tensor &x, bool tanh) { return o::gelu(x, tanh); }, "x"_a, "approximate_tanh"_a = false);
   ops.def("leaky_relu", [](const Tensor &x, double s) { return o::leaky_relu(x, s); }, "x"_a, "slope"_a = 0.01);
@@ -435,6 +467,7 @@ NB_MODULE(_C, m) {
   ops.def("where", [](const Tensor &c, const Tensor &a, const Tensor &b) { return o::where(c, a, b); });
   ops.def("logical_and", [](const Tensor &a, const Tensor &b) { return o::logical_and(a, b); });
   ops.def("logical_or", [](const Tensor &a, const Tensor &b) { return o::logical_or(a, b); });
+  ops.def("logical_xor", [](const Tensor &a, const Tensor &b) { return o::logical_xor(a, b); });
 #define HIDET_PY_REDUCE(name)                                                                      \
   ops.def(#name, [](const Tensor &x, std::vector<int> axes, bool keep) { return o::name(x, axes, keep); }, "x"_a, \
           "axes"_a = std::vector<int>{}, "keepdims"_a = false);

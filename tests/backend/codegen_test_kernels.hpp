@@ -108,10 +108,12 @@ inline Module every_intrinsic() {
   // math on floats
   for (DataType d : {dtypes::f16, dtypes::bf16, dtypes::f32, dtypes::f64}) {
     int k = 10;
-    for (I op : {I::Exp, I::Exp2, I::Log, I::Log2, I::Sqrt, I::Rsqrt, I::Sin, I::Cos, I::Tanh,
-                 I::Erf, I::Abs, I::Floor, I::Ceil, I::Round})
+    for (I op : {I::Exp,   I::Exp2,  I::Log,   I::Log2,  I::Sqrt,  I::Rsqrt, I::Sin,
+                 I::Cos,   I::Tanh,  I::Erf,   I::Abs,   I::Floor, I::Ceil,  I::Round,
+                 I::Trunc, I::Tan,   I::Asin,  I::Acos,  I::Atan,  I::Sinh,  I::Cosh,
+                 I::Asinh, I::Acosh, I::Atanh, I::Log1p, I::Expm1, I::Log10, I::Erfinv})
       body.push_back(store(d, k++, call(op, {at(d, 0)}, d)));
-    for (I op : {I::Pow, I::Min, I::Max})
+    for (I op : {I::Pow, I::Min, I::Max, I::Atan2, I::Fmod})
       body.push_back(store(d, k++, call(op, {at(d, 0), at(d, 1)}, d)));
     body.push_back(store(d, k++, call(I::Fma, {at(d, 0), at(d, 1), at(d, 2)}, d)));
     body.push_back(store(dtypes::boolean, k++, call(I::IsNan, {at(d, 0)}, dtypes::boolean)));

@@ -159,6 +159,14 @@ TEST_CASE("math intrinsics per dtype") {
   CHECK(has(one(Intrinsic::Pow, dtypes::bf16, 2),
             "out[0] = __float2bfloat16_rn(powf(__bfloat162float(x), __bfloat162float(x)));"));
   CHECK(has(one(Intrinsic::Round, dtypes::f16), "__float2half_rn(roundf(__half2float(x)))"));
+  CHECK(has(one(Intrinsic::Tan, dtypes::f32), "out[0] = tanf(x);"));
+  CHECK(has(one(Intrinsic::Erfinv, dtypes::f64), "out[0] = erfinv(x);"));
+  CHECK(has(one(Intrinsic::Atan2, dtypes::f32, 2), "out[0] = atan2f(x, x);"));
+  CHECK(has(one(Intrinsic::Fmod, dtypes::bf16, 2),
+            "out[0] = __float2bfloat16_rn(fmodf(__bfloat162float(x), __bfloat162float(x)));"));
+  CHECK(has(one(Intrinsic::Log1p, dtypes::f16),
+            "out[0] = __float2half_rn(log1pf(__half2float(x)));"));
+  CHECK(has(one(Intrinsic::Trunc, dtypes::bf16), "out[0] = htrunc(x);"));
   CHECK(has(one(Intrinsic::Max, dtypes::f16, 2), "out[0] = __hmax(x, x);"));
   CHECK(has(one(Intrinsic::IsNan, dtypes::bf16), "out[0] = __hisnan(x);"));
   CHECK(has(one(Intrinsic::Abs, dtypes::i32), "out[0] = abs(x);"));

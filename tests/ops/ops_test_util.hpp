@@ -58,8 +58,9 @@ inline double tol(DataType d) {
   return 0;
 }
 
-/// Compares `got` with `want` (tolerance by dtype, times `scale`); rejects an all-zero output
-/// unless `allow_zero`. On failure prints the first bad index, both values and the seed.
+/// Compares `got` with `want` (tolerance by dtype, times `scale`; NaN and infinities match
+/// themselves); rejects an all-zero output unless `allow_zero`. On failure prints the first bad
+/// index, both values and the seed.
 inline void expect_close(const Tensor &got, const o::Shape &shape, const std::vector<double> &want, bool allow_zero = false,
                          double scale = 1) {
   INFO("seed " << g_seed << ", got shape " << o::shape_str(got.shape()) << ", want " << o::shape_str(shape));
@@ -70,8 +71,8 @@ inline void expect_close(const Tensor &got, const o::Shape &shape, const std::ve
   bool nonzero = false;
   for (std::size_t i = 0; i < g.size(); ++i) {
     nonzero |= g[i] != 0;
-    bool same_nan = std::isnan(g[i]) && std::isnan(want[i]);
-    if (!same_nan && !(std::abs(g[i] - want[i]) <= t * (1 + std::abs(want[i])))) {
+    bool same_special = (std::isnan(g[i]) && std::isnan(want[i])) || g[i] == want[i]; // NaN, +-inf
+    if (!same_special && !(std::abs(g[i] - want[i]) <= t * (1 + std::abs(want[i])))) {
       FAIL_CHECK("first bad index " << i << ": got " << g[i] << ", want " << want[i] << " (dtype " << got.dtype() << ")");
       return;
     }

@@ -6,16 +6,63 @@ using namespace ops_test;
 
 namespace {
 using F = std::function<double(double)>;
+using F2 = std::function<double(double, double)>;
 double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+
+/// f over x (shape xs) and y (shape ys) broadcast to shape os.
+std::vector<double> ref2(const F2 &f, const std::vector<double> &x, const o::Shape &xs,
+                         const std::vector<double> &y, const o::Shape &ys, const o::Shape &os) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < std::size_t(o::shape_numel(os)); ++i)
+    r.push_back(f(x[bidx(xs, os, i)], y[bidx(ys, os, i)]));
+  return r;
+}
+
+/// erf^-1 by bisection (independent of the emulator's Newton iteration): on erf, or on erfc near
+/// +-1, where 1 - |y| is exact and erfc keeps its relative precision.
+double erfinv_ref(double y) {
+  double a = std::abs(y), lo = 0, hi = 7;
+  if (a == 1) return std::copysign(INFINITY, y);
+  for (int i = 0; i < 200; ++i) {
+    double mid = (lo + hi) / 2;
+    (a > 0.5 ? std::erfc(mid) > 1 - a : std::erf(mid) < a) ? lo = mid : hi = mid;
+  }
+  return std::copysign((lo + hi) / 2, y);
+}
+
+/// -1, 0 or 1 (0 for NaN, as PyTorch).
+double sign_ref(double v) { return double((v > 0) - (v < 0)); }
+
+/// Python's x // y and x % y (the sign of y), as PyTorch's floor_divide and remainder.
+double py_floordiv(double x, double y) {
+  if (std::isinf(y) && std::isfinite(x)) return x != 0 && (x < 0) != (y < 0) ? -1 : 0;
+  return std::floor(x / y);
+}
+double py_mod(double x, double y) {
+  double r = std::fmod(x, y);
+  return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+
+/// A unary operator, its double reference and its input range.
+struct U {
+  const char *name;
+  std::function<Tensor(const Tensor &)> op;
+  F ref;
+  double lo, hi;
+  std::vector<double> specials = {}; // written over the first inputs (edges of the domain, NaN, -0)
+};
+
+/// A tensor of `shape` with values from `v` (v[i] replaced by `fix` where `bad` holds).
+Tensor tensor_of(std::vector<double> v, const o::Shape &shape, DataType d,
+                 const std::function<bool(double)> &bad = {}, double fix = 1) {
+  if (bad)
+    for (auto &x : v)
+      x = bad(x) ? fix : x;
+  return asarray(v, shape, d);
+}
 } // namespace
 
 TEST_CASE("unary float ops on f32, f16 and bf16 (odd shape, size-1 dims)") {
-  struct U {
-    const char *name;
-    std::function<Tensor(const Tensor &)> op;
-    F ref;
-    double lo, hi;
-  };
   std::vector<U> ops{
       {"neg", [](const Tensor &x) { return o::neg(x); }, [](double v) { return -v; }, -2, 2},
       {"abs", [](const Tensor &x) { return o::abs(x); }, [](double v) { return std::abs(v); }, -2, 2},
@@ -90,12 +137,6 @@ TEST_CASE("binary ops on integers, bool, bf16 and mixed dtypes; broadcasting wit
   o::Shape sa{4, 1, 3}, sb{5, 1}, so{4, 5, 3};
   Tensor a = make(sa, dtypes::i32, -9, 9), b = make(sb, dtypes::i32, 1, 6);
   auto av = a.to_double_vector(), bv = b.to_double_vector();
-  auto ref2 = [&](std::function<double(double, double)> f, const std::vector<double> &x, const o::Shape &xs, const std::vector<double> &y,
-                  const o::Shape &ys, const o::Shape &os) {
-    std::vector<double> r;
-    for (std::size_t i = 0; i < std::size_t(o::shape_numel(os)); ++i) r.push_back(f(x[bidx(xs, os, i)], y[bidx(ys, os, i)]));
-    return r;
-  };
   expect_close(a + b, so, ref2([](double x, double y) { return x + y; }, av, sa, bv, sb, so));
   expect_close(a * b, so, ref2([](double x, double y) { return x * y; }, av, sa, bv, sb, so));
   expect_close(o::sub(a, b), so, ref2([](double x, double y) { return x - y; }, av, sa, bv, sb, so));
@@ -169,4 +210,194 @@ TEST_CASE("cast between dtypes") {
   expect_close(o::cast(i, dtypes::i8), {7}, i.to_double_vector());
   expect_close(i.astype(dtypes::f32), {7}, i.to_double_vector());
   CHECK(o::cast(x, dtypes::f32).data_ptr() == x.data_ptr());
+}
+
+TEST_CASE("float math: trig, hyperbolic, log/exp variants, erfinv, trunc, sign over dtypes") {
+  double nan = std::nan("");
+  // clang-format off
+  std::vector<U> ops{
+      {"tan", [](const Tensor &x) { return o::tan(x); }, [](double v) { return std::tan(v); }, -1.4, 1.4, {0}},
+      {"asin", [](const Tensor &x) { return o::asin(x); }, [](double v) { return std::asin(v); }, -1, 1, {1, -1}},
+      {"acos", [](const Tensor &x) { return o::acos(x); }, [](double v) { return std::acos(v); }, -1, 1, {1, -1}},
+      {"atan", [](const Tensor &x) { return o::atan(x); }, [](double v) { return std::atan(v); }, -4, 4},
+      {"sinh", [](const Tensor &x) { return o::sinh(x); }, [](double v) { return std::sinh(v); }, -3, 3},
+      {"cosh", [](const Tensor &x) { return o::cosh(x); }, [](double v) { return std::cosh(v); }, -3, 3},
+      {"asinh", [](const Tensor &x) { return o::asinh(x); }, [](double v) { return std::asinh(v); }, -5, 5},
+      {"acosh", [](const Tensor &x) { return o::acosh(x); }, [](double v) { return std::acosh(v); }, 1, 6, {1}},
+      {"atanh", [](const Tensor &x) { return o::atanh(x); }, [](double v) { return std::atanh(v); }, -0.95, 0.95, {1, -1}},
+      {"log1p", [](const Tensor &x) { return o::log1p(x); }, [](double v) { return std::log1p(v); }, -0.9, 3, {-1, 1e-3}},
+      {"expm1", [](const Tensor &x) { return o::expm1(x); }, [](double v) { return std::expm1(v); }, -2, 2, {1e-3}},
+      {"log2", [](const Tensor &x) { return o::log2(x); }, [](double v) { return std::log2(v); }, 0.1, 5, {0}},
+      {"log10", [](const Tensor &x) { return o::log10(x); }, [](double v) { return std::log10(v); }, 0.1, 50},
+      {"exp2", [](const Tensor &x) { return o::exp2(x); }, [](double v) { return std::exp2(v); }, -4, 4},
+      {"erfinv", [](const Tensor &x) { return o::erfinv(x); }, erfinv_ref, -0.99, 0.99, {1, -1, 0}},
+      {"trunc", [](const Tensor &x) { return o::trunc(x); }, [](double v) { return std::trunc(v); }, -5, 5, {-0.5}},
+      {"sign", [](const Tensor &x) { return o::sign(x); }, sign_ref, -2, 2, {nan, -0.0, 0}},
+  };
+  // clang-format on
+  o::Shape s{3, 37};
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    auto &u = ops[k];
+    // Every op on f32, every other op also on f16 or bf16 (they all compute in f32 and round once;
+    // each kernel costs an NVRTC compile on the emulator).
+    std::vector<DataType> dts{dtypes::f32};
+    if (k % 2) dts.push_back(k % 4 == 1 ? dtypes::f16 : dtypes::bf16);
+    for (DataType d : dts) {
+      INFO(u.name << " on " << d);
+      auto v = make(s, d, u.lo, u.hi).to_double_vector();
+      std::copy(u.specials.begin(), u.specials.end(), v.begin());
+      Tensor x = asarray(v, s, d);
+      auto before = x.to_double_vector();
+      Tensor y = u.op(x);
+      CHECK(y.dtype() == d);
+      expect_close(y, s, map(before, u.ref), std::string(u.name) == "sign");
+    }
+  }
+  // f64 computes in double (erfinv to full precision, also near +-1); integers give f32.
+  auto ev = make({37}, dtypes::f64, -1, 1).to_double_vector();
+  ev[0] = 1 - 1e-12, ev[1] = -0.999999;
+  expect_close(o::erfinv(asarray(ev, {37}, dtypes::f64)), {37}, map(ev, erfinv_ref));
+  Tensor xi = make({3, 37}, dtypes::i32, 1, 100);
+  CHECK(o::log2(xi).dtype() == dtypes::f32);
+  expect_close(o::log2(xi), {3, 37},
+               map(xi.to_double_vector(), [](double v) { return std::log2(v); }));
+  // trunc keeps integers; sign keeps the dtype of integers (unsigned: 0 or 1) and bool.
+  CHECK(o::trunc(xi).data_ptr() == xi.data_ptr());
+  Tensor si = make({3, 37}, dtypes::i8, -3, 3);
+  Tensor sg = o::sign(si);
+  CHECK(sg.dtype() == dtypes::i8);
+  expect_close(sg, {3, 37}, map(si.to_double_vector(), sign_ref));
+  Tensor xb = make({5}, dtypes::boolean);
+  CHECK(o::sign(xb).data_ptr() == xb.data_ptr());
+  expect_error([&] { (void)o::erfinv(xb); }, {"erfinv: dtype bool is not supported", "(5,)"});
+}
+
+TEST_CASE("atan2, fmod, remainder, floor_divide: broadcasting, signs, zeros, floats and integers") {
+  o::Shape sa{3, 37}, sb{1, 37};
+  // Floats: divisors away from 0 and of both signs; the first columns hold exact cases where the
+  // rounded quotient would mislead (1 // 0.1 is 9, -1 % 0.1), a zero dividend, infinite divisors.
+  auto av = make(sa, dtypes::f32, -20, 20).to_double_vector(),
+       bv = make(sb, dtypes::f32, -3, 3).to_double_vector();
+  for (auto [i, x, y] : {std::tuple{0, 1.0, 0.1}, {1, -1.0, 0.1}, {2, 0.0, -2.0}, {3, 7.5, -2.5},
+                         {4, -1.0, INFINITY}, {5, 2.0, -INFINITY}})
+    av[i] = x, bv[i] = y;
+  auto tiny = [](double v) { return std::abs(v) < 0.05; };
+  Tensor a = tensor_of(av, sa, dtypes::f32), b = tensor_of(bv, sb, dtypes::f32, tiny, 0.75);
+  av = a.to_double_vector(), bv = b.to_double_vector();
+  expect_close(o::atan2(a, b), sa,
+               ref2([](double x, double y) { return std::atan2(x, y); }, av, sa, bv, sb, sa));
+  expect_close(o::fmod(a, b), sa,
+               ref2([](double x, double y) { return std::fmod(x, y); }, av, sa, bv, sb, sa));
+  expect_close(o::remainder(a, b), sa, ref2(py_mod, av, sa, bv, sb, sa));
+  Tensor fd = o::floor_divide(a, b);
+  expect_close(fd, sa, ref2(py_floordiv, av, sa, bv, sb, sa));
+  CHECK(fd.to_double_vector()[0] == 9);
+  // Integers of both signs (i32 with i16 promotes to i32): C's % for fmod, Python's for the others.
+  auto is_zero = [](double v) { return v == 0; };
+  Tensor ai = make(sa, dtypes::i32, -50, 50);
+  auto biv = make(sb, dtypes::i16, -7, 7).to_double_vector();
+  Tensor bi = tensor_of(biv, sb, dtypes::i16, is_zero, -3);
+  auto aiv = ai.to_double_vector();
+  biv = bi.to_double_vector();
+  Tensor fmi = o::fmod(ai, bi), rmi = o::remainder(ai, bi), fdi = o::floor_divide(ai, bi);
+  for (const Tensor *t : {&fmi, &rmi, &fdi})
+    CHECK(t->dtype() == dtypes::i32);
+  expect_close(fmi, sa,
+               ref2([](double x, double y) { return std::fmod(x, y); }, aiv, sa, biv, sb, sa));
+  expect_close(rmi, sa, ref2(py_mod, aiv, sa, biv, sb, sa));
+  expect_close(fdi, sa, ref2(py_floordiv, aiv, sa, biv, sb, sa));
+  // atan2 of integers gives f32; a scalar divisor keeps an integer dtype, a float one gives f32.
+  Tensor at = o::atan2(ai, bi);
+  CHECK(at.dtype() == dtypes::f32);
+  expect_close(at, sa,
+               ref2([](double x, double y) { return std::atan2(x, y); }, aiv, sa, biv, sb, sa));
+  Tensor rs = o::remainder(ai, -7);
+  CHECK(rs.dtype() == dtypes::i32);
+  expect_close(rs, sa, map(aiv, [](double v) { return py_mod(v, -7); }));
+  Tensor fs = o::floor_divide(ai, 2.5);
+  CHECK(fs.dtype() == dtypes::f32);
+  expect_close(fs, sa, map(aiv, [](double v) { return std::floor(v / 2.5); }));
+  // Float division by zero follows IEEE (fmod and remainder NaN, floor_divide +-inf); integer
+  // division by zero stops the emulated kernel (undefined on a GPU, as in CUDA C++).
+  Tensor zero = tensor_of(bv, sb, dtypes::f32, [](double) { return true; }, 0);
+  expect_close(o::floor_divide(a, zero), sa, map(av, [](double v) { return v / 0.0; }));
+  expect_close(o::remainder(a, zero), sa, std::vector<double>(av.size(), std::nan("")));
+  if (cuda_emulated()) {
+    auto zv = biv;
+    zv[5] = 0;
+    Tensor bz = asarray(zv, sb, dtypes::i16);
+    try {
+      (void)o::remainder(ai, bz).to_double_vector();
+      FAIL("expected an emulator error");
+    } catch (const EmulatorError &e) {
+      CHECK(std::string(e.what()).find("integer division by zero") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("bitwise and/or/xor/not, shifts, logical_xor; bitwise ops reject floats") {
+  o::Shape sa{3, 37}, sb{37};
+  Tensor a = make(sa, dtypes::i32, -1000, 1000), b = make(sb, dtypes::i32, -1000, 1000);
+  auto av = a.to_double_vector(), bv = b.to_double_vector();
+  auto i32 = [](double v) { return std::int32_t(v); };
+  expect_close(
+      o::bitwise_and(a, b), sa,
+      ref2([&](double x, double y) { return double(i32(x) & i32(y)); }, av, sa, bv, sb, sa));
+  expect_close(
+      o::bitwise_or(a, b), sa,
+      ref2([&](double x, double y) { return double(i32(x) | i32(y)); }, av, sa, bv, sb, sa));
+  expect_close(
+      o::bitwise_xor(a, b), sa,
+      ref2([&](double x, double y) { return double(i32(x) ^ i32(y)); }, av, sa, bv, sb, sa));
+  expect_close(o::bitwise_not(a), sa, map(av, [&](double x) { return double(~i32(x)); }));
+  // A u8 tensor with an int scalar stays u8; bool with bool stays bool.
+  Tensor u = make({37}, dtypes::u8, 0, 256);
+  Tensor uo = o::bitwise_or(u, 0x41);
+  CHECK(uo.dtype() == dtypes::u8);
+  expect_close(uo, {37}, map(u.to_double_vector(), [](double x) { return double(int(x) | 0x41); }));
+  Tensor p = make(sa, dtypes::boolean), q = make(sb, dtypes::boolean);
+  auto pv = p.to_double_vector(), qv = q.to_double_vector();
+  Tensor pq = o::bitwise_xor(p, q);
+  CHECK(pq.dtype() == dtypes::boolean);
+  expect_close(pq, sa, ref2([](double x, double y) { return double(x != y); }, pv, sa, qv, sb, sa),
+               true);
+  expect_close(o::bitwise_not(p), sa, map(pv, [](double x) { return 1 - x; }), true);
+  // Shifts: amounts in [-2, 40) cover negative and too-large ones (0, or -1 for a negative
+  // operand shifted right); i8 wraps like PyTorch's int8.
+  Tensor n = make(sb, dtypes::i32, -2, 40);
+  auto nv = n.to_double_vector();
+  auto shl = [](double x, double y, int bits) {
+    if (y < 0 || y >= bits) return 0.0;
+    std::uint64_t m = (std::uint64_t(1) << bits) - 1,
+                  r = (std::uint64_t(std::int64_t(x)) << int(y)) & m;
+    return double(r >= (m >> 1) + 1 ? std::int64_t(r) - std::int64_t(m) - 1 : std::int64_t(r));
+  };
+  auto shr = [](double x, double y, int bits) {
+    return y < 0 || y >= bits ? (x < 0 ? -1.0 : 0.0) : std::floor(x / std::exp2(y));
+  };
+  expect_close(o::bitwise_left_shift(a, n), sa,
+               ref2([&](double x, double y) { return shl(x, y, 32); }, av, sa, nv, sb, sa));
+  expect_close(o::bitwise_right_shift(a, n), sa,
+               ref2([&](double x, double y) { return shr(x, y, 32); }, av, sa, nv, sb, sa));
+  Tensor c = make(sa, dtypes::i8, -100, 100), m = make(sb, dtypes::i8, -2, 10);
+  auto cv = c.to_double_vector(), mv = m.to_double_vector();
+  expect_close(o::bitwise_left_shift(c, m), sa,
+               ref2([&](double x, double y) { return shl(x, y, 8); }, cv, sa, mv, sb, sa));
+  // logical_xor takes any dtypes (non-zero is true).
+  Tensor f = make(sa, dtypes::f32, -1, 1, true), g = make(sb, dtypes::i32, -1, 2);
+  Tensor lx = o::logical_xor(f, g);
+  CHECK(lx.dtype() == dtypes::boolean);
+  expect_close(lx, sa,
+               ref2([](double x, double y) { return double((x != 0) != (y != 0)); },
+                    f.to_double_vector(), sa, g.to_double_vector(), sb, sa),
+               true);
+  // Floats are rejected, naming the operator, the dtype and the shape; shifts reject bool.
+  expect_error([&] { (void)o::bitwise_and(a, f); },
+               {"bitwise_and: expected an integer or bool tensor, got dtype f32", "(3, 37)"});
+  expect_error([&] { (void)o::bitwise_xor(1, f); },
+               {"bitwise_xor: expected an integer or bool tensor, got dtype f32"});
+  expect_error([&] { (void)o::bitwise_not(make({2}, dtypes::f16)); },
+               {"bitwise_not: expected an integer or bool tensor, got dtype f16"});
+  expect_error([&] { (void)o::bitwise_left_shift(p, 1); },
+               {"bitwise_left_shift: expected an integer tensor, got dtype bool"});
 }

@@ -15,6 +15,10 @@ namespace hidet::ir {
   X(Exp, "exp") X(Exp2, "exp2") X(Log, "log") X(Log2, "log2") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt")    \
   X(Sin, "sin") X(Cos, "cos") X(Tanh, "tanh") X(Erf, "erf") X(Pow, "pow") X(Abs, "abs")            \
   X(Min, "min") X(Max, "max") X(Fma, "fma") X(Floor, "floor") X(Ceil, "ceil") X(Round, "round")    \
+  X(Trunc, "trunc") X(Tan, "tan") X(Asin, "asin") X(Acos, "acos") X(Atan, "atan")                  \
+  X(Atan2, "atan2") X(Sinh, "sinh") X(Cosh, "cosh") X(Asinh, "asinh") X(Acosh, "acosh")            \
+  X(Atanh, "atanh") X(Log1p, "log1p") X(Expm1, "expm1") X(Log10, "log10") X(Erfinv, "erfinv")      \
+  X(Fmod, "fmod") /* floats only: C fmod, the sign of the dividend */                              \
   X(IsNan, "isnan")                                                                                \
   /* barriers */                                                                                   \
   X(SyncThreads, "syncthreads") X(SyncWarp, "syncwarp")                                            \

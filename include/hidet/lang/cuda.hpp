@@ -123,7 +123,11 @@ Expr math2(ir::Intrinsic op, const Operand &x, const Operand &y, bool allow_int)
 HIDET_MATH1(exp, Exp) HIDET_MATH1(exp2, Exp2) HIDET_MATH1(log, Log) HIDET_MATH1(log2, Log2)
 HIDET_MATH1(sqrt, Sqrt) HIDET_MATH1(rsqrt, Rsqrt) HIDET_MATH1(sin, Sin) HIDET_MATH1(cos, Cos)
 HIDET_MATH1(tanh, Tanh) HIDET_MATH1(erf, Erf) HIDET_MATH1(floor, Floor) HIDET_MATH1(ceil, Ceil)
-HIDET_MATH1(round, Round)
+HIDET_MATH1(round, Round) HIDET_MATH1(trunc, Trunc) HIDET_MATH1(tan, Tan) HIDET_MATH1(asin, Asin)
+HIDET_MATH1(acos, Acos) HIDET_MATH1(atan, Atan) HIDET_MATH1(sinh, Sinh) HIDET_MATH1(cosh, Cosh)
+HIDET_MATH1(asinh, Asinh) HIDET_MATH1(acosh, Acosh) HIDET_MATH1(atanh, Atanh)
+HIDET_MATH1(log1p, Log1p) HIDET_MATH1(expm1, Expm1) HIDET_MATH1(log10, Log10)
+HIDET_MATH1(erfinv, Erfinv)
 #undef HIDET_MATH1
 
 /// isnan(x) -> bool
@@ -131,6 +135,14 @@ Expr isnan(const Operand &x);
 /// |x| for floats and integers.
 Expr abs(const Operand &x);
 inline Expr pow(const Operand &x, const Operand &y) { return detail::math2(ir::Intrinsic::Pow, x, y, false); }
+/// The angle of the point (x, y) in (-pi, pi]: atan2(y, x) as in C.
+inline Expr atan2(const Operand &y, const Operand &x) {
+  return detail::math2(ir::Intrinsic::Atan2, y, x, false);
+}
+/// C fmod: x - trunc(x / y) * y, the sign of x (floats; integers are converted to f32).
+inline Expr fmod(const Operand &x, const Operand &y) {
+  return detail::math2(ir::Intrinsic::Fmod, x, y, false);
+}
 inline Expr min(const Operand &x, const Operand &y) { return detail::math2(ir::Intrinsic::Min, x, y, true); }
 inline Expr max(const Operand &x, const Operand &y) { return detail::math2(ir::Intrinsic::Max, x, y, true); }
 /// x * y + z with a single rounding.

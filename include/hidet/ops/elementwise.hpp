@@ -12,7 +12,13 @@
 //    integer scalar with a bool tensor gives i64;
 //  * f16/bf16 values are computed in f32 and rounded once to the result dtype.
 // Comparisons promote the same way and return bool; logical ops take any dtype (non-zero is
-// true) and return bool; true division of integers returns f32.
+// true) and return bool; true division of integers returns f32, and so do atan2 and the float
+// math functions (exp, tan, erfinv, ...) on integers. Bitwise ops and shifts take integers (and
+// bool, except shifts) only.
+//
+// Integer division by zero (fmod, remainder, floor_divide, mod): the emulator stops the kernel
+// with "integer division by zero" (a hidet::EmulatorError); on a GPU the result is
+// undefined, as in CUDA C++. PyTorch raises ZeroDivisionError on the CPU.
 #pragma once
 
 #include "hidet/ops/compute.hpp"
@@ -47,6 +53,8 @@ std::string fmt_double(double v);
 void require_float_or_int(const std::string &op, const Tensor &x, bool allow_bool);
 /// An error naming `op` when x is not a floating-point tensor.
 void require_float(const std::string &op, const Tensor &x);
+/// An error naming `op` when x is not an integer tensor (or bool, when `allow_bool`).
+void require_integer(const std::string &op, const Tensor &x, bool allow_bool);
 } // namespace detail
 
 /// Converts x to dtype `to` (C++ conversion; to bool: non-zero is true).
@@ -68,6 +76,21 @@ HIDET_FLOAT_UNARY(tanh)
 HIDET_FLOAT_UNARY(erf)
 HIDET_FLOAT_UNARY(sigmoid)
 HIDET_FLOAT_UNARY(silu)
+HIDET_FLOAT_UNARY(tan)
+HIDET_FLOAT_UNARY(asin)
+HIDET_FLOAT_UNARY(acos)
+HIDET_FLOAT_UNARY(atan)
+HIDET_FLOAT_UNARY(sinh)
+HIDET_FLOAT_UNARY(cosh)
+HIDET_FLOAT_UNARY(asinh)
+HIDET_FLOAT_UNARY(acosh)
+HIDET_FLOAT_UNARY(atanh)
+HIDET_FLOAT_UNARY(log1p)
+HIDET_FLOAT_UNARY(expm1)
+HIDET_FLOAT_UNARY(log2)
+HIDET_FLOAT_UNARY(log10)
+HIDET_FLOAT_UNARY(exp2)
+HIDET_FLOAT_UNARY(erfinv)
 #undef HIDET_FLOAT_UNARY
 
 #define HIDET_SAME_UNARY(fname)                                                                    \
@@ -83,7 +106,14 @@ HIDET_SAME_UNARY(relu)
   Tensor fname(const Tensor &x);
 HIDET_ROUNDING_UNARY(floor)
 HIDET_ROUNDING_UNARY(ceil)
+HIDET_ROUNDING_UNARY(trunc)
 #undef HIDET_ROUNDING_UNARY
+
+/// -1, 0 or 1 by the sign of x, keeping the dtype (PyTorch: sign(NaN) = 0, sign(-0.0) = 0; bool
+/// is returned unchanged).
+Tensor sign(const Tensor &x);
+/// ~x for integers, !x for bool; a ValueError for floats.
+Tensor bitwise_not(const Tensor &x);
 
 /// Rounds floats to the nearest integer, ties to even (PyTorch's round; CUDA's roundf rounds ties
 /// away from zero, so it is spelled out); integers are returned unchanged.
@@ -102,13 +132,15 @@ Tensor isnan(const Tensor &x);
 
 // ---- binary --------------------------------------------------------------------------------
 
-#define HIDET_ARITH_BINARY(fname)                                                                  \
+#define HIDET_INT_BINARY(fname)                                                                    \
   /** fname(a, b) element-wise with broadcasting and type promotion. */                            \
   Tensor fname(const Tensor &a, const Tensor &b);                                                  \
-  Tensor fname(const Tensor &a, double s);                                                         \
-  Tensor fname(double s, const Tensor &a);                                                         \
   Tensor fname(const Tensor &a, int s);                                                            \
   Tensor fname(int s, const Tensor &a);
+#define HIDET_ARITH_BINARY(fname)                                                                  \
+  HIDET_INT_BINARY(fname)                                                                          \
+  Tensor fname(const Tensor &a, double s);                                                         \
+  Tensor fname(double s, const Tensor &a);
 HIDET_ARITH_BINARY(add)
 HIDET_ARITH_BINARY(sub)
 HIDET_ARITH_BINARY(mul)
@@ -116,9 +148,30 @@ HIDET_ARITH_BINARY(div)
 HIDET_ARITH_BINARY(maximum)
 HIDET_ARITH_BINARY(minimum)
 HIDET_ARITH_BINARY(pow)
-// Python-style modulo: the result has the sign of the divisor.
-HIDET_ARITH_BINARY(mod)
+// atan2(a, b): the angle of the point (b, a), as C's atan2; integers give f32.
+HIDET_ARITH_BINARY(atan2)
+// C's fmod: a - trunc(a / b) * b, the sign of the dividend (integers: a % b of C++).
+HIDET_ARITH_BINARY(fmod)
+// PyTorch's and Python's remainder: a - floor(a / b) * b, the sign of the divisor.
+HIDET_ARITH_BINARY(remainder)
+// PyTorch's floor_divide: floor(a / b), exactly as Python's // (for floats the quotient behind
+// fmod, so 1 // 0.1 is 9; integers stay integers).
+HIDET_ARITH_BINARY(floor_divide)
 #undef HIDET_ARITH_BINARY
+
+/// remainder under Python's name for %.
+template <class A, class B> Tensor mod(const A &a, const B &b) { return remainder(a, b); }
+
+// Bitwise operators: integers (and/or/xor also bool); a ValueError for floats.
+HIDET_INT_BINARY(bitwise_and)
+HIDET_INT_BINARY(bitwise_or)
+HIDET_INT_BINARY(bitwise_xor)
+// a << b; 0 when b is negative or not below the bit width of the result dtype (PyTorch).
+HIDET_INT_BINARY(bitwise_left_shift)
+// a >> b, arithmetic for signed dtypes; when b is negative or not below the bit width, -1 for a
+// negative a and 0 otherwise (PyTorch).
+HIDET_INT_BINARY(bitwise_right_shift)
+#undef HIDET_INT_BINARY
 
 #define HIDET_COMPARE_BINARY(fname)                                                                \
   /** a sym b element-wise with broadcasting; bool result. */                                      \
@@ -136,6 +189,8 @@ HIDET_COMPARE_BINARY(ge)
 Tensor logical_and(const Tensor &a, const Tensor &b);
 /// a || b element-wise (non-zero is true); bool result.
 Tensor logical_or(const Tensor &a, const Tensor &b);
+/// a != b as truth values element-wise (non-zero is true); bool result.
+Tensor logical_xor(const Tensor &a, const Tensor &b);
 
 /// cond ? a : b element-wise, broadcasting all three; the result dtype promotes a and b.
 Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b);

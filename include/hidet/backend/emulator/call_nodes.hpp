@@ -89,6 +89,37 @@ struct CallE : ENode {
   }
 };
 
+/// The inverse of erf on [-1, 1] (CUDA's erfinv; the C++ library has none): Giles' single-precision
+/// approximation refined by Newton steps to double precision, on erf, or on erfc for |y| > 0.5
+/// where 1 - |y| is exact and erfc keeps the tails accurate. erfinv(+-1) = +-inf; NaN outside.
+inline double erfinv(double y) {
+  if (!(std::fabs(y) <= 1)) return std::nan("");
+  if (std::fabs(y) == 1) return std::copysign(INFINITY, y);
+  double a = std::fabs(y), w = -std::log((1 - a) * (1 + a)), p;
+  if (w < 5) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941})
+      p = c + p * w;
+  } else {
+    w = std::sqrt(w) - 3;
+    p = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682})
+      p = c + p * w;
+  }
+  double x = p * a;
+  const double two_over_sqrt_pi = 1.1283791670955126;
+  for (int i = 0; i < 30; ++i) { // 2 or 3 steps, more in the tails of double beyond f32's range
+    double f = a <= 0.5 ? std::erf(x) - a : (1 - a) - std::erfc(x);
+    double step = f / (two_over_sqrt_pi * std::exp(-x * x));
+    x -= step;
+    if (!(std::fabs(step) > 1e-16 * x)) break;
+  }
+  return std::copysign(x, y);
+}
+
 /// A math intrinsic on dtype K (the argument dtype; isnan yields bool).
 template <DTypeCode K> struct MathE : ENode {
   ir::Intrinsic op = ir::Intrinsic::Exp;
@@ -122,6 +153,14 @@ template <DTypeCode K> struct MathE : ENode {
         HIDET_EMU_MATH(Min, std::fmin(p, q)) HIDET_EMU_MATH(Max, std::fmax(p, q))
         HIDET_EMU_MATH(Fma, std::fma(double(p), double(q), double(r))) HIDET_EMU_MATH(Floor, std::floor(p))
         HIDET_EMU_MATH(Ceil, std::ceil(p)) HIDET_EMU_MATH(Round, std::round(p))
+        HIDET_EMU_MATH(Trunc, std::trunc(p)) HIDET_EMU_MATH(Tan, std::tan(p))
+        HIDET_EMU_MATH(Asin, std::asin(p)) HIDET_EMU_MATH(Acos, std::acos(p))
+        HIDET_EMU_MATH(Atan, std::atan(p)) HIDET_EMU_MATH(Atan2, std::atan2(p, q))
+        HIDET_EMU_MATH(Sinh, std::sinh(p)) HIDET_EMU_MATH(Cosh, std::cosh(p))
+        HIDET_EMU_MATH(Asinh, std::asinh(p)) HIDET_EMU_MATH(Acosh, std::acosh(p))
+        HIDET_EMU_MATH(Atanh, std::atanh(p)) HIDET_EMU_MATH(Log1p, std::log1p(p))
+        HIDET_EMU_MATH(Expm1, std::expm1(p)) HIDET_EMU_MATH(Log10, std::log10(p))
+        HIDET_EMU_MATH(Erfinv, erfinv(double(p))) HIDET_EMU_MATH(Fmod, std::fmod(p, q))
 #undef HIDET_EMU_MATH
       case I::IsNan: run([](C p, C, C) { return Slot{std::isnan(p) ? 1 : 0}; }); break;
       default: c.fail(loc, -1, str_cat("intrinsic ", ir::intrinsic_name(op), " is not a math function"));

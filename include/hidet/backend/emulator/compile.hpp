@@ -285,7 +285,9 @@ private:
       return n;
     }
     if (ir::is_math_intrinsic(c->op)) {
-      need(c->op == I::Pow || c->op == I::Min || c->op == I::Max ? 2 : c->op == I::Fma ? 3 : 1);
+      bool two = c->op == I::Pow || c->op == I::Min || c->op == I::Max || c->op == I::Atan2 ||
+                 c->op == I::Fmod;
+      need(two ? 2 : c->op == I::Fma ? 3 : 1);
       DataType ad = args[0]->dtype;
       ENode *n = with_dtype(ad, [&]<DTypeCode K>() -> ENode * {
         auto *m = new MathE<K>();

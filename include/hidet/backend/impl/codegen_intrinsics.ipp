@@ -24,7 +24,15 @@ HIDET_INLINE const MathNames *math_names(ir::Intrinsic op) {
       abs{"fabsf", "fabs", "__habs"}, min{"fminf", "fmin", "__hmin"},
       max{"fmaxf", "fmax", "__hmax"}, fma{"fmaf", "fma", "__hfma"},
       floor{"floorf", "floor", "hfloor"}, ceil{"ceilf", "ceil", "hceil"},
-      round{"roundf", "round", nullptr}, isnan{"isnan", "isnan", "__hisnan"};
+      round{"roundf", "round", nullptr}, trunc{"truncf", "trunc", "htrunc"},
+      tan{"tanf", "tan", nullptr}, asin{"asinf", "asin", nullptr}, acos{"acosf", "acos", nullptr},
+      atan{"atanf", "atan", nullptr}, atan2{"atan2f", "atan2", nullptr},
+      sinh{"sinhf", "sinh", nullptr}, cosh{"coshf", "cosh", nullptr},
+      asinh{"asinhf", "asinh", nullptr}, acosh{"acoshf", "acosh", nullptr},
+      atanh{"atanhf", "atanh", nullptr}, log1p{"log1pf", "log1p", nullptr},
+      expm1{"expm1f", "expm1", nullptr}, log10{"log10f", "log10", nullptr},
+      erfinv{"erfinvf", "erfinv", nullptr}, fmod{"fmodf", "fmod", nullptr},
+      isnan{"isnan", "isnan", "__hisnan"};
   switch (op) {
   case I::Exp:
     return &exp;
@@ -62,6 +70,38 @@ HIDET_INLINE const MathNames *math_names(ir::Intrinsic op) {
     return &ceil;
   case I::Round:
     return &round;
+  case I::Trunc:
+    return &trunc;
+  case I::Tan:
+    return &tan;
+  case I::Asin:
+    return &asin;
+  case I::Acos:
+    return &acos;
+  case I::Atan:
+    return &atan;
+  case I::Atan2:
+    return &atan2;
+  case I::Sinh:
+    return &sinh;
+  case I::Cosh:
+    return &cosh;
+  case I::Asinh:
+    return &asinh;
+  case I::Acosh:
+    return &acosh;
+  case I::Atanh:
+    return &atanh;
+  case I::Log1p:
+    return &log1p;
+  case I::Expm1:
+    return &expm1;
+  case I::Log10:
+    return &log10;
+  case I::Erfinv:
+    return &erfinv;
+  case I::Fmod:
+    return &fmod;
   case I::IsNan:
     return &isnan;
   default:

@@ -32,7 +32,10 @@ HIDET_INLINE bool is_reserved_cuda_name(std::string_view s) {
       "erf", "erff", "pow", "powf", "fabs", "fabsf", "fmin", "fminf", "fmax", "fmaxf", "fma",
       "fmaf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "isnan", "isinf", "fmod",
       "fmodf", "hexp", "hexp2", "hlog", "hlog2", "hsqrt", "hrsqrt", "hsin", "hcos", "htanh",
-      "hfloor", "hceil", "hrint", "signbit", "trunc", "truncf",
+      "hfloor", "hceil", "hrint", "signbit", "trunc", "truncf", "htrunc", "tan", "tanf", "asin",
+      "asinf", "acos", "acosf", "atan", "atanf", "atan2", "atan2f", "sinh", "sinhf", "cosh",
+      "coshf", "asinh", "asinhf", "acosh", "acoshf", "atanh", "atanhf", "log1p", "log1pf", "expm1",
+      "expm1f", "log10", "log10f", "erfinv", "erfinvf",
       // names of the prelude
       "hidet_dynamic_smem", "hidet_atomic_rmw"};
   if (words.count(s))
