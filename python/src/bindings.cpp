@@ -440,6 +440,7 @@ NB_MODULE(_C, m) {
   HIDET_PY_UNARY(relu)
   HIDET_PY_UNARY(floor)
   HIDET_PY_UNARY(ceil)
+  HIDET_PY_UNARY(round)
   HIDET_PY_UNARY(logical_not)
   HIDET_PY_UNARY(tan)
   HIDET_PY_UNARY(asin)
