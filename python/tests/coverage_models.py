@@ -44,6 +44,7 @@ TORCHVISION_SIZES = {
     'squeezenet1_0': (224, 48),
     'squeezenet1_1': (224, 48),
     'maxvit_t': (224, 224),  # windows of 7 at every stage: 224 = 7 * 32 only
+    'vit_h_14': (224, 28),  # a multiple of its patch of 14
     'swin_t': (224, 64), 'swin_s': (224, 64), 'swin_b': (224, 64),
     'swin_v2_t': (256, 64), 'swin_v2_s': (256, 64), 'swin_v2_b': (256, 64),
     'deeplabv3_mobilenet_v3_large': (224, 64), 'deeplabv3_resnet50': (224, 64),
@@ -79,10 +80,7 @@ def _torchvision_entry(name, task):
         return torchvision.models.get_model(name, **kwargs)
 
     def inputs(small, batch=None):
-        size = small_size if small else full
-        if name.startswith('vit_h_14') and small:
-            size = 28  # a multiple of its patch of 14
-        return [_image(batch or 1, size)], {}
+        return [_image(batch or 1, small_size if small else full)], {}
 
     family = 'wide_resnet' if name.startswith('wide_') else name.split('_')[0].rstrip('0123456789')
     return Entry(f'torchvision/{name}', 'torchvision', family, make, inputs, name in TORCHVISION_HEAVY_SMALL)
