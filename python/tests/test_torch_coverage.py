@@ -1,0 +1,91 @@
+"""The coverage suite's CI subset (issue 40): small models of python/tests/coverage_models.py
+through torch.compile(backend='hidet') against eager PyTorch in f32, on the emulator (or the GPU),
+with the emulator's variants (transformers at hidden 64, 2 layers, 12 tokens; 32x32 images).
+Each model runs the whole path (dynamo, mapping, optimization, kernels, a run) except the vision
+models of torchvision and timm, whose convolutions take a minute or more on the emulator: those
+are only mapped (every fx node mapped to hidet and the graph optimized; no kernel built).
+
+A model that fails fails its test. The ones that fail today are marked xfail(strict=True) with
+the error they raise now: the list says what the front end misses, a fix makes the test XPASS,
+which fails (strict) until the mark is removed, and a different error fails the test too (the
+reason would be stale). The whole list runs on a GPU with benchmarks/bench_torch_coverage.py."""
+import pytest
+import torch
+
+import hidet
+from coverage_models import Entry, entries, entry
+from coverage_runner import run_entry
+
+# (row of coverage_models, mode, the error it raises today or None). 'run': compiled, run and
+# compared; 'map': mapped only (see the top of the file).
+CI_MODELS = [
+    ('transformers/bert', 'run', None),
+    ('transformers/distilbert', 'run', None),
+    ('transformers/albert', 'run', None),
+    ('transformers/gpt2', 'run', None),
+    ('transformers/llama', 'run', None),
+    ('transformers/qwen2', 'run', None),
+    ('transformers/t5', 'run', None),
+    ('transformers/vit', 'run', None),
+    ('transformers/clip-vision', 'run', None),
+    ('transformers/resnet', 'run', None),
+    ('transformers/convnext', 'run',
+     "graph node 24 (FusedConv2d): kernel 'conv2d' argument 3 (out: f32[1, 64, 1, 1] global): shape mismatch at "
+     "dimension 1: expected 64 (64), got a tensor of shape (1, 1, 1, 64)"),
+    ('torchvision/resnet18', 'map', None),
+    ('timm/vit_tiny_patch16_224', 'map', 'unmapped torch.Tensor.unbind'),
+]
+
+
+class FailureChanged(Exception):
+    """A model marked xfail failed with another error than its mark says: not an expected failure."""
+
+
+def _params():
+    for name, mode, known in CI_MODELS:
+        marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=known)] if known else []
+        yield pytest.param(name, mode, known, marks=marks, id=f'{name.split("/", 1)[1]}-{mode}')
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    hidet.torch.dynamo_config.reset()
+    yield
+
+
+@pytest.mark.parametrize('name,mode,known', list(_params()))
+def test_model_compiles_and_matches_eager(name, mode, known):
+    pytest.importorskip(name.split('/')[0])
+    r = run_entry(entry(name), torch.float32, small=True, mode=mode)
+    message = f'{name} ({mode}): {r.status}: {r.error}'
+    if known and r.status not in ('ok', 'mapped') and known not in r.error:
+        raise FailureChanged(f'{message}\nits xfail mark says: {known}')
+    assert r.status in (('ok',) if mode == 'run' else ('mapped',)), message
+    assert r.graphs and r.graphs >= 1
+
+
+def test_failures_name_the_operator_the_fx_node_and_the_source_line():
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return torch.lgamma(x.abs() + 1) * 2  # no mapping for lgamma
+
+    bad = Entry('test/lgamma', 'test', 'test', lambda small: Model(), lambda small, batch=None: ([torch.randn(3, 4)], {}))
+    r = run_entry(bad, torch.float32, small=True)
+    assert r.status == 'error'
+    assert r.unmapped == ['torch.lgamma'] and r.cause == 'unmapped: torch.lgamma'
+    assert len(r.nodes) == 1 and r.nodes[0].startswith('lgamma (') and 'test_torch_coverage.py' in r.nodes[0], r.nodes
+    assert 'torch.lgamma' in r.error and 'test_torch_coverage.py' in r.error
+
+
+def test_the_list_covers_every_torchvision_model_and_broad_families():
+    torchvision = pytest.importorskip('torchvision')
+    rows = entries()
+    names = [e.name for e in rows]
+    assert len(names) == len(set(names)), 'row names are unique'
+    models = torchvision.models
+    listed = {n.split('/', 1)[1] for n in names if n.startswith('torchvision/')}
+    every = set(models.list_models(module=models)) | set(models.list_models(module=models.segmentation))
+    assert every <= listed, f'torchvision models missing from the list: {sorted(every - listed)}'
+    assert len({e.family for e in rows if e.source == 'timm'}) >= 25
+    assert len({e.family for e in rows if e.source == 'transformers'}) >= 25
