@@ -85,3 +85,28 @@ Tensor.__invert__ = lambda self: _C.ops.bitwise_not(self)
 FlowGraph.__call__ = lambda self, *xs: (lambda outs: outs[0] if len(outs) == 1 else outs)(self.run(list(xs)))
 CompiledGraph.__call__ = lambda self, *xs: (lambda outs: outs[0] if len(outs) == 1 else outs)(self.run(list(xs)))
 FlowGraph.cuda_graph = lambda self: CudaGraph(CompiledGraph(self))
+
+
+def _register_torch_backend():
+    """``torch.compile(model, backend='hidet')`` after ``import torch, hidet`` without installing the
+    package (its entry point registers the backend otherwise): a stand-in that imports hidet.torch
+    on the first compile. Nothing happens when torch is not imported yet."""
+    import sys
+    if 'torch' not in sys.modules:
+        return
+    try:
+        from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+    except Exception:  # a torch without dynamo: hidet.torch says so when it is imported
+        return
+    if 'hidet' in _COMPILER_FNS:
+        return
+
+    def hidet(gm, example_inputs, **kwargs):
+        from hidet.torch import hidet_backend
+        return hidet_backend(gm, example_inputs, **kwargs)
+
+    hidet.__doc__ = 'hidet (hidet.torch.hidet_backend, imported on first use).'
+    register_backend(hidet, name='hidet')
+
+
+_register_torch_backend()

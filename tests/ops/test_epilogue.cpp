@@ -137,9 +137,12 @@ TEST_CASE("conv2d + relu + residual: the convolution templates store through the
     DataType dt;
   };
   // FMA (f32), mma.sync (f16, NCHW output through the pixel index), depthwise, and an f32 case
-  // with few output tiles and a deep reduction that the heuristic splits over k.
+  // with few output tiles and a deep reduction that the heuristic splits over k; a depthwise
+  // convolution to a 1x1 image, whose NHWC permute keeps the element order (a linear epilogue:
+  // ConvNeXt's last stage at 32x32).
   for (Case c : {Case{2, 5, 9, 7, 6, 3, 1, 1, 1, dtypes::f32}, Case{1, 16, 11, 9, 24, 3, 2, 1, 1, dtypes::f16},
-                 Case{2, 8, 10, 10, 8, 3, 1, 1, 8, dtypes::f32}, Case{1, 256, 7, 7, 8, 3, 1, 1, 1, dtypes::f32}}) {
+                 Case{2, 8, 10, 10, 8, 3, 1, 1, 8, dtypes::f32}, Case{1, 256, 7, 7, 8, 3, 1, 1, 1, dtypes::f32},
+                 Case{1, 24, 1, 1, 24, 7, 1, 3, 24, dtypes::f32}}) {
     CAPTURE(c.c);
     CAPTURE(c.o);
     CAPTURE(c.groups);

@@ -391,7 +391,8 @@ public:
       cm_[workspace.defined() ? "sum_slices" : "conv2d"].launch(args);
     };
     if (cfg_.kind == Conv2dConfig::Kind::Depthwise)
-      return launch(x, w.reshape({s_.o, R}), epilogue_out_arg(epi_.get(), y, y.shape()));
+      return launch(x, w.reshape({s_.o, R}),
+                    epilogue_out_arg(epi_.get(), y, nchw ? Shape{n, s_.o, s_.oh(), s_.ow()} : Shape{n, s_.oh(), s_.ow(), s_.o}));
     Tensor ya = epilogue_out_arg(epi_.get(), y, conv2d_detail::gemm_out_shape(s_, layout_, n));
     if (cfg_.kind == Conv2dConfig::Kind::Fma) return launch(x, w.reshape({s_.o, s_.gemm_k()}), ya);
     const std::int64_t HW = std::int64_t(s_.h) * s_.w;
