@@ -128,6 +128,9 @@ CASES = {
     'sdpa_ranks_3_and_5': (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m).sum(2)
                            + F.scaled_dot_product_attention(q[0, 0], k[0, 0], v[0, 0], is_causal=True).sum(0),
                            [r(2, 3, 2, 7, 16), r(2, 3, 2, 9, 16), r(2, 3, 2, 9, 16), r(2, 1, 1, 7, 9)]),
+    # grouped-query attention: 6 q heads over 2 kv heads (q head h reads kv head h // 3)
+    'sdpa_gqa': (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+                 [r(2, 6, 7, 16), r(2, 2, 7, 16), r(2, 2, 7, 16)]),
 }
 
 

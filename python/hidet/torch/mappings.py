@@ -1112,11 +1112,27 @@ def _as_4d(x, lead):
     return ops.reshape(x, [math.prod(lead[:-1]), lead[-1]] + list(x.shape[-2:]))
 
 
+def _repeat_kv_heads(x, heads, name):
+    """Grouped-query attention's k or v [..., Hkv, S, D] with each head repeated H / Hkv times
+    (q head h reads kv head h // (H / Hkv), as PyTorch's enable_gqa)."""
+    hkv = x.shape[-3]
+    if not isinstance(heads, int) or not isinstance(hkv, int):
+        raise NotImplementedError(f'scaled_dot_product_attention with enable_gqa over symbolic head counts '
+                                  f'({heads} and {hkv})')
+    if heads % hkv != 0:
+        raise ValueError(f'scaled_dot_product_attention with enable_gqa: q has {heads} heads, which {name}\'s '
+                         f'{hkv} heads do not divide')
+    lead = list(x.shape[:-3])
+    s, d = x.shape[-2], x.shape[-1]
+    x = ops.broadcast_to(ops.unsqueeze(x, len(lead) + 1), lead + [hkv, heads // hkv, s, d])
+    return ops.reshape(x, lead + [heads, s, d])
+
+
 @register_function(F.scaled_dot_product_attention)
 def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """Attention over any leading dims (q [..., L, D], k and v [..., S, D]): rank 3 and rank 5 and
     more as the 4-D operator's batch and heads. With enable_gqa, k and v have fewer heads than q
-    (a divisor of them): the kernels read kv head h / (H / Hkv) for q head h."""
+    (a divisor of them): q head h attends with kv head h // (H / Hkv), the kv heads repeated."""
     if q.ndim < 3 or k.ndim != q.ndim or v.ndim != q.ndim:
         raise NotImplementedError(f'scaled_dot_product_attention of q, k, v of ranks {q.ndim}, {k.ndim}, {v.ndim} '
                                   'is not mapped (equal ranks of at least 3 are)')
@@ -1127,6 +1143,8 @@ def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
     if not enable_gqa and (k.shape[-3] != q.shape[-3] or v.shape[-3] != q.shape[-3]) and q.ndim > 3:
         raise ValueError(f'scaled_dot_product_attention: q has {q.shape[-3]} heads, k {k.shape[-3]} and v '
                          f'{v.shape[-3]}; pass enable_gqa=True for grouped-query attention')
+    if enable_gqa and q.ndim > 3 and (k.shape[-3] != q.shape[-3] or v.shape[-3] != q.shape[-3]):
+        k, v = _repeat_kv_heads(k, q.shape[-3], 'k'), _repeat_kv_heads(v, q.shape[-3], 'v')
     mask = attn_mask
     if mask is not None and mask.ndim > 2 and len(lead) != 2:
         mask = ops.broadcast_to(mask, lead + list(mask.shape[-2:]))
