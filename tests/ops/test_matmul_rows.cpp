@@ -78,7 +78,11 @@ TEST_CASE("matmul over symbolic rows: one build per tiling serves every n and s,
     CHECK_FALSE(heads->linear);
     std::set<std::string> labels;
     const std::size_t builds_before = o::matmul_rows_builds();
-    for (auto [bn, bs] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {1, 37}, {2, 50}, {3, 77}, {1, 45}, {2, 19}}) {
+    // On the emulator the long K runs three of the six (n, s) pairs (the GPU suite runs them all).
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs{{1, 1}, {1, 37}, {2, 50}, {3, 77}, {1, 45}, {2, 19}};
+    if (K > 1000 && hidet::cuda_emulated() && !hidet::util::env_bool("HIDET_TEST_ALL_CONFIGS"))
+      pairs = {{1, 1}, {1, 45}, {2, 19}};
+    for (auto [bn, bs] : pairs) {
       INFO("n = " << bn << ", s = " << bs);
       const SymbolValues values{{"n", bn}, {"s", bs}};
       const std::int64_t m = bn * bs;
@@ -108,7 +112,7 @@ TEST_CASE("matmul over symbolic rows: one build per tiling serves every n and s,
     // of (n, s) pairs (the process-wide cache may already hold some from an earlier dtype: none here).
     INFO("tilings: " << labels.size());
     CHECK(o::matmul_rows_builds() - builds_before == 4 * labels.size());
-    CHECK(labels.size() < 6); // some sizes shared a build
+    CHECK(labels.size() < pairs.size()); // some sizes shared a build
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -39,6 +40,9 @@ struct BuildOptions {
   bool lineinfo = true;         ///< -lineinfo (profilers and debuggers map SASS to the DSL source)
   bool fast_math = false;       ///< --use_fast_math
   std::vector<std::string> nvrtc_options; ///< extra NVRTC options
+  /// On the emulator: also compile the generated code with NVRTC (when installed), proving that it
+  /// compiles for a real GPU. Default: yes, unless HIDET_EMULATOR_NVRTC=0.
+  std::optional<bool> emulator_nvrtc;
 };
 
 /// One argument of a kernel call: a tensor, a TMA tensor map (for a tensor_map_param) or a scalar.

@@ -89,24 +89,37 @@ register_function(operator.truediv, torch.true_divide, operator.itruediv)(_binar
 register_method('add', 'add_')(_binary(ops.add))
 register_method('sub')(_binary(ops.sub))
 register_method('mul', 'mul_')(_binary(ops.mul))
-register_method('truediv', 'div')(_binary(ops.div))
+register_method('truediv')(_binary(ops.div))
+
+
+def _is_integer(v):
+    return isinstance(v, int) or (isinstance(v, Tensor) and not v.dtype.startswith('float') and v.dtype != 'bfloat16')
 
 
 @register_function(torch.div)
+@register_method('div')
 def torch_div(a, b, *, rounding_mode=None, out=None):
-    y = ops.div(a, b)
+    """a / b; rounding_mode 'floor' is PyTorch's floor_divide and 'trunc' rounds toward zero (both
+    keep integer dtypes, as PyTorch does)."""
+    if rounding_mode is None:
+        return _binary(ops.div)(a, b)
     if rounding_mode == 'floor':
-        y = ops.floor(y)
-    elif rounding_mode == 'trunc':
-        y = ops.where(ops.lt(y, 0.0), ops.ceil(y), ops.floor(y))
-    return y
+        return operator_floordiv(a, b)
+    if rounding_mode != 'trunc':
+        raise ValueError(f"div: rounding_mode={rounding_mode!r} is not one of None, 'floor', 'trunc'")
+    if _is_integer(a) and _is_integer(b):  # a - fmod(a, b) is a multiple of b: its floor quotient is exact
+        return ops.floor_divide(ops.sub(a, ops.fmod(a, b)), b)
+    return ops.trunc(ops.div(a, b))
 
 
-@register_function(operator.floordiv)
+@register_function(operator.floordiv, torch.floor_divide)
+@register_method('floor_divide', '__floordiv__')
 def operator_floordiv(a, b):
+    """Python's a // b (PyTorch's floor_divide): integer tensors stay integers (perm // top_k
+    indexes a tensor)."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return a // b
-    return ops.floor(ops.div(a, b))
+    return ops.floor_divide(a, b)
 
 
 @register_function(torch.rsub)
@@ -519,6 +532,8 @@ def operator_getitem(x, index):
         return x[index]
     if not isinstance(index, tuple):
         index = (index,)
+    # A list of ints (x[..., [-2]], fx's immutable_list) indexes as the integer tensor of its values.
+    index = tuple(_index_list(i) if isinstance(i, list) else i for i in index)
     if any(i is Ellipsis for i in index):
         k = index.index(Ellipsis)
         fill = x.ndim - (len(index) - 1 - sum(1 for i in index if i is None))
@@ -600,6 +615,15 @@ def torch_diff(x, n=1, dim=-1, prepend=None, append=None):
     for _ in range(n):
         y = ops.sub(operator_getitem(y, lead + (slice(1, None),)), operator_getitem(y, lead + (slice(None, -1),)))
     return y
+
+
+def _index_list(items):
+    """A list index as a constant tensor: int64 for ints, bool for bools (refused by getitem)."""
+    if not all(isinstance(v, (int, bool)) for v in items):
+        raise NotImplementedError(f'indexing with the list {items!r} (of other than ints) is not mapped')
+    dtype = torch.bool if items and all(isinstance(v, bool) for v in items) else torch.int64
+    device = 'cpu' if hidet.cuda_emulated() else 'cuda'  # where hidet's 'cuda' tensors live
+    return hidet.from_torch(torch.tensor(list(items), dtype=dtype, device=device))
 
 
 def _take_ranges(x, takes):

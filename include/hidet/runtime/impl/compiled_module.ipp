@@ -128,8 +128,11 @@ HIDET_INLINE CompiledModule CompiledModule::build(const ir::Module &m, const Bui
   shared->key = backend::compile_cache_key(cm.source_, co);
   if (cm.emulated_) {
     // The emulator runs the lowered IR; NVRTC still compiles the generated code (when it is
-    // installed) so that every kernel is proven to compile for a real GPU.
-    if (detail::nvrtc_available()) *binary = backend::compile_cuda_cached(cm.source_, module_name, co);
+    // installed, unless HIDET_EMULATOR_NVRTC=0) so that every kernel is proven to compile for a
+    // real GPU.
+    static const bool nvrtc_by_default = util::env_bool("HIDET_EMULATOR_NVRTC", true);
+    if (opts.emulator_nvrtc.value_or(nvrtc_by_default) && detail::nvrtc_available())
+      *binary = backend::compile_cuda_cached(cm.source_, module_name, co);
     shared->emulator = std::make_shared<backend::emu::Program>(cm.lowered_);
     runtime::detail::register_emulated_module(shared);
   } else {
