@@ -101,7 +101,7 @@ def test_traced_on_symbolic_extents():
     g = hidet.trace_from([v, i, s], [x])
     assert 'Topk(x' in str(g) and 'Cumprod(x' in str(g)
     for n in (2, 3):
-        a = torch.randn(n, 37)
+        a = torch.randn(n, 37, device='cuda' if torch.cuda.is_available() else 'cpu')  # the graph's device
         got = g.run([h(a)])
         want_v, _ = torch.topk(a, 3)
         same(got[0], want_v)

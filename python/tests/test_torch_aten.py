@@ -110,8 +110,8 @@ SAMPLES = [
     ('replication_pad2d', lambda x: aten.replication_pad2d.default(x, [2, 1, 1, 2]), (_r(1, 2, 4, 5),)),
     ('cdist', lambda a, b: aten._cdist_forward.default(a, b, 2.0, None), (_r(2, 3, 4), _r(2, 5, 4))),
     ('upsample_nearest2d', lambda x: aten.upsample_nearest2d.vec(x, [6, 4], None), (_r(1, 2, 3, 2),)),
-    ('full_like', lambda x: aten.full_like.default(x, 3), (_r(2, 3),)),
-    ('arange', lambda x: aten.add.Tensor(x, aten.arange.start_step(2, 7, 1)), (_r(5),)),
+    ('full_like', lambda x: aten.add.Tensor(x, aten.full_like.default(x, 3)), (_r(2, 3),)),
+    ('arange', lambda x: aten.add.Tensor(x, aten.arange.start_step(2, 7, 1, device=x.device)), (_r(5),)),
 ]
 
 # On the emulator (CI), these samples run; on a GPU, all of them.

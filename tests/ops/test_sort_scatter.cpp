@@ -91,6 +91,16 @@ bool contains(const std::string &s, const std::string &part) {
 
 } // namespace
 
+/// An out-of-range index: a ValueError where the index is in host memory (the emulator); on a
+/// GPU the kernels skip such entries (the check would need a synchronization) and the call returns.
+template <class F>
+void expect_range_error(F &&f, std::initializer_list<std::string> parts) {
+  if (hidet::cuda_emulated())
+    expect_error(std::forward<F>(f), parts);
+  else
+    CHECK_NOTHROW(f());
+}
+
 TEST_CASE("sort: stable in both directions, NaN the largest, any axis, float and integer dtypes") {
   Tensor x = with_nans(make({3, 37}, dtypes::f32, -5, 5, true), 11); // ties and NaNs
   for (bool desc : {false, true})
@@ -274,8 +284,8 @@ TEST_CASE(
                reference(o::ScatterReduce::Max, s));
   // Errors: out-of-range index (checked on host memory), shapes, dtypes.
   Tensor bad = asarray(std::vector<double>{0, 1, 7, 2}, {2, 2}, dtypes::i64);
-  expect_error([&] { (void)o::scatter(x, 1, bad, src); },
-               {"scatter: index holds 7 at position (1, 0)", "axis 1 of x of size 6"});
+  expect_range_error([&] { (void)o::scatter(x, 1, bad, src); },
+                     {"scatter: index holds 7 at position (1, 0)", "axis 1 of x of size 6"});
   expect_error(
       [&] {
         (void)o::scatter(x, 1, asarray(iv, {4, 3}, dtypes::f32), src);
@@ -342,7 +352,7 @@ TEST_CASE("index_put: adjacent and separated index tensors, broadcasting, accumu
         (void)o::index_put(y, {rmask}, make({3, 5}, dtypes::f32));
       },
       {"index_put: values of shape (3, 5) vary"});
-  expect_error(
+  expect_range_error(
       [&] {
         (void)o::index_put(x, {std::nullopt, asarray(std::vector<double>{6}, {1}, dtypes::i64)},
                            row);
@@ -371,7 +381,7 @@ TEST_CASE("index_add: duplicates accumulate, alpha, integers") {
   expect_error([&] { (void)o::index_add(xi, 0, index, src, 0.5); },
                {"index_add: alpha = 0.5 must be an integer"});
   expect_error([&] { (void)o::index_add(x, 1, index, src); }, {"index_add: src of shape (7, 5)"});
-  expect_error(
+  expect_range_error(
       [&] {
         (void)o::index_add(
             x, 0, asarray(std::vector<double>{0, 1, 2, 3, 4, 5, -7}, {7}, dtypes::i64), src);
