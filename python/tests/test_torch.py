@@ -128,9 +128,39 @@ CASES = {
     'sdpa_ranks_3_and_5': (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m).sum(2)
                            + F.scaled_dot_product_attention(q[0, 0], k[0, 0], v[0, 0], is_causal=True).sum(0),
                            [r(2, 3, 2, 7, 16), r(2, 3, 2, 9, 16), r(2, 3, 2, 9, 16), r(2, 1, 1, 7, 9)]),
+    # Floor division of integer tensors stays integer (mixtral's `hidden_states[perm // top_k]`);
+    # rounding 'trunc' of integers too; floats floor as Python's //.
+    'floor_divide_integers': (lambda a, i: a[i // 3] + a[torch.div(i, 4, rounding_mode='floor')]
+                              + torch.div(i - 9, 4, rounding_mode='trunc').unsqueeze(-1) + a[:4] // 0.3,
+                              [r(6, 5), torch.tensor([0, 5, 17, 9], device=DEVICE)]),
+    # A list of ints indexes as an integer tensor (falcon's `qkv[:, :, :, [-2]]`, fx's immutable_list).
+    'getitem_lists': (lambda a: a[:, :, [-2]] + a[..., [0, 2], :].sum(2, keepdim=True) + a[[1, 0]], [r(2, 3, 4, 5)]),
+    # FFTs whose real or imaginary part the model takes (FNet): products with DFT matrices.
+    'fft_real_imag': (lambda a: torch.fft.fftn(a, dim=(1, 2)).real
+                      + torch.fft.fft(torch.fft.fft(a, axis=2), axis=1).imag + torch.fft.fft2(a, norm='ortho').real
+                      + torch.fft.fft(a, dim=1, norm='forward').imag,
+                      [r(2, 5, 6)]),
+    # ceil_mode with the window past the padded input (VoVNet's 3x3 stride-2 pool of a 2x2 map): one
+    # window on H, a third window half past the end on W.
+    'max_pool_ceil_window_past_input': (lambda a: F.max_pool2d(a, 3, 2, ceil_mode=True)
+                                        + F.max_pool2d(a, (3, 2), (1, 2), (1, 0), ceil_mode=True)[..., :1, :],
+                                        [r(1, 4, 2, 6)]),
+    # Tensor.unfold: windows along an axis (halo attention)
+    'tensor_unfold': (lambda a: a.unfold(2, 3, 2).unfold(3, 4, 3).sum(-1) + a[0].unfold(-1, 5, 5).sum(), [r(2, 3, 7, 10)]),
+    # conv3d: a kernel of 1 on an axis (the lambda layer's (r, r, 1)), and strides, dilation and groups
+    'conv3d': (lambda x, w, b, w2: torch.cat([F.conv3d(x, w, b, padding=(1, 1, 0)).flatten(),
+                                              F.conv3d(x, w2, stride=(2, 1, 2), padding=1, dilation=(2, 1, 1),
+                                                       groups=2).flatten()]),
+               [r(2, 4, 5, 6, 7), r(3, 4, 3, 3, 1), r(3), r(6, 2, 3, 2, 3)]),
+    # histc over a given range (MoE routers count tokens per expert): both ends, values outside
+    'histc': (lambda a, i: torch.histc(a, bins=7, min=-1.5, max=2.0) + torch.histc(i.float(), 7, 0, 6),
+              [r(5, 9), torch.tensor([0, 6, 3, 3, 1, 6, 7], device=DEVICE)]),
     # grouped-query attention: 6 q heads over 2 kv heads (q head h reads kv head h // 3)
     'sdpa_gqa': (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
                  [r(2, 6, 7, 16), r(2, 2, 7, 16), r(2, 2, 7, 16)]),
+    # multi-query attention as broadcasting (Falcon): k and v of one head
+    'sdpa_one_kv_head': (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                         [r(2, 4, 7, 16), r(2, 1, 7, 16), r(2, 1, 7, 16)]),
 }
 
 

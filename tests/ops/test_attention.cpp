@@ -22,6 +22,7 @@ struct Problem {
   bool causal = false;
   o::Shape mask_shape; ///< empty: no mask
   DataType mask_dt = dtypes::f32;
+  bool dead_rows = false; ///< the mask hides every key from query rows 3, 10, 17, ... (output 0, as PyTorch)
 };
 
 struct Inputs {
@@ -35,19 +36,20 @@ Inputs make_inputs(const Problem &p) {
             make({p.b, p.h, p.skv, p.d}, p.dt),
             {}};
   if (!p.mask_shape.empty()) {
+    auto dead = [&](std::size_t i) { return p.dead_rows && i / std::size_t(p.skv) % std::size_t(p.sq) % 7 == 3; };
     if (p.mask_dt.is_bool()) {
       // true = attend; key 0 always attended so that no row is masked entirely.
       std::vector<bool> m(std::size_t(o::shape_numel(p.mask_shape)));
       std::bernoulli_distribution keep(0.7);
       for (std::size_t i = 0; i < m.size(); ++i)
-        m[i] = i % std::size_t(p.skv) == 0 || keep(g_rng);
+        m[i] = (i % std::size_t(p.skv) == 0 || keep(g_rng)) && !dead(i);
       in.mask = asarray(m, p.mask_shape).to("cuda");
     } else {
       // Values in [-2, 2) and about 10% -inf, never at key 0.
       std::vector<double> m(std::size_t(o::shape_numel(p.mask_shape)));
       std::uniform_real_distribution<double> u(-2, 2);
       for (std::size_t i = 0; i < m.size(); ++i)
-        m[i] = (i % std::size_t(p.skv) != 0 && u(g_rng) > 1.6) ? -INFINITY : u(g_rng);
+        m[i] = ((i % std::size_t(p.skv) != 0 && u(g_rng) > 1.6) || dead(i)) ? -INFINITY : u(g_rng);
       in.mask = asarray(m, p.mask_shape, p.mask_dt).to("cuda");
     }
   }
@@ -88,6 +90,7 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
           if (p.causal && j > i) acc = -INFINITY;
           s[std::size_t(j)] = acc, mx = std::max(mx, acc);
         }
+        if (mx == -INFINITY) continue; // every key masked: 0 (out and mag stay 0)
         double sum = 0;
         for (auto &x : s)
           sum += (x = std::exp(x - mx));
@@ -164,6 +167,16 @@ TEST_CASE("sdpa: additive and bool masks, broadcast over batch and heads") {
   run_op({1, 2, 20, 70, 128, dtypes::f16, false, {1, 2, 20, 70}, dtypes::f16});
   run_op({1, 2, 30, 45, 64, dtypes::f16, false, {30, 45}, dtypes::boolean});
   run_op({4, 3, 49, 49, 32, dtypes::f16, false, {1, 3, 49, 49}, dtypes::f16}); // Swin's position bias
+}
+
+TEST_CASE("sdpa: query rows whose mask hides every key give 0, as PyTorch (ModernBERT's sliding window over padding)") {
+  // the f16/bf16 flash template, the f32 template, the composed fallback (head dim 20), split-KV
+  run_op({2, 2, 40, 50, 64, dtypes::f16, false, {2, 1, 40, 50}, dtypes::boolean, true});
+  run_op({1, 2, 30, 45, 128, dtypes::bf16, true, {30, 45}, dtypes::f32, true});
+  run_op({1, 2, 30, 45, 64, dtypes::f32, false, {1, 2, 30, 45}, dtypes::boolean, true});
+  run_op({1, 2, 12, 20, 20, dtypes::f16, false, {12, 20}, dtypes::f16, true});
+  run_op({1, 2, 12, 20, 20, dtypes::f32, true, {12, 20}, dtypes::boolean, true});
+  run_op({1, 2, 4, 1500, 64, dtypes::f16, false, {1, 1, 4, 1500}, dtypes::boolean, true});
 }
 
 TEST_CASE("sdpa: every tiling of search space 1") {

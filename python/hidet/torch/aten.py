@@ -27,9 +27,13 @@ aten = torch.ops.aten
 
 
 def core_aten_operators():
-    """Every operator overload torch tags as core ATen (torch.Tag.core), as OpOverloads."""
+    """Every operator overload torch tags as core ATen (torch.Tag.core), as OpOverloads. Every
+    registered aten name is looked up (torch.ops.aten lists a packet only once something used it,
+    so dir() alone depends on what ran before: eager FFTs bring in aten.resize_)."""
     found = []
-    for name in dir(torch.ops.aten):
+    all_names = getattr(torch._C, '_dispatch_get_all_op_names', lambda: [])()
+    registered = {n.split('::', 1)[1].split('.', 1)[0] for n in all_names if n.startswith('aten::')}
+    for name in sorted(registered | set(dir(torch.ops.aten))):
         try:
             packet = getattr(torch.ops.aten, name)
         except (AttributeError, RuntimeError):
@@ -74,6 +78,8 @@ REFUSED = {
     'aten._fft_c2r.default': _COMPLEX,
     'aten.atan2.out': 'an out= variant (the functional aten.atan2.default is mapped)',
     'aten.sym_numel.default': 'a size query: dynamo traces sizes as Python values',
+    'aten.sym_is_contiguous.default': 'a layout query: hidet tensors are contiguous',
+    'aten.resize_.default': 'an in-place resize of the storage (out= variants use it): not a value of the graph',
     'aten.sym_size.int': 'a size query: dynamo traces sizes as Python values',
     'aten.sym_stride.int': 'a size query: dynamo traces sizes as Python values',
     'aten.sym_storage_offset.default': 'a size query: dynamo traces sizes as Python values',
@@ -506,7 +512,9 @@ def aten_convolution(input, weight, bias, stride, padding, dilation, transposed,
         return m.torch_conv1d(input, weight, bias, list(stride), list(padding), list(dilation), groups)
     if spatial == 2:
         return m.torch_conv2d(input, weight, bias, list(stride), list(padding), list(dilation), groups)
-    raise NotImplementedError(f'a convolution of {spatial} spatial dims is not mapped (1 and 2 are)')
+    if spatial == 3:
+        return m.torch_conv3d(input, weight, bias, list(stride), list(padding), list(dilation), groups)
+    raise NotImplementedError(f'a convolution of {spatial} spatial dims is not mapped (1, 2 and 3 are)')
 
 
 @register_aten(aten._native_batch_norm_legit_no_training.default)

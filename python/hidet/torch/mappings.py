@@ -985,12 +985,94 @@ def torch_interpolate(x, size=None, scale_factor=None, mode='nearest', align_cor
     return x
 
 
+class _ComplexPair(collections.namedtuple('_ComplexPair', ['real', 'imag'])):
+    """A complex tensor as its real and imaginary parts (hidet has no complex dtype): the value of
+    an FFT, of which a model takes .real or .imag (FNet's ``torch.fft.fftn(x, dim=(1, 2)).real``).
+    A tuple, so that the interpreter sees the hidet tensors in it."""
+
+    @property
+    def ndim(self):
+        return self.real.ndim
+
+
+def _dft_axis(re, im, axis, norm):
+    """The DFT along `axis` of re + i im (im None: a real input), X[k] = sum_n x[n] exp(-2 pi i n k / N),
+    as real products with the [N, N] cosine and sine matrices (computed now, in double precision)."""
+    n = re.shape[axis]
+    if not isinstance(n, int):
+        raise NotImplementedError(f'an FFT over a symbolic extent {n} is not mapped')
+    k = torch.arange(n, dtype=torch.float64)
+    angle = 2 * math.pi * torch.outer(k, k).remainder(n) / n  # nk mod N keeps the angle exact
+    scale = {'backward': 1.0, 'ortho': 1.0 / math.sqrt(n), 'forward': 1.0 / n}[norm or 'backward']
+    device = 'cpu' if hidet.cuda_emulated() else 'cuda'  # where hidet's 'cuda' tensors live
+    cos, sin = (hidet.from_torch((f(angle) * scale).to(torch_dtype(re.dtype)).to(device).contiguous())
+                for f in (torch.cos, torch.sin))
+    perm = [d for d in range(re.ndim) if d != axis] + [axis]
+    inverse = [perm.index(d) for d in range(re.ndim)]
+
+    def product(t, w):  # t's `axis` times the matrix w
+        return ops.permute(ops.matmul(ops.permute(t, perm), w), inverse)
+    # (a + ib)(cos - i sin) = (a cos + b sin) + i (b cos - a sin)
+    out_re, out_im = product(re, cos), ops.neg(product(re, sin))
+    if im is not None:
+        out_re = ops.add(out_re, product(im, sin))
+        out_im = ops.add(out_im, product(im, cos))
+    return out_re, out_im
+
+
+def _fft(default_dims):
+    def mapping(input, s=None, dim=default_dims, norm=None, *, n=None, axis=None, out=None):
+        re, im = (input.real, input.imag) if isinstance(input, _ComplexPair) else (input, None)
+        if re.dtype not in ('float32', 'float16', 'bfloat16', 'float64'):
+            re = ops.cast(re, 'float32')
+        if isinstance(s, int) and default_dims == -1:  # fft(x, n, dim, norm): n positional
+            s, n = None, s
+        if s is not None or n is not None:
+            raise NotImplementedError('an FFT with a signal size (s= or n=, padding or trimming) is not mapped yet')
+        if norm not in (None, 'backward', 'ortho', 'forward'):
+            raise ValueError(f"FFT: norm={norm!r} is not one of 'backward', 'ortho', 'forward'")
+        dims = dim if axis is None else axis
+        dims = list(range(re.ndim)) if dims is None else [dims] if isinstance(dims, int) else list(dims)
+        for d in dims:
+            re, im = _dft_axis(re, im, _axis(d, re.ndim), norm)
+        return _ComplexPair(re, im)
+    return mapping
+
+
+register_function(torch.fft.fft)(_fft(-1))
+register_function(torch.fft.fft2)(_fft((-2, -1)))
+register_function(torch.fft.fftn)(_fft(None))
+register_function(torch.real)(lambda input: input.real if isinstance(input, _ComplexPair) else input)  # as PyTorch
+
+
+@register_function(torch.imag)
+def torch_imag(input):
+    if not isinstance(input, _ComplexPair):
+        raise ValueError(f'imag of a real tensor (dtype {input.dtype}): PyTorch refuses it too')
+    return input.imag
+
+
 @register_function(F.max_pool2d, torch.max_pool2d)
 def torch_max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     if return_indices:
         raise NotImplementedError('max_pool2d with return_indices=True is not mapped yet')
     stride = _pair(kernel_size) if stride is None or stride == [] else _pair(stride)
-    return ops.max_pool2d(x, _pair(kernel_size), stride, _pair(padding), _pair(dilation), ceil_mode)
+    k, p, d = _pair(kernel_size), _pair(padding), _pair(dilation)
+    extents = list(x.shape[-2:])
+    if ceil_mode and all(isinstance(n, int) for n in extents) and \
+            any(d[i] * (k[i] - 1) + 1 > extents[i] + 2 * p[i] for i in range(2)):
+        # ceil_mode with a window past the padded input (VoVNet's 3x3 pool of a 2x2 map): PyTorch
+        # gives one window at the start. The input padded by -inf to exactly the windows PyTorch
+        # takes, then pooled without padding or ceil_mode.
+        pads = []
+        for i in (1, 0):  # PyTorch's order: the last axis first
+            n, window = extents[i], d[i] * (k[i] - 1) + 1
+            out = -(-(n + 2 * p[i] - window) // stride[i]) + 1
+            if (out - 1) * stride[i] >= n + p[i]:  # the last window starts in the right padding
+                out -= 1
+            pads += [p[i], max(p[i], (out - 1) * stride[i] + window - n - p[i])]
+        return ops.max_pool2d(ops.pad(x, pads, -math.inf), k, stride, [0, 0], d, False)
+    return ops.max_pool2d(x, k, stride, p, d, ceil_mode)
 
 
 @register_function(F.avg_pool2d, torch._C._nn.avg_pool2d)
@@ -1164,10 +1246,13 @@ def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
     if list(k.shape[:-3]) != lead[:-1] or list(v.shape[:-3]) != lead[:-1]:
         raise NotImplementedError('scaled_dot_product_attention with leading dims broadcast between q, k and v '
                                   'is not mapped')
-    if not enable_gqa and (k.shape[-3] != q.shape[-3] or v.shape[-3] != q.shape[-3]) and q.ndim > 3:
+    # k and v of one head broadcast over q's (multi-query attention written as broadcasting, as
+    # Falcon does); other head counts need enable_gqa.
+    broadcast = k.shape[-3] == 1 and v.shape[-3] == 1
+    if not enable_gqa and not broadcast and (k.shape[-3] != q.shape[-3] or v.shape[-3] != q.shape[-3]) and q.ndim > 3:
         raise ValueError(f'scaled_dot_product_attention: q has {q.shape[-3]} heads, k {k.shape[-3]} and v '
                          f'{v.shape[-3]}; pass enable_gqa=True for grouped-query attention')
-    if enable_gqa and q.ndim > 3 and (k.shape[-3] != q.shape[-3] or v.shape[-3] != q.shape[-3]):
+    if (enable_gqa or broadcast) and q.ndim > 3 and (k.shape[-3] != q.shape[-3] or v.shape[-3] != q.shape[-3]):
         k, v = _repeat_kv_heads(k, q.shape[-3], 'k'), _repeat_kv_heads(v, q.shape[-3], 'v')
     mask = attn_mask
     if mask is not None and mask.ndim > 2 and len(lead) != 2:
@@ -1190,6 +1275,77 @@ def torch_pad(x, pad, mode='constant', value=None):
         from .aten import aten_constant_pad_nd
         return aten_constant_pad_nd(x, pads, 0.0 if value is None else float(value))
     return ops.pad(x, pads, 0.0 if value is None else float(value))
+
+
+@register_method('unfold')
+def tensor_unfold(x, dimension, size, step):
+    """Windows of `size` every `step` along `dimension` (Tensor.unfold, halo attention's windows):
+    that axis becomes the window count and a last axis of `size` is added; a take by the constant
+    positions i * step + j."""
+    d = _axis(dimension, x.ndim)
+    n = (x.shape[d] - size) // step + 1
+    device = 'cpu' if hidet.cuda_emulated() else 'cuda'  # where hidet's 'cuda' tensors live
+    idx = (torch.arange(n).unsqueeze(1) * step + torch.arange(size).unsqueeze(0)).to(device)
+    y = ops.take(x, hidet.from_torch(idx.contiguous()), d)  # [..., n, size, ...]
+    if d + 1 == x.ndim:
+        return y
+    return ops.permute(y, [a for a in range(x.ndim + 1) if a != d + 1] + [d + 1])
+
+
+@register_function(torch.histc)
+@register_method('histc')
+def torch_histc(input, bins=100, min=0, max=0, *, out=None):
+    """Counts of the elements in `bins` equal bins over [min, max] (the MoE routers' tokens per
+    expert), in the input's dtype; PyTorch's rule: bin (x - min) / (max - min) * bins, the last bin
+    closed. min == max (the data's own range) is data-dependent and not mapped."""
+    lo, hi = float(min), float(max)
+    if lo == hi:
+        raise NotImplementedError('histc with min == max (the range of the data) is not mapped; pass the range')
+    x = ops.reshape(input, [-1])
+    pos = ops.floor(ops.mul(ops.div(ops.sub(x, lo), hi - lo), float(bins)))
+    pos = ops.minimum(pos, float(bins - 1))  # x == max: the last bin
+    inside = ops.logical_and(ops.ge(x, lo), ops.le(x, hi))
+    classes = hidet.arange(0.0, float(bins), 1.0, x.dtype, x.device)
+    hits = ops.logical_and(ops.eq(ops.unsqueeze(pos, 1), classes), ops.unsqueeze(inside, 1))
+    return ops.sum(ops.cast(hits, x.dtype), [0], False)
+
+
+def _triple(v):
+    return [int(v)] * 3 if isinstance(v, int) else [int(a) for a in v]
+
+
+@register_function(F.conv3d, torch.conv3d)
+def torch_conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A conv2d over two spatial axes: the third (the one of the smallest kernel, as the lambda
+    layer's 1 of (r, r, 1)) goes into the batch, its K taps stacked into the channels (K strided
+    slices of the padded input; channels stay group-major: [g, C/g, K])."""
+    if isinstance(padding, str):
+        if padding != 'valid':
+            raise NotImplementedError(f"conv3d with padding='{padding}' is not mapped yet (numbers and 'valid' are)")
+        padding = 0
+    unbatched = x.ndim == 4
+    if unbatched:
+        x = ops.unsqueeze(x, 0)
+    k, s, p, dl = list(weight.shape[2:]), _triple(stride), _triple(padding), _triple(dilation)
+    a = min(range(3), key=lambda i: (k[i], s[i] != 1))  # the axis folded into the batch
+    b, c = [i for i in range(3) if i != a]
+    order = [0, 1, 2 + a, 2 + b, 2 + c]
+    x, w = ops.permute(x, order), ops.permute(weight, order)
+    n, ch, depth, h, wd = x.shape
+    o, cg, kd, kh, kw = w.shape
+    if p[a]:
+        x = ops.pad(x, [0, 0, 0, 0, p[a], p[a]])
+        depth += 2 * p[a]
+    out_d = (depth - dl[a] * (kd - 1) - 1) // s[a] + 1
+    taps = [ops.slice(x, [2], [t * dl[a]], [t * dl[a] + (out_d - 1) * s[a] + 1], [s[a]]) for t in range(kd)]
+    x = taps[0] if kd == 1 else ops.concat([ops.unsqueeze(t, 2) for t in taps], 2)  # [N, C, K, D', H, W]
+    x = ops.reshape(ops.permute(ops.reshape(x, [n, ch * kd, out_d, h, wd]), [0, 2, 1, 3, 4]),
+                    [n * out_d, ch * kd, h, wd])
+    y = ops.conv2d(x, ops.reshape(w, [o, cg * kd, kh, kw]), bias, [s[b], s[c]], [p[b], p[c]], [dl[b], dl[c]],
+                   int(groups))
+    y = ops.permute(ops.reshape(y, [n, out_d, o] + list(y.shape[2:])), [0, 2, 1, 3, 4])  # [N, O, a, b, c]
+    y = ops.permute(y, [order.index(i) for i in range(5)])
+    return ops.squeeze(y, [0]) if unbatched else y
 
 
 # ---------------------------------------------------------------------------- modules (call_module nodes)

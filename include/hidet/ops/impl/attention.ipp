@@ -345,6 +345,9 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   if (mask) scores = scores + *mask;
   if (is_causal) scores = scores + causal_bias(Sq, Skv, q.device());
   Tensor probs = softmax(scores, -1);
+  // A row with every key masked attends to nothing: 0, as PyTorch (softmax alone gives NaN).
+  if (mask || is_causal)
+    probs = where(eq(max(scores, {-1}, true), -std::numeric_limits<double>::infinity()), zeros_like(probs), probs);
   if (probs.dtype() != v.dtype()) probs = cast(probs, v.dtype());
   Tensor o = matmul(probs, v);
   return heads_last ? permute(o, {0, 2, 1, 3}) : o;

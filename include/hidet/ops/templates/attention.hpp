@@ -223,7 +223,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
           else store();
           continue;
         }
-        Var inv = 1.0f / l;
+        Var inv = select(l > 0.0f, 1.0f / l, 0.0f); // a row with every key masked: 0, as PyTorch
         auto store = [&] {
           for (int n = 0; n < nd; ++n) {
             pair[0] = half2_pack(oacc[i][n][2 * hh] * inv, oacc[i][n][2 * hh + 1] * inv, dt);
@@ -268,7 +268,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         Var w = exp2(ws_ml[s][r][0] - m_use);
         l += w * ws_ml[s][r][1], o0 += w * ws_o[s][r][d], o1 += w * ws_o[s][r][d + 1];
       }
-      Var inv = 1.0f / l, b = r / (H * Sq_e), h = r / Sq_e % H, row = r % Sq_e;
+      Var inv = select(l > 0.0f, 1.0f / l, 0.0f), b = r / (H * Sq_e), h = r / Sq_e % H, row = r % Sq_e;
       auto pair = register_tensor(u32[1], "pair");
       pair[0] = half2_pack(o0 * inv, o1 * inv, dt);
       if (p.heads_last) store_vector(out[b][row][h][d], pair, 4);

@@ -151,7 +151,7 @@ inline void add_attention_f32_kernel(lang::ScriptModule &mod, const std::string 
       Var l = row_sum[i];
       for (int m = 1; m < 8; m *= 2)
         l += shfl_xor_sync(0xffffffffu, l, m);
-      Var inv = 1.0f / l, row = q0 + row_of(i);
+      Var inv = select(l > 0.0f, 1.0f / l, 0.0f), row = q0 + row_of(i);
       auto store = [&] {
         for (int c = 0; c < ndc; ++c) {
           for (int e = 0; e < 4; ++e)

@@ -248,7 +248,7 @@ inline void add_attention_wgmma_kernel(lang::ScriptModule &mod, const std::strin
         Var l = row_sum[hh];
         l += shfl_xor_sync(0xffffffffu, l, 1);
         l += shfl_xor_sync(0xffffffffu, l, 2);
-        Var inv = 1.0f / l;
+        Var inv = select(l > 0.0f, 1.0f / l, 0.0f); // a row with every key masked: 0, as PyTorch
         Var row = first_row + w * 16 + hh * 8 + g;
         auto store = [&] {
           for (int n = 0; n < D / 8; ++n) {
