@@ -23,6 +23,8 @@ struct Problem {
   o::Shape mask_shape; ///< empty: no mask
   DataType mask_dt = dtypes::f32;
   bool dead_rows = false; ///< the mask hides every key from query rows 3, 10, 17, ... (output 0, as PyTorch)
+  std::int64_t kv_heads = 0; ///< grouped-query attention: k and v's heads (0: h)
+  std::int64_t hkv() const { return kv_heads > 0 ? kv_heads : h; }
 };
 
 struct Inputs {
@@ -32,8 +34,8 @@ struct Inputs {
 
 Inputs make_inputs(const Problem &p) {
   Inputs in{make({p.b, p.h, p.sq, p.d}, p.dt),
-            make({p.b, p.h, p.skv, p.d}, p.dt),
-            make({p.b, p.h, p.skv, p.d}, p.dt),
+            make({p.b, p.hkv(), p.skv, p.d}, p.dt),
+            make({p.b, p.hkv(), p.skv, p.d}, p.dt),
             {}};
   if (!p.mask_shape.empty()) {
     auto dead = [&](std::size_t i) { return p.dead_rows && i / std::size_t(p.skv) % std::size_t(p.sq) % 7 == 3; };
@@ -76,12 +78,13 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
   for (std::int64_t b = 0; b < p.b; ++b)
     for (std::int64_t h = 0; h < p.h; ++h)
       for (std::int64_t i = 0; i < p.sq; ++i) {
+        const std::int64_t hk = h / (p.h / p.hkv()); // grouped-query attention: q head h's kv head
         double mx = -INFINITY;
         for (std::int64_t j = 0; j < p.skv; ++j) {
           double acc = 0;
           for (std::int64_t e = 0; e < p.d; ++e)
             acc += q[std::size_t(((b * p.h + h) * p.sq + i) * p.d + e)] *
-                   k[std::size_t(((b * p.h + h) * p.skv + j) * p.d + e)];
+                   k[std::size_t(((b * p.hkv() + hk) * p.skv + j) * p.d + e)];
           acc *= scale;
           if (in.mask) {
             std::int64_t mb = ms4[0] == 1 ? 0 : b, mh = ms4[1] == 1 ? 0 : h;
@@ -98,7 +101,7 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
           double acc = 0, mg = 0;
           for (std::int64_t j = 0; j < p.skv; ++j) {
             double pv = s[std::size_t(j)] / sum,
-                   vv = v[std::size_t(((b * p.h + h) * p.skv + j) * p.d + e)];
+                   vv = v[std::size_t(((b * p.hkv() + hk) * p.skv + j) * p.d + e)];
             acc += pv * vv, mg += pv * std::abs(vv);
           }
           out[std::size_t(((b * p.h + h) * p.sq + i) * p.d +
@@ -177,6 +180,34 @@ TEST_CASE("sdpa: query rows whose mask hides every key give 0, as PyTorch (Moder
   run_op({1, 2, 12, 20, 20, dtypes::f16, false, {12, 20}, dtypes::f16, true});
   run_op({1, 2, 12, 20, 20, dtypes::f32, true, {12, 20}, dtypes::boolean, true});
   run_op({1, 2, 4, 1500, 64, dtypes::f16, false, {1, 1, 4, 1500}, dtypes::boolean, true});
+}
+
+TEST_CASE("sdpa: grouped-query attention reads kv head h / (H / Hkv) without repeating K and V") {
+  Problem p{2, 6, 37, 45, 64, dtypes::f16, true};
+  p.kv_heads = 2; // the mma.sync kernel (the Hopper kernel takes as many kv heads as q heads)
+  run_op(p);
+  p = {1, 8, 1, 700, 128, dtypes::bf16}; // a decoding step: split-KV, one kv head (multi-query)
+  p.kv_heads = 1;
+  run_op(p);
+  p = {1, 4, 20, 33, 64, dtypes::f32, false, {1, 4, 20, 33}, dtypes::boolean}; // the f32 kernel, a mask per q head
+  p.kv_heads = 2;
+  run_op(p);
+  p = {2, 4, 9, 11, 20, dtypes::f16, true}; // the composed fallback (head dim 20)
+  p.kv_heads = 2;
+  run_op(p);
+  // A template built for grouped-query attention names its kv heads; the Hopper kernel refuses it.
+  tpl::AttentionProblem ap;
+  ap.batch = 1, ap.heads = 8, ap.kv_heads = 2, ap.seq_q = 256, ap.seq_kv = 2048, ap.head_dim = 128;
+  CHECK(ap.str().find("2 kv heads") != std::string::npos);
+  CHECK_FALSE(tpl::attention_heuristic_config(ap, 132, true).wgmma);
+  tpl::AttentionConfig wg;
+  wg.wgmma = true, wg.consumers = 2, wg.block_kv = 128;
+  expect_error([&] { (void)tpl::attention_module(ap, wg); }, {"Hopper kernel", "kv heads"});
+  ap.kv_heads = 3;
+  expect_error([&] { (void)tpl::attention_module(ap, {}); }, {"3 heads must divide q's 8"});
+  expect_error([&] { (void)o::scaled_dot_product_attention(make({1, 8, 4, 64}, dtypes::f16), make({1, 3, 4, 64}, dtypes::f16),
+                                                            make({1, 3, 4, 64}, dtypes::f16)); },
+               {"divides q's", "grouped-query"});
 }
 
 TEST_CASE("sdpa: every tiling of search space 1") {

@@ -1218,27 +1218,23 @@ def _as_4d(x, lead):
     return ops.reshape(x, [math.prod(lead[:-1]), lead[-1]] + list(x.shape[-2:]))
 
 
-def _repeat_kv_heads(x, heads, name):
-    """Grouped-query attention's k or v [..., Hkv, S, D] with each head repeated H / Hkv times
-    (q head h reads kv head h // (H / Hkv), as PyTorch's enable_gqa)."""
-    hkv = x.shape[-3]
+def _check_kv_heads(q, x, name):
+    """Grouped-query attention's k or v [..., Hkv, S, D]: Hkv must divide q's heads H (q head h
+    reads kv head h // (H / Hkv); the kernels read it in place, K and V are not repeated)."""
+    heads, hkv = q.shape[-3], x.shape[-3]
     if not isinstance(heads, int) or not isinstance(hkv, int):
         raise NotImplementedError(f'scaled_dot_product_attention with enable_gqa over symbolic head counts '
                                   f'({heads} and {hkv})')
     if heads % hkv != 0:
         raise ValueError(f'scaled_dot_product_attention with enable_gqa: q has {heads} heads, which {name}\'s '
                          f'{hkv} heads do not divide')
-    lead = list(x.shape[:-3])
-    s, d = x.shape[-2], x.shape[-1]
-    x = ops.broadcast_to(ops.unsqueeze(x, len(lead) + 1), lead + [hkv, heads // hkv, s, d])
-    return ops.reshape(x, lead + [heads, s, d])
 
 
 @register_function(F.scaled_dot_product_attention)
 def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """Attention over any leading dims (q [..., L, D], k and v [..., S, D]): rank 3 and rank 5 and
     more as the 4-D operator's batch and heads. With enable_gqa, k and v have fewer heads than q
-    (a divisor of them): q head h attends with kv head h // (H / Hkv), the kv heads repeated."""
+    (a divisor of them): q head h attends with kv head h // (H / Hkv), read in place by the kernels."""
     if q.ndim < 3 or k.ndim != q.ndim or v.ndim != q.ndim:
         raise NotImplementedError(f'scaled_dot_product_attention of q, k, v of ranks {q.ndim}, {k.ndim}, {v.ndim} '
                                   'is not mapped (equal ranks of at least 3 are)')
@@ -1253,7 +1249,7 @@ def torch_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
         raise ValueError(f'scaled_dot_product_attention: q has {q.shape[-3]} heads, k {k.shape[-3]} and v '
                          f'{v.shape[-3]}; pass enable_gqa=True for grouped-query attention')
     if (enable_gqa or broadcast) and q.ndim > 3 and (k.shape[-3] != q.shape[-3] or v.shape[-3] != q.shape[-3]):
-        k, v = _repeat_kv_heads(k, q.shape[-3], 'k'), _repeat_kv_heads(v, q.shape[-3], 'v')
+        _check_kv_heads(q, k, 'k'), _check_kv_heads(q, v, 'v')
     mask = attn_mask
     if mask is not None and mask.ndim > 2 and len(lead) != 2:
         mask = ops.broadcast_to(mask, lead + list(mask.shape[-2:]))

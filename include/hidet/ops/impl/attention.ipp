@@ -135,10 +135,12 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   }
   const Shape &sq = q.shape();
   const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = k.shape()[2], D = sq[3];
-  if (k.shape()[3] != D || k.shape()[0] != B || k.shape()[1] != H || !templated_head_dim(q.dtype(), D)) return std::nullopt;
+  const std::int64_t Hkv = k.shape()[1];
+  if (k.shape()[3] != D || k.shape()[0] != B || Hkv <= 0 || H % Hkv != 0 || !templated_head_dim(q.dtype(), D))
+    return std::nullopt;
   templates::AttentionProblem p;
   p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
-  p.dtype = q.dtype(), p.causal = is_causal, p.heads_last = heads_last;
+  p.dtype = q.dtype(), p.causal = is_causal, p.heads_last = heads_last, p.kv_heads = int(Hkv);
   templates::AttentionSymbols sym{qs[0], qs[2], ks[2]};
   std::optional<Tensor> mask;
   if (in.size() > 3) { // an additive mask [Sq, Skv] with leading [B or 1, H or 1]
@@ -166,7 +168,7 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   // growing key length (decoding) builds again only when the count of runs doubles or halves.
   if (cfg.wgmma) cfg = templates::attention_mma_config(p, sms);
   if (cfg.kv_splits > 1) cfg.kv_splits = int(std::bit_floor(unsigned(cfg.kv_splits)));
-  std::string key = str_cat(p.dtype, " ", sym.str(), ", heads ", H, ", d ", D, is_causal ? ", causal" : "",
+  std::string key = str_cat(p.dtype, " ", sym.str(), ", heads ", H, " kv ", Hkv, ", d ", D, is_causal ? ", causal" : "",
                             p.has_mask ? str_cat(", mask ", p.mask_dtype, " heads ", p.mask_heads) : std::string(),
                             heads_last ? ", out [B, Sq, H, D]" : "", " | ", cfg.str());
   auto &builds = symbolic_builds();
@@ -231,8 +233,9 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4)
     fail("q, k and v must be 4-D [batch, heads, seq, head_dim]; reshape other layouts first");
   const auto &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
-  if (sk[0] != sq[0] || sv[0] != sq[0] || sk[1] != sq[1] || sv[1] != sq[1])
-    fail("k and v must have q's batch and heads (dims 0 and 1)");
+  if (sk[0] != sq[0] || sv[0] != sq[0] || sv[1] != sk[1] || sk[1] <= 0 || sq[1] % sk[1] != 0)
+    fail("k and v must have q's batch (dim 0) and one count of heads (dim 1) that divides q's (grouped-query "
+         "attention: q head h reads kv head h / (H / Hkv))");
   if (sk[2] != sv[2]) fail("k and v must have the same sequence length (dim 2)");
   if (sk[3] != sq[3]) fail(str_cat("k's head dim ", sk[3], " must equal q's ", sq[3]));
   if (sv[3] != sq[3])
@@ -248,7 +251,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   for (auto d : sq)
     if (d <= 0) fail("sizes must be positive");
   if (sk[2] <= 0) fail("sizes must be positive");
-  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = sk[2], D = sq[3];
+  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = sk[2], D = sq[3], Hkv = sk[1];
   std::optional<Tensor> mask;
   if (attn_mask) {
     const auto &ms = attn_mask->shape();
@@ -323,7 +326,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   if (templated_dtype(q.dtype()) && templated_head_dim(q.dtype(), D) && q.device().is_cuda() && fits) {
     templates::AttentionProblem p;
     p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
-    p.dtype = q.dtype(), p.causal = is_causal;
+    p.dtype = q.dtype(), p.causal = is_causal, p.kv_heads = int(Hkv);
     if (mask)
       p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]),
       p.mask_heads = int(mask->shape()[1]);
@@ -339,7 +342,11 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   }
 
   // Composition: scores in f32 for half inputs (the matmul accumulates in f32 either way).
-  Tensor scores = matmul(q, transpose(k, -2, -1));
+  // Grouped-query attention: each kv head repeated for its H / Hkv q heads.
+  auto repeat_kv = [&](const Tensor &t) {
+    return Hkv == H ? t : broadcast_to(unsqueeze(t, 2), {B, Hkv, H / Hkv, Skv, D}).reshape({B, H, Skv, D});
+  };
+  Tensor scores = matmul(q, transpose(repeat_kv(k), -2, -1));
   if (scores.dtype().is_half()) scores = cast(scores, dtypes::f32);
   scores = scores * s;
   if (mask) scores = scores + *mask;
@@ -349,7 +356,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   if (mask || is_causal)
     probs = where(eq(max(scores, {-1}, true), -std::numeric_limits<double>::infinity()), zeros_like(probs), probs);
   if (probs.dtype() != v.dtype()) probs = cast(probs, v.dtype());
-  Tensor o = matmul(probs, v);
+  Tensor o = matmul(probs, repeat_kv(v));
   return heads_last ? permute(o, {0, 2, 1, 3}) : o;
 }
 } // namespace attention_detail

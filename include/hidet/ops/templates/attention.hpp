@@ -110,6 +110,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     auto pair = register_tensor(u32[1], "pair");
 
     Var b = blockIdx.z, h = blockIdx.y;
+    Var kvh = p.kv_head(h); // grouped-query attention: the kv head of q head h
     Var qi = splits > 1 ? Expr(blockIdx.x / splits) : Expr(blockIdx.x);
     Var qt = causal ? Expr(q_tiles_e - 1 - qi) : Expr(qi);
     Var q0 = qt * bq;
@@ -125,8 +126,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     Var n_tiles = splits > 1 ? Expr(max(min(t_begin + run_tiles_e, needed) - t_begin, 0)) : needed;
 
     auto load_kv = [&](Expr stage, Expr kv0) {
-      attention_detail::load_rows(sk, stage, k, b, h, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
-      attention_detail::load_rows(sv, stage, v, b, h, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
+      attention_detail::load_rows(sk, stage, k, b, kvh, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
+      attention_detail::load_rows(sv, stage, v, b, kvh, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
     };
     auto load_q_frags = [&](int kk_first, int kk_count) {
       for (int i = 0; i < mt; ++i)

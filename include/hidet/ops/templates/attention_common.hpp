@@ -84,6 +84,14 @@ struct AttentionProblem {
   DataType mask_dtype = dtypes::f32;
   int mask_batch = 1, mask_heads = 1; ///< 1 (broadcast) or batch / heads
   bool heads_last = false; ///< out is [B, Sq, H, D] (attention.transpose(1, 2)) instead of [B, H, Sq, D]
+  /// Grouped-query attention: k and v have kv_heads heads (a divisor of heads) and q head h reads
+  /// kv head h / (heads / kv_heads), without K/V repeated. 0: as many as q.
+  int kv_heads = 0;
+
+  /// The heads of k and v.
+  int kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  /// The kv head that q head `h` reads.
+  lang::Expr kv_head(const lang::Expr &h) const { return kv() == heads ? h : h / (heads / kv()); }
 
   /// "f16 [2, 8, 128, 64] x kv 256, causal, mask f32 [1, 8]"
   std::string str() const {
@@ -92,6 +100,7 @@ struct AttentionProblem {
     if (causal) s += ", causal";
     if (has_mask) s += str_cat(", mask ", mask_dtype, " [", mask_batch, ", ", mask_heads, "]");
     if (heads_last) s += ", out [B, Sq, H, D]";
+    if (kv() != heads) s += str_cat(", ", kv(), " kv heads");
     return s;
   }
 };
@@ -169,6 +178,8 @@ inline void check_attention_problem(const AttentionProblem &p) {
   if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_kv <= 0) bad("sizes must be positive");
   if (p.batch > 65535 || p.heads > 65535)
     bad("batch and heads must be at most 65535 (grid dimensions)");
+  if (p.kv() <= 0 || p.heads % p.kv() != 0)
+    bad(str_cat("k and v's ", p.kv(), " heads must divide q's ", p.heads, " (grouped-query attention)"));
   if (!attention_fits_int32(p))
     bad("q, k, v, out and the mask must each have fewer than 2^31 elements (32-bit indexing); "
         "split the batch");
@@ -283,7 +294,7 @@ inline void add_attention_entry(
                              lang::Var)> &body) {
   using namespace hidet::lang;
   auto qkv = TensorSpec(p.dtype, {})[e.batch][p.heads];
-  auto Tkv = qkv[e.seq_kv][p.head_dim];
+  auto Tkv = TensorSpec(p.dtype, {})[e.batch][p.kv()][e.seq_kv][p.head_dim];
   std::vector<ParamSpec> specs{qkv[e.seq_q][p.head_dim], Tkv, Tkv};
   const Expr mask_b = sym ? (sym->mask_batched ? e.batch : Expr(1)) : Expr(p.mask_batch);
   if (p.has_mask) specs.push_back(TensorSpec(p.mask_dtype, {})[mask_b][p.mask_heads][e.seq_q][e.seq_kv]);

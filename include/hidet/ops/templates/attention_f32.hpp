@@ -78,6 +78,7 @@ inline void add_attention_f32_kernel(lang::ScriptModule &mod, const std::string 
     auto res = register_tensor(f32[4], "res");
 
     Var b = blockIdx.z, h = blockIdx.y;
+    Var kvh = p.kv_head(h); // grouped-query attention: the kv head of q head h
     Var qt = p.causal ? Expr(ext.q_tiles - 1 - blockIdx.x) : Expr(blockIdx.x); // causal: the longest rows first
     Var q0 = qt * bq;
     Var lane = threadIdx.x % 32, grp = threadIdx.x / 32 * 4 + lane / 8, x = lane % 8;
@@ -86,8 +87,8 @@ inline void add_attention_f32_kernel(lang::ScriptModule &mod, const std::string 
     auto row_of = [&](int i) { return grp + i * groups; }; // the block's row of this thread's row i
 
     auto load_kv = [&](Expr stage, Expr kv0) {
-      attention_detail::load_rows(sk, stage, k, b, h, kv0, bkv, D, 4, threads, ext.seq_kv, ext.guard_kv);
-      attention_detail::load_rows(sv, stage, v, b, h, kv0, bkv, D, 4, threads, ext.seq_kv, ext.guard_kv);
+      attention_detail::load_rows(sk, stage, k, b, kvh, kv0, bkv, D, 4, threads, ext.seq_kv, ext.guard_kv);
+      attention_detail::load_rows(sv, stage, v, b, kvh, kv0, bkv, D, 4, threads, ext.seq_kv, ext.guard_kv);
     };
     auto tile = [&](Expr stage, Expr kv0, bool masked) {
       for (int i = 0; i < rt; ++i)

@@ -46,7 +46,8 @@ namespace hidet::ops::templates {
 /// True when the Hopper attention kernel can serve problem `p` (any config): head dim 64 or 128.
 /// (Bool masks: the mma.sync kernel; the operator turns them additive before a Hopper kernel.)
 inline bool attention_wgmma_supports(const AttentionProblem &p) {
-  return (p.head_dim == 64 || p.head_dim == 128) && !(p.has_mask && p.mask_dtype.is_bool());
+  return (p.head_dim == 64 || p.head_dim == 128) && !(p.has_mask && p.mask_dtype.is_bool()) &&
+         p.kv() == p.heads; // grouped-query attention: the mma.sync kernel
 }
 
 /// Adds the Hopper kernel `name` for problem `p` (cfg.wgmma). Parameters: the TMA maps of q
@@ -58,6 +59,9 @@ inline void add_attention_wgmma_kernel(lang::ScriptModule &mod, const std::strin
   using namespace hidet::lang;
   check_attention_problem(p);
   if (!cfg.wgmma) throw ValueError(str_cat("attention config ", cfg.str(), ": not a Hopper (wgmma) config"));
+  if (p.kv() != p.heads)
+    throw ValueError(str_cat("attention kernel for ", p.str(), ": the Hopper kernel reads as many kv heads as q "
+                             "heads (grouped-query attention takes the mma.sync kernel)"));
   check_attention_config(cfg, p.head_dim);
   const int B = p.batch, H = p.heads, Sq = p.seq_q, Skv = p.seq_kv, D = p.head_dim;
   const int bq = cfg.block_q(), bkv = cfg.block_kv, stages = cfg.stages, chunks = D / 64;
