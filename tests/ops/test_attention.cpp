@@ -431,7 +431,7 @@ TEST_CASE("sdpa: user errors name the operator, the shapes and the rule") {
       [&] {
         sdpa(q, make({1, 3, 10, 64}, dtypes::f16), v);
       },
-      {"batch and heads", "(1, 3, 10, 64)"});
+      {"one count of heads", "divides q's", "(1, 3, 10, 64)"});
   expect_error([&] { sdpa(q, k.astype(dtypes::bf16), v); }, {"one dtype", "f16", "bf16"});
   expect_error(
       [&] {
