@@ -854,3 +854,59 @@ def test_two_instances_of_one_module_class_use_their_own_parameters():
         assert_close(compiled(first)(x), first(x), atol=1e-5)
         assert_close(compiled(second)(x), second(x), atol=1e-5)
         assert_close(compiled(first)(x), first(x), atol=1e-5)
+
+
+def test_inplace_updates_are_traced_functionally():
+    """x.clamp_(...), x[...] = v, x[index] = v and x.add_(...) on tensors the model computed: the
+    nodes after an update read the updated values."""
+    class Model(nn.Module):
+        def forward(self, x, idx):
+            y = x * 2
+            y.clamp_(min=-1.0, max=1.5)  # the result is unused: y itself changes
+            z = y + 1
+            a = x @ x.transpose(-1, -2)
+            a[:, 2:, 3:] = -5.0  # slice assignment (mvitv2)
+            inv = torch.empty_like(idx)
+            inv[idx] = torch.arange(idx.numel(), device=idx.device)  # a permutation's inverse (MoE routing)
+            y.add_(a.sum(-1, keepdim=True))
+            return z, a, inv, y
+
+    x, idx = torch.randn(2, 5, 4), torch.randperm(7)
+    model = Model()
+    for got, want in zip(torch.compile(model, backend='hidet')(x, idx), model(x, idx)):
+        assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_inplace_update_seen_through_a_view_is_refused_with_the_reason():
+    class Model(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            v = y[0]
+            y.clamp_(max=0.5)  # v sees it too: not traced functionally
+            return v + 1
+
+    with pytest.raises(Exception) as e:
+        torch.compile(Model(), backend='hidet')(torch.randn(2, 3))
+    assert 'torch.Tensor.clamp_' in str(e.value) and "whose view 'v' is read after it" in str(e.value)
+    hidet.torch.dynamo_config.fallback_to_torch(True)
+    try:
+        torch._dynamo.reset()
+        x = torch.randn(2, 3)
+        assert_close(torch.compile(Model(), backend='hidet')(x), Model()(x))
+    finally:
+        hidet.torch.dynamo_config.reset()
+
+
+def test_transformers_grouped_mm_fallback():
+    """transformers' custom operator of mixture-of-experts layers (a name-keyed mapping: transformers
+    defines it after hidet is imported): expert e takes rows offs[e - 1] to offs[e]; an expert
+    without rows, and rows past offs[-1] (0)."""
+    pytest.importorskip('transformers')
+    import transformers.integrations.moe  # noqa: F401  (defines torch.ops.transformers.grouped_mm_fallback)
+    op = torch.ops.transformers.grouped_mm_fallback
+    x, w, offs = torch.randn(7, 8), torch.randn(3, 8, 5), torch.tensor([2, 2, 6], dtype=torch.int32)
+
+    def f(x, w, offs):
+        return op(x, w, offs) * 2
+
+    assert_close(torch.compile(f, backend='hidet')(x, w, offs), f(x, w, offs), atol=1e-4, rtol=1e-4)

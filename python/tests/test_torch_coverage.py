@@ -30,6 +30,7 @@ CI_MODELS = [
     ('transformers/clip-vision', 'run', None),
     ('transformers/resnet', 'run', None),
     ('transformers/convnext', 'run', None),
+    ('transformers/mixtral', 'run', None),  # MoE: in-place updates, transformers' grouped_mm_fallback
     ('torchvision/resnet18', 'map', None),
     ('timm/vit_tiny_patch16_224', 'map', None),
 ]

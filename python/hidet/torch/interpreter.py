@@ -175,6 +175,7 @@ class Interpreter:
         self.decompose = decompose
         self.decomposed = []  # (node name, target name) of the nodes that went through core ATen
         self.nodes = list(gm.graph.nodes)
+        self.order = {n: i for i, n in enumerate(self.nodes)}
         self.placeholders = [n for n in self.nodes if n.op == 'placeholder']
         self.source_names = [source_name(n) for n in self.placeholders]
         # Dynamo's fake values of the placeholders (their sizes are SymInts with dynamic shapes).
@@ -199,13 +200,20 @@ class Interpreter:
     def mapping_of(self, node):
         if node.op == 'call_function':
             if isinstance(node.target, torch._ops.OpOverload):
-                return Registry.registered_aten.get(node.target)
-            return Registry.registered_functions.get(node.target)
+                # core ATen by the overload; other namespaces' custom operators by name
+                return Registry.registered_aten.get(node.target) or Registry.registered_aten.get(str(node.target))
+            mapping = Registry.registered_functions.get(node.target)
+            if mapping is None and isinstance(node.target, torch._ops.OpOverloadPacket):
+                mapping = Registry.registered_aten.get(str(node.target))
+            return mapping
         if node.op == 'call_method':
             mapping = Registry.registered_methods.get(node.target)
             if mapping is None and node.target.startswith('__') and node.target.endswith('__'):
                 # x.__eq__(y), x.__and__(y) (some torch versions record operators so): operator.eq's
                 mapping = Registry.registered_functions.get(getattr(operator, node.target, None))
+            if mapping is None and _inplace_base(node) is not None:
+                # x.clamp_(...) as x.clamp(...): the interpreter rebinds x to the result
+                mapping = Registry.registered_methods.get(node.target[:-1])
             return mapping
         if node.op == 'call_module':
             module = self.gm.get_submodule(node.target)
@@ -317,6 +325,15 @@ class Interpreter:
                     self.gm.get_parameter(node.target)
                 env[node] = to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
                 continue
+            base = _inplace_base(node)
+            if base is not None:
+                why = _inplace_refusal(node, base, self.order)
+                if why is not None:
+                    unmapped(node, why)
+                    # With fallback_to_torch, PyTorch runs the tensors that share memory with the
+                    # updated one too, so that the update reaches them as in eager.
+                    missing_nodes.extend(n for n in _alias_group(base) if n not in missing_nodes)
+                    continue
             args, kwargs = load(node.args, node), load(node.kwargs, node)
             mapping = self.mapping_of(node)
             needs_mapping = _any_symbolic((args, kwargs)) or node.op == 'call_module'
@@ -324,6 +341,8 @@ class Interpreter:
                 why = self._try_decomposition(node, args, kwargs, env, symbolic)
                 if why is not None:
                     unmapped(node, why)
+                elif base is not None and isinstance(env[node], hidet.Tensor):
+                    env[base] = env[node]  # later reads of the updated tensor see the update
                 continue
             try:
                 if _sizes_only(node, args, kwargs):  # s0 * s1, x.size(1) // 12: Python's arithmetic on Dims
@@ -347,6 +366,10 @@ class Interpreter:
                 where = source_line(node)
                 raise type(e)(f'hidet: mapping {target_name(node)} of fx node {node.name!r}'
                               f'{" (" + where + ")" if where else ""} failed: {e}') from e
+            if base is not None and isinstance(env.get(node), hidet.Tensor):
+                # An in-place update (x.clamp_(...), x[i] = v, x += y) traced functionally: its value
+                # replaces the updated tensor's for the nodes after it.
+                env[base] = env[node]
         if missing:
             raise UnmappedError(missing, missing_nodes, details)
         return output
@@ -370,6 +393,81 @@ class Interpreter:
                 first = ('the output shape depends on the values (data-dependent); let PyTorch run it with '
                          'hidet.torch.dynamo_config.fallback_to_torch(True)')
             return f'its decomposition into core ATen failed: {type(e).__name__}: {first}'
+
+
+# Operations whose result may share the memory of their input (an in-place update of one is seen
+# through the other).
+_VIEW_METHODS = {'view', 'view_as', 'reshape', 'reshape_as', 'transpose', 'permute', 'expand', 'expand_as', 'narrow',
+                 'select', 'unsqueeze', 'squeeze', 't', 'flatten', 'unflatten', 'split', 'chunk', 'unbind', 'as_strided',
+                 'detach', 'contiguous', 'swapaxes', 'swapdims', 'movedim', 'moveaxis', 'mT', 'T', 'diagonal', 'unfold',
+                 'split_with_sizes', 'tensor_split', 'view_as_real', 'real', 'imag', 'to', 'type_as', 'float', 'half'}
+_VIEW_FUNCTIONS = {torch.reshape, torch.transpose, torch.permute, torch.narrow, torch.select, torch.unsqueeze,
+                   torch.squeeze, torch.flatten, torch.split, torch.chunk, torch.unbind, torch.t, torch.swapaxes,
+                   torch.movedim, torch.diagonal, torch.as_strided, torch.detach, torch.tensor_split}
+_INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                      operator.imod, operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift,
+                      operator.ipow, operator.setitem}
+
+
+def _inplace_base(node):
+    """The fx node whose tensor an in-place node updates (``x.clamp_()``, ``x[i] = v``, ``x += y``):
+    its first argument; None for other nodes."""
+    if node.op == 'call_method' and node.target.endswith('_') and not node.target.startswith('_'):
+        pass
+    elif not (node.op == 'call_function' and node.target in _INPLACE_OPERATORS):
+        return None
+    base = node.args[0] if node.args else None
+    return base if isinstance(base, torch.fx.Node) else None
+
+
+def _is_view(n):
+    """True when fx node n's tensor may share another tensor's memory."""
+    if n.op == 'call_method':
+        return n.target in _VIEW_METHODS
+    if n.op != 'call_function':
+        return False
+    if n.target is operator.getitem:
+        src = n.args[0]
+        if not isinstance(src, torch.fx.Node):
+            return False
+        if not isinstance(src.meta.get('example_value'), torch.Tensor):  # an item of a tuple result
+            return _is_view(src)
+        items = n.args[1] if isinstance(n.args[1], tuple) else (n.args[1],)
+        return not any(isinstance(i, (torch.fx.Node, list)) for i in items)  # basic indexing
+    return n.target in _VIEW_FUNCTIONS
+
+
+def _alias_group(base):
+    """The computed fx nodes that may share memory with `base`: the views it comes from and the
+    views of each of them (graph inputs and attributes left out)."""
+    root = base
+    while _is_view(root) and isinstance(root.args[0], torch.fx.Node):
+        root = root.args[0]
+    group, todo = [], [root]
+    while todo:
+        n = todo.pop()
+        if n in group:
+            continue
+        group.append(n)
+        todo.extend(u for u in n.users if _is_view(u))
+    return [n for n in group if n.op not in ('placeholder', 'get_attr')]
+
+
+def _inplace_refusal(node, base, order):
+    """Why the in-place update `node` of `base` cannot be traced functionally (None when it can): the
+    updated tensor is a view of another, or a view of it is read after the update (either would
+    have to see the new values too)."""
+    if _is_view(base):
+        return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of another tensor: "
+                'not mapped (the tensor it views would change too)')
+    at = order[node]
+    for user in base.users:
+        if user is node or order.get(user, -1) > at or not _is_view(user):
+            continue
+        if any(order.get(u, -1) > at for u in user.users):
+            return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', whose view '{user.name}' "
+                    'is read after it: not mapped')
+    return None
 
 
 def size_hint(size):

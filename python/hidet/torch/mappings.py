@@ -17,7 +17,7 @@ import torch.nn.functional as F
 import hidet
 from hidet import Tensor, ops
 from .interpreter import dtype_name, is_symbolic_size, symbolic_inputs, torch_dtype
-from .registry import HidetModule, register_function, register_method, register_module
+from .registry import HidetModule, Registry, register_function, register_method, register_module
 
 # ---------------------------------------------------------------------------- helpers
 
@@ -1698,9 +1698,60 @@ def torch_index_add(x, dim, index, source, *, alpha=1):
     return ops.index_add(x, _axis(dim, x.ndim), index, source, float(alpha))
 
 
+@register_function(operator.setitem)
+def operator_setitem(x, index, value):
+    """``x[index] = value`` as a new tensor (the interpreter rebinds x's node to it: later reads of
+    x see the update). Integer tensors (with None for whole axes) go to index_put; basic indexing
+    (ints, slices, None, Ellipsis) to an index_put of x's flat positions, which PyTorch selects at
+    compile time (constant shapes)."""
+    if not isinstance(x, Tensor):
+        raise NotImplementedError('setitem on a value that is not a tensor')
+    items = index if isinstance(index, tuple) else (index,)
+    items = tuple(_index_list(i) if isinstance(i, list) else i for i in items)
+    if not isinstance(value, Tensor):
+        value = hidet.full([1], float(value), x.dtype, x.device)
+    elif value.dtype != x.dtype:
+        value = ops.cast(value, x.dtype)
+    if all(isinstance(i, Tensor) or (isinstance(i, slice) and i == slice(None)) for i in items) and \
+            any(isinstance(i, Tensor) for i in items):
+        if any(i.dtype == 'bool' for i in items if isinstance(i, Tensor)):
+            raise NotImplementedError('setitem with a boolean mask is not mapped (a data-dependent selection)')
+        return ops.index_put(x, [i if isinstance(i, Tensor) else None for i in items], value, False)
+    if any(isinstance(i, Tensor) for i in items) or not all(isinstance(d, int) for d in x.shape):
+        raise NotImplementedError('setitem mixing integer tensors with slices, or over symbolic sizes, is not mapped')
+    positions = torch.arange(math.prod(x.shape), dtype=torch.int64).reshape(list(x.shape))[items]
+    device = 'cpu' if hidet.cuda_emulated() else 'cuda'  # where hidet's 'cuda' tensors live
+    flat = hidet.from_torch(positions.reshape(-1).contiguous().to(device))
+    values = ops.reshape(ops.broadcast_to(value, list(positions.shape)), [-1])
+    y = ops.index_put(ops.reshape(x, [-1]), [flat], values, False)
+    return ops.reshape(y, list(x.shape))
+
+
 @register_function(torch.index_put)
 @register_method('index_put')
 def torch_index_put(x, indices, values, accumulate=False):
     if not isinstance(values, Tensor):
         values = hidet.full([1], float(values), x.dtype, x.device)
     return ops.index_put(x, list(indices), values, bool(accumulate))
+
+
+def transformers_grouped_mm(x, weight, offs):
+    """transformers' ``grouped_mm_fallback`` (mixture-of-experts layers: Mixtral, Qwen2-MoE, ...):
+    rows of x [S, K] sorted by expert, expert e taking rows offs[e - 1] to offs[e] (cumulative
+    counts [E]) through weight[e] [K, N]; rows past offs[-1] are 0. Mapped as every expert's product
+    [E, S, N] and a one-hot choice of each row's (E times the products' work; a grouped kernel that
+    reads only each expert's rows is future work)."""
+    if x.ndim != 2 or weight.ndim != 3 or offs.ndim != 1:
+        raise NotImplementedError('grouped_mm_fallback of other ranks than x [S, K], weight [E, K, N], offs [E]')
+    experts = weight.shape[0]
+    rows = torch_arange(x.shape[0])
+    expert_of_row = ops.bucketize(rows, ops.cast(offs, 'int64'), True)  # how many offsets are <= the row
+    pick = ops.cast(ops.eq(ops.unsqueeze(expert_of_row, 0), ops.unsqueeze(torch_arange(experts), 1)), x.dtype)
+    every = ops.matmul(ops.unsqueeze(x, 0), weight)  # [E, S, N]
+    return ops.sum(ops.mul(every, ops.unsqueeze(pick, 2)), [0])
+
+
+# A custom operator that transformers defines when its MoE integration is imported (after hidet,
+# often): looked up by name.
+for _name in ('transformers.grouped_mm_fallback', 'transformers.grouped_mm_fallback.default'):
+    Registry.registered_aten[_name] = transformers_grouped_mm
