@@ -869,6 +869,8 @@ def test_inplace_updates_are_traced_functionally():
             inv = torch.empty_like(idx)
             inv[idx] = torch.arange(idx.numel(), device=idx.device)  # a permutation's inverse (MoE routing)
             y.add_(a.sum(-1, keepdim=True))
+            a[:, 0] += 1  # dynamo: getitem, iadd of the view, setitem writing it back
+            a[1] *= 3
             return z, a, inv, y
 
     x, idx = torch.randn(2, 5, 4), torch.randperm(7)

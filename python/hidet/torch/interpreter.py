@@ -325,8 +325,9 @@ class Interpreter:
                     self.gm.get_parameter(node.target)
                 env[node] = to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
                 continue
+            args, kwargs = load(node.args, node), load(node.kwargs, node)
             base = _inplace_base(node)
-            if base is not None:
+            if base is not None and _any_symbolic((args, kwargs)):  # (PyTorch updates constants itself)
                 why = _inplace_refusal(node, base, self.order)
                 if why is not None:
                     unmapped(node, why)
@@ -334,7 +335,6 @@ class Interpreter:
                     # updated one too, so that the update reaches them as in eager.
                     missing_nodes.extend(n for n in _alias_group(base) if n not in missing_nodes)
                     continue
-            args, kwargs = load(node.args, node), load(node.kwargs, node)
             mapping = self.mapping_of(node)
             needs_mapping = _any_symbolic((args, kwargs)) or node.op == 'call_module'
             if mapping is None and needs_mapping:
@@ -443,21 +443,29 @@ def _alias_group(base):
     root = base
     while _is_view(root) and isinstance(root.args[0], torch.fx.Node):
         root = root.args[0]
-    group, todo = [], [root]
+    group, todo = {}, [root]  # a dict: the graph's order, each node once
     while todo:
         n = todo.pop()
-        if n in group:
-            continue
-        group.append(n)
-        todo.extend(u for u in n.users if _is_view(u))
+        if n not in group:
+            group[n] = None
+            todo.extend(u for u in n.users if _is_view(u))
     return [n for n in group if n.op not in ('placeholder', 'get_attr')]
+
+
+def _written_back(node, view):
+    """True for ``x[i] += y`` as dynamo records it: the in-place `node` updates view = x[i], and
+    its value is stored back by x[i] = node (so x sees the update through the setitem)."""
+    if not (view.op == 'call_function' and view.target is operator.getitem):
+        return False
+    return any(u.op == 'call_function' and u.target is operator.setitem and u.args[0] is view.args[0] and
+               u.args[1] == view.args[1] and u.args[2] is node for u in node.users)
 
 
 def _inplace_refusal(node, base, order):
     """Why the in-place update `node` of `base` cannot be traced functionally (None when it can): the
     updated tensor is a view of another, or a view of it is read after the update (either would
     have to see the new values too)."""
-    if _is_view(base):
+    if _is_view(base) and not _written_back(node, base):
         return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of another tensor: "
                 'not mapped (the tensor it views would change too)')
     at = order[node]
