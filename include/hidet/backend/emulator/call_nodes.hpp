@@ -120,11 +120,12 @@ inline double erfinv(double y) {
   return std::copysign(x, y);
 }
 
-/// A math intrinsic on dtype K (the argument dtype; isnan yields bool).
+/// A math intrinsic computed in domain K (of the argument dtype; isnan yields bool).
 template <DTypeCode K> struct MathE : ENode {
   ir::Intrinsic op = ir::Intrinsic::Exp;
   std::array<ENode *, 3> a{};
   int nargs = 1;
+  bool narrow = false; ///< the dtype is narrower than the domain: normalize the results
   void eval(Context &c, ActiveSet s) override {
     for (int i = 0; i < nargs; ++i) emu::eval(a[i], c, s);
     using N = Num<K>;
@@ -176,9 +177,10 @@ template <DTypeCode K> struct MathE : ENode {
       default:
         c.fail(loc, -1,
                str_cat("the emulator does not support intrinsic ", ir::intrinsic_name(op),
-                       " on dtype ", DataType(K), "; run this kernel on a GPU"));
+                       " on dtype ", a[0]->dtype, "; run this kernel on a GPU"));
       }
     }
+    if (narrow) normalize(dtype, d, s);
   }
 };
 
@@ -209,8 +211,30 @@ struct BarrierE : ENode {
   }
 };
 
-/// atomic_add/min/max/exchange/cas(address, value[, value]) -> old value, on dtype K.
-template <DTypeCode K> struct AtomicE : ENode {
+/// a + b on dtype d (atomic add): computed in d's domain, then rounded or wrapped to d.
+inline Slot add_values(DataType d, Slot a, Slot b) {
+  Slot r;
+  if (d == dtypes::f64) {
+    r.f = a.f + b.f;
+    return r;
+  }
+  if (d.is_float()) {
+    r.f = float(a.f) + float(b.f);
+    return d == dtypes::f32 ? r : canonical(d, r);
+  }
+  r.i = std::int64_t(std::uint64_t(a.i) + std::uint64_t(b.i));
+  return d.nbytes() < 8 ? canonical(d, r) : r;
+}
+/// a < b and a == b on dtype d (registers hold normalized values: value.hpp, with_compare_domain).
+inline bool less_values(DataType d, Slot a, Slot b) {
+  if (d.is_float()) return a.f < b.f;
+  if (d == dtypes::u64) return std::uint64_t(a.i) < std::uint64_t(b.i);
+  return a.i < b.i;
+}
+inline bool equal_values(DataType d, Slot a, Slot b) { return d.is_float() ? a.f == b.f : a.i == b.i; }
+
+/// atomic_add/min/max/exchange/cas(address, value[, value]) -> old value, on the node's dtype.
+struct AtomicE : ENode {
   ir::Intrinsic op = ir::Intrinsic::AtomicAdd;
   ENode *ptr = nullptr, *v1 = nullptr, *v2 = nullptr; ///< cas: (ptr, compare v1, value v2)
   AllocCache cache;
@@ -218,11 +242,10 @@ template <DTypeCode K> struct AtomicE : ENode {
     emu::eval(ptr, c, s);
     emu::eval(v1, c, s);
     if (v2) emu::eval(v2, c, s);
-    using N = Num<K>;
-    using C = typename N::C;
     const Slot *p = c.reg(ptr->dst), *x = c.reg(v1->dst), *y = v2 ? c.reg(v2->dst) : x;
     Slot *d = c.reg(dst);
-    constexpr std::size_t n = DataType(K).nbytes();
+    const DataType dt = dtype;
+    const std::size_t n = dt.nbytes();
     for (int k = 0; k < s.n; ++k) {
       int t = s.idx[k];
       auto addr = std::uintptr_t(p[t].i);
@@ -230,22 +253,18 @@ template <DTypeCode K> struct AtomicE : ENode {
       if (c.racecheck && a->kind == MemKind::Shared)
         c.shared_access(a, addr, n, t, Access::Atomic, loc, "*pointer");
       void *mp = reinterpret_cast<void *>(addr);
-      Slot old = N::load(mp), nv = old;
-      C o = N::get(old), v = N::get(x[t]);
+      Slot old = load_value(dt, mp), nv = old, v = x[t];
       switch (op) {
-      case ir::Intrinsic::AtomicAdd:
-        if constexpr (N::is_float) nv = N::put(o + v);
-        else nv = N::put(C(std::uint64_t(o) + std::uint64_t(v)));
-        break;
-      case ir::Intrinsic::AtomicMin: nv = N::put(v < o ? v : o); break;
-      case ir::Intrinsic::AtomicMax: nv = N::put(o < v ? v : o); break;
-      case ir::Intrinsic::AtomicExch: nv = x[t]; break;
+      case ir::Intrinsic::AtomicAdd: nv = add_values(dt, old, v); break;
+      case ir::Intrinsic::AtomicMin: nv = less_values(dt, v, old) ? v : old; break;
+      case ir::Intrinsic::AtomicMax: nv = less_values(dt, old, v) ? v : old; break;
+      case ir::Intrinsic::AtomicExch: nv = v; break;
       case ir::Intrinsic::AtomicCas:
-        if (o == v) nv = y[t];
+        if (equal_values(dt, old, v)) nv = y[t];
         break;
       default: break;
       }
-      N::store(mp, nv);
+      store_value(dt, mp, nv);
       d[t] = old;
     }
   }

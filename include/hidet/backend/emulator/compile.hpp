@@ -81,8 +81,8 @@ private:
   /// `e` converted to dtype `d` when it has another dtype.
   ENode *as_dtype(ENode *e, DataType d, SourceLoc l) {
     if (e->dtype == d) return e;
-    auto *n = node(make_cast_node(d), d, l);
-    n->a = e, n->from = e->dtype, n->to = d, n->may_fault = e->may_fault;
+    auto *n = node(new CastE(), d, l);
+    n->a = e, n->from = e->dtype, n->target = cast_target(e->dtype, d), n->may_fault = e->may_fault;
     return n;
   }
 
@@ -94,9 +94,7 @@ private:
     switch (e->kind) {
     case NodeKind::Constant: {
       auto c = e.as<ConstantNode>();
-      Slot s = c->dtype.is_float()
-                   ? with_dtype(c->dtype, [&]<DTypeCode K>() { return Num<K>::put(typename Num<K>::C(c->fvalue)); })
-                   : Slot{c->ivalue};
+      Slot s = c->dtype.is_float() ? cast_value(Slot{.f = c->fvalue}, dtypes::f64, c->dtype) : Slot{c->ivalue};
       return constant(c->dtype, s);
     }
     case NodeKind::Var: {
@@ -113,9 +111,9 @@ private:
     case NodeKind::Unary: {
       auto u = e.as<UnaryNode>();
       ENode *a = expr(u->a);
-      ENode *n = with_dtype(a->dtype, [&]<DTypeCode K>() -> ENode * {
+      ENode *n = with_domain(domain_of(a->dtype), [&]<DTypeCode K>() -> ENode * {
         auto *x = new UnaryE<K>();
-        x->a = a, x->op = u->op;
+        x->a = a, x->op = u->op, x->narrow = narrower_than_domain(a->dtype);
         return x;
       });
       node(n, a->dtype, l);
@@ -141,11 +139,8 @@ private:
     case NodeKind::Call: return call(e.as<CallNode>());
     case NodeKind::TensorElement: {
       auto te = e.as<TensorElementNode>();
-      ENode *n = with_dtype(dtype_of(te->type), [&]<DTypeCode K>() -> ENode * {
-        auto *x = new LoadE<K>();
-        access(x->acc, te->base, te->indices, where(l));
-        return x;
-      });
+      auto *n = new LoadE();
+      access(n->acc, te->base, te->indices, where(l));
       node(n, dtype_of(te->type), l)->may_fault = true;
       return n;
     }
@@ -166,11 +161,8 @@ private:
     case NodeKind::Deref: {
       auto d = e.as<DerefNode>();
       DataType dt = reg_dtype(d->type);
-      ENode *n = with_dtype(dt, [&]<DTypeCode K>() -> ENode * {
-        auto *x = new DerefE<K>();
-        x->ptr = expr(d->a), x->esize = dt.nbytes();
-        return x;
-      });
+      auto *n = new DerefE();
+      n->ptr = expr(d->a), n->esize = dt.nbytes();
       node(n, dt, l)->may_fault = true;
       return n;
     }
@@ -289,9 +281,10 @@ private:
                  c->op == I::Fmod;
       need(two ? 2 : c->op == I::Fma ? 3 : 1);
       DataType ad = args[0]->dtype;
-      ENode *n = with_dtype(ad, [&]<DTypeCode K>() -> ENode * {
+      ENode *n = with_domain(domain_of(ad), [&]<DTypeCode K>() -> ENode * {
         auto *m = new MathE<K>();
         m->op = c->op, m->nargs = int(std::min<std::size_t>(args.size(), 3));
+        m->narrow = c->op != I::IsNan && narrower_than_domain(ad);
         for (int i = 0; i < m->nargs; ++i) m->a[i] = as_dtype(args[i], ad, l);
         return m;
       });
@@ -310,12 +303,10 @@ private:
       if (!pt || !ir::is_scalar(pt->base))
         unsupported(str_cat(ir::intrinsic_name(c->op), " needs a pointer to a scalar as its first argument"), l);
       DataType d = ir::dtype_of(pt->base);
-      n = with_dtype(d, [&]<DTypeCode K>() -> ENode * {
-        auto *a = new AtomicE<K>();
-        a->op = c->op, a->ptr = args[0], a->v1 = as_dtype(args[1], d, l);
-        if (args.size() > 2) a->v2 = as_dtype(args[2], d, l);
-        return a;
-      });
+      auto *a = new AtomicE();
+      a->op = c->op, a->ptr = args[0], a->v1 = as_dtype(args[1], d, l);
+      if (args.size() > 2) a->v2 = as_dtype(args[2], d, l);
+      n = a;
       rd = d;
       break;
     }
@@ -409,12 +400,10 @@ private:
     case NodeKind::BufferStoreStmt: {
       auto b = st.as<BufferStoreStmtNode>();
       auto tt = b->base->type.as<TensorTypeNode>();
-      return with_dtype(tt->dtype, [&]<DTypeCode K>() -> SNode * {
-        auto *s = snode(new StoreS<K>(), l);
-        access(s->acc, b->base, b->indices, where(l));
-        s->value = as_dtype(expr(b->value), tt->dtype, l);
-        return s;
-      });
+      auto *s = snode(new StoreS(), l);
+      access(s->acc, b->base, b->indices, where(l));
+      s->value = as_dtype(expr(b->value), tt->dtype, l);
+      return s;
     }
     case NodeKind::SeqStmt: {
       auto *s = snode(new SeqS(), l);

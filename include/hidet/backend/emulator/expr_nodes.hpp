@@ -1,6 +1,8 @@
 // Compiled expression nodes of the SIMT emulator: arithmetic, casts, selects, and the checked
 // memory accesses (tensor elements, addresses, pointer dereferences). Each node evaluates for all
-// active threads of a block at once (see exec.hpp).
+// active threads of a block at once (see exec.hpp). Arithmetic nodes are instantiated per domain
+// (value.hpp: domain_of) and normalize results of narrower dtypes after their loop; memory
+// accesses and casts are one class each that dispatch on the dtype at run time.
 #pragma once
 
 #include <array>
@@ -12,7 +14,18 @@
 
 namespace hidet::backend::emu {
 
-/// Integer or floating binary operation `Op` on dtype K (comparisons yield bool).
+/// Rounds or wraps the results of the threads in `s` to dtype `d` (value.hpp: canonical): results
+/// computed in a wider domain, or converted to `d` without its rounding or wrap.
+inline void normalize(DataType d, Slot *r, ActiveSet s) {
+  with_dtype(d, [&]<DTypeCode K>() {
+    for (int k = 0; k < s.n; ++k) {
+      int t = s.idx[k];
+      r[t] = Num<K>::put(Num<K>::get(r[t]));
+    }
+  });
+}
+
+/// Integer or floating binary operation `Op` on domain K (comparisons yield bool).
 template <DTypeCode K, ir::BinaryOp Op> Slot binary_apply(typename Num<K>::C a, Slot bs) {
   using N = Num<K>;
   using C = typename N::C;
@@ -70,9 +83,10 @@ template <DTypeCode K, ir::BinaryOp Op> Slot binary_apply(typename Num<K>::C a, 
 /// The operands of a binary node.
 struct BinaryOperands : ENode {
   ENode *a = nullptr, *b = nullptr;
+  bool narrow = false; ///< the dtype is narrower than the domain: normalize the results
 };
 
-/// a Op b on dtype K.
+/// a Op b computed in domain K (value.hpp: domain_of; comparisons: with_compare_domain).
 template <DTypeCode K, ir::BinaryOp Op> struct BinaryE : BinaryOperands {
   void eval(Context &c, ActiveSet s) override {
     emu::eval(a, c, s);
@@ -88,34 +102,42 @@ template <DTypeCode K, ir::BinaryOp Op> struct BinaryE : BinaryOperands {
         if (y[t].i == 0) [[unlikely]]
           c.fail(loc, t,
                  str_cat("integer division by zero: ", x[t].i, " ", ir::binary_op_symbol(Op),
-                         " 0 (dtype ", DataType(K), ")"));
+                         " 0 (dtype ", dtype, ")"));
       d[t] = binary_apply<K, Op>(N::get(x[t]), y[t]);
     }
+    if (narrow) normalize(dtype, d, s);
   }
 };
 
-/// Builds a BinaryE for a runtime op and dtype.
+/// Builds a BinaryE for a runtime op and operand dtype (null for the logical ops: LogicalE).
 inline BinaryOperands *make_binary_node(ir::BinaryOp op, DataType d) {
-  return with_dtype(d, [&]<DTypeCode K>() -> BinaryOperands * {
-    switch (op) {
 #define HIDET_EMU_OP(O)                                                                            \
   case ir::BinaryOp::O: return new BinaryE<K, ir::BinaryOp::O>();
+  if (ir::is_comparison(op))
+    return with_compare_domain(d, [&]<DTypeCode K>() -> BinaryOperands * {
+      switch (op) {
+        HIDET_EMU_OP(Lt) HIDET_EMU_OP(Le) HIDET_EMU_OP(Gt) HIDET_EMU_OP(Ge) HIDET_EMU_OP(Eq) HIDET_EMU_OP(Ne)
+      default: return nullptr;
+      }
+    });
+  BinaryOperands *n = with_domain(domain_of(d), [&]<DTypeCode K>() -> BinaryOperands * {
+    switch (op) {
       HIDET_EMU_OP(Add) HIDET_EMU_OP(Sub) HIDET_EMU_OP(Mul) HIDET_EMU_OP(Div) HIDET_EMU_OP(Mod)
-      HIDET_EMU_OP(Lt) HIDET_EMU_OP(Le) HIDET_EMU_OP(Gt) HIDET_EMU_OP(Ge) HIDET_EMU_OP(Eq)
-      HIDET_EMU_OP(Ne)
     default: break;
     }
-    // Bitwise operations and shifts exist on integers only (ir::make rejects them on floats):
-    // no node classes for float dtypes, which keeps header-only builds smaller.
+    // Bitwise operations and shifts exist on integers and bool only (ir::make rejects them on
+    // floats): no node classes for the float domains.
     if constexpr (!Num<K>::is_float) {
       switch (op) {
         HIDET_EMU_OP(BitAnd) HIDET_EMU_OP(BitOr) HIDET_EMU_OP(BitXor) HIDET_EMU_OP(Shl) HIDET_EMU_OP(Shr)
       default: break;
       }
     }
-#undef HIDET_EMU_OP
-    return nullptr; // logical ops: LogicalE
+    return nullptr;
   });
+#undef HIDET_EMU_OP
+  if (n) n->narrow = narrower_than_domain(d);
+  return n;
 }
 
 /// a && b, a || b with C++ short-circuit: b only runs for the threads that need it.
@@ -140,10 +162,11 @@ struct LogicalE : ENode {
   }
 };
 
-/// -a, !a, ~a on dtype K.
+/// -a, !a, ~a computed in domain K.
 template <DTypeCode K> struct UnaryE : ENode {
   ENode *a = nullptr;
   ir::UnaryOp op = ir::UnaryOp::Neg;
+  bool narrow = false; ///< the dtype is narrower than the domain: normalize the results
   void eval(Context &c, ActiveSet s) override {
     emu::eval(a, c, s);
     using N = Num<K>;
@@ -155,10 +178,10 @@ template <DTypeCode K> struct UnaryE : ENode {
       C v = N::get(x[t]);
       if (op == ir::UnaryOp::LogicalNot) d[t] = Slot{!v};
       else if constexpr (N::is_float) d[t] = N::put(-v);
-      else if constexpr (K == DTypeCode::Bool) d[t] = Slot{v};
       else if (op == ir::UnaryOp::Neg) d[t] = N::put(C(std::uint64_t(0) - std::uint64_t(v)));
       else d[t] = N::put(C(~std::uint64_t(v)));
     }
+    if (narrow) normalize(dtype, d, s);
   }
 };
 
@@ -168,34 +191,26 @@ struct AliasE : ENode {
   void eval(Context &c, ActiveSet s) override { emu::eval(a, c, s); }
 };
 
-/// Scalar conversion between dtypes (value.hpp: convert_slot); make_cast_node builds the
-/// CastTo of the target dtype (one class per target: the source's SlotKind is a branch outside the
-/// loop, which keeps the header-only build small).
+/// Scalar conversion between dtypes (value.hpp: cast_target, convert_as): one loop per kind of
+/// conversion, the kind chosen once per launch outside the loop.
 struct CastE : ENode {
   ENode *a = nullptr;
-  DataType from, to;
-};
-template <DTypeCode K> struct CastTo : CastE {
-  template <SlotKind F> void convert(const Slot *x, Slot *d, ActiveSet s) {
+  DataType from;
+  CastTarget target;
+  template <SlotKind F, CastClass T> void convert(const Slot *x, Slot *d, ActiveSet s) const {
     for (int k = 0; k < s.n; ++k) {
       int t = s.idx[k];
-      d[t] = convert_slot<F, K>(x[t]);
+      d[t] = convert_as<F, T>(x[t], target);
     }
   }
   void eval(Context &c, ActiveSet s) override {
     emu::eval(a, c, s);
     const Slot *x = c.reg(a->dst);
     Slot *d = c.reg(dst);
-    switch (slot_kind(from)) {
-    case SlotKind::Float: convert<SlotKind::Float>(x, d, s); break;
-    case SlotKind::U64: convert<SlotKind::U64>(x, d, s); break;
-    case SlotKind::Int: convert<SlotKind::Int>(x, d, s); break;
-    }
+    with_conversion(from, target, [&]<SlotKind F, CastClass T>() { convert<F, T>(x, d, s); });
+    if (target.post) normalize(target.to, d, s);
   }
 };
-inline CastE *make_cast_node(DataType to) {
-  return with_dtype(to, [&]<DTypeCode K>() -> CastE * { return new CastTo<K>(); });
-}
 
 /// cond ? t : f; only the chosen side runs when a side may fault.
 struct SelectE : ENode {
@@ -302,15 +317,16 @@ struct TensorAccess {
 };
 
 /// tensor[indices...] as a value.
-template <DTypeCode K> struct LoadE : ENode {
+struct LoadE : ENode {
   TensorAccess acc;
   void eval(Context &c, ActiveSet s) override {
     acc.eval_parts(c, s);
     acc.bind(c);
     Slot *d = c.reg(dst);
+    const DataType dt = acc.dtype;
     for (int k = 0; k < s.n; ++k) {
       int t = s.idx[k];
-      d[t] = Num<K>::load(reinterpret_cast<const void *>(acc.address(c, t, Access::Read, "read")));
+      d[t] = load_value(dt, reinterpret_cast<const void *>(acc.address(c, t, Access::Read, "read")));
     }
   }
 };
@@ -340,7 +356,7 @@ inline const Alloc *check_pointer(Context &c, SourceLoc loc, int t, std::uintptr
 }
 
 /// *pointer as a value.
-template <DTypeCode K> struct DerefE : ENode {
+struct DerefE : ENode {
   ENode *ptr = nullptr;
   std::size_t esize = 1;
   AllocCache cache;
@@ -354,7 +370,7 @@ template <DTypeCode K> struct DerefE : ENode {
       const Alloc *a = check_pointer(c, loc, t, addr, esize, cache, "read");
       if (c.racecheck && a->kind == MemKind::Shared)
         c.shared_access(a, addr, esize, t, Access::Read, loc, "*pointer");
-      d[t] = Num<K>::load(reinterpret_cast<const void *>(addr));
+      d[t] = load_value(dtype, reinterpret_cast<const void *>(addr));
     }
   }
 };

@@ -26,8 +26,8 @@ struct AssignS : SNode {
   }
 };
 
-/// tensor[indices...] = value, on dtype K. All reads of the statement happen before its writes.
-template <DTypeCode K> struct StoreS : SNode {
+/// tensor[indices...] = value. All reads of the statement happen before its writes.
+struct StoreS : SNode {
   TensorAccess acc;
   ENode *value = nullptr;
   ActiveSet exec(Context &c, ActiveSet in) override {
@@ -36,9 +36,10 @@ template <DTypeCode K> struct StoreS : SNode {
     eval(value, c, in);
     acc.bind(c);
     const Slot *v = c.reg(value->dst);
+    const DataType dt = acc.dtype;
     for (int k = 0; k < in.n; ++k) {
       int t = in.idx[k];
-      Num<K>::store(reinterpret_cast<void *>(acc.address(c, t, Access::Write, "write")), v[t]);
+      store_value(dt, reinterpret_cast<void *>(acc.address(c, t, Access::Write, "write")), v[t]);
     }
     return in;
   }

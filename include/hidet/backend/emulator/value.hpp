@@ -160,13 +160,50 @@ inline void store_value(DataType d, void *p, Slot v) {
   with_dtype(d, [&]<DTypeCode K>() { Num<K>::store(p, v); });
 }
 
-/// Float -> integer: truncation toward zero, saturating at the range of C, NaN -> 0.
-template <class C> C saturating_trunc(double x) {
-  if (std::isnan(x)) return C(0);
-  x = std::trunc(x);
-  if (x <= double(std::numeric_limits<C>::lowest())) return std::numeric_limits<C>::lowest();
-  if (x >= double(std::numeric_limits<C>::max())) return std::numeric_limits<C>::max();
-  return C(x);
+/// The arithmetic domain of a dtype: the dtype whose C type (Num<K>::C) its values are computed
+/// in. Nodes that compute are instantiated per domain (six), not per dtype (fifteen), which keeps
+/// the code that a header-only build compiles small: i8 and i16 compute in i32; bool, u8 and u16
+/// in u32; f16, bf16 and fp8 in f32. A result of a dtype narrower than its domain is brought back
+/// to the dtype afterwards (canonical, normalize), which gives what computing in the dtype gives.
+constexpr DataType domain_of(DataType d) {
+  switch (d.code) {
+  case DTypeCode::I8: case DTypeCode::I16: case DTypeCode::I32: return dtypes::i32;
+  case DTypeCode::I64: return dtypes::i64;
+  case DTypeCode::Bool: case DTypeCode::U8: case DTypeCode::U16: case DTypeCode::U32: return dtypes::u32;
+  case DTypeCode::U64: return dtypes::u64;
+  case DTypeCode::F64: return dtypes::f64;
+  default: return dtypes::f32;
+  }
+}
+/// Whether results of dtype `d` computed in its domain need normalizing to `d`.
+constexpr bool narrower_than_domain(DataType d) { return domain_of(d) != d; }
+
+/// Calls `f.template operator()<K>()` with K the code of `domain` (a dtype domain_of returns).
+template <class F> decltype(auto) with_domain(DataType domain, F &&f) {
+  switch (domain.code) {
+  case DTypeCode::I64: return f.template operator()<DTypeCode::I64>();
+  case DTypeCode::U32: return f.template operator()<DTypeCode::U32>();
+  case DTypeCode::U64: return f.template operator()<DTypeCode::U64>();
+  case DTypeCode::F32: return f.template operator()<DTypeCode::F32>();
+  case DTypeCode::F64: return f.template operator()<DTypeCode::F64>();
+  default: break;
+  }
+  return f.template operator()<DTypeCode::I32>();
+}
+
+/// Calls `f.template operator()<K>()` with the domain in which values of dtype `d` compare
+/// exactly: registers hold every integer and bool sign- or zero-extended to 64 bits and every
+/// float exactly in a double, so i64 serves every integer dtype but u64, and f64 every float.
+template <class F> decltype(auto) with_compare_domain(DataType d, F &&f) {
+  if (d.is_float()) return f.template operator()<DTypeCode::F64>();
+  if (d == dtypes::u64) return f.template operator()<DTypeCode::U64>();
+  return f.template operator()<DTypeCode::I64>();
+}
+
+/// `v` (a value of dtype d's domain) rounded or wrapped to dtype `d`: what an operation on `d`
+/// itself gives.
+inline Slot canonical(DataType d, Slot v) {
+  return with_dtype(d, [&]<DTypeCode K>() { return Num<K>::put(Num<K>::get(v)); });
 }
 
 /// How a Slot holds a value of a conversion's source dtype: a float in `f`; a signed or narrower
@@ -176,39 +213,94 @@ inline SlotKind slot_kind(DataType d) {
   return d.is_float() ? SlotKind::Float : d == dtypes::u64 ? SlotKind::U64 : SlotKind::Int;
 }
 
-/// Converts a value held as `F` to dtype K (see the conversion rules at the top); a conversion
-/// to the value's own dtype returns it unchanged.
-template <SlotKind F, DTypeCode K> Slot convert_slot(Slot v) {
-  using N = Num<K>;
-  using C = typename N::C;
-  if constexpr (K == DTypeCode::Bool) return Slot{F == SlotKind::Float ? (v.f != 0) : (v.i != 0)};
-  else if constexpr (F == SlotKind::Float) {
-    if constexpr (N::is_float) return N::put(C(v.f));
-    else return N::put(saturating_trunc<C>(v.f));
-  } else if constexpr (N::is_float) {
-    if constexpr (F == SlotKind::U64) return N::put(C(std::uint64_t(v.i)));
-    else return N::put(C(v.i));
+/// What a conversion produces: bool, a signed or an unsigned integer, a float computed in f32
+/// (f32, f16, bf16, fp8) or f64.
+enum class CastClass { Bool, Signed, Unsigned, F32, F64 };
+
+/// A conversion to dtype `to`, prepared once (see the conversion rules at the top): its class,
+/// the target's range for float -> integer saturation, and whether the result is brought to `to`
+/// by canonical() afterwards (integer wrap, rounding to a narrow float).
+struct CastTarget {
+  DataType to;
+  CastClass cls = CastClass::Signed;
+  bool post = false;
+  double lo_d = 0, hi_d = 0; ///< the range as doubles (the saturation thresholds)
+  std::int64_t lo = 0, hi = 0; ///< the range's ends as Slot::i values
+};
+inline CastTarget cast_target(DataType from, DataType to) {
+  CastTarget g;
+  g.to = to;
+  const bool from_float = from.is_float();
+  if (to.is_bool()) g.cls = CastClass::Bool;
+  else if (to.is_float()) {
+    g.cls = to == dtypes::f64 ? CastClass::F64 : CastClass::F32;
+    g.post = to.is_narrow_float();
   } else {
-    return N::put(C(v.i));
+    g.cls = to.is_signed() ? CastClass::Signed : CastClass::Unsigned;
+    g.post = !from_float && to.nbytes() < 8;
+    with_dtype(to, [&]<DTypeCode K>() {
+      using C = typename Num<K>::C;
+      if constexpr (std::is_integral_v<C>) {
+        using L = std::numeric_limits<C>;
+        g.lo_d = double(L::lowest()), g.hi_d = double(L::max());
+        g.lo = std::int64_t(L::lowest()), g.hi = std::int64_t(L::max());
+      }
+    });
+  }
+  return g;
+}
+
+/// Converts a value held as `F` to class `T` of `g` (before canonical() when g.post).
+template <SlotKind F, CastClass T> Slot convert_as(Slot v, const CastTarget &g) {
+  constexpr bool from_float = F == SlotKind::Float;
+  if constexpr (T == CastClass::Bool) return Slot{from_float ? (v.f != 0) : (v.i != 0)};
+  else if constexpr (T == CastClass::F32 || T == CastClass::F64) {
+    using C = std::conditional_t<T == CastClass::F32, float, double>;
+    Slot s;
+    if constexpr (from_float) s.f = C(v.f);
+    else if constexpr (F == SlotKind::U64) s.f = C(std::uint64_t(v.i));
+    else s.f = C(v.i);
+    return s;
+  } else if constexpr (from_float) {
+    // truncation toward zero, saturating at the range of the target, NaN -> 0
+    double x = v.f;
+    if (std::isnan(x)) return Slot{0};
+    x = std::trunc(x);
+    if (x <= g.lo_d) return Slot{g.lo};
+    if (x >= g.hi_d) return Slot{g.hi};
+    if constexpr (T == CastClass::Signed) return Slot{std::int64_t(x)};
+    else return Slot{std::int64_t(std::uint64_t(x))};
+  } else {
+    return v; // wrapped to the target by canonical()
   }
 }
 
-/// Calls `f.template operator()<F>()` with the SlotKind of `d` (a compile-time dispatch).
-template <class Fn> decltype(auto) with_slot_kind(DataType d, Fn &&f) {
-  switch (slot_kind(d)) {
-  case SlotKind::Float: return f.template operator()<SlotKind::Float>();
-  case SlotKind::U64: return f.template operator()<SlotKind::U64>();
+/// Calls `f.template operator()<F, T>()` with the SlotKind of `from` and the class of `g`.
+template <class Fn> decltype(auto) with_conversion(DataType from, const CastTarget &g, Fn &&f) {
+  auto to = [&]<SlotKind F>() -> decltype(auto) {
+    switch (g.cls) {
+    case CastClass::Bool: return f.template operator()<F, CastClass::Bool>();
+    case CastClass::Unsigned: return f.template operator()<F, CastClass::Unsigned>();
+    case CastClass::F32: return f.template operator()<F, CastClass::F32>();
+    case CastClass::F64: return f.template operator()<F, CastClass::F64>();
+    case CastClass::Signed: break;
+    }
+    return f.template operator()<F, CastClass::Signed>();
+  };
+  switch (slot_kind(from)) {
+  case SlotKind::Float: return to.template operator()<SlotKind::Float>();
+  case SlotKind::U64: return to.template operator()<SlotKind::U64>();
   case SlotKind::Int: break;
   }
-  return f.template operator()<SlotKind::Int>();
+  return to.template operator()<SlotKind::Int>();
 }
 
 /// Converts a value of dtype `from` to dtype `to` (see the conversion rules at the top).
 inline Slot cast_value(Slot v, DataType from, DataType to) {
   if (from == to) return v;
-  return with_dtype(to, [&]<DTypeCode K>() {
-    return with_slot_kind(from, [&]<SlotKind F>() { return convert_slot<F, K>(v); });
-  });
+  CastTarget g = cast_target(from, to);
+  Slot r = with_conversion(from, g, [&]<SlotKind F, CastClass T>() { return convert_as<F, T>(v, g); });
+  return g.post ? canonical(to, r) : r;
 }
 
 } // namespace hidet::backend::emu
