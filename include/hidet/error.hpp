@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <source_location>
 #include <sstream>
 #include <stdexcept>
@@ -32,11 +33,34 @@ struct SourceLoc {
   bool operator==(const SourceLoc &o) const = default;
 };
 
+namespace detail {
+/// One argument of str_cat: its address and the function that writes it. str_cat's work is then
+/// one out-of-line function (str_cat_args) and one small writer per argument type, instead of an
+/// instantiation per list of argument types (hundreds in a header-only program).
+struct StrCatArg {
+  const void *value = nullptr;
+  void (*write)(std::ostream &, const void *) = nullptr;
+  std::ios_base &(*manip)(std::ios_base &) = nullptr; ///< std::hex, std::dec, ...
+};
+template <class T> void str_cat_write(std::ostream &os, const void *v) {
+  os << *static_cast<const T *>(v);
+}
+inline void str_cat_write_chars(std::ostream &os, const void *v) {
+  os << static_cast<const char *>(v);
+}
+template <class T> StrCatArg str_cat_arg(const T &v) { return {&v, &str_cat_write<T>}; }
+template <std::size_t N> StrCatArg str_cat_arg(const char (&s)[N]) {
+  return {s, &str_cat_write_chars};
+}
+inline StrCatArg str_cat_arg(std::ios_base &(&m)(std::ios_base &)) { return {nullptr, nullptr, &m}; }
+
+/// Writes the arguments in order with operator<< into a string.
+std::string str_cat_args(std::initializer_list<StrCatArg> args);
+} // namespace detail
+
 /// Concatenates the arguments with operator<< into a string.
-template <class... Args> std::string str_cat(const Args &...args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
+template <class... Args> [[gnu::always_inline]] inline std::string str_cat(const Args &...args) {
+  return detail::str_cat_args({detail::str_cat_arg(args)...});
 }
 
 /// A user error. what() is "file:line: message" when a location is known.

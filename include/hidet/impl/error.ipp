@@ -14,6 +14,16 @@ HIDET_INLINE Error::Error(const std::string &message, SourceLoc loc)
       message_(message) {}
 
 namespace detail {
+// Out of line in header-only mode too: one copy serves every str_cat of the translation unit.
+[[gnu::noinline]] HIDET_INLINE std::string str_cat_args(std::initializer_list<StrCatArg> args) {
+  std::ostringstream os;
+  for (const StrCatArg &a : args) {
+    if (a.manip) os << a.manip;
+    else a.write(os, a.value);
+  }
+  return os.str();
+}
+
 HIDET_INLINE void internal_fail(const char *cond, const std::string &msg,
                                 std::source_location loc) {
   throw InternalError(str_cat("hidet internal error at ", loc.file_name(), ":", loc.line(),
