@@ -6,7 +6,7 @@
 namespace hidet::backend {
 
 HIDET_INLINE bool is_reserved_cuda_name(std::string_view s) {
-  static const std::unordered_set<std::string_view> words = {
+  static constexpr std::string_view list[] = {
       // C++ keywords and alternative tokens
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
       "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
@@ -38,6 +38,7 @@ HIDET_INLINE bool is_reserved_cuda_name(std::string_view s) {
       "expm1f", "log10", "log10f", "erfinv", "erfinvf",
       // names of the prelude
       "hidet_dynamic_smem", "hidet_atomic_rmw"};
+  static const std::unordered_set<std::string_view> words(std::begin(list), std::end(list));
   if (words.count(s))
     return true;
   if (s.size() >= 2 && s[0] == '_' && (s[1] == '_' || (s[1] >= 'A' && s[1] <= 'Z')))

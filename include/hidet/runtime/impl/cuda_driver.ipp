@@ -16,6 +16,16 @@ namespace hidet::cuda {
 
 namespace detail {
 
+/// dlsym of the driver entry point `name` (cuEventElapsedTime_v2 falls back to the older
+/// cuEventElapsedTime); a missing one is appended to `missing`.
+HIDET_INLINE void *driver_symbol(void *handle, const char *name, std::string &missing) {
+  void *p = ::dlsym(handle, name);
+  if (!p && std::strcmp(name, "cuEventElapsedTime_v2") == 0)
+    p = ::dlsym(handle, "cuEventElapsedTime");
+  if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  return p;
+}
+
 HIDET_INLINE Driver load_driver() {
   Driver d;
   std::string path = util::env_string_or("HIDET_LIBCUDA_PATH", "libcuda.so.1");
@@ -25,13 +35,9 @@ HIDET_INLINE Driver load_driver() {
     d.why = str_cat("cannot load the CUDA driver library '", path, "': ", e ? e : "unknown error");
     return d;
   }
-  auto sym = [&](const char *name) -> void * { return ::dlsym(d.handle, name); };
   std::string missing;
 #define HIDET_X(name)                                                                              \
-  d.name = reinterpret_cast<decltype(d.name)>(sym(#name));                                         \
-  if (!d.name && std::string(#name) == "cuEventElapsedTime_v2")                                    \
-    d.name = reinterpret_cast<decltype(d.name)>(sym("cuEventElapsedTime"));                        \
-  if (!d.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  d.name = reinterpret_cast<decltype(d.name)>(driver_symbol(d.handle, #name, missing));
   HIDET_CUDA_DRIVER_FUNCTIONS(HIDET_X)
 #undef HIDET_X
   if (!missing.empty()) {
