@@ -33,6 +33,26 @@
 #define HIDET_INLINE inline
 #endif
 
+// Cold code: the definitions that build kernels rather than run them (the DSL front end, the IR
+// and its printer, lowering passes, codegen, NVRTC's loader, the emulator's compiler, operator
+// templates and schedulers, graph passes) sit between hidet/util/cold_begin.hpp and
+// hidet/util/cold_end.hpp. They run once per kernel or operator build, and briefly (the graph of
+// tutorial 07 compiles in 0.07 s at -O2, 0.12 s at -O0), yet a header-only program compiles every
+// one it reaches, and optimizing them was most of its compile time. With HIDET_COLD_CODE_O0 (by
+// default: header-only mode, GCC, an optimizing build other than -Os) they are compiled without
+// optimization; what runs kernels (the emulator's nodes, tensors, launches, compiled graphs) and
+// the program's own code keep the program's level, and libhidet keeps its own everywhere. Define
+// HIDET_COLD_CODE_O0 to 0 to compile everything at the program's level. docs/build_modes.md has
+// the figures.
+#ifndef HIDET_COLD_CODE_O0
+#if HIDET_HEADER_ONLY && defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER) &&  \
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+#define HIDET_COLD_CODE_O0 1
+#else
+#define HIDET_COLD_CODE_O0 0
+#endif
+#endif
+
 #include <cstdio>
 #include <cstdlib>
 

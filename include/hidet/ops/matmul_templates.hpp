@@ -25,6 +25,8 @@
 #include "hidet/ops/templates/matmul_wgmma.hpp"
 #include "hidet/ops/tuning.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 /// A built template kernel for fixed sizes: run(a, b, c, extras) launches c = a @ b on the current
@@ -367,3 +369,5 @@ inline std::size_t matmul_rows_builds() {
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

@@ -13,6 +13,8 @@
 #include "hidet/ops/plan.hpp"
 #include "hidet/ops/task.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 /// The general plan of `task`: one kernel per materialized tensor (steps 1-3 above).
@@ -23,6 +25,8 @@ Plan schedule_materialized(const Task &task);
 Plan schedule(const Task &task);
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"
 
 #if HIDET_HEADER_ONLY
 #include "hidet/ops/impl/schedule.ipp"

@@ -10,6 +10,8 @@
 #include "hidet/ops/plan.hpp"
 #include "hidet/ops/task.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 namespace detail {
@@ -86,6 +88,8 @@ lang::Var let(DataType d, const ir::Expr &init, const char *hint = "v");
 
 } // namespace detail
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"
 
 #if HIDET_HEADER_ONLY
 #include "hidet/ops/impl/schedule_common.ipp"

@@ -12,6 +12,8 @@
 
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 /// Threads per block of element-wise kernels.
@@ -25,6 +27,8 @@ void emit_injective(const TensorNode &node, const std::vector<ir::Var> &params, 
                     const std::map<const ir::VarNode *, const TensorNode *> &inlined);
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"
 
 #if HIDET_HEADER_ONLY
 #include "hidet/ops/impl/schedule_injective.ipp"

@@ -14,6 +14,8 @@
 
 #include "hidet/ops/plan.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 /// Tile sizes of the matmul kernel (see the top of this file).
@@ -26,6 +28,8 @@ Plan matmul_plan(const Shape &sa, DataType da, const Shape &sb, DataType db, con
                  DataType cd);
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"
 
 #if HIDET_HEADER_ONLY
 #include "hidet/ops/impl/schedule_matmul.ipp"

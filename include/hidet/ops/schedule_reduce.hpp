@@ -21,6 +21,8 @@
 
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 /// The identity of a reduction in dtype `d`.
@@ -76,6 +78,8 @@ void emit_combine_partials(const TensorNode &node, const ReduceSchedule &s, cons
                            const ir::Var &out, const StoreResult &store_out = nullptr);
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"
 
 #if HIDET_HEADER_ONLY
 #include "hidet/ops/impl/schedule_reduce.ipp"

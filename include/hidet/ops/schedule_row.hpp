@@ -28,6 +28,8 @@
 #include "hidet/ops/plan.hpp"
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 /// A row kept in registers by the row-resident schedule.
@@ -66,6 +68,8 @@ void emit_row_resident(const RowResident &r, const Task &task, const std::vector
 std::optional<Plan> schedule_row_resident(const Task &task, int threads_per_row = 0);
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"
 
 #if HIDET_HEADER_ONLY
 #include "hidet/ops/impl/schedule_row.ipp"

@@ -19,6 +19,8 @@
 
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 /// Threads per block of the tiled transpose schedule, and elements per tile.
@@ -44,6 +46,8 @@ void emit_transpose_tiled(const TensorNode &node, const ir::Expr &value,
                           const TransposePattern &p, const ir::Var &out);
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"
 
 #if HIDET_HEADER_ONLY
 #include "hidet/ops/impl/schedule_transpose.ipp"

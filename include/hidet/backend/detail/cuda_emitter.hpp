@@ -13,6 +13,8 @@
 #include "hidet/backend/cuda_prelude.hpp"
 #include "hidet/ir/functor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::backend {
 struct CudaSource; // hidet/backend/codegen.hpp
 } // namespace hidet::backend
@@ -132,3 +134,5 @@ public:
 };
 
 } // namespace hidet::backend::detail
+
+#include "hidet/util/cold_end.hpp"

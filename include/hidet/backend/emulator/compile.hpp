@@ -9,6 +9,8 @@
 #include "hidet/backend/emulator/stmt_nodes.hpp"
 #include "hidet/ir/layout.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::backend::emu {
 
 /// Owns the compiled nodes of a program.
@@ -493,3 +495,5 @@ private:
 };
 
 } // namespace hidet::backend::emu
+
+#include "hidet/util/cold_end.hpp"

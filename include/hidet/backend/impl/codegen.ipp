@@ -13,6 +13,8 @@
 #include "hidet/backend/detail/cuda_emitter.hpp"
 #include "hidet/ir/functor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::backend {
 
 HIDET_INLINE std::string c_string_escape(std::string_view s) {
@@ -500,3 +502,5 @@ HIDET_INLINE CudaSource generate_cuda(const ir::Module &lowered) {
 }
 
 } // namespace hidet::backend
+
+#include "hidet/util/cold_end.hpp"

@@ -8,6 +8,8 @@
 
 #include "hidet/backend/detail/cuda_emitter.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::backend::detail {
 
 namespace intrinsic_tables {
@@ -354,3 +356,5 @@ HIDET_INLINE std::string CudaEmitter::call(const ir::CallNode *c) {
 }
 
 } // namespace hidet::backend::detail
+
+#include "hidet/util/cold_end.hpp"

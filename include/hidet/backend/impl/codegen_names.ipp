@@ -3,6 +3,8 @@
 
 #include "hidet/backend/codegen_names.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::backend {
 
 HIDET_INLINE bool is_reserved_cuda_name(std::string_view s) {
@@ -81,3 +83,5 @@ HIDET_INLINE std::string NameTable::fresh(std::string_view hint) {
 }
 
 } // namespace hidet::backend
+
+#include "hidet/util/cold_end.hpp"

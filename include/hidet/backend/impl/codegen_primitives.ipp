@@ -11,6 +11,8 @@
 #include "hidet/backend/nvrtc.hpp"
 #include "hidet/ir/functor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::backend {
 
 namespace primitive_detail {
@@ -285,3 +287,5 @@ HIDET_INLINE std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
 } // namespace detail
 
 } // namespace hidet::backend
+
+#include "hidet/util/cold_end.hpp"

@@ -19,6 +19,8 @@
 #include "hidet/util/hash.hpp"
 #include "hidet/version.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::backend {
 
 namespace detail {
@@ -221,3 +223,5 @@ HIDET_INLINE CompiledBinary compile_cuda_cached(const std::string &source, const
 }
 
 } // namespace hidet::backend
+
+#include "hidet/util/cold_end.hpp"

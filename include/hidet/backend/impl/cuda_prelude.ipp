@@ -3,6 +3,8 @@
 
 #include "hidet/backend/cuda_prelude.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::backend {
 
 HIDET_INLINE std::string cuda_prelude(const PreludeFeatures &f) {
@@ -61,3 +63,5 @@ HIDET_INLINE std::string cuda_prelude(const PreludeFeatures &f) {
 }
 
 } // namespace hidet::backend
+
+#include "hidet/util/cold_end.hpp"

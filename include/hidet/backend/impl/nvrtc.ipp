@@ -18,6 +18,8 @@
 #include "hidet/util/env.hpp"
 #include "hidet/util/hash.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 #ifndef HIDET_DEFAULT_CUDA_HOME
 #define HIDET_DEFAULT_CUDA_HOME "/usr/local/cuda"
 #endif
@@ -263,3 +265,5 @@ HIDET_INLINE CompiledBinary nvrtc_compile(const std::string &source, const std::
 }
 
 } // namespace hidet::backend
+
+#include "hidet/util/cold_end.hpp"

@@ -30,6 +30,8 @@
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/ops/cache.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph::detail {
 
 using OpPtr = std::shared_ptr<const Operator>;
@@ -214,3 +216,5 @@ inline bool injective_task(const Operator *op) {
 }
 
 } // namespace hidet::graph::detail
+
+#include "hidet/util/cold_end.hpp"

@@ -17,6 +17,8 @@
 
 #include <optional>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const SymbolValues &values) {
@@ -122,3 +124,5 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

@@ -32,6 +32,8 @@
 #include "hidet/util/hash.hpp"
 #include "hidet/version.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 namespace detail {
@@ -791,3 +793,5 @@ HIDET_INLINE CompiledGraph CompiledGraph::load(const std::string &path) {
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

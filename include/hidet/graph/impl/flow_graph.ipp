@@ -14,6 +14,8 @@
 #include "hidet/error.hpp"
 #include "hidet/graph/detail/tensor_key.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 namespace detail {
@@ -422,3 +424,5 @@ HIDET_INLINE FlowGraph trace_from(std::vector<Tensor> outputs, std::vector<Tenso
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

@@ -10,6 +10,8 @@
 #include "hidet/error.hpp"
 #include "hidet/graph/detail/tensor_key.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 namespace detail {
@@ -93,3 +95,5 @@ HIDET_INLINE MemoryPlan place_blocks(std::vector<PlannedTensor> tensors) {
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

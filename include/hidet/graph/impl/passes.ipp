@@ -18,6 +18,8 @@
 #include "hidet/graph/shape_dispatch.hpp"
 #include "hidet/ops/cache.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 HIDET_INLINE void verify(const FlowGraph &graph) {
@@ -192,3 +194,5 @@ HIDET_INLINE FlowGraph optimize_shape_generic(const FlowGraph &graph, const Pass
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

@@ -22,6 +22,8 @@
 #include "hidet/ops/schedule_row.hpp"
 #include "hidet/ops/transform.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 namespace detail {
@@ -602,3 +604,5 @@ HIDET_INLINE FlowGraph fuse_epilogues(const FlowGraph &input) {
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

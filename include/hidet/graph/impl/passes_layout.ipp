@@ -18,6 +18,8 @@
 #include "hidet/ops/pool.hpp"
 #include "hidet/ops/transform.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype) {
@@ -304,3 +306,5 @@ HIDET_INLINE FlowGraph bind_kernel_options(const FlowGraph &graph,
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

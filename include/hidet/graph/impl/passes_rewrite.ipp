@@ -17,6 +17,8 @@
 #include "hidet/ops/op_kind.hpp"
 #include "hidet/ops/transform.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
@@ -272,3 +274,5 @@ HIDET_INLINE FlowGraph fuse_attention(const FlowGraph &graph) {
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

@@ -15,6 +15,8 @@
 #include "hidet/ops/op_kind.hpp"
 #include "hidet/ops/transform.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 namespace detail {
@@ -381,3 +383,5 @@ HIDET_INLINE FlowGraph slices_as_views(const FlowGraph &graph) {
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

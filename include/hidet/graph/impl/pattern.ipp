@@ -10,6 +10,8 @@
 #include "hidet/graph/detail/node_attrs.hpp"
 #include "hidet/graph/detail/rewriter.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 HIDET_INLINE Pattern Pattern::any(std::string name) {
@@ -192,3 +194,5 @@ HIDET_INLINE FlowGraph rewrite(const FlowGraph &graph, const std::vector<Rewrite
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

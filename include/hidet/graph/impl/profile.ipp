@@ -13,6 +13,8 @@
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/timing.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 // Uses detail::type_str of flow_graph.ipp, which src/graph.cpp includes first.
 
 namespace hidet::graph {
@@ -104,3 +106,5 @@ HIDET_INLINE Profile profile(const FlowGraph &graph, const std::vector<Tensor> &
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

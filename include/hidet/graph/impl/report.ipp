@@ -10,6 +10,8 @@
 
 #include "hidet/error.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::graph {
 
 namespace detail {
@@ -127,3 +129,5 @@ HIDET_INLINE CorrectnessReport correctness_report(const FlowGraph &graph, const 
 }
 
 } // namespace hidet::graph
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/ir/dtype.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet {
 
 HIDET_INLINE bool parse_dtype(std::string_view s, DataType &out) {
@@ -21,3 +23,5 @@ HIDET_INLINE bool parse_dtype(std::string_view s, DataType &out) {
 }
 
 } // namespace hidet
+
+#include "hidet/util/cold_end.hpp"

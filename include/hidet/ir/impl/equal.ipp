@@ -7,6 +7,8 @@
 #include <functional>
 #include <unordered_map>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 namespace detail {
@@ -403,3 +405,5 @@ HIDET_INLINE std::size_t structural_hash(const Module &x) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

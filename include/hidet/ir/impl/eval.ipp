@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE std::optional<double> try_evaluate(const Expr &e, const VarBindings &env) {
@@ -84,3 +86,5 @@ HIDET_INLINE std::optional<double> try_evaluate(const Expr &e, const VarBindings
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/ir/expr.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE const char *builtin_name(BuiltinKind b) {
@@ -116,3 +118,5 @@ HIDET_INLINE Expr DerefNode::make(Expr ptr, SourceLoc l) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

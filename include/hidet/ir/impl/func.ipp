@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/ir/func.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE const char *func_kind_name(FuncKind k) {
@@ -16,3 +18,5 @@ HIDET_INLINE Function ModuleNode::lookup(const std::string &name) const {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

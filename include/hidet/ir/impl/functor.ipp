@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/ir/functor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE void IRVisitor::visit(const Expr &e) {
@@ -330,3 +332,5 @@ HIDET_INLINE Stmt IRMutator::mutate_AsmStmt(const Stmt &s, const AsmStmtNode *n)
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

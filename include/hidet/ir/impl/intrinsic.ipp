@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/ir/intrinsic.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE std::string_view intrinsic_name(Intrinsic op) {
@@ -16,3 +18,5 @@ HIDET_INLINE std::string_view intrinsic_name(Intrinsic op) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

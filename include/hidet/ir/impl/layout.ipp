@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/ir/layout.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 // TensorTypeNode (ir/type.hpp) holds a Layout; its constructor is defined here, where LayoutNode
@@ -58,3 +60,5 @@ HIDET_INLINE Expr tensor_storage_size(const TensorTypeNode &t) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 namespace layout_detail {
@@ -405,3 +407,5 @@ HIDET_INLINE std::string offset_table(const Layout &l) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

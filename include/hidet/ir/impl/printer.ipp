@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE void IRPrinter::print(const Module &m) {
@@ -372,3 +374,5 @@ HIDET_INLINE void IRPrinter::print_function(const Function &f) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/ir/stmt.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE Stmt seq(std::vector<Stmt> stmts, SourceLoc l) {
@@ -16,3 +18,5 @@ HIDET_INLINE Stmt seq(std::vector<Stmt> stmts, SourceLoc l) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/ir/type.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE const char *scope_name(Scope s) {
@@ -35,3 +37,5 @@ HIDET_INLINE DataType dtype_of(const Type &t) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/builder.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 HIDET_INLINE ir::Stmt FunctionBuilder::pop_scope() {
@@ -44,3 +46,5 @@ HIDET_INLINE FunctionBuilder &require_kernel(const char *what, SourceLoc loc) {
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

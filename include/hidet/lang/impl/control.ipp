@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/control.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 HIDET_INLINE void IfChain::branches_check(SourceLoc loc) {
@@ -93,3 +95,5 @@ HIDET_INLINE void return_(const Operand &value) {
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

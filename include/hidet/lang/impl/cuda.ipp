@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/cuda.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 HIDET_INLINE ir::Expr SpecialReg::to_ir(SourceLoc loc) const {
@@ -144,3 +146,5 @@ HIDET_INLINE void asm_(const std::string &templ, const std::vector<AsmArg> &outp
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/expr.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 HIDET_INLINE Operand::Operand(const Expr &e, std::source_location loc_) : node(e.ir()), loc(loc_) {
@@ -161,3 +163,5 @@ HIDET_INLINE Expr select(const Operand &cond, const Operand &a, const Operand &b
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

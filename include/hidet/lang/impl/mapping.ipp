@@ -5,6 +5,8 @@
 #include <functional>
 #include <numeric>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 HIDET_INLINE TaskMapping TaskMapping::leaf(Kind kind, std::vector<std::int64_t> shape, bool col,
@@ -230,3 +232,5 @@ HIDET_INLINE FunctionBuilder &check_mapping_for(const MappingOn &m, std::size_t 
 } // namespace detail
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

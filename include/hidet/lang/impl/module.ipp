@@ -5,6 +5,8 @@
 #include <array>
 #include <cctype>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 HIDET_INLINE ParamSpec symbol_param(const Expr &sym, std::source_location loc_) {
@@ -163,3 +165,5 @@ HIDET_INLINE ir::Function ScriptModule::end_define(FunctionBuilder &b, std::vect
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

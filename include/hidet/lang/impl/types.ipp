@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/types.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 HIDET_INLINE DimArg::DimArg(long long v, std::source_location loc_) : e(ir::int32(v)), loc(loc_) {
@@ -66,3 +68,5 @@ HIDET_INLINE Expr symbol(std::string name, std::source_location loc_) {
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/var.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 namespace detail {
@@ -127,3 +129,5 @@ HIDET_INLINE Tensor declare_tensor(const TensorSpec &spec, ir::Scope scope, std:
 } // namespace detail
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

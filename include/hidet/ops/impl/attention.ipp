@@ -24,6 +24,8 @@
 #include "hidet/ops/tuning.hpp"
 #include "hidet/runtime/operator.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 namespace attention_detail {
@@ -380,3 +382,5 @@ HIDET_INLINE Tensor scaled_dot_product_attention_heads_last(const Tensor &q, con
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

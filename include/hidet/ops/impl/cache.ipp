@@ -11,6 +11,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 namespace detail {
@@ -365,3 +367,5 @@ HIDET_INLINE std::shared_ptr<const Operator> TaskOperator::with_inputs(std::vect
 HIDET_INLINE std::size_t compiled_task_count() { return detail::task_cache().compiles; }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

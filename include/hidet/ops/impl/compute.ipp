@@ -6,6 +6,8 @@
 #include <map>
 #include <mutex>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 namespace detail {
@@ -232,3 +234,5 @@ HIDET_INLINE DataType default_acc_dtype(ReduceKind k, DataType d) {
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

@@ -13,6 +13,8 @@
 #include "hidet/ops/transform.hpp"
 #include "hidet/ops/tuning.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 /// Attributes of conv2d (each a (height, width) pair).
@@ -454,3 +456,5 @@ HIDET_INLINE Tensor conv2d_nhwc(const Tensor &x, const Tensor &weight, const std
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

@@ -8,6 +8,8 @@
 
 #include "hidet/ops/cache.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 template <class F>
@@ -89,3 +91,5 @@ HIDET_INLINE Tensor zeros_like(const Tensor &x) { return full_like(x, 0); }
 HIDET_INLINE Tensor ones_like(const Tensor &x) { return full_like(x, 1); }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

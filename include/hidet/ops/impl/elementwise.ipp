@@ -8,6 +8,8 @@
 
 #include "hidet/ops/cache.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 HIDET_INLINE int category(DataType d) { return d.is_bool() ? 0 : d.is_float() ? 2 : 1; }
@@ -475,3 +477,5 @@ HIDET_INLINE Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b) 
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

@@ -11,6 +11,8 @@
 #include "hidet/ops/fuse.hpp"
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 namespace detail {
@@ -391,3 +393,5 @@ HIDET_INLINE std::vector<lang::ParamSpec> EpilogueEmitter::param_specs(const Epi
 } // namespace detail
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

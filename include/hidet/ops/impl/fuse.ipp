@@ -7,6 +7,8 @@
 
 #include "hidet/ir/functor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 namespace detail {
@@ -96,3 +98,5 @@ HIDET_INLINE Task fuse_epilogue(const Task &consumer, std::size_t input_index, c
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

@@ -14,6 +14,8 @@
 #include "hidet/ops/templates/matmul_fp8.hpp"
 #include "hidet/util/log.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b) { return matmul(a, b, nullptr, {}); }
@@ -276,3 +278,5 @@ HIDET_INLINE Tensor linear(const Tensor &x, const Tensor &weight, const std::opt
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

@@ -5,6 +5,8 @@
 
 #include "hidet/ops/cache.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 HIDET_INLINE Idx at_axis0(Idx i, const std::vector<int> &axes) {
@@ -199,3 +201,5 @@ HIDET_INLINE Tensor batch_norm(const Tensor &x, const Tensor &running_mean, cons
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

@@ -6,6 +6,8 @@
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/schedule_reduce.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 /// Window parameters of a 2-D pooling, per (height, width).
@@ -257,3 +259,5 @@ HIDET_INLINE Tensor adaptive_avg_pool2d_nhwc(const Tensor &x, std::vector<std::i
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

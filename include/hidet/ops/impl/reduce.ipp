@@ -11,6 +11,8 @@
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/schedule_reduce.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 HIDET_INLINE int normalize_axis(const std::string &op, int axis, std::size_t ndim, const SymShape &shape) {
@@ -259,3 +261,5 @@ HIDET_INLINE std::pair<Tensor, Tensor> cummin(const Tensor &x, int axis) {
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

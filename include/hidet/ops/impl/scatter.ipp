@@ -10,6 +10,8 @@
 #include "hidet/ops/create.hpp"
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 HIDET_INLINE const char *scatter_reduce_name(ScatterReduce r) {
@@ -477,3 +479,5 @@ HIDET_INLINE Tensor index_add(const Tensor &x, int axis, const Tensor &index, co
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

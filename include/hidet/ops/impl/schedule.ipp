@@ -11,6 +11,8 @@
 #include "hidet/ops/schedule_reduce.hpp"
 #include "hidet/ops/schedule_row.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 HIDET_INLINE Plan schedule_materialized(const Task &task) {
@@ -214,3 +216,5 @@ HIDET_INLINE Plan schedule(const Task &task) {
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

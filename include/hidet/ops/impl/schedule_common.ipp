@@ -3,6 +3,8 @@
 
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 HIDET_INLINE ir::Expr ReadRewriter::mutate_Var(const ir::Expr &e, const ir::VarNode *v) {
@@ -87,3 +89,5 @@ HIDET_INLINE lang::Var let(DataType d, const ir::Expr &init, const char *hint) {
 }
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"

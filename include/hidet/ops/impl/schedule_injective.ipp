@@ -5,6 +5,8 @@
 
 #include "hidet/ops/schedule_transpose.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 HIDET_INLINE int injective_elems_per_thread(DataType d) {
@@ -42,3 +44,5 @@ HIDET_INLINE void emit_injective(const TensorNode &node, const std::vector<ir::V
 }
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"

@@ -5,6 +5,8 @@
 
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 HIDET_INLINE Plan matmul_plan(const Shape &sa, DataType da, const Shape &sb, DataType db, const Shape &out, DataType out_dtype,
@@ -89,3 +91,5 @@ HIDET_INLINE Plan matmul_plan(const Shape &sa, DataType da, const Shape &sb, Dat
 }
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 HIDET_INLINE ir::Expr reduce_init(ReduceKind k, DataType d) {
@@ -277,3 +279,5 @@ HIDET_INLINE void emit_combine_partials(const TensorNode &node, const ReduceSche
 }
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"

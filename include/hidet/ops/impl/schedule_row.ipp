@@ -9,6 +9,8 @@
 #include "hidet/lang/primitives/memory.hpp"
 #include "hidet/ops/schedule_reduce.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 namespace row_detail {
@@ -430,3 +432,5 @@ HIDET_INLINE std::optional<Plan> schedule_row_resident(const Task &task, int thr
 }
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"

@@ -5,6 +5,8 @@
 
 #include "hidet/ir/equal.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 HIDET_INLINE std::optional<TransposePattern>
@@ -137,3 +139,5 @@ HIDET_INLINE void emit_transpose_tiled(const TensorNode &node, const ir::Expr &v
 }
 
 } // namespace hidet::ops::detail
+
+#include "hidet/util/cold_end.hpp"

@@ -8,6 +8,8 @@
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 /// The index of a tensor of shape `s` at position `pos` along axis `ax` of the line (o, in): o
@@ -369,3 +371,5 @@ HIDET_INLINE Tensor bucketize(const Tensor &x, const Tensor &boundaries, bool ri
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

@@ -7,6 +7,8 @@
 
 #include "hidet/ir/functor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops {
 
 namespace detail {
@@ -142,3 +144,5 @@ HIDET_INLINE bool Task::injective() const {
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

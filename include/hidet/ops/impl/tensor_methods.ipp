@@ -6,6 +6,8 @@
 #include "hidet/ops/matmul.hpp"
 #include "hidet/ops/transform.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet {
 
 HIDET_INLINE Tensor Tensor::sum(std::vector<int> axes, bool keepdims) const { return ops::sum(*this, axes, keepdims); }
@@ -35,3 +37,5 @@ HIDET_INLINE Tensor Tensor::exp() const { return ops::exp(*this); }
 HIDET_INLINE Tensor Tensor::relu() const { return ops::relu(*this); }
 
 } // namespace hidet
+
+#include "hidet/util/cold_end.hpp"

@@ -11,6 +11,8 @@
 #include "hidet/ops/op_kind.hpp"
 #include "hidet/ops/schedule_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::detail {
 
 /// Runs a one-input injective task out[i] = x[index_of(i)].
@@ -476,3 +478,5 @@ HIDET_INLINE std::vector<Tensor> split(const Tensor &x, std::int64_t chunk, int 
 }
 
 } // namespace hidet::ops
+
+#include "hidet/util/cold_end.hpp"

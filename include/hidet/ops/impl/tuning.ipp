@@ -27,6 +27,8 @@
 #include "hidet/util/hash.hpp"
 #include "hidet/util/progress.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet {
 
 namespace option {
@@ -269,3 +271,5 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
 
 } // namespace ops::tuning
 } // namespace hidet
+
+#include "hidet/util/cold_end.hpp"

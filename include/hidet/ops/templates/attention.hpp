@@ -55,6 +55,8 @@
 #include "hidet/runtime/tensor.hpp"
 #include "hidet/runtime/tensor_map.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 /// Adds kernel `name` for problem `p`. Parameters: q, k, v: dt[B][H][S][D], then (with a mask)
 /// mask: mask_dt[mask_batch][mask_heads][Sq][Skv], then out: dt[B][H][Sq][D] (dt[B][Sq][H][D]
@@ -492,3 +494,5 @@ private:
 };
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

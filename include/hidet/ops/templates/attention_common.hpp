@@ -20,6 +20,8 @@
 #include "hidet/ops/templates/matmul_rows.hpp"
 #include "hidet/runtime/dim.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// Tiling of an attention kernel: the mma.sync kernel (attention.hpp; block_q = warps * warp_q
@@ -351,3 +353,5 @@ inline void kv_tile_loop(const AttentionProblem &p, const Extents &e, int stages
 
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

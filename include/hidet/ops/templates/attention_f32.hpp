@@ -36,6 +36,8 @@
 #include "hidet/lang.hpp"
 #include "hidet/ops/templates/attention_common.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// Adds kernel `name` for f32 problem `p` with an `fma` config: parameters q, k, v, then (with a
@@ -210,3 +212,5 @@ inline std::vector<AttentionConfig> attention_f32_candidates(const AttentionProb
 }
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

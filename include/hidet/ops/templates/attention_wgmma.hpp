@@ -41,6 +41,8 @@
 #include "hidet/ops/templates/attention_common.hpp"
 #include "hidet/ops/templates/hopper.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// True when the Hopper attention kernel can serve problem `p` (any config): head dim 64 or 128.
@@ -269,3 +271,5 @@ inline void add_attention_wgmma_kernel(lang::ScriptModule &mod, const std::strin
 }
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

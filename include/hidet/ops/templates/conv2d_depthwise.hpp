@@ -9,6 +9,8 @@
 
 #include "hidet/ops/templates/conv2d_kernels.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// The default output pixels per thread of the depthwise kernel: 4 along a row, fewer while the
@@ -130,3 +132,5 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
 }
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

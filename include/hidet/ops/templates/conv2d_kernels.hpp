@@ -33,6 +33,8 @@
 #include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/templates/matmul_f16.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// Memory layout of conv2d's x and y (and of its weight: [O, C/groups, KH, KW] for NCHW,
@@ -628,3 +630,5 @@ inline void add_split_k_sum_kernel(lang::ScriptModule &mod, const std::string &n
 }
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

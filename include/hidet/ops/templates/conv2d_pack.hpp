@@ -7,6 +7,8 @@
 
 #include "hidet/ops/templates/conv2d_kernels.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// Adds kernel `name`, the repacks of the tensor-core path in one launch (a 1-D grid: the first
@@ -109,3 +111,5 @@ inline void add_pack_kernel(lang::ScriptModule &mod, const std::string &name, co
 }
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

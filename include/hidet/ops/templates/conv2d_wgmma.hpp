@@ -25,6 +25,8 @@
 #include "hidet/ops/templates/conv2d_kernels.hpp"
 #include "hidet/ops/templates/matmul_wgmma.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// True when the Hopper kernel serves the problem (see the top of the file).
@@ -175,3 +177,5 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
 }
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

@@ -10,6 +10,8 @@
 #include "hidet/runtime/tensor.hpp"
 #include "hidet/runtime/tensor_map.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// True when the Hopper kernels (wgmma, TMA; sm_90a) can run here: a real Hopper GPU, not the
@@ -36,3 +38,5 @@ struct CachedMap {
 };
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

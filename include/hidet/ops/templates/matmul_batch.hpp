@@ -7,6 +7,8 @@
 
 #include "hidet/error.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 struct MatmulBatch {
@@ -22,3 +24,5 @@ struct MatmulBatch {
 };
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

@@ -39,6 +39,8 @@
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// Tiling parameters of the tensor-core matmul. block_m = warps_m * warp_m, block_n = warps_n *
@@ -375,3 +377,5 @@ private:
 };
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

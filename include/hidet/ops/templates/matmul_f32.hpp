@@ -46,6 +46,8 @@
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// Tiling parameters of the f32 matmul kernel. block_m = warps_m * repeat_m * lanes_m * thread_m
@@ -642,3 +644,5 @@ private:
 };
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

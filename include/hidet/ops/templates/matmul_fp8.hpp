@@ -17,6 +17,8 @@
 
 #include "hidet/ops/templates/matmul_wgmma.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// A script module for an 8-bit product: kernel "matmul_fp8" (add_matmul_wgmma_kernel with
@@ -88,3 +90,5 @@ private:
 };
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

@@ -22,6 +22,8 @@
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/dim.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 struct MatmulRows {
@@ -86,3 +88,5 @@ private:
 };
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

@@ -53,6 +53,8 @@
 #include "hidet/runtime/tensor.hpp"
 #include "hidet/runtime/tensor_map.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ops::templates {
 
 /// Tiling parameters of the Hopper matmul: block_m = 64 * consumers.
@@ -793,3 +795,5 @@ private:
 };
 
 } // namespace hidet::ops::templates
+
+#include "hidet/util/cold_end.hpp"

@@ -13,6 +13,8 @@
 
 #include "hidet/util/float16.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet {
 
 HIDET_INLINE PrintOptions &print_options() {
@@ -394,3 +396,5 @@ HIDET_INLINE std::string format_array(const void *host_data, DataType dtype,
 }
 
 } // namespace hidet
+
+#include "hidet/util/cold_end.hpp"

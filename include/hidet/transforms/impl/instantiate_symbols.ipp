@@ -8,6 +8,8 @@
 #include "hidet/ir/functor.hpp"
 #include "hidet/ir/printer.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE std::vector<Var> symbolic_dims(const Function &f) {
@@ -94,3 +96,5 @@ HIDET_INLINE Module instantiate_symbols(const Module &m) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

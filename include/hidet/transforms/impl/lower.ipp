@@ -10,6 +10,8 @@
 
 #include "hidet/ir/printer.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 HIDET_INLINE std::vector<Pass> lowering_passes() {
@@ -70,3 +72,5 @@ HIDET_INLINE Module lower(const Module &m, const std::vector<Pass> &passes) {
 }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

@@ -10,6 +10,8 @@
 #include "hidet/ir/equal.hpp"
 #include "hidet/ir/functor.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 namespace detail {
@@ -311,3 +313,5 @@ HIDET_INLINE Function simplify(const Function &f) { return detail::Simplifier().
 HIDET_INLINE Module simplify(const Module &m) { return detail::Simplifier().mutate(m); }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

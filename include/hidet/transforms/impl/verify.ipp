@@ -10,6 +10,8 @@
 #include "hidet/ir/printer.hpp"
 #include "hidet/transforms/instantiate_symbols.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::ir {
 
 namespace detail {
@@ -231,3 +233,5 @@ HIDET_INLINE void verify(const Module &m) {
 HIDET_INLINE void verify(const Function &f) { verify(make_module({f})); }
 
 } // namespace hidet::ir
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/primitives/half.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 namespace detail {
@@ -57,3 +59,5 @@ HIDET_INLINE Expr half2_unpack(const Operand &p, int index, DataType d) {
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/primitives/hopper.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 namespace detail {
@@ -178,3 +180,5 @@ HIDET_INLINE Expr cluster_nctarank(std::source_location loc_) {
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

@@ -5,6 +5,8 @@
 #include "hidet/ir/eval.hpp"
 #include "hidet/ir/layout.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 HIDET_INLINE PtrArg::PtrArg(const Tensor &t, std::source_location loc_)
@@ -110,3 +112,5 @@ HIDET_INLINE void cp_async_wait_group(int n, std::source_location loc_) {
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"

@@ -2,6 +2,8 @@
 #pragma once
 #include "hidet/lang/primitives/mma.hpp"
 
+#include "hidet/util/cold_begin.hpp"
+
 namespace hidet::lang {
 
 namespace detail {
@@ -93,3 +95,5 @@ HIDET_INLINE void stmatrix(const PtrArg &row, const PtrArg &src, int num, bool t
 }
 
 } // namespace hidet::lang
+
+#include "hidet/util/cold_end.hpp"
