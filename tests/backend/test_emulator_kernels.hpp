@@ -101,4 +101,17 @@ inline Function arith_loop() {
                  loop(i, 0, n, set(x, X(x) * 3 + t)), store(out, {t}, x)});
 }
 
+/// The same loop on a narrower dtype, computed in f32 and rounded to it after every operation:
+/// out[t] = x iterated `iters` times through x = x * 0.5 + t (dtype d, e.g. f16), per thread.
+inline Function arith_loop_of(DataType d) {
+  Var n = scalar(dtypes::i32, "iters");
+  Var out = tensor(d, {int32(1 << 20)}, "out");
+  Var x = scalar(d, "x"), i = scalar(dtypes::i32, "i"), t = scalar(dtypes::i32, "t");
+  X bdx = BuiltinNode::make(BuiltinKind::BlockDimX);
+  X half = ConstantNode::make_float(d, 0.5);
+  return kernel("arith_" + std::string(d.short_name()), {out, n},
+                {let(t, bid_x() * bdx + tid_x()), let(x, cast(0, d)),
+                 loop(i, 0, n, set(x, X(x) * half + cast(t, d))), store(out, {t}, x)});
+}
+
 } // namespace emu_test
