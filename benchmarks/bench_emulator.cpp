@@ -44,9 +44,11 @@ int main() {
   auto narrow_rate = [&](hidet::DataType d) {
     Program p(hidet::ir::make_module({emu_test::arith_loop_of(d)}));
     std::vector<std::uint8_t> buf(std::size_t(1 << 20) * d.nbytes());
-    std::vector<KernelArg> a = {KernelArg::pointer(buf.data()), KernelArg::integer(hidet::dtypes::i32, iters)};
+    std::vector<KernelArg> a = {KernelArg::pointer(buf.data()),
+                                KernelArg::integer(hidet::dtypes::i32, iters)};
     std::string name = "arith_" + std::string(d.short_name());
-    double t = best_seconds(3, [&] { p.launch(name, a, Dim3{blocks, 1, 1}, Dim3{threads, 1, 1}, 0); });
+    double t =
+        best_seconds(3, [&] { p.launch(name, a, Dim3{blocks, 1, 1}, Dim3{threads, 1, 1}, 0); });
     return stmts / t / 1e6;
   };
   double f16_rate = narrow_rate(hidet::dtypes::f16), i8_rate = narrow_rate(hidet::dtypes::i8);

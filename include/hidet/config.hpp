@@ -45,8 +45,8 @@
 // HIDET_COLD_CODE_O0 to 0 to compile everything at the program's level. docs/build_modes.md has
 // the figures.
 #ifndef HIDET_COLD_CODE_O0
-#if HIDET_HEADER_ONLY && defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER) &&  \
-    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+#if HIDET_HEADER_ONLY && defined(__GNUC__) && !defined(__clang__) &&                               \
+    !defined(__INTEL_COMPILER) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
 #define HIDET_COLD_CODE_O0 1
 #else
 #define HIDET_COLD_CODE_O0 0

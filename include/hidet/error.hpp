@@ -52,7 +52,9 @@ template <class T> StrCatArg str_cat_arg(const T &v) { return {&v, &str_cat_writ
 template <std::size_t N> StrCatArg str_cat_arg(const char (&s)[N]) {
   return {s, &str_cat_write_chars};
 }
-inline StrCatArg str_cat_arg(std::ios_base &(&m)(std::ios_base &)) { return {nullptr, nullptr, &m}; }
+inline StrCatArg str_cat_arg(std::ios_base &(&m)(std::ios_base &)) {
+  return {nullptr, nullptr, &m};
+}
 
 /// Writes the arguments in order with operator<< into a string.
 std::string str_cat_args(std::initializer_list<StrCatArg> args);

@@ -231,7 +231,9 @@ inline bool less_values(DataType d, Slot a, Slot b) {
   if (d == dtypes::u64) return std::uint64_t(a.i) < std::uint64_t(b.i);
   return a.i < b.i;
 }
-inline bool equal_values(DataType d, Slot a, Slot b) { return d.is_float() ? a.f == b.f : a.i == b.i; }
+inline bool equal_values(DataType d, Slot a, Slot b) {
+  return d.is_float() ? a.f == b.f : a.i == b.i;
+}
 
 /// atomic_add/min/max/exchange/cas(address, value[, value]) -> old value, on the node's dtype.
 struct AtomicE : ENode {

@@ -96,7 +96,8 @@ private:
     switch (e->kind) {
     case NodeKind::Constant: {
       auto c = e.as<ConstantNode>();
-      Slot s = c->dtype.is_float() ? cast_value(Slot{.f = c->fvalue}, dtypes::f64, c->dtype) : Slot{c->ivalue};
+      Slot s = c->dtype.is_float() ? cast_value(Slot{.f = c->fvalue}, dtypes::f64, c->dtype)
+                                   : Slot{c->ivalue};
       return constant(c->dtype, s);
     }
     case NodeKind::Var: {

@@ -116,7 +116,8 @@ inline BinaryOperands *make_binary_node(ir::BinaryOp op, DataType d) {
   if (ir::is_comparison(op))
     return with_compare_domain(d, [&]<DTypeCode K>() -> BinaryOperands * {
       switch (op) {
-        HIDET_EMU_OP(Lt) HIDET_EMU_OP(Le) HIDET_EMU_OP(Gt) HIDET_EMU_OP(Ge) HIDET_EMU_OP(Eq) HIDET_EMU_OP(Ne)
+        HIDET_EMU_OP(Lt) HIDET_EMU_OP(Le) HIDET_EMU_OP(Gt) HIDET_EMU_OP(Ge) HIDET_EMU_OP(Eq)
+        HIDET_EMU_OP(Ne)
       default: return nullptr;
       }
     });
@@ -326,7 +327,8 @@ struct LoadE : ENode {
     const DataType dt = acc.dtype;
     for (int k = 0; k < s.n; ++k) {
       int t = s.idx[k];
-      d[t] = load_value(dt, reinterpret_cast<const void *>(acc.address(c, t, Access::Read, "read")));
+      auto addr = acc.address(c, t, Access::Read, "read");
+      d[t] = load_value(dt, reinterpret_cast<const void *>(addr));
     }
   }
 };

@@ -169,7 +169,8 @@ constexpr DataType domain_of(DataType d) {
   switch (d.code) {
   case DTypeCode::I8: case DTypeCode::I16: case DTypeCode::I32: return dtypes::i32;
   case DTypeCode::I64: return dtypes::i64;
-  case DTypeCode::Bool: case DTypeCode::U8: case DTypeCode::U16: case DTypeCode::U32: return dtypes::u32;
+  case DTypeCode::Bool: case DTypeCode::U8: case DTypeCode::U16: case DTypeCode::U32:
+    return dtypes::u32;
   case DTypeCode::U64: return dtypes::u64;
   case DTypeCode::F64: return dtypes::f64;
   default: return dtypes::f32;
@@ -299,7 +300,8 @@ template <class Fn> decltype(auto) with_conversion(DataType from, const CastTarg
 inline Slot cast_value(Slot v, DataType from, DataType to) {
   if (from == to) return v;
   CastTarget g = cast_target(from, to);
-  Slot r = with_conversion(from, g, [&]<SlotKind F, CastClass T>() { return convert_as<F, T>(v, g); });
+  Slot r = with_conversion(from, g,
+                           [&]<SlotKind F, CastClass T>() { return convert_as<F, T>(v, g); });
   return g.post ? canonical(to, r) : r;
 }
 
