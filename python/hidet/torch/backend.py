@@ -257,6 +257,8 @@ class HidetCompiledModel:
             outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]
         else:
             outs = [o.torch() for o in entry.runner.run(inputs, stream)]
+        if not hidet.cuda_emulated() and entry.positions and args[entry.positions[0]].device.type == 'cpu':
+            outs = [o.cpu() for o in outs]  # inputs given on the CPU (moved to the GPU): results come back as in eager
         return entry.rebuild(outs, entry.constants)
 
     @property

@@ -465,10 +465,18 @@ def _inplace_refusal(node, base, order):
     """Why the in-place update `node` of `base` cannot be traced functionally (None when it can): the
     updated tensor is a view of another, or a view of it is read after the update (either would
     have to see the new values too)."""
-    if _is_view(base) and not _written_back(node, base):
-        return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of another tensor: "
-                'not mapped (the tensor it views would change too)')
     at = order[node]
+    if _is_view(base) and not _written_back(node, base):
+        # Traced functionally when nothing reads the viewed tensor, or another view of it, after the
+        # update (GhostNet's `x = cat(...)[:, :c]; x += shortcut`): only the view's value changes.
+        root = base
+        while _is_view(root) and isinstance(root.args[0], torch.fx.Node):
+            root = root.args[0]
+        seen_later = root.op in ('placeholder', 'get_attr') or any(
+            order.get(u, -1) > at for m in _alias_group(base) if m is not base for u in m.users)
+        if seen_later:
+            return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of another tensor "
+                    'that is read after it: not mapped (the tensor it views would change too)')
     for user in base.users:
         if user is node or order.get(user, -1) > at or not _is_view(user):
             continue
