@@ -29,18 +29,20 @@
 // Saving: cg.save("model.hidet") records one run at the level of the device work: every kernel
 // launch with its arguments, copies and fills, each pointer rewritten as a place in the inputs, in
 // memory the run allocates (the workspace, the outputs) or in read-only data (the constants and
-// blocks operators keep). The file holds that program, the kernels' cubins and the data, behind a
-// header (format, hidet version, GPU architecture) and a checksum. CompiledGraph::load(path)
-// gives a compiled graph of one node ("SavedGraph") that replays it: no operator, compiler or
+// blocks operators keep). The file holds that program, the kernels' cubins (on the CPU emulator,
+// their lowered IR, which the emulator runs) and the data, behind a header (format, hidet version,
+// target) and a checksum: a model file (graph/model.hpp; graph::save_model writes one compiled
+// graph per set of input shapes into one file). CompiledGraph::load(path) gives a compiled graph
+// of one node ("SavedGraph") that replays it through a hidet::Model: no operator, compiler or
 // tuning runs, and run(), streams and cuda_graph() work as before. Work that depends on values
-// read back to the host during a run cannot be saved (a ValueError naming the node). On the CPU
-// emulator, which runs kernels from their IR, a file loads only in the process that built its
-// kernels; on a GPU, in any process on the same architecture.
+// read back to the host during a run cannot be saved (a ValueError naming the node). A file loads
+// in any process on the target it was saved for.
 //
 // A graph with symbolic input extents compiles at one value of each symbol
 // (CompiledGraph(graph, {{"n", 8}})): the scratch runs, the recording and the plan are made at
 // those values, and its shape-generic nodes (docs/graph.md, "Shape-generic kernels") reuse the
-// kernels that other values built; run() takes inputs of those values only.
+// kernels that other values built; run() takes inputs of those values only, and save() records
+// it at those values.
 //
 // Errors: a graph input with a symbolic extent and no value for it (a ValueError: a compiled graph
 // has one shape; see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape,
@@ -72,6 +74,9 @@ struct CompiledGraphStats {
 
 /// A FlowGraph compiled to run in one planned workspace (see the top of the file).
 class CudaGraph;
+namespace detail {
+struct GraphRecorder;
+} // namespace detail
 
 class CompiledGraph {
 public:
@@ -109,11 +114,12 @@ public:
   /// once. Throws ValueError when a node's work cannot be replayed from a file.
   void save(const std::string &path) const;
   /// Reads a file written by save(): a compiled graph of one node that replays the saved kernels.
-  /// Throws ValueError for a file that is not one, is truncated or corrupt, or was saved by
-  /// another hidet version or for another GPU architecture.
+  /// Throws ValueError for a file that is not one, is truncated or corrupt, was saved by another
+  /// hidet version or for another target, or holds several shapes (load those with hidet::Model).
   static CompiledGraph load(const std::string &path);
 
 private:
+  friend struct detail::GraphRecorder;
   Tensor single_output(std::vector<Tensor> outs) const;
   struct State;
   std::shared_ptr<State> s_;

@@ -13,11 +13,11 @@
 #include "hidet/graph/build.hpp"
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/detail/tensor_key.hpp"
+#include "hidet/graph/model.hpp"
 
 namespace hidet::graph {
 
 namespace detail {
-struct SavedProgram;
 
 /// One allocation of a node, in the order the node makes them.
 struct NodeAllocation {
@@ -143,8 +143,8 @@ struct CompiledGraph::State {
   mutable Stream last_stream;
   mutable bool ran = false;
   mutable CompiledGraphStats stats;
-  /// For a graph loaded from a file: what it replays (its one node runs it).
-  std::shared_ptr<const detail::SavedProgram> loaded;
+  /// For a graph loaded from a file: the model its one node runs.
+  std::optional<Model> loaded;
   /// The symbol values a symbolic graph is compiled at (bound on the thread while nodes run).
   SymbolValues symbol_values;
 
