@@ -16,6 +16,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
@@ -371,7 +372,49 @@ NB_MODULE(_C, m) {
       }, "inputs"_a, "stream"_a = 0)
       .def_prop_ro("num_compiled", &g::ShapeDispatch::num_compiled)
       .def_prop_ro("num_compilations", &g::ShapeDispatch::num_compilations)
-      .def("generic_graph", [](g::ShapeDispatch &d) { return d.generic_graph(); });
+      .def("generic_graph", [](g::ShapeDispatch &d) { return d.generic_graph(); })
+      .def("compiled_for", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs) { return d.compiled_for(xs); },
+           "inputs"_a, "The compiled graph for inputs of these shapes (compiled now when new).");
+
+  // Saved models (graph/model.hpp): a ModelTensorInfo crosses as (name, dtype, shape, dims).
+  using Info = std::tuple<std::string, std::string, std::vector<std::int64_t>, std::vector<std::string>>;
+  auto to_info = [](const Info &t) {
+    return g::ModelTensorInfo{std::get<0>(t), dtype_of(std::get<1>(t)), std::get<2>(t), std::get<3>(t)};
+  };
+  auto from_info = [](const g::ModelTensorInfo &t) {
+    return Info{t.name, std::string(t.dtype.name()), t.shape, t.dims};
+  };
+  m.def("save_model", [to_info](const std::string &path, const std::vector<g::CompiledGraph> &graphs,
+                                const std::vector<Info> &inputs, const std::vector<Info> &outputs) {
+    std::vector<g::ModelTensorInfo> ins, outs;
+    for (const auto &t : inputs) ins.push_back(to_info(t));
+    for (const auto &t : outputs) outs.push_back(to_info(t));
+    g::save_model(path, graphs, ins, outs);
+  }, "path"_a, "graphs"_a, "inputs"_a = std::vector<Info>{}, "outputs"_a = std::vector<Info>{});
+  nb::class_<g::Model>(m, "Model")
+      .def_static("load", [](const std::string &path, bool cuda_graph, int workspaces) {
+        g::ModelOptions options;
+        options.cuda_graph = cuda_graph;
+        options.workspaces = workspaces;
+        return g::Model::load(path, options);
+      }, "path"_a, "cuda_graph"_a = true, "workspaces"_a = 1)
+      .def_prop_ro("inputs", [from_info](const g::Model &md) {
+        std::vector<Info> r;
+        for (const auto &t : md.inputs()) r.push_back(from_info(t));
+        return r;
+      })
+      .def_prop_ro("outputs", [from_info](const g::Model &md) {
+        std::vector<Info> r;
+        for (const auto &t : md.outputs()) r.push_back(from_info(t));
+        return r;
+      })
+      .def_prop_ro("target", &g::Model::target)
+      .def_prop_ro("num_workspaces", &g::Model::num_workspaces)
+      .def("compiled_shapes", &g::Model::compiled_shapes)
+      .def("run", [](const g::Model &md, const std::vector<Tensor> &xs, std::uintptr_t stream) {
+        return md.run(xs, stream_of(stream));
+      }, "inputs"_a, "stream"_a = 0)
+      .def("save", &g::Model::save, "path"_a);
 
   m.def("profile", [](const g::FlowGraph &graph, const std::vector<Tensor> &xs, std::size_t slowest) {
     auto p = g::profile(graph, xs);

@@ -145,7 +145,7 @@ TEST_CASE("four threads on their own streams run one model at once") {
       }
     });
   for (auto &th : pool) th.join();
-  for (const auto &e : errors) CHECK(e.empty());
+  for (const auto &e : errors) CHECK_MESSAGE(e.empty(), e);
   for (std::size_t i = 0; i < ins.size(); ++i) {
     REQUIRE(got[i].size() == 2);
     expect_same(got[i][0], want[i][0], 4);

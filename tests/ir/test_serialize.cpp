@@ -50,17 +50,15 @@ void expect_round_trip(const ir::Module &m) {
 TEST_CASE("lowered template modules round-trip: equal, printed the same, variables kept") {
   // f32 SIMT matmul over a symbolic row count (register tiles, shared tiles, vector stores).
   expect_round_trip(ir::lower(tpl::matmul_f32_module(tpl::MatmulRows(Dim("m")), 64, 40).ir()));
-  // f16 tensor-core matmul (mma.sync, ldmatrix, cp.async, swizzled shared layouts), split-k.
-  tpl::MatmulF16Config cfg;
-  cfg.split_k = 2;
-  expect_round_trip(ir::lower(tpl::matmul_f16_module(tpl::MatmulRows(96), 128, 64, dtypes::f16, cfg).ir()));
+  // f16 tensor-core matmul (mma.sync, ldmatrix, cp.async, swizzled shared layouts).
+  expect_round_trip(ir::lower(tpl::matmul_f16_module(tpl::MatmulRows(96), 128, 64, dtypes::f16).ir()));
 }
 
 TEST_CASE("a hand-built module with a device function, loops, asserts and asm round-trips") {
   using namespace lang;
   auto mod = script_module("misc");
   auto square = mod.device_function("square", f32, {f32}, [&](Var x) { return_(x * x); });
-  mod.kernel("misc", {f32[symbol("n")], i32[4]}, [&](Tensor a, Tensor hist) {
+  mod.kernel("misc", {f32[symbol("n")], i32[4]}, [&](lang::Tensor a, lang::Tensor hist) {
     attrs.cuda.grid_dim = 1;
     attrs.cuda.block_dim = 32;
     auto smem = shared_tensor(f32[32]);

@@ -170,9 +170,13 @@ class Interpreter:
     default), a node without a mapping, or whose mapping refuses its arguments, is decomposed into
     core ATen operators (decompose.py) and those are mapped (aten.py)."""
 
-    def __init__(self, gm, decompose=True):
+    def __init__(self, gm, decompose=True, static_positions=None):
         self.gm = gm
         self.decompose = decompose
+        # The placeholders that are the model's parameters, buffers and constants when the caller
+        # knows them (hidet.torch.export, from the exported program's signature); else found from
+        # dynamo's sources (is_static).
+        self.static_positions = static_positions
         self.decomposed = []  # (node name, target name) of the nodes that went through core ATen
         self.nodes = list(gm.graph.nodes)
         self.order = {n: i for i, n in enumerate(self.nodes)}
@@ -184,6 +188,8 @@ class Interpreter:
     def is_static(self, i, example):
         """Whether placeholder i, of value ``example``, is a parameter or buffer that dynamo lifted
         into the graph's inputs: a constant of the model."""
+        if self.static_positions is not None:
+            return i in self.static_positions
         if isinstance(example, torch.nn.Parameter):
             return True
         name = self.source_names[i]
