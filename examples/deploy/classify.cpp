@@ -27,8 +27,8 @@ std::vector<char> image(const char *path, const hidet::Tensor &x) {
   if (path) {
     std::ifstream f(path, std::ios::binary);
     if (!f.read(bytes.data(), std::streamsize(bytes.size())) || f.peek() != EOF)
-      throw hidet::ValueError(hidet::str_cat("'", path, "' does not hold ", bytes.size(), " bytes (an input of shape ",
-                                             hidet::detail::shape_str(x.shape()), " and dtype ", x.dtype().name(), ")"));
+      throw hidet::ValueError(hidet::str_cat("'", path, "' does not hold ", bytes.size(), " bytes (",
+                                             x.numel(), " values of ", x.dtype().name(), ")"));
     return bytes;
   }
   for (std::int64_t i = 0; i < x.numel(); ++i) {
