@@ -1,7 +1,9 @@
 // The model file's contents and their encoding (graph/model.hpp, "A model file"): what
 // CompiledGraph::save and graph::save_model write and Model::load reads. Internal.
 //
-//   header   magic "HIDETCG\n", format, hidet version, target, payload size, payload checksum
+//   header   magic "HIDETCG\n", format, hidet version, target, payload size, data block offset,
+//            checksums (util::hash128 of the payload before the data block, util::block_checksum
+//            of the data block: at memory speed, as a model's weights are most of the file)
 //   payload  inputs and outputs (ModelTensorInfo), kernel modules (cubin, lowered IR), kernels,
 //            data blobs (a table, then their bytes at 256-byte-aligned offsets of one block, which
 //            loading uploads with one copy), programs (one per set of input shapes)
@@ -214,7 +216,7 @@ inline std::string encode_file(const SavedFile &f) {
     total += align(b.size());
   }
   w.pod(total);
-  std::size_t block = w.out.size();
+  std::size_t block = w.out.size(); // the data block: the rest of the payload
   w.out.resize(block + total, '\0');
   std::uint64_t at = 0;
   for (const auto &b : f.blobs) {
@@ -227,8 +229,11 @@ inline std::string encode_file(const SavedFile &f) {
   head.pod(saved_graph_format);
   head.str(HIDET_VERSION_STRING);
   head.str(f.target);
-  head.pod(std::uint64_t(w.out.size()));
-  head.str(util::hash128(w.out).hex());
+  std::string_view payload = w.out;
+  head.pod(std::uint64_t(payload.size()));
+  head.pod(std::uint64_t(block));
+  head.str(util::hash128(payload.substr(0, block)).hex());
+  head.pod(util::block_checksum(payload.substr(block)));
   return head.out + w.out;
 }
 

@@ -41,12 +41,14 @@ HIDET_INLINE SavedHeader read_header(std::string_view data, const std::string &w
                              "); this is hidet ", HIDET_VERSION_STRING, " (format ", saved_graph_format,
                              "): compile and save (export) the model again with this version"));
   auto size = r.pod<std::uint64_t>();
+  auto block = r.pod<std::uint64_t>();
   std::string sum = r.str();
-  if (data.size() - r.pos() != size)
+  auto block_sum = r.pod<std::uint64_t>();
+  if (data.size() - r.pos() != size || block > size)
     throw ValueError(str_cat("load: ", where, " is truncated or corrupt (", data.size() - r.pos(),
                              " bytes after the header, ", size, " expected)"));
   h.payload = data.substr(r.pos(), size);
-  if (util::hash128(h.payload).hex() != sum)
+  if (util::hash128(h.payload.substr(0, block)).hex() != sum || util::block_checksum(h.payload.substr(block)) != block_sum)
     throw ValueError(str_cat("load: ", where, " is corrupt (its checksum does not match)"));
   return h;
 }
