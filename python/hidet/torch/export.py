@@ -153,6 +153,8 @@ def _placeholder_values(ep, example_inputs):
 
 
 def _check_outputs(ep):
+    """The outputs' names: their keys in the model's output structure (a transformers ModelOutput's
+    'last_hidden_state', a tuple's '0'), or the graph's name of a lone tensor."""
     from torch.export.graph_signature import OutputKind
     names = []
     for spec in ep.graph_signature.output_specs:
@@ -161,6 +163,16 @@ def _check_outputs(ep):
                              'an exported model is pure: call model.eval() (batch norm in training mode updates its '
                              'statistics) and export under torch.no_grad()')
         names.append(getattr(spec.arg, 'name', f'output{len(names)}'))
+    pytree = torch.utils._pytree
+    spec = ep.call_spec.out_spec
+    try:
+        if spec is None or spec.is_leaf() or spec.num_leaves != len(names):
+            return names
+        leaves = pytree.tree_flatten_with_path(pytree.tree_unflatten(list(range(len(names))), spec))[0]
+        for path, i in leaves:
+            names[i] = '.'.join(str(getattr(k, 'key', getattr(k, 'idx', getattr(k, 'name', k)))) for k in path)
+    except Exception:  # noqa: BLE001 - a structure pytree cannot rebuild: the graph's names
+        pass
     return names
 
 
