@@ -168,6 +168,10 @@ TEST_CASE("the C ABI reports bad arguments and bad files with a code and a messa
                 {"input 0 (x: float32[3, 16]): dimension 0 must be 3, got a tensor of shape (4, 16)"});
   hidet_tensor no_shape{xin.ptr, HIDET_FLOAT32, 2, nullptr};
   expect_status(hidet_model_run(model, &no_shape, 1, &yt, 1, nullptr), HIDET_ERROR_INVALID_ARGUMENT, {"`shape` is NULL"});
+  DeviceCopy small(64); // a 512-byte block of hidet's allocator: 112 bytes from offset 400
+  hidet_tensor past_end{static_cast<char *>(small.ptr) + 400, HIDET_FLOAT32, 2, in_shape};
+  expect_status(hidet_model_run(model, &past_end, 1, &yt, 1, nullptr), HIDET_ERROR_INVALID_ARGUMENT,
+                {"input 0", "the allocation at the data pointer holds 112 bytes from it", "needs 192"});
   hidet_tensor wrong_out{yout.ptr, HIDET_FLOAT32, 2, in_shape};
   expect_status(hidet_model_run(model, &xt, 1, &wrong_out, 1, nullptr), HIDET_ERROR_INVALID_ARGUMENT,
                 {"output 0", "the output has shape (3, 6), got (3, 16)"});

@@ -113,6 +113,8 @@ TEST_CASE("a model saved at two batch sizes loads with its signature and runs bo
   expect_error([&] { model.run({make({24}, dtypes::f32)}); }, {"expected rank 2"});
   expect_error([&] { model.run({make({5, 24}, dtypes::f32).to(Device::cpu())}); }, {"is on cpu", "move the input"});
   expect_same(model.run({in})[0], want[0], 4);
+  Model nothing;
+  expect_error([&] { nothing.run({in}); }, {"holds nothing", "Model::load"});
 
   // Saved again from the loaded model: the same programs and weights.
   model.save(dir.file("again.hidet"));

@@ -35,11 +35,12 @@
 #include <string>
 #include <vector>
 
-#include "hidet/graph/compiled_graph.hpp"
 #include "hidet/runtime/stream.hpp"
 #include "hidet/runtime/tensor.hpp"
 
 namespace hidet::graph {
+
+class CompiledGraph;
 
 /// The name, dtype and shape of a model's input or output.
 struct ModelTensorInfo {
@@ -94,6 +95,8 @@ public:
   struct State;
 
 private:
+  /// The loaded contents; a ValueError for a Model that was never loaded (default-constructed).
+  State &state() const;
   std::shared_ptr<State> s_;
 };
 
@@ -121,5 +124,6 @@ using graph::tensor_view;
 } // namespace hidet
 
 #if HIDET_HEADER_ONLY
+#include "hidet/graph/compiled_graph.hpp" // save_model's definition (graph/impl/compiled_graph_file.ipp)
 #include "hidet/graph/impl/model.ipp"
 #endif

@@ -477,23 +477,30 @@ struct Model::State {
     CUstream cs = stream.handle();
     if (!emulated) ensure_some_context(); // a thread the caller started
     StreamGuard guard(stream);
+    // A run captured into the caller's CUDA graph (CompiledGraph::cuda_graph over a loaded graph)
+    // launches kernel by kernel and records no event: the caller's graph orders its work.
+    CUstreamCaptureStatus capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!emulated)
+      cuda::check(cuda::driver().cuStreamIsCapturing(cs, &capture_status), str_cat(where, ": querying the stream"));
+    const bool captured = capture_status != CU_STREAM_CAPTURE_STATUS_NONE;
     std::unique_ptr<detail::ModelWorkspace> ws = acquire(cs);
     struct Release { // the workspace goes back to the pool however the run ends
       const State &s;
       std::unique_ptr<detail::ModelWorkspace> &ws;
       CUstream stream;
+      bool captured;
       ~Release() {
-        if (ws->done) cuda::driver_table().cuEventRecord(ws->done, stream);
+        if (ws->done && !captured) cuda::driver_table().cuEventRecord(ws->done, stream);
         ws->last = stream;
-        ws->used = true;
+        ws->used = !captured;
         s.release(std::move(ws));
       }
     };
     bool other_stream = ws->used && ws->last != cs && ws->done;
-    Release release{*this, ws, cs};
+    Release release{*this, ws, cs, captured};
     if (other_stream) // ordered after that stream's use of the workspace
       cuda::check(cuda::driver().cuStreamWaitEvent(cs, ws->done, 0), str_cat(where, ": waiting for another stream"));
-    bool replay = !emulated && options.cuda_graph && !ws->replays[k].failed;
+    bool replay = !emulated && options.cuda_graph && !captured && !ws->replays[k].failed;
     if (replay && !ws->replays[k].exec) {
       capture(k, *ws);
       replay = ws->replays[k].exec != nullptr;
@@ -512,6 +519,36 @@ struct Model::State {
   }
 
   // ---- checks ---------------------------------------------------------------------------------
+  /// For memory hidet did not allocate (tensor_view, DLPack, the C ABI): that `t`'s bytes lie in
+  /// one device allocation (on a GPU: cuPointerGetAttribute; on the emulator: when the pointer is
+  /// in a block of hidet's allocator, that the block holds them).
+  void check_memory(const Tensor &t, const std::string &what) const {
+    if (t.nbytes() == 0 || t.storage()->alloc) return;
+    auto p = reinterpret_cast<std::uintptr_t>(t.data_ptr());
+    std::uintptr_t start = 0;
+    std::size_t size = 0;
+    if (emulated) {
+      auto [base, n] = allocator(device).find_live(t.data_ptr());
+      if (!base) return; // host memory of the program's own: the emulator bounds-checks launches
+      start = reinterpret_cast<std::uintptr_t>(base), size = n;
+    } else {
+      const auto &drv = cuda::driver();
+      unsigned int type = 0;
+      CUdeviceptr dp = CUdeviceptr(p), range = 0;
+      if (drv.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) != CUDA_SUCCESS ||
+          type != CU_MEMORYTYPE_DEVICE)
+        throw ValueError(str_cat(what, ": the data pointer is not GPU memory (host memory?): give memory from "
+                                       "cuMemAlloc, cudaMalloc or hidet_device_malloc"));
+      if (drv.cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dp) != CUDA_SUCCESS ||
+          drv.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, dp) != CUDA_SUCCESS)
+        return;
+      start = std::uintptr_t(range);
+    }
+    if (p + t.nbytes() > start + size)
+      throw ValueError(str_cat(what, ": the allocation at the data pointer holds ", start + size - p, " bytes from it; ",
+                               "the tensor of shape ", hidet::detail::shape_str(t.shape()), " needs ", t.nbytes()));
+  }
+
   /// The program for `inputs`, after checking their count, dtype, device and rank.
   std::size_t check_inputs(const std::vector<Tensor> &inputs) const {
     const auto &ins = file.inputs;
@@ -540,6 +577,7 @@ struct Model::State {
           throw ValueError(str_cat(what(), ": dimension ", d, " must be ", ins[i].shape[d], ", got a tensor of shape ",
                                    hidet::detail::shape_str(x.shape())));
       if (x.nbytes() > 0 && !x.data_ptr()) throw ValueError(str_cat(what(), ": a null data pointer"));
+      check_memory(x, what());
       shapes.push_back(x.shape());
     }
     return program_for(shapes);
@@ -564,6 +602,7 @@ struct Model::State {
                                  " the output has shape ", hidet::detail::shape_str(p.outputs[j].shape), ", got ",
                                  hidet::detail::shape_str(y.shape())));
       if (y.nbytes() > 0 && !y.data_ptr()) throw ValueError(str_cat(what(), ": a null data pointer"));
+      check_memory(y, what());
     }
   }
 
@@ -668,53 +707,63 @@ HIDET_INLINE Model Model::load(const std::string &path, ModelOptions options) {
   return m;
 }
 
-HIDET_INLINE const std::vector<ModelTensorInfo> &Model::inputs() const { return s_->file.inputs; }
-HIDET_INLINE const std::vector<ModelTensorInfo> &Model::outputs() const { return s_->file.outputs; }
-HIDET_INLINE const std::string &Model::target() const { return s_->file.target; }
+HIDET_INLINE Model::State &Model::state() const {
+  if (!s_) throw ValueError("hidet::Model: this model holds nothing (default-constructed): assign Model::load(path) to it");
+  return *s_;
+}
+
+HIDET_INLINE const std::vector<ModelTensorInfo> &Model::inputs() const { return state().file.inputs; }
+HIDET_INLINE const std::vector<ModelTensorInfo> &Model::outputs() const { return state().file.outputs; }
+HIDET_INLINE const std::string &Model::target() const { return state().file.target; }
 
 HIDET_INLINE std::vector<std::vector<std::vector<std::int64_t>>> Model::compiled_shapes() const {
   std::vector<std::vector<std::vector<std::int64_t>>> r;
-  for (const auto &p : s_->file.programs) r.push_back(p.input_shapes);
+  for (const auto &p : state().file.programs) r.push_back(p.input_shapes);
   return r;
 }
 
 HIDET_INLINE std::vector<std::vector<std::int64_t>>
 Model::output_shapes(const std::vector<std::vector<std::int64_t>> &input_shapes) const {
+  const State &s = state();
   std::vector<std::vector<std::int64_t>> r;
-  for (const auto &o : s_->file.programs[s_->program_for(input_shapes)].outputs) r.push_back(o.shape);
+  for (const auto &o : s.file.programs[s.program_for(input_shapes)].outputs) r.push_back(o.shape);
   return r;
 }
 
 HIDET_INLINE std::size_t Model::num_workspaces() const {
-  std::lock_guard<std::mutex> lock(s_->mu);
-  return s_->made;
+  const State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.made;
 }
 
 HIDET_INLINE void Model::save(const std::string &path) const {
-  detail::SavedFile f = s_->file;
-  std::string block(s_->data->nbytes, '\0');
-  runtime::detail::copy_bytes(block.data(), Device::cpu(), true, s_->data->ptr, s_->device, uses_host_memory(s_->device),
+  const State &s = state();
+  detail::SavedFile f = s.file;
+  std::string block(s.data->nbytes, '\0');
+  runtime::detail::copy_bytes(block.data(), Device::cpu(), true, s.data->ptr, s.device, uses_host_memory(s.device),
                               block.size());
-  for (std::size_t i = 0; i < s_->blob_offset.size(); ++i)
-    f.blobs.push_back(std::string_view(block).substr(s_->blob_offset[i], s_->blob_size[i]));
+  for (std::size_t i = 0; i < s.blob_offset.size(); ++i)
+    f.blobs.push_back(std::string_view(block).substr(s.blob_offset[i], s.blob_size[i]));
   if (!backend::detail::write_file_atomic(path, detail::encode_file(f)))
     throw Error(str_cat("save: cannot write '", path, "'"));
 }
 
 HIDET_INLINE std::vector<Tensor> Model::run(const std::vector<Tensor> &inputs, const Stream &stream) const {
-  std::size_t k = s_->check_inputs(inputs);
+  const State &s = state();
+  std::size_t k = s.check_inputs(inputs);
   std::vector<Tensor> outs;
-  for (std::size_t j = 0; j < s_->file.outputs.size(); ++j)
-    outs.push_back(empty(s_->file.programs[k].outputs[j].shape, s_->file.outputs[j].dtype, s_->device));
-  s_->run(k, inputs, outs, stream);
+  for (std::size_t j = 0; j < s.file.outputs.size(); ++j)
+    outs.push_back(empty(s.file.programs[k].outputs[j].shape, s.file.outputs[j].dtype, s.device));
+  s.run(k, inputs, outs, stream);
   return outs;
 }
 
 HIDET_INLINE void Model::run(const std::vector<Tensor> &inputs, const std::vector<Tensor> &outputs,
                              const Stream &stream) const {
-  std::size_t k = s_->check_inputs(inputs);
-  s_->check_outputs(k, outputs);
-  s_->run(k, inputs, outputs, stream);
+  const State &s = state();
+  std::size_t k = s.check_inputs(inputs);
+  s.check_outputs(k, outputs);
+  s.run(k, inputs, outputs, stream);
 }
 
 HIDET_INLINE Tensor tensor_view(void *data, const std::vector<std::int64_t> &shape, DataType dtype, Device device) {
