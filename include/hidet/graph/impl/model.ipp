@@ -33,17 +33,24 @@ HIDET_INLINE SavedHeader read_header(std::string_view data, const std::string &w
   util::ByteReader r(data, where);
   for (std::size_t i = 0; i < sizeof(saved_graph_magic); ++i) (void)r.pod<char>();
   SavedHeader h;
-  h.format = r.pod<std::uint32_t>();
-  h.version = r.str();
-  h.target = r.str();
+  std::uint64_t size = 0, block = 0, block_sum = 0;
+  std::string sum;
+  try {
+    h.format = r.pod<std::uint32_t>();
+    h.version = r.str();
+    h.target = r.str();
+    size = r.pod<std::uint64_t>();
+    block = r.pod<std::uint64_t>();
+    sum = r.str();
+    block_sum = r.pod<std::uint64_t>();
+  } catch (const ValueError &) {
+    throw ValueError(str_cat("load: ", where, " is truncated or corrupt (its ", data.size(),
+                             " bytes end inside the header)"));
+  }
   if (h.format != saved_graph_format || h.version != HIDET_VERSION_STRING)
     throw ValueError(str_cat("load: ", where, " was saved by hidet ", h.version, " (file format ", h.format,
                              "); this is hidet ", HIDET_VERSION_STRING, " (format ", saved_graph_format,
                              "): compile and save (export) the model again with this version"));
-  auto size = r.pod<std::uint64_t>();
-  auto block = r.pod<std::uint64_t>();
-  std::string sum = r.str();
-  auto block_sum = r.pod<std::uint64_t>();
   if (data.size() - r.pos() != size || block > size)
     throw ValueError(str_cat("load: ", where, " is truncated or corrupt (", data.size() - r.pos(),
                              " bytes after the header, ", size, " expected)"));
