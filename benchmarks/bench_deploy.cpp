@@ -11,7 +11,8 @@
 //              run's (max_rel_diff), their throughput (runs per second) and the workspaces made
 // bench_deploy.py runs it for ResNet-50 and BERT-base and compares with the torch.compile path.
 //
-//   bench_deploy MODEL_FILE [NAME=VALUE ...]   (a value for each varying extent, e.g. batch=1 seq=128;
+//   bench_deploy MODEL_FILE [NAME=VALUE ...]   (a value for each varying extent, e.g. batch=1
+//   seq=128;
 //                                               default 1)
 #include <hidet/graph/model.hpp>
 #include <hidet/runtime/timing.hpp>
@@ -30,10 +31,13 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 /// Inputs of the compiled shapes: floats in [-1, 1), integers in [0, 1000) (token ids).
-std::vector<hidet::Tensor> make_inputs(const hidet::Model &model, const std::map<std::string, std::int64_t> &sizes,
+std::vector<hidet::Tensor> make_inputs(const hidet::Model &model,
+                                       const std::map<std::string, std::int64_t> &sizes,
                                        unsigned seed) {
   std::vector<hidet::Tensor> xs;
   for (const auto &in : model.inputs()) {
@@ -46,11 +50,16 @@ std::vector<hidet::Tensor> make_inputs(const hidet::Model &model, const std::map
       unsigned r = (unsigned(i) * 2654435761u) ^ (seed * 40503u);
       double f = double(r % 2000) / 1000.0 - 1.0;
       auto *p = bytes.data() + std::size_t(i) * in.dtype.nbytes();
-      if (in.dtype == hidet::dtypes::f16) *reinterpret_cast<std::uint16_t *>(p) = hidet::float_to_half_bits(float(f));
-      else if (in.dtype == hidet::dtypes::f32) *reinterpret_cast<float *>(p) = float(f);
-      else if (in.dtype == hidet::dtypes::i64) *reinterpret_cast<std::int64_t *>(p) = r % 1000;
-      else if (in.dtype == hidet::dtypes::i32) *reinterpret_cast<std::int32_t *>(p) = std::int32_t(r % 1000);
-      else *p = 1; // booleans (masks) and bytes
+      if (in.dtype == hidet::dtypes::f16)
+        *reinterpret_cast<std::uint16_t *>(p) = hidet::float_to_half_bits(float(f));
+      else if (in.dtype == hidet::dtypes::f32)
+        *reinterpret_cast<float *>(p) = float(f);
+      else if (in.dtype == hidet::dtypes::i64)
+        *reinterpret_cast<std::int64_t *>(p) = r % 1000;
+      else if (in.dtype == hidet::dtypes::i32)
+        *reinterpret_cast<std::int32_t *>(p) = std::int32_t(r % 1000);
+      else
+        *p = 1; // booleans (masks) and bytes
     }
     x.copy_from_host(bytes.data());
     xs.push_back(x);
@@ -63,8 +72,10 @@ double max_rel_diff(const std::vector<hidet::Tensor> &a, const std::vector<hidet
   for (std::size_t j = 0; j < a.size(); ++j) {
     auto x = a[j].to_double_vector(), y = b[j].to_double_vector();
     double scale = 1e-6;
-    for (double v : x) scale = std::max(scale, std::abs(v));
-    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]) / scale);
+    for (double v : x)
+      scale = std::max(scale, std::abs(v));
+    for (std::size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, std::abs(x[i] - y[i]) / scale);
   }
   return worst;
 }
@@ -130,25 +141,32 @@ int main(int argc, char **argv) {
       pool.emplace_back([&, t] {
         try {
           hidet::Stream s = hidet::Stream::create();
-          for (int r = 0; r < runs; ++r) got[std::size_t(t)] = model.run(ins[std::size_t(t)], s);
+          for (int r = 0; r < runs; ++r)
+            got[std::size_t(t)] = model.run(ins[std::size_t(t)], s);
           s.synchronize();
         } catch (const std::exception &e) {
           errors[std::size_t(t)] = e.what();
         }
       });
-    for (auto &th : pool) th.join();
+    for (auto &th : pool)
+      th.join();
     double threads_ms = ms_since(t0);
     double diff = 0;
     std::string error;
     for (int t = 0; t < threads; ++t) {
-      if (!errors[std::size_t(t)].empty()) error = errors[std::size_t(t)];
-      else diff = std::max(diff, max_rel_diff(got[std::size_t(t)], want[std::size_t(t)]));
+      if (!errors[std::size_t(t)].empty())
+        error = errors[std::size_t(t)];
+      else
+        diff = std::max(diff, max_rel_diff(got[std::size_t(t)], want[std::size_t(t)]));
     }
-    std::printf("{\"file\": \"%s\", \"target\": \"%s\", \"init_ms\": %.2f, \"load_ms\": %.2f, \"first_ms\": %.3f, "
-                "\"steady_ms\": %.4f, \"single_ms\": %.4f, \"threads\": %d, \"thread_runs_per_s\": %.1f, "
-                "\"max_rel_diff\": %.3g, \"workspaces\": %zu, \"thread_error\": \"%s\"}\n",
-                argv[1], model.target().c_str(), init_ms, load_ms, first_ms, steady_ms, singles[singles.size() / 2],
-                threads, threads * runs / (threads_ms / 1000.0), diff, model.num_workspaces(), error.c_str());
+    std::printf(
+        "{\"file\": \"%s\", \"target\": \"%s\", \"init_ms\": %.2f, \"load_ms\": %.2f, "
+        "\"first_ms\": %.3f, "
+        "\"steady_ms\": %.4f, \"single_ms\": %.4f, \"threads\": %d, \"thread_runs_per_s\": %.1f, "
+        "\"max_rel_diff\": %.3g, \"workspaces\": %zu, \"thread_error\": \"%s\"}\n",
+        argv[1], model.target().c_str(), init_ms, load_ms, first_ms, steady_ms,
+        singles[singles.size() / 2], threads, threads * runs / (threads_ms / 1000.0), diff,
+        model.num_workspaces(), error.c_str());
   } catch (const hidet::Error &e) {
     std::fprintf(stderr, "bench_deploy: %s\n", e.what());
     return 1;

@@ -13,20 +13,22 @@
 #include <string.h>
 
 /* Prints the last error and fails when a call did not succeed. */
-#define CHECK(call)                                                                                 \
-  do {                                                                                              \
-    hidet_status status_ = (call);                                                                  \
-    if (status_ != HIDET_OK) {                                                                      \
-      fprintf(stderr, "classify_c: %s (status %d)\n", hidet_last_error(), (int)status_);            \
-      goto fail;                                                                                    \
-    }                                                                                               \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    hidet_status status_ = (call);                                                                 \
+    if (status_ != HIDET_OK) {                                                                     \
+      fprintf(stderr, "classify_c: %s (status %d)\n", hidet_last_error(), (int)status_);           \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
 static float half_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
   float f;
-  if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13); /* inf, nan */
-  else if (exp != 0) bits = sign | ((exp + 112) << 23) | (man << 13);
+  if (exp == 0x1f)
+    bits = sign | 0x7f800000u | (man << 13); /* inf, nan */
+  else if (exp != 0)
+    bits = sign | ((exp + 112) << 23) | (man << 13);
   else { /* zero and subnormals: man * 2^-24 */
     f = (float)man * 5.9604645e-8f;
     return sign ? -f : f;
@@ -52,10 +54,21 @@ static uint16_t float_to_half(float f) { /* round to nearest even; enough for a 
 
 static size_t dtype_size(hidet_dtype d) {
   switch (d) {
-  case HIDET_FLOAT64: case HIDET_INT64: case HIDET_UINT64: return 8;
-  case HIDET_FLOAT32: case HIDET_INT32: case HIDET_UINT32: return 4;
-  case HIDET_FLOAT16: case HIDET_BFLOAT16: case HIDET_INT16: case HIDET_UINT16: return 2;
-  default: return 1;
+  case HIDET_FLOAT64:
+  case HIDET_INT64:
+  case HIDET_UINT64:
+    return 8;
+  case HIDET_FLOAT32:
+  case HIDET_INT32:
+  case HIDET_UINT32:
+    return 4;
+  case HIDET_FLOAT16:
+  case HIDET_BFLOAT16:
+  case HIDET_INT16:
+  case HIDET_UINT16:
+    return 2;
+  default:
+    return 1;
   }
 }
 
@@ -81,7 +94,8 @@ int main(int argc, char **argv) {
   CHECK(hidet_model_output_info(model, 0, &out_info));
   if (in_info.ndim > 8 || out_info.ndim > 8 || out_info.dtype != in_info.dtype ||
       (in_info.dtype != HIDET_FLOAT32 && in_info.dtype != HIDET_FLOAT16)) {
-    fprintf(stderr, "classify_c: this example takes a float32 or float16 model of at most 8 dimensions\n");
+    fprintf(stderr,
+            "classify_c: this example takes a float32 or float16 model of at most 8 dimensions\n");
     goto fail;
   }
   for (i = 0; i < (size_t)in_info.ndim; ++i) {
@@ -97,20 +111,24 @@ int main(int argc, char **argv) {
     int extra = f ? fgetc(f) : EOF;
     if (f) fclose(f);
     if (got != in_bytes || extra != EOF) {
-      fprintf(stderr, "classify_c: '%s' does not hold %zu bytes (the model's input)\n", argv[2], in_bytes);
+      fprintf(stderr, "classify_c: '%s' does not hold %zu bytes (the model's input)\n", argv[2],
+              in_bytes);
       goto fail;
     }
   } else {
     for (i = 0; i < numel; ++i) {
       float v = sinf(0.01f * (float)i);
-      if (in_info.dtype == HIDET_FLOAT16) ((uint16_t *)host_in)[i] = float_to_half(v);
-      else ((float *)host_in)[i] = v;
+      if (in_info.dtype == HIDET_FLOAT16)
+        ((uint16_t *)host_in)[i] = float_to_half(v);
+      else
+        ((float *)host_in)[i] = v;
     }
   }
   x.data = NULL, x.dtype = in_info.dtype, x.ndim = in_info.ndim, x.shape = in_shape;
   CHECK(hidet_model_output_shape(model, &x, 1, 0, out_shape));
   numel = 1;
-  for (i = 0; i < (size_t)out_info.ndim; ++i) numel *= (size_t)out_shape[i];
+  for (i = 0; i < (size_t)out_info.ndim; ++i)
+    numel *= (size_t)out_shape[i];
   out_bytes = numel * dtype_size(out_info.dtype);
   classes = (size_t)out_shape[out_info.ndim - 1];
 
@@ -127,15 +145,19 @@ int main(int argc, char **argv) {
   CHECK(hidet_memcpy_to_host(host_out, dev_out, out_bytes));
 
   for (i = 0; i < classes; ++i) /* the first image's row */
-    probs[i] = out_info.dtype == HIDET_FLOAT16 ? half_to_float(((uint16_t *)host_out)[i]) : ((float *)host_out)[i];
+    probs[i] = out_info.dtype == HIDET_FLOAT16 ? half_to_float(((uint16_t *)host_out)[i])
+                                               : ((float *)host_out)[i];
   top = probs[0];
-  for (i = 1; i < classes; ++i) top = probs[i] > top ? probs[i] : top;
-  for (i = 0; i < classes; ++i) sum += probs[i] = (float)exp(probs[i] - top);
+  for (i = 1; i < classes; ++i)
+    top = probs[i] > top ? probs[i] : top;
+  for (i = 0; i < classes; ++i)
+    sum += probs[i] = (float)exp(probs[i] - top);
   k = classes < 5 ? classes : 5;
   printf("%s (%s), input %s: top-%zu classes\n", argv[1], target, in_info.name, k);
   for (i = 0; i < k; ++i) { /* the next largest, each round */
     size_t c, best = 0;
-    for (c = 1; c < classes; ++c) best = probs[c] > probs[best] ? c : best;
+    for (c = 1; c < classes; ++c)
+      best = probs[c] > probs[best] ? c : best;
     printf("  class %zu: %.4f\n", best, probs[best] / sum);
     probs[best] = -1;
   }

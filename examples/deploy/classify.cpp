@@ -27,15 +27,19 @@ std::vector<char> image(const char *path, const hidet::Tensor &x) {
   if (path) {
     std::ifstream f(path, std::ios::binary);
     if (!f.read(bytes.data(), std::streamsize(bytes.size())) || f.peek() != EOF)
-      throw hidet::ValueError(hidet::str_cat("'", path, "' does not hold ", bytes.size(), " bytes (",
-                                             x.numel(), " values of ", x.dtype().name(), ")"));
+      throw hidet::ValueError(hidet::str_cat("'", path, "' does not hold ", bytes.size(),
+                                             " bytes (", x.numel(), " values of ", x.dtype().name(),
+                                             ")"));
     return bytes;
   }
   for (std::int64_t i = 0; i < x.numel(); ++i) {
     float v = std::sin(0.01f * float(i));
-    if (x.dtype() == hidet::dtypes::f16) reinterpret_cast<std::uint16_t *>(bytes.data())[i] = hidet::float_to_half_bits(v);
-    else if (x.dtype() == hidet::dtypes::f32) reinterpret_cast<float *>(bytes.data())[i] = v;
-    else throw hidet::ValueError("the synthetic image is float32 or float16: give an input file");
+    if (x.dtype() == hidet::dtypes::f16)
+      reinterpret_cast<std::uint16_t *>(bytes.data())[i] = hidet::float_to_half_bits(v);
+    else if (x.dtype() == hidet::dtypes::f32)
+      reinterpret_cast<float *>(bytes.data())[i] = v;
+    else
+      throw hidet::ValueError("the synthetic image is float32 or float16: give an input file");
   }
   return bytes;
 }
@@ -53,7 +57,8 @@ int main(int argc, char **argv) {
     double load_ms = ms_since(t0);
     const hidet::ModelTensorInfo &in = model.inputs().at(0);
     std::vector<std::int64_t> shape = in.shape;
-    for (auto &d : shape) d = d < 0 ? 1 : d; // a batch of one
+    for (auto &d : shape)
+      d = d < 0 ? 1 : d; // a batch of one
     hidet::Tensor x = hidet::empty(shape, in.dtype, "cuda");
     std::vector<char> bytes = image(argc > 2 ? argv[2] : nullptr, x);
     x.copy_from_host(bytes.data());
@@ -67,14 +72,17 @@ int main(int argc, char **argv) {
     logits.resize(classes); // the first image's row
     double top = *std::max_element(logits.begin(), logits.end()), sum = 0;
     std::vector<double> probs(classes);
-    for (std::size_t c = 0; c < classes; ++c) sum += probs[c] = std::exp(logits[c] - top);
+    for (std::size_t c = 0; c < classes; ++c)
+      sum += probs[c] = std::exp(logits[c] - top);
     std::vector<std::size_t> order(classes);
     std::iota(order.begin(), order.end(), 0);
     std::size_t k = std::min<std::size_t>(5, classes);
     std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(k), order.end(),
                       [&](std::size_t a, std::size_t b) { return probs[a] > probs[b]; });
-    std::printf("%s (%s), input %s: top-%zu classes\n", argv[1], model.target().c_str(), in.str().c_str(), k);
-    for (std::size_t i = 0; i < k; ++i) std::printf("  class %zu: %.4f\n", order[i], probs[order[i]] / sum);
+    std::printf("%s (%s), input %s: top-%zu classes\n", argv[1], model.target().c_str(),
+                in.str().c_str(), k);
+    for (std::size_t i = 0; i < k; ++i)
+      std::printf("  class %zu: %.4f\n", order[i], probs[order[i]] / sum);
     std::printf("load %.1f ms, first run %.1f ms\n", load_ms, run_ms);
   } catch (const hidet::Error &e) {
     std::fprintf(stderr, "classify: %s\n", e.what());

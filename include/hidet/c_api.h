@@ -39,12 +39,12 @@ extern "C" {
 /** What a call returns. */
 typedef enum hidet_status {
   HIDET_OK = 0,
-  HIDET_ERROR_INVALID_ARGUMENT = 1, /**< a NULL pointer, an index out of range, inputs or outputs of the
-                                         wrong count, dtype or shape */
-  HIDET_ERROR_BAD_FILE = 2,         /**< the file cannot be read, is no model file, is truncated or corrupt,
-                                         or was saved by another hidet version or for another GPU */
-  HIDET_ERROR_CUDA = 3,             /**< the CUDA driver failed */
-  HIDET_ERROR_INTERNAL = 4          /**< a bug in hidet: please report the message */
+  HIDET_ERROR_INVALID_ARGUMENT = 1, /**< a NULL pointer, an index out of range, inputs or outputs of
+                                       the wrong count, dtype or shape */
+  HIDET_ERROR_BAD_FILE = 2, /**< the file cannot be read, is no model file, is truncated or corrupt,
+                                 or was saved by another hidet version or for another GPU */
+  HIDET_ERROR_CUDA = 3,     /**< the CUDA driver failed */
+  HIDET_ERROR_INTERNAL = 4  /**< a bug in hidet: please report the message */
 } hidet_status;
 
 /** Element types (the values of hidet's DTypeCode). */
@@ -72,7 +72,7 @@ typedef struct hidet_model hidet_model;
 /** An input or output of a model, as the file records it. The pointers stay valid while the
  *  model lives. */
 typedef struct hidet_tensor_info {
-  const char *name;        /**< torch's name of the input or output */
+  const char *name; /**< torch's name of the input or output */
   hidet_dtype dtype;
   int32_t ndim;
   const int64_t *shape;    /**< ndim extents; -1 where the extent varies (the file holds several) */
@@ -105,19 +105,22 @@ hidet_status hidet_model_target(const hidet_model *model, const char **target);
 
 hidet_status hidet_model_num_inputs(const hidet_model *model, size_t *count);
 hidet_status hidet_model_num_outputs(const hidet_model *model, size_t *count);
-hidet_status hidet_model_input_info(const hidet_model *model, size_t index, hidet_tensor_info *info);
-hidet_status hidet_model_output_info(const hidet_model *model, size_t index, hidet_tensor_info *info);
+hidet_status hidet_model_input_info(const hidet_model *model, size_t index,
+                                    hidet_tensor_info *info);
+hidet_status hidet_model_output_info(const hidet_model *model, size_t index,
+                                     hidet_tensor_info *info);
 
 /** The shape of output `index` for inputs of the given shapes (their data may be NULL): writes
  *  the output's ndim extents (hidet_model_output_info) to `shape`. */
-hidet_status hidet_model_output_shape(const hidet_model *model, const hidet_tensor *inputs, size_t num_inputs,
-                                      size_t index, int64_t *shape);
+hidet_status hidet_model_output_shape(const hidet_model *model, const hidet_tensor *inputs,
+                                      size_t num_inputs, size_t index, int64_t *shape);
 
 /** Runs the model: reads `inputs`, writes `outputs` (of the shapes hidet_model_output_shape
  *  gives), enqueued on `stream` (a CUstream, NULL for the default stream; on the emulator the run
  *  has completed when the call returns). */
-hidet_status hidet_model_run(const hidet_model *model, const hidet_tensor *inputs, size_t num_inputs,
-                             const hidet_tensor *outputs, size_t num_outputs, void *stream);
+hidet_status hidet_model_run(const hidet_model *model, const hidet_tensor *inputs,
+                             size_t num_inputs, const hidet_tensor *outputs, size_t num_outputs,
+                             void *stream);
 
 /** Device memory for tensors (see the top of the file). */
 hidet_status hidet_device_malloc(size_t nbytes, void **ptr);

@@ -4,8 +4,11 @@ libhidet), which print PyTorch's top-5 classes and link neither libpython nor li
 NVRTC; a model with a symbolic batch exported at two sizes runs both from hidet.Model and names
 the sizes it holds for another; a transformer layer keeps linear, attention and layer norm whole.
 On the emulator the file carries the kernels' IR, so the programs run it there too."""
+import contextlib
+import io
 import os
 import re
+import runpy
 import subprocess
 import sys
 
@@ -36,8 +39,15 @@ def _same_top5(got, want):
 def test_exported_classifier_is_served_by_the_cpp_and_c_programs(tmp_path):
     pytest.importorskip('torchvision')
     path, image = str(tmp_path / 'model.hidet'), str(tmp_path / 'x.bin')
-    out = subprocess.run([sys.executable, os.path.join(DEPLOY, 'export_model.py'), path, '--input', image],
-                         capture_output=True, text=True, check=True).stdout
+    out = io.StringIO()  # export_model.py run here (a second process would import torch again)
+    argv = sys.argv
+    try:
+        sys.argv = ['export_model.py', path, '--input', image]
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(os.path.join(DEPLOY, 'export_model.py'), run_name='__main__')
+    finally:
+        sys.argv = argv
+    out = out.getvalue()
     want = _top5(out)
     assert len(want) == 5, out
     for program in PROGRAMS:

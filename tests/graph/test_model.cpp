@@ -90,28 +90,44 @@ TEST_CASE("a model saved at two batch sizes loads with its signature and runs bo
     expect_same(got[0], want[0], 4);
     expect_same(got[1], want[1], 4);
   }
-  expect_error([&] { model.run({make({4, 24}, dtypes::f32)}); },
-               {"no compiled program for the input shapes ((4, 24),)", "((3, 24),)", "((5, 24),)"});
+  expect_error(
+      [&] {
+        model.run({make({4, 24}, dtypes::f32)});
+      },
+      {"no compiled program for the input shapes ((4, 24),)", "((3, 24),)", "((5, 24),)"});
 
   // Into memory the caller owns (tensor_view over raw pointers); outputs checked.
   Tensor in = make({5, 24}, dtypes::f32);
   Tensor y0 = empty({5, 10}, dtypes::f32, "cuda"), y1 = empty({5}, dtypes::f32, "cuda");
   model.run({tensor_view(in.data_ptr(), {5, 24}, dtypes::f32)},
-            {tensor_view(y0.data_ptr(), {5, 10}, dtypes::f32), tensor_view(y1.data_ptr(), {5}, dtypes::f32)});
+            {tensor_view(y0.data_ptr(), {5, 10}, dtypes::f32),
+             tensor_view(y1.data_ptr(), {5}, dtypes::f32)});
   auto want = net(in);
   expect_same(y0, want[0], 4);
   expect_same(y1, want[1], 4);
   expect_error([&] { model.run({in}, {y0}); }, {"has 2 outputs, 1 were given"});
-  expect_error([&] { model.run({in}, {y1, y1}); }, {"output 0", "the output has shape (5, 10), got (5,)"});
+  expect_error(
+      [&] {
+        model.run({in}, {y1, y1});
+      },
+      {"output 0", "the output has shape (5, 10), got (5,)"});
   expect_error([&] { model.run({in}, {y0.to(Device::cpu()), y1}); }, {"output 0", "is on cpu"});
   expect_error([&] { tensor_view(nullptr, {5, 24}, dtypes::f32); }, {"null data pointer"});
 
   // Bad inputs, then a good run: the model stays usable.
   expect_error([&] { model.run({}); }, {"takes 1 input (features: float32[n, 24]), got 0"});
-  expect_error([&] { model.run({make({5, 24}, dtypes::f16)}); }, {"input 0", "expected dtype float32, got float16"});
+  expect_error(
+      [&] {
+        model.run({make({5, 24}, dtypes::f16)});
+      },
+      {"input 0", "expected dtype float32, got float16"});
   expect_error([&] { model.run({make({5, 23}, dtypes::f32)}); }, {"dimension 1 must be 24"});
   expect_error([&] { model.run({make({24}, dtypes::f32)}); }, {"expected rank 2"});
-  expect_error([&] { model.run({make({5, 24}, dtypes::f32).to(Device::cpu())}); }, {"is on cpu", "move the input"});
+  expect_error(
+      [&] {
+        model.run({make({5, 24}, dtypes::f32).to(Device::cpu())});
+      },
+      {"is on cpu", "move the input"});
   expect_same(model.run({in})[0], want[0], 4);
   Model nothing;
   expect_error([&] { nothing.run({in}); }, {"holds nothing", "Model::load"});
@@ -140,14 +156,17 @@ TEST_CASE("four threads on their own streams run one model at once") {
     pool.emplace_back([&, t] {
       try {
         Stream s = Stream::create();
-        for (int r = 0; r < runs; ++r) got[std::size_t(t * runs + r)] = model.run({ins[std::size_t(t * runs + r)]}, s);
+        for (int r = 0; r < runs; ++r)
+          got[std::size_t(t * runs + r)] = model.run({ins[std::size_t(t * runs + r)]}, s);
         s.synchronize();
       } catch (const std::exception &e) {
         errors[std::size_t(t)] = e.what();
       }
     });
-  for (auto &th : pool) th.join();
-  for (const auto &e : errors) CHECK_MESSAGE(e.empty(), e);
+  for (auto &th : pool)
+    th.join();
+  for (const auto &e : errors)
+    CHECK_MESSAGE(e.empty(), e);
   for (std::size_t i = 0; i < ins.size(); ++i) {
     REQUIRE(got[i].size() == 2);
     expect_same(got[i][0], want[i][0], 4);
@@ -180,14 +199,16 @@ TEST_CASE("bad model files give ValueErrors naming the file") {
   std::string other = good;
   other[other.find(HIDET_VERSION_STRING)] = '7';
   write_all(dir.file("version"), other);
-  expect_error([&] { Model::load(dir.file("version")); }, {"was saved by hidet 7", "export) the model again"});
+  expect_error([&] { Model::load(dir.file("version")); },
+               {"was saved by hidet 7", "export) the model again"});
   std::string target = runtime::cuda_emulated() ? "emulator" : runtime::device_info(0).arch();
   std::string arch = good;
   arch[arch.find(target, 8) + 1] = '#'; // the target follows the magic, format and version
   write_all(dir.file("arch"), arch);
   expect_error([&] { Model::load(dir.file("arch")); }, {"holds kernels compiled for"});
   // A graph of several shapes is a Model, not a CompiledGraph.
-  expect_error([&] { graph::CompiledGraph::load(dir.file("net.hidet")); }, {"holds programs for 2 sets", "hidet::Model"});
+  expect_error([&] { graph::CompiledGraph::load(dir.file("net.hidet")); },
+               {"holds programs for 2 sets", "hidet::Model"});
 }
 
 // The second half of the next test: run in a new process with HIDET_MODEL_DIR set.
@@ -201,7 +222,8 @@ TEST_CASE("child: load a model in a new process" * doctest::skip()) {
     std::string in = read_all((dir / "input.bin").string());
     std::vector<float> xs(in.size() / sizeof(float));
     std::memcpy(xs.data(), in.data(), in.size());
-    for (double v : model.run({asarray(xs, {5, 24}, "cuda")})[0].to_double_vector()) result << v << "\n";
+    for (double v : model.run({asarray(xs, {5, 24}, "cuda")})[0].to_double_vector())
+      result << v << "\n";
     result << (nvrtc_mapped() ? "nvrtc loaded\n" : "");
   } catch (const Error &e) {
     result << "error: " << e.what() << "\n";
@@ -215,11 +237,14 @@ TEST_CASE("a new process loads the model and runs it without NVRTC") {
   Tensor in = make({5, 24}, dtypes::f32);
   std::vector<double> want = net(in)[0].to_double_vector();
   std::vector<float> xs;
-  for (double v : in.to_double_vector()) xs.push_back(float(v));
-  write_all(dir.file("input.bin"), std::string(reinterpret_cast<const char *>(xs.data()), xs.size() * sizeof(float)));
-  std::string cmd = str_cat("HIDET_MODEL_DIR='", dir.path.string(), "' HIDET_EMULATOR_NVRTC=1 '",
-                            fs::read_symlink("/proc/self/exe").string(), "' --no-skip --test-case='child: *' > '",
-                            dir.file("child.log"), "' 2>&1");
+  for (double v : in.to_double_vector())
+    xs.push_back(float(v));
+  write_all(dir.file("input.bin"),
+            std::string(reinterpret_cast<const char *>(xs.data()), xs.size() * sizeof(float)));
+  std::string cmd =
+      str_cat("HIDET_MODEL_DIR='", dir.path.string(), "' HIDET_EMULATOR_NVRTC=1 '",
+              fs::read_symlink("/proc/self/exe").string(), "' --no-skip --test-case='child: *' > '",
+              dir.file("child.log"), "' 2>&1");
   int rc = std::system(cmd.c_str());
   INFO("child log: " << read_all(dir.file("child.log")));
   REQUIRE(rc == 0);
@@ -229,7 +254,9 @@ TEST_CASE("a new process loads the model and runs it without NVRTC") {
   CHECK(out.find("nvrtc loaded") == std::string::npos);
   std::istringstream s(out);
   std::vector<double> got;
-  for (double v; s >> v;) got.push_back(v);
+  for (double v; s >> v;)
+    got.push_back(v);
   REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
 }

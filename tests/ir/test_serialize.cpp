@@ -51,7 +51,8 @@ TEST_CASE("lowered template modules round-trip: equal, printed the same, variabl
   // f32 SIMT matmul over a symbolic row count (register tiles, shared tiles, vector stores).
   expect_round_trip(ir::lower(tpl::matmul_f32_module(tpl::MatmulRows(Dim("m")), 64, 40).ir()));
   // f16 tensor-core matmul (mma.sync, ldmatrix, cp.async, swizzled shared layouts).
-  expect_round_trip(ir::lower(tpl::matmul_f16_module(tpl::MatmulRows(96), 128, 64, dtypes::f16).ir()));
+  expect_round_trip(
+      ir::lower(tpl::matmul_f16_module(tpl::MatmulRows(96), 128, 64, dtypes::f16).ir()));
 }
 
 TEST_CASE("a hand-built module with a device function, loops, asserts and asm round-trips") {
@@ -83,15 +84,21 @@ TEST_CASE("the emulator runs a module read back with the original's results") {
   REQUIRE(kernel);
   backend::Dim3 grid{1, 1, 1}, block{1, 1, 1};
   auto dim = [](const ir::Expr &e) { return e ? std::uint32_t(*ir::try_evaluate(e)) : 1u; };
-  grid = {dim(kernel->attrs.grid_dim[0]), dim(kernel->attrs.grid_dim[1]), dim(kernel->attrs.grid_dim[2])};
-  block = {dim(kernel->attrs.block_dim[0]), dim(kernel->attrs.block_dim[1]), dim(kernel->attrs.block_dim[2])};
-  std::size_t smem = kernel->attrs.dynamic_smem_bytes ? std::size_t(*ir::try_evaluate(kernel->attrs.dynamic_smem_bytes)) : 0;
+  grid = {dim(kernel->attrs.grid_dim[0]), dim(kernel->attrs.grid_dim[1]),
+          dim(kernel->attrs.grid_dim[2])};
+  block = {dim(kernel->attrs.block_dim[0]), dim(kernel->attrs.block_dim[1]),
+           dim(kernel->attrs.block_dim[2])};
+  std::size_t smem = kernel->attrs.dynamic_smem_bytes
+                         ? std::size_t(*ir::try_evaluate(kernel->attrs.dynamic_smem_bytes))
+                         : 0;
 
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> small(-3, 3); // small integers: exact sums
   std::vector<float> a(std::size_t(m) * k), b(std::size_t(k) * n);
-  for (auto &x : a) x = float(small(rng));
-  for (auto &x : b) x = float(small(rng));
+  for (auto &x : a)
+    x = float(small(rng));
+  for (auto &x : b)
+    x = float(small(rng));
   auto run = [&](const ir::Module &mod) {
     std::vector<float> c(std::size_t(m) * n, -1.0f);
     backend::emu::Program p(mod);
@@ -104,11 +111,13 @@ TEST_CASE("the emulator runs a module read back with the original's results") {
   std::vector<float> want = run(lowered), got = run(back);
   CHECK(got == want);
   double sum = 0;
-  for (float x : want) sum += std::abs(x);
-  CHECK(sum > 0); // not all zero
+  for (float x : want)
+    sum += std::abs(x);
+  CHECK(sum > 0);               // not all zero
   for (int j = 0; j < n; ++j) { // against a host reference, one row
     double ref = 0;
-    for (int kk = 0; kk < k; ++kk) ref += double(a[std::size_t(kk)]) * b[std::size_t(kk) * n + j];
+    for (int kk = 0; kk < k; ++kk)
+      ref += double(a[std::size_t(kk)]) * b[std::size_t(kk) * n + j];
     REQUIRE(got[std::size_t(j)] == doctest::Approx(ref));
   }
 }

@@ -25,10 +25,12 @@ TEST_CASE("values read back as written; malformed input is a ValueError naming t
     (void)r.pod<std::uint8_t>();
     FAIL("no error past the end");
   } catch (const ValueError &e) {
-    CHECK(std::string(e.what()) == "'m.hidet' is corrupt (it ends early at byte " + std::to_string(w.out.size()) + ")");
+    CHECK(std::string(e.what()) ==
+          "'m.hidet' is corrupt (it ends early at byte " + std::to_string(w.out.size()) + ")");
   }
   util::ByteReader bad_kind(std::string_view(w.out).substr(w.out.size() - 1), "x");
-  CHECK_THROWS_WITH_AS(bad_kind.enumerator(Kind::b, "kind"), "x is corrupt (an unknown kind at byte 1)", ValueError);
+  CHECK_THROWS_WITH_AS(bad_kind.enumerator(Kind::b, "kind"),
+                       "x is corrupt (an unknown kind at byte 1)", ValueError);
   util::ByteWriter big;
   big.pod(std::uint64_t(1) << 60); // a count no input can hold
   util::ByteReader count(big.out, "y");
@@ -39,7 +41,8 @@ TEST_CASE("block_checksum is xxHash64 and sees every byte and the length") {
   CHECK(util::block_checksum("") == 0xEF46DB3751D8E999ull);
   CHECK(util::block_checksum("abc") == 0x44BC2CF5AD770999ull);
   std::string data(1000, '\0');
-  for (std::size_t i = 0; i < data.size(); ++i) data[i] = char(i * 37);
+  for (std::size_t i = 0; i < data.size(); ++i)
+    data[i] = char(i * 37);
   std::uint64_t h = util::block_checksum(data);
   for (std::size_t i = 0; i < data.size(); ++i) {
     std::string flipped = data;

@@ -73,7 +73,8 @@ public:
   /// The input shapes the file holds a program for: one entry per program, one shape per input.
   std::vector<std::vector<std::vector<std::int64_t>>> compiled_shapes() const;
   /// The output shapes for inputs of these shapes (a ValueError when no program has them).
-  std::vector<std::vector<std::int64_t>> output_shapes(const std::vector<std::vector<std::int64_t>> &input_shapes) const;
+  std::vector<std::vector<std::int64_t>>
+  output_shapes(const std::vector<std::vector<std::int64_t>> &input_shapes) const;
   /// The kernels' target: a GPU architecture ("sm_90a"), or "emulator".
   const std::string &target() const;
   /// Workspaces made so far (at most the number of runs that were ever in flight at once, per
@@ -85,7 +86,8 @@ public:
   void save(const std::string &path) const;
 
   /// Runs on `stream` and returns the outputs (fresh tensors).
-  std::vector<Tensor> run(const std::vector<Tensor> &inputs, const Stream &stream = current_stream()) const;
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs,
+                          const Stream &stream = current_stream()) const;
   /// Runs on `stream`, writing the outputs into `outputs` (of the shapes output_shapes() gives,
   /// contiguous; tensor_view() wraps device pointers the caller owns).
   void run(const std::vector<Tensor> &inputs, const std::vector<Tensor> &outputs,
@@ -102,7 +104,8 @@ private:
 
 /// A tensor over memory the caller owns (nothing is copied, nothing is freed): `data` on `device`
 /// (a GPU pointer, or host memory on the emulator). A ValueError for a null pointer.
-Tensor tensor_view(void *data, const std::vector<std::int64_t> &shape, DataType dtype, Device device = Device::cuda());
+Tensor tensor_view(void *data, const std::vector<std::int64_t> &shape, DataType dtype,
+                   Device device = Device::cuda());
 
 /// Writes compiled graphs of one model (one per set of input shapes: the same inputs and outputs
 /// in count and dtype) as one model file (see the top of the file); each graph runs once.
@@ -111,7 +114,8 @@ Tensor tensor_view(void *data, const std::vector<std::int64_t> &shape, DataType 
 /// after the graph's symbolic dimension when it has one). Throws ValueError for graphs that do not
 /// agree or whose work cannot be replayed from a file (see CompiledGraph::save).
 void save_model(const std::string &path, const std::vector<CompiledGraph> &graphs,
-                std::vector<ModelTensorInfo> inputs = {}, std::vector<ModelTensorInfo> outputs = {});
+                std::vector<ModelTensorInfo> inputs = {},
+                std::vector<ModelTensorInfo> outputs = {});
 
 } // namespace hidet::graph
 

@@ -58,13 +58,16 @@ inline void require(const void *p, const char *what) {
 }
 
 inline DataType dtype_of(hidet_dtype d, const std::string &what) {
-  if (int(d) < 0 || int(d) > int(DTypeCode::F8E5M2)) throw ValueError(str_cat(what, ": unknown dtype code ", int(d)));
+  if (int(d) < 0 || int(d) > int(DTypeCode::F8E5M2))
+    throw ValueError(str_cat(what, ": unknown dtype code ", int(d)));
   return DataType(DTypeCode(d));
 }
 
 inline std::vector<std::int64_t> shape_of(const hidet_tensor &t, const std::string &what) {
-  if (t.ndim < 0 || t.ndim > 64) throw ValueError(str_cat(what, ": ndim ", t.ndim, " is out of range"));
-  if (t.ndim > 0 && !t.shape) throw ValueError(str_cat(what, ": `shape` is NULL for ndim ", t.ndim));
+  if (t.ndim < 0 || t.ndim > 64)
+    throw ValueError(str_cat(what, ": ndim ", t.ndim, " is out of range"));
+  if (t.ndim > 0 && !t.shape)
+    throw ValueError(str_cat(what, ": `shape` is NULL for ndim ", t.ndim));
   return std::vector<std::int64_t>(t.shape, t.shape + t.ndim);
 }
 
@@ -125,11 +128,13 @@ hidet_status hidet_model_load(const char *path, hidet_model **model) {
     m->model = Model::load(path);
     for (const auto &t : m->model.inputs()) {
       m->inputs.emplace_back();
-      for (const auto &d : t.dims) m->inputs.back().dims.push_back(d.c_str());
+      for (const auto &d : t.dims)
+        m->inputs.back().dims.push_back(d.c_str());
     }
     for (const auto &t : m->model.outputs()) {
       m->outputs.emplace_back();
-      for (const auto &d : t.dims) m->outputs.back().dims.push_back(d.c_str());
+      for (const auto &d : t.dims)
+        m->outputs.back().dims.push_back(d.c_str());
     }
     *model = m.release();
   });
@@ -164,45 +169,53 @@ hidet_status hidet_model_num_outputs(const hidet_model *model, size_t *count) {
   });
 }
 
-hidet_status hidet_model_input_info(const hidet_model *model, size_t index, hidet_tensor_info *info) {
+hidet_status hidet_model_input_info(const hidet_model *model, size_t index,
+                                    hidet_tensor_info *info) {
   return guarded("hidet_model_input_info", HIDET_ERROR_INVALID_ARGUMENT, [&] {
     require(model, "model");
     require(info, "info");
     const auto &ins = model->model.inputs();
-    if (index >= ins.size()) throw ValueError(str_cat("input ", index, " of a model of ", ins.size(), " inputs"));
+    if (index >= ins.size())
+      throw ValueError(str_cat("input ", index, " of a model of ", ins.size(), " inputs"));
     c_api::fill_info(ins[index], const_cast<hidet_model *>(model)->inputs[index], info);
   });
 }
 
-hidet_status hidet_model_output_info(const hidet_model *model, size_t index, hidet_tensor_info *info) {
+hidet_status hidet_model_output_info(const hidet_model *model, size_t index,
+                                     hidet_tensor_info *info) {
   return guarded("hidet_model_output_info", HIDET_ERROR_INVALID_ARGUMENT, [&] {
     require(model, "model");
     require(info, "info");
     const auto &outs = model->model.outputs();
-    if (index >= outs.size()) throw ValueError(str_cat("output ", index, " of a model of ", outs.size(), " outputs"));
+    if (index >= outs.size())
+      throw ValueError(str_cat("output ", index, " of a model of ", outs.size(), " outputs"));
     c_api::fill_info(outs[index], const_cast<hidet_model *>(model)->outputs[index], info);
   });
 }
 
-hidet_status hidet_model_output_shape(const hidet_model *model, const hidet_tensor *inputs, size_t num_inputs,
-                                      size_t index, int64_t *shape) {
+hidet_status hidet_model_output_shape(const hidet_model *model, const hidet_tensor *inputs,
+                                      size_t num_inputs, size_t index, int64_t *shape) {
   return guarded("hidet_model_output_shape", HIDET_ERROR_INVALID_ARGUMENT, [&] {
     require(model, "model");
     require(shape, "shape");
     if (num_inputs > 0) require(inputs, "inputs");
     const auto &outs = model->model.outputs();
-    if (index >= outs.size()) throw ValueError(str_cat("output ", index, " of a model of ", outs.size(), " outputs"));
+    if (index >= outs.size())
+      throw ValueError(str_cat("output ", index, " of a model of ", outs.size(), " outputs"));
     std::vector<std::vector<std::int64_t>> shapes;
-    for (std::size_t i = 0; i < num_inputs; ++i) shapes.push_back(c_api::shape_of(inputs[i], str_cat("input ", i)));
+    for (std::size_t i = 0; i < num_inputs; ++i)
+      shapes.push_back(c_api::shape_of(inputs[i], str_cat("input ", i)));
     if (shapes.size() != model->model.inputs().size())
-      throw ValueError(str_cat("the model takes ", model->model.inputs().size(), " inputs, ", shapes.size(), " were given"));
+      throw ValueError(str_cat("the model takes ", model->model.inputs().size(), " inputs, ",
+                               shapes.size(), " were given"));
     auto out = model->model.output_shapes(shapes)[index];
     std::copy(out.begin(), out.end(), shape);
   });
 }
 
-hidet_status hidet_model_run(const hidet_model *model, const hidet_tensor *inputs, size_t num_inputs,
-                             const hidet_tensor *outputs, size_t num_outputs, void *stream) {
+hidet_status hidet_model_run(const hidet_model *model, const hidet_tensor *inputs,
+                             size_t num_inputs, const hidet_tensor *outputs, size_t num_outputs,
+                             void *stream) {
   return guarded("hidet_model_run", HIDET_ERROR_INVALID_ARGUMENT, [&] {
     require(model, "model");
     std::vector<Tensor> xs = c_api::tensors_of(inputs, num_inputs, "input");
@@ -228,7 +241,8 @@ hidet_status hidet_device_free(void *ptr) {
     if (!ptr) return;
     auto &b = c_api::device_blocks();
     std::lock_guard<std::mutex> lock(b.mu);
-    if (!b.live.erase(ptr)) throw ValueError("the pointer did not come from hidet_device_malloc (or was freed already)");
+    if (!b.live.erase(ptr))
+      throw ValueError("the pointer did not come from hidet_device_malloc (or was freed already)");
   });
 }
 

@@ -20,8 +20,9 @@ namespace hidet::util {
 /// A 64-bit checksum of `data` for detecting corruption (not tampering): xxHash64 (four lanes over
 /// 32-byte stripes, the tail, an avalanche), 14 GB/s on one core where util::hash128 does 0.5.
 inline std::uint64_t block_checksum(std::string_view data, std::uint64_t seed = 0) {
-  constexpr std::uint64_t p1 = 0x9E3779B185EBCA87ull, p2 = 0xC2B2AE3D27D4EB4Full, p3 = 0x165667B19E3779F9ull,
-                          p4 = 0x85EBCA77C2B2AE63ull, p5 = 0x27D4EB2F165667C5ull;
+  constexpr std::uint64_t p1 = 0x9E3779B185EBCA87ull, p2 = 0xC2B2AE3D27D4EB4Full,
+                          p3 = 0x165667B19E3779F9ull, p4 = 0x85EBCA77C2B2AE63ull,
+                          p5 = 0x27D4EB2F165667C5ull;
   auto rotl = [](std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
   auto round = [&](std::uint64_t acc, std::uint64_t in) { return rotl(acc + in * p2, 31) * p1; };
   auto load64 = [](const char *q) {
@@ -40,11 +41,14 @@ inline std::uint64_t block_checksum(std::string_view data, std::uint64_t seed = 
       v4 = round(v4, load64(p + 24));
     }
     h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-    for (std::uint64_t v : {v1, v2, v3, v4}) h = (h ^ round(0, v)) * p1 + p4;
+    for (std::uint64_t v : {v1, v2, v3, v4})
+      h = (h ^ round(0, v)) * p1 + p4;
   }
   h += data.size();
-  for (; end - p >= 8; p += 8) h = rotl(h ^ round(0, load64(p)), 27) * p1 + p4;
-  for (; p < end; ++p) h = rotl(h ^ (std::uint64_t(std::uint8_t(*p)) * p5), 11) * p1;
+  for (; end - p >= 8; p += 8)
+    h = rotl(h ^ round(0, load64(p)), 27) * p1 + p4;
+  for (; p < end; ++p)
+    h = rotl(h ^ (std::uint64_t(std::uint8_t(*p)) * p5), 11) * p1;
   h ^= h >> 33;
   h *= p2;
   h ^= h >> 29;
@@ -56,14 +60,17 @@ inline std::uint64_t block_checksum(std::string_view data, std::uint64_t seed = 
 class ByteWriter {
 public:
   std::string out;
-  template <class T> void pod(const T &v) { out.append(reinterpret_cast<const char *>(&v), sizeof(T)); }
+  template <class T> void pod(const T &v) {
+    out.append(reinterpret_cast<const char *>(&v), sizeof(T));
+  }
   void str(std::string_view s) {
     pod(std::uint64_t(s.size()));
     out += s;
   }
   void ints(const std::vector<std::int64_t> &v) {
     pod(std::uint64_t(v.size()));
-    for (auto x : v) pod(x);
+    for (auto x : v)
+      pod(x);
   }
 };
 
@@ -91,14 +98,16 @@ public:
   std::vector<std::int64_t> ints() {
     auto n = count(sizeof(std::int64_t));
     std::vector<std::int64_t> v(n);
-    for (auto &x : v) x = pod<std::int64_t>();
+    for (auto &x : v)
+      x = pod<std::int64_t>();
     return v;
   }
   /// A count of items of at least `min_bytes` each (bounded by what is left, so that a corrupt
   /// count does not allocate).
   std::uint64_t count(std::uint64_t min_bytes) {
     auto n = pod<std::uint64_t>();
-    if (n > (data_.size() - pos_) / std::max<std::uint64_t>(min_bytes, 1)) corrupt("a count past the end");
+    if (n > (data_.size() - pos_) / std::max<std::uint64_t>(min_bytes, 1))
+      corrupt("a count past the end");
     return n;
   }
   /// An enumerator of E whose value is at most `last`.

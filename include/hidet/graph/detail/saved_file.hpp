@@ -47,7 +47,7 @@ struct SavedRef {
 struct SavedArg {
   backend::KernelArg::Kind kind = backend::KernelArg::Kind::Int; ///< Bytes: a tensor map
   DataType dtype;
-  SavedRef ref;          ///< Pointer, and the tensor map's address
+  SavedRef ref; ///< Pointer, and the tensor map's address
   std::int64_t i = 0;
   double f = 0;
   std::vector<std::int64_t> shape, box; ///< a tensor map
@@ -112,7 +112,8 @@ inline std::string saved_graph_target() {
 /// "((1, 3, 224, 224), (1,))": the shapes of a set of inputs.
 inline std::string shapes_str(const std::vector<std::vector<std::int64_t>> &shapes) {
   std::string s = "(";
-  for (std::size_t i = 0; i < shapes.size(); ++i) s += (i ? ", " : "") + hidet::detail::shape_str(shapes[i]);
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    s += (i ? ", " : "") + hidet::detail::shape_str(shapes[i]);
   return s + (shapes.size() == 1 ? ",)" : ")");
 }
 
@@ -127,7 +128,8 @@ inline void write_info(util::ByteWriter &w, const ModelTensorInfo &t) {
   w.str(t.name);
   w.pod(t.dtype.code);
   w.ints(t.shape);
-  for (const auto &d : t.dims) w.str(d);
+  for (const auto &d : t.dims)
+    w.str(d);
 }
 
 inline void write_command(util::ByteWriter &w, const SavedCommand &c) {
@@ -173,9 +175,11 @@ inline void write_command(util::ByteWriter &w, const SavedCommand &c) {
 inline std::string encode_file(const SavedFile &f) {
   util::ByteWriter w;
   w.pod(std::uint64_t(f.inputs.size()));
-  for (const auto &t : f.inputs) write_info(w, t);
+  for (const auto &t : f.inputs)
+    write_info(w, t);
   w.pod(std::uint64_t(f.outputs.size()));
-  for (const auto &t : f.outputs) write_info(w, t);
+  for (const auto &t : f.outputs)
+    write_info(w, t);
   w.pod(std::uint64_t(f.modules.size()));
   for (const auto &m : f.modules) {
     w.str(m.key);
@@ -191,7 +195,8 @@ inline std::string encode_file(const SavedFile &f) {
   }
   w.pod(std::uint64_t(f.programs.size()));
   for (const auto &p : f.programs) {
-    for (const auto &s : p.input_shapes) w.ints(s);
+    for (const auto &s : p.input_shapes)
+      w.ints(s);
     w.pod(std::uint64_t(p.outputs.size()));
     for (const auto &o : p.outputs) {
       w.ints(o.shape);
@@ -204,10 +209,13 @@ inline std::string encode_file(const SavedFile &f) {
       w.pod(r.nbytes);
     }
     w.pod(std::uint64_t(p.commands.size()));
-    for (const auto &c : p.commands) write_command(w, c);
+    for (const auto &c : p.commands)
+      write_command(w, c);
   }
   // The blobs last: a table of (offset, size), then one block of 256-byte-aligned bytes.
-  auto align = [](std::uint64_t n) { return (n + blob_alignment - 1) / blob_alignment * blob_alignment; };
+  auto align = [](std::uint64_t n) {
+    return (n + blob_alignment - 1) / blob_alignment * blob_alignment;
+  };
   w.pod(std::uint64_t(f.blobs.size()));
   std::uint64_t total = 0;
   for (const auto &b : f.blobs) {

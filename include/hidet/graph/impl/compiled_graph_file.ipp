@@ -41,7 +41,8 @@ public:
   SavedFile file;
 
   std::uint32_t blob(std::string bytes) {
-    auto [it, fresh] = blob_of_.try_emplace(util::hash128(bytes).hex(), std::uint32_t(file.blobs.size()));
+    auto [it, fresh] =
+        blob_of_.try_emplace(util::hash128(bytes).hex(), std::uint32_t(file.blobs.size()));
     if (fresh) {
       store_.push_back(std::move(bytes));
       file.blobs.push_back(store_.back());
@@ -79,7 +80,9 @@ private:
 
 /// Uninstalls the command hook of this thread for its lifetime (the recorder's own copies).
 struct NoCommandHook {
-  NoCommandHook() : saved(runtime::detail::command_hook()) { runtime::detail::command_hook() = nullptr; }
+  NoCommandHook() : saved(runtime::detail::command_hook()) {
+    runtime::detail::command_hook() = nullptr;
+  }
   ~NoCommandHook() { runtime::detail::command_hook() = saved; }
   runtime::detail::CommandHook *saved;
 };
@@ -118,21 +121,24 @@ public:
         break;
       }
     }
-    if (!base) std::tie(base, nbytes) = [&] {
-      auto [q, n] = allocator(device_).find_live(ptr);
-      return std::pair<const void *, std::size_t>(q, n);
-    }();
     if (!base)
-      throw ValueError(str_cat("save: ", what, " in graph node ", node_, " (", node_name_,
-                               ") points to memory the graph does not own (neither an input, a constant, the "
-                               "workspace nor a block of the caching allocator); this graph cannot be saved"));
+      std::tie(base, nbytes) = [&] {
+        auto [q, n] = allocator(device_).find_live(ptr);
+        return std::pair<const void *, std::size_t>(q, n);
+      }();
+    if (!base)
+      throw ValueError(
+          str_cat("save: ", what, " in graph node ", node_, " (", node_name_,
+                  ") points to memory the graph does not own (neither an input, a constant, the "
+                  "workspace nor a block of the caching allocator); this graph cannot be saved"));
     std::string bytes(nbytes, '\0');
     {
       NoCommandHook quiet;
       bool host = uses_host_memory(device_);
       runtime::detail::copy_bytes(bytes.data(), Device::cpu(), true, base, device_, host, nbytes);
     }
-    std::uint32_t id = add_region(base, nbytes, {SavedRegion::Kind::data, file_.blob(std::move(bytes)), 0});
+    std::uint32_t id =
+        add_region(base, nbytes, {SavedRegion::Kind::data, file_.blob(std::move(bytes)), 0});
     return {id, a - reinterpret_cast<std::uintptr_t>(base)};
   }
 
@@ -147,7 +153,8 @@ public:
   }
 
   void kernel(const KernelHandle &k, backend::Dim3 grid, backend::Dim3 block, std::size_t smem,
-              const std::vector<backend::KernelArg> &args, const std::vector<const TensorMap *> &maps) override {
+              const std::vector<backend::KernelArg> &args,
+              const std::vector<const TensorMap *> &maps) override {
     SavedCommand c;
     c.kind = SavedCommand::Kind::kernel;
     c.kernel = file_.kernel(file_.module(*k.shared()), k.name());
@@ -161,9 +168,15 @@ public:
       s.dtype = a.dtype;
       auto what = [&] { return str_cat("argument ", i, " of kernel '", k.name(), "'"); };
       switch (a.kind) {
-      case backend::KernelArg::Kind::Pointer: s.ref = locate(a.ptr, what()); break;
-      case backend::KernelArg::Kind::Int: s.i = a.i; break;
-      case backend::KernelArg::Kind::Float: s.f = a.f; break;
+      case backend::KernelArg::Kind::Pointer:
+        s.ref = locate(a.ptr, what());
+        break;
+      case backend::KernelArg::Kind::Int:
+        s.i = a.i;
+        break;
+      case backend::KernelArg::Kind::Float:
+        s.f = a.f;
+        break;
       case backend::KernelArg::Kind::Bytes: {
         const TensorMap *m = i < maps.size() ? maps[i] : nullptr;
         HIDET_ASSERT(m, "save: a by-value argument that is not a tensor map");
@@ -185,9 +198,10 @@ public:
     if (dst_dev.is_cpu() && src_dev.is_cpu()) return; // host work of an operator
     SavedCommand c;
     if (dst_dev.is_cpu())
-      throw ValueError(str_cat("save: graph node ", node_, " (", node_name_,
-                               ") copies device memory to the host during a run (its work depends on values it "
-                               "reads back); this graph cannot be saved"));
+      throw ValueError(
+          str_cat("save: graph node ", node_, " (", node_name_,
+                  ") copies device memory to the host during a run (its work depends on values it "
+                  "reads back); this graph cannot be saved"));
     c.dst = locate(dst, "a copy's destination");
     c.n = n;
     if (src_dev.is_cpu()) {
@@ -227,7 +241,8 @@ private:
 
 /// Installs a command hook on this thread for its lifetime.
 struct CommandHookGuard {
-  explicit CommandHookGuard(runtime::detail::CommandHook *h) : saved(runtime::detail::command_hook()) {
+  explicit CommandHookGuard(runtime::detail::CommandHook *h)
+      : saved(runtime::detail::command_hook()) {
     runtime::detail::command_hook() = h;
   }
   ~CommandHookGuard() { runtime::detail::command_hook() = saved; }
@@ -237,7 +252,9 @@ struct CommandHookGuard {
 /// What saving needs of a compiled graph's insides.
 struct GraphRecorder {
   /// The model a loaded graph runs (null for a compiled one).
-  static const Model *loaded(const CompiledGraph &cg) { return cg.s_->loaded ? &*cg.s_->loaded : nullptr; }
+  static const Model *loaded(const CompiledGraph &cg) {
+    return cg.s_->loaded ? &*cg.s_->loaded : nullptr;
+  }
   /// Records one run of `cg` (its graph's inputs at its symbol values) as a program of `file`.
   static SavedProgram record_run(const CompiledGraph &cg, FileBuilder &file);
 };
@@ -247,7 +264,9 @@ inline SavedProgram GraphRecorder::record_run(const CompiledGraph &cg, FileBuild
   SavedProgram program;
   const FlowGraph &g = s.graph;
   std::vector<Tensor> scratch = scratch_inputs(g, s.symbol_values);
-  Device device = s.workspace ? s.workspace->device : !g.outputs().empty() ? g.outputs()[0].device() : Device::cuda();
+  Device device = s.workspace            ? s.workspace->device
+                  : !g.outputs().empty() ? g.outputs()[0].device()
+                                         : Device::cuda();
   RecordProgram rec(file, program, device, g.constants());
   for (std::size_t i = 0; i < scratch.size(); ++i) {
     program.input_shapes.push_back(scratch[i].shape());
@@ -266,43 +285,52 @@ inline SavedProgram GraphRecorder::record_run(const CompiledGraph &cg, FileBuild
   }
   current_stream().synchronize();
   for (std::size_t i = 0; i < outs.size(); ++i)
-    program.outputs.push_back({outs[i].shape(), rec.locate(outs[i].data_ptr(), str_cat("graph output ", i))});
+    program.outputs.push_back(
+        {outs[i].shape(), rec.locate(outs[i].data_ptr(), str_cat("graph output ", i))});
   return program;
 }
 
 /// The tensors' infos of a model saved from `graphs` (see save_model): given ones checked against
 /// the programs, missing ones made from the first graph.
-inline std::vector<ModelTensorInfo> model_infos(std::vector<ModelTensorInfo> given, const std::vector<Tensor> &tensors,
-                                                const std::vector<std::vector<std::vector<std::int64_t>>> &shapes,
-                                                const char *kind) {
+inline std::vector<ModelTensorInfo>
+model_infos(std::vector<ModelTensorInfo> given, const std::vector<Tensor> &tensors,
+            const std::vector<std::vector<std::vector<std::int64_t>>> &shapes, const char *kind) {
   if (given.empty()) {
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       ModelTensorInfo t;
-      t.name = kind == std::string("input") && !tensors[i].name().empty() ? tensors[i].name() : str_cat(kind, i);
+      t.name = kind == std::string("input") && !tensors[i].name().empty() ? tensors[i].name()
+                                                                          : str_cat(kind, i);
       t.dtype = tensors[i].dtype();
       const SymShape sym = tensors[i].sym_shape();
       for (std::size_t d = 0; d < sym.size(); ++d) {
         bool same = true;
-        for (const auto &p : shapes) same = same && p[i][d] == shapes[0][i][d];
+        for (const auto &p : shapes)
+          same = same && p[i][d] == shapes[0][i][d];
         t.shape.push_back(same ? shapes[0][i][d] : -1);
-        t.dims.push_back(same ? "" : !sym[d].is_constant() ? sym[d].str() : str_cat(t.name, "_dim", d));
+        t.dims.push_back(same                    ? ""
+                         : !sym[d].is_constant() ? sym[d].str()
+                                                 : str_cat(t.name, "_dim", d));
       }
       given.push_back(std::move(t));
     }
   }
   if (given.size() != tensors.size())
-    throw ValueError(str_cat("save_model: ", given.size(), " ", kind, " infos for a model of ", tensors.size(), " ", kind, "s"));
+    throw ValueError(str_cat("save_model: ", given.size(), " ", kind, " infos for a model of ",
+                             tensors.size(), " ", kind, "s"));
   for (std::size_t i = 0; i < given.size(); ++i) {
     auto &t = given[i];
     if (t.dims.empty()) t.dims.assign(t.shape.size(), "");
-    if (t.dtype != tensors[i].dtype() || std::size_t(tensors[i].ndim()) != t.shape.size() || t.dims.size() != t.shape.size())
-      throw ValueError(str_cat("save_model: ", kind, " ", i, " (", t.str(), ") does not match the graph's ",
-                               tensors[i].dtype().name(), " tensor of rank ", tensors[i].ndim()));
+    if (t.dtype != tensors[i].dtype() || std::size_t(tensors[i].ndim()) != t.shape.size() ||
+        t.dims.size() != t.shape.size())
+      throw ValueError(str_cat("save_model: ", kind, " ", i, " (", t.str(),
+                               ") does not match the graph's ", tensors[i].dtype().name(),
+                               " tensor of rank ", tensors[i].ndim()));
     for (std::size_t d = 0; d < t.shape.size(); ++d) {
       for (const auto &p : shapes)
         if (t.shape[d] >= 0 && p[i][d] != t.shape[d])
-          throw ValueError(str_cat("save_model: ", kind, " ", i, " (", t.str(), ") has extent ", t.shape[d],
-                                   " at dimension ", d, " but a graph has ", hidet::detail::shape_str(p[i])));
+          throw ValueError(str_cat("save_model: ", kind, " ", i, " (", t.str(), ") has extent ",
+                                   t.shape[d], " at dimension ", d, " but a graph has ",
+                                   hidet::detail::shape_str(p[i])));
       if (t.shape[d] < 0 && t.dims[d].empty()) t.dims[d] = str_cat(t.name, "_dim", d);
     }
   }
@@ -312,12 +340,14 @@ inline std::vector<ModelTensorInfo> model_infos(std::vector<ModelTensorInfo> giv
 } // namespace detail
 
 HIDET_INLINE void save_model(const std::string &path, const std::vector<CompiledGraph> &graphs,
-                             std::vector<ModelTensorInfo> inputs, std::vector<ModelTensorInfo> outputs) {
+                             std::vector<ModelTensorInfo> inputs,
+                             std::vector<ModelTensorInfo> outputs) {
   if (graphs.empty()) throw ValueError("save_model: no compiled graph given");
   for (const auto &g : graphs)
     if (const Model *loaded = detail::GraphRecorder::loaded(g)) {
       if (graphs.size() > 1)
-        throw ValueError("save_model: a compiled graph loaded from a file saves only by itself (CompiledGraph::save)");
+        throw ValueError("save_model: a compiled graph loaded from a file saves only by itself "
+                         "(CompiledGraph::save)");
       loaded->save(path);
       return;
     }
@@ -328,30 +358,37 @@ HIDET_INLINE void save_model(const std::string &path, const std::vector<Compiled
   for (std::size_t k = 0; k < graphs.size(); ++k) {
     const FlowGraph &g = graphs[k].graph();
     if (g.inputs().size() != first.inputs().size() || g.outputs().size() != first.outputs().size())
-      throw ValueError(str_cat("save_model: graph ", k, " has ", g.inputs().size(), " inputs and ", g.outputs().size(),
-                               " outputs, graph 0 has ", first.inputs().size(), " and ", first.outputs().size()));
+      throw ValueError(str_cat("save_model: graph ", k, " has ", g.inputs().size(), " inputs and ",
+                               g.outputs().size(), " outputs, graph 0 has ", first.inputs().size(),
+                               " and ", first.outputs().size()));
     for (std::size_t i = 0; i < g.inputs().size(); ++i)
-      if (g.inputs()[i].dtype() != first.inputs()[i].dtype() || g.inputs()[i].ndim() != first.inputs()[i].ndim())
-        throw ValueError(str_cat("save_model: input ", i, " of graph ", k, " differs from graph 0's in dtype or rank"));
+      if (g.inputs()[i].dtype() != first.inputs()[i].dtype() ||
+          g.inputs()[i].ndim() != first.inputs()[i].ndim())
+        throw ValueError(str_cat("save_model: input ", i, " of graph ", k,
+                                 " differs from graph 0's in dtype or rank"));
     for (std::size_t i = 0; i < g.outputs().size(); ++i)
-      if (g.outputs()[i].dtype() != first.outputs()[i].dtype() || g.outputs()[i].ndim() != first.outputs()[i].ndim())
-        throw ValueError(str_cat("save_model: output ", i, " of graph ", k, " differs from graph 0's in dtype or rank"));
+      if (g.outputs()[i].dtype() != first.outputs()[i].dtype() ||
+          g.outputs()[i].ndim() != first.outputs()[i].ndim())
+        throw ValueError(str_cat("save_model: output ", i, " of graph ", k,
+                                 " differs from graph 0's in dtype or rank"));
     b.file.programs.push_back(detail::GraphRecorder::record_run(graphs[k], b));
     const auto &p = b.file.programs.back();
     for (std::size_t j = 0; j < k; ++j)
       if (b.file.programs[j].input_shapes == p.input_shapes)
-        throw ValueError(str_cat("save_model: graphs ", j, " and ", k, " both take inputs of shapes ",
-                                 detail::shapes_str(p.input_shapes), "; give one graph per set of input shapes"));
+        throw ValueError(str_cat("save_model: graphs ", j, " and ", k,
+                                 " both take inputs of shapes ", detail::shapes_str(p.input_shapes),
+                                 "; give one graph per set of input shapes"));
     in_shapes.push_back(p.input_shapes);
     std::vector<std::vector<std::int64_t>> os;
-    for (const auto &o : p.outputs) os.push_back(o.shape);
+    for (const auto &o : p.outputs)
+      os.push_back(o.shape);
     out_shapes.push_back(std::move(os));
   }
   // Modules compiled without a binary (the emulator without NVRTC) carry their IR.
   for (const auto &m : b.file.modules)
     if (!m.arch.empty() && b.file.target != "emulator" && m.arch != b.file.target)
-      throw ValueError(str_cat("save_model: kernel module '", m.name, "' was compiled for ", m.arch, ", the GPU is ",
-                               b.file.target));
+      throw ValueError(str_cat("save_model: kernel module '", m.name, "' was compiled for ", m.arch,
+                               ", the GPU is ", b.file.target));
   b.file.inputs = detail::model_infos(std::move(inputs), first.inputs(), in_shapes, "input");
   b.file.outputs = detail::model_infos(std::move(outputs), first.outputs(), out_shapes, "output");
   if (!backend::detail::write_file_atomic(path, detail::encode_file(b.file)))
@@ -366,17 +403,20 @@ HIDET_INLINE CompiledGraph CompiledGraph::load(const std::string &path) {
   Model model = Model::load(path, options);
   auto shapes = model.compiled_shapes();
   if (shapes.size() != 1)
-    throw ValueError(str_cat("load: '", path, "' holds programs for ", shapes.size(),
-                             " sets of input shapes; a CompiledGraph runs one: load it with hidet::Model::load"));
+    throw ValueError(str_cat(
+        "load: '", path, "' holds programs for ", shapes.size(),
+        " sets of input shapes; a CompiledGraph runs one: load it with hidet::Model::load"));
   std::vector<Tensor> xs;
   for (std::size_t i = 0; i < shapes[0].size(); ++i)
-    xs.push_back(symbol(to_sym_shape(shapes[0][i]), model.inputs()[i].dtype, Device::cuda(), model.inputs()[i].name));
+    xs.push_back(symbol(to_sym_shape(shapes[0][i]), model.inputs()[i].dtype, Device::cuda(),
+                        model.inputs()[i].name));
   std::vector<TensorMeta> metas;
   auto out_shapes = model.output_shapes(shapes[0]);
   for (std::size_t j = 0; j < out_shapes.size(); ++j)
     metas.push_back({to_sym_shape(out_shapes[j]), model.outputs()[j].dtype, Device::cuda()});
   std::vector<Tensor> ys = apply_operator(
-      "SavedGraph", xs, metas, [model](const std::vector<Tensor> &ins) { return model.run(ins, current_stream()); },
+      "SavedGraph", xs, metas,
+      [model](const std::vector<Tensor> &ins) { return model.run(ins, current_stream()); },
       str_cat("file='", path, "', target=", model.target()));
   CompiledGraph cg(FlowGraph(ys, xs));
   cg.s_->loaded = model;

@@ -27,11 +27,14 @@ namespace detail {
 // ---- decoding -------------------------------------------------------------------------------
 
 HIDET_INLINE SavedHeader read_header(std::string_view data, const std::string &where) {
-  if (data.size() < sizeof(saved_graph_magic) || std::memcmp(data.data(), saved_graph_magic, sizeof(saved_graph_magic)) != 0)
-    throw ValueError(str_cat("load: ", where, " is not a model file saved by hidet (CompiledGraph::save, "
+  if (data.size() < sizeof(saved_graph_magic) ||
+      std::memcmp(data.data(), saved_graph_magic, sizeof(saved_graph_magic)) != 0)
+    throw ValueError(str_cat("load: ", where,
+                             " is not a model file saved by hidet (CompiledGraph::save, "
                              "graph::save_model or hidet.torch.export)"));
   util::ByteReader r(data, where);
-  for (std::size_t i = 0; i < sizeof(saved_graph_magic); ++i) (void)r.pod<char>();
+  for (std::size_t i = 0; i < sizeof(saved_graph_magic); ++i)
+    (void)r.pod<char>();
   SavedHeader h;
   std::uint64_t size = 0, block = 0, block_sum = 0;
   std::string sum;
@@ -48,14 +51,16 @@ HIDET_INLINE SavedHeader read_header(std::string_view data, const std::string &w
                              " bytes end inside the header)"));
   }
   if (h.format != saved_graph_format || h.version != HIDET_VERSION_STRING)
-    throw ValueError(str_cat("load: ", where, " was saved by hidet ", h.version, " (file format ", h.format,
-                             "); this is hidet ", HIDET_VERSION_STRING, " (format ", saved_graph_format,
+    throw ValueError(str_cat("load: ", where, " was saved by hidet ", h.version, " (file format ",
+                             h.format, "); this is hidet ", HIDET_VERSION_STRING, " (format ",
+                             saved_graph_format,
                              "): compile and save (export) the model again with this version"));
   if (data.size() - r.pos() != size || block > size)
     throw ValueError(str_cat("load: ", where, " is truncated or corrupt (", data.size() - r.pos(),
                              " bytes after the header, ", size, " expected)"));
   h.payload = data.substr(r.pos(), size);
-  if (util::hash128(h.payload.substr(0, block)).hex() != sum || util::block_checksum(h.payload.substr(block)) != block_sum)
+  if (util::hash128(h.payload.substr(0, block)).hex() != sum ||
+      util::block_checksum(h.payload.substr(block)) != block_sum)
     throw ValueError(str_cat("load: ", where, " is corrupt (its checksum does not match)"));
   return h;
 }
@@ -67,14 +72,17 @@ inline SavedRef read_ref(util::ByteReader &r) {
   return ref;
 }
 
-inline DataType read_dtype(util::ByteReader &r) { return DataType(r.enumerator(DTypeCode::F8E5M2, "dtype")); }
+inline DataType read_dtype(util::ByteReader &r) {
+  return DataType(r.enumerator(DTypeCode::F8E5M2, "dtype"));
+}
 
 inline ModelTensorInfo read_info(util::ByteReader &r) {
   ModelTensorInfo t;
   t.name = r.str();
   t.dtype = read_dtype(r);
   t.shape = r.ints();
-  for (std::size_t d = 0; d < t.shape.size(); ++d) t.dims.push_back(r.str());
+  for (std::size_t d = 0; d < t.shape.size(); ++d)
+    t.dims.push_back(r.str());
   return t;
 }
 
@@ -127,9 +135,11 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
   util::ByteReader r(payload, where);
   SavedFile f;
   auto ninputs = r.count(1 + 8 + 8);
-  for (std::uint64_t i = 0; i < ninputs; ++i) f.inputs.push_back(read_info(r));
+  for (std::uint64_t i = 0; i < ninputs; ++i)
+    f.inputs.push_back(read_info(r));
   auto noutputs = r.count(1 + 8 + 8);
-  for (std::uint64_t i = 0; i < noutputs; ++i) f.outputs.push_back(read_info(r));
+  for (std::uint64_t i = 0; i < noutputs; ++i)
+    f.outputs.push_back(read_info(r));
   auto nmodules = r.count(40);
   for (std::uint64_t i = 0; i < nmodules; ++i) {
     SavedModule m;
@@ -151,7 +161,8 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
     SavedProgram p;
     for (const auto &in : f.inputs) {
       p.input_shapes.push_back(r.ints());
-      if (p.input_shapes.back().size() != in.shape.size()) r.corrupt("an input shape of another rank");
+      if (p.input_shapes.back().size() != in.shape.size())
+        r.corrupt("an input shape of another rank");
     }
     if (r.count(20) != f.outputs.size()) r.corrupt("a program of another number of outputs");
     for (const auto &out : f.outputs) {
@@ -167,13 +178,16 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
       g.kind = r.enumerator(SavedRegion::Kind::data, "region kind");
       g.index = r.pod<std::uint64_t>();
       g.nbytes = r.pod<std::uint64_t>();
-      if (g.kind == SavedRegion::Kind::input && g.index >= f.inputs.size()) r.corrupt("a region of no input");
+      if (g.kind == SavedRegion::Kind::input && g.index >= f.inputs.size())
+        r.corrupt("a region of no input");
       p.regions.push_back(g);
     }
     auto ncommands = r.count(1);
-    for (std::uint64_t i = 0; i < ncommands; ++i) p.commands.push_back(read_command(r, f));
+    for (std::uint64_t i = 0; i < ncommands; ++i)
+      p.commands.push_back(read_command(r, f));
     auto check = [&](const SavedRef &ref) {
-      if (ref.region != no_region && ref.region >= p.regions.size()) r.corrupt("a reference to no region");
+      if (ref.region != no_region && ref.region >= p.regions.size())
+        r.corrupt("a reference to no region");
     };
     for (const auto &o : p.outputs) {
       check(o.ref);
@@ -182,7 +196,8 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
     for (const auto &c : p.commands) {
       check(c.dst);
       check(c.src);
-      for (const auto &a : c.args) check(a.ref);
+      for (const auto &a : c.args)
+        check(a.ref);
     }
     f.programs.push_back(std::move(p));
   }
@@ -197,12 +212,14 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
   if (total != payload.size() - r.pos()) r.corrupt("a data block of another size");
   f.blob_block = payload.substr(r.pos());
   for (const auto &[at, n] : spans) {
-    if (at > total || n > total - at || at % blob_alignment != 0) r.corrupt("a data blob outside the data block");
+    if (at > total || n > total - at || at % blob_alignment != 0)
+      r.corrupt("a data blob outside the data block");
     f.blobs.push_back(f.blob_block.substr(at, n));
   }
   for (const auto &p : f.programs)
     for (const auto &g : p.regions)
-      if (g.kind == SavedRegion::Kind::data && (g.index >= f.blobs.size() || g.nbytes > f.blobs[g.index].size()))
+      if (g.kind == SavedRegion::Kind::data &&
+          (g.index >= f.blobs.size() || g.nbytes > f.blobs[g.index].size()))
         r.corrupt("a region of no data blob");
   return f;
 }
@@ -227,7 +244,8 @@ struct ProgramLayout {
   std::vector<std::uint64_t> offset;       ///< per region: its place in the block (scratch regions)
   std::vector<std::uint64_t> input_offset; ///< per input: its buffer for CUDA-graph replays
   std::uint64_t bytes = 0;
-  std::vector<int> direct; ///< per region: the output it is, when the caller's memory can serve it; else -1
+  std::vector<int>
+      direct; ///< per region: the output it is, when the caller's memory can serve it; else -1
   std::vector<bool> output_direct;
 };
 
@@ -262,7 +280,8 @@ struct ModelWorkspace {
 HIDET_INLINE std::string ModelTensorInfo::str() const {
   std::string s = str_cat(name, ": ", dtype.name(), "[");
   for (std::size_t d = 0; d < shape.size(); ++d)
-    s += str_cat(d ? ", " : "", d < dims.size() && !dims[d].empty() ? dims[d] : std::to_string(shape[d]));
+    s += str_cat(d ? ", " : "",
+                 d < dims.size() && !dims[d].empty() ? dims[d] : std::to_string(shape[d]));
   return s + "]";
 }
 
@@ -291,11 +310,14 @@ struct Model::State {
     auto it = program_of.find(shapes);
     if (it != program_of.end()) return it->second;
     std::string held;
-    for (const auto &[s, k] : program_of) held += (held.empty() ? "" : ", ") + detail::shapes_str(s);
+    for (const auto &[s, k] : program_of)
+      held += (held.empty() ? "" : ", ") + detail::shapes_str(s);
     std::string sig;
-    for (const auto &t : file.inputs) sig += (sig.empty() ? "" : ", ") + t.str();
-    throw ValueError(str_cat(where, ": no compiled program for the input shapes ", detail::shapes_str(shapes),
-                             " (inputs ", sig, "); the file holds programs for ", held,
+    for (const auto &t : file.inputs)
+      sig += (sig.empty() ? "" : ", ") + t.str();
+    throw ValueError(str_cat(where, ": no compiled program for the input shapes ",
+                             detail::shapes_str(shapes), " (inputs ", sig,
+                             "); the file holds programs for ", held,
                              ": export the model with these sizes too"));
   }
 
@@ -313,16 +335,18 @@ struct Model::State {
       }
     for (std::size_t i = 0; i < p.input_shapes.size(); ++i) {
       l.input_offset.push_back(l.bytes);
-      l.bytes += align(std::max<std::uint64_t>(nbytes_of(p.input_shapes[i], file.inputs[i].dtype), 1));
+      l.bytes +=
+          align(std::max<std::uint64_t>(nbytes_of(p.input_shapes[i], file.inputs[i].dtype), 1));
     }
     // An output alone in a scratch region of its own size is written where the caller wants it.
     std::vector<int> users(p.regions.size(), 0);
-    for (const auto &o : p.outputs) ++users[o.ref.region];
+    for (const auto &o : p.outputs)
+      ++users[o.ref.region];
     for (std::size_t j = 0; j < p.outputs.size(); ++j) {
       const auto &o = p.outputs[j];
       const auto &g = p.regions[o.ref.region];
-      if (g.kind == detail::SavedRegion::Kind::scratch && users[o.ref.region] == 1 && o.ref.offset == 0 &&
-          g.nbytes == nbytes_of(o.shape, file.outputs[j].dtype)) {
+      if (g.kind == detail::SavedRegion::Kind::scratch && users[o.ref.region] == 1 &&
+          o.ref.offset == 0 && g.nbytes == nbytes_of(o.shape, file.outputs[j].dtype)) {
         l.direct[o.ref.region] = int(j);
         l.output_direct[j] = true;
       }
@@ -333,7 +357,8 @@ struct Model::State {
 
   static std::uint64_t nbytes_of(const std::vector<std::int64_t> &shape, DataType dt) {
     std::uint64_t n = dt.nbytes();
-    for (auto d : shape) n *= std::uint64_t(d);
+    for (auto d : shape)
+      n *= std::uint64_t(d);
     return n;
   }
 
@@ -343,7 +368,8 @@ struct Model::State {
     ws->block = allocate_storage(std::max<std::uint64_t>(workspace_bytes, 1), device);
     ws->replays.resize(file.programs.size());
     if (!emulated)
-      cuda::check(cuda::driver().cuEventCreate(&ws->done, CU_EVENT_DISABLE_TIMING), str_cat(where, ": creating an event"));
+      cuda::check(cuda::driver().cuEventCreate(&ws->done, CU_EVENT_DISABLE_TIMING),
+                  str_cat(where, ": creating an event"));
     std::lock_guard<std::mutex> lock(mu);
     ++made;
     return ws;
@@ -354,7 +380,8 @@ struct Model::State {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!idle.empty()) {
-        auto it = std::find_if(idle.begin(), idle.end(), [&](const auto &w) { return w->last == stream; });
+        auto it = std::find_if(idle.begin(), idle.end(),
+                               [&](const auto &w) { return w->last == stream; });
         if (it == idle.end()) it = idle.end() - 1;
         auto ws = std::move(*it);
         idle.erase(it);
@@ -387,33 +414,47 @@ struct Model::State {
         maps.reserve(c.args.size());
         for (const auto &a : c.args) {
           switch (a.kind) {
-          case backend::KernelArg::Kind::Pointer: kargs.push_back(backend::KernelArg::pointer(address(a.ref))); break;
-          case backend::KernelArg::Kind::Int: kargs.push_back(backend::KernelArg::integer(a.dtype, a.i)); break;
-          case backend::KernelArg::Kind::Float: kargs.push_back(backend::KernelArg::floating(a.dtype, a.f)); break;
+          case backend::KernelArg::Kind::Pointer:
+            kargs.push_back(backend::KernelArg::pointer(address(a.ref)));
+            break;
+          case backend::KernelArg::Kind::Int:
+            kargs.push_back(backend::KernelArg::integer(a.dtype, a.i));
+            break;
+          case backend::KernelArg::Kind::Float:
+            kargs.push_back(backend::KernelArg::floating(a.dtype, a.f));
+            break;
           case backend::KernelArg::Kind::Bytes:
-            maps.push_back(TensorMap::tiled(
-                TensorMap::Spec{address(a.ref), a.dtype, a.shape, a.box, TensorMap::Swizzle(a.swizzle)}));
-            kargs.push_back(backend::KernelArg::bytes(&maps.back().map(), std::int64_t(sizeof(CUtensorMap))));
+            maps.push_back(TensorMap::tiled(TensorMap::Spec{address(a.ref), a.dtype, a.shape, a.box,
+                                                            TensorMap::Swizzle(a.swizzle)}));
+            kargs.push_back(
+                backend::KernelArg::bytes(&maps.back().map(), std::int64_t(sizeof(CUtensorMap))));
             break;
           }
         }
         const auto &[m, name] = file.kernels[c.kernel];
-        if (emulated && runtime::detail::skip_emulated_launches()) break; // a dry run (compiled_module.hpp)
-        if (emulated) modules[m]->emulator->launch(name, kargs, c.grid, c.block, c.smem);
+        if (emulated && runtime::detail::skip_emulated_launches())
+          break; // a dry run (compiled_module.hpp)
+        if (emulated)
+          modules[m]->emulator->launch(name, kargs, c.grid, c.block, c.smem);
         else
-          runtime::launch_with_args(functions[c.kernel], name, c.grid, c.block, c.smem, stream, kargs,
-                                    programmatic[c.kernel]);
+          runtime::launch_with_args(functions[c.kernel], name, c.grid, c.block, c.smem, stream,
+                                    kargs, programmatic[c.kernel]);
         break;
       }
-      case detail::SavedCommand::Kind::copy: copy(address(c.dst), address(c.src), c.n, stream); break;
+      case detail::SavedCommand::Kind::copy:
+        copy(address(c.dst), address(c.src), c.n, stream);
+        break;
       case detail::SavedCommand::Kind::fill:
-        if (host) std::memset(address(c.dst), c.value, c.n);
+        if (host)
+          std::memset(address(c.dst), c.value, c.n);
         else
-          cuda::check(cuda::driver().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(address(c.dst)), c.value, c.n, stream),
+          cuda::check(cuda::driver().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(address(c.dst)),
+                                                     c.value, c.n, stream),
                       "model: a fill");
         break;
       case detail::SavedCommand::Kind::write:
-        runtime::detail::copy_bytes(address(c.dst), device, host, c.bytes.data(), Device::cpu(), true, c.bytes.size());
+        runtime::detail::copy_bytes(address(c.dst), device, host, c.bytes.data(), Device::cpu(),
+                                    true, c.bytes.size());
         break;
       }
     }
@@ -426,14 +467,15 @@ struct Model::State {
       std::memcpy(dst, src, n);
       return;
     }
-    cuda::check(cuda::driver().cuMemcpyDtoDAsync_v2(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src),
-                                                    n, stream),
+    cuda::check(cuda::driver().cuMemcpyDtoDAsync_v2(reinterpret_cast<CUdeviceptr>(dst),
+                                                    reinterpret_cast<CUdeviceptr>(src), n, stream),
                 "model: copying a tensor");
   }
 
   /// The regions of program k in workspace `ws`; with `replay` (a CUDA graph) the inputs are the
   /// workspace's buffers and every output lies in the workspace, else the caller's memory serves.
-  std::vector<char *> bases(std::size_t k, const detail::ModelWorkspace &ws, bool replay, const std::vector<Tensor> *inputs,
+  std::vector<char *> bases(std::size_t k, const detail::ModelWorkspace &ws, bool replay,
+                            const std::vector<Tensor> *inputs,
                             const std::vector<Tensor> *outputs) const {
     const auto &p = file.programs[k];
     const auto &l = layouts[k];
@@ -443,13 +485,17 @@ struct Model::State {
       const auto &g = p.regions[r];
       switch (g.kind) {
       case detail::SavedRegion::Kind::input:
-        base[r] = replay ? block + l.input_offset[g.index] : static_cast<char *>((*inputs)[g.index].data_ptr());
+        base[r] = replay ? block + l.input_offset[g.index]
+                         : static_cast<char *>((*inputs)[g.index].data_ptr());
         break;
       case detail::SavedRegion::Kind::scratch:
-        base[r] = !replay && l.direct[r] >= 0 ? static_cast<char *>((*outputs)[std::size_t(l.direct[r])].data_ptr())
-                                              : block + l.offset[r];
+        base[r] = !replay && l.direct[r] >= 0
+                      ? static_cast<char *>((*outputs)[std::size_t(l.direct[r])].data_ptr())
+                      : block + l.offset[r];
         break;
-      case detail::SavedRegion::Kind::data: base[r] = static_cast<char *>(data->ptr) + blob_offset[g.index]; break;
+      case detail::SavedRegion::Kind::data:
+        base[r] = static_cast<char *>(data->ptr) + blob_offset[g.index];
+        break;
       }
     }
     return base;
@@ -462,23 +508,36 @@ struct Model::State {
     const auto &drv = cuda::driver();
     Stream s = Stream::create(device);
     StreamGuard guard(s);
-    cuda::check(drv.cuStreamBeginCapture_v2(s.handle(), CU_STREAM_CAPTURE_MODE_RELAXED), "model: beginning a capture");
+    cuda::check(drv.cuStreamBeginCapture_v2(s.handle(), CU_STREAM_CAPTURE_MODE_RELAXED),
+                "model: beginning a capture");
+    std::string why;
     try {
       enqueue(k, bases(k, ws, true, nullptr, nullptr), s.handle());
     } catch (const Error &e) {
-      CUgraph partial = nullptr;
-      drv.cuStreamEndCapture(s.handle(), &partial);
-      if (partial) drv.cuGraphDestroy(partial);
-      rp.failed = true;
-      if (util::env_bool("HIDET_DEBUG")) std::fprintf(stderr, "hidet: %s runs kernel by kernel (no CUDA graph): %s\n", where.c_str(), e.what());
+      why = e.what(); // a command that cannot be captured (a write from host memory)
+    }
+    CUgraph graph = nullptr;
+    CUresult r = drv.cuStreamEndCapture(s.handle(), &graph);
+    if (why.empty() && r != CUDA_SUCCESS) why = cuda::error_message(r, "ending the capture");
+    if (why.empty()) {
+      r = drv.cuGraphInstantiateWithFlags(&rp.exec, graph, 0);
+      if (r != CUDA_SUCCESS) why = cuda::error_message(r, "instantiating the CUDA graph");
+    }
+    if (why.empty()) {
+      rp.graph = graph;
       return;
     }
-    cuda::check(drv.cuStreamEndCapture(s.handle(), &rp.graph), "model: ending a capture");
-    cuda::check(drv.cuGraphInstantiateWithFlags(&rp.exec, rp.graph, 0), "model: instantiating a CUDA graph");
+    if (graph) drv.cuGraphDestroy(graph);
+    rp.exec = nullptr;
+    rp.failed = true;
+    if (util::env_bool("HIDET_DEBUG"))
+      std::fprintf(stderr, "hidet: %s runs kernel by kernel (no CUDA graph): %s\n", where.c_str(),
+                   why.c_str());
   }
 
   /// Runs program k on checked inputs into checked outputs (see the top of model.hpp).
-  void run(std::size_t k, const std::vector<Tensor> &inputs, const std::vector<Tensor> &outputs, const Stream &stream) const {
+  void run(std::size_t k, const std::vector<Tensor> &inputs, const std::vector<Tensor> &outputs,
+           const Stream &stream) const {
     const auto &p = file.programs[k];
     const auto &l = layouts[k];
     CUstream cs = stream.handle();
@@ -488,7 +547,8 @@ struct Model::State {
     // launches kernel by kernel and records no event: the caller's graph orders its work.
     CUstreamCaptureStatus capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
     if (!emulated)
-      cuda::check(cuda::driver().cuStreamIsCapturing(cs, &capture_status), str_cat(where, ": querying the stream"));
+      cuda::check(cuda::driver().cuStreamIsCapturing(cs, &capture_status),
+                  str_cat(where, ": querying the stream"));
     const bool captured = capture_status != CU_STREAM_CAPTURE_STATUS_NONE;
     std::unique_ptr<detail::ModelWorkspace> ws = acquire(cs);
     struct Release { // the workspace goes back to the pool however the run ends
@@ -506,7 +566,8 @@ struct Model::State {
     bool other_stream = ws->used && ws->last != cs && ws->done;
     Release release{*this, ws, cs, captured};
     if (other_stream) // ordered after that stream's use of the workspace
-      cuda::check(cuda::driver().cuStreamWaitEvent(cs, ws->done, 0), str_cat(where, ": waiting for another stream"));
+      cuda::check(cuda::driver().cuStreamWaitEvent(cs, ws->done, 0),
+                  str_cat(where, ": waiting for another stream"));
     bool replay = !emulated && options.cuda_graph && !captured && !ws->replays[k].failed;
     if (replay && !ws->replays[k].exec) {
       capture(k, *ws);
@@ -515,14 +576,17 @@ struct Model::State {
     std::vector<char *> base = bases(k, *ws, replay, &inputs, &outputs);
     if (replay) {
       for (std::size_t i = 0; i < inputs.size(); ++i)
-        copy(static_cast<char *>(ws->block->ptr) + l.input_offset[i], inputs[i].data_ptr(), inputs[i].nbytes(), cs);
-      cuda::check(cuda::driver().cuGraphLaunch(ws->replays[k].exec, cs), str_cat(where, ": launching the CUDA graph"));
+        copy(static_cast<char *>(ws->block->ptr) + l.input_offset[i], inputs[i].data_ptr(),
+             inputs[i].nbytes(), cs);
+      cuda::check(cuda::driver().cuGraphLaunch(ws->replays[k].exec, cs),
+                  str_cat(where, ": launching the CUDA graph"));
     } else {
       enqueue(k, base, cs);
     }
     for (std::size_t j = 0; j < outputs.size(); ++j)
       if (replay || !l.output_direct[j])
-        copy(outputs[j].data_ptr(), base[p.outputs[j].ref.region] + p.outputs[j].ref.offset, outputs[j].nbytes(), cs);
+        copy(outputs[j].data_ptr(), base[p.outputs[j].ref.region] + p.outputs[j].ref.offset,
+             outputs[j].nbytes(), cs);
   }
 
   // ---- checks ---------------------------------------------------------------------------------
@@ -544,16 +608,19 @@ struct Model::State {
       CUdeviceptr dp = CUdeviceptr(p), range = 0;
       if (drv.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp) != CUDA_SUCCESS ||
           type != CU_MEMORYTYPE_DEVICE)
-        throw ValueError(str_cat(what, ": the data pointer is not GPU memory (host memory?): give memory from "
-                                       "cuMemAlloc, cudaMalloc or hidet_device_malloc"));
-      if (drv.cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dp) != CUDA_SUCCESS ||
+        throw ValueError(
+            str_cat(what, ": the data pointer is not GPU memory (host memory?): give memory from "
+                          "cuMemAlloc, cudaMalloc or hidet_device_malloc"));
+      if (drv.cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dp) !=
+              CUDA_SUCCESS ||
           drv.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, dp) != CUDA_SUCCESS)
         return;
       start = std::uintptr_t(range);
     }
     if (p + t.nbytes() > start + size)
-      throw ValueError(str_cat(what, ": the allocation at the data pointer holds ", start + size - p, " bytes from it; ",
-                               "the tensor of shape ", hidet::detail::shape_str(t.shape()), " needs ", t.nbytes()));
+      throw ValueError(str_cat(what, ": the allocation at the data pointer holds ",
+                               start + size - p, " bytes from it; ", "the tensor of shape ",
+                               hidet::detail::shape_str(t.shape()), " needs ", t.nbytes()));
   }
 
   /// The program for `inputs`, after checking their count, dtype, device and rank.
@@ -561,29 +628,34 @@ struct Model::State {
     const auto &ins = file.inputs;
     if (inputs.size() != ins.size()) {
       std::string sig;
-      for (const auto &t : ins) sig += (sig.empty() ? "" : ", ") + t.str();
-      throw ValueError(str_cat(where, " takes ", ins.size(), " input", ins.size() == 1 ? "" : "s", " (", sig, "), got ",
-                               inputs.size()));
+      for (const auto &t : ins)
+        sig += (sig.empty() ? "" : ", ") + t.str();
+      throw ValueError(str_cat(where, " takes ", ins.size(), " input", ins.size() == 1 ? "" : "s",
+                               " (", sig, "), got ", inputs.size()));
     }
     std::vector<std::vector<std::int64_t>> shapes;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const Tensor &x = inputs[i];
       auto what = [&] { return str_cat(where, ": input ", i, " (", ins[i].str(), ")"); };
       if (!x.defined()) throw ValueError(str_cat(what(), ": no tensor given"));
-      if (x.is_symbolic()) throw ValueError(str_cat(what(), ": a symbolic tensor; give one with data"));
+      if (x.is_symbolic())
+        throw ValueError(str_cat(what(), ": a symbolic tensor; give one with data"));
       if (x.dtype() != ins[i].dtype)
-        throw ValueError(str_cat(what(), ": expected dtype ", ins[i].dtype.name(), ", got ", x.dtype().name()));
+        throw ValueError(
+            str_cat(what(), ": expected dtype ", ins[i].dtype.name(), ", got ", x.dtype().name()));
       if (x.device() != device)
-        throw ValueError(str_cat(what(), ": the tensor is on ", x.device(), "; the model runs on ", device,
-                                 " (move the input there first)"));
+        throw ValueError(str_cat(what(), ": the tensor is on ", x.device(), "; the model runs on ",
+                                 device, " (move the input there first)"));
       if (x.ndim() != int(ins[i].shape.size()))
-        throw ValueError(str_cat(what(), ": expected rank ", ins[i].shape.size(), ", got a tensor of shape ",
-                                 hidet::detail::shape_str(x.shape())));
+        throw ValueError(str_cat(what(), ": expected rank ", ins[i].shape.size(),
+                                 ", got a tensor of shape ", hidet::detail::shape_str(x.shape())));
       for (std::size_t d = 0; d < ins[i].shape.size(); ++d)
         if (ins[i].shape[d] >= 0 && x.shape()[d] != ins[i].shape[d])
-          throw ValueError(str_cat(what(), ": dimension ", d, " must be ", ins[i].shape[d], ", got a tensor of shape ",
+          throw ValueError(str_cat(what(), ": dimension ", d, " must be ", ins[i].shape[d],
+                                   ", got a tensor of shape ",
                                    hidet::detail::shape_str(x.shape())));
-      if (x.nbytes() > 0 && !x.data_ptr()) throw ValueError(str_cat(what(), ": a null data pointer"));
+      if (x.nbytes() > 0 && !x.data_ptr())
+        throw ValueError(str_cat(what(), ": a null data pointer"));
       check_memory(x, what());
       shapes.push_back(x.shape());
     }
@@ -594,21 +666,26 @@ struct Model::State {
     const auto &p = file.programs[k];
     const auto &outs = file.outputs;
     if (outputs.size() != outs.size())
-      throw ValueError(str_cat(where, " has ", outs.size(), " output", outs.size() == 1 ? "" : "s", ", ", outputs.size(),
-                               " were given"));
+      throw ValueError(str_cat(where, " has ", outs.size(), " output", outs.size() == 1 ? "" : "s",
+                               ", ", outputs.size(), " were given"));
     for (std::size_t j = 0; j < outputs.size(); ++j) {
       const Tensor &y = outputs[j];
       auto what = [&] { return str_cat(where, ": output ", j, " (", outs[j].str(), ")"); };
-      if (!y.defined() || y.is_symbolic()) throw ValueError(str_cat(what(), ": no tensor with memory given"));
+      if (!y.defined() || y.is_symbolic())
+        throw ValueError(str_cat(what(), ": no tensor with memory given"));
       if (y.dtype() != outs[j].dtype)
-        throw ValueError(str_cat(what(), ": expected dtype ", outs[j].dtype.name(), ", got ", y.dtype().name()));
+        throw ValueError(
+            str_cat(what(), ": expected dtype ", outs[j].dtype.name(), ", got ", y.dtype().name()));
       if (y.device() != device)
-        throw ValueError(str_cat(what(), ": the tensor is on ", y.device(), "; the model runs on ", device));
+        throw ValueError(
+            str_cat(what(), ": the tensor is on ", y.device(), "; the model runs on ", device));
       if (y.shape() != p.outputs[j].shape)
-        throw ValueError(str_cat(what(), ": for inputs of shapes ", detail::shapes_str(p.input_shapes),
-                                 " the output has shape ", hidet::detail::shape_str(p.outputs[j].shape), ", got ",
+        throw ValueError(str_cat(what(), ": for inputs of shapes ",
+                                 detail::shapes_str(p.input_shapes), " the output has shape ",
+                                 hidet::detail::shape_str(p.outputs[j].shape), ", got ",
                                  hidet::detail::shape_str(y.shape())));
-      if (y.nbytes() > 0 && !y.data_ptr()) throw ValueError(str_cat(what(), ": a null data pointer"));
+      if (y.nbytes() > 0 && !y.data_ptr())
+        throw ValueError(str_cat(what(), ": a null data pointer"));
       check_memory(y, what());
     }
   }
@@ -621,16 +698,18 @@ struct Model::State {
         shared = runtime::detail::find_emulated_module(m.key); // built in this process already
         if (!shared) {
           if (m.ir.empty())
-            throw ValueError(str_cat("load: ", where, ": kernel module '", m.name, "' has no IR for the emulator"));
+            throw ValueError(str_cat("load: ", where, ": kernel module '", m.name,
+                                     "' has no IR for the emulator"));
           shared = std::make_shared<runtime::detail::KernelShared>();
           shared->key = m.key;
           shared->module_name = m.name;
-          shared->emulator =
-              std::make_shared<backend::emu::Program>(ir::deserialize_module(m.ir, str_cat(where, " (module '", m.name, "')")));
+          shared->emulator = std::make_shared<backend::emu::Program>(
+              ir::deserialize_module(m.ir, str_cat(where, " (module '", m.name, "')")));
           runtime::detail::register_emulated_module(shared);
         }
       } else {
-        if (m.cubin.empty()) throw ValueError(str_cat("load: ", where, ": kernel module '", m.name, "' has no cubin"));
+        if (m.cubin.empty())
+          throw ValueError(str_cat("load: ", where, ": kernel module '", m.name, "' has no cubin"));
         shared = std::make_shared<runtime::detail::KernelShared>();
         ensure_some_context();
         shared->module = runtime::load_module(std::vector<char>(m.cubin.begin(), m.cubin.end()));
@@ -641,20 +720,23 @@ struct Model::State {
     std::vector<std::uint64_t> max_smem(file.kernels.size(), 0);
     for (const auto &p : file.programs)
       for (const auto &c : p.commands)
-        if (c.kind == detail::SavedCommand::Kind::kernel) max_smem[c.kernel] = std::max(max_smem[c.kernel], c.smem);
+        if (c.kind == detail::SavedCommand::Kind::kernel)
+          max_smem[c.kernel] = std::max(max_smem[c.kernel], c.smem);
     for (std::size_t k = 0; k < file.kernels.size(); ++k) {
       const auto &[m, name] = file.kernels[k];
       programmatic.push_back(modules[m]->programmatic);
       if (emulated) continue;
       functions.push_back(runtime::get_function(modules[m]->module, name.c_str()));
-      if (max_smem[k] > 48 * 1024) runtime::set_max_dynamic_smem(functions.back(), int(max_smem[k]), name);
+      if (max_smem[k] > 48 * 1024)
+        runtime::set_max_dynamic_smem(functions.back(), int(max_smem[k]), name);
     }
   }
 
   void upload_data() {
     const auto &block = file.blob_block;
     data = allocate_storage(std::max<std::size_t>(block.size(), 1), device);
-    runtime::detail::copy_bytes(data->ptr, device, uses_host_memory(device), block.data(), Device::cpu(), true, block.size());
+    runtime::detail::copy_bytes(data->ptr, device, uses_host_memory(device), block.data(),
+                                Device::cpu(), true, block.size());
     for (const auto &b : file.blobs) {
       blob_offset.push_back(std::uint64_t(b.data() - block.data()));
       blob_size.push_back(b.size());
@@ -672,11 +754,13 @@ HIDET_INLINE Model Model::load(const std::string &path, ModelOptions options) {
   std::string here = detail::saved_graph_target();
   if (h.target != here) {
     if (here == "emulator")
-      throw ValueError(str_cat("load: ", where, " holds kernels compiled for ", h.target,
-                               "; this process runs kernels on the CPU emulator (no GPU), which needs their IR: "
-                               "load it on a ", h.target, " GPU, or export the model on the emulator"));
-    throw ValueError(str_cat("load: ", where, " holds kernels compiled for ", h.target, "; this GPU (",
-                             runtime::device_info(0).name, ") is ", here,
+      throw ValueError(
+          str_cat("load: ", where, " holds kernels compiled for ", h.target,
+                  "; this process runs kernels on the CPU emulator (no GPU), which needs their IR: "
+                  "load it on a ",
+                  h.target, " GPU, or export the model on the emulator"));
+    throw ValueError(str_cat("load: ", where, " holds kernels compiled for ", h.target,
+                             "; this GPU (", runtime::device_info(0).name, ") is ", here,
                              ": compile and save (export) the model on this architecture"));
   }
   auto s = std::make_shared<State>();
@@ -687,15 +771,19 @@ HIDET_INLINE Model Model::load(const std::string &path, ModelOptions options) {
   s->file.version = h.version;
   s->file.target = h.target;
   const auto &f = s->file;
-  if (f.inputs.empty() || f.programs.empty()) throw ValueError(str_cat("load: ", where, " has no inputs or no programs"));
+  if (f.inputs.empty() || f.programs.empty())
+    throw ValueError(str_cat("load: ", where, " has no inputs or no programs"));
   for (std::size_t k = 0; k < f.programs.size(); ++k) {
     const auto &p = f.programs[k];
     for (std::size_t i = 0; i < p.input_shapes.size(); ++i)
       for (std::size_t d = 0; d < p.input_shapes[i].size(); ++d)
-        if (p.input_shapes[i][d] < 0 || (f.inputs[i].shape[d] >= 0 && p.input_shapes[i][d] != f.inputs[i].shape[d]))
-          throw ValueError(str_cat("load: ", where, " is corrupt (a program's input shapes do not fit the inputs)"));
+        if (p.input_shapes[i][d] < 0 ||
+            (f.inputs[i].shape[d] >= 0 && p.input_shapes[i][d] != f.inputs[i].shape[d]))
+          throw ValueError(str_cat("load: ", where,
+                                   " is corrupt (a program's input shapes do not fit the inputs)"));
     if (!s->program_of.emplace(p.input_shapes, k).second)
-      throw ValueError(str_cat("load: ", where, " is corrupt (two programs for one set of input shapes)"));
+      throw ValueError(
+          str_cat("load: ", where, " is corrupt (two programs for one set of input shapes)"));
     s->lay_out(k);
   }
   s->emulated = runtime::cuda_emulated();
@@ -706,7 +794,8 @@ HIDET_INLINE Model Model::load(const std::string &path, ModelOptions options) {
   for (int i = 0; i < std::max(options.workspaces, 0); ++i) {
     auto ws = s->make_workspace();
     if (!s->emulated && options.cuda_graph)
-      for (std::size_t k = 0; k < f.programs.size(); ++k) s->capture(k, *ws);
+      for (std::size_t k = 0; k < f.programs.size(); ++k)
+        s->capture(k, *ws);
     s->release(std::move(ws));
   }
   Model m;
@@ -715,17 +804,24 @@ HIDET_INLINE Model Model::load(const std::string &path, ModelOptions options) {
 }
 
 HIDET_INLINE Model::State &Model::state() const {
-  if (!s_) throw ValueError("hidet::Model: this model holds nothing (default-constructed): assign Model::load(path) to it");
+  if (!s_)
+    throw ValueError("hidet::Model: this model holds nothing (default-constructed): assign "
+                     "Model::load(path) to it");
   return *s_;
 }
 
-HIDET_INLINE const std::vector<ModelTensorInfo> &Model::inputs() const { return state().file.inputs; }
-HIDET_INLINE const std::vector<ModelTensorInfo> &Model::outputs() const { return state().file.outputs; }
+HIDET_INLINE const std::vector<ModelTensorInfo> &Model::inputs() const {
+  return state().file.inputs;
+}
+HIDET_INLINE const std::vector<ModelTensorInfo> &Model::outputs() const {
+  return state().file.outputs;
+}
 HIDET_INLINE const std::string &Model::target() const { return state().file.target; }
 
 HIDET_INLINE std::vector<std::vector<std::vector<std::int64_t>>> Model::compiled_shapes() const {
   std::vector<std::vector<std::vector<std::int64_t>>> r;
-  for (const auto &p : state().file.programs) r.push_back(p.input_shapes);
+  for (const auto &p : state().file.programs)
+    r.push_back(p.input_shapes);
   return r;
 }
 
@@ -733,7 +829,8 @@ HIDET_INLINE std::vector<std::vector<std::int64_t>>
 Model::output_shapes(const std::vector<std::vector<std::int64_t>> &input_shapes) const {
   const State &s = state();
   std::vector<std::vector<std::int64_t>> r;
-  for (const auto &o : s.file.programs[s.program_for(input_shapes)].outputs) r.push_back(o.shape);
+  for (const auto &o : s.file.programs[s.program_for(input_shapes)].outputs)
+    r.push_back(o.shape);
   return r;
 }
 
@@ -747,15 +844,16 @@ HIDET_INLINE void Model::save(const std::string &path) const {
   const State &s = state();
   detail::SavedFile f = s.file;
   std::string block(s.data->nbytes, '\0');
-  runtime::detail::copy_bytes(block.data(), Device::cpu(), true, s.data->ptr, s.device, uses_host_memory(s.device),
-                              block.size());
+  runtime::detail::copy_bytes(block.data(), Device::cpu(), true, s.data->ptr, s.device,
+                              uses_host_memory(s.device), block.size());
   for (std::size_t i = 0; i < s.blob_offset.size(); ++i)
     f.blobs.push_back(std::string_view(block).substr(s.blob_offset[i], s.blob_size[i]));
   if (!backend::detail::write_file_atomic(path, detail::encode_file(f)))
     throw Error(str_cat("save: cannot write '", path, "'"));
 }
 
-HIDET_INLINE std::vector<Tensor> Model::run(const std::vector<Tensor> &inputs, const Stream &stream) const {
+HIDET_INLINE std::vector<Tensor> Model::run(const std::vector<Tensor> &inputs,
+                                            const Stream &stream) const {
   const State &s = state();
   std::size_t k = s.check_inputs(inputs);
   std::vector<Tensor> outs;
@@ -773,14 +871,18 @@ HIDET_INLINE void Model::run(const std::vector<Tensor> &inputs, const std::vecto
   s.run(k, inputs, outputs, stream);
 }
 
-HIDET_INLINE Tensor tensor_view(void *data, const std::vector<std::int64_t> &shape, DataType dtype, Device device) {
+HIDET_INLINE Tensor tensor_view(void *data, const std::vector<std::int64_t> &shape, DataType dtype,
+                                Device device) {
   std::uint64_t n = dtype.nbytes();
   for (auto d : shape) {
-    if (d < 0) throw ValueError(str_cat("tensor_view: a negative extent in shape ", hidet::detail::shape_str(shape)));
+    if (d < 0)
+      throw ValueError(
+          str_cat("tensor_view: a negative extent in shape ", hidet::detail::shape_str(shape)));
     n *= std::uint64_t(d);
   }
-  if (!data && n > 0) throw ValueError(str_cat("tensor_view: a null data pointer for a tensor of shape ",
-                                               hidet::detail::shape_str(shape)));
+  if (!data && n > 0)
+    throw ValueError(str_cat("tensor_view: a null data pointer for a tensor of shape ",
+                             hidet::detail::shape_str(shape)));
   return Tensor(external_storage(data, n, device, uses_host_memory(device), nullptr), shape, dtype);
 }
 

@@ -43,23 +43,28 @@ public:
 
   void module(const Module &m) {
     w.pod(std::uint64_t(m->functions.size()));
-    for (const auto &f : m->functions) function(f);
+    for (const auto &f : m->functions)
+      function(f);
   }
 
 private:
   void function(const Function &f) {
     w.str(f->name);
     w.pod(std::uint64_t(f->params.size()));
-    for (const auto &p : f->params) expr(p);
+    for (const auto &p : f->params)
+      expr(p);
     stmt(f->body);
     type(f->ret_type);
     w.pod(f->func_kind);
     const FuncAttrs &a = f->attrs;
-    for (const auto &e : a.grid_dim) expr(e);
-    for (const auto &e : a.block_dim) expr(e);
+    for (const auto &e : a.grid_dim)
+      expr(e);
+    for (const auto &e : a.block_dim)
+      expr(e);
     expr(a.dynamic_smem_bytes);
     w.pod(std::int32_t(a.min_blocks));
-    for (int c : a.cluster_dim) w.pod(std::int32_t(c));
+    for (int c : a.cluster_dim)
+      w.pod(std::int32_t(c));
     w.pod(std::uint8_t(a.has_grid));
     w.pod(std::uint8_t(a.has_block));
     loc(f->loc);
@@ -99,7 +104,8 @@ private:
 
   void exprs(const std::vector<Expr> &v) {
     w.pod(std::uint64_t(v.size()));
-    for (const auto &e : v) expr(e);
+    for (const auto &e : v)
+      expr(e);
   }
 
   void type(const Type &t) {
@@ -144,7 +150,8 @@ private:
       w.pod(std::int32_t(x->regards_dim));
       w.pod(std::int32_t(x->log_step));
     } else {
-      HIDET_ASSERT(false, "serialize_module: a layout class the serializer does not know: ", l->str());
+      HIDET_ASSERT(false,
+                   "serialize_module: a layout class the serializer does not know: ", l->str());
     }
     end(l.get());
   }
@@ -161,8 +168,12 @@ private:
       w.pod(x->fvalue);
       break;
     }
-    case NodeKind::Var: w.str(e.as<VarNode>()->hint); break;
-    case NodeKind::Builtin: w.pod(e.as<BuiltinNode>()->which); break;
+    case NodeKind::Var:
+      w.str(e.as<VarNode>()->hint);
+      break;
+    case NodeKind::Builtin:
+      w.pod(e.as<BuiltinNode>()->which);
+      break;
     case NodeKind::Unary:
       w.pod(e.as<UnaryNode>()->op);
       expr(e.as<UnaryNode>()->a);
@@ -174,7 +185,9 @@ private:
       expr(x->b);
       break;
     }
-    case NodeKind::Cast: expr(e.as<CastNode>()->a); break;
+    case NodeKind::Cast:
+      expr(e.as<CastNode>()->a);
+      break;
     case NodeKind::Select: {
       auto x = e.as<SelectNode>();
       expr(x->cond);
@@ -196,9 +209,14 @@ private:
       exprs(x->indices);
       break;
     }
-    case NodeKind::Address: expr(e.as<AddressNode>()->a); break;
-    case NodeKind::Deref: expr(e.as<DerefNode>()->a); break;
-    default: HIDET_ASSERT(false, "serialize_module: not an expression kind");
+    case NodeKind::Address:
+      expr(e.as<AddressNode>()->a);
+      break;
+    case NodeKind::Deref:
+      expr(e.as<DerefNode>()->a);
+      break;
+    default:
+      HIDET_ASSERT(false, "serialize_module: not an expression kind");
     }
     end(e.get());
   }
@@ -233,7 +251,8 @@ private:
     case NodeKind::SeqStmt: {
       auto x = s.as<SeqStmtNode>();
       w.pod(std::uint64_t(x->seq.size()));
-      for (const auto &c : x->seq) stmt(c);
+      for (const auto &c : x->seq)
+        stmt(c);
       break;
     }
     case NodeKind::ForStmt: {
@@ -258,9 +277,14 @@ private:
       break;
     }
     case NodeKind::BreakStmt:
-    case NodeKind::ContinueStmt: break;
-    case NodeKind::ReturnStmt: expr(s.as<ReturnStmtNode>()->value); break;
-    case NodeKind::EvaluateStmt: expr(s.as<EvaluateStmtNode>()->expr); break;
+    case NodeKind::ContinueStmt:
+      break;
+    case NodeKind::ReturnStmt:
+      expr(s.as<ReturnStmtNode>()->value);
+      break;
+    case NodeKind::EvaluateStmt:
+      expr(s.as<EvaluateStmtNode>()->expr);
+      break;
     case NodeKind::AssertStmt:
       expr(s.as<AssertStmtNode>()->cond);
       w.str(s.as<AssertStmtNode>()->message);
@@ -274,7 +298,8 @@ private:
       w.pod(std::uint8_t(x->memory_clobber));
       break;
     }
-    default: HIDET_ASSERT(false, "serialize_module: not a statement kind");
+    default:
+      HIDET_ASSERT(false, "serialize_module: not a statement kind");
     }
     end(s.get());
   }
@@ -291,7 +316,8 @@ public:
   Module module() {
     auto n = r.count(8);
     std::vector<Function> fs;
-    for (std::uint64_t i = 0; i < n; ++i) fs.push_back(function());
+    for (std::uint64_t i = 0; i < n; ++i)
+      fs.push_back(function());
     if (!r.done()) r.corrupt("bytes after the module");
     return make_module(std::move(fs));
   }
@@ -301,20 +327,25 @@ private:
     std::string name = r.str();
     auto np = r.count(1);
     std::vector<Var> params;
-    for (std::uint64_t i = 0; i < np; ++i) params.push_back(var());
+    for (std::uint64_t i = 0; i < np; ++i)
+      params.push_back(var());
     Stmt body = stmt();
     Type ret = type();
     auto kind = r.enumerator(FuncKind::Host, "function kind");
     FuncAttrs a;
-    for (auto &e : a.grid_dim) e = expr();
-    for (auto &e : a.block_dim) e = expr();
+    for (auto &e : a.grid_dim)
+      e = expr();
+    for (auto &e : a.block_dim)
+      e = expr();
     a.dynamic_smem_bytes = expr();
     a.min_blocks = r.pod<std::int32_t>();
-    for (int &c : a.cluster_dim) c = r.pod<std::int32_t>();
+    for (int &c : a.cluster_dim)
+      c = r.pod<std::int32_t>();
     a.has_grid = r.pod<std::uint8_t>() != 0;
     a.has_block = r.pod<std::uint8_t>() != 0;
     SourceLoc l = loc();
-    return make_function(std::move(name), std::move(params), std::move(body), std::move(ret), kind, std::move(a), l);
+    return make_function(std::move(name), std::move(params), std::move(body), std::move(ret), kind,
+                         std::move(a), l);
   }
 
   SourceLoc loc() {
@@ -334,12 +365,14 @@ private:
 
   /// The next node reference: null, a node read before (of a kind `accept` takes), or the kind of
   /// a new node (its fields follow).
-  template <class Accept> std::pair<Ref<Object>, std::optional<NodeKind>> begin(Accept accept, const char *what) {
+  template <class Accept>
+  std::pair<Ref<Object>, std::optional<NodeKind>> begin(Accept accept, const char *what) {
     auto tag = r.enumerator(NodeTag::fresh, "node tag");
     if (tag == NodeTag::null) return {Ref<Object>(), std::nullopt};
     if (tag == NodeTag::seen) {
       auto id = r.pod<std::uint32_t>();
-      if (id >= objs_.size() || !accept(objs_[id]->kind)) r.corrupt(str_cat("a reference to no ", what));
+      if (id >= objs_.size() || !accept(objs_[id]->kind))
+        r.corrupt(str_cat("a reference to no ", what));
       return {objs_[id], std::nullopt};
     }
     auto kind = r.enumerator(NodeKind::Layout, "node kind");
@@ -351,12 +384,15 @@ private:
     objs_.push_back(Ref<Object>(static_cast<const Object *>(node)));
     return ref;
   }
-  template <class T> static Ref<T> cast(const Ref<Object> &o) { return Ref<T>(static_cast<const T *>(o.get())); }
+  template <class T> static Ref<T> cast(const Ref<Object> &o) {
+    return Ref<T>(static_cast<const T *>(o.get()));
+  }
 
   std::vector<Expr> exprs() {
     auto n = r.count(1);
     std::vector<Expr> v;
-    for (std::uint64_t i = 0; i < n; ++i) v.push_back(expr());
+    for (std::uint64_t i = 0; i < n; ++i)
+      v.push_back(expr());
     return v;
   }
 
@@ -371,7 +407,8 @@ private:
       objs_.push_back(Ref<Object>(static_cast<const Object *>(t.get())));
       return t;
     }
-    case NodeKind::PointerType: return end<TypeNode>(new PointerTypeNode(type()));
+    case NodeKind::PointerType:
+      return end<TypeNode>(new PointerTypeNode(type()));
     case NodeKind::TensorType: {
       DataType d = dtype();
       std::vector<Expr> shape = exprs();
@@ -397,18 +434,21 @@ private:
       if (strides.size() != shape.size()) r.corrupt("a strided layout of mismatched ranks");
       return end<LayoutNode>(new StridedLayoutNode(std::move(shape), std::move(strides), r.str()));
     }
-    case LayoutClass::local: return end<LayoutNode>(new LocalLayoutNode(exprs()));
+    case LayoutClass::local:
+      return end<LayoutNode>(new LocalLayoutNode(exprs()));
     case LayoutClass::composed: {
       std::vector<Expr> shape = exprs();
       Layout outer = layout(), inner = layout();
       if (!outer || !inner) r.corrupt("a composed layout without its parts");
-      return end<LayoutNode>(new ComposedLayoutNode(std::move(shape), std::move(outer), std::move(inner)));
+      return end<LayoutNode>(
+          new ComposedLayoutNode(std::move(shape), std::move(outer), std::move(inner)));
     }
     case LayoutClass::concat: {
       std::vector<Expr> shape = exprs();
       Layout lhs = layout(), rhs = layout();
       if (!lhs || !rhs) r.corrupt("a concatenated layout without its parts");
-      return end<LayoutNode>(new ConcatLayoutNode(std::move(shape), std::move(lhs), std::move(rhs)));
+      return end<LayoutNode>(
+          new ConcatLayoutNode(std::move(shape), std::move(lhs), std::move(rhs)));
     }
     case LayoutClass::swizzle: {
       Layout base = layout();
@@ -448,8 +488,10 @@ private:
       auto f = r.pod<double>();
       return end<ExprNode>(new ConstantNode(d, i, f, l));
     }
-    case NodeKind::Var: return end<ExprNode>(new VarNode(std::move(t), r.str(), l));
-    case NodeKind::Builtin: return end<ExprNode>(new BuiltinNode(r.enumerator(BuiltinKind::GridDimZ, "builtin"), l));
+    case NodeKind::Var:
+      return end<ExprNode>(new VarNode(std::move(t), r.str(), l));
+    case NodeKind::Builtin:
+      return end<ExprNode>(new BuiltinNode(r.enumerator(BuiltinKind::GridDimZ, "builtin"), l));
     case NodeKind::Unary: {
       auto op = r.enumerator(UnaryOp::BitNot, "unary operator");
       return end<ExprNode>(new UnaryNode(op, some_expr("operand"), std::move(t), l));
@@ -460,7 +502,8 @@ private:
       Expr b = some_expr("operand");
       return end<ExprNode>(new BinaryNode(op, std::move(a), std::move(b), std::move(t), l));
     }
-    case NodeKind::Cast: return end<ExprNode>(new CastNode(some_expr("operand"), std::move(t), l));
+    case NodeKind::Cast:
+      return end<ExprNode>(new CastNode(some_expr("operand"), std::move(t), l));
     case NodeKind::Select: {
       Expr c = some_expr("condition");
       Expr x = some_expr("operand");
@@ -473,15 +516,18 @@ private:
       std::string fn = r.str();
       std::vector<Expr> args = exprs();
       std::string text = r.str();
-      return end<ExprNode>(new CallNode(Intrinsic(op), std::move(fn), std::move(args), std::move(text), std::move(t), l));
+      return end<ExprNode>(new CallNode(Intrinsic(op), std::move(fn), std::move(args),
+                                        std::move(text), std::move(t), l));
     }
     case NodeKind::TensorElement: {
       Var base = var();
       std::vector<Expr> idx = exprs();
       return end<ExprNode>(new TensorElementNode(std::move(base), std::move(idx), std::move(t), l));
     }
-    case NodeKind::Address: return end<ExprNode>(new AddressNode(some_expr("operand"), std::move(t), l));
-    default: return end<ExprNode>(new DerefNode(some_expr("operand"), std::move(t), l));
+    case NodeKind::Address:
+      return end<ExprNode>(new AddressNode(some_expr("operand"), std::move(t), l));
+    default:
+      return end<ExprNode>(new DerefNode(some_expr("operand"), std::move(t), l));
     }
   }
 
@@ -518,12 +564,14 @@ private:
     case NodeKind::BufferStoreStmt: {
       Var base = var();
       std::vector<Expr> idx = exprs();
-      return end<StmtNode>(new BufferStoreStmtNode(std::move(base), std::move(idx), some_expr("value"), l));
+      return end<StmtNode>(
+          new BufferStoreStmtNode(std::move(base), std::move(idx), some_expr("value"), l));
     }
     case NodeKind::SeqStmt: {
       auto n = r.count(1);
       std::vector<Stmt> seq;
-      for (std::uint64_t i = 0; i < n; ++i) seq.push_back(some_stmt("statement of a sequence"));
+      for (std::uint64_t i = 0; i < n; ++i)
+        seq.push_back(some_stmt("statement of a sequence"));
       return end<StmtNode>(new SeqStmtNode(std::move(seq), l));
     }
     case NodeKind::ForStmt: {
@@ -533,8 +581,8 @@ private:
       Expr s = some_expr("loop step");
       int unroll = r.pod<std::int32_t>();
       Stmt body = some_stmt("loop body");
-      return end<StmtNode>(new ForStmtNode(std::move(v), std::move(a), std::move(b), std::move(s), unroll,
-                                           std::move(body), l));
+      return end<StmtNode>(new ForStmtNode(std::move(v), std::move(a), std::move(b), std::move(s),
+                                           unroll, std::move(body), l));
     }
     case NodeKind::WhileStmt: {
       Expr c = some_expr("loop condition");
@@ -546,10 +594,14 @@ private:
       Stmt e = stmt();
       return end<StmtNode>(new IfStmtNode(std::move(c), std::move(t), std::move(e), l));
     }
-    case NodeKind::BreakStmt: return end<StmtNode>(new BreakStmtNode(l));
-    case NodeKind::ContinueStmt: return end<StmtNode>(new ContinueStmtNode(l));
-    case NodeKind::ReturnStmt: return end<StmtNode>(new ReturnStmtNode(expr(), l));
-    case NodeKind::EvaluateStmt: return end<StmtNode>(new EvaluateStmtNode(some_expr("expression"), l));
+    case NodeKind::BreakStmt:
+      return end<StmtNode>(new BreakStmtNode(l));
+    case NodeKind::ContinueStmt:
+      return end<StmtNode>(new ContinueStmtNode(l));
+    case NodeKind::ReturnStmt:
+      return end<StmtNode>(new ReturnStmtNode(expr(), l));
+    case NodeKind::EvaluateStmt:
+      return end<StmtNode>(new EvaluateStmtNode(some_expr("expression"), l));
     case NodeKind::AssertStmt: {
       Expr c = some_expr("condition");
       return end<StmtNode>(new AssertStmtNode(std::move(c), r.str(), l));
@@ -560,7 +612,8 @@ private:
       std::vector<AsmOperand> ins = operands();
       bool vol = r.pod<std::uint8_t>() != 0;
       bool mem = r.pod<std::uint8_t>() != 0;
-      return end<StmtNode>(new AsmStmtNode(std::move(templ), std::move(outs), std::move(ins), vol, mem, l));
+      return end<StmtNode>(
+          new AsmStmtNode(std::move(templ), std::move(outs), std::move(ins), vol, mem, l));
     }
     }
   }
