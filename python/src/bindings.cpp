@@ -392,12 +392,13 @@ NB_MODULE(_C, m) {
     g::save_model(path, graphs, ins, outs);
   }, "path"_a, "graphs"_a, "inputs"_a = std::vector<Info>{}, "outputs"_a = std::vector<Info>{});
   nb::class_<g::Model>(m, "Model")
-      .def_static("load", [](const std::string &path, bool cuda_graph, int workspaces) {
+      .def_static("load", [](const std::string &path, bool cuda_graph, int workspaces, bool warm_up) {
         g::ModelOptions options;
         options.cuda_graph = cuda_graph;
         options.workspaces = workspaces;
+        options.warm_up = warm_up;
         return g::Model::load(path, options);
-      }, "path"_a, "cuda_graph"_a = true, "workspaces"_a = 1)
+      }, "path"_a, "cuda_graph"_a = true, "workspaces"_a = 1, "warm_up"_a = true)
       .def_prop_ro("inputs", [from_info](const g::Model &md) {
         std::vector<Info> r;
         for (const auto &t : md.inputs()) r.push_back(from_info(t));

@@ -13,8 +13,9 @@
 // the names, dtypes and shapes of the inputs and outputs (ModelTensorInfo: a varying extent is -1
 // and named), behind a header (format, hidet version, target architecture) and a checksum.
 //
-// Loading reads the file, checks it, loads the modules (cuModuleLoadData: nothing compiles, NVRTC
-// is not loaded) and uploads the weights in one copy. A run finds the program of the inputs'
+// Loading maps the file, checks it, loads the modules (cuModuleLoadData: nothing compiles, NVRTC
+// is not loaded), uploads the weights in one copy and, on a GPU, runs each compiled shape once on
+// zero inputs (ModelOptions::warm_up). A run finds the program of the inputs'
 // shapes, takes a workspace from the model's pool (one is made when all are busy: runs from
 // several threads proceed at once, each in its own workspace) and enqueues the program on the
 // given stream. On a GPU, each workspace replays each program as a CUDA graph (captured when the
@@ -59,6 +60,10 @@ struct ModelOptions {
   bool cuda_graph = true;
   /// Workspaces made at load time (each run that finds all of them busy makes one more).
   int workspaces = 1;
+  /// On a GPU, run each compiled shape once at load time on zero inputs, so that the first run
+  /// pays for none of the driver's first-use work (lazy loading of the kernels, the first launch
+  /// of a CUDA graph, the first allocation of the outputs' sizes).
+  bool warm_up = true;
 };
 
 /// A loaded model file (see the top of the file). Copies share the model; run() may be called

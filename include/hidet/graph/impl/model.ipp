@@ -11,6 +11,11 @@
 #include <mutex>
 #include <optional>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "hidet/backend/compile_cache.hpp"
 #include "hidet/backend/emulator/program.hpp"
 #include "hidet/graph/detail/saved_file.hpp"
@@ -224,17 +229,49 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
   return f;
 }
 
-/// The whole file at `path`, or nullopt when it cannot be read.
-inline std::optional<std::string> read_whole_file(const std::string &path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) return std::nullopt;
-  auto size = f.tellg();
-  if (size < 0) return std::nullopt;
-  std::string data(std::size_t(size), '\0');
-  f.seekg(0);
-  if (!f.read(data.data(), size)) return std::nullopt;
-  return data;
-}
+/// A file's bytes: mapped read-only with its pages read in (no copy: the checksum and the upload
+/// of the weights read them where the page cache holds them), or read into memory where mapping
+/// fails.
+class FileBytes {
+public:
+  /// The file at `path`, or nullopt when it cannot be read.
+  static std::optional<FileBytes> open(const std::string &path) {
+    FileBytes f;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void *p =
+          ::mmap(nullptr, std::size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (p != MAP_FAILED) {
+        f.map_ = p, f.size_ = std::size_t(st.st_size);
+        ::close(fd);
+        return f;
+      }
+    }
+    ::close(fd);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    f.copy_.assign(std::istreambuf_iterator<char>(in), {});
+    return f;
+  }
+  FileBytes(FileBytes &&o) noexcept
+      : map_(std::exchange(o.map_, nullptr)), size_(o.size_), copy_(std::move(o.copy_)) {}
+  FileBytes &operator=(FileBytes &&) = delete;
+  ~FileBytes() {
+    if (map_) ::munmap(map_, size_);
+  }
+  std::string_view view() const {
+    return map_ ? std::string_view(static_cast<const char *>(map_), size_)
+                : std::string_view(copy_);
+  }
+
+private:
+  FileBytes() = default;
+  void *map_ = nullptr;
+  std::size_t size_ = 0;
+  std::string copy_;
+};
 
 // ---- running ----------------------------------------------------------------------------------
 
@@ -747,10 +784,10 @@ struct Model::State {
 };
 
 HIDET_INLINE Model Model::load(const std::string &path, ModelOptions options) {
-  auto bytes = detail::read_whole_file(path);
+  auto bytes = detail::FileBytes::open(path);
   std::string where = str_cat("'", path, "'");
   if (!bytes) throw ValueError(str_cat("load: cannot read ", where));
-  detail::SavedHeader h = detail::read_header(*bytes, where);
+  detail::SavedHeader h = detail::read_header(bytes->view(), where);
   std::string here = detail::saved_graph_target();
   if (h.target != here) {
     if (here == "emulator")
@@ -800,6 +837,15 @@ HIDET_INLINE Model Model::load(const std::string &path, ModelOptions options) {
   }
   Model m;
   m.s_ = std::move(s);
+  if (!m.s_->emulated && options.warm_up) { // see ModelOptions::warm_up
+    for (const auto &p : f.programs) {
+      std::vector<Tensor> xs;
+      for (std::size_t i = 0; i < p.input_shapes.size(); ++i)
+        xs.push_back(zeros(p.input_shapes[i], f.inputs[i].dtype, m.s_->device));
+      m.run(xs);
+    }
+    current_stream().synchronize();
+  }
   return m;
 }
 
