@@ -49,11 +49,15 @@ def print_tabular(gm):
 class _Compiled:
     """One input signature compiled: the graph, and how to run it."""
 
-    def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants, dispatch=None):
+    def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants, dispatch=None,
+                 updates=()):
         self.graph, self.runner, self.replay = graph, runner, replay
         self.positions, self.rebuild = positions, rebuild
         self.symbolic_outputs, self.constants = symbolic_outputs, constants
         self.dispatch = dispatch  # a hidet.ShapeDispatch: the graph traced on symbolic sizes
+        # The graph inputs updated in place: (argument position, index of the graph output holding
+        # the new value, or the torch tensor of a constant value), written back after each run.
+        self.updates = list(updates)
         self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic' or 'per_shape'
 
 
@@ -88,9 +92,10 @@ class HidetCompiledModel:
             raise NotSymbolic('the graph returns a symbolic size')
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
-        if not symbolic:
-            return _Compiled(None, None, None, positions, rebuild, [], constants)
-        graph = hidet.trace_from(symbolic, symbols)
+        updates, written = _updates(self.interpreter.updates, positions, len(symbolic))
+        if not symbolic and not written:
+            return _Compiled(None, None, None, positions, rebuild, [], constants, updates=updates)
+        graph = hidet.trace_from(symbolic + written, symbols)
         if not graph.has_symbolic_extents:
             raise NotSymbolic('no input extent is symbolic')
         strategy = cfg._dynamic_shapes
@@ -100,10 +105,16 @@ class HidetCompiledModel:
             reduce_precision='float16' if cfg._use_fp16_reduction else None,
             shape_generic=strategy == 'generic',
             cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
-        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch)
+        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updates)
         entry.strategy = strategy
         inputs = [to_hidet(args[i]) for i in positions]
-        dispatch.run(inputs)  # optimizes and compiles now, at the example's sizes
+        # Optimizes and compiles now, at the example's sizes, on copies of the inputs it updates (the
+        # caller's are updated when dynamo calls the graph).
+        scratch = list(inputs)
+        for position, _ in entry.updates:
+            k = positions.index(position)
+            scratch[k] = to_hidet(args[position].clone())
+        dispatch.run(scratch)
         if cfg._correctness_report or cfg._profile:
             # At the example's sizes: the graph specialized to them, optimized as one shape.
             values = _symbol_values(symbols, inputs)
@@ -178,9 +189,10 @@ class HidetCompiledModel:
         outs, rebuild = flatten_outputs(output)
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
-        if not symbolic:  # nothing depends on the inputs
-            return _Compiled(None, None, None, positions, rebuild, [], constants)
-        graph = hidet.trace_from(symbolic, symbols)
+        updates, written = _updates(self.interpreter.updates, positions, len(symbolic))
+        if not symbolic and not written:  # nothing depends on the inputs
+            return _Compiled(None, None, None, positions, rebuild, [], constants, updates=updates)
+        graph = hidet.trace_from(symbolic + written, symbols)
         opt = hidet.graph.optimize(graph, self.pass_context())
         runner = hidet.CompiledGraph(opt)
         replay = None
@@ -199,7 +211,7 @@ class HidetCompiledModel:
         if cfg._verbose:
             print(f'hidet: compiled a graph of {graph.num_nodes} operators ({opt.num_nodes} after optimization) in '
                   f'{time.time() - t0:.2f} s; {runner.memory_plan()}', file=sys.stderr)
-        return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants)
+        return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants, updates=updates)
 
     def same_constants(self, args):
         """Whether ``args`` carry the parameters and buffers the compiled graphs were traced with;
@@ -243,6 +255,7 @@ class HidetCompiledModel:
     def __call__(self, *args):
         entry = self.entry_for(args)
         if entry.runner is None and entry.dispatch is None:
+            _write_back(entry, args, [])
             return entry.rebuild([], entry.constants)
         inputs = [to_hidet(args[i]) for i in entry.positions]
         stream = 0
@@ -257,7 +270,8 @@ class HidetCompiledModel:
             outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]
         else:
             outs = [o.torch() for o in entry.runner.run(inputs, stream)]
-        return entry.rebuild(outs, entry.constants)
+        _write_back(entry, args, outs)
+        return entry.rebuild(outs[:len(entry.symbolic_outputs)], entry.constants)
 
     @property
     def num_compilations(self):
@@ -270,6 +284,26 @@ class HidetCompiledModel:
     def num_traces(self):
         """fx-graph traces so far: one per shape, or one for all shapes (dynamic shapes)."""
         return len(self.cache) + len(self.symbolic_entries)
+
+
+def _updates(traced, positions, first):
+    """The write-backs of a trace's updates (Interpreter.updates: position among the symbolic
+    inputs, new value): (argument position, graph output index from `first` on, or a constant's
+    torch tensor), and the symbolic values to add to the graph's outputs."""
+    updates, written = [], []
+    for k, value in traced:
+        if value.is_symbolic:
+            updates.append((positions[k], first + len(written)))
+            written.append(value)
+        else:
+            updates.append((positions[k], value.torch()))
+    return updates, written
+
+
+def _write_back(entry, args, outs):
+    """Copies the new values of the inputs the graph updates into the caller's tensors."""
+    for position, value in entry.updates:
+        args[position].copy_(outs[value] if isinstance(value, int) else value)
 
 
 def _has_sizes(output):
@@ -335,7 +369,7 @@ def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
     # example's values. The graph is traced once on the symbols (HidetCompiledModel.compile_symbolic).
     example_inputs = [_concrete(a) for a in example_inputs]
     try:
-        model(*example_inputs)  # trace and compile now, for the example shapes
+        model.entry_for(example_inputs)  # trace and compile now, for the example shapes (nothing runs)
     except UnmappedError as e:
         if not cfg._fallback_to_torch:
             raise
