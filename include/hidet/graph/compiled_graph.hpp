@@ -37,6 +37,16 @@
 // emulator, which runs kernels from their IR, a file loads only in the process that built its
 // kernels; on a GPU, in any process on the same architecture.
 //
+// Updates of inputs in place (FlowGraph::updates, a model's cache): the recording finds, for each
+// update, the block that holds its new value and the node p that allocates it. When no node
+// after p reads the input's old value (nor p itself, except through the input its kernels update
+// in place, Operator::inplace_input: index_put, scatter, index_add), no output views the old value
+// and no other update reads it, that block is the input's own memory: p writes the new value
+// where the caller's tensor lives (an index_put into a cache stores only the indexed rows) and
+// nothing is copied. Otherwise the value is copied into the input after the nodes ran.
+// stats().updates_in_place and updates_copied count each kind. A run given overlapping inputs
+// (one tensor for two inputs) copies instead.
+//
 // A graph with symbolic input extents compiles at one value of each symbol
 // (CompiledGraph(graph, {{"n", 8}})): the scratch runs, the recording and the plan are made at
 // those values, and its shape-generic nodes (docs/graph.md, "Shape-generic kernels") reuse the
@@ -68,6 +78,8 @@ struct CompiledGraphStats {
                                     ///< (graph outputs, blocks kept by operators)
   std::uint64_t runs = 0;           ///< runs so far
   double compile_seconds = 0;       ///< build, recording and planning
+  std::size_t updates_in_place = 0; ///< input updates whose value is made in the input's memory
+  std::size_t updates_copied = 0;   ///< input updates copied into the input after the nodes ran
 };
 
 /// A FlowGraph compiled to run in one planned workspace (see the top of the file).
@@ -82,7 +94,8 @@ public:
   /// top of the file); a ValueError naming a symbol without a value.
   CompiledGraph(FlowGraph graph, SymbolValues values);
 
-  /// Runs on the current stream; returns the outputs (fresh tensors).
+  /// Runs on the current stream; returns the outputs (fresh tensors) and writes the updated
+  /// inputs' new values into the given tensors.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
   /// Runs on `stream`.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs, const Stream &stream) const;

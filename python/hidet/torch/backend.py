@@ -55,8 +55,8 @@ class _Compiled:
         self.positions, self.rebuild = positions, rebuild
         self.symbolic_outputs, self.constants = symbolic_outputs, constants
         self.dispatch = dispatch  # a hidet.ShapeDispatch: the graph traced on symbolic sizes
-        # The graph inputs updated in place: (argument position, index of the graph output holding
-        # the new value, or the torch tensor of a constant value), written back after each run.
+        # The argument positions of the graph inputs it updates in place (the compiled graph writes
+        # them where they live; an argument hidet got a copy of is copied back).
         self.updates = list(updates)
         self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic' or 'per_shape'
 
@@ -92,10 +92,11 @@ class HidetCompiledModel:
             raise NotSymbolic('the graph returns a symbolic size')
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
-        updates, written = _updates(self.interpreter.updates, positions, len(symbolic))
-        if not symbolic and not written:
-            return _Compiled(None, None, None, positions, rebuild, [], constants, updates=updates)
-        graph = hidet.trace_from(symbolic + written, symbols)
+        updates = [(symbols[k], value) for k, value in self.interpreter.updates]
+        updated = [positions[k] for k, _ in self.interpreter.updates]
+        if not symbolic and not updates:
+            return _Compiled(None, None, None, positions, rebuild, [], constants)
+        graph = hidet.trace_from(symbolic, symbols, updates)
         if not graph.has_symbolic_extents:
             raise NotSymbolic('no input extent is symbolic')
         strategy = cfg._dynamic_shapes
@@ -105,16 +106,12 @@ class HidetCompiledModel:
             reduce_precision='float16' if cfg._use_fp16_reduction else None,
             shape_generic=strategy == 'generic',
             cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
-        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updates)
+        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated)
         entry.strategy = strategy
-        inputs = [to_hidet(args[i]) for i in positions]
-        # Optimizes and compiles now, at the example's sizes, on copies of the inputs it updates (the
-        # caller's are updated when dynamo calls the graph).
-        scratch = list(inputs)
-        for position, _ in entry.updates:
-            k = positions.index(position)
-            scratch[k] = to_hidet(args[position].clone())
-        dispatch.run(scratch)
+        # Optimizes and compiles now, at the example's sizes, without running (the inputs it updates
+        # are updated when dynamo calls the graph; a CUDA graph captures them where they live).
+        dispatch.prepare([to_hidet(args[i]) for i in positions])
+        inputs = _scratch_inputs(args, positions, updated)
         if cfg._correctness_report or cfg._profile:
             # At the example's sizes: the graph specialized to them, optimized as one shape.
             values = _symbol_values(symbols, inputs)
@@ -189,29 +186,35 @@ class HidetCompiledModel:
         outs, rebuild = flatten_outputs(output)
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
-        updates, written = _updates(self.interpreter.updates, positions, len(symbolic))
-        if not symbolic and not written:  # nothing depends on the inputs
-            return _Compiled(None, None, None, positions, rebuild, [], constants, updates=updates)
-        graph = hidet.trace_from(symbolic + written, symbols)
+        # The inputs updated in place: the graph's updates, each written where the input lives.
+        updates = [(symbols[k], value) for k, value in self.interpreter.updates]
+        updated = [positions[k] for k, _ in self.interpreter.updates]
+        if not symbolic and not updates:  # nothing depends on the inputs
+            return _Compiled(None, None, None, positions, rebuild, [], constants)
+        graph = hidet.trace_from(symbolic, symbols, updates)
         opt = hidet.graph.optimize(graph, self.pass_context())
         runner = hidet.CompiledGraph(opt)
         replay = None
         if cfg._use_cuda_graph and not hidet.cuda_emulated():
             try:
-                replay = hidet.CudaGraph(runner)
+                # The updated inputs (a model's cache) are captured where they live: replays on
+                # the same tensors update them in place, without copies in or out.
+                buffers = [to_hidet(args[i]) if i in updated else None for i in positions]
+                replay = hidet.CudaGraph(runner, buffers)
             except hidet.HidetError as e:  # an operator that cannot be captured: run without
                 print(f'hidet: CUDA-graph capture failed, this graph runs without CUDA graphs: {e}', file=sys.stderr)
         if cfg._correctness_report:
-            inputs = [to_hidet(args[i]) for i in positions]
-            table, _ = hidet.graph.correctness_report(graph, opt, inputs)
+            table, _ = hidet.graph.correctness_report(graph, opt, _scratch_inputs(args, positions, updated))
             print(table)
         if cfg._profile:
-            table, _ = hidet.graph.profile(opt, [to_hidet(args[i]) for i in positions], 12)
+            table, _ = hidet.graph.profile(opt, _scratch_inputs(args, positions, updated), 12)
             print(table, file=sys.stderr)
         if cfg._verbose:
+            in_place = f'; inputs updated in place: {runner.updates_in_place}, by a copy: {runner.updates_copied}' \
+                if updates else ''
             print(f'hidet: compiled a graph of {graph.num_nodes} operators ({opt.num_nodes} after optimization) in '
-                  f'{time.time() - t0:.2f} s; {runner.memory_plan()}', file=sys.stderr)
-        return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants, updates=updates)
+                  f'{time.time() - t0:.2f} s; {runner.memory_plan()}{in_place}', file=sys.stderr)
+        return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants, updates=updated)
 
     def same_constants(self, args):
         """Whether ``args`` carry the parameters and buffers the compiled graphs were traced with;
@@ -255,7 +258,6 @@ class HidetCompiledModel:
     def __call__(self, *args):
         entry = self.entry_for(args)
         if entry.runner is None and entry.dispatch is None:
-            _write_back(entry, args, [])
             return entry.rebuild([], entry.constants)
         inputs = [to_hidet(args[i]) for i in entry.positions]
         stream = 0
@@ -270,8 +272,10 @@ class HidetCompiledModel:
             outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]
         else:
             outs = [o.torch() for o in entry.runner.run(inputs, stream)]
-        _write_back(entry, args, outs)
-        return entry.rebuild(outs[:len(entry.symbolic_outputs)], entry.constants)
+        for i in entry.updates:  # an argument hidet ran on a copy of (not contiguous, or moved)
+            if not _shared_with_hidet(args[i]):
+                args[i].copy_(inputs[entry.positions.index(i)].torch())
+        return entry.rebuild(outs, entry.constants)
 
     @property
     def num_compilations(self):
@@ -286,24 +290,16 @@ class HidetCompiledModel:
         return len(self.cache) + len(self.symbolic_entries)
 
 
-def _updates(traced, positions, first):
-    """The write-backs of a trace's updates (Interpreter.updates: position among the symbolic
-    inputs, new value): (argument position, graph output index from `first` on, or a constant's
-    torch tensor), and the symbolic values to add to the graph's outputs."""
-    updates, written = [], []
-    for k, value in traced:
-        if value.is_symbolic:
-            updates.append((positions[k], first + len(written)))
-            written.append(value)
-        else:
-            updates.append((positions[k], value.torch()))
-    return updates, written
+def _scratch_inputs(args, positions, updated):
+    """The graph's inputs for a run at compile time (a report, a profile, the first shape): copies
+    of those it updates, which the run must not change."""
+    return [to_hidet(args[i].clone() if i in updated else args[i]) for i in positions]
 
 
-def _write_back(entry, args, outs):
-    """Copies the new values of the inputs the graph updates into the caller's tensors."""
-    for position, value in entry.updates:
-        args[position].copy_(outs[value] if isinstance(value, int) else value)
+def _shared_with_hidet(tensor):
+    """Whether to_hidet(tensor) views the tensor's memory (it copies one that is not contiguous, and
+    one on the CPU when a GPU runs hidet)."""
+    return tensor.is_contiguous() and (tensor.device.type != 'cpu' or hidet.cuda_emulated())
 
 
 def _has_sizes(output):

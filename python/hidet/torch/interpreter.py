@@ -385,7 +385,13 @@ class Interpreter:
             root = _alias_root(base)
             value = env[node]
             if isinstance(value, hidet.Tensor) and base is not root:
-                value = _write_through(base, root, value, env, load)
+                try:
+                    value = _write_through(base, root, value, env, load)
+                except NotImplementedError as e:
+                    unmapped(node, f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of "
+                                   f"'{root.name}': {e}: not mapped")
+                    missing_nodes.extend(n for n in _alias_group(root) if n not in missing_nodes)
+                    return
             if not isinstance(value, hidet.Tensor):
                 return
             old = env.get(root)
