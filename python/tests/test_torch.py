@@ -990,6 +990,30 @@ def test_inplace_updates_of_buffers_are_written_back():
         assert int(mine.count) == int(theirs.count) == step + 1
 
 
+def test_inplace_update_of_an_input_under_dynamic_shapes():
+    """A cache written at s positions per call, s one of dynamo's symbols: traced once with the
+    update (printed 'l_cache_ <- x_1'), run by the ShapeDispatch of each size, the cache written in
+    place every call."""
+    calls = []
+
+    def f(cache, pos, k):
+        cache.index_copy_(0, pos, k * 2)
+        return cache.sum(0) + k.sum()
+
+    opt = torch.compile(f, backend=_counting_backend(calls), dynamic=True)
+    mine = torch.randn(12, 4, device=DEVICE)
+    theirs = mine.clone()
+    at = 0
+    for s in [3, 2, 4]:
+        pos, k = torch.arange(at, at + s, device=DEVICE), r(s, 4)
+        at += s
+        assert_close(opt(mine, pos, k), f(theirs, pos, k), atol=1e-5, rtol=1e-5)
+        assert_close(mine, theirs)
+    assert len(calls) == 1 and calls[0].num_traces == 1
+    (entry,) = calls[0].symbolic_entries.values()
+    assert 'l_cache_ <- x_1' in str(entry.graph)
+
+
 def test_transformers_grouped_mm_fallback():
     """transformers' custom operator of mixture-of-experts layers (a name-keyed mapping: transformers
     defines it after hidet is imported): expert e takes rows offs[e - 1] to offs[e]; an expert

@@ -105,9 +105,12 @@ struct SeenCommands : runtime::detail::CommandHook {
   std::vector<std::string> kernels;
   std::vector<std::size_t> copies;
   runtime::detail::CommandHook *saved;
-  SeenCommands() : saved(runtime::detail::command_hook()) { runtime::detail::command_hook() = this; }
+  SeenCommands() : saved(runtime::detail::command_hook()) {
+    runtime::detail::command_hook() = this;
+  }
   ~SeenCommands() override { runtime::detail::command_hook() = saved; }
-  void kernel(const KernelHandle &k, backend::Dim3, backend::Dim3, std::size_t, const std::vector<backend::KernelArg> &,
+  void kernel(const KernelHandle &k, backend::Dim3, backend::Dim3, std::size_t,
+              const std::vector<backend::KernelArg> &,
               const std::vector<const TensorMap *> &) override {
     kernels.push_back(k.name());
   }
@@ -118,7 +121,8 @@ struct SeenCommands : runtime::detail::CommandHook {
 /// Positions `n` distinct rows of `rows` (int64, on the device).
 Tensor positions(int n, int rows) {
   std::vector<std::int64_t> all(std::size_t(rows), 0);
-  for (int i = 0; i < rows; ++i) all[std::size_t(i)] = i;
+  for (int i = 0; i < rows; ++i)
+    all[std::size_t(i)] = i;
   std::shuffle(all.begin(), all.end(), g_rng);
   all.resize(std::size_t(n));
   return asarray(all);
@@ -135,7 +139,8 @@ TEST_CASE("an update in place writes a cache where it lives") {
   graph::CompiledGraph cg(g);
   CHECK(cg.stats().updates_in_place == 1);
   CHECK(cg.stats().updates_copied == 0);
-  CHECK(cg.memory_plan().tensors.size() == 1); // tanh's output alone: the new cache is not in the workspace
+  CHECK(cg.memory_plan().tensors.size() ==
+        1); // tanh's output alone: the new cache is not in the workspace
   Tensor c = c0.clone(), want = c0.clone();
   for (int step = 0; step < 3; ++step) {
     Tensor p = positions(3, 33), k = make({3, 20}, dtypes::f32);
@@ -144,9 +149,11 @@ TEST_CASE("an update in place writes a cache where it lives") {
       SeenCommands seen;
       outs = cg.run({c, p, k});
       // Only the 3 rows are stored: no copy of the cache, by a kernel or a device copy.
-      for (const auto &name : seen.kernels) CHECK(name.find("_copy") == std::string::npos);
+      for (const auto &name : seen.kernels)
+        CHECK(name.find("_copy") == std::string::npos);
       CHECK(std::count(seen.kernels.begin(), seen.kernels.end(), "index_put_update") == 1);
-      for (std::size_t n : seen.copies) CHECK(n < c0.nbytes());
+      for (std::size_t n : seen.copies)
+        CHECK(n < c0.nbytes());
     }
     want = o::index_put(want, {p}, k);
     expect_same(c, want);
@@ -157,7 +164,8 @@ TEST_CASE("an update in place writes a cache where it lives") {
 }
 
 TEST_CASE("an update is copied when the old value is read after it, or the inputs overlap") {
-  Tensor c0 = make({9, 5}, dtypes::f32), p = asarray<std::int64_t>({4, 1}), k = make({2, 5}, dtypes::f32);
+  Tensor c0 = make({9, 5}, dtypes::f32), p = asarray<std::int64_t>({4, 1}),
+         k = make({2, 5}, dtypes::f32);
   Tensor cache = symbol_like(c0, "cache"), pos = symbol_like(p, "pos"), key = symbol_like(k, "k");
   Tensor y = o::index_put(cache, {pos}, key);
   // The old cache, scaled by a value of the new one: read after the update is made.
@@ -171,7 +179,8 @@ TEST_CASE("an update is copied when the old value is read after it, or the input
 
   // In place, unless the caller gives the cache for another input too (read after the update).
   Tensor other = symbol_like(c0, "other");
-  graph::CompiledGraph cg2(FlowGraph({other * o::mean(y, {0, 1})}, {cache, other, pos, key}, {{cache, y}}));
+  graph::CompiledGraph cg2(
+      FlowGraph({other * o::mean(y, {0, 1})}, {cache, other, pos, key}, {{cache, y}}));
   CHECK(cg2.stats().updates_in_place == 1);
   Tensor c2 = c0.clone();
   expect_same(cg2.run({c2, c2, p, k})[0], c0 * o::mean(want_y, {0, 1}));

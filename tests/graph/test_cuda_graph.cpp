@@ -83,5 +83,9 @@ TEST_CASE("a CUDA graph updates a cache captured where it lives") {
   cg.run({other, p, k});
   expect_same(other, o::index_put(c0, {p}, k));
   // A buffer of another shape is refused.
-  expect_error([&] { graph::CudaGraph bad(compiled, {make({3, 6}, dtypes::f16)}); }, {"cuda_graph: the buffer given for graph input 0 'cache'"});
+  expect_error(
+      [&] {
+        graph::CudaGraph bad(compiled, {make({3, 6}, dtypes::f16)});
+      },
+      {"cuda_graph: the buffer given for graph input 0 'cache'"});
 }

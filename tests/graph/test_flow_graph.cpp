@@ -189,12 +189,13 @@ TEST_CASE("a graph that updates an input in place: printed, run, specialized, DO
   Tensor s = o::sum(y, {1});
   FlowGraph g({s}, {cache, pos, key}, {{cache, y}});
   CHECK(g.updated_inputs() == std::vector<std::size_t>{0});
-  CHECK(g.str() == "Graph(cache: float32[8, 4][cuda], pos: int64[3][cuda], k: float32[3, 4][cuda]){\n"
-                   "  x: float32[8, 4][cuda] = IndexPut(cache, pos, k, axes=[0], accumulate=false)\n"
-                   "  x_1: float32[8][cuda] = Sum(x, axes=[1], keepdims=0)\n"
-                   "  cache <- x\n"
-                   "  return x_1\n"
-                   "}");
+  CHECK(g.str() ==
+        "Graph(cache: float32[8, 4][cuda], pos: int64[3][cuda], k: float32[3, 4][cuda]){\n"
+        "  x: float32[8, 4][cuda] = IndexPut(cache, pos, k, axes=[0], accumulate=false)\n"
+        "  x_1: float32[8][cuda] = Sum(x, axes=[1], keepdims=0)\n"
+        "  cache <- x\n"
+        "  return x_1\n"
+        "}");
   CHECK(g.dot().find("-> in0 [style=dashed") != std::string::npos);
   Tensor c = c0.clone();
   Tensor want = o::index_put(c0, {p}, k);
@@ -236,9 +237,12 @@ TEST_CASE("a graph that updates an input in place: printed, run, specialized, DO
 TEST_CASE("bad updates of inputs name what was wrong") {
   Tensor cache = symbol({8, 4}, dtypes::f32, Device::cuda(), "cache");
   Tensor y = o::relu(cache);
-  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{y, y}}), "only a graph input (hidet::symbol(...)) is updated in place");
-  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{cache, o::sum(y, {1})}}), "must have the input's shape and dtype");
-  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{cache, y}, {cache, y * 2}}), "input 0 ('cache') is updated twice");
+  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{y, y}}),
+                  "only a graph input (hidet::symbol(...)) is updated in place");
+  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{cache, o::sum(y, {1})}}),
+                  "must have the input's shape and dtype");
+  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{cache, y}, {cache, y * 2}}),
+                  "input 0 ('cache') is updated twice");
   CHECK_ERROR_HAS(FlowGraph({}, {cache}, {}), "no outputs given");
   Tensor other = symbol({8, 4}, dtypes::f32, Device::cuda(), "other");
   CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{other, y}}), "'other'");

@@ -14,9 +14,9 @@
 // Printing follows Hidet's form: one line per constant and per operator, tensors named x, x_1,
 // x_2, ... and constants c, c_1, ...; dot() gives the same graph in Graphviz's DOT language.
 //
-// Extents may be named symbols: hidet::symbol({"n", 3}) traces the operators once for every n (their
-// outputs' extents are expressions over the symbols, [n, 2], [n*s, 768]); such a graph runs on
-// inputs of any n, each node through its operator's eager path, and specialize({{"n", 4}}) gives
+// Extents may be named symbols: hidet::symbol({"n", 3}) traces the operators once for every n
+// (their outputs' extents are expressions over the symbols, [n, 2], [n*s, 768]); such a graph runs
+// on inputs of any n, each node through its operator's eager path, and specialize({{"n", 4}}) gives
 // the graph at one shape. graph::optimize of such a graph optimizes and compiles it per shape
 // (graph::ShapeDispatch).
 //
@@ -133,7 +133,8 @@ FlowGraph trace_from(const Tensor &output, std::vector<Tensor> inputs = {});
 /// The graph that computes `outputs` (see FlowGraph's constructor).
 FlowGraph trace_from(std::vector<Tensor> outputs, std::vector<Tensor> inputs = {});
 /// The graph that computes `outputs` and updates the inputs of `updates` in place.
-FlowGraph trace_from(std::vector<Tensor> outputs, std::vector<Tensor> inputs, std::vector<InputUpdate> updates);
+FlowGraph trace_from(std::vector<Tensor> outputs, std::vector<Tensor> inputs,
+                     std::vector<InputUpdate> updates);
 
 } // namespace hidet::graph
 

@@ -188,7 +188,8 @@ public:
         if (t.is_symbolic()) of_[key_of(t)].push_back(op);
     for (const auto &t : graph.outputs())
       outputs_.insert(key_of(t));
-    for (const auto &u : graph.updates()) // written into an input after the run: kept as an output is
+    // An update's value is written into its input after the run: kept as an output is.
+    for (const auto &u : graph.updates())
       if (u.value.is_symbolic()) outputs_.insert(key_of(u.value));
   }
   /// The nodes reading `t`, in graph order, once per input that reads it.
