@@ -1014,6 +1014,34 @@ def test_inplace_update_of_an_input_under_dynamic_shapes():
     assert 'l_cache_ <- x_1' in str(entry.graph)
 
 
+def test_inplace_update_of_a_view_over_symbolic_sizes(capsys):
+    """Under dynamic shapes, an update through a reshape of a contiguous input (x.view(-1)) is the
+    new value reshaped: traced once. Writing through another view needs the view's element
+    positions, so constant shapes: that graph is traced per shape, and the log line names the
+    update."""
+    calls = []
+
+    def reshaped(x):
+        x.view(-1).mul_(2)
+        return x + 1
+
+    def sliced(x):
+        x[:, 1:].mul_(2)
+        return x + 1
+
+    for fn in [reshaped, sliced]:
+        torch._dynamo.reset()
+        opt = torch.compile(fn, backend=_counting_backend(calls), dynamic=True)
+        for n in [3, 5, 6]:
+            mine = r(n, 4)
+            theirs = mine.clone()
+            assert_close(opt(mine), fn(theirs))
+            assert_close(mine, theirs)
+    assert calls[0].num_traces == 1 and calls[0].symbolic  # reshaped
+    err = capsys.readouterr().err
+    assert "compiled per input shape" in err and "an in-place update of 'getitem', a view of 'l_x_'" in err, err
+
+
 def test_transformers_grouped_mm_fallback():
     """transformers' custom operator of mixture-of-experts layers (a name-keyed mapping: transformers
     defines it after hidet is imported): expert e takes rows offs[e - 1] to offs[e]; an expert

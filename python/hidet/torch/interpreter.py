@@ -528,6 +528,19 @@ def _is_identity_view(n):
         _same_sizes(mine.stride(), theirs.stride()) and str(mine.storage_offset()) == str(theirs.storage_offset())
 
 
+def _same_elements_in_order(view, root):
+    """A view that holds all of root's elements in root's order (a reshape of a contiguous tensor):
+    both contiguous, of one element count and offset."""
+    mine, theirs = view.meta.get('example_value'), root.meta.get('example_value')
+    if not (isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor)):
+        return False
+    try:
+        return mine.dtype == theirs.dtype and mine.is_contiguous() and theirs.is_contiguous() and \
+            str(mine.numel()) == str(theirs.numel()) and str(mine.storage_offset()) == str(theirs.storage_offset())
+    except Exception:  # noqa: BLE001 - a size dynamo cannot decide: not known to be one
+        return False
+
+
 def _alias_root(n):
     """The fx node whose memory n's tensor lives in: n's first argument, followed through views
     (and in-place nodes, which return what they update) to a graph input or a computed tensor."""
@@ -568,6 +581,8 @@ def _write_through(base, root, value, env, load):
     chain = [v for v in _view_chain(base, root) if not _is_identity_view(v)]
     if not chain:
         return value
+    if isinstance(old, hidet.Tensor) and _same_elements_in_order(base, root):  # x.view(-1), x.flatten(1)
+        return hidet.ops.reshape(value, list(old.shape))
     if not isinstance(old, hidet.Tensor) or not all(isinstance(d, int) for d in old.shape):
         raise NotSymbolic(f"an in-place update of '{base.name}', a view of '{root.name}', over symbolic sizes")
     numel = math.prod(old.shape)
