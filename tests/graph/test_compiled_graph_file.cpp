@@ -146,6 +146,12 @@ TEST_CASE("a saved graph that updates a cache: in place, and by a copy") {
       expect_same(c, want);
       expect_same(got, in_place ? o::sum(o::tanh(want), {1}) : before * o::mean(want, {0, 1}));
     }
+    // The loaded graph updates the cache (printed so); a CUDA graph of it copies the update back.
+    CHECK(loaded.graph().str().find("cache <- ") != std::string::npos);
+    graph::CudaGraph replay(loaded);
+    Tensor p = asarray<std::int64_t>({9, 3}), k = make({2, 6}, dtypes::f32);
+    replay.run({c, p, k});
+    expect_same(c, o::index_put(want, {p}, k));
   }
 }
 

@@ -32,7 +32,8 @@
 // blocks operators keep). The file holds that program, the kernels' cubins and the data, behind a
 // header (format, hidet version, GPU architecture) and a checksum. CompiledGraph::load(path)
 // gives a compiled graph of one node ("SavedGraph") that replays it: no operator, compiler or
-// tuning runs, and run(), streams and cuda_graph() work as before. Work that depends on values
+// tuning runs, and run(), streams and cuda_graph() work as before (a graph that updates inputs
+// in place updates them too: the file marks them). Work that depends on values
 // read back to the host during a run cannot be saved (a ValueError naming the node). On the CPU
 // emulator, which runs kernels from their IR, a file loads only in the process that built its
 // kernels; on a GPU, in any process on the same architecture.

@@ -18,6 +18,7 @@
 
 #include "hidet/graph/compiled_graph.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -39,7 +40,8 @@ namespace detail {
 inline constexpr char saved_graph_magic[8] = {'H', 'I', 'D', 'E', 'T', 'C', 'G', '\n'};
 // 2: every kernel starts with HIDET_GRID_DEPENDENCY_SYNC and is launched as a programmatic
 // dependent (format 1's cubins lack the wait, so they cannot be launched that way).
-inline constexpr std::uint32_t saved_graph_format = 2;
+// 3: each input says whether the graph updates it in place.
+inline constexpr std::uint32_t saved_graph_format = 3;
 inline constexpr std::uint32_t no_region = ~std::uint32_t(0);
 
 /// A place in the memory of a run: byte `offset` of region `region` (no_region: a null pointer).
@@ -86,7 +88,8 @@ struct SavedTensor {
   DataType dtype;
   std::vector<std::int64_t> shape;
   std::string name;
-  SavedRef ref; ///< outputs
+  SavedRef ref;         ///< outputs
+  bool updated = false; ///< inputs: updated in place (FlowGraph::updates)
 };
 
 /// What a saved compiled graph replays (see the top of the file).
@@ -192,6 +195,7 @@ inline void write_tensor(SavedWriter &w, const SavedTensor &t) {
   w.ints(t.shape);
   w.str(t.name);
   w.ref(t.ref);
+  w.pod(std::uint8_t(t.updated));
 }
 
 inline SavedTensor read_tensor(SavedReader &r) {
@@ -200,6 +204,7 @@ inline SavedTensor read_tensor(SavedReader &r) {
   t.shape = r.ints();
   t.name = r.str();
   t.ref = r.ref();
+  t.updated = r.pod<std::uint8_t>() != 0;
   return t;
 }
 
@@ -646,9 +651,11 @@ HIDET_INLINE void CompiledGraph::save(const std::string &path) const {
                                            : Device::cuda();
     program.target = detail::saved_graph_target();
     detail::RecordProgram rec(program, device, g.constants());
+    const auto updated = g.updated_inputs();
     for (std::size_t i = 0; i < scratch.size(); ++i) {
       const Tensor &x = g.inputs()[i];
-      program.inputs.push_back({x.dtype(), scratch[i].shape(), x.name(), {}});
+      bool is_updated = std::find(updated.begin(), updated.end(), i) != updated.end();
+      program.inputs.push_back({x.dtype(), scratch[i].shape(), x.name(), {}, is_updated});
       rec.add_region(scratch[i].data_ptr(), scratch[i].nbytes(), {detail::SavedRegion::Kind::input, i, 0, {}});
     }
     if (s_->workspace) rec.add_region(s_->workspace->ptr, s_->workspace->nbytes, {});
@@ -780,12 +787,25 @@ HIDET_INLINE CompiledGraph CompiledGraph::load(const std::string &path) {
     for (auto d : o.shape) shape.push_back(d);
     metas.push_back({shape, o.dtype, lp->device});
   }
+  // The inputs it updates: the program writes them; the node returns them as extra outputs, the
+  // updates' values (so a CUDA graph of the loaded graph copies them back).
+  std::vector<std::size_t> updated;
+  for (std::size_t i = 0; i < p.inputs.size(); ++i)
+    if (p.inputs[i].updated) updated.push_back(i), metas.push_back({xs[i].sym_shape(), xs[i].dtype(), lp->device});
   std::size_t nkernels = 0;
   for (const auto &c : p.commands) nkernels += c.kind == detail::SavedCommand::Kind::kernel;
   std::vector<Tensor> ys = apply_operator(
-      "SavedGraph", xs, metas, [lp](const std::vector<Tensor> &ins) { return lp->run(ins); },
+      "SavedGraph", xs, metas,
+      [lp, updated](const std::vector<Tensor> &ins) {
+        std::vector<Tensor> outs = lp->run(ins);
+        for (std::size_t i : updated) outs.push_back(ins[i]);
+        return outs;
+      },
       str_cat("file='", path, "', launches=", nkernels, ", commands=", p.commands.size()));
-  CompiledGraph cg(FlowGraph(ys, xs));
+  std::vector<InputUpdate> updates;
+  for (std::size_t j = 0; j < updated.size(); ++j) updates.push_back({xs[updated[j]], ys[p.outputs.size() + j]});
+  ys.resize(p.outputs.size());
+  CompiledGraph cg(FlowGraph(ys, xs, std::move(updates)));
   cg.s_->loaded = std::shared_ptr<const detail::SavedProgram>(lp, &lp->program);
   return cg;
 }
