@@ -189,6 +189,13 @@ TEST_CASE("an update is copied when the old value is read after it, or the input
   expect_same(cg2.run({c3, o3, p, k})[0], c0 * o::mean(want_y, {0, 1}));
   expect_same(c3, want_y);
   expect_same(o3, c0);
+  // A cache at an odd offset (a view into a larger buffer): written by a copy, nothing else touched.
+  Tensor big = make({9 * 5 + 1}, dtypes::f32), big0 = big.clone();
+  Tensor odd(big.storage(), {9, 5}, dtypes::f32, big.offset() + 4);
+  Tensor odd0 = odd.clone();
+  cg2.run({odd, o3, p, k});
+  expect_same(odd, o::index_put(odd0, {p}, k));
+  CHECK(big.to_double_vector()[0] == big0.to_double_vector()[0]);
 
   // A value made by a node that reads the cache and has no in-place kernel: copied. One made from
   // what earlier nodes read of it: made in place.

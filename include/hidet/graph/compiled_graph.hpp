@@ -46,7 +46,8 @@
 // where the caller's tensor lives (an index_put into a cache stores only the indexed rows) and
 // nothing is copied. Otherwise the value is copied into the input after the nodes ran.
 // stats().updates_in_place and updates_copied count each kind. A run given overlapping inputs
-// (one tensor for two inputs) copies instead.
+// (one tensor for two inputs), or an updated input not aligned to MemoryPlan::alignment (a view at
+// an odd offset), copies instead.
 //
 // A graph with symbolic input extents compiles at one value of each symbol
 // (CompiledGraph(graph, {{"n", 8}})): the scratch runs, the recording and the plan are made at

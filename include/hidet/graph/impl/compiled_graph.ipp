@@ -185,11 +185,15 @@ struct CompiledGraph::State {
     server.observer = observer;
     std::vector<bool> in_place_now;
     if (mode == Mode::serve && !update_values.empty()) {
-      // An input that overlaps another one (the caller gave one tensor twice) is updated by a copy.
+      // An input that overlaps another one (the caller gave one tensor twice), or that is not
+      // aligned as the workspace's blocks are (a view at an odd offset), is updated by a copy.
       in_place_now = in_place;
-      for (std::size_t i = 0; i < inputs.size(); ++i)
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (reinterpret_cast<std::uintptr_t>(inputs[i].data_ptr()) % MemoryPlan::alignment != 0)
+          in_place_now[i] = false;
         for (std::size_t k = 0; k < inputs.size() && in_place_now[i]; ++k)
           if (k != i && detail::overlaps(inputs[i], inputs[k])) in_place_now[i] = false;
+      }
       server.inputs = &inputs;
       server.in_place = &in_place_now;
     }
