@@ -1042,6 +1042,40 @@ def test_inplace_update_of_a_view_over_symbolic_sizes(capsys):
     assert "compiled per input shape" in err and "an in-place update of 'getitem', a view of 'l_x_'" in err, err
 
 
+def test_cuda_graph_replay_updates_the_cache_where_it_lives():
+    """With CUDA graphs (on a GPU; here the replay is installed by hand, and the emulator runs it
+    without a capture) the updated input is the replay's own buffer: calls on the same cache update
+    it there; a new cache is captured again."""
+    from hidet.torch import backend
+    calls = []
+
+    def f(cache, pos, k):
+        cache.index_copy_(0, pos, k)
+        return cache.sum(0)
+
+    opt = torch.compile(f, backend=_counting_backend(calls), dynamic=False)
+    cache, want = torch.zeros(8, 4, device=DEVICE), torch.zeros(8, 4, device=DEVICE)
+    pos, k = torch.tensor([0, 1], device=DEVICE), r(2, 4)
+    opt(cache, pos, k)
+    f(want, pos, k)
+    (entry,) = calls[0].cache.values()
+    names = [n.name for n in calls[0].interpreter.placeholders]
+    by_name = {'l_cache_': cache, 'l_pos_': pos, 'l_k_': k}
+    args = [by_name[n] for n in names]
+    entry.replay = backend._capture(entry.runner, args, entry.positions, entry.updates)
+    entry.captured_at = backend._addresses(args, entry.updates)
+    for step in range(2, 8, 2):
+        pos, k = torch.tensor([step, step + 1], device=DEVICE), r(2, 4)
+        assert_close(opt(cache, pos, k), f(want, pos, k))
+        assert_close(cache, want)
+    captured = entry.replay
+    other = torch.ones(8, 4, device=DEVICE)
+    other_want = other.clone()
+    assert_close(opt(other, pos, k), f(other_want, pos, k))
+    assert_close(other, other_want)
+    assert entry.replay is not captured  # captured again at the new cache
+
+
 def test_transformers_grouped_mm_fallback():
     """transformers' custom operator of mixture-of-experts layers (a name-keyed mapping: transformers
     defines it after hidet is imported): expert e takes rows offs[e - 1] to offs[e]; an expert

@@ -58,6 +58,7 @@ class _Compiled:
         # The argument positions of the graph inputs it updates in place (the compiled graph writes
         # them where they live; an argument hidet got a copy of is copied back).
         self.updates = list(updates)
+        self.captured_at = ()  # the addresses of those arguments that the CUDA graph replay was captured at
         self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic' or 'per_shape'
 
 
@@ -197,10 +198,7 @@ class HidetCompiledModel:
         replay = None
         if cfg._use_cuda_graph and not hidet.cuda_emulated():
             try:
-                # The updated inputs (a model's cache) are captured where they live: replays on
-                # the same tensors update them in place, without copies in or out.
-                buffers = [to_hidet(args[i]) if i in updated else None for i in positions]
-                replay = hidet.CudaGraph(runner, buffers)
+                replay = _capture(runner, args, positions, updated)
             except hidet.HidetError as e:  # an operator that cannot be captured: run without
                 print(f'hidet: CUDA-graph capture failed, this graph runs without CUDA graphs: {e}', file=sys.stderr)
         if cfg._correctness_report:
@@ -214,7 +212,9 @@ class HidetCompiledModel:
                 if updates else ''
             print(f'hidet: compiled a graph of {graph.num_nodes} operators ({opt.num_nodes} after optimization) in '
                   f'{time.time() - t0:.2f} s; {runner.memory_plan()}{in_place}', file=sys.stderr)
-        return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants, updates=updated)
+        entry = _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants, updates=updated)
+        entry.captured_at = _addresses(args, updated)
+        return entry
 
     def same_constants(self, args):
         """Whether ``args`` carry the parameters and buffers the compiled graphs were traced with;
@@ -269,6 +269,10 @@ class HidetCompiledModel:
             if self.config._use_cuda_graph and not hidet.cuda_emulated():
                 outs = [o.clone() for o in outs]  # a replay's static outputs: copied out
         elif entry.replay is not None:  # static outputs, overwritten by the next replay: copied out
+            if entry.updates and entry.captured_at != _addresses(args, entry.updates):
+                # Other tensors to update (a new cache): captured again where they live.
+                entry.replay = _capture(entry.runner, args, entry.positions, entry.updates)
+                entry.captured_at = _addresses(args, entry.updates)
             outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]
         else:
             outs = [o.torch() for o in entry.runner.run(inputs, stream)]
@@ -288,6 +292,18 @@ class HidetCompiledModel:
     def num_traces(self):
         """fx-graph traces so far: one per shape, or one for all shapes (dynamic shapes)."""
         return len(self.cache) + len(self.symbolic_entries)
+
+
+def _capture(runner, args, positions, updated):
+    """The CUDA graph of a compiled graph, with the inputs it updates (a model's cache) captured
+    where they live: replays on the same tensors update them in place, without copies in or out."""
+    buffers = [to_hidet(args[i]) if i in updated and _shared_with_hidet(args[i]) else None for i in positions]
+    return hidet.CudaGraph(runner, buffers)
+
+
+def _addresses(args, updated):
+    """Where the arguments a graph updates live (a replay captured at other addresses copies)."""
+    return tuple(args[i].data_ptr() for i in updated)
 
 
 def _scratch_inputs(args, positions, updated):
