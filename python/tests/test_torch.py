@@ -1076,6 +1076,25 @@ def test_cuda_graph_replay_updates_the_cache_where_it_lives():
     assert entry.replay is not captured  # captured again at the new cache
 
 
+def test_a_constant_output_is_a_fresh_tensor_per_call():
+    """An output that depends on no input (a cache a model creates) is a new tensor each call: a
+    graph that updates it in place does not change what the next call returns."""
+    def make(x):
+        return torch.zeros(3, 4, device=x.device), x + 1
+
+    def write(cache, v):
+        cache.add_(v)
+        return cache.sum()
+
+    make_opt, write_opt = compiled(make), compiled(write)
+    x = r(3, 4)
+    first, _ = make_opt(x)
+    write_opt(first, x)
+    assert_close(first, x)
+    second, _ = make_opt(x)
+    assert_close(second, torch.zeros(3, 4, device=DEVICE))
+
+
 def test_transformers_grouped_mm_fallback():
     """transformers' custom operator of mixture-of-experts layers (a name-keyed mapping: transformers
     defines it after hidet is imported): expert e takes rows offs[e - 1] to offs[e]; an expert

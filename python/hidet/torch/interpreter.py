@@ -727,7 +727,9 @@ def flatten_outputs(output):
             if isinstance(x, (list, tuple)):
                 return type(x)(build(y) for y in x)
             if isinstance(x, hidet.Tensor):
-                return constants[id(x)] if id(x) in constants else next(it)
+                # A constant output is a fresh tensor per call, as in eager: the caller may update
+                # it in place (a cache the model creates and a later graph writes).
+                return constants[id(x)].clone() if id(x) in constants else next(it)
             return x
 
         return build(output)
