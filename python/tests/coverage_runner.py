@@ -85,12 +85,15 @@ def run_entry(entry, dtype=torch.float32, device=None, small=False, mode='run'):
     try:
         try:
             model, args, kwargs = _prepare(entry, small, device, calibrate=mode == 'run')
+            # The copy in the dtype is made before any eager call: models that cache tensors in
+            # plain attributes on their first call (LeViT's and TinyViT's attention biases, ConViT's
+            # relative indices) would otherwise keep f32 caches that .to(dtype) does not convert.
+            low = model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)
             with torch.no_grad():
                 ref = first_tensor(model(*args, **kwargs)).detach().float().clone()
                 if dtype == torch.float32:
-                    low, low_args, low_kwargs, eager = model, args, kwargs, ref
+                    low_args, low_kwargs, eager = args, kwargs, ref
                 else:
-                    low = copy.deepcopy(model).to(dtype)
                     low_args, low_kwargs = _cast((args, kwargs), dtype)
                     eager = first_tensor(low(*low_args, **low_kwargs)).detach().float()
         except Exception as e:  # noqa: BLE001 - reported, not raised: PyTorch fails on the model
