@@ -152,6 +152,10 @@ CASES = {
                                               F.conv3d(x, w2, stride=(2, 1, 2), padding=1, dilation=(2, 1, 1),
                                                        groups=2).flatten()]),
                [r(2, 4, 5, 6, 7), r(3, 4, 3, 3, 1), r(3), r(6, 2, 3, 2, 3)]),
+    # norms: Tensor.norm over two dims (ConvNeXt-V2's global response norm), 'fro' over all, p = 1, inf, 3, 0
+    'norms': (lambda a: a * a.norm(p=2, dim=(1, 2), keepdim=True) + torch.norm(a) + a.norm(1, -1, True)
+              + torch.linalg.vector_norm(a, float('inf'), dim=0) + a.norm(3, dim=1, keepdim=True)
+              + torch.linalg.vector_norm(a.relu(), 0, dim=-1, keepdim=True), [r(3, 4, 5)]),
     # histc over a given range (MoE routers count tokens per expert): both ends, values outside
     'histc': (lambda a, i: torch.histc(a, bins=7, min=-1.5, max=2.0) + torch.histc(i.float(), 7, 0, 6),
               [r(5, 9), torch.tensor([0, 6, 3, 3, 1, 6, 7], device=DEVICE)]),
@@ -1093,6 +1097,33 @@ def test_a_constant_output_is_a_fresh_tensor_per_call():
     assert_close(first, x)
     second, _ = make_opt(x)
     assert_close(second, torch.zeros(3, 4, device=DEVICE))
+
+
+def test_inplace_update_of_a_view_of_a_computed_tensor():
+    """x = cat(...)[:, :c]; x += shortcut (GhostNet) and p[..., :k] *= m on a product's view (Funnel):
+    traced functionally; the viewed tensor read after the update sees it (the update is written
+    into it)."""
+    class Ghost(nn.Module):
+        def forward(self, x, s, m):
+            y = torch.cat([x * 2, x - 1], dim=1)[:, :5]
+            y += s
+            p = (x @ x.transpose(-1, -2))[:, 1:]
+            p *= m
+            return y.relu(), p
+
+    class ReadsTheBase(nn.Module):
+        def forward(self, x):
+            y = torch.cat([x, x], dim=1)
+            v = y[:, :2]
+            v += 1  # y sees it
+            return y * 2
+
+    x, s, m = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 1)
+    for got, want in zip(torch.compile(Ghost(), backend='hidet')(x, s, m), Ghost()(x, s, m)):
+        assert_close(got, want, atol=1e-5, rtol=1e-5)
+    torch._dynamo.reset()
+    x = torch.randn(2, 3)
+    assert_close(torch.compile(ReadsTheBase(), backend='hidet')(x), ReadsTheBase()(x))
 
 
 def test_transformers_grouped_mm_fallback():

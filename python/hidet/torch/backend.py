@@ -279,6 +279,8 @@ class HidetCompiledModel:
         for i in entry.updates:  # an argument hidet ran on a copy of (not contiguous, or moved)
             if not _shared_with_hidet(args[i]):
                 args[i].copy_(inputs[entry.positions.index(i)].torch())
+        if not hidet.cuda_emulated() and entry.positions and args[entry.positions[0]].device.type == 'cpu':
+            outs = [o.cpu() for o in outs]  # inputs given on the CPU (moved to the GPU): results come back as in eager
         return entry.rebuild(outs, entry.constants)
 
     @property

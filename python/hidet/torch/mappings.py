@@ -731,9 +731,38 @@ def torch_logsumexp(x, dim, keepdim=False, *, out=None):
 
 @register_function(torch.linalg.vector_norm)
 def torch_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    if ord != 2:
-        raise NotImplementedError(f'vector_norm with ord={ord} is not mapped yet (ord=2 is)')
-    return ops.sqrt(ops.sum(ops.mul(x, x), _dims(dim, x.ndim), keepdim))
+    """The p-norm over dims (every dim for None): 2, 1, inf, -inf, 0 (the count of non-zeros) and
+    any other p as sum(|x|^p)^(1/p). f16 and bf16 inputs accumulate in f32, as PyTorch's do."""
+    if dtype is not None:
+        x = ops.cast(x, dtype_name(dtype))
+    out_dtype = x.dtype
+    if x.dtype in ('float16', 'bfloat16'):
+        x = ops.cast(x, 'float32')
+    dims = _dims(dim, x.ndim)
+    ord = float(ord)
+    if ord == 2:
+        y = ops.sqrt(ops.sum(ops.mul(x, x), dims, keepdim))
+    elif ord == 1:
+        y = ops.sum(ops.abs(x), dims, keepdim)
+    elif ord == math.inf:
+        y = ops.max(ops.abs(x), dims, keepdim)
+    elif ord == -math.inf:
+        y = ops.min(ops.abs(x), dims, keepdim)
+    elif ord == 0:
+        y = ops.sum(ops.cast(ops.ne(x, 0.0), x.dtype), dims, keepdim)
+    else:
+        y = ops.pow(ops.sum(ops.pow(ops.abs(x), ord), dims, keepdim), 1.0 / ord)
+    return ops.cast(y, out_dtype) if y.dtype != out_dtype else y
+
+
+@register_function(torch.norm)
+@register_method('norm')
+def torch_norm(x, p='fro', dim=None, keepdim=False, dtype=None, *, out=None):
+    """torch.norm / Tensor.norm: 'fro' and numbers as vector norms over dim (ConvNeXt-V2's global
+    response norm); the nuclear norm is not mapped."""
+    if p == 'nuc':
+        raise NotImplementedError("torch.norm with p='nuc' is not mapped (it needs a singular value decomposition)")
+    return torch_vector_norm(x, 2 if p in ('fro', None) else p, dim, keepdim, dtype=dtype)
 
 
 @register_function(torch.square)
