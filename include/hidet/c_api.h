@@ -77,6 +77,8 @@ typedef struct hidet_tensor_info {
   int32_t ndim;
   const int64_t *shape;    /**< ndim extents; -1 where the extent varies (the file holds several) */
   const char *const *dims; /**< ndim strings: "" for a constant extent, else its name ("batch") */
+  int32_t updated;         /**< inputs: 1 when a run writes the input's new value into it (a cache
+                                updated in place), else 0 */
 } hidet_tensor_info;
 
 /** A tensor in device memory the caller owns: contiguous, row-major. */

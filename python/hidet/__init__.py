@@ -44,11 +44,15 @@ def symbol_like(tensor, name='x'):
     return _C.symbol_like(tensor, name)
 
 
-def trace_from(outputs, inputs=None):
-    """The FlowGraph computing ``outputs`` (a tensor or a list) from ``inputs`` (found when omitted)."""
+def trace_from(outputs, inputs=None, updates=None):
+    """The FlowGraph computing ``outputs`` (a tensor or a list) from ``inputs`` (found when omitted)
+    and updating in place each input of ``updates`` ((input, new value) pairs;
+    docs/graph.md, "Updates of inputs in place")."""
     if isinstance(outputs, Tensor):
         outputs = [outputs]
-    return _C.trace_from(list(outputs), list(inputs or []))
+    if isinstance(updates, dict):
+        raise TypeError('trace_from: give updates as a list of (input, value) pairs')
+    return _C.trace_from(list(outputs), list(inputs or []), [tuple(u) for u in (updates or [])])
 
 
 def from_dlpack(array):

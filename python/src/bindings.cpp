@@ -314,6 +314,11 @@ NB_MODULE(_C, m) {
         for (const auto &n : fg.nodes()) out.push_back(n->name());
         return out;
       })
+      .def_prop_ro("updates", [](const g::FlowGraph &fg) {
+        std::vector<std::pair<Tensor, Tensor>> out;
+        for (const auto &u : fg.updates()) out.emplace_back(u.input, u.value);
+        return out;
+      }, "The inputs updated in place, as (input, new value) pairs.")
       .def("run", &g::FlowGraph::run, "inputs"_a)
       .def("specialize", &g::FlowGraph::specialize, "values"_a,
            "The graph traced again with each symbol given its value ({'n': 4}): constant shapes.")
@@ -321,8 +326,11 @@ NB_MODULE(_C, m) {
       .def("__str__", &g::FlowGraph::str)
       .def("__repr__", &g::FlowGraph::str)
       .def("dot", &g::FlowGraph::dot);
-  m.def("trace_from", [](std::vector<Tensor> outs, std::vector<Tensor> ins) { return g::FlowGraph(outs, ins); },
-        "outputs"_a, "inputs"_a = std::vector<Tensor>{});
+  m.def("trace_from", [](std::vector<Tensor> outs, std::vector<Tensor> ins, std::vector<std::pair<Tensor, Tensor>> ups) {
+    std::vector<g::InputUpdate> updates;
+    for (auto &[x, v] : ups) updates.push_back({x, v});
+    return g::FlowGraph(outs, ins, std::move(updates));
+  }, "outputs"_a, "inputs"_a = std::vector<Tensor>{}, "updates"_a = std::vector<std::pair<Tensor, Tensor>>{});
   m.def("optimize", [](const g::FlowGraph &fg, std::optional<std::string> mixed_precision, bool layout_nhwc,
                        bool verbose, const std::string &save_dir, bool tensor_cores, int parallel_k,
                        std::optional<std::string> reduce_precision, bool shape_generic) {
@@ -340,11 +348,19 @@ NB_MODULE(_C, m) {
       .def_prop_ro("workspace_bytes", &g::CompiledGraph::workspace_bytes)
       .def("memory_plan", [](const g::CompiledGraph &cg) { return cg.memory_plan().str(); })
       .def_prop_ro("compile_seconds", [](const g::CompiledGraph &cg) { return cg.stats().compile_seconds; })
+      .def_prop_ro("updates_in_place", [](const g::CompiledGraph &cg) { return cg.stats().updates_in_place; },
+                   "Input updates whose value the graph makes in the input's memory.")
+      .def_prop_ro("updates_copied", [](const g::CompiledGraph &cg) { return cg.stats().updates_copied; },
+                   "Input updates copied into the input after the nodes ran.")
       .def("save", &g::CompiledGraph::save, "path"_a)
       .def_static("load", &g::CompiledGraph::load, "path"_a);
 
   nb::class_<g::CudaGraph>(m, "CudaGraph")
-      .def("__init__", [](g::CudaGraph *self, const g::CompiledGraph &cg) { new (self) g::CudaGraph(cg); })
+      .def("__init__", [](g::CudaGraph *self, const g::CompiledGraph &cg, std::vector<std::optional<Tensor>> buffers) {
+        std::vector<Tensor> bufs;
+        for (auto &b : buffers) bufs.push_back(b ? *b : Tensor());
+        new (self) g::CudaGraph(cg, bufs);
+      }, "compiled"_a, "buffers"_a = std::vector<std::optional<Tensor>>{})
       .def("run", [](g::CudaGraph &cg, const std::vector<Tensor> &xs, std::uintptr_t stream) {
         hidet::StreamGuard guard(stream_of(stream));
         return cg.run(xs);
@@ -370,6 +386,9 @@ NB_MODULE(_C, m) {
         hidet::StreamGuard guard(stream_of(stream));
         return d.run(xs);
       }, "inputs"_a, "stream"_a = 0)
+      .def("prepare", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs) { (void)d.compiled_for(xs); }, "inputs"_a,
+           "Compiles (and with cuda_graph captures) the shape of `inputs` without running it: a CUDA graph "
+           "captures the inputs the graph updates where they live.")
       .def_prop_ro("num_compiled", &g::ShapeDispatch::num_compiled)
       .def_prop_ro("num_compilations", &g::ShapeDispatch::num_compilations)
       .def("generic_graph", [](g::ShapeDispatch &d) { return d.generic_graph(); })
@@ -410,6 +429,12 @@ NB_MODULE(_C, m) {
         return r;
       })
       .def_prop_ro("target", &g::Model::target)
+      .def_prop_ro("updated_inputs", [](const g::Model &md) {
+        std::vector<std::size_t> r;
+        for (std::size_t i = 0; i < md.inputs().size(); ++i)
+          if (md.inputs()[i].updated) r.push_back(i);
+        return r;
+      }, "The positions of the inputs a run updates in place (a cache).")
       .def_prop_ro("num_workspaces", &g::Model::num_workspaces)
       .def("compiled_shapes", &g::Model::compiled_shapes)
       .def("run", [](const g::Model &md, const std::vector<Tensor> &xs, std::uintptr_t stream) {

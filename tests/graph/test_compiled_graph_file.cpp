@@ -122,6 +122,39 @@ TEST_CASE("a saved graph with an output that is a view of an intermediate and f1
   expect_same(got[1], want[1], 2);
 }
 
+TEST_CASE("a saved graph that updates a cache: in place, and by a copy") {
+  TempDir dir;
+  Tensor c0 = make({21, 6}, dtypes::f32);
+  Tensor cache = symbol_like(c0, "cache"), pos = symbol({2}, dtypes::i64, Device::cuda(), "pos"),
+         key = symbol({2, 6}, dtypes::f32, Device::cuda(), "k");
+  Tensor y = o::index_put(cache, {pos}, key);
+  // In place (nothing reads the old cache after the update), then copied (the old cache is read
+  // after it).
+  for (bool in_place : {true, false}) {
+    INFO("in place " << in_place);
+    Tensor out = in_place ? o::sum(o::tanh(y), {1}) : cache * o::mean(y, {0, 1});
+    graph::CompiledGraph cg(FlowGraph({out}, {cache, pos, key}, {{cache, y}}));
+    CHECK(cg.stats().updates_in_place == (in_place ? 1u : 0u));
+    cg.save(dir.file("g"));
+    graph::CompiledGraph loaded = graph::CompiledGraph::load(dir.file("g"));
+    Tensor c = c0.clone(), want = c0.clone();
+    for (int step = 0; step < 2; ++step) {
+      Tensor p = asarray<std::int64_t>({step, 20 - step}), k = make({2, 6}, dtypes::f32);
+      Tensor before = want.clone();
+      want = o::index_put(want, {p}, k);
+      Tensor got = loaded.run({c, p, k})[0];
+      expect_same(c, want);
+      expect_same(got, in_place ? o::sum(o::tanh(want), {1}) : before * o::mean(want, {0, 1}));
+    }
+    // The loaded graph updates the cache (printed so); a CUDA graph of it copies the update back.
+    CHECK(loaded.graph().str().find("cache <- ") != std::string::npos);
+    graph::CudaGraph replay(loaded);
+    Tensor p = asarray<std::int64_t>({9, 3}), k = make({2, 6}, dtypes::f32);
+    replay.run({c, p, k});
+    expect_same(c, o::index_put(want, {p}, k));
+  }
+}
+
 TEST_CASE("bad files and bad inputs give ValueErrors") {
   TempDir dir;
   Net net;

@@ -137,6 +137,28 @@ TEST_CASE("a model saved at two batch sizes loads with its signature and runs bo
   expect_same(Model::load(dir.file("again.hidet")).run({in})[1], want[1], 4);
 }
 
+TEST_CASE("a model that updates an input in place (a cache) writes it into the caller's tensor") {
+  TempDir dir;
+  Tensor w = make({8, 8}, dtypes::f32);
+  Tensor x = symbol({3, 8}, dtypes::f32, "cuda", "x"),
+         cache = symbol({3, 8}, dtypes::f32, "cuda", "cache");
+  FlowGraph g({o::matmul(x, w) + cache}, {x, cache}, {{cache, cache * 0.5 + x}});
+  save_model(dir.file("cache.hidet"), {graph::CompiledGraph(graph::optimize(g))});
+  Model model = Model::load(dir.file("cache.hidet"));
+  CHECK_FALSE(model.inputs()[0].updated);
+  CHECK(model.inputs()[1].str() == "cache: float32[3, 8] (updated in place)");
+  for (int step = 0; step < 2; ++step) {
+    Tensor a = make({3, 8}, dtypes::f32), c = make({3, 8}, dtypes::f32);
+    Tensor want_y = o::matmul(a, w) + c, want_c = c * 0.5 + a;
+    auto ys = model.run({a, c});
+    expect_same(ys[0], want_y, 4);
+    expect_same(c, want_c, 4);
+  }
+  // Loaded as a compiled graph, it declares the update.
+  graph::CompiledGraph loaded = graph::CompiledGraph::load(dir.file("cache.hidet"));
+  CHECK(loaded.graph().updates().size() == 1);
+}
+
 TEST_CASE("four threads on their own streams run one model at once") {
   TempDir dir;
   Net net;

@@ -31,12 +31,24 @@
 // memory the run allocates (the workspace, the outputs) or in read-only data (the constants and
 // blocks operators keep). The file holds that program, the kernels' cubins (on the CPU emulator,
 // their lowered IR, which the emulator runs) and the data, behind a header (format, hidet version,
-// target) and a checksum: a model file (graph/model.hpp; graph::save_model writes one compiled
+// target) and checksums: a model file (graph/model.hpp; graph::save_model writes one compiled
 // graph per set of input shapes into one file). CompiledGraph::load(path) gives a compiled graph
 // of one node ("SavedGraph") that replays it through a hidet::Model: no operator, compiler or
-// tuning runs, and run(), streams and cuda_graph() work as before. Work that depends on values
-// read back to the host during a run cannot be saved (a ValueError naming the node). A file loads
-// in any process on the target it was saved for.
+// tuning runs, and run(), streams and cuda_graph() work as before (a graph that updates inputs
+// in place updates them too: the file marks them). Work that depends on values read back to the
+// host during a run cannot be saved (a ValueError naming the node). A file loads in any process
+// on the target it was saved for.
+//
+// Updates of inputs in place (FlowGraph::updates, a model's cache): the recording finds, for each
+// update, the block that holds its new value and the node p that allocates it. When no node
+// after p reads the input's old value (nor p itself, except through the input its kernels update
+// in place, Operator::inplace_input: index_put, scatter, index_add), no output views the old value
+// and no other update reads it, that block is the input's own memory: p writes the new value
+// where the caller's tensor lives (an index_put into a cache stores only the indexed rows) and
+// nothing is copied. Otherwise the value is copied into the input after the nodes ran.
+// stats().updates_in_place and updates_copied count each kind. A run given overlapping inputs
+// (one tensor for two inputs), or an updated input not aligned to MemoryPlan::alignment (a view at
+// an odd offset), copies instead.
 //
 // A graph with symbolic input extents compiles at one value of each symbol
 // (CompiledGraph(graph, {{"n", 8}})): the scratch runs, the recording and the plan are made at
@@ -70,6 +82,8 @@ struct CompiledGraphStats {
                                     ///< (graph outputs, blocks kept by operators)
   std::uint64_t runs = 0;           ///< runs so far
   double compile_seconds = 0;       ///< build, recording and planning
+  std::size_t updates_in_place = 0; ///< input updates whose value is made in the input's memory
+  std::size_t updates_copied = 0;   ///< input updates copied into the input after the nodes ran
 };
 
 /// A FlowGraph compiled to run in one planned workspace (see the top of the file).
@@ -87,7 +101,8 @@ public:
   /// top of the file); a ValueError naming a symbol without a value.
   CompiledGraph(FlowGraph graph, SymbolValues values);
 
-  /// Runs on the current stream; returns the outputs (fresh tensors).
+  /// Runs on the current stream; returns the outputs (fresh tensors) and writes the updated
+  /// inputs' new values into the given tensors.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
   /// Runs on `stream`.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs, const Stream &stream) const;

@@ -22,7 +22,9 @@
 // workspace first runs it; ModelOptions::cuda_graph = false launches kernel by kernel): inputs are
 // copied into the graph's buffers and outputs out of them, as the torch.compile path does. A
 // workspace last used on another stream is ordered after that work with an event. On the emulator
-// every run completes before run() returns.
+// every run completes before run() returns. Inputs the model updates in place (a cache,
+// ModelTensorInfo::updated) receive their new values in the caller's tensors, as
+// CompiledGraph::run writes them.
 //
 // Errors (ValueError unless said): a file that cannot be read, is not a model file, is truncated
 // or corrupt (checksum), was saved by another hidet version (format) or for another GPU
@@ -50,7 +52,9 @@ struct ModelTensorInfo {
   std::vector<std::int64_t> shape; ///< -1 where the extent varies between compiled shapes
   std::vector<std::string> dims;   ///< per dimension: "" for a constant extent, else its symbol
                                    ///< or expression ("batch", "2*seq")
-  /// "x: float32[batch, 3, 224, 224]".
+  bool updated = false; ///< an input the model updates in place (a cache): a run writes its new
+                        ///< value into the caller's tensor (FlowGraph::updates)
+  /// "x: float32[batch, 3, 224, 224]", with " (updated in place)" for an updated input.
   std::string str() const;
 };
 

@@ -95,6 +95,7 @@ inline void fill_info(const ModelTensorInfo &t, hidet_model::Info &keep, hidet_t
   info->ndim = std::int32_t(t.shape.size());
   info->shape = t.shape.data();
   info->dims = keep.dims.data();
+  info->updated = t.updated ? 1 : 0;
 }
 
 struct DeviceBlocks {

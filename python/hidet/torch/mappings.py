@@ -1764,6 +1764,44 @@ def torch_index_put(x, indices, values, accumulate=False):
     return ops.index_put(x, list(indices), values, bool(accumulate))
 
 
+@register_function(torch.index_copy)
+@register_method('index_copy')
+def torch_index_copy(x, dim, index, source):
+    """x with x[..., index[i], ...] = source[..., i, ...] along dim (transformers' static cache
+    writes its keys and values so): an index_put of index at axis dim."""
+    axis = _axis(dim, x.ndim)
+    if index.ndim == 0:
+        index = ops.reshape(index, [1])
+        if source.ndim == x.ndim - 1:
+            source = ops.reshape(source, list(source.shape[:axis]) + [1] + list(source.shape[axis:]))
+    if index.ndim != 1:
+        raise NotImplementedError(f'index_copy with an index of {index.ndim} dimensions (PyTorch takes 1)')
+    return ops.index_put(x, [None] * axis + [index], source, False)
+
+
+@register_method('copy_')
+def tensor_copy_(x, src, non_blocking=False):
+    """x.copy_(src): src converted to x's dtype and broadcast to x's shape is x's new value."""
+    if not isinstance(src, Tensor):
+        return _like(x, src)
+    y = src if src.dtype == x.dtype else ops.cast(src, x.dtype)
+    if list(y.shape) != list(x.shape):
+        y = ops.broadcast_to(y, list(x.shape))
+    return y
+
+
+@register_method('fill_')
+def tensor_fill_(x, value):
+    if isinstance(value, Tensor):
+        return tensor_copy_(x, value)
+    return _like(x, value)
+
+
+@register_method('zero_')
+def tensor_zero_(x):
+    return _like(x, 0)
+
+
 def transformers_grouped_mm(x, weight, offs):
     """transformers' ``grouped_mm_fallback`` (mixture-of-experts layers: Mixtral, Qwen2-MoE, ...):
     rows of x [S, K] sorted by expert, expert e taking rows offs[e - 1] to offs[e] (cumulative

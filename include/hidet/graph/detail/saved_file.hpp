@@ -32,9 +32,10 @@ namespace hidet::graph::detail {
 inline constexpr char saved_graph_magic[8] = {'H', 'I', 'D', 'E', 'T', 'C', 'G', '\n'};
 // 2: every kernel starts with HIDET_GRID_DEPENDENCY_SYNC and is launched as a programmatic
 // dependent (format 1's cubins lack the wait, so they cannot be launched that way).
-// 3: several programs (one per set of input shapes) sharing modules and data; tensor names and
-// symbolic shapes; the emulator's lowered IR; data in one aligned block.
-inline constexpr std::uint32_t saved_graph_format = 3;
+// 3: each input says whether the graph updates it in place.
+// 4: several programs (one per set of input shapes) sharing modules and data; tensor names and
+// symbolic shapes; the emulator's lowered IR; data in one aligned block with its own checksum.
+inline constexpr std::uint32_t saved_graph_format = 4;
 inline constexpr std::uint32_t no_region = ~std::uint32_t(0);
 inline constexpr std::uint64_t blob_alignment = 256;
 
@@ -130,6 +131,7 @@ inline void write_info(util::ByteWriter &w, const ModelTensorInfo &t) {
   w.ints(t.shape);
   for (const auto &d : t.dims)
     w.str(d);
+  w.pod(std::uint8_t(t.updated));
 }
 
 inline void write_command(util::ByteWriter &w, const SavedCommand &c) {

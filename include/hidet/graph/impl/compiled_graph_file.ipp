@@ -391,6 +391,15 @@ HIDET_INLINE void save_model(const std::string &path, const std::vector<Compiled
                                ", the GPU is ", b.file.target));
   b.file.inputs = detail::model_infos(std::move(inputs), first.inputs(), in_shapes, "input");
   b.file.outputs = detail::model_infos(std::move(outputs), first.outputs(), out_shapes, "output");
+  // The inputs updated in place: the same in every graph, marked in the file.
+  for (std::size_t k = 0; k < graphs.size(); ++k)
+    if (graphs[k].graph().updated_inputs() != first.updated_inputs())
+      throw ValueError(
+          str_cat("save_model: graph ", k, " updates other inputs in place than graph 0"));
+  for (auto &t : b.file.inputs)
+    t.updated = false;
+  for (std::size_t i : first.updated_inputs())
+    b.file.inputs[i].updated = true;
   if (!backend::detail::write_file_atomic(path, detail::encode_file(b.file)))
     throw Error(str_cat("save: cannot write '", path, "'"));
 }
@@ -414,11 +423,26 @@ HIDET_INLINE CompiledGraph CompiledGraph::load(const std::string &path) {
   auto out_shapes = model.output_shapes(shapes[0]);
   for (std::size_t j = 0; j < out_shapes.size(); ++j)
     metas.push_back({to_sym_shape(out_shapes[j]), model.outputs()[j].dtype, Device::cuda()});
+  // The inputs it updates: the model writes them; the node returns them as extra outputs, the
+  // updates' values (so that a CUDA graph of the loaded graph copies them back).
+  std::vector<std::size_t> updated;
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    if (model.inputs()[i].updated)
+      updated.push_back(i), metas.push_back({xs[i].sym_shape(), xs[i].dtype(), Device::cuda()});
   std::vector<Tensor> ys = apply_operator(
       "SavedGraph", xs, metas,
-      [model](const std::vector<Tensor> &ins) { return model.run(ins, current_stream()); },
+      [model, updated](const std::vector<Tensor> &ins) {
+        std::vector<Tensor> outs = model.run(ins, current_stream());
+        for (std::size_t i : updated)
+          outs.push_back(ins[i]);
+        return outs;
+      },
       str_cat("file='", path, "', target=", model.target()));
-  CompiledGraph cg(FlowGraph(ys, xs));
+  std::vector<InputUpdate> updates;
+  for (std::size_t j = 0; j < updated.size(); ++j)
+    updates.push_back({xs[updated[j]], ys[out_shapes.size() + j]});
+  ys.resize(out_shapes.size());
+  CompiledGraph cg(FlowGraph(ys, xs, std::move(updates)));
   cg.s_->loaded = model;
   return cg;
 }

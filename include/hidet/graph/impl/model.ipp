@@ -88,6 +88,7 @@ inline ModelTensorInfo read_info(util::ByteReader &r) {
   t.shape = r.ints();
   for (std::size_t d = 0; d < t.shape.size(); ++d)
     t.dims.push_back(r.str());
+  t.updated = r.pod<std::uint8_t>() != 0;
   return t;
 }
 
@@ -319,7 +320,7 @@ HIDET_INLINE std::string ModelTensorInfo::str() const {
   for (std::size_t d = 0; d < shape.size(); ++d)
     s += str_cat(d ? ", " : "",
                  d < dims.size() && !dims[d].empty() ? dims[d] : std::to_string(shape[d]));
-  return s + "]";
+  return s + (updated ? "] (updated in place)" : "]");
 }
 
 struct Model::State {
@@ -617,6 +618,10 @@ struct Model::State {
              inputs[i].nbytes(), cs);
       cuda::check(cuda::driver().cuGraphLaunch(ws->replays[k].exec, cs),
                   str_cat(where, ": launching the CUDA graph"));
+      for (std::size_t i = 0; i < inputs.size(); ++i) // the inputs' new values (a cache)
+        if (file.inputs[i].updated)
+          copy(inputs[i].data_ptr(), static_cast<char *>(ws->block->ptr) + l.input_offset[i],
+               inputs[i].nbytes(), cs);
     } else {
       enqueue(k, base, cs);
     }
