@@ -1,5 +1,5 @@
 // libhidet: the graph layer's definitions (compiled mode): FlowGraph, tracing, passes, CUDA graphs, builds,
-// correctness reports, memory plans.
+// correctness reports, memory plans, saved models.
 #include "hidet/graph/impl/flow_graph.ipp"
 #include "hidet/graph/impl/pattern.ipp"
 #include "hidet/graph/impl/passes.ipp"
@@ -9,6 +9,7 @@
 #include "hidet/graph/impl/passes_siblings.ipp"
 #include "hidet/graph/impl/compiled_graph.ipp"
 #include "hidet/graph/impl/compiled_graph_file.ipp"
+#include "hidet/graph/impl/model.ipp"
 #include "hidet/graph/impl/cuda_graph.ipp"
 #include "hidet/graph/impl/shape_dispatch.ipp"
 #include "hidet/graph/impl/build.ipp"

@@ -16,5 +16,6 @@
 #include "hidet/ir/impl/layouts.ipp"
 #include "hidet/ir/impl/node.ipp"
 #include "hidet/ir/impl/printer.ipp"
+#include "hidet/ir/impl/serialize.ipp"
 #include "hidet/ir/impl/stmt.ipp"
 #include "hidet/ir/impl/type.ipp"

@@ -8,6 +8,7 @@
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/flow_graph.hpp"
 #include "hidet/graph/memory_plan.hpp"
+#include "hidet/graph/model.hpp"
 #include "hidet/graph/passes.hpp"
 #include "hidet/graph/pattern.hpp"
 #include "hidet/graph/profile.hpp"

@@ -14,13 +14,13 @@ and ``torch.compile(model, backend='hidet')`` (see :mod:`hidet.torch`).
 Without a GPU the 'cuda' device is served by hidet's CPU emulator.
 """
 from . import _C
-from ._C import (CompiledGraph, CudaGraph, Dim, FlowGraph, HidetError, ShapeDispatch, Tensor, arange, asarray,
-                 cuda_emulated, full, kernel_builds, manual_seed, ones, randn, synchronize, zeros)
+from ._C import (CompiledGraph, CudaGraph, Dim, FlowGraph, HidetError, Model, ShapeDispatch, Tensor, arange, asarray,
+                 cuda_emulated, full, kernel_builds, manual_seed, ones, randn, save_model, synchronize, zeros)
 from . import graph, ops, utils
 
 __version__ = '0.1.0'
 
-__all__ = ['Tensor', 'Dim', 'FlowGraph', 'CompiledGraph', 'CudaGraph', 'ShapeDispatch', 'HidetError', 'randn',
+__all__ = ['Tensor', 'Dim', 'FlowGraph', 'CompiledGraph', 'CudaGraph', 'ShapeDispatch', 'Model', 'save_model', 'HidetError', 'randn',
            'zeros', 'ones', 'full', 'asarray', 'arange', 'symbol', 'symbol_like', 'trace_from', 'from_torch', 'from_dlpack', 'graph', 'ops',
            'utils', 'cuda_emulated', 'synchronize', 'manual_seed', 'kernel_builds']
 
@@ -44,11 +44,15 @@ def symbol_like(tensor, name='x'):
     return _C.symbol_like(tensor, name)
 
 
-def trace_from(outputs, inputs=None):
-    """The FlowGraph computing ``outputs`` (a tensor or a list) from ``inputs`` (found when omitted)."""
+def trace_from(outputs, inputs=None, updates=None):
+    """The FlowGraph computing ``outputs`` (a tensor or a list) from ``inputs`` (found when omitted)
+    and updating in place each input of ``updates`` ((input, new value) pairs;
+    docs/graph.md, "Updates of inputs in place")."""
     if isinstance(outputs, Tensor):
         outputs = [outputs]
-    return _C.trace_from(list(outputs), list(inputs or []))
+    if isinstance(updates, dict):
+        raise TypeError('trace_from: give updates as a list of (input, value) pairs')
+    return _C.trace_from(list(outputs), list(inputs or []), [tuple(u) for u in (updates or [])])
 
 
 def from_dlpack(array):

@@ -16,6 +16,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
@@ -313,6 +314,11 @@ NB_MODULE(_C, m) {
         for (const auto &n : fg.nodes()) out.push_back(n->name());
         return out;
       })
+      .def_prop_ro("updates", [](const g::FlowGraph &fg) {
+        std::vector<std::pair<Tensor, Tensor>> out;
+        for (const auto &u : fg.updates()) out.emplace_back(u.input, u.value);
+        return out;
+      }, "The inputs updated in place, as (input, new value) pairs.")
       .def("run", &g::FlowGraph::run, "inputs"_a)
       .def("specialize", &g::FlowGraph::specialize, "values"_a,
            "The graph traced again with each symbol given its value ({'n': 4}): constant shapes.")
@@ -320,8 +326,11 @@ NB_MODULE(_C, m) {
       .def("__str__", &g::FlowGraph::str)
       .def("__repr__", &g::FlowGraph::str)
       .def("dot", &g::FlowGraph::dot);
-  m.def("trace_from", [](std::vector<Tensor> outs, std::vector<Tensor> ins) { return g::FlowGraph(outs, ins); },
-        "outputs"_a, "inputs"_a = std::vector<Tensor>{});
+  m.def("trace_from", [](std::vector<Tensor> outs, std::vector<Tensor> ins, std::vector<std::pair<Tensor, Tensor>> ups) {
+    std::vector<g::InputUpdate> updates;
+    for (auto &[x, v] : ups) updates.push_back({x, v});
+    return g::FlowGraph(outs, ins, std::move(updates));
+  }, "outputs"_a, "inputs"_a = std::vector<Tensor>{}, "updates"_a = std::vector<std::pair<Tensor, Tensor>>{});
   m.def("optimize", [](const g::FlowGraph &fg, std::optional<std::string> mixed_precision, bool layout_nhwc,
                        bool verbose, const std::string &save_dir, bool tensor_cores, int parallel_k,
                        std::optional<std::string> reduce_precision, bool shape_generic) {
@@ -339,11 +348,19 @@ NB_MODULE(_C, m) {
       .def_prop_ro("workspace_bytes", &g::CompiledGraph::workspace_bytes)
       .def("memory_plan", [](const g::CompiledGraph &cg) { return cg.memory_plan().str(); })
       .def_prop_ro("compile_seconds", [](const g::CompiledGraph &cg) { return cg.stats().compile_seconds; })
+      .def_prop_ro("updates_in_place", [](const g::CompiledGraph &cg) { return cg.stats().updates_in_place; },
+                   "Input updates whose value the graph makes in the input's memory.")
+      .def_prop_ro("updates_copied", [](const g::CompiledGraph &cg) { return cg.stats().updates_copied; },
+                   "Input updates copied into the input after the nodes ran.")
       .def("save", &g::CompiledGraph::save, "path"_a)
       .def_static("load", &g::CompiledGraph::load, "path"_a);
 
   nb::class_<g::CudaGraph>(m, "CudaGraph")
-      .def("__init__", [](g::CudaGraph *self, const g::CompiledGraph &cg) { new (self) g::CudaGraph(cg); })
+      .def("__init__", [](g::CudaGraph *self, const g::CompiledGraph &cg, std::vector<std::optional<Tensor>> buffers) {
+        std::vector<Tensor> bufs;
+        for (auto &b : buffers) bufs.push_back(b ? *b : Tensor());
+        new (self) g::CudaGraph(cg, bufs);
+      }, "compiled"_a, "buffers"_a = std::vector<std::optional<Tensor>>{})
       .def("run", [](g::CudaGraph &cg, const std::vector<Tensor> &xs, std::uintptr_t stream) {
         hidet::StreamGuard guard(stream_of(stream));
         return cg.run(xs);
@@ -369,9 +386,61 @@ NB_MODULE(_C, m) {
         hidet::StreamGuard guard(stream_of(stream));
         return d.run(xs);
       }, "inputs"_a, "stream"_a = 0)
+      .def("prepare", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs) { (void)d.compiled_for(xs); }, "inputs"_a,
+           "Compiles (and with cuda_graph captures) the shape of `inputs` without running it: a CUDA graph "
+           "captures the inputs the graph updates where they live.")
       .def_prop_ro("num_compiled", &g::ShapeDispatch::num_compiled)
       .def_prop_ro("num_compilations", &g::ShapeDispatch::num_compilations)
-      .def("generic_graph", [](g::ShapeDispatch &d) { return d.generic_graph(); });
+      .def("generic_graph", [](g::ShapeDispatch &d) { return d.generic_graph(); })
+      .def("compiled_for", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs) { return d.compiled_for(xs); },
+           "inputs"_a, "The compiled graph for inputs of these shapes (compiled now when new).");
+
+  // Saved models (graph/model.hpp): a ModelTensorInfo crosses as (name, dtype, shape, dims).
+  using Info = std::tuple<std::string, std::string, std::vector<std::int64_t>, std::vector<std::string>>;
+  auto to_info = [](const Info &t) {
+    return g::ModelTensorInfo{std::get<0>(t), dtype_of(std::get<1>(t)), std::get<2>(t), std::get<3>(t)};
+  };
+  auto from_info = [](const g::ModelTensorInfo &t) {
+    return Info{t.name, std::string(t.dtype.name()), t.shape, t.dims};
+  };
+  m.def("save_model", [to_info](const std::string &path, const std::vector<g::CompiledGraph> &graphs,
+                                const std::vector<Info> &inputs, const std::vector<Info> &outputs) {
+    std::vector<g::ModelTensorInfo> ins, outs;
+    for (const auto &t : inputs) ins.push_back(to_info(t));
+    for (const auto &t : outputs) outs.push_back(to_info(t));
+    g::save_model(path, graphs, ins, outs);
+  }, "path"_a, "graphs"_a, "inputs"_a = std::vector<Info>{}, "outputs"_a = std::vector<Info>{});
+  nb::class_<g::Model>(m, "Model")
+      .def_static("load", [](const std::string &path, bool cuda_graph, int workspaces, bool warm_up) {
+        g::ModelOptions options;
+        options.cuda_graph = cuda_graph;
+        options.workspaces = workspaces;
+        options.warm_up = warm_up;
+        return g::Model::load(path, options);
+      }, "path"_a, "cuda_graph"_a = true, "workspaces"_a = 1, "warm_up"_a = true)
+      .def_prop_ro("inputs", [from_info](const g::Model &md) {
+        std::vector<Info> r;
+        for (const auto &t : md.inputs()) r.push_back(from_info(t));
+        return r;
+      })
+      .def_prop_ro("outputs", [from_info](const g::Model &md) {
+        std::vector<Info> r;
+        for (const auto &t : md.outputs()) r.push_back(from_info(t));
+        return r;
+      })
+      .def_prop_ro("target", &g::Model::target)
+      .def_prop_ro("updated_inputs", [](const g::Model &md) {
+        std::vector<std::size_t> r;
+        for (std::size_t i = 0; i < md.inputs().size(); ++i)
+          if (md.inputs()[i].updated) r.push_back(i);
+        return r;
+      }, "The positions of the inputs a run updates in place (a cache).")
+      .def_prop_ro("num_workspaces", &g::Model::num_workspaces)
+      .def("compiled_shapes", &g::Model::compiled_shapes)
+      .def("run", [](const g::Model &md, const std::vector<Tensor> &xs, std::uintptr_t stream) {
+        return md.run(xs, stream_of(stream));
+      }, "inputs"_a, "stream"_a = 0)
+      .def("save", &g::Model::save, "path"_a);
 
   m.def("profile", [](const g::FlowGraph &graph, const std::vector<Tensor> &xs, std::size_t slowest) {
     auto p = g::profile(graph, xs);

@@ -114,3 +114,24 @@ def test_pass_context_kernel_options():
         raise AssertionError('expected a ValueError')
     except ValueError as e:
         assert 'one of' in str(e)
+
+
+def test_graph_updates_an_input_in_place():
+    """trace_from(..., updates=[(cache, value)]): the graph writes the new value into the caller's
+    tensor; compiled, the index_put stores into the cache where it lives; a CUDA graph given the
+    cache as its buffer replays on it (on the emulator, the same run without a capture)."""
+    cache0 = torch.randn(9, 4)
+    cache, pos, k = hidet.symbol([9, 4], name='cache'), hidet.symbol([2], 'int64', name='pos'), hidet.symbol([2, 4])
+    y = hidet.ops.index_put(cache, [pos], k, False)
+    graph = hidet.trace_from([hidet.ops.sum(y, [1])], [cache, pos, k], [(cache, y)])
+    assert '  cache <- x_1\n' in str(graph) and len(graph.updates) == 1
+    compiled = hidet.graph.compile(hidet.graph.optimize(graph))
+    assert compiled.updates_in_place == 1 and compiled.updates_copied == 0
+    c, want = cache0.clone(), cache0.clone()
+    replay = hidet.CudaGraph(compiled, [hidet.from_torch(c), None, None])
+    for step, run in enumerate([graph.run, compiled.run, lambda xs: replay.run(xs)]):
+        p, v = torch.tensor([step, 8 - step]), torch.randn(2, 4)
+        total = run([hidet.from_torch(c), hidet.from_torch(p), hidet.from_torch(v)])[0]
+        want[p] = v
+        assert_close(c, want)
+        assert_close(total.torch(), want.sum(1))

@@ -6,6 +6,7 @@
 #include "../ops/ops_test_util.hpp"
 
 #include "hidet/graph.hpp"
+#include "hidet/runtime/command_hook.hpp"
 #include "memory_plan_check.hpp"
 
 using namespace ops_test;
@@ -96,4 +97,116 @@ TEST_CASE("compiled graph errors") {
   expect_error([&] { cg.run({a, a}); }, {"graph expects 1 input"});
   expect_error([&] { cg.run({make({4, 6}, dtypes::f16)}); }, {"float16"});
   expect_same(cg(a), o::exp(a) + 1.0); // still usable
+}
+
+namespace {
+/// The device work of the runs while it lives: kernels by name, copies by size.
+struct SeenCommands : runtime::detail::CommandHook {
+  std::vector<std::string> kernels;
+  std::vector<std::size_t> copies;
+  runtime::detail::CommandHook *saved;
+  SeenCommands() : saved(runtime::detail::command_hook()) {
+    runtime::detail::command_hook() = this;
+  }
+  ~SeenCommands() override { runtime::detail::command_hook() = saved; }
+  void kernel(const KernelHandle &k, backend::Dim3, backend::Dim3, std::size_t,
+              const std::vector<backend::KernelArg> &,
+              const std::vector<const TensorMap *> &) override {
+    kernels.push_back(k.name());
+  }
+  void copy(void *, Device, const void *, Device, std::size_t n) override { copies.push_back(n); }
+  void fill(void *, Device, std::uint8_t, std::size_t) override {}
+};
+
+/// Positions `n` distinct rows of `rows` (int64, on the device).
+Tensor positions(int n, int rows) {
+  std::vector<std::int64_t> all(std::size_t(rows), 0);
+  for (int i = 0; i < rows; ++i)
+    all[std::size_t(i)] = i;
+  std::shuffle(all.begin(), all.end(), g_rng);
+  all.resize(std::size_t(n));
+  return asarray(all);
+}
+} // namespace
+
+TEST_CASE("an update in place writes a cache where it lives") {
+  // Keys of a decoder's cache written at positions and read through the new value; returned too.
+  Tensor c0 = make({33, 20}, dtypes::f32);
+  Tensor cache = symbol_like(c0, "cache"), pos = symbol({3}, dtypes::i64, Device::cuda(), "pos"),
+         key = symbol({3, 20}, dtypes::f32, Device::cuda(), "k");
+  Tensor y = o::index_put(cache, {pos}, key);
+  FlowGraph g({o::sum(o::tanh(y), {1}), y}, {cache, pos, key}, {{cache, y}});
+  graph::CompiledGraph cg(g);
+  CHECK(cg.stats().updates_in_place == 1);
+  CHECK(cg.stats().updates_copied == 0);
+  CHECK(cg.memory_plan().tensors.size() ==
+        1); // tanh's output alone: the new cache is not in the workspace
+  Tensor c = c0.clone(), want = c0.clone();
+  for (int step = 0; step < 3; ++step) {
+    Tensor p = positions(3, 33), k = make({3, 20}, dtypes::f32);
+    std::vector<Tensor> outs;
+    {
+      SeenCommands seen;
+      outs = cg.run({c, p, k});
+      // Only the 3 rows are stored: no copy of the cache, by a kernel or a device copy.
+      for (const auto &name : seen.kernels)
+        CHECK(name.find("_copy") == std::string::npos);
+      CHECK(std::count(seen.kernels.begin(), seen.kernels.end(), "index_put_update") == 1);
+      for (std::size_t n : seen.copies)
+        CHECK(n < c0.nbytes());
+    }
+    want = o::index_put(want, {p}, k);
+    expect_same(c, want);
+    expect_same(outs[0], o::sum(o::tanh(want), {1}));
+    CHECK(outs[1].data_ptr() == c.data_ptr()); // the new value is the cache itself
+    CHECK(cg.stats().unplanned == 0);
+  }
+}
+
+TEST_CASE("an update is copied when the old value is read after it, or the inputs overlap") {
+  Tensor c0 = make({9, 5}, dtypes::f32), p = asarray<std::int64_t>({4, 1}),
+         k = make({2, 5}, dtypes::f32);
+  Tensor cache = symbol_like(c0, "cache"), pos = symbol_like(p, "pos"), key = symbol_like(k, "k");
+  Tensor y = o::index_put(cache, {pos}, key);
+  // The old cache, scaled by a value of the new one: read after the update is made.
+  Tensor old_read = cache * o::mean(y, {0, 1});
+  graph::CompiledGraph cg(FlowGraph({old_read}, {cache, pos, key}, {{cache, y}}));
+  CHECK(cg.stats().updates_copied == 1);
+  Tensor c = c0.clone();
+  Tensor want_y = o::index_put(c0, {p}, k);
+  expect_same(cg.run({c, p, k})[0], c0 * o::mean(want_y, {0, 1}));
+  expect_same(c, want_y);
+
+  // In place, unless the caller gives the cache for another input too (read after the update).
+  Tensor other = symbol_like(c0, "other");
+  graph::CompiledGraph cg2(
+      FlowGraph({other * o::mean(y, {0, 1})}, {cache, other, pos, key}, {{cache, y}}));
+  CHECK(cg2.stats().updates_in_place == 1);
+  Tensor c2 = c0.clone();
+  expect_same(cg2.run({c2, c2, p, k})[0], c0 * o::mean(want_y, {0, 1}));
+  expect_same(c2, want_y);
+  Tensor c3 = c0.clone(), o3 = c0.clone();
+  expect_same(cg2.run({c3, o3, p, k})[0], c0 * o::mean(want_y, {0, 1}));
+  expect_same(c3, want_y);
+  expect_same(o3, c0);
+  // A cache at an odd offset (a view into a larger buffer): written by a copy, nothing else touched.
+  Tensor big = make({9 * 5 + 1}, dtypes::f32), big0 = big.clone();
+  Tensor odd(big.storage(), {9, 5}, dtypes::f32, big.offset() + 4);
+  Tensor odd0 = odd.clone();
+  cg2.run({odd, o3, p, k});
+  expect_same(odd, o::index_put(odd0, {p}, k));
+  CHECK(big.to_double_vector()[0] == big0.to_double_vector()[0]);
+
+  // A value made by a node that reads the cache and has no in-place kernel: copied. One made from
+  // what earlier nodes read of it: made in place.
+  graph::CompiledGraph cg3(FlowGraph({o::sum(cache, {1})}, {cache}, {{cache, o::relu(cache)}}));
+  Tensor c4 = c0.clone();
+  expect_same(cg3.run({c4})[0], o::sum(c0, {1}));
+  expect_same(c4, o::relu(c0));
+  CHECK(cg3.stats().updates_copied == 1);
+  graph::CompiledGraph cg4(FlowGraph({o::sum(cache, {1})}, {cache}, {{cache, cache * 2 + 1}}));
+  Tensor c5 = c0.clone();
+  expect_same(cg4.run({c5})[0], o::sum(c0, {1}));
+  expect_same(c5, c0 * 2 + 1);
+  CHECK(cg4.stats().updates_in_place == 1);
 }

@@ -59,3 +59,33 @@ TEST_CASE("CUDA graph errors") {
   expect_error([&] { cg.run({a, a}); }, {"graph expects 1 input"});
   expect_same(cg.run({a})[0], o::exp(a)); // still usable
 }
+
+TEST_CASE("a CUDA graph updates a cache captured where it lives") {
+  Tensor c0 = make({17, 6}, dtypes::f16);
+  Tensor cache = symbol_like(c0, "cache"), pos = symbol({2}, dtypes::i64, Device::cuda(), "pos"),
+         key = symbol({2, 6}, dtypes::f16, Device::cuda(), "k");
+  Tensor y = o::index_put(cache, {pos}, key);
+  graph::CompiledGraph compiled(FlowGraph({o::sum(y, {1})}, {cache, pos, key}, {{cache, y}}));
+  Tensor c = c0.clone(), want = c0.clone();
+  graph::CudaGraph cg(compiled, {c, Tensor(), Tensor()});
+  CHECK(cg.inputs()[0].data_ptr() == c.data_ptr());
+  expect_same(c, c0); // capturing updated nothing
+  for (int step = 0; step < 3; ++step) {
+    Tensor p = asarray<std::int64_t>({2 * step, 2 * step + 7}), k = make({2, 6}, dtypes::f16);
+    Tensor s = cg.run({c, p, k})[0];
+    want = o::index_put(want, {p}, k);
+    expect_same(c, want);
+    expect_same(s, o::sum(want, {1}));
+  }
+  // Another tensor: copied in, updated, copied back.
+  Tensor other = c0.clone();
+  Tensor p = asarray<std::int64_t>({3, 4}), k = make({2, 6}, dtypes::f16);
+  cg.run({other, p, k});
+  expect_same(other, o::index_put(c0, {p}, k));
+  // A buffer of another shape is refused.
+  expect_error(
+      [&] {
+        graph::CudaGraph bad(compiled, {make({3, 6}, dtypes::f16)});
+      },
+      {"cuda_graph: the buffer given for graph input 0 'cache'"});
+}

@@ -179,3 +179,71 @@ TEST_CASE("constant folding at trace time: work on constants runs at once") {
   CHECK(g.constants()[0].shape() == std::vector<std::int64_t>{6, 5}); // the transposed weight
   expect_same(g(a), o::linear(a, w, b) * o::exp(b));
 }
+
+TEST_CASE("a graph that updates an input in place: printed, run, specialized, DOT") {
+  // A cache written at positions (a model's keys), read through its new value.
+  Tensor c0 = make({8, 4}, dtypes::f32), k = make({3, 4}, dtypes::f32);
+  Tensor p = asarray<std::int64_t>({5, 0, 2});
+  Tensor cache = symbol_like(c0, "cache"), pos = symbol_like(p, "pos"), key = symbol_like(k, "k");
+  Tensor y = o::index_put(cache, {pos}, key);
+  Tensor s = o::sum(y, {1});
+  FlowGraph g({s}, {cache, pos, key}, {{cache, y}});
+  CHECK(g.updated_inputs() == std::vector<std::size_t>{0});
+  CHECK(g.str() ==
+        "Graph(cache: float32[8, 4][cuda], pos: int64[3][cuda], k: float32[3, 4][cuda]){\n"
+        "  x: float32[8, 4][cuda] = IndexPut(cache, pos, k, axes=[0], accumulate=false)\n"
+        "  x_1: float32[8][cuda] = Sum(x, axes=[1], keepdims=0)\n"
+        "  cache <- x\n"
+        "  return x_1\n"
+        "}");
+  CHECK(g.dot().find("-> in0 [style=dashed") != std::string::npos);
+  Tensor c = c0.clone();
+  Tensor want = o::index_put(c0, {p}, k);
+  std::vector<Tensor> outs = g.run({c, p, k});
+  expect_same(c, want); // written into the caller's tensor
+  expect_same(outs[0], o::sum(want, {1}));
+  // A second run starts from the first's cache.
+  Tensor k2 = make({3, 4}, dtypes::f32), p2 = asarray<std::int64_t>({7, 5, 1});
+  g.run({c, p2, k2});
+  expect_same(c, o::index_put(want, {p2}, k2));
+
+  // A graph of updates only; an update by a constant; the cache read before and after its update.
+  Tensor count = symbol({}, dtypes::i64, Device::cuda(), "count");
+  Tensor zero = hidet::full({8, 4}, 0.0, dtypes::f32);
+  FlowGraph g2({}, {count, cache}, {{count, count + 1}, {cache, zero}});
+  Tensor n = hidet::full({}, 41, dtypes::i64), c2 = c0.clone();
+  CHECK(g2.run({n, c2}).empty());
+  CHECK(n.to_double_vector() == std::vector<double>{42});
+  CHECK(c2.to_double_vector() == std::vector<double>(32, 0.0));
+  CHECK(g2.str().find("  cache <- c\n  return\n}") != std::string::npos);
+
+  // An output that views the old value keeps it: it is copied before the cache is written.
+  FlowGraph g3({cache.reshape({32})}, {cache, pos, key}, {{cache, y}});
+  Tensor c3 = c0.clone();
+  expect_same(g3.run({c3, p, k})[0], c0.reshape({32}));
+  expect_same(c3, want);
+
+  // specialize() keeps the updates; run_functional() returns the values and writes nothing.
+  FlowGraph gs = g.specialize({});
+  CHECK(gs.updates().size() == 1);
+  CHECK(gs.str().find("cache <- x\n") != std::string::npos);
+  Tensor c4 = c0.clone();
+  std::vector<Tensor> values = g.run_functional({c4, p, k});
+  REQUIRE(values.size() == 2);
+  expect_same(values[1], want);
+  expect_same(c4, c0);
+}
+
+TEST_CASE("bad updates of inputs name what was wrong") {
+  Tensor cache = symbol({8, 4}, dtypes::f32, Device::cuda(), "cache");
+  Tensor y = o::relu(cache);
+  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{y, y}}),
+                  "only a graph input (hidet::symbol(...)) is updated in place");
+  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{cache, o::sum(y, {1})}}),
+                  "must have the input's shape and dtype");
+  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{cache, y}, {cache, y * 2}}),
+                  "input 0 ('cache') is updated twice");
+  CHECK_ERROR_HAS(FlowGraph({}, {cache}, {}), "no outputs given");
+  Tensor other = symbol({8, 4}, dtypes::f32, Device::cuda(), "other");
+  CHECK_ERROR_HAS(FlowGraph({y}, {cache}, {{other, y}}), "'other'");
+}

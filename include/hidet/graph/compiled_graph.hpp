@@ -29,18 +29,32 @@
 // Saving: cg.save("model.hidet") records one run at the level of the device work: every kernel
 // launch with its arguments, copies and fills, each pointer rewritten as a place in the inputs, in
 // memory the run allocates (the workspace, the outputs) or in read-only data (the constants and
-// blocks operators keep). The file holds that program, the kernels' cubins and the data, behind a
-// header (format, hidet version, GPU architecture) and a checksum. CompiledGraph::load(path)
-// gives a compiled graph of one node ("SavedGraph") that replays it: no operator, compiler or
-// tuning runs, and run(), streams and cuda_graph() work as before. Work that depends on values
-// read back to the host during a run cannot be saved (a ValueError naming the node). On the CPU
-// emulator, which runs kernels from their IR, a file loads only in the process that built its
-// kernels; on a GPU, in any process on the same architecture.
+// blocks operators keep). The file holds that program, the kernels' cubins (on the CPU emulator,
+// their lowered IR, which the emulator runs) and the data, behind a header (format, hidet version,
+// target) and checksums: a model file (graph/model.hpp; graph::save_model writes one compiled
+// graph per set of input shapes into one file). CompiledGraph::load(path) gives a compiled graph
+// of one node ("SavedGraph") that replays it through a hidet::Model: no operator, compiler or
+// tuning runs, and run(), streams and cuda_graph() work as before (a graph that updates inputs
+// in place updates them too: the file marks them). Work that depends on values read back to the
+// host during a run cannot be saved (a ValueError naming the node). A file loads in any process
+// on the target it was saved for.
+//
+// Updates of inputs in place (FlowGraph::updates, a model's cache): the recording finds, for each
+// update, the block that holds its new value and the node p that allocates it. When no node
+// after p reads the input's old value (nor p itself, except through the input its kernels update
+// in place, Operator::inplace_input: index_put, scatter, index_add), no output views the old value
+// and no other update reads it, that block is the input's own memory: p writes the new value
+// where the caller's tensor lives (an index_put into a cache stores only the indexed rows) and
+// nothing is copied. Otherwise the value is copied into the input after the nodes ran.
+// stats().updates_in_place and updates_copied count each kind. A run given overlapping inputs
+// (one tensor for two inputs), or an updated input not aligned to MemoryPlan::alignment (a view at
+// an odd offset), copies instead.
 //
 // A graph with symbolic input extents compiles at one value of each symbol
 // (CompiledGraph(graph, {{"n", 8}})): the scratch runs, the recording and the plan are made at
 // those values, and its shape-generic nodes (docs/graph.md, "Shape-generic kernels") reuse the
-// kernels that other values built; run() takes inputs of those values only.
+// kernels that other values built; run() takes inputs of those values only, and save() records
+// it at those values.
 //
 // Errors: a graph input with a symbolic extent and no value for it (a ValueError: a compiled graph
 // has one shape; see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape,
@@ -68,10 +82,15 @@ struct CompiledGraphStats {
                                     ///< (graph outputs, blocks kept by operators)
   std::uint64_t runs = 0;           ///< runs so far
   double compile_seconds = 0;       ///< build, recording and planning
+  std::size_t updates_in_place = 0; ///< input updates whose value is made in the input's memory
+  std::size_t updates_copied = 0;   ///< input updates copied into the input after the nodes ran
 };
 
 /// A FlowGraph compiled to run in one planned workspace (see the top of the file).
 class CudaGraph;
+namespace detail {
+struct GraphRecorder;
+} // namespace detail
 
 class CompiledGraph {
 public:
@@ -82,7 +101,8 @@ public:
   /// top of the file); a ValueError naming a symbol without a value.
   CompiledGraph(FlowGraph graph, SymbolValues values);
 
-  /// Runs on the current stream; returns the outputs (fresh tensors).
+  /// Runs on the current stream; returns the outputs (fresh tensors) and writes the updated
+  /// inputs' new values into the given tensors.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
   /// Runs on `stream`.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs, const Stream &stream) const;
@@ -109,11 +129,12 @@ public:
   /// once. Throws ValueError when a node's work cannot be replayed from a file.
   void save(const std::string &path) const;
   /// Reads a file written by save(): a compiled graph of one node that replays the saved kernels.
-  /// Throws ValueError for a file that is not one, is truncated or corrupt, or was saved by
-  /// another hidet version or for another GPU architecture.
+  /// Throws ValueError for a file that is not one, is truncated or corrupt, was saved by another
+  /// hidet version or for another target, or holds several shapes (load those with hidet::Model).
   static CompiledGraph load(const std::string &path);
 
 private:
+  friend struct detail::GraphRecorder;
   Tensor single_output(std::vector<Tensor> outs) const;
   struct State;
   std::shared_ptr<State> s_;

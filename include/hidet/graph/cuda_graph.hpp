@@ -12,6 +12,12 @@
 // static input buffers, launches the graph on the current stream and returns the static output
 // tensors: a later run() overwrites them (clone() what you keep), as with PyTorch's CUDA graphs.
 //
+// Inputs updated in place (FlowGraph::updates): the replay writes their new values into the
+// static input buffers, and run(inputs) copies them back into the given tensors. Given the tensors
+// to capture as the input buffers themselves (CudaGraph(compiled, buffers): a model's cache), a
+// run on those same tensors copies nothing in or out: the replay updates the cache where it lives.
+// Capturing runs the graph once more on copies of such buffers, so capturing updates nothing.
+//
 // On the CPU emulator there is nothing to capture: run() runs the graph's nodes and copies the
 // results into the same static outputs, so programs behave alike (captured() is false).
 //
@@ -35,15 +41,21 @@ public:
   explicit CudaGraph(FlowGraph graph);
   /// Captures a run of `compiled` (shares its workspace: do not run both concurrently).
   explicit CudaGraph(CompiledGraph compiled);
+  /// Captures a run of `compiled` with `buffers[i]`, where defined, as input i's buffer (its
+  /// memory is where the replay reads the input and writes its update; see the top of the file).
+  /// A ValueError names a buffer of another shape, dtype or device than its input.
+  CudaGraph(CompiledGraph compiled, const std::vector<Tensor> &buffers);
   ~CudaGraph();
   CudaGraph(CudaGraph &&) noexcept;
   CudaGraph &operator=(CudaGraph &&) noexcept;
   CudaGraph(const CudaGraph &) = delete;
   CudaGraph &operator=(const CudaGraph &) = delete;
 
-  /// Copies `inputs` into the static input buffers, replays, returns the static outputs.
+  /// Copies `inputs` into the static input buffers (those that are not them already), replays,
+  /// copies the updated inputs' new values back into `inputs`, returns the static outputs.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs);
-  /// Replays on the data already in inputs() (write them in place to skip the copies).
+  /// Replays on the data already in inputs() (write them in place to skip the copies); the
+  /// updated ones hold their new values afterwards.
   std::vector<Tensor> run();
   /// The static input buffers, one per graph input.
   const std::vector<Tensor> &inputs() const;

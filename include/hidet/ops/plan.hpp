@@ -29,6 +29,9 @@ struct PlanStep {
   std::string kernel;
   std::vector<int> args;
   Dim work = 0; ///< number of output elements; 0 skips the launch (empty tensors)
+  /// The step copies its first buffer into its second: skipped when they are one memory (an
+  /// output given the memory of the input it updates, Plan::inplace_input).
+  bool copy = false;
 };
 
 /// How a task runs: a script module with one kernel per materialized tensor, the buffers and the
@@ -40,6 +43,8 @@ struct Plan {
   std::vector<PlanBuffer> buffers;
   std::vector<PlanStep> steps;
   std::vector<std::string> symbols;
+  /// The input whose memory the one output may be given (Operator::inplace_input), -1 for none.
+  int inplace_input = -1;
 };
 
 } // namespace hidet::ops

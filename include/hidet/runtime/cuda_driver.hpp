@@ -37,6 +37,7 @@ namespace hidet::cuda {
   X(cuMemAlloc_v2)                                                                                 \
   X(cuMemFree_v2)                                                                                  \
   X(cuMemGetInfo_v2)                                                                               \
+  X(cuPointerGetAttribute)                                                                         \
   X(cuMemcpyHtoD_v2)                                                                               \
   X(cuMemcpyDtoH_v2)                                                                               \
   X(cuMemcpyDtoD_v2)                                                                               \
@@ -64,6 +65,7 @@ namespace hidet::cuda {
   X(cuEventDestroy_v2)                                                                             \
   X(cuStreamBeginCapture_v2)                                                                       \
   X(cuStreamEndCapture)                                                                            \
+  X(cuStreamIsCapturing)                                                                           \
   X(cuGraphInstantiateWithFlags)                                                                   \
   X(cuGraphLaunch)                                                                                 \
   X(cuGraphExecDestroy)                                                                            \

@@ -69,6 +69,13 @@ public:
   void set_scratch_build(bool on) { scratch_build_ = on; }
   /// origin(), or this operator when it has none.
   std::shared_ptr<const Operator> origin_or_self() const { return origin_ ? origin_ : shared_from_this(); }
+  /// The input whose memory the operator's one output may be given (-1: none): its kernels
+  /// then read each element of that input before they write it, or not at all (an update at
+  /// indexed positions skips copying the rest). A compiled graph uses this to update a graph input
+  /// in place (graph/compiled_graph.hpp).
+  int inplace_input() const { return inplace_input_; }
+  /// Sets inplace_input() (for the operator that records the node, before it is shared).
+  void set_inplace_input(int i) { inplace_input_ = i; }
 
 private:
   std::string name_;
@@ -78,11 +85,15 @@ private:
   Run run_;
   std::shared_ptr<const Operator> origin_;
   bool scratch_build_ = false;
+  int inplace_input_ = -1;
 };
 
 /// Marks the operator that just made `t` by tracing (held by nobody else yet) as
 /// scratch_build() and returns t.
 Tensor mark_scratch_build(Tensor t);
+/// Sets inplace_input() of the operator that just made `t` by tracing (held by nobody else yet)
+/// to `input` and returns t; a tensor with data is returned as it is.
+Tensor mark_inplace_input(Tensor t, int input);
 
 /// True when some tensor of `xs` is symbolic.
 bool any_symbolic(const std::vector<Tensor> &xs);

@@ -1,4 +1,5 @@
-"""hidet's PyTorch front end: ``torch.compile(model, backend='hidet')``.
+"""hidet's PyTorch front end: ``torch.compile(model, backend='hidet')``, and
+``hidet.torch.export(model, example_inputs, path)`` for serving from C++ or C (export.py).
 
 Importing it registers the 'hidet' backend with dynamo (installing the package also registers it
 through the ``torch_dynamo_backends`` entry point), the operator mappings (hidet.torch.mappings)
@@ -9,11 +10,13 @@ from . import mappings  # noqa: F401  (registers the torch-level mappings)
 from . import aten  # noqa: F401  (registers the core-ATen mappings)
 from .backend import HidetCompiledModel, hidet_backend
 from .dynamo_config import DynamoConfig, dynamo_config
+from .export import export
 from .interpreter import Interpreter, UnmappedError
 from .registry import HidetModule, Registry, register_aten, register_function, register_method, register_module
 
 __all__ = ['hidet_backend', 'dynamo_config', 'DynamoConfig', 'register_function', 'register_method',
-           'register_module', 'register_aten', 'HidetModule', 'Registry', 'Interpreter', 'UnmappedError', 'HidetCompiledModel']
+           'register_module', 'register_aten', 'HidetModule', 'Registry', 'Interpreter', 'UnmappedError', 'HidetCompiledModel',
+           'export']
 
 
 def _register():

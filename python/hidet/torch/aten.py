@@ -80,7 +80,6 @@ REFUSED = {
     'aten.sym_numel.default': 'a size query: dynamo traces sizes as Python values',
     'aten.sym_is_contiguous.default': 'a layout query: hidet tensors are contiguous',
     'aten.resize_.default': 'an in-place resize of the storage (out= variants use it): not a value of the graph',
-    'aten.sym_size.int': 'a size query: dynamo traces sizes as Python values',
     'aten.sym_stride.int': 'a size query: dynamo traces sizes as Python values',
     'aten.sym_storage_offset.default': 'a size query: dynamo traces sizes as Python values',
     'aten.adaptive_avg_pool3d.default': '3-D pooling has no hidet operator yet',
@@ -743,3 +742,37 @@ def aten_sort(self, dim=-1, descending=False):
 @register_aten(aten.topk.default)
 def aten_topk(self, k, dim=-1, largest=True, sorted=True):
     return tuple(ops.topk(self, int(k), _axis(dim, self.ndim), bool(largest), bool(sorted)))
+
+
+# ---------------------------------------------------------------------------- kept whole by hidet.torch.export
+# hidet.torch.export decomposes the exported program into core ATen except these operators (export.py,
+# KEPT_WHOLE), which reach the torch-level mappings: attention, products and norms stay one
+# operator each, as under torch.compile.
+
+
+@register_aten(aten.linear.default)
+def aten_linear(input, weight, bias=None):
+    return m.torch_linear(input, weight, bias)
+
+
+@register_aten(aten.scaled_dot_product_attention.default)
+def aten_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
+                                      enable_gqa=False):
+    return m.torch_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+@register_aten(aten.layer_norm.default)
+def aten_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    return m.torch_layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+@register_aten(aten.group_norm.default)
+def aten_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
+    return m.torch_group_norm(input, num_groups, weight, bias, eps)
+
+
+@register_aten(aten.sym_size.int)
+def aten_sym_size(self, dim):
+    """A size of an exported program's tensor (dynamo gives sizes as Python values instead): an
+    int, or a hidet.Dim when it is symbolic."""
+    return self.shape[dim]

@@ -49,11 +49,16 @@ def print_tabular(gm):
 class _Compiled:
     """One input signature compiled: the graph, and how to run it."""
 
-    def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants, dispatch=None):
+    def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants, dispatch=None,
+                 updates=()):
         self.graph, self.runner, self.replay = graph, runner, replay
         self.positions, self.rebuild = positions, rebuild
         self.symbolic_outputs, self.constants = symbolic_outputs, constants
         self.dispatch = dispatch  # a hidet.ShapeDispatch: the graph traced on symbolic sizes
+        # The argument positions of the graph inputs it updates in place (the compiled graph writes
+        # them where they live; an argument hidet got a copy of is copied back).
+        self.updates = list(updates)
+        self.captured_at = ()  # the addresses of those arguments that the CUDA graph replay was captured at
         self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic' or 'per_shape'
 
 
@@ -88,9 +93,11 @@ class HidetCompiledModel:
             raise NotSymbolic('the graph returns a symbolic size')
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
-        if not symbolic:
+        updates = [(symbols[k], value) for k, value in self.interpreter.updates]
+        updated = [positions[k] for k, _ in self.interpreter.updates]
+        if not symbolic and not updates:
             return _Compiled(None, None, None, positions, rebuild, [], constants)
-        graph = hidet.trace_from(symbolic, symbols)
+        graph = hidet.trace_from(symbolic, symbols, updates)
         if not graph.has_symbolic_extents:
             raise NotSymbolic('no input extent is symbolic')
         strategy = cfg._dynamic_shapes
@@ -100,10 +107,12 @@ class HidetCompiledModel:
             reduce_precision='float16' if cfg._use_fp16_reduction else None,
             shape_generic=strategy == 'generic',
             cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
-        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch)
+        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated)
         entry.strategy = strategy
-        inputs = [to_hidet(args[i]) for i in positions]
-        dispatch.run(inputs)  # optimizes and compiles now, at the example's sizes
+        # Optimizes and compiles now, at the example's sizes, without running (the inputs it updates
+        # are updated when dynamo calls the graph; a CUDA graph captures them where they live).
+        dispatch.prepare([to_hidet(args[i]) for i in positions])
+        inputs = _scratch_inputs(args, positions, updated)
         if cfg._correctness_report or cfg._profile:
             # At the example's sizes: the graph specialized to them, optimized as one shape.
             values = _symbol_values(symbols, inputs)
@@ -178,28 +187,34 @@ class HidetCompiledModel:
         outs, rebuild = flatten_outputs(output)
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
-        if not symbolic:  # nothing depends on the inputs
+        # The inputs updated in place: the graph's updates, each written where the input lives.
+        updates = [(symbols[k], value) for k, value in self.interpreter.updates]
+        updated = [positions[k] for k, _ in self.interpreter.updates]
+        if not symbolic and not updates:  # nothing depends on the inputs
             return _Compiled(None, None, None, positions, rebuild, [], constants)
-        graph = hidet.trace_from(symbolic, symbols)
+        graph = hidet.trace_from(symbolic, symbols, updates)
         opt = hidet.graph.optimize(graph, self.pass_context())
         runner = hidet.CompiledGraph(opt)
         replay = None
         if cfg._use_cuda_graph and not hidet.cuda_emulated():
             try:
-                replay = hidet.CudaGraph(runner)
+                replay = _capture(runner, args, positions, updated)
             except hidet.HidetError as e:  # an operator that cannot be captured: run without
                 print(f'hidet: CUDA-graph capture failed, this graph runs without CUDA graphs: {e}', file=sys.stderr)
         if cfg._correctness_report:
-            inputs = [to_hidet(args[i]) for i in positions]
-            table, _ = hidet.graph.correctness_report(graph, opt, inputs)
+            table, _ = hidet.graph.correctness_report(graph, opt, _scratch_inputs(args, positions, updated))
             print(table)
         if cfg._profile:
-            table, _ = hidet.graph.profile(opt, [to_hidet(args[i]) for i in positions], 12)
+            table, _ = hidet.graph.profile(opt, _scratch_inputs(args, positions, updated), 12)
             print(table, file=sys.stderr)
         if cfg._verbose:
+            in_place = f'; inputs updated in place: {runner.updates_in_place}, by a copy: {runner.updates_copied}' \
+                if updates else ''
             print(f'hidet: compiled a graph of {graph.num_nodes} operators ({opt.num_nodes} after optimization) in '
-                  f'{time.time() - t0:.2f} s; {runner.memory_plan()}', file=sys.stderr)
-        return _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants)
+                  f'{time.time() - t0:.2f} s; {runner.memory_plan()}{in_place}', file=sys.stderr)
+        entry = _Compiled(graph, runner, replay, positions, rebuild, symbolic, constants, updates=updated)
+        entry.captured_at = _addresses(args, updated)
+        return entry
 
     def same_constants(self, args):
         """Whether ``args`` carry the parameters and buffers the compiled graphs were traced with;
@@ -254,9 +269,18 @@ class HidetCompiledModel:
             if self.config._use_cuda_graph and not hidet.cuda_emulated():
                 outs = [o.clone() for o in outs]  # a replay's static outputs: copied out
         elif entry.replay is not None:  # static outputs, overwritten by the next replay: copied out
+            if entry.updates and entry.captured_at != _addresses(args, entry.updates):
+                # Other tensors to update (a new cache): captured again where they live.
+                entry.replay = _capture(entry.runner, args, entry.positions, entry.updates)
+                entry.captured_at = _addresses(args, entry.updates)
             outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]
         else:
             outs = [o.torch() for o in entry.runner.run(inputs, stream)]
+        for i in entry.updates:  # an argument hidet ran on a copy of (not contiguous, or moved)
+            if not _shared_with_hidet(args[i]):
+                args[i].copy_(inputs[entry.positions.index(i)].torch())
+        if not hidet.cuda_emulated() and entry.positions and args[entry.positions[0]].device.type == 'cpu':
+            outs = [o.cpu() for o in outs]  # inputs given on the CPU (moved to the GPU): results come back as in eager
         return entry.rebuild(outs, entry.constants)
 
     @property
@@ -270,6 +294,30 @@ class HidetCompiledModel:
     def num_traces(self):
         """fx-graph traces so far: one per shape, or one for all shapes (dynamic shapes)."""
         return len(self.cache) + len(self.symbolic_entries)
+
+
+def _capture(runner, args, positions, updated):
+    """The CUDA graph of a compiled graph, with the inputs it updates (a model's cache) captured
+    where they live: replays on the same tensors update them in place, without copies in or out."""
+    buffers = [to_hidet(args[i]) if i in updated and _shared_with_hidet(args[i]) else None for i in positions]
+    return hidet.CudaGraph(runner, buffers)
+
+
+def _addresses(args, updated):
+    """Where the arguments a graph updates live (a replay captured at other addresses copies)."""
+    return tuple(args[i].data_ptr() for i in updated)
+
+
+def _scratch_inputs(args, positions, updated):
+    """The graph's inputs for a run at compile time (a report, a profile, the first shape): copies
+    of those it updates, which the run must not change."""
+    return [to_hidet(args[i].clone() if i in updated else args[i]) for i in positions]
+
+
+def _shared_with_hidet(tensor):
+    """Whether to_hidet(tensor) views the tensor's memory (it copies one that is not contiguous, and
+    one on the CPU when a GPU runs hidet)."""
+    return tensor.is_contiguous() and (tensor.device.type != 'cpu' or hidet.cuda_emulated())
 
 
 def _has_sizes(output):
@@ -335,7 +383,7 @@ def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
     # example's values. The graph is traced once on the symbols (HidetCompiledModel.compile_symbolic).
     example_inputs = [_concrete(a) for a in example_inputs]
     try:
-        model(*example_inputs)  # trace and compile now, for the example shapes
+        model.entry_for(example_inputs)  # trace and compile now, for the example shapes (nothing runs)
     except UnmappedError as e:
         if not cfg._fallback_to_torch:
             raise

@@ -45,7 +45,8 @@ def to_hidet(tensor):
                              'was given')
     elif tensor.device.type == 'cpu':
         if not _moved_logged:
-            print('hidet: tensors on the CPU are moved to cuda (give the model and inputs on cuda to avoid the copy)')
+            print('hidet: tensors on the CPU are moved to cuda, and results back to the CPU (give the model and '
+                  'inputs on cuda to avoid the copies)')
             _moved_logged = True
         tensor = tensor.cuda()
     return hidet.from_torch(tensor)

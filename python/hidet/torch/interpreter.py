@@ -13,6 +13,7 @@ the mappings see Dims where they would see ints (x.size(1), view(s0, s1, 12, 64)
 one FlowGraph for every value of the symbols.
 """
 import contextlib
+import math
 import operator
 
 import torch
@@ -170,9 +171,13 @@ class Interpreter:
     default), a node without a mapping, or whose mapping refuses its arguments, is decomposed into
     core ATen operators (decompose.py) and those are mapped (aten.py)."""
 
-    def __init__(self, gm, decompose=True):
+    def __init__(self, gm, decompose=True, static_positions=None):
         self.gm = gm
         self.decompose = decompose
+        # The placeholders that are the model's parameters, buffers and constants when the caller
+        # knows them (hidet.torch.export, from the exported program's signature); else found from
+        # dynamo's sources (is_static).
+        self.static_positions = static_positions
         self.decomposed = []  # (node name, target name) of the nodes that went through core ATen
         self.nodes = list(gm.graph.nodes)
         self.order = {n: i for i, n in enumerate(self.nodes)}
@@ -180,12 +185,22 @@ class Interpreter:
         self.source_names = [source_name(n) for n in self.placeholders]
         # Dynamo's fake values of the placeholders (their sizes are SymInts with dynamic shapes).
         self.fake_values = [n.meta.get('example_value') for n in self.placeholders]
+        # The placeholders that in-place nodes update (directly or through views): graph inputs,
+        # parameters and buffers alike, they are traced as inputs and written back after each run.
+        self.mutated = {_alias_root(b) for n in self.nodes if (b := _inplace_base(n)) is not None} & \
+            set(self.placeholders)
+        self.updated = set()  # the placeholders the last trace updated
+        self.updates = []  # after trace(): (position among the symbolic inputs, the hidet value written back)
 
     def is_static(self, i, example):
         """Whether placeholder i, of value ``example``, is a parameter or buffer that dynamo lifted
         into the graph's inputs: a constant of the model."""
+        if self.static_positions is not None:
+            return i in self.static_positions
         if isinstance(example, torch.nn.Parameter):
             return True
+        if self.placeholders[i] in self.mutated:  # updated in place: an input written back
+            return False
         name = self.source_names[i]
         return isinstance(example, torch.Tensor) and ('._parameters[' in name or '._buffers[' in name)
 
@@ -253,8 +268,15 @@ class Interpreter:
                 d = env.get(node)
                 if is_symbolic_size(d) and not set(d.symbols) <= given:
                     raise NotSymbolic(f'the size {node.name} = {d} is no extent of an input tensor')
+        originals = dict(env)
+        self.updated = set()
         with _tracing(symbols):
             output = self._run_nodes(env, symbolic)
+        self.updates = []
+        for k, i in enumerate(positions):
+            node = self.placeholders[i]
+            if node in self.updated and env[node] is not originals[node]:
+                self.updates.append((k, env[node]))
         return symbols, positions, output
 
     def run_graph(self, inputs):
@@ -314,27 +336,18 @@ class Interpreter:
             missing_nodes.append(node)
             env[node] = _stand_in(node, symbolic)
 
-        for node in self.nodes:
-            if node.op == 'placeholder':
-                continue
-            if node.op == 'output':
-                output = load(node.args[0])
-                break
-            if node.op == 'get_attr':
-                value = getattr(self.gm, node.target) if '.' not in node.target else \
-                    self.gm.get_parameter(node.target)
-                env[node] = to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
-                continue
+        def evaluate(node):
+            """Maps one node into env[node]."""
             args, kwargs = load(node.args, node), load(node.kwargs, node)
             base = _inplace_base(node)
             if base is not None and _any_symbolic((args, kwargs)):  # (PyTorch updates constants itself)
-                why = _inplace_refusal(node, base, self.order)
+                why = _inplace_refusal(node, base, env)
                 if why is not None:
                     unmapped(node, why)
                     # With fallback_to_torch, PyTorch runs the tensors that share memory with the
                     # updated one too, so that the update reaches them as in eager.
-                    missing_nodes.extend(n for n in _alias_group(base) if n not in missing_nodes)
-                    continue
+                    missing_nodes.extend(n for n in _alias_group(_alias_root(base)) if n not in missing_nodes)
+                    return
             mapping = self.mapping_of(node)
             needs_mapping = _any_symbolic((args, kwargs)) or node.op == 'call_module'
             if mapping is None and needs_mapping:
@@ -342,8 +355,8 @@ class Interpreter:
                 if why is not None:
                     unmapped(node, why)
                 elif base is not None and isinstance(env[node], hidet.Tensor):
-                    env[base] = env[node]  # later reads of the updated tensor see the update
-                continue
+                    update(node, base)
+                return
             try:
                 if _sizes_only(node, args, kwargs):  # s0 * s1, x.size(1) // 12: Python's arithmetic on Dims
                     env[node] = node.target(*args, **kwargs)
@@ -367,9 +380,55 @@ class Interpreter:
                 raise type(e)(f'hidet: mapping {target_name(node)} of fx node {node.name!r}'
                               f'{" (" + where + ")" if where else ""} failed: {e}') from e
             if base is not None and isinstance(env.get(node), hidet.Tensor):
-                # An in-place update (x.clamp_(...), x[i] = v, x += y) traced functionally: its value
-                # replaces the updated tensor's for the nodes after it.
-                env[base] = env[node]
+                update(node, base)
+
+        def update(node, base):
+            """An in-place update (x.clamp_(...), x[i] = v, x += y) traced functionally: its value
+            env[node] becomes the value of the tensor it updates, and, through the views that
+            tensor is taken from, of the tensor that owns the memory (a graph input: written back
+            after the graph runs); the views of it that were taken before are taken again, so
+            that the nodes after the update read the new values."""
+            root = _alias_root(base)
+            value = env[node]
+            if isinstance(value, hidet.Tensor) and base is not root:
+                try:
+                    value = _write_through(base, root, value, env, load)
+                except NotImplementedError as e:
+                    unmapped(node, f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of "
+                                   f"'{root.name}': {e}: not mapped")
+                    missing_nodes.extend(n for n in _alias_group(root) if n not in missing_nodes)
+                    return
+            if not isinstance(value, hidet.Tensor):
+                return
+            old = env.get(root)
+            if isinstance(old, hidet.Tensor) and value.dtype != old.dtype:
+                value = hidet.ops.cast(value, old.dtype)
+            env[root] = value
+            at = self.order[node]
+            for view in _alias_group(root, computed_only=False):
+                if view is root or self.order.get(view, at) >= at or view is node:
+                    continue
+                if _inplace_base(view) is not None or _is_identity_view(view):
+                    source = _inplace_base(view) or view.args[0]
+                    if isinstance(env.get(view), hidet.Tensor) and isinstance(env.get(source), hidet.Tensor):
+                        env[view] = env[source]
+                elif view in env and not isinstance(env[view], Unavailable):
+                    evaluate(view)
+            if root.op == 'placeholder':
+                self.updated.add(root)
+
+        for node in self.nodes:
+            if node.op == 'placeholder':
+                continue
+            if node.op == 'output':
+                output = load(node.args[0])
+                break
+            if node.op == 'get_attr':
+                value = getattr(self.gm, node.target) if '.' not in node.target else \
+                    self.gm.get_parameter(node.target)
+                env[node] = to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
+                continue
+            evaluate(node)
         if missing:
             raise UnmappedError(missing, missing_nodes, details)
         return output
@@ -420,16 +479,36 @@ def _inplace_base(node):
     return base if isinstance(base, torch.fx.Node) else None
 
 
+def _storage_of(n):
+    """An id of the memory fx node n's tensor lives in (dynamo's fake tensors track it; for a tuple
+    of views, split's, their one storage), or None when unknown."""
+    ex = n.meta.get('example_value') if isinstance(n, torch.fx.Node) else None
+    try:
+        if isinstance(ex, torch.Tensor):
+            return torch.multiprocessing.reductions.StorageWeakRef(ex.untyped_storage()).cdata
+        if isinstance(ex, (list, tuple)) and ex and all(isinstance(t, torch.Tensor) for t in ex):
+            ids = {torch.multiprocessing.reductions.StorageWeakRef(t.untyped_storage()).cdata for t in ex}
+            return ids.pop() if len(ids) == 1 else None
+    except Exception:  # noqa: BLE001 - a tensor without storage (a subclass): unknown
+        return None
+    return None
+
+
 def _is_view(n):
-    """True when fx node n's tensor may share another tensor's memory."""
+    """True when fx node n's tensor shares the memory of its first argument's (a view, or an
+    in-place node's result). Dynamo's fake tensors say so; without them (the graphs of
+    decompositions), the operations that may return a view."""
+    if n.op not in ('call_method', 'call_function') or not n.args or not isinstance(n.args[0], torch.fx.Node):
+        return False
+    if _inplace_base(n) is not None:
+        return n.target is not operator.setitem  # x.add_(y) returns x; setitem returns None
+    mine, theirs = _storage_of(n), _storage_of(n.args[0])
+    if mine is not None and theirs is not None:
+        return mine == theirs
     if n.op == 'call_method':
         return n.target in _VIEW_METHODS
-    if n.op != 'call_function':
-        return False
     if n.target is operator.getitem:
         src = n.args[0]
-        if not isinstance(src, torch.fx.Node):
-            return False
         if not isinstance(src.meta.get('example_value'), torch.Tensor):  # an item of a tuple result
             return _is_view(src)
         items = n.args[1] if isinstance(n.args[1], tuple) else (n.args[1],)
@@ -437,44 +516,116 @@ def _is_view(n):
     return n.target in _VIEW_FUNCTIONS
 
 
-def _alias_group(base):
-    """The computed fx nodes that may share memory with `base`: the views it comes from and the
-    views of each of them (graph inputs and attributes left out)."""
-    root = base
-    while _is_view(root) and isinstance(root.args[0], torch.fx.Node):
-        root = root.args[0]
-    group, todo = {}, [root]  # a dict: the graph's order, each node once
+def _same_sizes(a, b):
+    return len(a) == len(b) and all(x is y or str(x) == str(y) for x, y in zip(a, b))
+
+
+def _is_identity_view(n):
+    """A view that is its argument element for element (x.to(x.device), x.contiguous() of a
+    contiguous x, x.detach(), an in-place node's result): same shape, strides and offset."""
+    if _inplace_base(n) is not None:
+        return n.target is not operator.setitem
+    if not _is_view(n):
+        return False
+    mine, theirs = n.meta.get('example_value'), n.args[0].meta.get('example_value')
+    if not (isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor)):
+        return False
+    return mine.dtype == theirs.dtype and _same_sizes(mine.shape, theirs.shape) and \
+        _same_sizes(mine.stride(), theirs.stride()) and str(mine.storage_offset()) == str(theirs.storage_offset())
+
+
+def _same_elements_in_order(view, root):
+    """A view that holds all of root's elements in root's order (a reshape of a contiguous tensor):
+    both contiguous, of one element count and offset."""
+    mine, theirs = view.meta.get('example_value'), root.meta.get('example_value')
+    if not (isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor)):
+        return False
+    try:
+        return mine.dtype == theirs.dtype and mine.is_contiguous() and theirs.is_contiguous() and \
+            str(mine.numel()) == str(theirs.numel()) and str(mine.storage_offset()) == str(theirs.storage_offset())
+    except Exception:  # noqa: BLE001 - a size dynamo cannot decide: not known to be one
+        return False
+
+
+def _alias_root(n):
+    """The fx node whose memory n's tensor lives in: n's first argument, followed through views
+    (and in-place nodes, which return what they update) to a graph input or a computed tensor."""
+    while _is_view(n):
+        n = n.args[0]
+    return n
+
+
+def _alias_group(root, computed_only=True):
+    """The fx nodes that share memory with `root` (the views taken from it, and views of those),
+    in graph order; ``computed_only`` leaves graph inputs and attributes out."""
+    group, todo = {}, [root]
     while todo:
         n = todo.pop()
         if n not in group:
             group[n] = None
-            todo.extend(u for u in n.users if _is_view(u))
-    return [n for n in group if n.op not in ('placeholder', 'get_attr')]
+            todo.extend(u for u in n.users if _is_view(u) and u.args[0] is n)
+    order = {n: i for i, n in enumerate(root.graph.nodes)}
+    nodes = sorted(group, key=lambda n: order.get(n, 0))
+    return [n for n in nodes if not computed_only or n.op not in ('placeholder', 'get_attr')]
 
 
-def _written_back(node, view):
-    """True for ``x[i] += y`` as dynamo records it: the in-place `node` updates view = x[i], and
-    its value is stored back by x[i] = node (so x sees the update through the setitem)."""
-    if not (view.op == 'call_function' and view.target is operator.getitem):
-        return False
-    return any(u.op == 'call_function' and u.target is operator.setitem and u.args[0] is view.args[0] and
-               u.args[1] == view.args[1] and u.args[2] is node for u in node.users)
+def _view_chain(base, root):
+    """The views from root down to base (root excluded), in the order they are taken."""
+    chain = []
+    while base is not root:
+        chain.append(base)
+        base = base.args[0]
+    return chain[::-1]
 
 
-def _inplace_refusal(node, base, order):
-    """Why the in-place update `node` of `base` cannot be traced functionally (None when it can): the
-    updated tensor is a view of another, or a view of it is read after the update (either would
-    have to see the new values too)."""
-    if _is_view(base) and not _written_back(node, base):
-        return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of another tensor: "
-                'not mapped (the tensor it views would change too)')
-    at = order[node]
-    for user in base.users:
-        if user is node or order.get(user, -1) > at or not _is_view(user):
-            continue
-        if any(order.get(u, -1) > at for u in user.users):
-            return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', whose view '{user.name}' "
-                    'is read after it: not mapped')
+def _write_through(base, root, value, env, load):
+    """The value of `root` after `value` is written into its view `base`: the views between them
+    replayed by PyTorch on root's element positions (constant shapes) give the positions that
+    base's elements occupy in root, where an index_put stores value; when base is root element
+    for element (x.to(...), a reshape of a contiguous x), value reshaped."""
+    old = env[root]
+    chain = [v for v in _view_chain(base, root) if not _is_identity_view(v)]
+    if not chain:
+        return value
+    if isinstance(old, hidet.Tensor) and _same_elements_in_order(base, root):  # x.view(-1), x.flatten(1)
+        return hidet.ops.reshape(value, list(old.shape))
+    if not isinstance(old, hidet.Tensor) or not all(isinstance(d, int) for d in old.shape):
+        raise NotSymbolic(f"an in-place update of '{base.name}', a view of '{root.name}', over symbolic sizes")
+    numel = math.prod(old.shape)
+    positions = torch.arange(numel, dtype=torch.int64).reshape(list(old.shape))
+    for v in chain:
+        rest_args, kwargs = _to_torch_value(load(v.args[1:], v)), _to_torch_value(load(v.kwargs, v))
+        if v.op == 'call_method':
+            positions = getattr(positions, v.target)(*rest_args, **kwargs)
+        else:
+            positions = v.target(positions, *rest_args, **kwargs)
+    positions = positions.cpu()
+    if positions.dtype != torch.int64:
+        raise NotImplementedError(f"the view '{base.name}' of '{root.name}' reinterprets its dtype")
+    if positions.numel() == numel and bool((positions.reshape(-1) == torch.arange(numel)).all()):
+        return hidet.ops.reshape(value, list(old.shape))
+    device = 'cpu' if hidet.cuda_emulated() else 'cuda'  # where hidet's 'cuda' tensors live
+    flat = hidet.from_torch(positions.reshape(-1).contiguous().to(device))
+    if value.dtype != old.dtype:
+        value = hidet.ops.cast(value, old.dtype)
+    values = hidet.ops.reshape(hidet.ops.broadcast_to(value, list(positions.shape)), [-1])
+    updated = hidet.ops.index_put(hidet.ops.reshape(old, [-1]), [flat], values, False)
+    return hidet.ops.reshape(updated, list(old.shape))
+
+
+def _inplace_refusal(node, base, env):
+    """Why the in-place update `node` of `base` cannot be traced functionally (None when it can):
+    base is a view of a tensor hidet does not hold, or of one whose views cannot be replayed."""
+    root = _alias_root(base)
+    if base is root:
+        return None
+    if not isinstance(env.get(root), hidet.Tensor):
+        return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of '{root.name}', "
+                'which hidet does not hold as a tensor: not mapped')
+    for v in _view_chain(base, root):
+        if v.op not in ('call_method', 'call_function'):
+            return (f"an in-place update ({target_name(node)}) of fx node '{base.name}', a view of "
+                    f"'{root.name}' through '{v.name}' ({v.op}): not mapped")
     return None
 
 
@@ -582,7 +733,9 @@ def flatten_outputs(output):
             if isinstance(x, (list, tuple)):
                 return type(x)(build(y) for y in x)
             if isinstance(x, hidet.Tensor):
-                return constants[id(x)] if id(x) in constants else next(it)
+                # A constant output is a fresh tensor per call, as in eager: the caller may update
+                # it in place (a cache the model creates and a later graph writes).
+                return constants[id(x)].clone() if id(x) in constants else next(it)
             return x
 
         return build(output)

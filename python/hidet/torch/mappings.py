@@ -731,9 +731,38 @@ def torch_logsumexp(x, dim, keepdim=False, *, out=None):
 
 @register_function(torch.linalg.vector_norm)
 def torch_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    if ord != 2:
-        raise NotImplementedError(f'vector_norm with ord={ord} is not mapped yet (ord=2 is)')
-    return ops.sqrt(ops.sum(ops.mul(x, x), _dims(dim, x.ndim), keepdim))
+    """The p-norm over dims (every dim for None): 2, 1, inf, -inf, 0 (the count of non-zeros) and
+    any other p as sum(|x|^p)^(1/p). f16 and bf16 inputs accumulate in f32, as PyTorch's do."""
+    if dtype is not None:
+        x = ops.cast(x, dtype_name(dtype))
+    out_dtype = x.dtype
+    if x.dtype in ('float16', 'bfloat16'):
+        x = ops.cast(x, 'float32')
+    dims = _dims(dim, x.ndim)
+    ord = float(ord)
+    if ord == 2:
+        y = ops.sqrt(ops.sum(ops.mul(x, x), dims, keepdim))
+    elif ord == 1:
+        y = ops.sum(ops.abs(x), dims, keepdim)
+    elif ord == math.inf:
+        y = ops.max(ops.abs(x), dims, keepdim)
+    elif ord == -math.inf:
+        y = ops.min(ops.abs(x), dims, keepdim)
+    elif ord == 0:
+        y = ops.sum(ops.cast(ops.ne(x, 0.0), x.dtype), dims, keepdim)
+    else:
+        y = ops.pow(ops.sum(ops.pow(ops.abs(x), ord), dims, keepdim), 1.0 / ord)
+    return ops.cast(y, out_dtype) if y.dtype != out_dtype else y
+
+
+@register_function(torch.norm)
+@register_method('norm')
+def torch_norm(x, p='fro', dim=None, keepdim=False, dtype=None, *, out=None):
+    """torch.norm / Tensor.norm: 'fro' and numbers as vector norms over dim (ConvNeXt-V2's global
+    response norm); the nuclear norm is not mapped."""
+    if p == 'nuc':
+        raise NotImplementedError("torch.norm with p='nuc' is not mapped (it needs a singular value decomposition)")
+    return torch_vector_norm(x, 2 if p in ('fro', None) else p, dim, keepdim, dtype=dtype)
 
 
 @register_function(torch.square)
@@ -1733,6 +1762,44 @@ def torch_index_put(x, indices, values, accumulate=False):
     if not isinstance(values, Tensor):
         values = hidet.full([1], float(values), x.dtype, x.device)
     return ops.index_put(x, list(indices), values, bool(accumulate))
+
+
+@register_function(torch.index_copy)
+@register_method('index_copy')
+def torch_index_copy(x, dim, index, source):
+    """x with x[..., index[i], ...] = source[..., i, ...] along dim (transformers' static cache
+    writes its keys and values so): an index_put of index at axis dim."""
+    axis = _axis(dim, x.ndim)
+    if index.ndim == 0:
+        index = ops.reshape(index, [1])
+        if source.ndim == x.ndim - 1:
+            source = ops.reshape(source, list(source.shape[:axis]) + [1] + list(source.shape[axis:]))
+    if index.ndim != 1:
+        raise NotImplementedError(f'index_copy with an index of {index.ndim} dimensions (PyTorch takes 1)')
+    return ops.index_put(x, [None] * axis + [index], source, False)
+
+
+@register_method('copy_')
+def tensor_copy_(x, src, non_blocking=False):
+    """x.copy_(src): src converted to x's dtype and broadcast to x's shape is x's new value."""
+    if not isinstance(src, Tensor):
+        return _like(x, src)
+    y = src if src.dtype == x.dtype else ops.cast(src, x.dtype)
+    if list(y.shape) != list(x.shape):
+        y = ops.broadcast_to(y, list(x.shape))
+    return y
+
+
+@register_method('fill_')
+def tensor_fill_(x, value):
+    if isinstance(value, Tensor):
+        return tensor_copy_(x, value)
+    return _like(x, value)
+
+
+@register_method('zero_')
+def tensor_zero_(x):
+    return _like(x, 0)
 
 
 def transformers_grouped_mm(x, weight, offs):

@@ -4,6 +4,7 @@
 // barriers reached by only some threads fail; with HIDET_EMULATOR_RACECHECK=1 shared-memory races
 // and reads of never-written shared memory fail too. HIDET_EMULATOR_MAX_STEPS (default 1e10)
 // bounds the thread-statements of one launch. A failed launch leaves the Program usable.
+// Launches from several host threads are safe; those of one Program take turns.
 //
 // Limits: pointer arguments that do not point into a tensor argument are registered as
 // allocations of unknown extent (accesses through them are only checked against other

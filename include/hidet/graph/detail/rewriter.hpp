@@ -73,6 +73,8 @@ public:
         record(t);
     for (const auto &t : graph_.outputs())
       record(t);
+    for (const auto &u : graph_.updates())
+      record(u.value);
   }
 
   /// The graph being rebuilt.
@@ -143,8 +145,8 @@ public:
       apply(*op, fn(op, *this));
   }
 
-  /// The new graph: the old one's outputs mapped, its inputs as they are; the old graph itself
-  /// when every node's outputs are themselves.
+  /// The new graph: the old one's outputs and update values mapped, its inputs as they are; the
+  /// old graph itself when every node's outputs are themselves.
   FlowGraph result() const {
     bool changed = false;
     for (const auto &op : graph_.nodes())
@@ -154,7 +156,10 @@ public:
         changed = it == new_of_.end() || !it->second.trace() || key_of(it->second) != k;
       }
     if (!changed) return graph_;
-    return FlowGraph(map(graph_.outputs()), graph_.inputs());
+    std::vector<InputUpdate> updates;
+    for (const auto &u : graph_.updates())
+      updates.push_back({u.input, map(u.value)});
+    return FlowGraph(map(graph_.outputs()), graph_.inputs(), std::move(updates));
   }
 
 private:
@@ -185,6 +190,9 @@ public:
         if (t.is_symbolic()) of_[key_of(t)].push_back(op);
     for (const auto &t : graph.outputs())
       outputs_.insert(key_of(t));
+    // An update's value is written into its input after the run: kept as an output is.
+    for (const auto &u : graph.updates())
+      if (u.value.is_symbolic()) outputs_.insert(key_of(u.value));
   }
   /// The nodes reading `t`, in graph order, once per input that reads it.
   const std::vector<OpPtr> &of(const TensorKey &t) const {
@@ -194,7 +202,7 @@ public:
   }
   /// Every symbolic tensor that some node reads, with its readers (by key).
   const std::map<TensorKey, std::vector<OpPtr>> &all() const { return of_; }
-  /// True when `t` is an output of the graph.
+  /// True when `t` is an output of the graph, or the new value of an input it updates.
   bool is_output(const TensorKey &t) const { return outputs_.count(t) > 0; }
   /// The node reading `t` when one input of one node reads it and it is not a graph output (a
   /// value that node may take in); else null.

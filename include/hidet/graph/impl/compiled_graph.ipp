@@ -13,17 +13,18 @@
 #include "hidet/graph/build.hpp"
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/detail/tensor_key.hpp"
+#include "hidet/graph/model.hpp"
 
 namespace hidet::graph {
 
 namespace detail {
-struct SavedProgram;
 
 /// One allocation of a node, in the order the node makes them.
 struct NodeAllocation {
   std::size_t nbytes = 0;
   bool planned = false;   ///< served from the workspace at `offset`
   std::size_t offset = 0;
+  int input = -1;         ///< served from the memory of this graph input (an update in place)
 };
 
 /// Where a node's input comes from: a graph input, a constant, or output `index` of node `node`.
@@ -61,18 +62,27 @@ public:
   virtual void allocated(const std::shared_ptr<Storage> &s) = 0;
 };
 
-/// Serves the node's allocations from the workspace, in recorded order (a run).
+/// Serves the node's allocations from the workspace, in recorded order (a run), and the
+/// allocations of updates in place from the updated inputs' memory.
 class ServeAllocations : public runtime::detail::AllocationHook {
 public:
   const std::vector<NodeAllocation> *list = nullptr;
   std::shared_ptr<Storage> workspace;
   RunObserver *observer = nullptr;
+  const std::vector<Tensor> *inputs = nullptr; ///< the run's inputs
+  const std::vector<bool> *in_place = nullptr; ///< per input: its update is written in place this run
   std::size_t next = 0, unplanned = 0;
   void allocated(const std::shared_ptr<Storage> &s) override {
     if (observer) observer->allocated(s);
   }
   std::shared_ptr<Storage> serve(std::size_t nbytes, Device device) override {
     std::size_t j = next++;
+    if (list && j < list->size() && (*list)[j].input >= 0 && (*list)[j].nbytes == nbytes) {
+      const std::size_t i = std::size_t((*list)[j].input);
+      if (!inputs || !in_place || !(*in_place)[i]) return nullptr; // copied this run
+      const Tensor &x = (*inputs)[i];
+      return sub_storage(x.storage(), x.offset(), nbytes);
+    }
     if (!list || !workspace || j >= list->size() || (*list)[j].nbytes != nbytes || device != workspace->device) {
       ++unplanned;
       return nullptr;
@@ -133,6 +143,9 @@ struct CompiledGraph::State {
   FlowGraph graph;
   std::vector<std::vector<detail::ValueRef>> node_inputs; ///< per node
   std::vector<detail::ValueRef> outputs;
+  std::vector<detail::ValueRef> update_values; ///< per update: its new value
+  std::vector<std::size_t> updated;            ///< per update: the input it updates
+  std::vector<bool> in_place;                  ///< per input: its update's value is made in its memory
   /// Per node and output: the last node reading it (nodes.size() for graph outputs), so that
   /// values outside the workspace are released early.
   std::vector<std::vector<std::size_t>> last_use;
@@ -143,8 +156,8 @@ struct CompiledGraph::State {
   mutable Stream last_stream;
   mutable bool ran = false;
   mutable CompiledGraphStats stats;
-  /// For a graph loaded from a file: what it replays (its one node runs it).
-  std::shared_ptr<const detail::SavedProgram> loaded;
+  /// For a graph loaded from a file: the model its one node runs.
+  std::optional<Model> loaded;
   /// The symbol values a symbolic graph is compiled at (bound on the thread while nodes run).
   SymbolValues symbol_values;
 
@@ -170,6 +183,20 @@ struct CompiledGraph::State {
     detail::ServeAllocations server;
     server.workspace = workspace;
     server.observer = observer;
+    std::vector<bool> in_place_now;
+    if (mode == Mode::serve && !update_values.empty()) {
+      // An input that overlaps another one (the caller gave one tensor twice), or that is not
+      // aligned as the workspace's blocks are (a view at an odd offset), is updated by a copy.
+      in_place_now = in_place;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (reinterpret_cast<std::uintptr_t>(inputs[i].data_ptr()) % MemoryPlan::alignment != 0)
+          in_place_now[i] = false;
+        for (std::size_t k = 0; k < inputs.size() && in_place_now[i]; ++k)
+          if (k != i && detail::overlaps(inputs[i], inputs[k])) in_place_now[i] = false;
+      }
+      server.inputs = &inputs;
+      server.in_place = &in_place_now;
+    }
     runtime::detail::AllocationHook *hook = nullptr;
     if (mode == Mode::record) hook = &recorder;
     if (mode == Mode::serve) hook = &server;
@@ -202,6 +229,14 @@ struct CompiledGraph::State {
     if (mode == Mode::serve) stats.unplanned = unplanned;
     std::vector<Tensor> outs;
     for (const auto &r : outputs) outs.push_back(value_of(r));
+    if (!update_values.empty() && mode != Mode::record) {
+      std::vector<Tensor> dsts, news;
+      for (std::size_t j = 0; j < update_values.size(); ++j) {
+        dsts.push_back(inputs[updated[j]]);
+        news.push_back(value_of(update_values[j]));
+      }
+      detail::write_updates(dsts, std::move(news), outs);
+    }
     return outs;
   }
 };
@@ -241,6 +276,13 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
     detail::ValueRef r = ref(t);
     if (r.kind == detail::ValueRef::Kind::node) s_->last_use[r.node][std::size_t(r.index)] = nodes.size();
     s_->outputs.push_back(std::move(r));
+  }
+  s_->updated = g.updated_inputs();
+  s_->in_place.assign(g.inputs().size(), false);
+  for (const auto &u : g.updates()) {
+    detail::ValueRef r = ref(u.value);
+    if (r.kind == detail::ValueRef::Kind::node) s_->last_use[r.node][std::size_t(r.index)] = nodes.size();
+    s_->update_values.push_back(std::move(r));
   }
 
   // Build the kernels, run once (loads, operators' caches), then record a run.
@@ -307,10 +349,55 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
     auto it = block_of.find(t.storage().get());
     if (it != block_of.end()) returned[it->second] = true;
   }
+  // Updates in place: the block that holds an update's value (made by node p) is the updated
+  // input's memory when nothing reads the input's old value after p, nor p itself except through
+  // its inplace_input(), no output views the old value and no other update reads it.
+  auto in_place_allowed = [&](std::size_t i, std::size_t j, std::size_t p, std::size_t nbytes) {
+    const Tensor &x = scratch[i];
+    const Tensor &v = outs[s_->update_values[j].node][std::size_t(s_->update_values[j].index)];
+    if (!x.storage() || nbytes != x.nbytes() || v.offset() != 0 || v.nbytes() != x.nbytes()) return false;
+    auto old_value = [&](const Tensor &t) { return t.defined() && !t.is_symbolic() && t.storage() == x.storage(); };
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      int reads = 0;
+      for (std::size_t a = 0; a < s_->node_inputs[k].size(); ++a) {
+        const auto &r = s_->node_inputs[k][a];
+        const Tensor &t = r.kind == detail::ValueRef::Kind::input      ? scratch[r.node]
+                          : r.kind == detail::ValueRef::Kind::constant ? r.constant
+                                                                       : outs[r.node][std::size_t(r.index)];
+        if (!old_value(t)) continue;
+        if (k > p) return false;
+        if (k == p && (++reads > 1 || nodes[p]->inplace_input() != int(a) || t.offset() != x.offset() ||
+                       t.nbytes() != x.nbytes()))
+          return false;
+      }
+    }
+    for (const auto &t : graph_outs)
+      if (old_value(t)) return false;
+    for (std::size_t k = 0; k < s_->update_values.size(); ++k) {
+      const auto &r = s_->update_values[k];
+      if (k != j && r.kind == detail::ValueRef::Kind::node && old_value(outs[r.node][std::size_t(r.index)]))
+        return false;
+      if (k != j && r.kind == detail::ValueRef::Kind::input && r.node == i) return false;
+    }
+    return true;
+  };
+  std::vector<bool> aliased(blocks.size(), false);
+  for (std::size_t j = 0; j < s_->update_values.size(); ++j) {
+    const auto &r = s_->update_values[j];
+    if (r.kind != detail::ValueRef::Kind::node) continue;
+    auto it = block_of.find(outs[r.node][std::size_t(r.index)].storage().get());
+    if (it == block_of.end() || aliased[it->second]) continue;
+    const Block &bl = blocks[it->second];
+    if (in_place_allowed(s_->updated[j], j, bl.node, s_->allocations[bl.node][bl.j].nbytes)) {
+      aliased[it->second] = true;
+      s_->allocations[bl.node][bl.j].input = int(s_->updated[j]);
+      s_->in_place[s_->updated[j]] = true;
+    }
+  }
   std::vector<PlannedTensor> planned;
   std::vector<std::size_t> block_index;
   for (std::size_t b = 0; b < blocks.size(); ++b) {
-    if (returned[b]) continue;
+    if (returned[b] || aliased[b]) continue;
     const Block &bl = blocks[b];
     std::size_t bytes = s_->allocations[bl.node][bl.j].nbytes;
     bytes = (bytes + MemoryPlan::alignment - 1) / MemoryPlan::alignment * MemoryPlan::alignment;
@@ -331,7 +418,9 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
   if (dev) s_->workspace = allocate_storage(std::max<std::size_t>(s_->plan.workspace_bytes, 1), *dev);
   s_->stats.nodes = nodes.size();
   for (const auto &list : s_->allocations)
-    for (const auto &a : list) (a.planned ? s_->stats.planned : s_->stats.kept)++;
+    for (const auto &a : list)
+      if (a.input < 0) (a.planned ? s_->stats.planned : s_->stats.kept)++;
+  for (std::size_t i : s_->updated) (s_->in_place[i] ? s_->stats.updates_in_place : s_->stats.updates_copied)++;
   s_->stats.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

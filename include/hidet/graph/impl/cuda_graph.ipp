@@ -36,26 +36,41 @@ struct KeepAllocations {
   }
   ~KeepAllocations() { runtime::detail::capture_keep_list() = nullptr; }
 };
-
-/// Copies src into dst (same shape and dtype), stream-ordered on the current stream.
-inline void copy_into(const Tensor &dst, const Tensor &src) {
-  if (dst.storage() == src.storage() && dst.offset() == src.offset()) return;
-  runtime::detail::copy_bytes(dst.data_ptr(), dst.device(), dst.is_host_memory(), src.data_ptr(), src.device(),
-                              src.is_host_memory(), src.nbytes());
-}
 } // namespace detail
 
 HIDET_INLINE CudaGraph::CudaGraph(FlowGraph graph) : CudaGraph(CompiledGraph(std::move(graph))) {}
 
-HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled) : s_(std::make_unique<State>(std::move(compiled))) {
+HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled) : CudaGraph(std::move(compiled), {}) {}
+
+HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled, const std::vector<Tensor> &buffers)
+    : s_(std::make_unique<State>(std::move(compiled))) {
   const CompiledGraph &g = s_->graph;
-  for (const auto &x : g.graph().inputs()) // the compiled graph's shapes (at its symbol values)
-    s_->inputs.push_back(zeros(evaluate_shape(x.sym_shape(), g.symbol_values()), x.dtype(), x.device()));
-  s_->device = g.graph().outputs()[0].device();
+  const auto &xs = g.graph().inputs();
+  if (buffers.size() > xs.size())
+    throw ValueError(str_cat("cuda_graph: ", buffers.size(), " buffers for a graph of ", xs.size(), " inputs"));
+  for (std::size_t i = 0; i < xs.size(); ++i) { // the compiled graph's shapes (at its symbol values)
+    const Tensor &x = xs[i];
+    auto shape = evaluate_shape(x.sym_shape(), g.symbol_values());
+    if (i < buffers.size() && buffers[i].defined()) {
+      const Tensor &b = buffers[i];
+      if (b.is_symbolic() || b.shape() != shape || b.dtype() != x.dtype() || !(b.device() == x.device()))
+        throw ValueError(str_cat("cuda_graph: the buffer given for ", detail::input_label(x, i), " is ",
+                                 b.is_symbolic() ? "symbolic" : detail::type_str(b), "; it must hold data of the input's shape, "
+                                 "dtype and device"));
+      s_->inputs.push_back(b);
+    } else {
+      s_->inputs.push_back(zeros(shape, x.dtype(), x.device()));
+    }
+  }
+  // Runs before the capture work on copies of the updated inputs: capturing updates nothing.
+  std::vector<Tensor> scratch = s_->inputs;
+  for (std::size_t i : g.graph().updated_inputs()) scratch[i] = s_->inputs[i].clone();
+  s_->device = !g.graph().outputs().empty() ? g.graph().outputs()[0].device() : xs[g.graph().updated_inputs()[0]].device();
   bool capturable = s_->device.is_cuda() && !runtime::cuda_emulated();
   for (const auto &x : s_->inputs) capturable = capturable && x.device() == s_->device;
   if (!capturable) { // the emulator: static outputs of a plain run
-    s_->outputs = g.run(s_->inputs);
+    s_->outputs = g.run(scratch);
+    for (auto &o : s_->outputs) o = o.clone(); // not views of the scratch inputs
     return;
   }
   // The compiled graph has run twice already (every kernel is loaded); this run, on the stream
@@ -64,7 +79,7 @@ HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled) : s_(std::make_unique<
   const auto &drv = cuda::driver();
   Stream stream = Stream::create(s_->device);
   StreamGuard guard(stream);
-  std::vector<Tensor> warm = g.run(s_->inputs);
+  std::vector<Tensor> warm = g.run(scratch);
   stream.synchronize();
   std::vector<Tensor> outs;
   {
@@ -97,7 +112,9 @@ HIDET_INLINE std::vector<Tensor> CudaGraph::run(const std::vector<Tensor> &input
     throw ValueError("cuda_graph: the inputs' shapes are not the ones the graph was captured at; capture one per shape "
                      "(graph::ShapeDispatch with cuda_graph does)");
   for (std::size_t i = 0; i < inputs.size(); ++i) detail::copy_into(s_->inputs[i], inputs[i]);
-  return run();
+  std::vector<Tensor> outs = run();
+  for (std::size_t i : s_->graph.graph().updated_inputs()) detail::copy_into(inputs[i], s_->inputs[i]);
+  return outs;
 }
 
 HIDET_INLINE std::vector<Tensor> CudaGraph::run() {

@@ -96,6 +96,48 @@ inline std::string input_label(const Tensor &x, std::size_t i) {
                  type_str(x), ")");
 }
 
+/// Copies src into dst (same shape and dtype), stream-ordered on the current stream; nothing when
+/// they are one memory.
+inline void copy_into(const Tensor &dst, const Tensor &src) {
+  if (dst.data_ptr() == src.data_ptr() && dst.device() == src.device()) return;
+  runtime::detail::copy_bytes(dst.data_ptr(), dst.device(), dst.is_host_memory(), src.data_ptr(), src.device(),
+                              src.is_host_memory(), src.nbytes());
+}
+
+/// True when the memory of a and b overlaps.
+inline bool overlaps(const Tensor &a, const Tensor &b) {
+  if (!a.storage() || !b.storage() || a.nbytes() == 0 || b.nbytes() == 0) return false;
+  auto *pa = static_cast<const char *>(a.data_ptr()), *pb = static_cast<const char *>(b.data_ptr());
+  return pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+/// Writes the updates of a run: `values[j]` into `dsts[j]`. A value or an output (`outputs`,
+/// replaced by a copy) that overlaps an updated input other than as that input's own new value
+/// is copied first, so that every write reads the values of the run.
+inline void write_updates(const std::vector<Tensor> &dsts, std::vector<Tensor> values, std::vector<Tensor> &outputs) {
+  auto overlaps_a_dst = [&](const Tensor &t, std::size_t self) {
+    for (std::size_t j = 0; j < dsts.size(); ++j)
+      if (j != self && overlaps(t, dsts[j])) return true;
+    return false;
+  };
+  auto same_memory = [](const Tensor &a, const Tensor &b) {
+    return a.data_ptr() == b.data_ptr() && a.device() == b.device();
+  };
+  for (std::size_t j = 0; j < values.size(); ++j)
+    if (overlaps_a_dst(values[j], same_memory(values[j], dsts[j]) ? j : std::size_t(-1)) ||
+        (!same_memory(values[j], dsts[j]) && overlaps(values[j], dsts[j])))
+      values[j] = values[j].clone();
+  for (auto &o : outputs) {
+    // An output that is an update's new value made in place keeps it; one that views an input's
+    // old value is copied before the input is written.
+    bool new_value = false;
+    for (std::size_t j = 0; j < values.size() && !new_value; ++j)
+      new_value = same_memory(o, values[j]) && same_memory(values[j], dsts[j]) && o.nbytes() == dsts[j].nbytes();
+    if (!new_value && overlaps_a_dst(o, std::size_t(-1))) o = o.clone();
+  }
+  for (std::size_t j = 0; j < values.size(); ++j) copy_into(dsts[j], values[j]);
+}
+
 inline std::string dot_escape(const std::string &s) {
   std::string out;
   for (char ch : s) {
@@ -107,10 +149,11 @@ inline std::string dot_escape(const std::string &s) {
 
 } // namespace detail
 
-HIDET_INLINE FlowGraph::FlowGraph(std::vector<Tensor> outputs, std::vector<Tensor> inputs)
-    : inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+HIDET_INLINE FlowGraph::FlowGraph(std::vector<Tensor> outputs, std::vector<Tensor> inputs,
+                                  std::vector<InputUpdate> updates)
+    : inputs_(std::move(inputs)), outputs_(std::move(outputs)), updates_(std::move(updates)) {
   using detail::type_str;
-  if (outputs_.empty()) throw ValueError("trace_from: no outputs given");
+  if (outputs_.empty() && updates_.empty()) throw ValueError("trace_from: no outputs given");
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
     const Tensor &o = outputs_[i];
     if (!o.defined()) throw ValueError(str_cat("trace_from: output ", i, " is an undefined tensor"));
@@ -118,6 +161,20 @@ HIDET_INLINE FlowGraph::FlowGraph(std::vector<Tensor> outputs, std::vector<Tenso
       throw ValueError(str_cat("trace_from: output ", i, " (", type_str(o),
                                ") holds data: it does not depend on any symbolic tensor; trace "
                                "from the result of operators applied to hidet::symbol(...)"));
+  }
+  for (std::size_t j = 0; j < updates_.size(); ++j) {
+    const auto &[x, v] = updates_[j];
+    if (!x.defined() || !v.defined())
+      throw ValueError(str_cat("trace_from: update ", j, " has an undefined ", x.defined() ? "value" : "input"));
+    if (!x.is_symbolic() || x.trace())
+      throw ValueError(str_cat("trace_from: update ", j, " updates ", type_str(x),
+                               x.is_symbolic() ? str_cat(", output ", x.trace().index, " of ", x.trace().op->name())
+                                               : ", a tensor with data",
+                               "; only a graph input (hidet::symbol(...)) is updated in place"));
+    if (v.dtype() != x.dtype() || !(v.sym_shape() == x.sym_shape()))
+      throw ValueError(str_cat("trace_from: update ", j, " of input '", x.name(), "' (", type_str(x),
+                               ") gives a value of ", type_str(v), "; the new value must have the input's "
+                               "shape and dtype"));
   }
   std::set<const void *> input_ids;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
@@ -156,7 +213,12 @@ HIDET_INLINE FlowGraph::FlowGraph(std::vector<Tensor> outputs, std::vector<Tenso
     std::shared_ptr<const Operator> op;
     std::size_t next = 0;
   };
-  for (const auto &out : outputs_) {
+  std::vector<Tensor> roots = outputs_;
+  for (const auto &u : updates_) {
+    if (u.value.is_symbolic()) roots.push_back(u.value);
+    roots.push_back(u.input);
+  }
+  for (const auto &out : roots) {
     auto tr = out.trace();
     if (!tr) {
       leaf(out);
@@ -182,18 +244,32 @@ HIDET_INLINE FlowGraph::FlowGraph(std::vector<Tensor> outputs, std::vector<Tenso
       }
     }
   }
+  for (std::size_t j = 0; j < updates_.size(); ++j) {
+    std::size_t i = 0;
+    while (inputs_[i].symbolic_info() != updates_[j].input.symbolic_info()) ++i;
+    for (std::size_t k = 0; k < j; ++k)
+      if (updated_[k] == i)
+        throw ValueError(str_cat("trace_from: input ", i, " ('", inputs_[i].name(), "') is updated twice"));
+    updated_.push_back(i);
+  }
 }
+
+HIDET_INLINE std::vector<std::size_t> FlowGraph::updated_inputs() const { return updated_; }
 
 HIDET_INLINE std::vector<Tensor> FlowGraph::constants() const {
   std::vector<Tensor> out;
+  auto add = [&](const Tensor &t) {
+    if (t.is_symbolic()) return;
+    bool seen = false;
+    for (const auto &c : out)
+      seen = seen || detail::same_constant(c, t);
+    if (!seen) out.push_back(t);
+  };
   for (const auto &op : nodes_)
-    for (const auto &t : op->inputs()) {
-      if (t.is_symbolic()) continue;
-      bool seen = false;
-      for (const auto &c : out)
-        seen = seen || detail::same_constant(c, t);
-      if (!seen) out.push_back(t);
-    }
+    for (const auto &t : op->inputs())
+      add(t);
+  for (const auto &u : updates_)
+    add(u.value);
   return out;
 }
 
@@ -279,10 +355,27 @@ HIDET_INLINE FlowGraph FlowGraph::specialize(const SymbolValues &values) const {
     }
     stand_ins.push_back(Tensor::symbolic(to_sym_shape(shape), x.dtype(), x.device(), x.name()));
   }
-  return FlowGraph(run(stand_ins), stand_ins);
+  std::vector<Tensor> results = run_impl(stand_ins, nullptr);
+  std::vector<Tensor> outs(results.begin(), results.begin() + std::ptrdiff_t(outputs_.size()));
+  std::vector<InputUpdate> updates;
+  for (std::size_t j = 0; j < updates_.size(); ++j)
+    updates.push_back({stand_ins[updated_[j]], results[outputs_.size() + j]});
+  return FlowGraph(std::move(outs), stand_ins, std::move(updates));
 }
 
 HIDET_INLINE std::vector<Tensor> FlowGraph::run(const std::vector<Tensor> &inputs) const {
+  std::vector<Tensor> values = run_impl(inputs, nullptr);
+  std::vector<Tensor> outs(values.begin(), values.begin() + std::ptrdiff_t(outputs_.size()));
+  if (!updates_.empty() && !any_symbolic(inputs)) {
+    std::vector<Tensor> dsts;
+    for (std::size_t i : updated_) dsts.push_back(inputs[i]);
+    detail::write_updates(dsts, std::vector<Tensor>(values.begin() + std::ptrdiff_t(outputs_.size()), values.end()),
+                          outs);
+  }
+  return outs;
+}
+
+HIDET_INLINE std::vector<Tensor> FlowGraph::run_functional(const std::vector<Tensor> &inputs) const {
   return run_impl(inputs, nullptr);
 }
 
@@ -335,6 +428,8 @@ HIDET_INLINE std::vector<Tensor> FlowGraph::run_impl(const std::vector<Tensor> &
   std::vector<Tensor> out;
   for (const auto &t : outputs_)
     out.push_back(value_of(t));
+  for (const auto &u : updates_)
+    out.push_back(value_of(u.value));
   return out;
 }
 
@@ -366,9 +461,11 @@ HIDET_INLINE std::string FlowGraph::str() const {
     if (!op->attrs().empty()) os << (op->inputs().empty() ? "" : ", ") << op->attrs();
     os << ")\n";
   }
-  os << "  return ";
+  for (const auto &u : updates_) // an input updated in place: written after the nodes ran
+    os << "  " << names.of(u.input) << " <- " << names.of(u.value) << "\n";
+  os << "  return";
   for (std::size_t i = 0; i < outputs_.size(); ++i)
-    os << (i ? ", " : "") << names.of(outputs_[i]);
+    os << (i ? ", " : " ") << names.of(outputs_[i]);
   os << "\n}";
   return os.str();
 }
@@ -409,6 +506,17 @@ HIDET_INLINE std::string FlowGraph::dot() const {
     os << "  out" << i << " [shape=ellipse, label=\"output " << i << "\"];\n  "
        << source[detail::key_of(outputs_[i])] << " -> out" << i << " [label=\""
        << dot_escape(names.of(outputs_[i]) + ": " + type_str(outputs_[i])) << "\"];\n";
+  for (std::size_t j = 0; j < updates_.size(); ++j) { // the update: an edge back into the input
+    std::string from;
+    if (updates_[j].value.is_symbolic()) {
+      from = source[detail::key_of(updates_[j].value)];
+    } else {
+      for (std::size_t i = 0; i < names.constants.size(); ++i)
+        if (detail::same_constant(names.constants[i].first, updates_[j].value)) from = str_cat("c", i);
+    }
+    os << "  " << from << " -> in" << updated_[j] << " [style=dashed, label=\""
+       << dot_escape(names.of(updates_[j].value) + " (in place)") << "\"];\n";
+  }
   os << "}\n";
   return os.str();
 }
@@ -421,6 +529,11 @@ HIDET_INLINE FlowGraph trace_from(const Tensor &output, std::vector<Tensor> inpu
 
 HIDET_INLINE FlowGraph trace_from(std::vector<Tensor> outputs, std::vector<Tensor> inputs) {
   return FlowGraph(std::move(outputs), std::move(inputs));
+}
+
+HIDET_INLINE FlowGraph trace_from(std::vector<Tensor> outputs, std::vector<Tensor> inputs,
+                                  std::vector<InputUpdate> updates) {
+  return FlowGraph(std::move(outputs), std::move(inputs), std::move(updates));
 }
 
 } // namespace hidet::graph

@@ -91,6 +91,15 @@ HIDET_INLINE void verify(const FlowGraph &graph) {
           str_cat("invalid graph: output ", i, " holds data (it depends on no input)"));
     check_tensor(graph.outputs()[i], str_cat("output ", i));
   }
+  const auto updated = graph.updated_inputs();
+  for (std::size_t j = 0; j < graph.updates().size(); ++j) {
+    const auto &u = graph.updates()[j];
+    check_tensor(u.value, str_cat("the new value of input ", updated[j], " ('", u.input.name(), "')"));
+    if (u.value.dtype() != u.input.dtype() || !(u.value.sym_shape() == u.input.sym_shape()))
+      throw ValueError(str_cat("invalid graph: the new value of input ", updated[j], " is ",
+                               meta_str(u.value.sym_shape(), u.value.dtype()), " but the input is ",
+                               meta_str(u.input.sym_shape(), u.input.dtype())));
+  }
 }
 
 namespace detail {

@@ -262,6 +262,8 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
   });
   for (const auto &t : graph.outputs())
     nchw(t);
+  for (const auto &u : graph.updates())
+    nchw(u.value);
   return rw.result();
 }
 
@@ -277,6 +279,7 @@ public:
                  }),
         inner_(std::move(inner)), opts_(opts) {
     set_scratch_build(inner_->scratch_build());
+    set_inplace_input(inner_->inplace_input());
     set_origin(inner_->origin_or_self());
   }
   std::shared_ptr<const Operator> with_inputs(std::vector<Tensor> inputs) const override {

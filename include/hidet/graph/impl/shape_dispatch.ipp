@@ -50,6 +50,10 @@ struct ShapeDispatch::State {
     std::optional<CompiledGraph> compiled;
     if (options.shape_generic) {
       compiled.emplace(generic_graph(), values);
+    } else if (source) { // the graph at this shape, with its updates of inputs
+      FlowGraph g = source->specialize(values);
+      if (options.optimize) g = optimize(g, options.pass_context);
+      compiled.emplace(std::move(g));
     } else {
       std::vector<Tensor> symbols;
       for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -61,7 +65,12 @@ struct ShapeDispatch::State {
       compiled.emplace(std::move(g));
     }
     Entry e{std::move(*compiled), nullptr};
-    if (options.cuda_graph) e.replay = std::make_unique<CudaGraph>(e.compiled);
+    if (options.cuda_graph) {
+      // The inputs it updates are captured where the caller's tensors live (a cache).
+      std::vector<Tensor> buffers(inputs.size());
+      for (std::size_t i : e.compiled.graph().updated_inputs()) buffers[i] = inputs[i];
+      e.replay = std::make_unique<CudaGraph>(e.compiled, buffers);
+    }
     ++compilations;
     entries.emplace_front(key, std::move(e));
     index[key] = entries.begin();
@@ -119,13 +128,24 @@ HIDET_INLINE FlowGraph dispatch_per_shape(const FlowGraph &graph, DispatchOption
   std::vector<TensorMeta> metas;
   std::string members;
   for (const auto &y : graph.outputs()) metas.push_back({y.sym_shape(), y.dtype(), y.device()});
+  // The updates' values are outputs too: the dispatch writes them into the node's inputs, which
+  // it returns (so the graph's own write-back finds them in place).
+  for (const auto &u : graph.updates()) metas.push_back({u.input.sym_shape(), u.input.dtype(), u.input.device()});
   for (const auto &op : graph.nodes()) members += (members.empty() ? "" : ", ") + op->name();
+  const std::vector<std::size_t> updated = graph.updated_inputs();
   auto op = std::make_shared<const Operator>(
       "ShapeDispatch", graph.inputs(), str_cat("graph=FlowGraph(", members, "), compiled per shape"), std::move(metas),
-      [dispatch, graph](const std::vector<Tensor> &in) {
-        return any_symbolic(in) ? graph.run(in) : dispatch->run(in);
+      [dispatch, graph, updated](const std::vector<Tensor> &in) {
+        if (any_symbolic(in)) return graph.run_functional(in);
+        std::vector<Tensor> outs = dispatch->run(in);
+        for (std::size_t i : updated) outs.push_back(in[i]);
+        return outs;
       });
-  return FlowGraph(outputs_of(op), graph.inputs());
+  std::vector<Tensor> outs = outputs_of(op);
+  std::vector<InputUpdate> updates;
+  for (std::size_t j = 0; j < updated.size(); ++j) updates.push_back({graph.inputs()[updated[j]], outs[graph.outputs().size() + j]});
+  outs.resize(graph.outputs().size());
+  return FlowGraph(std::move(outs), graph.inputs(), std::move(updates));
 }
 
 } // namespace hidet::graph

@@ -140,6 +140,8 @@ HIDET_INLINE std::vector<Tensor> launch_compiled(const CompiledTask &ct, const s
   }
   for (auto &step : ct.plan.steps) {
     if (step.work.evaluate(values) == 0) continue;
+    if (step.copy && bufs[std::size_t(step.args.at(0))].data_ptr() == bufs[std::size_t(step.args.at(1))].data_ptr())
+      continue; // the output is the input's memory (an update in place)
     std::vector<LaunchArg> args;
     for (int a : step.args) args.emplace_back(bufs[a]);
     for (const auto &s : ct.plan.symbols) args.emplace_back(values.at(s));
@@ -337,11 +339,14 @@ HIDET_INLINE std::vector<Tensor> trace_plan(const std::string &key, Plan plan, c
   Device dev = device ? *device : common_device(op, inputs);
   std::vector<TensorMeta> metas = plan_output_metas(plan, dev);
   std::string attrs = key_attrs(key);
+  const int inplace = plan.inplace_input;
   auto shared = std::make_shared<const Plan>(std::move(plan));
-  return trace_operator(op_display_name(key), inputs, attrs, std::move(metas),
-                        [key, shared, device](const std::vector<Tensor> &ins) {
-                          return run_plan(key, [&] { return *shared; }, ins, device);
-                        });
+  std::vector<Tensor> outs = trace_operator(op_display_name(key), inputs, attrs, std::move(metas),
+                                            [key, shared, device](const std::vector<Tensor> &ins) {
+                                              return run_plan(key, [&] { return *shared; }, ins, device);
+                                            });
+  if (inplace >= 0 && outs.size() == 1) mark_inplace_input(outs[0], inplace);
+  return outs;
 }
 } // namespace detail
 

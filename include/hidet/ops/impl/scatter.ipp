@@ -100,7 +100,7 @@ HIDET_INLINE Plan update_plan(const std::string &op, const std::vector<Tensor> &
                       store(p[1], i, lang::Element(p[0], i, {}).to_ir({}));
                     });
                   });
-    plan.steps.push_back({op + "_copy", {0, y}, numel});
+    plan.steps.push_back({op + "_copy", {0, y}, numel, true});
   }
   if (count > 0) {
     define_kernel(plan.module, op + "_update", specs, [&](const std::vector<ir::Var> &p) {
@@ -111,6 +111,7 @@ HIDET_INLINE Plan update_plan(const std::string &op, const std::vector<Tensor> &
     });
     plan.steps.push_back({op + "_update", args, count});
   }
+  plan.inplace_input = 0; // y may be x's memory: the copy is skipped, the updates stored in place
   return plan;
 }
 
@@ -169,10 +170,11 @@ HIDET_INLINE Tensor scatter_unchecked(const Tensor &x, int ax, const Tensor &ind
   const std::string key =
       str_cat("scatter{axis=", ax, ", reduce=", scatter_reduce_name(reduce), "}");
   if (has_symbolic_extents({x, index, src}))
-    return trace_symbolic(key, {x, index, src}, x.sym_shape(), x.dtype(),
-                          [=](const std::vector<Tensor> &in) {
-                            return scatter_unchecked(in[0], ax, in[1], in[2], reduce);
-                          });
+    return mark_inplace_input(trace_symbolic(key, {x, index, src}, x.sym_shape(), x.dtype(),
+                                             [=](const std::vector<Tensor> &in) {
+                                               return scatter_unchecked(in[0], ax, in[1], in[2], reduce);
+                                             }),
+                              0);
   const Shape is = index.shape();
   const std::int64_t n = x.shape()[std::size_t(ax)];
   const bool one_value = src.ndim() == 0 && index.ndim() != 0;
@@ -251,11 +253,13 @@ HIDET_INLINE Tensor index_put_unchecked(const Tensor &x, const std::vector<int> 
   inputs.insert(inputs.end(), idx.begin(), idx.end());
   inputs.push_back(values);
   if (has_symbolic_extents(inputs))
-    return trace_symbolic(
-        key, inputs, x.sym_shape(), x.dtype(), [=](const std::vector<Tensor> &in) {
-          return index_put_unchecked(in[0], axes, std::vector<Tensor>(in.begin() + 1, in.end() - 1),
-                                     in.back(), accumulate);
-        });
+    return mark_inplace_input(
+        trace_symbolic(key, inputs, x.sym_shape(), x.dtype(),
+                       [=](const std::vector<Tensor> &in) {
+                         return index_put_unchecked(in[0], axes, std::vector<Tensor>(in.begin() + 1, in.end() - 1),
+                                                    in.back(), accumulate);
+                       }),
+        0);
   const Shape xs = x.shape();
   Shape b;
   for (const auto &t : idx)
@@ -330,10 +334,11 @@ HIDET_INLINE Tensor index_add_unchecked(const Tensor &x, int ax, const Tensor &i
                                         const Tensor &src, double alpha) {
   const std::string key = str_cat("index_add{axis=", ax, ", alpha=", fmt_double(alpha), "}");
   if (has_symbolic_extents({x, index, src}))
-    return trace_symbolic(key, {x, index, src}, x.sym_shape(), x.dtype(),
-                          [=](const std::vector<Tensor> &in) {
-                            return index_add_unchecked(in[0], ax, in[1], in[2], alpha);
-                          });
+    return mark_inplace_input(trace_symbolic(key, {x, index, src}, x.sym_shape(), x.dtype(),
+                                             [=](const std::vector<Tensor> &in) {
+                                               return index_add_unchecked(in[0], ax, in[1], in[2], alpha);
+                                             }),
+                              0);
   const Shape ss = src.shape();
   const std::int64_t n = x.shape()[std::size_t(ax)];
   const DataType dt = x.dtype(), cd = compute_dtype(dt);

@@ -42,11 +42,17 @@ HIDET_INLINE std::shared_ptr<const Operator> Operator::with_inputs(std::vector<T
   auto op = std::make_shared<Operator>(name_, std::move(inputs), attrs_, outputs_, run_);
   op->set_origin(origin_or_self());
   op->set_scratch_build(scratch_build_);
+  op->set_inplace_input(inplace_input_);
   return op;
 }
 
 HIDET_INLINE Tensor mark_scratch_build(Tensor t) {
   if (auto tr = t.trace()) std::const_pointer_cast<Operator>(tr.op)->set_scratch_build(true);
+  return t;
+}
+
+HIDET_INLINE Tensor mark_inplace_input(Tensor t, int input) {
+  if (auto tr = t.trace()) std::const_pointer_cast<Operator>(tr.op)->set_inplace_input(input);
   return t;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 
 #include "hidet/backend/emulator/compile.hpp"
 #include "hidet/ir/eval.hpp"
@@ -24,6 +25,9 @@ HIDET_INLINE std::uint64_t env_u64(const char *name, std::uint64_t dflt) {
 struct Program::Compiled {
   NodePool pool;
   std::unordered_map<std::string, std::unique_ptr<FuncCode>> funcs;
+  /// Held by a launch: the nodes keep per-launch caches (AllocCache), so launches of one program
+  /// from several host threads take turns.
+  std::mutex launch_mu;
 
   static void run_block(Context &c, const FuncCode &k, const std::vector<Slot> &values,
                         std::size_t dyn_bytes) {
@@ -90,6 +94,7 @@ HIDET_INLINE void Program::launch(const std::string &name, const std::vector<Ker
   if (it == compiled_->funcs.end() || it->second->fn->func_kind != ir::FuncKind::Kernel)
     throw ValueError(str_cat("emulator: no kernel named '", name, "' in the module"));
   const FuncCode &k = *it->second;
+  std::lock_guard<std::mutex> lock(compiled_->launch_mu);
   const auto &params = k.fn->params;
   if (args.size() != params.size())
     throw ValueError(str_cat("emulator: kernel '", name, "' takes ", params.size(),
