@@ -1016,6 +1016,20 @@ TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, hea
   auto got = merged.run({x});
   expect_same(got[0], want[0]);
   expect_same(got[1], want[1]);
+  // Siblings without biases whose heads are split alike (Llama's K and V projections): merged,
+  // the split applied once to both.
+  auto f3 = [&](const Tensor &x) {
+    Tensor k = o::matmul(x, w1).reshape({5, 2, 4}), v = o::matmul(x, w2).reshape({5, 2, 4});
+    return std::vector<Tensor>{o::softmax(k, -1), o::sum(v, {2})};
+  };
+  FlowGraph g3 = trace_from(f3(symbol_like(in)));
+  FlowGraph merged3 = graph::merge_sibling_matmuls(g3);
+  INFO(merged3.str());
+  CHECK(count_named(merged3, "Matmul") == 1);
+  auto want3 = f3(x);
+  auto got3 = merged3.run({x});
+  expect_same(got3[0], want3[0]);
+  expect_same(got3[1], want3[1]);
   // A sibling whose own epilogue would be lost (an activation after it): nothing merges.
   auto f2 = [&](const Tensor &x) { return std::vector<Tensor>{o::softmax(o::matmul(x, w1), -1), o::gelu(o::matmul(x, w2))}; };
   FlowGraph g2 = trace_from(f2(symbol_like(in)));
