@@ -121,10 +121,10 @@ TEST_CASE("matmul_gemv: ops::matmul takes it for at most 8 rows, with fused epil
   CHECK(h.lanes_n == 8);
   const std::int64_t blocks = std::int64_t(2048 / (8 * 8)) * h.split_k;
   CHECK(blocks >= 2 * 132);
-  CHECK(blocks <= 8 * 132);
+  CHECK(blocks <= 4 * 132);
   auto lm_head = hidet::ops::templates::matmul_gemv_heuristic_config(1, 128256, 2048, dtypes::bf16, 132);
   CHECK(lm_head.lanes_n == 32);
-  CHECK(lm_head.split_k <= 2);
+  CHECK(lm_head.split_k == 1); // 501 column strips: one wave without splitting
   // through the operator: a [2, 3, k] (rows folded) with a bias and a residual in one kernel
   const std::int64_t n = 72, k = 100;
   Tensor x = make({2, 3, k}, dtypes::f16), w = make({k, n}, dtypes::f16), bias = make({n}, dtypes::f16);

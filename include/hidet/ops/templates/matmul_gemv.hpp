@@ -246,25 +246,28 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
 }
 
 /// The split-k for config `c` (its split_k ignored) on a GPU with `num_sms` multiprocessors:
-/// doubled from 1 while the blocks stay fewer than four per multiprocessor and each slice keeps
-/// at least two steps (about 4 blocks per multiprocessor, each streaming 16 KB or more of b).
+/// doubled from 1 while the doubled grid stays within about four blocks per multiprocessor (all
+/// resident at once: one wave, each block's loads in flight together) and each slice keeps at
+/// least one step. Products with enough column strips (an LM head) are not split.
 inline int matmul_gemv_split(const MatmulGemvConfig &c, int m, int n, int k, DataType dt, int num_sms) {
   const std::int64_t blocks = std::int64_t(lang::ceil_div(n, c.lanes_n * matmul_gemv_vector(n, dt))) *
                               lang::ceil_div(std::max(m, 1), c.rows);
   int split = 1;
-  while (blocks * split < 4 * std::int64_t(std::max(1, num_sms)) && split < 256 && k / (2 * split) >= 2 * c.step_rows())
+  while (blocks * split * 2 <= 4 * std::int64_t(std::max(1, num_sms)) && split < 256 && k / (2 * split) >= c.step_rows())
     split *= 2;
   return split;
 }
 
 /// A tiling for c[m, n] = a[m, k] @ b[k, n] (m <= 8) on a GPU with `num_sms` multiprocessors:
 /// all m rows in one block (rounded up to 1, 2, 4 or 8: symbolic rows share a build across the
-/// values that round alike), 16-byte vectors, 4 warps, 4 rows per load; 32 lanes along n
-/// (512-byte runs of a row) when that gives a block per multiprocessor, else 16 or 8; then the
-/// split of matmul_gemv_split.
+/// values that round alike), 16-byte vectors, 4 warps, 8 rows of b per load step (4 from 4 rows
+/// of a on: registers), so that a thread has 64 to 128 bytes in flight and a multiprocessor's
+/// blocks together 32 to 64 KB; 32 lanes along n (512-byte runs of a row) when that gives a block
+/// per multiprocessor, else 16 or 8; then the split of matmul_gemv_split.
 inline MatmulGemvConfig matmul_gemv_heuristic_config(int m, int n, int k, DataType dt, int num_sms) {
   MatmulGemvConfig c;
   c.rows = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
+  c.unroll = c.rows <= 2 ? 8 : 4;
   const int vec = matmul_gemv_vector(n, dt);
   for (int lanes : {32, 16, 8}) {
     c.lanes_n = lanes;
