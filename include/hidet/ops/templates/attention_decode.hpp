@@ -353,10 +353,10 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
     if_(tid == 0, [&] {
       Var before = var(i32, 0, "before");
       before = atomic_add((*counters)[slot], 1);
-      done[0] = before;
+      done[0] = select((before + 1) % splits == 0, 1, 0);
     });
     syncthreads();
-    if_(done[0] == splits - 1, [&] {
+    if_(done[0] == 1, [&] {
       threadfence();
       for_(range(ceil_div(RB * D, threads)), [&](Var it) {
         Var e = it * threads + tid;
@@ -373,7 +373,9 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
           store(r, d, o * select(l > 0.0f, 1.0f / l, 0.0f));
         });
       });
-      if_(tid == 0, [&] { (*counters)[slot] = 0; }); // ready for the next launch
+      // Back by `splits` rather than to 0: launches of this kernel on several streams at once
+      // (which share the counters) leave it consistent, a multiple of `splits` once all are done.
+      if_(tid == 0, [&] { (void)atomic_add((*counters)[slot], -splits); });
     });
   });
 }

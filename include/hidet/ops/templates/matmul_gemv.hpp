@@ -230,17 +230,19 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     if_(tid == 0, [&] {
       Var before = var(i32, 0, "before");
       before = atomic_add(counters[tile], 1);
-      done[0] = before;
+      done[0] = select((before + 1) % splits == 0, 1, 0);
     });
     syncthreads();
-    if_(done[0] == splits - 1, [&] {
+    if_(done[0] == 1, [&] {
       threadfence();
       each_output([&](Expr r, Expr c, Expr) {
         Var s = var(f32, ws[0][m0 + r][n0 + c], "total");
         for_(range(1, splits), [&](Var sl) { s = s + ws[sl][m0 + r][n0 + c]; });
         out.store({m0 + r, n0 + c}, s);
       });
-      if_(tid == 0, [&] { counters[tile] = 0; }); // ready for the next launch
+      // Back by `splits` rather than to 0: launches of this kernel on several streams at once
+      // (which share the counters) leave it consistent, a multiple of `splits` once all are done.
+      if_(tid == 0, [&] { (void)atomic_add(counters[tile], -splits); });
     });
   });
 }
