@@ -208,6 +208,31 @@ TEST_CASE("attention_decode: a row that attends to no key gives 0; the operator 
   expect_close(got, {1, 1, 4, 64}, reference(e, eq, ek, ev, nullptr, 1.0 / 8));
 }
 
+TEST_CASE("attention_decode: a node over a symbolic batch and cache length runs it at every value") {
+  // A decoding step traced with symbols (dynamo's dynamic batch): one query row, the cache length
+  // t and batch n symbolic, a bool mask per batch. The node takes the decode kernel at each value
+  // (not the tiled kernel built for symbols), and each value's result matches the reference.
+  const std::int64_t H = 8, Hkv = 2, D = 64;
+  Tensor q = symbol({Dim::symbol("n"), Dim(H), Dim(1), Dim(D)}, dtypes::f16, "cuda", "q");
+  Tensor k = symbol({Dim::symbol("n"), Dim(Hkv), Dim::symbol("t"), Dim(D)}, dtypes::f16, "cuda", "k");
+  Tensor v = symbol({Dim::symbol("n"), Dim(Hkv), Dim::symbol("t"), Dim(D)}, dtypes::f16, "cuda", "v");
+  Tensor m = symbol({Dim::symbol("n"), Dim(1), Dim(1), Dim::symbol("t")}, dtypes::boolean, "cuda", "m");
+  Tensor y = o::scaled_dot_product_attention(q, k, v, m, false, 0.125);
+  const auto &node = *y.trace().op;
+  const std::size_t before = o::attention_symbolic_builds();
+  for (auto [n, t] : {std::pair<std::int64_t, std::int64_t>{1, 60}, {3, 45}, {2, 130}}) {
+    INFO("n " << n << ", t " << t);
+    Case c{n, H, Hkv, 1, t, D, dtypes::f16, false, 1, false};
+    Tensor qc = make({n, H, 1, D}, dtypes::f16), kc = make_cache(c), vc = make_cache(c), mc = make_mask(c);
+    Tensor got = [&] {
+      SymbolBinding bind({{"n", n}, {"t", t}});
+      return node.run({qc, kc, vc, mc})[0];
+    }();
+    expect_close(got, {n, H, 1, D}, reference(c, qc, kc, vc, &mc, 0.125));
+  }
+  CHECK(o::attention_symbolic_builds() == before);
+}
+
 TEST_CASE("attention_decode: what it cannot serve") {
   Case c{1, 4, 2, 1, 40, 64};
   expect_error([&] { hidet::ops::templates::check_attention_decode(problem_of(c), config(9, 64, 4, 1)); }, {"rows"});
