@@ -2,11 +2,13 @@
 // emulator: every lane count, unroll and row count with and without split-k (the in-kernel
 // fixup, launched twice so that the counters are seen reset) on shapes with partial column
 // vectors, k slices and row blocks, in f16, bf16 and f32, against a double reference; symbolic
-// rows; epilogues; ops::matmul's dispatch for m <= 8; bad configurations.
+// rows; epilogues; ops::matmul's dispatch for m <= 8; bad configurations. And the mma.sync
+// template's split-k summed in the kernel, which serves 9 to 64 rows (a batch of decoding steps).
 #include "ops_test_util.hpp"
 
 #include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/matmul_templates.hpp"
+#include "hidet/ops/templates/matmul_f16.hpp"
 
 using namespace ops_test;
 using hidet::ops::templates::MatmulGemv;
@@ -137,6 +139,53 @@ TEST_CASE("matmul_gemv: ops::matmul takes it for at most 8 rows, with fused epil
   expect_close(got, {6, n}, want.to_double_vector(), false, 2);
   Tensor y = o::matmul(x, w); // [2, 3, n]
   expect_close(y, {2, 3, n}, ref_matmul(x.to_double_vector(), w.to_double_vector(), 6, n, k));
+}
+
+TEST_CASE("mma.sync with split-k summed in the kernel: few rows on the tensor cores") {
+  using hidet::ops::templates::MatmulF16;
+  using hidet::ops::templates::MatmulF16Config;
+  // 33 rows (a partial 64-row tile... of 32 + 1), k = 333: partial k tiles and slices (3 of 6, 6, 6 tiles)
+  for (DataType dt : {dtypes::f16, dtypes::bf16})
+    for (auto [rows, split] : {std::pair<int, int>{33, 3}, {16, 4}, {20, 1}}) {
+      MatmulF16Config c{1, 2, rows <= 16 ? 16 : 32, 32, 32, 3, 1};
+      c.split_k = split;
+      const int m = rows, n = 200, k = 333;
+      INFO(dt << " " << c.str() << ", " << m << "x" << n << "x" << k);
+      MatmulF16 mm(m, n, k, dt, c);
+      Tensor a = make({m, k}, dt), b = make({k, n}, dt);
+      auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
+      for (int run = 0; run < 2; ++run) {
+        Tensor out = hidet::full({m, n}, std::nan(""), dt);
+        mm(a, b, out);
+        expect_close(out, {m, n}, want);
+      }
+    }
+  // symbolic rows with an epilogue (bias, residual + silu), split 4
+  const Dim rows = Dim::symbol("b");
+  const std::int64_t n = 72, k = 256;
+  Tensor w = make({k, n}, dtypes::f16), bias = make({n}, dtypes::f16);
+  auto plain = o::Epilogue::identity({rows, Dim(n)}, dtypes::f16);
+  auto e = then(*then(plain, add_bias_task({rows, Dim(n)}, dtypes::f16), 0), residual_silu_task({rows, Dim(n)}, dtypes::f16), 1);
+  MatmulF16Config c{1, 2, 32, 32, 64, 4, 1};
+  c.split_k = 4;
+  MatmulF16 mm(MatmulRows(rows), int(n), int(k), dtypes::f16, c, {}, e);
+  for (std::int64_t m : {9, 32, 40}) { // 40: two row tiles
+    INFO("rows " << m);
+    Tensor x = make({m, k}, dtypes::f16), r = make({m, n}, dtypes::f16);
+    Tensor want = o::add(r, o::silu(o::add(o::matmul(x, w), bias)));
+    Tensor got = hidet::empty({m, n}, dtypes::f16, "cuda");
+    mm(x, w, got, {bias, r}, {{"b", m}});
+    expect_close(got, {m, n}, want.to_double_vector(), false, 2);
+  }
+  // the dispatch: 9 to 64 rows take it, split so that the grid fills the SMs
+  for (int m : {9, 32, 64}) {
+    auto cands = o::matmul_candidates(m, 2048, 2048, dtypes::bf16, 0);
+    REQUIRE(!cands.empty());
+    CHECK(cands[0].label.rfind("mma.sync ", 0) == 0);
+    CHECK(cands[0].label.find("split-k") != std::string::npos);
+  }
+  expect_error([] { hidet::ops::templates::check_matmul_f16_config(MatmulF16Config{1, 2, 32, 32, 64, 4, 1, false, 65}); },
+               {"split_k"});
 }
 
 TEST_CASE("matmul_gemv: bad configurations and dtypes") {

@@ -4,6 +4,8 @@
 //  * M <= 8 (decoding) and b a matrix: the few-rows kernel on the CUDA cores
 //    (templates/matmul_gemv.hpp), which streams b at the memory bandwidth with split-k and an
 //    in-kernel fixup; the other templates join it as candidates in spaces 1 and 2;
+//  * f16 / bf16 with 9 to 64 rows (a batch of decoding steps): the mma.sync kernel with a tile of
+//    the rows and split-k summed in the kernel (matmul_f16_few_rows_config), on every GPU;
 //  * f32: the FMA kernel (templates/matmul_f32.hpp), with split-k for shapes with few tiles;
 //  * f16 / bf16 on a Hopper GPU (sm_90a): the TMA + wgmma kernel (templates/matmul_wgmma.hpp),
 //    and in the larger spaces the mma.sync kernel too;
@@ -219,6 +221,12 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     return out;
   }
 
+  // 9 to 64 rows (a batch of decoding steps): the mma.sync kernel with a tile of the rows and
+  // split-k summed in the kernel, so that b streams on every SM (the tiles alone are a few dozen).
+  if (mb > 8 && mb <= 64 && !batch.batched() && opts.parallel_k <= 1) {
+    add_mma(matmul_f16_few_rows_config(mb, n, k, sms));
+    if (space == 0 && !out.empty()) return out;
+  }
   if (matmul_wgmma_available() && !acc16) {
     // Few rows and a short k (a transformer's projections at batch 1): the mma.sync kernel with
     // 32- or 64-row tiles. Timed alone (weights resident in L2), 64x128 wgmma tiles are faster
