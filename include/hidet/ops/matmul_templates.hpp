@@ -223,7 +223,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
 
   // 9 to 64 rows (a batch of decoding steps): the mma.sync kernel with a tile of the rows and
   // split-k summed in the kernel, so that b streams on every SM (the tiles alone are a few dozen).
-  if (mb > 8 && mb <= 64 && !batch.batched() && opts.parallel_k <= 1) {
+  if (mb > 8 && mb <= 64 && !batch.batched() && opts.parallel_k <= 1 && !acc16) { // (f16 accumulation: unsplit)
     add_mma(matmul_f16_few_rows_config(mb, n, k, sms));
     if (space == 0 && !out.empty()) return out;
   }
