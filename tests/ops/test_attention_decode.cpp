@@ -19,7 +19,8 @@ struct Case {
   std::int64_t B, H, Hkv, Sq, S, D;
   DataType dt = dtypes::f16;
   bool causal = false;
-  int mask = 0; ///< 0 none, 1 bool [B, 1, Sq, S], 2 additive [1, H, Sq, S] (lowest value where masked)
+  int mask =
+      0; ///< 0 none, 1 bool [B, 1, Sq, S], 2 additive [1, H, Sq, S] (lowest value where masked)
   bool heads_last = false;
 };
 
@@ -34,16 +35,20 @@ Tensor make_mask(const Case &c) {
     std::vector<double> m(std::size_t(c.B * c.Sq * c.S));
     for (std::int64_t b = 0; b < c.B; ++b)
       for (std::int64_t i = 0; i < c.Sq; ++i)
-        for (std::int64_t j = 0; j < c.S; ++j) m[std::size_t((b * c.Sq + i) * c.S + j)] = j < valid(c, b, i) ? 1 : 0;
+        for (std::int64_t j = 0; j < c.S; ++j)
+          m[std::size_t((b * c.Sq + i) * c.S + j)] = j < valid(c, b, i) ? 1 : 0;
     return asarray(m, {c.B, 1, c.Sq, c.S}, dtypes::boolean);
   }
-  const double lowest = c.dt == dtypes::f16 ? -65504.0 : c.dt == dtypes::bf16 ? -3.3895313892515355e38 : -3.4028234663852886e38;
+  const double lowest = c.dt == dtypes::f16    ? -65504.0
+                        : c.dt == dtypes::bf16 ? -3.3895313892515355e38
+                                               : -3.4028234663852886e38;
   std::vector<double> m(std::size_t(c.H * c.Sq * c.S));
   std::uniform_real_distribution<double> u(-1, 1);
   for (std::int64_t h = 0; h < c.H; ++h) // per head: row h % 3 attends to keys [h % 3, valid)
     for (std::int64_t i = 0; i < c.Sq; ++i)
       for (std::int64_t j = 0; j < c.S; ++j)
-        m[std::size_t((h * c.Sq + i) * c.S + j)] = j >= h % 3 && j < valid(c, 0, i) ? u(g_rng) : lowest;
+        m[std::size_t((h * c.Sq + i) * c.S + j)] =
+            j >= h % 3 && j < valid(c, 0, i) ? u(g_rng) : lowest;
   return asarray(m, {1, c.H, c.Sq, c.S}, c.dt);
 }
 
@@ -68,13 +73,14 @@ Tensor make_cache(const Case &c) {
           if (attends(c, b, h, i, j)) last = std::max(last, j);
     for (std::int64_t j = last + 1; j < c.S; ++j)
       for (std::int64_t h = 0; h < c.Hkv; ++h)
-        for (std::int64_t d = 0; d < c.D; ++d) v[std::size_t(((b * c.Hkv + h) * c.S + j) * c.D + d)] = std::nan("");
+        for (std::int64_t d = 0; d < c.D; ++d)
+          v[std::size_t(((b * c.Hkv + h) * c.S + j) * c.D + d)] = std::nan("");
   }
   return asarray(v, {c.B, c.Hkv, c.S, c.D}, c.dt);
 }
 
-std::vector<double> reference(const Case &c, const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *mask,
-                              double scale) {
+std::vector<double> reference(const Case &c, const Tensor &q, const Tensor &k, const Tensor &v,
+                              const Tensor *mask, double scale) {
   auto qv = q.to_double_vector(), kv = k.to_double_vector(), vv = v.to_double_vector();
   std::vector<double> mv = mask ? mask->to_double_vector() : std::vector<double>{};
   const std::int64_t G = c.H / c.Hkv;
@@ -104,10 +110,12 @@ std::vector<double> reference(const Case &c, const Tensor &q, const Tensor &k, c
           double p = std::exp(s[std::size_t(j)] - mx);
           if (p == 0) continue; // masked keys hold NaN in the test's cache
           l += p;
-          for (std::int64_t d = 0; d < c.D; ++d) o[std::size_t(d)] += p * vv[std::size_t(((b * c.Hkv + h / G) * c.S + j) * c.D + d)];
+          for (std::int64_t d = 0; d < c.D; ++d)
+            o[std::size_t(d)] += p * vv[std::size_t(((b * c.Hkv + h / G) * c.S + j) * c.D + d)];
         }
         for (std::int64_t d = 0; d < c.D; ++d) {
-          std::int64_t at = c.heads_last ? ((b * c.Sq + i) * c.H + h) * c.D + d : ((b * c.H + h) * c.Sq + i) * c.D + d;
+          std::int64_t at = c.heads_last ? ((b * c.Sq + i) * c.H + h) * c.D + d
+                                         : ((b * c.H + h) * c.Sq + i) * c.D + d;
           out[std::size_t(at)] = o[std::size_t(d)] / l;
         }
       }
@@ -116,19 +124,23 @@ std::vector<double> reference(const Case &c, const Tensor &q, const Tensor &k, c
 
 AttentionProblem problem_of(const Case &c) {
   AttentionProblem p;
-  p.batch = int(c.B), p.heads = int(c.H), p.kv_heads = int(c.Hkv), p.seq_q = int(c.Sq), p.seq_kv = int(c.S);
+  p.batch = int(c.B), p.heads = int(c.H), p.kv_heads = int(c.Hkv), p.seq_q = int(c.Sq),
+  p.seq_kv = int(c.S);
   p.head_dim = int(c.D), p.dtype = c.dt, p.causal = c.causal, p.heads_last = c.heads_last;
-  if (c.mask) p.has_mask = true, p.mask_dtype = c.mask == 1 ? dtypes::boolean : c.dt, p.mask_batch = c.mask == 1 ? int(c.B) : 1,
-              p.mask_heads = c.mask == 1 ? 1 : int(c.H);
+  if (c.mask)
+    p.has_mask = true, p.mask_dtype = c.mask == 1 ? dtypes::boolean : c.dt,
+    p.mask_batch = c.mask == 1 ? int(c.B) : 1, p.mask_heads = c.mask == 1 ? 1 : int(c.H);
   return p;
 }
 
-o::Shape out_shape(const Case &c) { return c.heads_last ? o::Shape{c.B, c.Sq, c.H, c.D} : o::Shape{c.B, c.H, c.Sq, c.D}; }
+o::Shape out_shape(const Case &c) {
+  return c.heads_last ? o::Shape{c.B, c.Sq, c.H, c.D} : o::Shape{c.B, c.H, c.Sq, c.D};
+}
 
 void check_direct(const Case &c, const AttentionDecodeConfig &cfg) {
-  INFO("B " << c.B << " H " << c.H << " Hkv " << c.Hkv << " Sq " << c.Sq << " S " << c.S << " D " << c.D << " " << c.dt
-            << (c.causal ? " causal" : "") << " mask " << c.mask << (c.heads_last ? " heads last" : "") << ", config "
-            << cfg.str());
+  INFO("B " << c.B << " H " << c.H << " Hkv " << c.Hkv << " Sq " << c.Sq << " S " << c.S << " D "
+            << c.D << " " << c.dt << (c.causal ? " causal" : "") << " mask " << c.mask
+            << (c.heads_last ? " heads last" : "") << ", config " << cfg.str());
   Tensor q = make({c.B, c.H, c.Sq, c.D}, c.dt), k = make_cache(c), v = make_cache(c);
   Tensor mask = c.mask ? make_mask(c) : Tensor();
   const double scale = 0.3;
@@ -182,12 +194,15 @@ TEST_CASE("attention_decode: every tiling the checks accept, on one small proble
           }
         }
   CHECK(all.size() >= 30);
-  for (const auto &c : configs_to_run(all, 8)) check_direct({1, 8, 2, 1, 150, 64, dtypes::f16, false, 1, false}, c);
+  for (const auto &c : configs_to_run(all, 8))
+    check_direct({1, 8, 2, 1, 150, 64, dtypes::f16, false, 1, false}, c);
 }
 
-TEST_CASE("attention_decode: a row that attends to no key gives 0; the operator takes few query rows") {
+TEST_CASE(
+    "attention_decode: a row that attends to no key gives 0; the operator takes few query rows") {
   Case c{1, 2, 1, 1, 40, 32, dtypes::f16, false, 1, false};
-  Tensor q = make({1, 2, 1, 32}, dtypes::f16), k = make({1, 1, 40, 32}, dtypes::f16), v = make({1, 1, 40, 32}, dtypes::f16);
+  Tensor q = make({1, 2, 1, 32}, dtypes::f16), k = make({1, 1, 40, 32}, dtypes::f16),
+         v = make({1, 1, 40, 32}, dtypes::f16);
   Tensor none = hidet::zeros({1, 1, 1, 40}, dtypes::boolean);
   for (int splits : {1, 3}) {
     AttentionDecode run(problem_of(c), config(2, 32, 2, splits));
@@ -198,7 +213,8 @@ TEST_CASE("attention_decode: a row that attends to no key gives 0; the operator 
   // ops::scaled_dot_product_attention at Sq = 1 with a bool static-cache mask and grouped heads:
   // the decode kernel, whose cache holds NaN past the valid keys (the tiled kernel would read them)
   Case d{2, 8, 2, 1, 100, 64, dtypes::f16, false, 1, false};
-  Tensor dq = make({2, 8, 1, 64}, dtypes::f16), dk = make_cache(d), dv = make_cache(d), dm = make_mask(d);
+  Tensor dq = make({2, 8, 1, 64}, dtypes::f16), dk = make_cache(d), dv = make_cache(d),
+         dm = make_mask(d);
   Tensor got = o::scaled_dot_product_attention(dq, dk, dv, dm, false, 0.125);
   expect_close(got, {2, 8, 1, 64}, reference(d, dq, dk, dv, &dm, 0.125));
   // and the heads-last form, without a mask
@@ -208,22 +224,27 @@ TEST_CASE("attention_decode: a row that attends to no key gives 0; the operator 
   expect_close(got, {1, 1, 4, 64}, reference(e, eq, ek, ev, nullptr, 1.0 / 8));
 }
 
-TEST_CASE("attention_decode: a node over a symbolic batch and cache length runs it at every value") {
+TEST_CASE(
+    "attention_decode: a node over a symbolic batch and cache length runs it at every value") {
   // A decoding step traced with symbols (dynamo's dynamic batch): one query row, the cache length
   // t and batch n symbolic, a bool mask per batch. The node takes the decode kernel at each value
   // (not the tiled kernel built for symbols), and each value's result matches the reference.
   const std::int64_t H = 8, Hkv = 2, D = 64;
   Tensor q = symbol({Dim::symbol("n"), Dim(H), Dim(1), Dim(D)}, dtypes::f16, "cuda", "q");
-  Tensor k = symbol({Dim::symbol("n"), Dim(Hkv), Dim::symbol("t"), Dim(D)}, dtypes::f16, "cuda", "k");
-  Tensor v = symbol({Dim::symbol("n"), Dim(Hkv), Dim::symbol("t"), Dim(D)}, dtypes::f16, "cuda", "v");
-  Tensor m = symbol({Dim::symbol("n"), Dim(1), Dim(1), Dim::symbol("t")}, dtypes::boolean, "cuda", "m");
+  Tensor k =
+      symbol({Dim::symbol("n"), Dim(Hkv), Dim::symbol("t"), Dim(D)}, dtypes::f16, "cuda", "k");
+  Tensor v =
+      symbol({Dim::symbol("n"), Dim(Hkv), Dim::symbol("t"), Dim(D)}, dtypes::f16, "cuda", "v");
+  Tensor m =
+      symbol({Dim::symbol("n"), Dim(1), Dim(1), Dim::symbol("t")}, dtypes::boolean, "cuda", "m");
   Tensor y = o::scaled_dot_product_attention(q, k, v, m, false, 0.125);
   const auto &node = *y.trace().op;
   const std::size_t before = o::attention_symbolic_builds();
   for (auto [n, t] : {std::pair<std::int64_t, std::int64_t>{1, 60}, {3, 45}, {2, 130}}) {
     INFO("n " << n << ", t " << t);
     Case c{n, H, Hkv, 1, t, D, dtypes::f16, false, 1, false};
-    Tensor qc = make({n, H, 1, D}, dtypes::f16), kc = make_cache(c), vc = make_cache(c), mc = make_mask(c);
+    Tensor qc = make({n, H, 1, D}, dtypes::f16), kc = make_cache(c), vc = make_cache(c),
+           mc = make_mask(c);
     Tensor got = [&] {
       SymbolBinding bind({{"n", n}, {"t", t}});
       return node.run({qc, kc, vc, mc})[0];
@@ -235,13 +256,21 @@ TEST_CASE("attention_decode: a node over a symbolic batch and cache length runs 
 
 TEST_CASE("attention_decode: what it cannot serve") {
   Case c{1, 4, 2, 1, 40, 64};
-  expect_error([&] { hidet::ops::templates::check_attention_decode(problem_of(c), config(9, 64, 4, 1)); }, {"rows"});
-  expect_error([&] { hidet::ops::templates::check_attention_decode(problem_of(c), config(4, 48, 4, 1)); }, {"block_kv"});
-  expect_error([&] { hidet::ops::templates::check_attention_decode(problem_of(c), config(4, 64, 4, 65)); }, {"splits"});
+  expect_error(
+      [&] { hidet::ops::templates::check_attention_decode(problem_of(c), config(9, 64, 4, 1)); },
+      {"rows"});
+  expect_error(
+      [&] { hidet::ops::templates::check_attention_decode(problem_of(c), config(4, 48, 4, 1)); },
+      {"block_kv"});
+  expect_error(
+      [&] { hidet::ops::templates::check_attention_decode(problem_of(c), config(4, 64, 4, 65)); },
+      {"splits"});
   Case odd{1, 4, 2, 1, 40, 60};
-  expect_error([&] { hidet::ops::templates::check_attention_decode(problem_of(odd), config(4, 64, 4, 1)); },
-               {"head dim", "16-byte"});
+  expect_error(
+      [&] { hidet::ops::templates::check_attention_decode(problem_of(odd), config(4, 64, 4, 1)); },
+      {"head dim", "16-byte"});
   Case gqa{1, 6, 4, 1, 40, 64};
-  expect_error([&] { hidet::ops::templates::check_attention_decode(problem_of(gqa), config(4, 64, 4, 1)); },
-               {"divide"});
+  expect_error(
+      [&] { hidet::ops::templates::check_attention_decode(problem_of(gqa), config(4, 64, 4, 1)); },
+      {"divide"});
 }

@@ -18,12 +18,13 @@ using o::Idx;
 using o::Task;
 
 namespace {
-std::vector<double> ref_matmul(const std::vector<double> &a, const std::vector<double> &b, std::int64_t m,
-                               std::int64_t n, std::int64_t k) {
+std::vector<double> ref_matmul(const std::vector<double> &a, const std::vector<double> &b,
+                               std::int64_t m, std::int64_t n, std::int64_t k) {
   std::vector<double> c(std::size_t(m * n), 0.0);
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t p = 0; p < k; ++p)
-      for (std::int64_t j = 0; j < n; ++j) c[std::size_t(i * n + j)] += a[std::size_t(i * k + p)] * b[std::size_t(p * n + j)];
+      for (std::int64_t j = 0; j < n; ++j)
+        c[std::size_t(i * n + j)] += a[std::size_t(i * k + p)] * b[std::size_t(p * n + j)];
   return c;
 }
 
@@ -35,10 +36,12 @@ MatmulGemvConfig cfg(int rows, int lanes, int warps, int unroll, int split) {
 
 void check(const MatmulGemvConfig &c, int m, int n, int k, DataType dt) {
   MatmulGemv mm(m, n, k, dt, c);
-  INFO("config " << c.str() << " (" << mm.slices() << " slices), " << m << "x" << n << "x" << k << " " << dt);
+  INFO("config " << c.str() << " (" << mm.slices() << " slices), " << m << "x" << n << "x" << k
+                 << " " << dt);
   Tensor a = make({m, k}, dt), b = make({k, n}, dt);
   auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
-  for (int run = 0; run < 2; ++run) { // split-k: the counters must be back at zero for the second run
+  for (int run = 0; run < 2;
+       ++run) { // split-k: the counters must be back at zero for the second run
     INFO("run " << run);
     Tensor out = hidet::full({m, n}, std::nan(""), dt);
     mm(a, b, out);
@@ -68,7 +71,8 @@ std::shared_ptr<const o::Epilogue> then(const o::Epilogue &e, const Task &t, std
 }
 } // namespace
 
-TEST_CASE("matmul_gemv: lanes, warps, unroll and rows, with and without split-k, on partial tiles") {
+TEST_CASE(
+    "matmul_gemv: lanes, warps, unroll and rows, with and without split-k, on partial tiles") {
   // n = 200: 16-byte vectors (f16: 8 elements), partial column blocks at every lane count;
   // k = 333: partial k slices and steps (a's elements one by one: k is odd);
   // m = 3 with rows 2 and 4: a partial row block.
@@ -79,8 +83,10 @@ TEST_CASE("matmul_gemv: lanes, warps, unroll and rows, with and without split-k,
   std::vector<MatmulGemvConfig> all;
   for (int lanes : {8, 16, 32})
     for (int unroll : {1, 2, 4, 8})
-      for (int split : {1, 4}) all.push_back(cfg(unroll == 8 ? 8 : unroll == 4 ? 2 : 1, lanes, 2, unroll, split));
-  for (const auto &c : configs_to_run(all)) check(c, c.rows == 2 ? 3 : c.rows, 200, 333, dtypes::f16);
+      for (int split : {1, 4})
+        all.push_back(cfg(unroll == 8 ? 8 : unroll == 4 ? 2 : 1, lanes, 2, unroll, split));
+  for (const auto &c : configs_to_run(all))
+    check(c, c.rows == 2 ? 3 : c.rows, 200, 333, dtypes::f16);
   // n odd: one element per thread (no vector loads); n = 4 mod 8: 8-byte vectors; k = 256 with
   // whole slices (no k guard) and a's elements as vectors.
   check(cfg(2, 8, 1, 4, 2), 2, 77, 256, dtypes::f16);
@@ -124,12 +130,14 @@ TEST_CASE("matmul_gemv: ops::matmul takes it for at most 8 rows, with fused epil
   const std::int64_t blocks = std::int64_t(2048 / (8 * 8)) * h.split_k;
   CHECK(blocks >= 2 * 132);
   CHECK(blocks <= 4 * 132);
-  auto lm_head = hidet::ops::templates::matmul_gemv_heuristic_config(1, 128256, 2048, dtypes::bf16, 132);
+  auto lm_head =
+      hidet::ops::templates::matmul_gemv_heuristic_config(1, 128256, 2048, dtypes::bf16, 132);
   CHECK(lm_head.lanes_n == 32);
   CHECK(lm_head.split_k == 1); // 501 column strips: one wave without splitting
   // through the operator: a [2, 3, k] (rows folded) with a bias and a residual in one kernel
   const std::int64_t n = 72, k = 100;
-  Tensor x = make({2, 3, k}, dtypes::f16), w = make({k, n}, dtypes::f16), bias = make({n}, dtypes::f16);
+  Tensor x = make({2, 3, k}, dtypes::f16), w = make({k, n}, dtypes::f16),
+         bias = make({n}, dtypes::f16);
   Tensor r = make({6, n}, dtypes::f16);
   auto plain = o::Epilogue::identity({Dim(6), Dim(n)}, dtypes::f16);
   auto e = then(*then(plain, add_bias_task({Dim(6), Dim(n)}, dtypes::f16), 0),
@@ -144,7 +152,8 @@ TEST_CASE("matmul_gemv: ops::matmul takes it for at most 8 rows, with fused epil
 TEST_CASE("mma.sync with split-k summed in the kernel: few rows on the tensor cores") {
   using hidet::ops::templates::MatmulF16;
   using hidet::ops::templates::MatmulF16Config;
-  // 33 rows (a partial 64-row tile... of 32 + 1), k = 333: partial k tiles and slices (3 of 6, 6, 6 tiles)
+  // 33 rows (a partial 64-row tile... of 32 + 1), k = 333: partial k tiles and slices (3 of 6, 6, 6
+  // tiles)
   for (DataType dt : {dtypes::f16, dtypes::bf16})
     for (auto [rows, split] : {std::pair<int, int>{33, 3}, {16, 4}, {20, 1}}) {
       MatmulF16Config c{1, 2, rows <= 16 ? 16 : 32, 32, 32, 3, 1};
@@ -165,7 +174,8 @@ TEST_CASE("mma.sync with split-k summed in the kernel: few rows on the tensor co
   const std::int64_t n = 72, k = 256;
   Tensor w = make({k, n}, dtypes::f16), bias = make({n}, dtypes::f16);
   auto plain = o::Epilogue::identity({rows, Dim(n)}, dtypes::f16);
-  auto e = then(*then(plain, add_bias_task({rows, Dim(n)}, dtypes::f16), 0), residual_silu_task({rows, Dim(n)}, dtypes::f16), 1);
+  auto e = then(*then(plain, add_bias_task({rows, Dim(n)}, dtypes::f16), 0),
+                residual_silu_task({rows, Dim(n)}, dtypes::f16), 1);
   MatmulF16Config c{1, 2, 32, 32, 64, 4, 1};
   c.split_k = 4;
   MatmulF16 mm(MatmulRows(rows), int(n), int(k), dtypes::f16, c, {}, e);
@@ -184,14 +194,23 @@ TEST_CASE("mma.sync with split-k summed in the kernel: few rows on the tensor co
     CHECK(cands[0].label.rfind("mma.sync ", 0) == 0);
     CHECK(cands[0].label.find("split-k") != std::string::npos);
   }
-  expect_error([] { hidet::ops::templates::check_matmul_f16_config(MatmulF16Config{1, 2, 32, 32, 64, 4, 1, false, 65}); },
-               {"split_k"});
+  expect_error(
+      [] {
+        hidet::ops::templates::check_matmul_f16_config(
+            MatmulF16Config{1, 2, 32, 32, 64, 4, 1, false, 65});
+      },
+      {"split_k"});
 }
 
 TEST_CASE("matmul_gemv: bad configurations and dtypes") {
-  expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(9, 32, 4, 4, 1)); }, {"rows", "[1, 8]"});
-  expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(1, 4, 4, 4, 1)); }, {"lanes_n"});
-  expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(1, 32, 4, 3, 1)); }, {"unroll"});
-  expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(1, 32, 4, 4, 0)); }, {"split_k"});
-  expect_error([] { MatmulGemv(1, 8, 8, dtypes::i32, MatmulGemvConfig{}); }, {"matmul_gemv", "f16, bf16 or f32"});
+  expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(9, 32, 4, 4, 1)); },
+               {"rows", "[1, 8]"});
+  expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(1, 4, 4, 4, 1)); },
+               {"lanes_n"});
+  expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(1, 32, 4, 3, 1)); },
+               {"unroll"});
+  expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(1, 32, 4, 4, 0)); },
+               {"split_k"});
+  expect_error([] { MatmulGemv(1, 8, 8, dtypes::i32, MatmulGemvConfig{}); },
+               {"matmul_gemv", "f16, bf16 or f32"});
 }

@@ -6,7 +6,8 @@
 // slots, of which the mask (made in the graph from the cache position, a device value) lets each
 // row attend to the first few hundred. The time is the bytes of K and V read, so this kernel:
 //  * gives one block all G * Sq query rows of one kv head (G = H / Hkv: the q heads that share
-//    it), `rows` at a time, so each K/V element is read once per kv head instead of once per q head;
+//    it), `rows` at a time, so each K/V element is read once per kv head instead of once per q
+//    head;
 //  * finds, before reading any key, the range of keys [first, last] that some row of the block
 //    attends to (the mask says false, or holds the dtype's lowest value or -inf, for the others;
 //    causal attention stops at the last row's index), by scanning the block's mask rows (a few
@@ -17,7 +18,7 @@
 //    scale * log2 e), the online softmax per row in exp2, O += P V with O in registers;
 //  * with splits > 1, each block writes its unnormalized O with its row max and sum, counts itself
 //    on the (batch, kv head, row group) counter, and the block that completes the count combines
-//    the parts (out = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s) and resets the counter: no
+//    the parts (out = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s) and takes the count back: no
 //    second kernel.
 // The batch and the key length are run-time values (one build serves every batch and cache
 // length); heads, query rows, head dim, dtype and mask form are built in. A row with no attended
@@ -43,12 +44,13 @@ struct AttentionDecodeConfig {
   int rows = 4;      ///< query rows per block (of the G * Sq rows of one kv head): 1 to 8
   int block_kv = 64; ///< keys per tile: 32, 64 or 128
   int warps = 4;     ///< warps of a block: 2, 4 or 8
-  int splits = 1;    ///< blocks sharing the attended keys of one (batch, kv head, row group): 1 to 64
+  int splits = 1; ///< blocks sharing the attended keys of one (batch, kv head, row group): 1 to 64
 
   int threads() const { return warps * 32; }
   /// "rows 4, kv 64, 4 warps, split-kv 8"
   std::string str() const {
-    return str_cat("rows ", rows, ", kv ", block_kv, ", ", warps, " warps", splits > 1 ? str_cat(", split-kv ", splits) : "");
+    return str_cat("rows ", rows, ", kv ", block_kv, ", ", warps, " warps",
+                   splits > 1 ? str_cat(", split-kv ", splits) : "");
   }
 };
 
@@ -71,10 +73,10 @@ struct Split {
 inline Split split_of(const AttentionProblem &p, const AttentionDecodeConfig &c) {
   Split s;
   const int e = vec(p.dtype), d = p.head_dim;
-  s.ps = c.threads() / c.block_kv; // threads per key
-  s.dk = s.ps > 0 ? d / s.ps : 0;   // elements of a key per thread
-  s.nk = s.dk / e;                  // K vectors per thread
-  s.dv = d / e;                     // vectors of a V row
+  s.ps = c.threads() / c.block_kv;          // threads per key
+  s.dk = s.ps > 0 ? d / s.ps : 0;           // elements of a key per thread
+  s.nk = s.dk / e;                          // K vectors per thread
+  s.dv = d / e;                             // vectors of a V row
   s.kg = s.dv > 0 ? c.threads() / s.dv : 0; // key groups in O += P V
   s.nv = s.kg > 0 ? c.block_kv / s.kg : 0;  // V vectors per thread
   return s;
@@ -91,7 +93,8 @@ inline float lowest(DataType d) {
 /// run-time values and not checked) or the config.
 inline void check_attention_decode(const AttentionProblem &p, const AttentionDecodeConfig &c) {
   auto bad = [&](const std::string &why) {
-    throw ValueError(str_cat("decode attention kernel for ", p.str(), " with ", c.str(), ": ", why));
+    throw ValueError(
+        str_cat("decode attention kernel for ", p.str(), " with ", c.str(), ": ", why));
   };
   if (!(p.dtype.is_half() || p.dtype == dtypes::f32)) bad("q, k, v must be f16, bf16 or f32");
   if (p.heads <= 0 || p.kv() <= 0 || p.heads % p.kv() != 0) bad("k and v's heads must divide q's");
@@ -100,27 +103,34 @@ inline void check_attention_decode(const AttentionProblem &p, const AttentionDec
   if (p.head_dim <= 0 || p.head_dim % e != 0 || p.head_dim > 256)
     bad(str_cat("head dim must be a multiple of ", e, " up to 256 (16-byte vectors)"));
   if (c.rows < 1 || c.rows > 8) bad("rows must be in [1, 8]");
-  if (c.block_kv != 32 && c.block_kv != 64 && c.block_kv != 128) bad("block_kv must be 32, 64 or 128");
+  if (c.block_kv != 32 && c.block_kv != 64 && c.block_kv != 128)
+    bad("block_kv must be 32, 64 or 128");
   if (c.warps != 2 && c.warps != 4 && c.warps != 8) bad("warps must be 2, 4 or 8");
   if (c.splits < 1 || c.splits > 64) bad("splits must be in [1, 64]");
   const auto s = attention_decode_detail::split_of(p, c);
   if (s.ps < 1 || c.threads() % c.block_kv || 32 % s.ps || p.head_dim % s.ps || s.dk % e)
-    bad(str_cat("the ", c.threads(), " threads must split each of the ", c.block_kv, " keys of a tile into 1 to 32 "
+    bad(str_cat("the ", c.threads(), " threads must split each of the ", c.block_kv,
+                " keys of a tile into 1 to 32 "
                 "parts of whole 16-byte vectors"));
   if (c.threads() % s.dv || s.kg < 1 || c.block_kv % s.kg)
-    bad(str_cat("the ", c.threads(), " threads must cover the ", s.dv, " vectors of a V row in whole key groups"));
-  if (p.has_mask && !(p.mask_dtype.is_bool() || p.mask_dtype.is_half() || p.mask_dtype == dtypes::f32))
+    bad(str_cat("the ", c.threads(), " threads must cover the ", s.dv,
+                " vectors of a V row in whole key groups"));
+  if (p.has_mask &&
+      !(p.mask_dtype.is_bool() || p.mask_dtype.is_half() || p.mask_dtype == dtypes::f32))
     bad("the mask must be bool (true = attend) or f16, bf16, f32 (added to the scores)");
-  if (p.has_mask && p.mask_heads != 1 && p.mask_heads != p.heads) bad("the mask's head dim must be 1 or q's heads");
+  if (p.has_mask && p.mask_heads != 1 && p.mask_heads != p.heads)
+    bad("the mask's head dim must be 1 or q's heads");
 }
 
 /// Adds kernel `name` for problem `p` (its batch and seq_kv are run-time values). Parameters: q
 /// dt[B][H][Sq][D], k and v dt[B][Hkv][S][D], the mask when p.has_mask (mask_dt[B or 1][1 or
 /// H][Sq][S]: p.mask_batch > 1 means B), out dt[B][H][Sq][D] (dt[B][Sq][H][D] when p.heads_last),
 /// with splits > 1 the workspaces ws_o f32[splits][R][D], ws_ml f32[splits][R][2] and the
-/// counters i32[B * Hkv * row groups] (zero before the first launch; left zero), where R = B * Hkv
-/// * row groups * rows; then scale (f32) and the symbols decode_batch and decode_keys (i32).
-inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::string &name, const AttentionProblem &p,
+/// counters i32[B * Hkv * row groups] (zero before the first launch; left a multiple of the
+/// splits), where R = B * Hkv * row groups * rows; then scale (f32) and the symbols decode_batch
+/// and decode_keys (i32).
+inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::string &name,
+                                        const AttentionProblem &p,
                                         const AttentionDecodeConfig &cfg) {
   using namespace hidet::lang;
   namespace ad = attention_decode_detail;
@@ -138,7 +148,8 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
 
   std::vector<ParamSpec> specs{T_(dt)[B][H][Sq][D], T_(dt)[B][Hkv][S][D], T_(dt)[B][Hkv][S][D]};
   const bool mask_batched = p.has_mask && p.mask_batch > 1;
-  if (p.has_mask) specs.push_back(T_(p.mask_dtype)[mask_batched ? B : Expr(1)][p.mask_heads][Sq][S]);
+  if (p.has_mask)
+    specs.push_back(T_(p.mask_dtype)[mask_batched ? B : Expr(1)][p.mask_heads][Sq][S]);
   specs.push_back(p.heads_last ? T_(dt)[B][Sq][H][D] : T_(dt)[B][H][Sq][D]);
   if (splits > 1) {
     specs.push_back(T_(dtypes::f32)[splits][NR][D]);
@@ -154,7 +165,9 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
     if (p.has_mask) mask = lang::Tensor(ps[pi++]);
     lang::Tensor out = ps[pi++];
     std::optional<lang::Tensor> ws_o, ws_ml, counters;
-    if (splits > 1) ws_o = lang::Tensor(ps[pi++]), ws_ml = lang::Tensor(ps[pi++]), counters = lang::Tensor(ps[pi++]);
+    if (splits > 1)
+      ws_o = lang::Tensor(ps[pi++]), ws_ml = lang::Tensor(ps[pi++]),
+      counters = lang::Tensor(ps[pi++]);
     Var scale = ps[pi++];
     attrs.cuda.grid_dim = {splits, Hkv * RG, max(B, 1)};
     attrs.cuda.block_dim = threads;
@@ -179,7 +192,8 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
     auto row_ok = [&](const Expr &r) { return guard_r ? Expr(rg * RB + r < R) : Expr(true); };
     // Whether row r attends to key j per the mask and causality (true without either).
     auto mask_at = [&](const Expr &r, const Expr &j) {
-      Expr mb = mask_batched ? Expr(b) : Expr(0), mh = p.mask_heads == 1 ? Expr(0) : Expr(min(row_h(r), H - 1));
+      Expr mb = mask_batched ? Expr(b) : Expr(0),
+           mh = p.mask_heads == 1 ? Expr(0) : Expr(min(row_h(r), H - 1));
       return (*mask)[mb][mh][row_i(r)][j];
     };
     auto attends = [&](const Expr &r, const Expr &j) {
@@ -211,7 +225,8 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
         Expr last = S - 1;
         if (p.causal) { // the largest query index among the block's rows
           Expr mi = row_i(0);
-          for (int r = 1; r < RB; ++r) mi = select(row_ok(r), max(mi, row_i(r)), mi);
+          for (int r = 1; r < RB; ++r)
+            mi = select(row_ok(r), max(mi, row_i(r)), mi);
           last = min(last, mi);
         }
         range_s[1] = last;
@@ -222,7 +237,8 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
         Var j = it * threads + tid;
         if_(j < S, [&] {
           Expr any = attends(0, j);
-          for (int r = 1; r < RB; ++r) any = any || attends(r, j);
+          for (int r = 1; r < RB; ++r)
+            any = any || attends(r, j);
           if_(any, [&] { lo = min(lo, j), hi = max(hi, j); });
         });
       });
@@ -234,7 +250,8 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
       syncthreads();
       if_(tid == 0, [&] {
         Var l2 = var(i32, warp_lo[0], "first"), h2 = var(i32, warp_hi[0], "last");
-        for (int w = 1; w < W; ++w) l2 = min(l2, warp_lo[w]), h2 = max(h2, warp_hi[w]);
+        for (int w = 1; w < W; ++w)
+          l2 = min(l2, warp_lo[w]), h2 = max(h2, warp_hi[w]);
         range_s[0] = l2, range_s[1] = h2;
       });
     }
@@ -247,7 +264,8 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
     Var k_lo = first + split * chunk, k_hi = min(k_lo + chunk, first + count);
     Var n_tiles = select(k_hi > k_lo, ceil_div(k_hi - k_lo, T), 0);
     for (int r = 0; r < RB; ++r)
-      for (int e = 0; e < E; ++e) acc[r][e] = 0.0f;
+      for (int e = 0; e < E; ++e)
+        acc[r][e] = 0.0f;
     Var key = tid / sp.ps, part = tid % sp.ps; // scores: key of the tile, part of its head dim
     Var kg = tid / sp.dv, dc = tid % sp.dv;    // O += P V: key group, vector of the head dim
 
@@ -256,28 +274,34 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
       // K and V of the tile to registers (keys past this part: zeros, never read)
       Var kr = kv0 + key;
       if_(kr < k_hi, [&] {
-        for (int c = 0; c < sp.nk; ++c) load_vector(kreg[c][0], k[b][kvh][kr][part * sp.dk + c * E], 16);
+        for (int c = 0; c < sp.nk; ++c)
+          load_vector(kreg[c][0], k[b][kvh][kr][part * sp.dk + c * E], 16);
       }).else_([&] {
         for (int c = 0; c < sp.nk; ++c)
-          for (int e = 0; e < E; ++e) kreg[c][e] = 0.0f;
+          for (int e = 0; e < E; ++e)
+            kreg[c][e] = 0.0f;
       });
       for (int jv = 0; jv < sp.nv; ++jv) {
         Var vr = kv0 + kg + jv * sp.kg;
         if_(vr < k_hi, [&] { load_vector(vreg[jv][0], v[b][kvh][vr][dc * E], 16); }).else_([&] {
-          for (int e = 0; e < E; ++e) vreg[jv][e] = 0.0f;
+          for (int e = 0; e < E; ++e)
+            vreg[jv][e] = 0.0f;
         });
       }
       // S = Q K^T (log2 units), the parts of a key added across their lanes, masked
       for (int r = 0; r < RB; ++r) {
         Var s = var(f32, 0.0f, "s");
         for (int c = 0; c < sp.nk; ++c)
-          for (int e = 0; e < E; ++e) s = fma(q_s[r][part * sp.dk + c * E + e], cast(kreg[c][e], f32), s);
-        for (int off = sp.ps / 2; off >= 1; off /= 2) s = s + shfl_xor_sync(0xffffffffu, s, off);
+          for (int e = 0; e < E; ++e)
+            s = fma(q_s[r][part * sp.dk + c * E + e], cast(kreg[c][e], f32), s);
+        for (int off = sp.ps / 2; off >= 1; off /= 2)
+          s = s + shfl_xor_sync(0xffffffffu, s, off);
         if_(part == 0, [&] {
           Expr val = s;
           if (p.has_mask) {
             Expr mv = mask_at(r, min(kr, S - 1));
-            val = p.mask_dtype.is_bool() ? Expr(select(mv, val, neg_inf)) : Expr(fma(cast(mv, f32), attention_detail::log2e, val));
+            val = p.mask_dtype.is_bool() ? Expr(select(mv, val, neg_inf))
+                                         : Expr(fma(cast(mv, f32), attention_detail::log2e, val));
           }
           Expr ok = kr < k_hi;
           if (p.causal) ok = ok && kr <= row_i(r);
@@ -289,13 +313,18 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
       for (int r = 0; r < RB; ++r)
         if_(warp == r % W, [&] {
           Var mx = var(f32, neg_inf, "mx");
-          for (int x = 0; x < T / 32; ++x) mx = max(mx, s_s[r][lane + x * 32]);
-          for (int off = 16; off >= 1; off /= 2) mx = max(mx, shfl_xor_sync(0xffffffffu, mx, off));
-          Var m_old = var(f32, 0.0f, "m_old"); // lane 0 reads and replaces the row's max; the warp gets it by shuffle
+          for (int x = 0; x < T / 32; ++x)
+            mx = max(mx, s_s[r][lane + x * 32]);
+          for (int off = 16; off >= 1; off /= 2)
+            mx = max(mx, shfl_xor_sync(0xffffffffu, mx, off));
+          Var m_old =
+              var(f32, 0.0f,
+                  "m_old"); // lane 0 reads and replaces the row's max; the warp gets it by shuffle
           if_(lane == 0, [&] { m_old = row_m[r]; });
           m_old = shfl_sync(0xffffffffu, m_old, 0);
           Var m_new = max(m_old, mx);
-          Var m_use = select(m_new == neg_inf, 0.0f, m_new); // every score so far -inf: no inf - inf
+          Var m_use =
+              select(m_new == neg_inf, 0.0f, m_new); // every score so far -inf: no inf - inf
           Var corr = exp2(m_old - m_use);
           Var psum = var(f32, 0.0f, "psum");
           for (int x = 0; x < T / 32; ++x) {
@@ -303,17 +332,21 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
             s_s[r][lane + x * 32] = pv;
             psum += pv;
           }
-          for (int off = 16; off >= 1; off /= 2) psum = psum + shfl_xor_sync(0xffffffffu, psum, off);
-          if_(lane == 0, [&] { row_m[r] = m_new, row_l[r] = row_l[r] * corr + psum, row_c[r] = corr; });
+          for (int off = 16; off >= 1; off /= 2)
+            psum = psum + shfl_xor_sync(0xffffffffu, psum, off);
+          if_(lane == 0,
+              [&] { row_m[r] = m_new, row_l[r] = row_l[r] * corr + psum, row_c[r] = corr; });
         });
       syncthreads();
       // O = O * corr + P V
       for (int r = 0; r < RB; ++r) {
         Var corr = row_c[r];
-        for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * corr;
+        for (int e = 0; e < E; ++e)
+          acc[r][e] = acc[r][e] * corr;
         for (int jv = 0; jv < sp.nv; ++jv) {
           Var pv = s_s[r][kg + jv * sp.kg];
-          for (int e = 0; e < E; ++e) acc[r][e] = fma(pv, cast(vreg[jv][e], f32), acc[r][e]);
+          for (int e = 0; e < E; ++e)
+            acc[r][e] = fma(pv, cast(vreg[jv][e], f32), acc[r][e]);
         }
       }
       syncthreads(); // the scores are read before the next tile writes them
@@ -321,7 +354,8 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
 
     // 4. The key groups' O added (in a fixed order), then stored or combined across the parts.
     for (int r = 0; r < RB; ++r)
-      for (int e = 0; e < E; ++e) o_s[kg][r][dc * E + e] = acc[r][e];
+      for (int e = 0; e < E; ++e)
+        o_s[kg][r][dc * E + e] = acc[r][e];
     syncthreads();
     auto each_output = [&](const std::function<void(Expr r, Expr d, Expr o)> &f) {
       for_(range(ceil_div(RB * D, threads)), [&](Var it) {
@@ -329,15 +363,18 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
         if_(e < RB * D && row_ok(e / D), [&] {
           Var r = e / D, d = e % D;
           Var o = var(f32, o_s[0][r][d], "o_sum");
-          for (int g = 1; g < sp.kg; ++g) o = o + o_s[g][r][d];
+          for (int g = 1; g < sp.kg; ++g)
+            o = o + o_s[g][r][d];
           f(r, d, o);
         });
       });
     };
     auto store = [&](const Expr &r, const Expr &d, const Expr &val) {
       Expr h = row_h(r), i = row_i(r);
-      if (p.heads_last) out[b][i][h][d] = cast(val, dt);
-      else out[b][h][i][d] = cast(val, dt);
+      if (p.heads_last)
+        out[b][i][h][d] = cast(val, dt);
+      else
+        out[b][h][i][d] = cast(val, dt);
     };
     if (splits == 1)
       return each_output([&](Expr r, Expr d, Expr o) {
@@ -346,7 +383,9 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
       });
     Var row0 = ((b * Hkv + kvh) * RG + rg) * RB; // this block's rows in the workspaces
     each_output([&](Expr r, Expr d, Expr o) { (*ws_o)[split][row0 + r][d] = o; });
-    if_(tid < RB, [&] { (*ws_ml)[split][row0 + tid][0] = row_m[tid], (*ws_ml)[split][row0 + tid][1] = row_l[tid]; });
+    if_(tid < RB, [&] {
+      (*ws_ml)[split][row0 + tid][0] = row_m[tid], (*ws_ml)[split][row0 + tid][1] = row_l[tid];
+    });
     threadfence();
     syncthreads();
     Var slot = (b * Hkv + kvh) * RG + rg;
@@ -385,15 +424,18 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
 /// where a key's 16-byte vectors would be too many per thread: f32 with head dim 128 and more,
 /// head dim 256), 4 warps, and the keys split over enough blocks for about 4 per multiprocessor
 /// (at most one part per tile of the cache, at most 64).
-inline AttentionDecodeConfig attention_decode_heuristic_config(const AttentionProblem &p, std::int64_t batch,
+inline AttentionDecodeConfig attention_decode_heuristic_config(const AttentionProblem &p,
+                                                               std::int64_t batch,
                                                                std::int64_t keys, int num_sms) {
   AttentionDecodeConfig c;
   const int R = (p.heads / std::max(1, p.kv())) * p.seq_q;
   c.rows = std::min(8, std::max(1, R));
   c.block_kv = p.head_dim * int(p.dtype.nbytes()) > 256 ? 32 : 64;
   const std::int64_t base = batch * p.kv() * lang::ceil_div(R, c.rows);
-  const std::int64_t want = lang::ceil_div(std::int64_t(4) * std::max(1, num_sms), std::max<std::int64_t>(base, 1));
-  c.splits = int(std::clamp<std::int64_t>(std::min(want, lang::ceil_div(keys, std::int64_t(c.block_kv))), 1, 64));
+  const std::int64_t want =
+      lang::ceil_div(std::int64_t(4) * std::max(1, num_sms), std::max<std::int64_t>(base, 1));
+  c.splits = int(std::clamp<std::int64_t>(
+      std::min(want, lang::ceil_div(keys, std::int64_t(c.block_kv))), 1, 64));
   return c;
 }
 
@@ -403,21 +445,29 @@ inline AttentionDecodeConfig attention_decode_heuristic_config(const AttentionPr
 /// per batch.
 class AttentionDecode {
 public:
-  AttentionDecode(const AttentionProblem &p, const AttentionDecodeConfig &cfg) : p_(p), cfg_(cfg), cm_(module(p, cfg).build(options(p))) {}
-  void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &mask, const Tensor &out,
-                  double scale) const {
+  AttentionDecode(const AttentionProblem &p, const AttentionDecodeConfig &cfg)
+      : p_(p), cfg_(cfg), cm_(module(p, cfg).build(options(p))) {}
+  void operator()(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &mask,
+                  const Tensor &out, double scale) const {
     const std::int64_t batch = q.shape()[0], keys = k.shape()[2];
     if (keys > std::numeric_limits<int>::max() / 2)
-      throw ValueError(str_cat("decode attention kernel for ", p_.str(), ": ", keys, " keys are too many (32-bit indices)"));
+      throw ValueError(str_cat("decode attention kernel for ", p_.str(), ": ", keys,
+                               " keys are too many (32-bit indices)"));
     std::vector<LaunchArg> args{q, k, v};
     if (p_.has_mask) args.emplace_back(mask);
     args.emplace_back(out);
     if (cfg_.splits > 1) {
       const int R = (p_.heads / p_.kv()) * p_.seq_q, RG = lang::ceil_div(R, cfg_.rows);
       const std::int64_t rows = batch * p_.kv() * RG * cfg_.rows;
-      args.emplace_back(buffers_.get("o", batch, [&] { return hidet::empty({cfg_.splits, rows, p_.head_dim}, dtypes::f32, "cuda"); }));
-      args.emplace_back(buffers_.get("ml", batch, [&] { return hidet::empty({cfg_.splits, rows, 2}, dtypes::f32, "cuda"); }));
-      args.emplace_back(buffers_.get("counters", batch, [&] { return hidet::zeros({batch * p_.kv() * RG}, dtypes::i32, "cuda"); }));
+      args.emplace_back(buffers_.get("o", batch, [&] {
+        return hidet::empty({cfg_.splits, rows, p_.head_dim}, dtypes::f32, "cuda");
+      }));
+      args.emplace_back(buffers_.get("ml", batch, [&] {
+        return hidet::empty({cfg_.splits, rows, 2}, dtypes::f32, "cuda");
+      }));
+      args.emplace_back(buffers_.get("counters", batch, [&] {
+        return hidet::zeros({batch * p_.kv() * RG}, dtypes::i32, "cuda");
+      }));
     }
     args.emplace_back(scale);
     args.emplace_back(batch), args.emplace_back(keys);
@@ -428,7 +478,8 @@ public:
 
 private:
   static lang::ScriptModule module(const AttentionProblem &p, const AttentionDecodeConfig &c) {
-    auto mod = lang::script_module(str_cat("attention_decode_", p.dtype, "_h", p.heads, "_kv", p.kv(), "_q", p.seq_q, "_d", p.head_dim));
+    auto mod = lang::script_module(str_cat("attention_decode_", p.dtype, "_h", p.heads, "_kv",
+                                           p.kv(), "_q", p.seq_q, "_d", p.head_dim));
     add_attention_decode_kernel(mod, "attention_decode", p, c);
     return mod;
   }

@@ -16,7 +16,7 @@
 //  * split_k > 1: each block writes its f32 partial tile to a workspace [splits][m][n], counts
 //    itself on its tile's counter, and the block that completes the count adds the slices in
 //    order (the result does not depend on which block is last), stores through the epilogue and
-//    resets the counter for the next launch (in-kernel fixup: no second kernel, which at decode
+//    takes the count back for the next launch (in-kernel fixup: no second kernel, which at decode
 //    sizes would cost as much as the product).
 //  * rows of a per block: 1 to 8 (grid z covers more, each reading b again: for more rows the
 //    tensor-core templates pay off). Symbolic rows (matmul_rows.hpp): rows past m are guarded.
@@ -60,11 +60,15 @@ struct MatmulGemvConfig {
 
 /// Throws ValueError naming the config when it cannot be built.
 inline void check_matmul_gemv_config(const MatmulGemvConfig &c) {
-  auto bad = [&](const std::string &why) { throw ValueError(str_cat("matmul_gemv config ", c.str(), ": ", why)); };
-  if (c.rows < 1 || c.rows > 8) bad("rows must be in [1, 8] (more rows: the tensor-core templates)");
+  auto bad = [&](const std::string &why) {
+    throw ValueError(str_cat("matmul_gemv config ", c.str(), ": ", why));
+  };
+  if (c.rows < 1 || c.rows > 8)
+    bad("rows must be in [1, 8] (more rows: the tensor-core templates)");
   if (c.lanes_n != 8 && c.lanes_n != 16 && c.lanes_n != 32) bad("lanes_n must be 8, 16 or 32");
   if (c.warps < 1 || c.warps > 16) bad("warps must be in [1, 16]");
-  if (c.unroll != 1 && c.unroll != 2 && c.unroll != 4 && c.unroll != 8) bad("unroll must be 1, 2, 4 or 8");
+  if (c.unroll != 1 && c.unroll != 2 && c.unroll != 4 && c.unroll != 8)
+    bad("unroll must be 1, 2, 4 or 8");
   if (c.split_k < 1 || c.split_k > 256) bad("split_k must be in [1, 256]");
 }
 
@@ -93,16 +97,19 @@ inline int matmul_gemv_smem_bytes(int n, DataType dt, const MatmulGemvConfig &c)
 /// Adds kernel `name`: c = a @ b for a: dt[m][k], b: dt[k][n] (dt f16, bf16 or f32), then the
 /// epilogue's output and extra inputs (EpilogueEmitter::param_specs; c itself without one), then,
 /// when the k slices are more than one, ws: f32[slices][m][n] and counters: i32[row blocks *
-/// column blocks] (zero before the first launch; the kernel leaves them zero), then the symbols
-/// (matmul_symbols) when m is symbolic.
-inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &name, const MatmulRows &rows, int n, int k,
-                                   DataType dt, const MatmulGemvConfig &cfg, const Epilogue *epi = nullptr) {
+/// column blocks] (zero before the first launch; each launch leaves them a multiple of the
+/// slices), then the symbols (matmul_symbols) when m is symbolic.
+inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &name,
+                                   const MatmulRows &rows, int n, int k, DataType dt,
+                                   const MatmulGemvConfig &cfg, const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   check_matmul_gemv_config(cfg);
   if (!(dt.is_half() || dt == dtypes::f32))
-    throw ValueError(str_cat("matmul_gemv '", name, "': dtype is ", dt, "; it takes f16, bf16 or f32"));
+    throw ValueError(
+        str_cat("matmul_gemv '", name, "': dtype is ", dt, "; it takes f16, bf16 or f32"));
   if ((!rows.symbolic() && rows.value() <= 0) || n <= 0 || k <= 0)
-    throw ValueError(str_cat("matmul_gemv '", name, "': m, n, k must be positive, got ", rows.str(), ", ", n, ", ", k));
+    throw ValueError(str_cat("matmul_gemv '", name, "': m, n, k must be positive, got ", rows.str(),
+                             ", ", n, ", ", k));
   const Expr m = rows.expr();
   const bool sym = rows.symbolic();
   const int MB = cfg.rows, Ln = cfg.lanes_n, U = cfg.unroll, threads = cfg.threads(), W = cfg.warps;
@@ -118,7 +125,8 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
 
   std::vector<ParamSpec> specs{TensorSpec(dt, {})[m][k], TensorSpec(dt, {})[k][n]};
   const SymShape c_shape{rows.dim, n};
-  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt)) specs.push_back(p);
+  for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt))
+    specs.push_back(p);
   if (splits > 1) {
     specs.push_back(TensorSpec(dtypes::f32, {})[splits][m][n]);
     specs.push_back(TensorSpec(dtypes::i32, {})[row_blocks * col_blocks]);
@@ -128,7 +136,8 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     lang::Tensor a = params[0], b = params[1];
     const std::size_t n_extra = epi ? epi->inputs.size() : 0;
     std::vector<ir::Var> extras;
-    for (std::size_t i = 3; i < 3 + n_extra; ++i) extras.push_back(params[i].v);
+    for (std::size_t i = 3; i < 3 + n_extra; ++i)
+      extras.push_back(params[i].v);
     ops::detail::EpilogueEmitter out(epi, c_shape, params[2].v, std::move(extras));
     attrs.cuda.grid_dim = {col_blocks, splits, row_blocks};
     attrs.cuda.block_dim = threads;
@@ -149,7 +158,8 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     auto row_ok = [&](int r) { return guard_m ? Expr(m0 + r < m) : Expr(true); };
 
     for (int r = 0; r < MB; ++r)
-      for (int v = 0; v < V; ++v) acc[r][v] = 0.0f;
+      for (int v = 0; v < V; ++v)
+        acc[r][v] = 0.0f;
     for_(range(steps), [&](Var it) {
       Var kb = k_begin + it * cfg.step_rows() + tk * U;
       // b: U row vectors, all loads issued before any is used
@@ -162,9 +172,11 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
         if (guard_k) ok = ok && kb + u < k_end;
         if (guard_k || guard_n)
           if_(ok, load).else_([&] {
-            for (int v = 0; v < V; ++v) bv[u][v] = 0.0f;
+            for (int v = 0; v < V; ++v)
+              bv[u][v] = 0.0f;
           });
-        else load();
+        else
+          load();
       }
       // a: the same U elements of each row
       for (int r = 0; r < MB; ++r) {
@@ -174,32 +186,40 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
           auto load = [&] { load_vector(av[r][0], a[m0 + r][kb], U * esize); };
           if (guard_k || guard_m)
             if_(ok, load).else_([&] {
-              for (int u = 0; u < U; ++u) av[r][u] = 0.0f;
+              for (int u = 0; u < U; ++u)
+                av[r][u] = 0.0f;
             });
-          else load();
+          else
+            load();
         } else {
           for (int u = 0; u < U; ++u) {
             Expr ok = row_ok(r);
             if (guard_k) ok = ok && kb + u < k_end;
-            if (guard_k || guard_m) av[r][u] = select(ok, a[min(m0 + r, m - 1)][min(kb + u, k - 1)], cast(Expr(0.0f), dt));
-            else av[r][u] = a[m0 + r][kb + u];
+            if (guard_k || guard_m)
+              av[r][u] =
+                  select(ok, a[min(m0 + r, m - 1)][min(kb + u, k - 1)], cast(Expr(0.0f), dt));
+            else
+              av[r][u] = a[m0 + r][kb + u];
           }
         }
       }
       for (int u = 0; u < U; ++u)
         for (int v = 0; v < V; ++v) {
           Var bf = cast(bv[u][v], f32);
-          for (int r = 0; r < MB; ++r) acc[r][v] = fma(cast(av[r][u], f32), bf, acc[r][v]);
+          for (int r = 0; r < MB; ++r)
+            acc[r][v] = fma(cast(av[r][u], f32), bf, acc[r][v]);
         }
     });
 
     // The lanes of one column (lane % Ln) add up, then the warps through shared memory.
     for (int off = Ln; off < 32; off *= 2)
       for (int r = 0; r < MB; ++r)
-        for (int v = 0; v < V; ++v) acc[r][v] = acc[r][v] + shfl_xor_sync(0xffffffffu, acc[r][v], off);
+        for (int v = 0; v < V; ++v)
+          acc[r][v] = acc[r][v] + shfl_xor_sync(0xffffffffu, acc[r][v], off);
     if_(lane < Ln, [&] {
       for (int r = 0; r < MB; ++r)
-        for (int v = 0; v < V; ++v) red[warp][r][ln * V + v] = acc[r][v];
+        for (int v = 0; v < V; ++v)
+          red[warp][r][ln * V + v] = acc[r][v];
     });
     syncthreads();
     const int outputs = MB * block_n, rounds = ceil_div(outputs, threads);
@@ -215,10 +235,14 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     };
     auto block_sum = [&](const Expr &r, const Expr &c) {
       Var s = var(f32, red[0][r][c], "sum");
-      for (int w = 1; w < W; ++w) s = s + red[w][r][c];
+      for (int w = 1; w < W; ++w)
+        s = s + red[w][r][c];
       return s;
     };
-    if (splits == 1) return each_output([&](Expr r, Expr c, Expr) { out.store({m0 + r, n0 + c}, block_sum(r, c)); });
+    if (splits == 1)
+      return each_output([&](Expr r, Expr c, Expr) {
+        out.store({m0 + r, n0 + c}, block_sum(r, c));
+      });
 
     lang::Tensor ws = params[3 + n_extra], counters = params[4 + n_extra];
     each_output([&](Expr r, Expr c, Expr) { ws[split][m0 + r][n0 + c] = block_sum(r, c); });
@@ -251,11 +275,14 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
 /// doubled from 1 while the doubled grid stays within about four blocks per multiprocessor (all
 /// resident at once: one wave, each block's loads in flight together) and each slice keeps at
 /// least one step. Products with enough column strips (an LM head) are not split.
-inline int matmul_gemv_split(const MatmulGemvConfig &c, int m, int n, int k, DataType dt, int num_sms) {
-  const std::int64_t blocks = std::int64_t(lang::ceil_div(n, c.lanes_n * matmul_gemv_vector(n, dt))) *
-                              lang::ceil_div(std::max(m, 1), c.rows);
+inline int matmul_gemv_split(const MatmulGemvConfig &c, int m, int n, int k, DataType dt,
+                             int num_sms) {
+  const std::int64_t blocks =
+      std::int64_t(lang::ceil_div(n, c.lanes_n * matmul_gemv_vector(n, dt))) *
+      lang::ceil_div(std::max(m, 1), c.rows);
   int split = 1;
-  while (blocks * split * 2 <= 4 * std::int64_t(std::max(1, num_sms)) && split < 256 && k / (2 * split) >= c.step_rows())
+  while (blocks * split * 2 <= 4 * std::int64_t(std::max(1, num_sms)) && split < 256 &&
+         k / (2 * split) >= c.step_rows())
     split *= 2;
   return split;
 }
@@ -266,7 +293,8 @@ inline int matmul_gemv_split(const MatmulGemvConfig &c, int m, int n, int k, Dat
 /// of a on: registers), so that a thread has 64 to 128 bytes in flight and a multiprocessor's
 /// blocks together 32 to 64 KB; 32 lanes along n (512-byte runs of a row) when that gives a block
 /// per multiprocessor, else 16 or 8; then the split of matmul_gemv_split.
-inline MatmulGemvConfig matmul_gemv_heuristic_config(int m, int n, int k, DataType dt, int num_sms) {
+inline MatmulGemvConfig matmul_gemv_heuristic_config(int m, int n, int k, DataType dt,
+                                                     int num_sms) {
   MatmulGemvConfig c;
   c.rows = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
   c.unroll = c.rows <= 2 ? 8 : 4;
@@ -280,10 +308,11 @@ inline MatmulGemvConfig matmul_gemv_heuristic_config(int m, int n, int k, DataTy
 }
 
 /// A script module with kernel "matmul_gemv" (add_matmul_gemv_kernel). MatmulGemv runs it.
-inline lang::ScriptModule matmul_gemv_module(const MatmulRows &m, int n, int k, DataType dt, const MatmulGemvConfig &cfg,
+inline lang::ScriptModule matmul_gemv_module(const MatmulRows &m, int n, int k, DataType dt,
+                                             const MatmulGemvConfig &cfg,
                                              const Epilogue *epi = nullptr) {
-  auto mod = lang::script_module(
-      str_cat("matmul_gemv_", dt, "_", m.symbolic() ? "rows" : m.str(), "x", n, "x", k, epi ? "_epilogue" : ""));
+  auto mod = lang::script_module(str_cat("matmul_gemv_", dt, "_", m.symbolic() ? "rows" : m.str(),
+                                         "x", n, "x", k, epi ? "_epilogue" : ""));
   add_matmul_gemv_kernel(mod, "matmul_gemv", m, n, k, dt, cfg, epi);
   return mod;
 }
@@ -296,23 +325,28 @@ class MatmulGemv {
 public:
   MatmulGemv(const MatmulRows &m, int n, int k, DataType dt, const MatmulGemvConfig &cfg,
              std::shared_ptr<const Epilogue> epi = nullptr)
-      : cfg_(cfg), epi_(epi), rows_(m), n_(n), k_(k), dt_(dt), slices_(matmul_gemv_slices(k, cfg).second),
-        symbols_(matmul_symbols(m, epi.get())), cm_(matmul_gemv_module(m, n, k, dt, cfg, epi.get()).build()) {}
+      : cfg_(cfg), epi_(epi), rows_(m), n_(n), k_(k), dt_(dt),
+        slices_(matmul_gemv_slices(k, cfg).second), symbols_(matmul_symbols(m, epi.get())),
+        cm_(matmul_gemv_module(m, n, k, dt, cfg, epi.get()).build()) {}
   /// Launches the kernel on the current stream.
   void operator()(const Tensor &a, const Tensor &b, const Tensor &c) const { (*this)(a, b, c, {}); }
   /// With an epilogue: c is its output, `extras` its other inputs. `values`: the symbols' values
   /// (symbolic rows).
-  void operator()(const Tensor &a, const Tensor &b, const Tensor &c, const std::vector<Tensor> &extras,
-                  const SymbolValues &values = {}) const {
+  void operator()(const Tensor &a, const Tensor &b, const Tensor &c,
+                  const std::vector<Tensor> &extras, const SymbolValues &values = {}) const {
     const std::int64_t m = rows_.at(values);
     Tensor out = epilogue_out_arg(epi_.get(), c, Shape{m, n_});
     std::vector<LaunchArg> args{a, b, out};
-    for (const auto &t : extras) args.emplace_back(t);
+    for (const auto &t : extras)
+      args.emplace_back(t);
     if (slices_ > 1) {
-      const std::int64_t tiles =
-          std::int64_t(lang::ceil_div(m, std::int64_t(cfg_.rows))) * lang::ceil_div(n_, cfg_.lanes_n * matmul_gemv_vector(n_, dt_));
-      args.emplace_back(buffers_.get("ws", m, [&] { return hidet::empty({slices_, m, n_}, hidet::f32, "cuda"); }));
-      args.emplace_back(buffers_.get("counters", m, [&] { return hidet::zeros({tiles}, hidet::i32, "cuda"); }));
+      const std::int64_t tiles = std::int64_t(lang::ceil_div(m, std::int64_t(cfg_.rows))) *
+                                 lang::ceil_div(n_, cfg_.lanes_n * matmul_gemv_vector(n_, dt_));
+      args.emplace_back(buffers_.get("ws", m, [&] {
+        return hidet::empty({slices_, m, n_}, hidet::f32, "cuda");
+      }));
+      args.emplace_back(
+          buffers_.get("counters", m, [&] { return hidet::zeros({tiles}, hidet::i32, "cuda"); }));
     }
     push_symbol_args(args, symbols_, values);
     cm_["matmul_gemv"].launch(args);
