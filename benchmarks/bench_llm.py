@@ -19,7 +19,8 @@ bandwidth is (bytes read + bytes written) / time of a 1 GiB device copy.
 
 Knobs: HIDET_LLM_MODELS (regex over '1b', '8b'), HIDET_LLM_BATCHES (1,8,32), HIDET_LLM_BACKENDS
 (eager,hidet,inductor: eager first for the tokens column, hidet before inductor's long compile when the
-budget is short), HIDET_LLM_NEW_TOKENS (64), HIDET_LLM_PROMPT (512), HIDET_LLM_DTYPE
+budget is short; 'hidet-int8' adds hidet with weight-only int8, whose MBU counts the bytes the f16
+weights would take, so that it compares with the other rows: above 1 means faster than the f16 limit), HIDET_LLM_NEW_TOKENS (64), HIDET_LLM_PROMPT (512), HIDET_LLM_DTYPE
 (bfloat16), HIDET_BENCH_TIMEOUT (240 s: nothing new starts after 30 s before it; the rest is listed
 as not run). A failing row prints its error and the run goes on.
 
@@ -132,12 +133,14 @@ def compile_forward(model, backend, counter):
     torch._dynamo.reset()
     if backend == 'inductor':
         model.forward = torch.compile(model.__class__.forward.__get__(model), mode='reduce-overhead')
-    elif backend == 'hidet':
+    elif backend in ('hidet', 'hidet-int8'):
         import hidet.torch
         hidet.torch.dynamo_config.reset()
-        model.forward = torch.compile(model.__class__.forward.__get__(model), backend=counter.hidet_backend)
+        options = {'weight_only_int8': True} if backend == 'hidet-int8' else None
+        model.forward = torch.compile(model.__class__.forward.__get__(model), backend=counter.hidet_backend,
+                                      options=options)
     else:
-        raise ValueError(f"HIDET_LLM_BACKENDS: unknown backend '{backend}' (eager, inductor, hidet)")
+        raise ValueError(f"HIDET_LLM_BACKENDS: unknown backend '{backend}' (eager, inductor, hidet, hidet-int8)")
 
 
 def run_row(model, backend, batch, prompt, new_tokens, counter, eager_tokens):

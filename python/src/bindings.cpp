@@ -146,9 +146,11 @@ nb::object py_extent(const hidet::Dim &d) { return d.is_constant() ? nb::cast(d.
 /// The PassContext of the keyword arguments of optimize() and ShapeDispatch().
 g::PassContext pass_context(std::optional<std::string> mixed_precision, bool layout_nhwc, bool verbose,
                             const std::string &save_dir, bool tensor_cores, int parallel_k,
-                            std::optional<std::string> reduce_precision, bool shape_generic) {
+                            std::optional<std::string> reduce_precision, bool shape_generic,
+                            bool weight_only_int8 = false) {
   g::PassContext ctx;
   ctx.shape_generic = shape_generic;
+  ctx.weight_only_int8 = weight_only_int8;
   if (reduce_precision) ctx.reduce_precision = dtype_of(*reduce_precision);
   ctx.tensor_cores = tensor_cores;
   ctx.parallel_k = parallel_k;
@@ -333,11 +335,12 @@ NB_MODULE(_C, m) {
   }, "outputs"_a, "inputs"_a = std::vector<Tensor>{}, "updates"_a = std::vector<std::pair<Tensor, Tensor>>{});
   m.def("optimize", [](const g::FlowGraph &fg, std::optional<std::string> mixed_precision, bool layout_nhwc,
                        bool verbose, const std::string &save_dir, bool tensor_cores, int parallel_k,
-                       std::optional<std::string> reduce_precision, bool shape_generic) {
+                       std::optional<std::string> reduce_precision, bool shape_generic, bool weight_only_int8) {
     return g::optimize(fg, pass_context(mixed_precision, layout_nhwc, verbose, save_dir, tensor_cores, parallel_k,
-                                        reduce_precision, shape_generic));
+                                        reduce_precision, shape_generic, weight_only_int8));
   }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false, "save_dir"_a = "",
-     "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none(), "shape_generic"_a = false);
+     "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none(), "shape_generic"_a = false,
+     "weight_only_int8"_a = false);
 
   nb::class_<g::CompiledGraph>(m, "CompiledGraph")
       .def(nb::init<g::FlowGraph>(), "graph"_a)
@@ -371,17 +374,17 @@ NB_MODULE(_C, m) {
       .def("__init__", [](g::ShapeDispatch *self, const g::FlowGraph &graph, std::optional<std::string> mixed_precision,
                           bool layout_nhwc, bool verbose, bool tensor_cores, int parallel_k,
                           std::optional<std::string> reduce_precision, bool shape_generic, bool cuda_graph,
-                          std::size_t max_shapes) {
+                          std::size_t max_shapes, bool weight_only_int8) {
         g::DispatchOptions options;
         options.pass_context = pass_context(mixed_precision, layout_nhwc, verbose, "", tensor_cores, parallel_k,
-                                            reduce_precision, shape_generic);
+                                            reduce_precision, shape_generic, weight_only_int8);
         options.shape_generic = shape_generic;
         options.cuda_graph = cuda_graph;
         options.max_shapes = max_shapes;
         new (self) g::ShapeDispatch(graph, options);
       }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false,
          "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none(), "shape_generic"_a = false,
-         "cuda_graph"_a = false, "max_shapes"_a = 64)
+         "cuda_graph"_a = false, "max_shapes"_a = 64, "weight_only_int8"_a = false)
       .def("run", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs, std::uintptr_t stream) {
         hidet::StreamGuard guard(stream_of(stream));
         return d.run(xs);

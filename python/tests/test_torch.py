@@ -445,6 +445,24 @@ def test_fp16_reduction_accumulates_in_f16():
     assert err16 > 2 * err32, (err16, err32)
 
 
+def test_weight_only_int8_reads_the_weights_as_int8():
+    # weight_only_int8: the product reads int8 weights with a scale per output feature; the result
+    # differs from f16 by the weights' rounding (at most max|w| / 254 per weight) and no more.
+    lin = torch.nn.Sequential(torch.nn.Linear(128, 96), torch.nn.SiLU(), torch.nn.Linear(96, 64)).to(DEVICE).half()
+    lin = lin.eval()
+    for rows in (1, 16):  # the few-rows kernel over int8, and the weights converted for more rows
+        x = r(rows, 128).half()
+        torch._dynamo.reset()
+        with torch.no_grad():
+            want = lin(x).float()
+            got = compiled(lin, options={'weight_only_int8': True})(x).float()
+            plain = compiled(lin)(x).float()
+        torch._dynamo.reset()
+        err, err_plain = (got - want).abs().max().item(), (plain - want).abs().max().item()
+        assert 0 < err < 5e-2, err
+        assert err > err_plain, (err, err_plain)
+
+
 def _counting_backend(calls):
     def backend(gm, example_inputs, **kw):
         model = hidet.torch.hidet_backend(gm, example_inputs, **kw)

@@ -967,6 +967,45 @@ TEST_CASE("fuse_attention: grouped-query attention over repeated k and v (repeat
   CHECK(count_named(graph::fuse_attention(g), "BroadcastTo") == count_named(g, "BroadcastTo"));
 }
 
+TEST_CASE("quantize_weights_int8: products by constant weights read them as int8, scales in the epilogue") {
+  for (DataType dt : {dtypes::f16, dtypes::bf16}) {
+    CAPTURE(dt.name());
+    const std::int64_t k = 96, n = 80;
+    Tensor w = make({k, n}, dt, -0.5, 0.5), bias = make({n}, dt), small = make({k, 8}, dt);
+    auto f = [&](const Tensor &x) { // a product with a bias; a narrow one (N < 64) stays
+      return std::vector<Tensor>{o::matmul(x, w) + bias, o::matmul(x, small)};
+    };
+    Tensor in = make({3, k}, dt, -1, 1);
+    FlowGraph g = trace_from(f(symbol_like(in)));
+    FlowGraph q = graph::quantize_weights_int8(g);
+    INFO(q.str());
+    CHECK(q.str().find("int8[96, 80]") != std::string::npos);
+    CHECK(q.str().find("int8[96, 8]") == std::string::npos);
+    graph::PassContext ctx;
+    ctx.weight_only_int8 = true;
+    FlowGraph opt = graph::optimize(g, ctx);
+    INFO(opt.str());
+    // the scales, the cast back and the bias are the product's epilogue: one kernel
+    CHECK(opt.str().find("FusedMatmul(x, c, c_1, c_2, fused_graph=FlowGraph(Matmul, Mul, Cast, Add), anchor=0)") !=
+          std::string::npos);
+    for (std::int64_t rows : {3, 20}) { // the few-rows kernel, and b converted for more rows
+      CAPTURE(rows);
+      Tensor x = make({rows, k}, dt, -1, 1);
+      FlowGraph gr = trace_from(f(symbol_like(x)));
+      ctx.weight_only_int8 = true;
+      auto got = graph::optimize(gr, ctx).run({x}), want = f(x);
+      // the weights' int8 rounding: |w - q s| <= s / 2 = max|w| / 254 per element
+      auto gv = got[0].to_double_vector(), wv = want[0].to_double_vector();
+      double worst = 0;
+      for (std::size_t i = 0; i < gv.size(); ++i) worst = std::max(worst, std::abs(gv[i] - wv[i]));
+      CAPTURE(worst);
+      CHECK(worst > 0);        // quantized
+      CHECK(worst < 0.15);     // k * 0.5 / 254 * |x| bounds the error by 0.19; typical far less
+      expect_same(got[1], want[1], 2);
+    }
+  }
+}
+
 TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, heads split in its epilogue") {
   for (DataType dt : {dtypes::f16, dtypes::f32}) {
     CAPTURE(dt.name());

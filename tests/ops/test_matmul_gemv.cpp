@@ -149,6 +149,35 @@ TEST_CASE("matmul_gemv: ops::matmul takes it for at most 8 rows, with fused epil
   expect_close(y, {2, 3, n}, ref_matmul(x.to_double_vector(), w.to_double_vector(), 6, n, k));
 }
 
+TEST_CASE(
+    "matmul_gemv: int8 b (weight-only quantization), and ops::matmul of a half a by an int8 b") {
+  // integers in [-127, 127] for b: exact products, so the reference is exact too
+  auto int8_b = [](std::int64_t k, std::int64_t n) {
+    return make({k, n}, dtypes::i8, -127, 128, true);
+  };
+  for (DataType dt : {dtypes::f16, dtypes::bf16, dtypes::f32})
+    for (auto [rows, split] : {std::pair<int, int>{1, 1}, {2, 3}, {4, 2}}) {
+      MatmulGemvConfig c = cfg(rows, 16, 2, 4, split);
+      c.int8_b = true;
+      const int m = rows == 4 ? 3 : rows, n = 112, k = 200;
+      MatmulGemv mm(m, n, k, dt, c);
+      INFO(dt << " " << c.str() << ", " << m << "x" << n << "x" << k);
+      Tensor a = make({m, k}, dt, -1, 1), b = int8_b(k, n);
+      auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
+      Tensor out = hidet::full({m, n}, std::nan(""), dt);
+      mm(a, b, out);
+      expect_close(out, {m, n}, want, false, dt == dtypes::f32 ? 100 : 1);
+    }
+  // n odd: one int8 per load; through ops::matmul, few rows (the kernel) and many (b converted)
+  for (std::int64_t m : {2, 20}) {
+    INFO("rows " << m);
+    Tensor a = make({m, 64}, dtypes::bf16, -1, 1), b = int8_b(64, 33);
+    Tensor got = o::matmul(a, b);
+    CHECK(got.dtype() == dtypes::bf16);
+    expect_close(got, {m, 33}, ref_matmul(a.to_double_vector(), b.to_double_vector(), m, 33, 64));
+  }
+}
+
 TEST_CASE("mma.sync with split-k summed in the kernel: few rows on the tensor cores") {
   using hidet::ops::templates::MatmulF16;
   using hidet::ops::templates::MatmulF16Config;

@@ -25,7 +25,8 @@
 // an operator applied again to the same inputs reuses the first result.
 //
 // convert_precision: f32 matmuls, convolutions and attention compute in f16 or bf16 (mixed
-// precision, PassContext::mixed_precision), their outputs cast back to f32.
+// precision, PassContext::mixed_precision), their outputs cast back to f32. quantize_weights_int8
+// (PassContext::weight_only_int8): products by constant weights read them as int8.
 //
 // convert_layout_nhwc: half-precision convolutions run channels-last, values stay so between
 // them, permutes only at the borders.
@@ -87,6 +88,9 @@ struct PassContext {
   /// shape-generic kernels across shapes (DispatchOptions::shape_generic); off: specialize,
   /// optimize and compile each shape.
   bool shape_generic = false;
+  /// Weight-only int8: products of f16/bf16 activations by constant weights read the weights as
+  /// int8 with per-column scales (quantize_weights_int8): half the bytes of a decoding step.
+  bool weight_only_int8 = false;
 };
 
 /// Checks that `graph` is well formed: every symbolic input of a node is a graph input or an
@@ -146,6 +150,14 @@ FlowGraph lift_sibling_slices(const FlowGraph &graph);
 /// that are graph outputs, and slices read (through Reshapes) by one element-wise operator alone,
 /// which fuse into that operator's kernel (torch.roll's slices and concat), stay.
 FlowGraph slices_as_views(const FlowGraph &graph);
+/// Weight-only int8 quantization (PassContext::weight_only_int8): every Matmul of an f16/bf16
+/// input by a constant [K, N] weight of its dtype (K and N at least 64) reads the weight as int8,
+/// quantized per column (symmetric: scale = max |w[:, n]| / 127, q = round(w / scale), computed
+/// on the device when optimizing), and multiplies by the f32 scales after the product
+/// (Cast(Mul(Matmul(x, q), scale), dtype): fuse_epilogues takes both into the product's kernel).
+/// ops::matmul runs an int8 weight on the few-rows kernel (templates/matmul_gemv.hpp) for up to 8
+/// rows and converts it to the activations' dtype for more.
+FlowGraph quantize_weights_int8(const FlowGraph &graph);
 /// Mixed precision (see PassContext::mixed_precision): f32 Matmul, Conv2d and
 /// ScaledDotProductAttention nodes compute in `dtype` (f16 or bf16; else a ValueError). A cast of
 /// a tensor read by several of them is made once.

@@ -25,6 +25,7 @@ class PassContext:
         self.parallel_k = 0
         self.reduce_precision = None
         self.shape_generic = False
+        self.weight_only_int8 = False
 
     def set_precision(self, dtype=None):
         """Run f32 matmuls, convolutions and attention in ``dtype`` ('float16' or 'bfloat16')."""
@@ -66,6 +67,13 @@ class PassContext:
         self.shape_generic = bool(on)
         return self
 
+    def set_weight_only_int8(self, on=True):
+        """Products by constant f16/bf16 weights read them as int8 with per-column scales
+        (graph::quantize_weights_int8): half the bytes of a decoding step, int8 rounding of the
+        weights."""
+        self.weight_only_int8 = bool(on)
+        return self
+
     def save_graph_instrument(self, out_dir):
         """Write the graph after each pass to ``out_dir``."""
         self.save_dir = out_dir
@@ -93,7 +101,7 @@ def optimize(graph, ctx=None):
     innermost ``with PassContext()``."""
     ctx = ctx or PassContext.current()
     return _C.optimize(graph, ctx.mixed_precision, ctx.layout_nhwc, ctx.verbose, ctx.save_dir, ctx.tensor_cores,
-                       ctx.parallel_k, ctx.reduce_precision, ctx.shape_generic)
+                       ctx.parallel_k, ctx.reduce_precision, ctx.shape_generic, ctx.weight_only_int8)
 
 
 def compile(graph):

@@ -106,7 +106,7 @@ class HidetCompiledModel:
             verbose=cfg._verbose, tensor_cores=cfg._use_tensor_core, parallel_k=cfg._parallel_k,
             reduce_precision='float16' if cfg._use_fp16_reduction else None,
             shape_generic=strategy == 'generic',
-            cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
+            cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated(), weight_only_int8=cfg._weight_only_int8)
         entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated)
         entry.strategy = strategy
         # Optimizes and compiles now, at the example's sizes, without running (the inputs it updates
@@ -150,6 +150,7 @@ class HidetCompiledModel:
         ctx.parallel_k = cfg._parallel_k
         if cfg._use_fp16_reduction:
             ctx.set_reduce_precision('float16')
+        ctx.set_weight_only_int8(cfg._weight_only_int8)
         return ctx
 
     def key_of(self, args):

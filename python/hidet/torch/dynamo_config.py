@@ -37,6 +37,7 @@ class DynamoConfig:
         self._use_fp16_reduction = False
         self._dynamic_shapes = 'generic'
         self._decompose = True
+        self._weight_only_int8 = False
         return self
 
     def search_space(self, level=2):
@@ -70,6 +71,13 @@ class DynamoConfig:
     def use_tensor_core(self, flag=True):
         """f16/bf16 matmuls on the tensor cores (default); ``False`` runs them on the CUDA cores."""
         self._use_tensor_core = bool(flag)
+        return self
+
+    def weight_only_int8(self, flag=True):
+        """Weight-only int8: products by the model's f16/bf16 weights read them as int8 with a
+        scale per output feature (quantized when compiling; the activations stay f16/bf16). Half
+        the weight bytes of a decoding step; the weights' int8 rounding changes the results."""
+        self._weight_only_int8 = bool(flag)
         return self
 
     def use_fp16_reduction(self, flag=True):

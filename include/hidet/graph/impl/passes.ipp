@@ -131,6 +131,7 @@ HIDET_INLINE void add_final_passes(PassList &passes, const PassContext &ctx, boo
     passes.push_back(
         {"convert_precision", [dt](const FlowGraph &g) { return convert_precision(g, dt); }});
   }
+  if (ctx.weight_only_int8) passes.push_back({"quantize_weights_int8", &quantize_weights_int8});
   if (layout && ctx.layout_nhwc) passes.push_back({"convert_layout_nhwc", &convert_layout_nhwc});
   passes.push_back({"fuse_epilogues", &fuse_epilogues});
   passes.push_back({"fuse_operators", &fuse_operators});

@@ -22,6 +22,25 @@
 
 namespace hidet::graph {
 
+HIDET_INLINE FlowGraph quantize_weights_int8(const FlowGraph &graph) {
+  using namespace detail;
+  return rewrite_nodes(graph, [](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+    if (ops::kind_of(*op) != ops::OpKind::Matmul || op->inputs().size() != 2 || op->num_outputs() != 1)
+      return std::nullopt;
+    const Tensor &a = op->inputs()[0], &w = op->inputs()[1];
+    if (!a.is_symbolic() || w.is_symbolic() || w.ndim() != 2 || !w.dtype().is_half() || a.dtype() != w.dtype() ||
+        w.shape()[0] < 64 || w.shape()[1] < 64)
+      return std::nullopt;
+    // per column: scale = max |w| / 127 (a zero column: tiny, its q all 0), q = round(w / scale),
+    // on the device
+    Tensor wf = ops::cast(w, dtypes::f32);
+    Tensor scale = ops::div(ops::add(ops::max(ops::abs(wf), {0}, false), 1e-30), 127.0);
+    Tensor q = ops::cast(ops::clamp(ops::round(ops::div(wf, scale)), -127, 127), dtypes::i8);
+    Tensor y = ops::matmul(rw.map(a), q);
+    return ops::cast(ops::mul(y, scale), a.dtype());
+  });
+}
+
 HIDET_INLINE FlowGraph convert_precision(const FlowGraph &graph, DataType dtype) {
   using namespace detail;
   using ops::OpKind;

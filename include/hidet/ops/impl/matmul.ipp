@@ -82,6 +82,49 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
                                 matmul(in[0], in[1], epi, std::vector<Tensor>(in.begin() + 2, in.end()))};
                           })[0]);
   }
+  // Weight-only int8: a half or f32 a times an int8 matrix b (its scales an epilogue the caller
+  // adds: graph::quantize_weights_int8). Few rows run the few-rows kernel reading b as int8;
+  // more rows (a prefill) convert b to a's dtype and run the templates.
+  if (b.dtype() == dtypes::i8 && sb.size() == 2 && (a.dtype().is_half() || a.dtype() == dtypes::f32)) {
+    const std::int64_t rows = shape_numel(sa) / std::max<std::int64_t>(k, 1);
+    if (rows > 8 || rows > std::numeric_limits<int>::max() || n > std::numeric_limits<int>::max() ||
+        k > std::numeric_limits<int>::max())
+      return matmul(a, cast(b, a.dtype()), epi, extras);
+    Device dev = detail::common_device("matmul", {a, b});
+    Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
+    auto aligned = [&](const Tensor &x, Shape shape) {
+      Tensor y = x.to(run_dev).reshape(std::move(shape));
+      return reinterpret_cast<std::uintptr_t>(y.data_ptr()) % 16 ? y.clone() : y;
+    };
+    Tensor a2 = aligned(a, {rows, k}), b2 = aligned(b, {k, n});
+    const DataType at = a.dtype();
+    Tensor c = epi ? empty(epi->out.shape(), epi->out.dtype(), run_dev) : empty({rows, n}, at, run_dev);
+    std::vector<Tensor> extras2;
+    for (const auto &x : extras) extras2.push_back(x.to(run_dev));
+    static std::mutex mu;
+    static std::map<std::string, std::shared_ptr<templates::MatmulGemv>> built;
+    const auto &info = runtime::device_info(0);
+    const auto cfg = templates::matmul_gemv_heuristic_config(int(rows), int(n), int(k), at,
+                                                             info.emulated || info.sm_count <= 0 ? 132 : info.sm_count, true);
+    const std::string key = str_cat(at, " x i8 ", rows, "x", n, "x", k, " ", cfg.str(), epi ? " epilogue " + epi->key : "");
+    std::shared_ptr<templates::MatmulGemv> run;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (auto it = built.find(key); it != built.end()) run = it->second;
+    }
+    if (!run) {
+      auto made = std::make_shared<templates::MatmulGemv>(int(rows), int(n), int(k), at, cfg, epi);
+      std::lock_guard<std::mutex> lock(mu);
+      run = built.emplace(key, made).first->second;
+    }
+    (*run)(a2, b2, c, extras2);
+    if (dev.is_cpu()) c = c.to(dev);
+    if (epi) return c;
+    Shape out_shape(sa.begin(), sa.end() - 1);
+    if (a.ndim() == 1) out_shape.clear();
+    out_shape.push_back(n);
+    return c.reshape(out_shape);
+  }
   // The templates: one float dtype, sizes in int range; b a matrix (a's batch folds into rows),
   // or a batch in which each operand has the whole batch or none of it.
   std::int64_t rows = sb.size() == 2 ? shape_numel(sa) / std::max<std::int64_t>(k, 1) : m;

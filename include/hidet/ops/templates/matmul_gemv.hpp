@@ -45,6 +45,9 @@ struct MatmulGemvConfig {
   int warps = 4;    ///< warps of a block: 1 to 16
   int unroll = 4;   ///< consecutive rows of b a thread loads per step: 1, 2, 4 or 8
   int split_k = 1;  ///< k slices, each a block (1 to 256); the last block of a tile adds them
+  /// b is int8 (weight-only quantization: a's dtype times int8 weights, accumulated in f32; the
+  /// per-column scales are the caller's epilogue)
+  bool int8_b = false;
 
   int threads() const { return warps * 32; }
   /// Threads along k: the block's rows of b per load.
@@ -54,7 +57,8 @@ struct MatmulGemvConfig {
   /// "rows 1, 32 lanes x 4 warps, unroll 4, split-k 8"
   std::string str() const {
     return str_cat("rows ", rows, ", ", lanes_n, " lanes x ", warps, " warps, unroll ", unroll,
-                   split_k > 1 ? str_cat(", split-k ", split_k) : std::string());
+                   split_k > 1 ? str_cat(", split-k ", split_k) : std::string(),
+                   int8_b ? ", int8 b" : "");
   }
 };
 
@@ -72,11 +76,13 @@ inline void check_matmul_gemv_config(const MatmulGemvConfig &c) {
   if (c.split_k < 1 || c.split_k > 256) bad("split_k must be in [1, 256]");
 }
 
-/// Elements of b's column vector per thread for n columns of dtype `dt`: 16 bytes where n is a
-/// multiple of it (rows stay 16-byte aligned), else the widest of 8, 4 bytes or one element.
-inline int matmul_gemv_vector(int n, DataType dt) {
-  const int bytes = int(dt.nbytes());
-  for (int v = 16 / bytes; v > 1; v /= 2)
+/// Elements of b's column vector per thread for n columns of a product in dtype `dt` (b's: int8
+/// with c.int8_b): 16 bytes where n is a multiple of it (rows stay 16-byte aligned), else the
+/// widest of 8, 4 bytes or one element; int8 b with more than 2 rows of a: 8 bytes at most (8
+/// accumulators per row).
+inline int matmul_gemv_vector(int n, DataType dt, const MatmulGemvConfig &c = {}) {
+  const int bytes = c.int8_b ? 1 : int(dt.nbytes()), widest = c.int8_b && c.rows > 2 ? 8 : 16;
+  for (int v = widest / bytes; v > 1; v /= 2)
     if (n % v == 0) return v;
   return 1;
 }
@@ -91,10 +97,11 @@ inline std::pair<int, int> matmul_gemv_slices(int k, const MatmulGemvConfig &c) 
 
 /// Dynamic shared memory of the kernel: the warps' partial tiles, f32[warps][rows][block_n].
 inline int matmul_gemv_smem_bytes(int n, DataType dt, const MatmulGemvConfig &c) {
-  return c.warps * c.rows * c.lanes_n * matmul_gemv_vector(n, dt) * 4;
+  return c.warps * c.rows * c.lanes_n * matmul_gemv_vector(n, dt, c) * 4;
 }
 
-/// Adds kernel `name`: c = a @ b for a: dt[m][k], b: dt[k][n] (dt f16, bf16 or f32), then the
+/// Adds kernel `name`: c = a @ b for a: dt[m][k], b: dt[k][n] (dt f16, bf16 or f32; b i8 with
+/// cfg.int8_b), then the
 /// epilogue's output and extra inputs (EpilogueEmitter::param_specs; c itself without one), then,
 /// when the k slices are more than one, ws: f32[slices][m][n] and counters: i32[row blocks *
 /// column blocks] (zero before the first launch; each launch leaves them a multiple of the
@@ -113,7 +120,9 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
   const Expr m = rows.expr();
   const bool sym = rows.symbolic();
   const int MB = cfg.rows, Ln = cfg.lanes_n, U = cfg.unroll, threads = cfg.threads(), W = cfg.warps;
-  const int V = matmul_gemv_vector(n, dt), block_n = Ln * V, esize = int(dt.nbytes());
+  const DataType bdt = cfg.int8_b ? dtypes::i8 : dt; // b's dtype
+  const int V = matmul_gemv_vector(n, dt, cfg), block_n = Ln * V, esize = int(dt.nbytes());
+  const int besize = int(bdt.nbytes());
   const auto [slice, splits] = matmul_gemv_slices(k, cfg);
   const int steps = slice / cfg.step_rows(), col_blocks = ceil_div(n, block_n);
   const bool guard_n = n % block_n != 0, guard_k = k % slice != 0;
@@ -123,7 +132,7 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
   const bool a_vector = k % U == 0 && (U * esize == 4 || U * esize == 8 || U * esize == 16);
   const Expr row_blocks = sym ? Expr(max(ceil_div(m, MB), 1)) : Expr(ceil_div(rows.value(), MB));
 
-  std::vector<ParamSpec> specs{TensorSpec(dt, {})[m][k], TensorSpec(dt, {})[k][n]};
+  std::vector<ParamSpec> specs{TensorSpec(dt, {})[m][k], TensorSpec(bdt, {})[k][n]};
   const SymShape c_shape{rows.dim, n};
   for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt))
     specs.push_back(p);
@@ -144,7 +153,7 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     attrs.cuda.dynamic_smem_bytes = matmul_gemv_smem_bytes(n, dt, cfg);
 
     auto acc = register_tensor(f32[MB][V], "acc");
-    auto bv = register_tensor(TensorSpec(dt, {})[U][V], "b_vec");
+    auto bv = register_tensor(TensorSpec(bdt, {})[U][V], "b_vec");
     auto av = register_tensor(TensorSpec(dt, {})[MB][U], "a_vec");
     auto red = dynamic_shared_tensor(f32[W][MB][block_n], 0, "partial");
 
@@ -165,7 +174,7 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
       // b: U row vectors, all loads issued before any is used
       for (int u = 0; u < U; ++u) {
         auto load = [&] {
-          if (V * esize >= 4) return load_vector(bv[u][0], b[kb + u][col], V * esize);
+          if (V * besize >= 4) return load_vector(bv[u][0], b[kb + u][col], V * besize);
           bv[u][0] = b[kb + u][col];
         };
         Expr ok = col_ok;
@@ -278,7 +287,7 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
 inline int matmul_gemv_split(const MatmulGemvConfig &c, int m, int n, int k, DataType dt,
                              int num_sms) {
   const std::int64_t blocks =
-      std::int64_t(lang::ceil_div(n, c.lanes_n * matmul_gemv_vector(n, dt))) *
+      std::int64_t(lang::ceil_div(n, c.lanes_n * matmul_gemv_vector(n, dt, c))) *
       lang::ceil_div(std::max(m, 1), c.rows);
   int split = 1;
   while (blocks * split * 2 <= 4 * std::int64_t(std::max(1, num_sms)) && split < 256 &&
@@ -293,12 +302,13 @@ inline int matmul_gemv_split(const MatmulGemvConfig &c, int m, int n, int k, Dat
 /// of a on: registers), so that a thread has 64 to 128 bytes in flight and a multiprocessor's
 /// blocks together 32 to 64 KB; 32 lanes along n (512-byte runs of a row) when that gives a block
 /// per multiprocessor, else 16 or 8; then the split of matmul_gemv_split.
-inline MatmulGemvConfig matmul_gemv_heuristic_config(int m, int n, int k, DataType dt,
-                                                     int num_sms) {
+inline MatmulGemvConfig matmul_gemv_heuristic_config(int m, int n, int k, DataType dt, int num_sms,
+                                                     bool int8_b = false) {
   MatmulGemvConfig c;
+  c.int8_b = int8_b;
   c.rows = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
   c.unroll = c.rows <= 2 ? 8 : 4;
-  const int vec = matmul_gemv_vector(n, dt);
+  const int vec = matmul_gemv_vector(n, dt, c);
   for (int lanes : {32, 16, 8}) {
     c.lanes_n = lanes;
     if (lang::ceil_div(n, lanes * vec) >= num_sms) break;
@@ -311,14 +321,16 @@ inline MatmulGemvConfig matmul_gemv_heuristic_config(int m, int n, int k, DataTy
 inline lang::ScriptModule matmul_gemv_module(const MatmulRows &m, int n, int k, DataType dt,
                                              const MatmulGemvConfig &cfg,
                                              const Epilogue *epi = nullptr) {
-  auto mod = lang::script_module(str_cat("matmul_gemv_", dt, "_", m.symbolic() ? "rows" : m.str(),
-                                         "x", n, "x", k, epi ? "_epilogue" : ""));
+  auto mod = lang::script_module(str_cat("matmul_gemv_", dt, cfg.int8_b ? "_i8b_" : "_",
+                                         m.symbolic() ? "rows" : m.str(), "x", n, "x", k,
+                                         epi ? "_epilogue" : ""));
   add_matmul_gemv_kernel(mod, "matmul_gemv", m, n, k, dt, cfg, epi);
   return mod;
 }
 
 /// A built few-rows product for fixed n, k, dtype (and epilogue): f(a, b, c) computes c = a @ b
-/// (a: [m, k], b: [k, n], c: [m, n], one dtype of f16, bf16, f32, on cuda, 16-byte aligned).
+/// (a: [m, k], b: [k, n], c: [m, n], one dtype of f16, bf16, f32, b int8 with cfg.int8_b; on
+/// cuda, 16-byte aligned).
 /// With split-k, the workspace and the counters are kept per value of m (symbolic rows: one build
 /// serves every value, each call passes the symbols' values).
 class MatmulGemv {
@@ -340,8 +352,9 @@ public:
     for (const auto &t : extras)
       args.emplace_back(t);
     if (slices_ > 1) {
-      const std::int64_t tiles = std::int64_t(lang::ceil_div(m, std::int64_t(cfg_.rows))) *
-                                 lang::ceil_div(n_, cfg_.lanes_n * matmul_gemv_vector(n_, dt_));
+      const std::int64_t tiles =
+          std::int64_t(lang::ceil_div(m, std::int64_t(cfg_.rows))) *
+          lang::ceil_div(n_, cfg_.lanes_n * matmul_gemv_vector(n_, dt_, cfg_));
       args.emplace_back(buffers_.get("ws", m, [&] {
         return hidet::empty({slices_, m, n_}, hidet::f32, "cuda");
       }));
