@@ -18,11 +18,13 @@ output projection, else b rows of it, neglected) plus the keys and values read,
 bandwidth is (bytes read + bytes written) / time of a 1 GiB device copy.
 
 Knobs: HIDET_LLM_MODELS (regex over '1b', '8b'), HIDET_LLM_BATCHES (1,8,32), HIDET_LLM_BACKENDS
-(eager,hidet,inductor: eager first for the tokens column, hidet before inductor's long compile when the
-budget is short; 'hidet-int8' adds hidet with weight-only int8, whose MBU counts the bytes the f16
-weights would take, so that it compares with the other rows: above 1 means faster than the f16 limit), HIDET_LLM_NEW_TOKENS (64), HIDET_LLM_PROMPT (512), HIDET_LLM_DTYPE
-(bfloat16), HIDET_BENCH_TIMEOUT (240 s: nothing new starts after 30 s before it; the rest is listed
-as not run). A failing row prints its error and the run goes on.
+(eager,hidet,inductor: eager first for the tokens column, hidet before inductor's long compile when
+the budget is short; 'hidet-int8' adds hidet with weight-only int8, whose MBU counts the bytes the
+f16 weights would take, so that it compares with the other rows: above 1 is faster than the f16
+limit), HIDET_LLM_NEW_TOKENS (64), HIDET_LLM_PROMPT (512), HIDET_LLM_DTYPE (bfloat16),
+HIDET_LLM_PROFILE (1: hidet prints each compiled graph's per-kernel profile on stderr, the decode
+step's included), HIDET_BENCH_TIMEOUT (240 s: nothing new starts after 30 s before it; the rest is
+listed as not run). A failing row prints its error and the run goes on.
 
 Without a GPU (the CPU emulator): a tiny Llama (hidden 64, 2 layers) in f32, prompt 8, 3 new
 tokens, eager and hidet; the exit code says whether hidet's greedy tokens equal eager's. The
@@ -136,7 +138,10 @@ def compile_forward(model, backend, counter):
     elif backend in ('hidet', 'hidet-int8'):
         import hidet.torch
         hidet.torch.dynamo_config.reset()
-        options = {'weight_only_int8': True} if backend == 'hidet-int8' else None
+        options = {'weight_only_int8': True} if backend == 'hidet-int8' else {}
+        if os.environ.get('HIDET_LLM_PROFILE'):  # each compiled graph's per-kernel profile on stderr
+            options['profile'] = True
+        options = options or None
         model.forward = torch.compile(model.__class__.forward.__get__(model), backend=counter.hidet_backend,
                                       options=options)
     else:
