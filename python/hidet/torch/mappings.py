@@ -1805,17 +1805,36 @@ def tensor_zero_(x):
 def transformers_grouped_mm(x, weight, offs):
     """transformers' ``grouped_mm_fallback`` (mixture-of-experts layers: Mixtral, Qwen2-MoE, ...):
     rows of x [S, K] sorted by expert, expert e taking rows offs[e - 1] to offs[e] (cumulative
-    counts [E]) through weight[e] [K, N]; rows past offs[-1] are 0. Mapped as every expert's product
-    [E, S, N] and a one-hot choice of each row's (E times the products' work; a grouped kernel that
-    reads only each expert's rows is future work)."""
+    counts [E]) through weight[e] [K, N]; rows past offs[-1] are 0. One grouped kernel
+    (``ops.grouped_matmul``) reads offs on the device: each expert reads only its rows, and only the
+    experts that have rows read their weights."""
     if x.ndim != 2 or weight.ndim != 3 or offs.ndim != 1:
-        raise NotImplementedError('grouped_mm_fallback of other ranks than x [S, K], weight [E, K, N], offs [E]')
-    experts = weight.shape[0]
-    rows = torch_arange(x.shape[0])
-    expert_of_row = ops.bucketize(rows, ops.cast(offs, 'int64'), True)  # how many offsets are <= the row
-    pick = ops.cast(ops.eq(ops.unsqueeze(expert_of_row, 0), ops.unsqueeze(torch_arange(experts), 1)), x.dtype)
-    every = ops.matmul(ops.unsqueeze(x, 0), weight)  # [E, S, N]
-    return ops.sum(ops.mul(every, ops.unsqueeze(pick, 2)), [0])
+        raise NotImplementedError('grouped_mm_fallback of other ranks than x [S, K], weight [E, K, N], offs [E]: got '
+                                  f'{list(x.shape)}, {list(weight.shape)}, {list(offs.shape)}')
+    return ops.grouped_matmul(x, weight, offs)
+
+
+def torch_grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
+    """torch.nn.functional.grouped_mm / torch._grouped_mm (transformers' MoE experts in bf16 take it
+    under torch.compile) in its forward form: a 2-D mat_a [S, K] sliced by offs, a 3-D mat_b
+    [E, K, N]; the other forms (3-D mat_a, 2-D mat_b, a bias, another out_dtype) are not mapped."""
+    if offs is None or mat_a.ndim != 2 or mat_b.ndim != 3:
+        raise NotImplementedError('grouped_mm is mapped for a 2-D mat_a [S, K], a 3-D mat_b [E, K, N] and offs [E] '
+                                  f'(the MoE forward), got mat_a {list(mat_a.shape)}, mat_b {list(mat_b.shape)}, '
+                                  f'offs {None if offs is None else list(offs.shape)}')
+    if bias is not None:
+        raise NotImplementedError('grouped_mm with bias is not mapped; add the bias after the product')
+    if out_dtype is not None and dtype_name(out_dtype) != mat_a.dtype:
+        raise NotImplementedError(f'grouped_mm with out_dtype={out_dtype} (inputs {mat_a.dtype}) is not mapped; '
+                                  'the product is given in the inputs\' dtype')
+    return ops.grouped_matmul(mat_a, mat_b, offs)
+
+
+for _f in (getattr(F, 'grouped_mm', None), getattr(torch, '_grouped_mm', None)):
+    if _f is not None:
+        Registry.registered_functions[_f] = torch_grouped_mm
+for _name in ('aten._grouped_mm', 'aten._grouped_mm.default'):
+    Registry.registered_aten[_name] = torch_grouped_mm
 
 
 # A custom operator that transformers defines when its MoE integration is imported (after hidet,
