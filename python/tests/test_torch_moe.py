@@ -112,3 +112,14 @@ def test_moe_models_match_eager(name, dtype, monkeypatch):
     # matmul over every expert any more
     assert text.count('GroupedMatmul(') >= 2 * 2, text
     assert 'Bucketize' not in text, text
+
+
+def test_router_offsets_cumsum_dtype():
+    """The routers' offsets: torch.cumsum(counts, dim, dtype=torch.int32) of float counts (transformers'
+    histc path on the CPU) is int32, as in PyTorch; without dtype, integers sum in int64."""
+    counts = torch.tensor([1.0, 0.0, 3.0, 2.0])
+    f = torch.compile(lambda c: torch.cumsum(c, 0, dtype=torch.int32), backend='hidet')
+    got = f(counts)
+    assert got.dtype == torch.int32 and got.tolist() == [1, 1, 4, 6]
+    g = torch.compile(lambda c: c.cumsum(0), backend='hidet')
+    assert g(torch.tensor([1, 2], dtype=torch.int32)).dtype == torch.int64

@@ -299,8 +299,11 @@ def aten_var_dim(self, dim=None, unbiased=True, keepdim=False):
 
 @register_aten(aten.cumsum.default)
 def aten_cumsum(self, dim, *, dtype=None):
-    x = ops.cast(self, dtype_name(dtype)) if dtype is not None else self
-    return ops.cumsum(x, _axis(dim, x.ndim))
+    if dtype is None:
+        return ops.cumsum(self, _axis(dim, self.ndim))
+    d = dtype_name(dtype)
+    y = ops.cumsum(ops.cast(self, d), _axis(dim, self.ndim))  # integers sum in int64: back to d
+    return y if y.dtype == d else ops.cast(y, d)
 
 
 # ---------------------------------------------------------------------------- products

@@ -857,8 +857,14 @@ def torch_minimum(a, b):
 
 @register_function(torch.cumsum)
 @register_method('cumsum')
-def torch_cumsum(x, dim, *, dtype=None):
-    return ops.cumsum(x, dim)
+def torch_cumsum(x, dim, *, dtype=None, out=None):
+    """With dtype, x is cast first (PyTorch's rule; MoE routers take int32 offsets of float counts
+    by cumsum(counts, dtype=torch.int32)); integers and bool sum in int64."""
+    if dtype is None:
+        return ops.cumsum(x, _axis(dim, x.ndim))
+    d = dtype_name(dtype)
+    y = ops.cumsum(ops.cast(x, d), _axis(dim, x.ndim))  # integers sum in int64: back to d
+    return y if y.dtype == d else ops.cast(y, d)
 
 
 def _softmax(op):
