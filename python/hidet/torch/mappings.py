@@ -719,14 +719,27 @@ register_function(torch.amin)(_amax_amin(ops.min))
 register_method('amin')(_amax_amin(ops.min))
 
 
+def _in_opmath(x, fn):
+    """fn(x) computed in f32 for an f16 or bf16 x and rounded once at the end, as PyTorch's kernels
+    compute a function of several steps (softplus, logsigmoid, elu, mish, logsumexp) in their
+    "opmath" type: a chain of hidet operators in f16 rounds after each one (softplus's 1 + exp(x)
+    of a negative x keeps about three digits of exp(x) in f16)."""
+    if x.dtype in ('float16', 'bfloat16'):
+        return ops.cast(fn(ops.cast(x, 'float32')), x.dtype)
+    return fn(x)
+
+
 @register_function(torch.logsumexp)
 @register_method('logsumexp')
 def torch_logsumexp(x, dim, keepdim=False, *, out=None):
-    """max + log(sum(exp(x - max))): no overflow for large x."""
+    """max + log(sum(exp(x - max))): no overflow for large x; in f32 for half inputs."""
     dims = _dims(dim, x.ndim)
-    m = ops.max(x, dims, True)
-    y = ops.add(ops.log(ops.sum(ops.exp(ops.sub(x, m)), dims, True)), m)
-    return y if keepdim else ops.squeeze(y, dims)
+
+    def lse(v):
+        m = ops.max(v, dims, True)
+        y = ops.add(ops.log(ops.sum(ops.exp(ops.sub(v, m)), dims, True)), m)
+        return y if keepdim else ops.squeeze(y, dims)
+    return _in_opmath(x, lse)
 
 
 @register_function(torch.linalg.vector_norm)
@@ -774,13 +787,13 @@ def torch_square(x, *, out=None):
 @register_function(torch.log1p)
 @register_method('log1p')
 def torch_log1p(x, *, out=None):
-    return ops.log(ops.add(x, 1.0))
+    return ops.log1p(x)  # log(1 + x) would lose every digit of a small x
 
 
 @register_function(torch.expm1)
 @register_method('expm1')
 def torch_expm1(x, *, out=None):
-    return ops.sub(ops.exp(x), 1.0)
+    return ops.expm1(x)
 
 
 @register_function(torch.sign)
@@ -793,8 +806,8 @@ def torch_sign(x, *, out=None):
 
 @register_function(F.logsigmoid)
 def torch_logsigmoid(x):
-    # log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)): no overflow either way.
-    return ops.sub(ops.minimum(x, 0.0), ops.log(ops.add(ops.exp(ops.neg(ops.abs(x))), 1.0)))
+    # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)): no overflow either way; in f32 for half inputs.
+    return _in_opmath(x, lambda v: ops.sub(ops.minimum(v, 0.0), ops.log1p(ops.exp(ops.neg(ops.abs(v))))))
 
 
 @register_function(F.glu)
@@ -937,21 +950,26 @@ def torch_conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
 
 @register_function(F.softplus)
 def torch_softplus(x, beta=1.0, threshold=20.0):
-    bx = ops.mul(x, float(beta)) if beta != 1 else x
-    soft = ops.log(ops.add(ops.exp(ops.minimum(bx, float(threshold))), 1.0))
-    if beta != 1:
-        soft = ops.div(soft, float(beta))
-    return ops.where(ops.gt(bx, float(threshold)), x, soft)  # linear past the threshold (PyTorch's rule)
+    """log1p(exp(beta x)) / beta, x itself past the threshold (PyTorch's rule); in f32 for half inputs
+    and rounded once, as PyTorch computes it (Mamba's time steps, softplus of about -7 to -2: in
+    f16 steps, 1 + exp(x) kept three digits of exp(x) and the model missed eager by 1.6e-2)."""
+    def soft(v):
+        bv = ops.mul(v, float(beta)) if beta != 1 else v
+        y = ops.log1p(ops.exp(ops.minimum(bv, float(threshold))))
+        if beta != 1:
+            y = ops.div(y, float(beta))
+        return ops.where(ops.gt(bv, float(threshold)), v, y)
+    return _in_opmath(x, soft)
 
 
 @register_function(F.mish)
 def torch_mish(x, inplace=False):
-    return ops.mul(x, ops.tanh(torch_softplus(x)))
+    return _in_opmath(x, lambda v: ops.mul(v, ops.tanh(torch_softplus(v))))
 
 
 @register_function(F.elu)
 def torch_elu(x, alpha=1.0, inplace=False):
-    return ops.where(ops.gt(x, 0.0), x, ops.mul(ops.sub(ops.exp(ops.minimum(x, 0.0)), 1.0), float(alpha)))
+    return _in_opmath(x, lambda v: ops.where(ops.gt(v, 0.0), v, ops.mul(ops.expm1(ops.minimum(v, 0.0)), float(alpha))))
 
 
 @register_function(torch.baddbmm)
