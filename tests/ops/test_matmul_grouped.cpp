@@ -132,6 +132,10 @@ TEST_CASE("grouped_matmul: the operator, its heuristic, cpu tensors and the node
   CHECK(t::matmul_grouped_heuristic_config(2, 8, 4096, 4096, dtypes::f16, 132, true).kind == t::GroupedKind::Gemv);
   CHECK(t::matmul_grouped_heuristic_config(2, 8, 4096, 4096, dtypes::f16, 132, true).gemv_rows == 2);
   CHECK(t::matmul_grouped_heuristic_config(16, 8, 4096, 4096, dtypes::f16, 132, true).gemv_rows == 8);
+  // Mixtral-8x7B at batch 1: the gate-up strips fill the GPU with 8 lanes, the down projection's
+  // 4096 columns take 4-lane strips
+  CHECK(t::matmul_grouped_heuristic_config(2, 8, 28672, 4096, dtypes::f16, 132, true).gemv_lanes == 8);
+  CHECK(t::matmul_grouped_heuristic_config(2, 8, 4096, 14336, dtypes::f16, 132, true).gemv_lanes == 4);
   auto prefill = t::matmul_grouped_heuristic_config(1024, 8, 28672, 4096, dtypes::bf16, 132, true);
   CHECK(prefill.kind == t::GroupedKind::Mma);
   CHECK(prefill.mma.block_m() == 128);

@@ -183,9 +183,11 @@ inline void add_matmul_grouped_kernel(lang::ScriptModule &mod, const std::string
     mod.kernel(name, specs, [&](lang::Tensor x, lang::Tensor w, lang::Tensor offs, lang::Tensor out) {
       attrs.cuda.grid_dim = {ceil_div(n, bn), grouped_row_slots(S, experts, tr)};
       attrs.cuda.block_dim = threads;
-      attrs.cuda.dynamic_smem_bytes = c.smem_bytes();
+      // the scheduler's words after the tiles, in dynamic shared memory: a static array beside 48 KB
+      // of tiles would pass the 48 KB that a launch gets without opting in
+      attrs.cuda.dynamic_smem_bytes = c.smem_bytes() + 16;
       if (c.min_blocks > 0) attrs.cuda.min_blocks = c.min_blocks;
-      auto sched = shared_tensor(i32[3], "sched");
+      auto sched = dynamic_shared_tensor(i32[3], c.smem_bytes(), "sched");
       GroupedTile tile = grouped_tile(offs, experts, S, tr, blockIdx.y, sched);
       if_(tile.expert == -2, [&] { return_(); });
       Var n0 = blockIdx.x * bn;
@@ -389,7 +391,7 @@ inline void add_matmul_grouped_kernel(lang::ScriptModule &mod, const std::string
 /// The configuration for S rows over `experts` experts of [K, N] weights in dtype `dt` on a GPU with
 /// `num_sms` multiprocessors (`tensor_cores`: f16/bf16 may use them). Decoding, where an expert
 /// gets a few rows (S <= max(16, 2 E)): the GEMV kernel with the power of two of rows per block
-/// that covers S (at most 8); else f16/bf16 on tensor cores, 128 x 128 tiles when the experts
+/// that covers S (at most 8), in strips of 4 lanes where 8 would leave the GPU short of blocks; else f16/bf16 on tensor cores, 128 x 128 tiles when the experts
 /// average 96 rows or more and the tiles fill the GPU, 64 x 64 tiles otherwise; else the FMA
 /// kernel.
 inline MatmulGroupedConfig matmul_grouped_heuristic_config(std::int64_t s, int experts, int n, int k, DataType dt,
@@ -399,6 +401,11 @@ inline MatmulGroupedConfig matmul_grouped_heuristic_config(std::int64_t s, int e
   if (s <= std::max<std::int64_t>(16, 2 * std::int64_t(experts))) {
     c.kind = GroupedKind::Gemv;
     c.gemv_rows = s <= 1 ? 1 : s <= 2 ? 2 : s <= 4 ? 4 : 8;
+    // narrower strips (4 lanes of 16 bytes) when 8-lane ones would give the experts that may have
+    // rows (at most min(E, S)) fewer than two blocks per multiprocessor (a short N: the down projection)
+    const int vec = 16 / dt.nbytes();
+    const std::int64_t strips = lang::ceil_div(std::int64_t(n), std::int64_t(8 * vec));
+    if (strips * std::min<std::int64_t>(experts, s) < 2 * std::int64_t(num_sms)) c.gemv_lanes = 4;
     return c;
   }
   if (dt.is_half() && tensor_cores) {
