@@ -1165,3 +1165,26 @@ def test_functions_of_several_steps_round_once_in_half_precision():
     torch._dynamo.reset()
     assert_close(torch.compile(lambda a: torch.log1p(a) + torch.expm1(a) * 0.5, backend='hidet')(tiny),
                  torch.log1p(tiny) + torch.expm1(tiny) * 0.5, atol=0, rtol=1e-5)
+
+
+def test_associative_scan_higher_order_operator():
+    """torch.ops.higher_order.associative_scan (combine_mode='pointwise', what dynamo records on CUDA;
+    transformers' Mamba scans its states with it under torch.compile): the combine function's graph
+    mapped and applied in log2(n) levels, for lengths that leave odd halves, against eager; and the
+    select_copy dynamo records beside it."""
+    from torch._higher_order_ops.associative_scan import associative_scan
+
+    def combine(left, right):
+        a_left, b_left = left
+        a_right, b_right = right
+        return a_left * a_right, a_right * b_left + b_right
+
+    def f(a, b):
+        _, s = associative_scan(combine, (a, b), dim=2, combine_mode='pointwise')
+        return s
+
+    torch.manual_seed(0)
+    for n in (1, 2, 5, 8, 13):
+        torch._dynamo.reset()
+        a, b = torch.rand(2, 3, n, 4, device=DEVICE) + 0.5, torch.randn(2, 3, n, 4, device=DEVICE)
+        assert_close(torch.compile(f, backend='hidet')(a, b), f(a, b), atol=1e-5, rtol=1e-5)

@@ -1702,6 +1702,99 @@ def torch_topk(x, k, dim=-1, largest=True, sorted=True, *, out=None):
     return _Sorted(*ops.topk(x, int(k), _axis(dim, x.ndim), bool(largest), bool(sorted)))
 
 
+def _run_subgraph(gm, args):
+    """Runs the body of a higher-order operator (a torch.fx.GraphModule of torch-level calls, as
+    dynamo records associative_scan's combine_fn) on hidet tensors through the mappings; returns its
+    outputs."""
+    env = {}
+    inputs = iter(args)
+
+    def load(a):
+        return torch.fx.node.map_arg(a, lambda n: env[n])
+
+    for node in gm.graph.nodes:
+        if node.op == 'placeholder':
+            env[node] = next(inputs)
+        elif node.op == 'output':
+            return load(node.args[0])
+        elif node.op == 'get_attr':
+            from .convert import to_hidet_constant
+            value = getattr(gm, node.target)
+            env[node] = to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
+        else:
+            if node.op == 'call_function':
+                mapping = Registry.registered_functions.get(node.target)
+                if mapping is None and isinstance(node.target, torch._ops.OpOverload):
+                    mapping = Registry.registered_aten.get(node.target)
+            elif node.op == 'call_method':
+                mapping = Registry.registered_methods.get(node.target)
+            else:
+                mapping = None
+            if mapping is None:
+                raise NotImplementedError(f'the body of a higher-order operator calls {node.op} {node.target}, '
+                                          'which hidet does not map')
+            env[node] = mapping(*load(node.args), **load(node.kwargs))
+    raise NotImplementedError('the body of a higher-order operator has no output')
+
+
+def _slice0(x, start, stop, step=1):
+    return ops.slice(x, [0], [start], [stop], [step])
+
+
+def _interleave0(a, b):
+    """a[0], b[0], a[1], b[1], ... along axis 0; a has as many rows as b or one more."""
+    nb = b.shape[0]
+    rest = list(a.shape[1:])
+    pairs = ops.reshape(ops.concat([ops.unsqueeze(_slice0(a, 0, nb), 1), ops.unsqueeze(b, 1)], 1), [2 * nb] + rest)
+    return pairs if a.shape[0] == nb else ops.concat([pairs, _slice0(a, nb, nb + 1)], 0)
+
+
+def _associative_scan0(combine, elems):
+    """The inclusive scan of the leaves `elems` along axis 0 by the associative `combine` (lists of
+    leaves in and out) in log2(n) levels (PyTorch's generic_associative_scan): combine neighbours
+    pairwise, scan the half, then fill in the elements between."""
+    n = elems[0].shape[0]
+    if n < 2:
+        return elems
+    reduced = combine([_slice0(e, 0, n - 1, 2) for e in elems], [_slice0(e, 1, n, 2) for e in elems])
+    odd = _associative_scan0(combine, reduced)  # the prefixes ending at 1, 3, 5, ...
+    if n == 2:
+        return [_interleave0(_slice0(e, 0, 1), o) for e, o in zip(elems, odd)]
+    upto = [_slice0(o, 0, (n - 1) // 2) for o in odd]  # prefixes ending before 2, 4, ...
+    even = combine(upto, [_slice0(e, 2, n, 2) for e in elems])  # the prefixes ending at 2, 4, ...
+    even = [ops.concat([_slice0(e, 0, 1), v], 0) for e, v in zip(elems, even)]
+    return [_interleave0(v, o) for v, o in zip(even, odd)]
+
+
+def torch_associative_scan(combine_fn, xs, additional_inputs=()):
+    """torch.ops.higher_order.associative_scan (torch._higher_order_ops.associative_scan with
+    combine_mode='pointwise', what dynamo records for it on CUDA: transformers' Mamba scans its
+    states so): the scan along axis 0 of the leaves xs, combine_fn (a GraphModule of left leaves,
+    right leaves, then additional_inputs) run through the mappings, in log2(n) levels of whole-tensor
+    operators."""
+    xs = list(xs)
+    extra = list(additional_inputs or ())
+    if not xs or any(not isinstance(x, Tensor) for x in xs):
+        raise NotImplementedError('associative_scan of other leaves than tensors is not mapped')
+
+    def combine(left, right):
+        out = _run_subgraph(combine_fn, list(left) + list(right) + extra)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+    return _associative_scan0(combine, xs)
+
+
+if hasattr(torch.ops, 'higher_order') and hasattr(torch.ops.higher_order, 'associative_scan'):
+    Registry.registered_functions[torch.ops.higher_order.associative_scan] = torch_associative_scan
+
+
+@register_function(torch.select_copy)
+def torch_select_copy(x, dim, index):
+    """x.select(dim, index) as a new tensor."""
+    d = _axis(dim, x.ndim)
+    i = int(index) + (x.shape[d] if int(index) < 0 else 0)
+    return ops.squeeze(ops.slice(x, [d], [i], [i + 1]), [d])
+
+
 @register_function(torch.cumprod)
 @register_method('cumprod')
 def torch_cumprod(x, dim, *, dtype=None, out=None):
