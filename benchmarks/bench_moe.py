@@ -6,6 +6,7 @@ grouped_mm (every expert's full product and a one-hot choice per row: E times th
 
     python benchmarks/bench_moe.py                      # bf16 and f16, every row
     python benchmarks/bench_moe.py --dtype bf16 --tokens 1 8
+    python benchmarks/bench_moe.py --small             # a tiny layer on the CPU emulator: checks the script
 
 In bf16, transformers calls torch.nn.functional.grouped_mm under torch.compile (inductor lowers it
 to its grouped GEMM; hidet maps it); in f16 it calls its custom operator grouped_mm_fallback (a
@@ -21,6 +22,7 @@ import torch
 from torch_timing import time_ms
 
 HIDDEN, INTER, EXPERTS, TOP_K = 4096, 14336, 8, 2
+DEVICE = 'cuda'
 
 
 def every_expert_mapping(x, weight, offs):
@@ -67,7 +69,7 @@ def build_layer(dtype):
                                      num_experts_per_tok=TOP_K)
     cfg._experts_implementation = 'grouped_mm'
     torch.manual_seed(0)
-    with torch.device('cuda'):
+    with torch.device(DEVICE):
         layer = MixtralSparseMoeBlock(cfg).to(dtype).eval()
     with torch.no_grad():
         for p in layer.parameters():
@@ -86,10 +88,19 @@ def main():
     ap.add_argument('--dtype', nargs='+', default=['bf16', 'f16'], choices=['bf16', 'f16'])
     ap.add_argument('--tokens', nargs='+', type=int, default=[1, 8, 512])
     ap.add_argument('--impls', nargs='+', default=['eager', 'inductor', 'hidet', 'hidet-every-expert'])
+    ap.add_argument('--small', action='store_true', help='hidden 64, intermediate 96, on the emulator when no GPU')
     args = ap.parse_args()
     import hidet
     import hidet.torch
-    print(f'torch {torch.__version__}, {torch.cuda.get_device_name()}; Mixtral-8x7B MoE layer: hidden {HIDDEN}, '
+    global HIDDEN, INTER, DEVICE
+    timer = time_ms
+    if args.small:
+        HIDDEN, INTER = 64, 96
+        if hidet.cuda_emulated():
+            DEVICE, timer = 'cpu', _wall_ms
+            args.impls = [i for i in args.impls if i != 'inductor']
+    gpu = torch.cuda.get_device_name() if DEVICE == 'cuda' else 'the CPU emulator'
+    print(f'torch {torch.__version__}, {gpu}; Mixtral-8x7B-shaped MoE layer: hidden {HIDDEN}, '
           f'{EXPERTS} experts x intermediate {INTER}, top-{TOP_K}')
     print(f"{'dtype':<5} {'tokens':>6} {'experts':>7} {'impl':<20} {'ms':>9} {'weights GB/s':>13}")
     for dname in args.dtype:
@@ -98,7 +109,7 @@ def main():
         expert_bytes = (2 * INTER * HIDDEN + HIDDEN * INTER) * torch.finfo(dtype).bits // 8
         for tokens in args.tokens:
             torch.manual_seed(1)
-            x = torch.randn(1, tokens, HIDDEN, device='cuda', dtype=dtype)
+            x = torch.randn(1, tokens, HIDDEN, device=DEVICE, dtype=dtype)
             active = active_experts(layer, x)
             for impl in args.impls:
                 torch._dynamo.reset()
@@ -112,7 +123,7 @@ def main():
                         fn = torch.compile(layer, backend='hidet')
                     with torch.no_grad(), (EveryExpert() if impl == 'hidet-every-expert' else _null()):
                         fn(x)  # compile
-                        ms = time_ms(lambda: fn(x), min_calls=10)
+                        ms = timer(lambda: fn(x), min_calls=10)
                     bw = f'{active * expert_bytes / ms * 1e-6:>13.0f}' if tokens <= 8 else f"{'':>13}"
                     print(f'{dname:<5} {tokens:>6} {active:>7} {impl:<20} {ms:>9.3f} {bw}')
                 except Exception as e:  # one implementation's failure never stops the table
@@ -120,7 +131,20 @@ def main():
                           f'{str(e).splitlines()[0][:120]}')
                 sys.stdout.flush()
         del layer
-        torch.cuda.empty_cache()
+        if DEVICE == 'cuda':
+            torch.cuda.empty_cache()
+
+
+def _wall_ms(fn, min_calls=1):
+    """The median wall time of a few calls (the emulator's --small check: no CUDA events)."""
+    import time
+    fn()
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return sorted(times)[1]
 
 
 class _null:
