@@ -53,13 +53,15 @@ enum class GroupedKind {
 /// A grouped product's kernel and tiling.
 struct MatmulGroupedConfig {
   GroupedKind kind = GroupedKind::Mma;
-  MatmulF16Config mma{};   ///< the tile of the Mma kind (acc_f16 is not used)
-  int gemv_rows = 8;       ///< Gemv: rows of one expert per block (1, 2, 4 or 8)
-  int gemv_lanes = 8;      ///< Gemv: threads along a weight row (a strip of lanes x vector columns)
-  int gemv_unroll = 4;     ///< Gemv: vector loads of the weight in flight per thread
+  MatmulF16Config mma{}; ///< the tile of the Mma kind (acc_f16 is not used)
+  int gemv_rows = 8;     ///< Gemv: rows of one expert per block (1, 2, 4 or 8)
+  int gemv_lanes = 8;    ///< Gemv: threads along a weight row (a strip of lanes x vector columns)
+  int gemv_unroll = 4;   ///< Gemv: vector loads of the weight in flight per thread
 
   /// Rows of one tile (the scheduler's unit).
-  int tile_rows() const { return kind == GroupedKind::Mma ? mma.block_m() : kind == GroupedKind::Fma ? 64 : gemv_rows; }
+  int tile_rows() const {
+    return kind == GroupedKind::Mma ? mma.block_m() : kind == GroupedKind::Fma ? 64 : gemv_rows;
+  }
   /// "mma 128x128x32 (...)", "fma 64x64x16", "gemv 8 rows x 8 lanes, unroll 4"
   std::string str() const {
     if (kind == GroupedKind::Mma) return "mma " + mma.str();
@@ -80,7 +82,8 @@ inline void check_matmul_grouped_config(const MatmulGroupedConfig &c, DataType d
     check_matmul_f16_config(c.mma);
   }
   if (c.kind == GroupedKind::Gemv) {
-    if (c.gemv_rows != 1 && c.gemv_rows != 2 && c.gemv_rows != 4 && c.gemv_rows != 8) bad("gemv_rows must be 1, 2, 4 or 8");
+    if (c.gemv_rows != 1 && c.gemv_rows != 2 && c.gemv_rows != 4 && c.gemv_rows != 8)
+      bad("gemv_rows must be 1, 2, 4 or 8");
     if (c.gemv_lanes != 4 && c.gemv_lanes != 8 && c.gemv_lanes != 16 && c.gemv_lanes != 32)
       bad("gemv_lanes must be 4, 8, 16 or 32");
     if (c.gemv_unroll < 1 || c.gemv_unroll > 8) bad("gemv_unroll must be 1 to 8");
@@ -94,8 +97,8 @@ inline lang::Expr grouped_row_slots(const lang::Expr &rows, int experts, int til
   return ceil_div(rows, tile_rows) + min(rows, experts) + 1;
 }
 
-/// A block's tile: rows [row0, min(row0 + tile_rows, row1)) of expert `expert`; expert -1: zero rows
-/// of the tail; -2: no tile (the block exits).
+/// A block's tile: rows [row0, min(row0 + tile_rows, row1)) of expert `expert`; expert -1: zero
+/// rows of the tail; -2: no tile (the block exits).
 struct GroupedTile {
   lang::Var expert, row0, row1;
 };
@@ -103,20 +106,22 @@ struct GroupedTile {
 /// Emits the tile scheduler (see the top of the file) for the block's `slot`: warp 0 scans `offs`
 /// (int32 or int64 [experts]) and writes the tile into the shared i32[3] `sched`; then a barrier,
 /// and every thread reads it. `rows`: S.
-inline GroupedTile grouped_tile(const lang::Tensor &offs, int experts, const lang::Expr &rows, int tile_rows,
-                                const lang::Expr &slot, const lang::Tensor &sched) {
+inline GroupedTile grouped_tile(const lang::Tensor &offs, int experts, const lang::Expr &rows,
+                                int tile_rows, const lang::Expr &slot, const lang::Tensor &sched) {
   using namespace hidet::lang;
   const unsigned full = 0xffffffffu;
   if_(threadIdx.x < 32, [&] {
     Var lane = threadIdx.x;
     // this lane's find: the expert, first row and end of the slot's tile (-1: not this lane's)
-    Var found_e = var(i32, -1, "found_e"), found_r0 = var(i32, -1, "found_r0"), found_r1 = var(i32, -1, "found_r1");
+    Var found_e = var(i32, -1, "found_e"), found_r0 = var(i32, -1, "found_r0"),
+        found_r1 = var(i32, -1, "found_r1");
     Var carry_end = var(i32, 0, "carry_end"), carry_tiles = var(i32, 0, "carry_tiles");
     for_(range((experts + 31) / 32), [&](Var c) {
       Var e = c * 32 + lane;
       Var end = var(i32, 0, "end");
       if_(e < experts, [&] { end = cast(min(max(offs[e], 0), rows), i32); });
-      Var hi = var(i32, max(end, carry_end), "hi"); // running maximum of the ends: this expert's end
+      // the running maximum of the ends: this expert's end
+      Var hi = var(i32, max(end, carry_end), "hi");
       for (int d = 1; d < 32; d *= 2) {
         Var t = shfl_up_sync(full, hi, d);
         if_(lane >= d, [&] { hi = max(hi, t); });
@@ -145,8 +150,10 @@ inline GroupedTile grouped_tile(const lang::Tensor &offs, int experts, const lan
       found_r1 = max(found_r1, shfl_xor_sync(full, found_r1, d));
     }
     if_(lane == 0, [&] {
-      Var tail_r0 = carry_end + (slot - carry_tiles) * tile_rows; // slots past the experts' tiles: the tail
-      Var kind = select(found_e >= 0, found_e, select(slot >= carry_tiles && tail_r0 < rows, -1, -2));
+      // the slots past the experts' tiles hold the tail
+      Var tail_r0 = carry_end + (slot - carry_tiles) * tile_rows;
+      Var kind =
+          select(found_e >= 0, found_e, select(slot >= carry_tiles && tail_r0 < rows, -1, -2));
       sched[0] = kind;
       sched[1] = select(found_e >= 0, found_r0, tail_r0);
       sched[2] = select(found_e >= 0, found_r1, rows);
@@ -160,174 +167,194 @@ inline GroupedTile grouped_tile(const lang::Tensor &offs, int experts, const lan
 /// dt[E][K][ldw], offs: `offs_dt`[E], out: dt[S][N], S a symbol (taken from x). The Mma kind
 /// needs ldx = matmul_f16_lda(K) and ldw = matmul_f16_ldb(N) (16-byte rows for cp.async; the
 /// padding is never read); the others take ldx = K, ldw = N.
-inline void add_matmul_grouped_kernel(lang::ScriptModule &mod, const std::string &name, int experts, int n, int k,
-                                      DataType dt, DataType offs_dt, const MatmulGroupedConfig &cfg) {
+inline void add_matmul_grouped_kernel(lang::ScriptModule &mod, const std::string &name, int experts,
+                                      int n, int k, DataType dt, DataType offs_dt,
+                                      const MatmulGroupedConfig &cfg) {
   using namespace hidet::lang;
   check_matmul_grouped_config(cfg, dt);
   if (experts <= 0 || n <= 0 || k <= 0)
-    throw ValueError(str_cat("grouped matmul '", name, "': E, N, K must be positive, got ", experts, ", ", n, ", ", k));
+    throw ValueError(str_cat("grouped matmul '", name, "': E, N, K must be positive, got ", experts,
+                             ", ", n, ", ", k));
   if (offs_dt != dtypes::i32 && offs_dt != dtypes::i64)
-    throw ValueError(str_cat("grouped matmul '", name, "': offs must be int32 or int64, got ", offs_dt));
+    throw ValueError(
+        str_cat("grouped matmul '", name, "': offs must be int32 or int64, got ", offs_dt));
   const bool mma = cfg.kind == GroupedKind::Mma;
   const int ldx = mma ? matmul_f16_lda(k) : k, ldw = mma ? matmul_f16_ldb(n) : n;
   const Expr S = symbol("rows");
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  std::vector<ParamSpec> specs{T({})[S][ldx], T({})[experts][k][ldw], TensorSpec(offs_dt, {})[experts], T({})[S][n]};
+  std::vector<ParamSpec> specs{T({})[S][ldx], T({})[experts][k][ldw],
+                               TensorSpec(offs_dt, {})[experts], T({})[S][n]};
   const int tr = cfg.tile_rows();
 
   if (cfg.kind == GroupedKind::Mma) {
     const MatmulF16Config &c = cfg.mma;
-    const int bm = c.block_m(), bn = c.block_n(), bk = c.block_k, threads = c.threads(), stages = c.stages;
+    const int bm = c.block_m(), bn = c.block_n(), bk = c.block_k, threads = c.threads(),
+              stages = c.stages;
     const int mt = c.warp_m / 16, nt = c.warp_n / 8, k_tiles = ceil_div(k, bk);
     const bool guard_n = n % bn != 0 || n % 8 != 0, guard_k = k % bk != 0;
-    mod.kernel(name, specs, [&](lang::Tensor x, lang::Tensor w, lang::Tensor offs, lang::Tensor out) {
-      attrs.cuda.grid_dim = {ceil_div(n, bn), grouped_row_slots(S, experts, tr)};
-      attrs.cuda.block_dim = threads;
-      // the scheduler's words after the tiles, in dynamic shared memory: a static array beside 48 KB
-      // of tiles would pass the 48 KB that a launch gets without opting in
-      attrs.cuda.dynamic_smem_bytes = c.smem_bytes() + 16;
-      if (c.min_blocks > 0) attrs.cuda.min_blocks = c.min_blocks;
-      auto sched = dynamic_shared_tensor(i32[3], c.smem_bytes(), "sched");
-      GroupedTile tile = grouped_tile(offs, experts, S, tr, blockIdx.y, sched);
-      if_(tile.expert == -2, [&] { return_(); });
-      Var n0 = blockIdx.x * bn;
-      if_(tile.expert == -1, [&] { // the tail: zeros
-        for_(range(ceil_div(bm * bn, threads)), [&](Var it) {
-          Var i = it * threads + threadIdx.x;
-          Var row = tile.row0 + i / bn, col = n0 + i % bn;
-          if_(i < bm * bn && row < tile.row1 && col < n, [&] { out[row][col] = 0.0f; });
-        });
-        return_();
-      });
-      auto sa = dynamic_shared_tensor(T({})[stages][bm][bk].with_layout(matmul_f16_detail::swizzled_tile(stages, bm, bk)),
-                                      0, "smem_a");
-      auto sb = dynamic_shared_tensor(T({})[stages][bk][bn].with_layout(matmul_f16_detail::swizzled_tile(stages, bk, bn)),
-                                      stages * bm * bk * 2, "smem_b");
-      auto acc = register_tensor(f32[mt][nt][4], "acc");
-      auto af = register_tensor(T({})[mt][8], "a_frag");
-      auto bf = register_tensor(T({})[nt][4], "b_frag");
-      Var e = tile.expert, m0 = tile.row0, m_end = tile.row1;
-      Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-      auto wt = matmul_f16_detail::spatial_task(spatial(c.warps_m, c.warps_n), warp);
-      Var wm0 = wt[0] * c.warp_m, wn0 = wt[1] * c.warp_n;
+    mod.kernel(
+        name, specs, [&](lang::Tensor x, lang::Tensor w, lang::Tensor offs, lang::Tensor out) {
+          attrs.cuda.grid_dim = {ceil_div(n, bn), grouped_row_slots(S, experts, tr)};
+          attrs.cuda.block_dim = threads;
+          // the scheduler's words after the tiles, in dynamic shared memory: a static array beside
+          // 48 KB of tiles would pass the 48 KB that a launch gets without opting in
+          attrs.cuda.dynamic_smem_bytes = c.smem_bytes() + 16;
+          if (c.min_blocks > 0) attrs.cuda.min_blocks = c.min_blocks;
+          auto sched = dynamic_shared_tensor(i32[3], c.smem_bytes(), "sched");
+          GroupedTile tile = grouped_tile(offs, experts, S, tr, blockIdx.y, sched);
+          if_(tile.expert == -2, [&] { return_(); });
+          Var n0 = blockIdx.x * bn;
+          if_(tile.expert == -1, [&] { // the tail: zeros
+            for_(range(ceil_div(bm * bn, threads)), [&](Var it) {
+              Var i = it * threads + threadIdx.x;
+              Var row = tile.row0 + i / bn, col = n0 + i % bn;
+              if_(i < bm * bn && row < tile.row1 && col < n, [&] { out[row][col] = 0.0f; });
+            });
+            return_();
+          });
+          auto sa = dynamic_shared_tensor(
+              T({})[stages][bm][bk].with_layout(matmul_f16_detail::swizzled_tile(stages, bm, bk)),
+              0, "smem_a");
+          auto sb = dynamic_shared_tensor(
+              T({})[stages][bk][bn].with_layout(matmul_f16_detail::swizzled_tile(stages, bk, bn)),
+              stages * bm * bk * 2, "smem_b");
+          auto acc = register_tensor(f32[mt][nt][4], "acc");
+          auto af = register_tensor(T({})[mt][8], "a_frag");
+          auto bf = register_tensor(T({})[nt][4], "b_frag");
+          Var e = tile.expert, m0 = tile.row0, m_end = tile.row1;
+          Var warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+          auto wt = matmul_f16_detail::spatial_task(spatial(c.warps_m, c.warps_n), warp);
+          Var wm0 = wt[0] * c.warp_m, wn0 = wt[1] * c.warp_n;
 
-      auto load_tiles = [&](Expr stage, Expr k0) {
-        for_(auto_map({bm, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
-          Expr row = m0 + r, col = k0 + v * 8;
-          Expr bytes = guard_k ? max(min((k - col) * 2, 16), 0) : Expr(16);
-          bytes = select(row < m_end, bytes, 0);
-          Expr src_col = guard_k ? min(col, ldx - 8) : col;
-          cp_async(sa[stage][r][v * 8], x[min(row, m_end - 1)][src_col], 16, bytes);
-        });
-        for_(auto_map({bk, bn / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
-          Expr row = k0 + r, col = n0 + v * 8;
-          if (!guard_k && !guard_n) return cp_async(sb[stage][r][v * 8], w[e][row][col], 16);
-          Expr bytes = guard_n ? max(min((n - col) * 2, 16), 0) : Expr(16);
-          if (guard_k) bytes = select(row < k, bytes, 0);
-          Expr src_row = guard_k ? min(row, k - 1) : row, src_col = guard_n ? min(col, ldw - 8) : col;
-          cp_async(sb[stage][r][v * 8], w[e][src_row][src_col], 16, bytes);
-        });
-      };
-      auto compute = [&](Expr stage) {
-        for_(range(bk / 16).unroll(), [&](Var kk) {
-          for_(repeat(mt, 1).on(0), [&](Expr i, Expr) {
-            ldmatrix(af[i][0], sa[stage][wm0 + i * 16 + lane % 16][kk * 16 + lane / 16 * 8], 4);
+          auto load_tiles = [&](Expr stage, Expr k0) {
+            for_(auto_map({bm, bk / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
+              Expr row = m0 + r, col = k0 + v * 8;
+              Expr bytes = guard_k ? max(min((k - col) * 2, 16), 0) : Expr(16);
+              bytes = select(row < m_end, bytes, 0);
+              Expr src_col = guard_k ? min(col, ldx - 8) : col;
+              cp_async(sa[stage][r][v * 8], x[min(row, m_end - 1)][src_col], 16, bytes);
+            });
+            for_(auto_map({bk, bn / 8}, threads).on(threadIdx.x), [&](Expr r, Expr v) {
+              Expr row = k0 + r, col = n0 + v * 8;
+              if (!guard_k && !guard_n) return cp_async(sb[stage][r][v * 8], w[e][row][col], 16);
+              Expr bytes = guard_n ? max(min((n - col) * 2, 16), 0) : Expr(16);
+              if (guard_k) bytes = select(row < k, bytes, 0);
+              Expr src_row = guard_k ? min(row, k - 1) : row,
+                   src_col = guard_n ? min(col, ldw - 8) : col;
+              cp_async(sb[stage][r][v * 8], w[e][src_row][src_col], 16, bytes);
+            });
+          };
+          auto compute = [&](Expr stage) {
+            for_(range(bk / 16).unroll(), [&](Var kk) {
+              for_(repeat(mt, 1).on(0), [&](Expr i, Expr) {
+                ldmatrix(af[i][0], sa[stage][wm0 + i * 16 + lane % 16][kk * 16 + lane / 16 * 8], 4);
+              });
+              for_(repeat(1, nt / 2).on(0), [&](Expr, Expr j) {
+                ldmatrix(bf[j * 2][0], sb[stage][kk * 16 + lane % 16][wn0 + j * 16 + lane / 16 * 8],
+                         4, true);
+              });
+              for_(repeat(mt, nt).on(0), [&](Expr i, Expr j) {
+                mma_sync(acc[i][j][0], af[i][0], bf[j][0], acc[i][j][0]);
+              });
+            });
+          };
+          for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var q) { acc[i][j][q] = 0.0f; });
+          for (int s = 0; s < stages - 1; ++s) {
+            if (s < k_tiles) load_tiles(Expr(s), Expr(s * bk));
+            cp_async_commit_group();
+          }
+          for_(range(k_tiles), [&](Var kt) {
+            cp_async_wait_group(stages - 2);
+            syncthreads();
+            Var next = kt + (stages - 1);
+            if_(next < k_tiles, [&] { load_tiles(next % stages, next * bk); });
+            cp_async_commit_group();
+            compute(kt % stages);
           });
-          for_(repeat(1, nt / 2).on(0), [&](Expr, Expr j) {
-            ldmatrix(bf[j * 2][0], sb[stage][kk * 16 + lane % 16][wn0 + j * 16 + lane / 16 * 8], 4, true);
+          cp_async_wait_all();
+          // lane (g, q) of an m16n8 tile holds rows g, g + 8 and columns 2q, 2q + 1
+          auto pair = register_tensor(u32[1], "pair");
+          Var g = lane / 4, q = lane % 4;
+          for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
+            Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
+            Expr lo = acc[i][j][h * 2], hi = acc[i][j][h * 2 + 1];
+            if (n % 2 == 0) { // col even, n even: the pair is inside and 4-byte aligned
+              if_(row < m_end && col < n, [&] {
+                pair[0] = half2_pack(lo, hi, dt);
+                store_vector(out[row][col], pair, 4);
+              });
+            } else {
+              if_(row < m_end && col < n, [&] { out[row][col] = lo; });
+              if_(row < m_end && col + 1 < n, [&] { out[row][col + 1] = hi; });
+            }
           });
-          for_(repeat(mt, nt).on(0), [&](Expr i, Expr j) { mma_sync(acc[i][j][0], af[i][0], bf[j][0], acc[i][j][0]); });
         });
-      };
-      for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var q) { acc[i][j][q] = 0.0f; });
-      for (int s = 0; s < stages - 1; ++s) {
-        if (s < k_tiles) load_tiles(Expr(s), Expr(s * bk));
-        cp_async_commit_group();
-      }
-      for_(range(k_tiles), [&](Var kt) {
-        cp_async_wait_group(stages - 2);
-        syncthreads();
-        Var next = kt + (stages - 1);
-        if_(next < k_tiles, [&] { load_tiles(next % stages, next * bk); });
-        cp_async_commit_group();
-        compute(kt % stages);
-      });
-      cp_async_wait_all();
-      // lane (g, q) of an m16n8 tile holds rows g, g + 8 and columns 2q, 2q + 1
-      auto pair = register_tensor(u32[1], "pair");
-      Var g = lane / 4, q = lane % 4;
-      for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
-        Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
-        Expr lo = acc[i][j][h * 2], hi = acc[i][j][h * 2 + 1];
-        if (n % 2 == 0) { // col even, n even: the pair is inside and 4-byte aligned
-          if_(row < m_end && col < n, [&] {
-            pair[0] = half2_pack(lo, hi, dt);
-            store_vector(out[row][col], pair, 4);
-          });
-        } else {
-          if_(row < m_end && col < n, [&] { out[row][col] = lo; });
-          if_(row < m_end && col + 1 < n, [&] { out[row][col + 1] = hi; });
-        }
-      });
-    });
     return;
   }
 
   if (cfg.kind == GroupedKind::Fma) {
     const int bm = 64, bn = 64, bk = 16, threads = 256, pad = 4;
-    mod.kernel(name, specs, [&](lang::Tensor x, lang::Tensor w, lang::Tensor offs, lang::Tensor out) {
-      attrs.cuda.grid_dim = {ceil_div(n, bn), grouped_row_slots(S, experts, tr)};
-      attrs.cuda.block_dim = threads;
-      auto sched = shared_tensor(i32[3], "sched");
-      GroupedTile tile = grouped_tile(offs, experts, S, tr, blockIdx.y, sched);
-      if_(tile.expert == -2, [&] { return_(); });
-      Var n0 = blockIdx.x * bn, tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-      auto acc = register_tensor(f32[4][4], "acc");
-      for_(grid(4, 4).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
-      if_(tile.expert >= 0, [&] {
-        Var e = tile.expert, m0 = tile.row0, m_end = tile.row1;
-        auto sa = shared_tensor(f32[bk][bm + pad], "smem_a"); // k-major: a thread's rows side by side
-        auto sb = shared_tensor(f32[bk][bn], "smem_b");
-        auto ar = register_tensor(f32[4], "a_reg");
-        auto br = register_tensor(f32[4], "b_reg");
-        for_(range(ceil_div(k, bk)), [&](Var kt) {
-          Var k0 = kt * bk;
-          for_(range(bm * bk / threads).unroll(), [&](Var it) {
-            Var i = it * threads + threadIdx.x;
-            Var r = i / bk, kk = i % bk;
-            sa[kk][r] = select(m0 + r < m_end && k0 + kk < k, cast(x[min(m0 + r, m_end - 1)][min(k0 + kk, k - 1)], f32), 0.0f);
-          });
-          for_(range(bk * bn / threads).unroll(), [&](Var it) {
-            Var i = it * threads + threadIdx.x;
-            Var kk = i / bn, cc = i % bn;
-            sb[kk][cc] = select(k0 + kk < k && n0 + cc < n, cast(w[e][min(k0 + kk, k - 1)][min(n0 + cc, n - 1)], f32), 0.0f);
-          });
-          syncthreads();
-          for_(range(bk).unroll(), [&](Var kk) {
-            for_(range(4).unroll(), [&](Var i) {
-              ar[i] = sa[kk][ty + 16 * i];
-              br[i] = sb[kk][tx + 16 * i];
+    mod.kernel(
+        name, specs, [&](lang::Tensor x, lang::Tensor w, lang::Tensor offs, lang::Tensor out) {
+          attrs.cuda.grid_dim = {ceil_div(n, bn), grouped_row_slots(S, experts, tr)};
+          attrs.cuda.block_dim = threads;
+          auto sched = shared_tensor(i32[3], "sched");
+          GroupedTile tile = grouped_tile(offs, experts, S, tr, blockIdx.y, sched);
+          if_(tile.expert == -2, [&] { return_(); });
+          Var n0 = blockIdx.x * bn, tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+          auto acc = register_tensor(f32[4][4], "acc");
+          for_(grid(4, 4).unroll(), [&](Var i, Var j) { acc[i][j] = 0.0f; });
+          if_(tile.expert >= 0, [&] {
+            Var e = tile.expert, m0 = tile.row0, m_end = tile.row1;
+            auto sa =
+                shared_tensor(f32[bk][bm + pad], "smem_a"); // k-major: a thread's rows side by side
+            auto sb = shared_tensor(f32[bk][bn], "smem_b");
+            auto ar = register_tensor(f32[4], "a_reg");
+            auto br = register_tensor(f32[4], "b_reg");
+            for_(range(ceil_div(k, bk)), [&](Var kt) {
+              Var k0 = kt * bk;
+              for_(range(bm * bk / threads).unroll(), [&](Var it) {
+                Var i = it * threads + threadIdx.x;
+                Var r = i / bk, kk = i % bk;
+                sa[kk][r] = select(m0 + r < m_end && k0 + kk < k,
+                                   cast(x[min(m0 + r, m_end - 1)][min(k0 + kk, k - 1)], f32), 0.0f);
+              });
+              for_(range(bk * bn / threads).unroll(), [&](Var it) {
+                Var i = it * threads + threadIdx.x;
+                Var kk = i / bn, cc = i % bn;
+                sb[kk][cc] =
+                    select(k0 + kk < k && n0 + cc < n,
+                           cast(w[e][min(k0 + kk, k - 1)][min(n0 + cc, n - 1)], f32), 0.0f);
+              });
+              syncthreads();
+              for_(range(bk).unroll(), [&](Var kk) {
+                for_(range(4).unroll(), [&](Var i) {
+                  ar[i] = sa[kk][ty + 16 * i];
+                  br[i] = sb[kk][tx + 16 * i];
+                });
+                for_(grid(4, 4).unroll(),
+                     [&](Var i, Var j) { acc[i][j] = acc[i][j] + ar[i] * br[j]; });
+              });
+              syncthreads();
             });
-            for_(grid(4, 4).unroll(), [&](Var i, Var j) { acc[i][j] = acc[i][j] + ar[i] * br[j]; });
           });
-          syncthreads();
+          // the expert's rows, or zeros for the tail (acc stays 0)
+          for_(grid(4, 4).unroll(), [&](Var i, Var j) {
+            Var row = tile.row0 + ty + 16 * i, col = n0 + tx + 16 * j;
+            if_(row < tile.row1 && col < n, [&] { out[row][col] = acc[i][j]; });
+          });
         });
-      });
-      // the expert's rows, or zeros for the tail (acc stays 0)
-      for_(grid(4, 4).unroll(), [&](Var i, Var j) {
-        Var row = tile.row0 + ty + 16 * i, col = n0 + tx + 16 * j;
-        if_(row < tile.row1 && col < n, [&] { out[row][col] = acc[i][j]; });
-      });
-    });
     return;
   }
 
   // Gemv: 256 threads; `lanes` threads cover a strip of lanes * vec columns of one weight row,
   // the block's groups = 256 / lanes threads take every groups-th row of the weight.
-  const int threads = 256, lanes = cfg.gemv_lanes, groups = threads / lanes, R = cfg.gemv_rows, U = cfg.gemv_unroll;
+  const int threads = 256, lanes = cfg.gemv_lanes, groups = threads / lanes, R = cfg.gemv_rows,
+            U = cfg.gemv_unroll;
   const int max_vec = 16 / dt.nbytes();
   int vec = max_vec; // elements per load: 16 bytes where n allows (rows stay aligned), else fewer
-  while (vec > 1 && n % vec) vec /= 2;
+  while (vec > 1 && n % vec)
+    vec /= 2;
   const int bn = lanes * vec, warps = threads / 32, groups_per_warp = 32 / lanes;
   mod.kernel(name, specs, [&](lang::Tensor x, lang::Tensor w, lang::Tensor offs, lang::Tensor out) {
     attrs.cuda.grid_dim = {ceil_div(n, bn), grouped_row_slots(S, experts, tr)};
@@ -350,28 +377,34 @@ inline void add_matmul_grouped_kernel(lang::ScriptModule &mod, const std::string
         for_(range(U).unroll(), [&](Var u) { // the loads first: U in flight
           Var kk = k0 + u * groups;
           if (vec * dt.nbytes() >= 4) {
-            if_(kk < k && col < n, [&] { load_vector(wv[u][0], w[e][kk][col], vec * dt.nbytes()); })
-                .else_([&] { for_(range(vec).unroll(), [&](Var v) { wv[u][v] = 0.0f; }); });
+            if_(kk < k && col < n, [&] {
+              load_vector(wv[u][0], w[e][kk][col], vec * dt.nbytes());
+            }).else_([&] { for_(range(vec).unroll(), [&](Var v) { wv[u][v] = 0.0f; }); });
           } else {
-            wv[u][0] = select(kk < k && col < n, w[e][min(kk, k - 1)][min(col, n - 1)], cast(Expr(0.0f), dt));
+            wv[u][0] = select(kk < k && col < n, w[e][min(kk, k - 1)][min(col, n - 1)],
+                              cast(Expr(0.0f), dt));
           }
         });
         for_(range(U).unroll(), [&](Var u) {
           Var kk = k0 + u * groups;
           for_(range(R).unroll(), [&](Var r) {
-            xv[r] = select(m0 + r < m_end && kk < k, cast(x[min(m0 + r, m_end - 1)][min(kk, k - 1)], f32), 0.0f);
+            xv[r] = select(m0 + r < m_end && kk < k,
+                           cast(x[min(m0 + r, m_end - 1)][min(kk, k - 1)], f32), 0.0f);
           });
-          for_(grid(R, vec).unroll(), [&](Var r, Var v) { acc[r][v] = acc[r][v] + xv[r] * cast(wv[u][v], f32); });
+          for_(grid(R, vec).unroll(),
+               [&](Var r, Var v) { acc[r][v] = acc[r][v] + xv[r] * cast(wv[u][v], f32); });
         });
       });
     });
     // the groups of a warp (lanes apart) add up by shuffles; each warp's sums meet in shared memory
     for_(grid(R, vec).unroll(), [&](Var r, Var v) {
-      for (int d = lanes; d < 32; d *= 2) acc[r][v] = acc[r][v] + shfl_xor_sync(0xffffffffu, acc[r][v], d);
+      for (int d = lanes; d < 32; d *= 2)
+        acc[r][v] = acc[r][v] + shfl_xor_sync(0xffffffffu, acc[r][v], d);
     });
     Var warp = threadIdx.x / 32;
     if_(threadIdx.x % 32 < lanes, [&] {
-      for_(grid(R, vec).unroll(), [&](Var r, Var v) { red[warp][r][lane_c * vec + v] = acc[r][v]; });
+      for_(grid(R, vec).unroll(),
+           [&](Var r, Var v) { red[warp][r][lane_c * vec + v] = acc[r][v]; });
     });
     syncthreads();
     for_(range(ceil_div(R * bn, threads)), [&](Var it) {
@@ -388,21 +421,23 @@ inline void add_matmul_grouped_kernel(lang::ScriptModule &mod, const std::string
   });
 }
 
-/// The configuration for S rows over `experts` experts of [K, N] weights in dtype `dt` on a GPU with
-/// `num_sms` multiprocessors (`tensor_cores`: f16/bf16 may use them). Decoding, where an expert
-/// gets a few rows (S <= max(16, 2 E)): the GEMV kernel with the power of two of rows per block
-/// that covers S (at most 8), in strips of 4 lanes where 8 would leave the GPU short of blocks; else f16/bf16 on tensor cores, 128 x 128 tiles when the experts
-/// average 96 rows or more and the tiles fill the GPU, 64 x 64 tiles otherwise; else the FMA
-/// kernel.
-inline MatmulGroupedConfig matmul_grouped_heuristic_config(std::int64_t s, int experts, int n, int k, DataType dt,
-                                                           int num_sms, bool tensor_cores) {
+/// The configuration for S rows over `experts` experts of [K, N] weights in dtype `dt` on a GPU
+/// with `num_sms` multiprocessors (`tensor_cores`: f16/bf16 may use them). Decoding, where an
+/// expert gets a few rows (S <= max(16, 2 E)): the GEMV kernel with the power of two of rows per
+/// block that covers S (at most 8), in strips of 4 lanes where 8 would leave the GPU short of
+/// blocks; else f16/bf16 on tensor cores, 128 x 128 tiles when the experts average 96 rows or more
+/// and the tiles fill the GPU, 64 x 64 tiles otherwise; else the FMA kernel.
+inline MatmulGroupedConfig matmul_grouped_heuristic_config(std::int64_t s, int experts, int n,
+                                                           int k, DataType dt, int num_sms,
+                                                           bool tensor_cores) {
   (void)k;
   MatmulGroupedConfig c;
   if (s <= std::max<std::int64_t>(16, 2 * std::int64_t(experts))) {
     c.kind = GroupedKind::Gemv;
     c.gemv_rows = s <= 1 ? 1 : s <= 2 ? 2 : s <= 4 ? 4 : 8;
     // narrower strips (4 lanes of 16 bytes) when 8-lane ones would give the experts that may have
-    // rows (at most min(E, S)) fewer than two blocks per multiprocessor (a short N: the down projection)
+    // rows (at most min(E, S)) fewer than two blocks per multiprocessor (a short N: the down
+    // projection)
     const int vec = 16 / dt.nbytes();
     const std::int64_t strips = lang::ceil_div(std::int64_t(n), std::int64_t(8 * vec));
     if (strips * std::min<std::int64_t>(experts, s) < 2 * std::int64_t(num_sms)) c.gemv_lanes = 4;
@@ -410,8 +445,10 @@ inline MatmulGroupedConfig matmul_grouped_heuristic_config(std::int64_t s, int e
   }
   if (dt.is_half() && tensor_cores) {
     c.kind = GroupedKind::Mma;
-    std::int64_t tiles = lang::ceil_div(s, std::int64_t(128)) * lang::ceil_div(std::int64_t(n), std::int64_t(128));
-    if (s < 96 * std::int64_t(experts) || tiles < num_sms) c.mma = MatmulF16Config{2, 2, 32, 32, 32, 3, 1};
+    std::int64_t tiles =
+        lang::ceil_div(s, std::int64_t(128)) * lang::ceil_div(std::int64_t(n), std::int64_t(128));
+    if (s < 96 * std::int64_t(experts) || tiles < num_sms)
+      c.mma = MatmulF16Config{2, 2, 32, 32, 32, 3, 1};
     return c;
   }
   c.kind = GroupedKind::Fma;
@@ -424,8 +461,10 @@ inline MatmulGroupedConfig matmul_grouped_heuristic_config(std::int64_t s, int e
 /// is not a multiple of 8 (a copy per call: real layers have multiples of 8).
 class MatmulGrouped {
 public:
-  MatmulGrouped(int experts, int n, int k, DataType dt, DataType offs_dt, const MatmulGroupedConfig &cfg)
-      : cfg_(cfg), experts_(experts), n_(n), k_(k), dt_(dt), offs_dt_(offs_dt), cm_(build(experts, n, k, dt, offs_dt, cfg)) {}
+  MatmulGrouped(int experts, int n, int k, DataType dt, DataType offs_dt,
+                const MatmulGroupedConfig &cfg)
+      : cfg_(cfg), experts_(experts), n_(n), k_(k), dt_(dt), offs_dt_(offs_dt),
+        cm_(build(experts, n, k, dt, offs_dt, cfg)) {}
 
   void operator()(const Tensor &x, const Tensor &w, const Tensor &offs, const Tensor &out) const {
     const std::int64_t s = x.shape()[0];
@@ -437,20 +476,23 @@ public:
         px = pad_columns(cm_, "pad_x", x, hidet::empty({s, ldx}, dt_, x.device()), {"grouped_rows"},
                          {{"grouped_rows", s}});
       if (ldw != n_)
-        pw = pad_columns(cm_, "pad_w", w, hidet::empty({std::int64_t(experts_) * k_, ldw}, dt_, w.device()));
+        pw = pad_columns(cm_, "pad_w", w,
+                         hidet::empty({std::int64_t(experts_) * k_, ldw}, dt_, w.device()));
     }
     cm_["grouped_matmul"].launch({px, pw, offs, out});
   }
   const MatmulGroupedConfig &config() const { return cfg_; }
 
 private:
-  static CompiledModule build(int experts, int n, int k, DataType dt, DataType offs_dt, const MatmulGroupedConfig &cfg) {
+  static CompiledModule build(int experts, int n, int k, DataType dt, DataType offs_dt,
+                              const MatmulGroupedConfig &cfg) {
     auto mod = lang::script_module(str_cat("grouped_matmul_", dt, "_e", experts, "_", n, "x", k));
     add_matmul_grouped_kernel(mod, "grouped_matmul", experts, n, k, dt, offs_dt, cfg);
     if (cfg.kind == GroupedKind::Mma && matmul_f16_lda(k) != k)
       add_pad_columns_kernel(mod, "pad_x", Dim::symbol("grouped_rows"), k, matmul_f16_lda(k), dt);
     if (cfg.kind == GroupedKind::Mma && matmul_f16_ldb(n) != n)
-      add_pad_columns_kernel(mod, "pad_w", Dim(std::int64_t(experts) * k), n, matmul_f16_ldb(n), dt);
+      add_pad_columns_kernel(mod, "pad_w", Dim(std::int64_t(experts) * k), n, matmul_f16_ldb(n),
+                             dt);
     return mod.build();
   }
 
