@@ -632,6 +632,10 @@ NB_MODULE(_C, m) {
   ops.def("pad", [](const Tensor &x, std::vector<std::int64_t> pads, double v) { return o::pad(x, pads, v); },
           "x"_a, "pads"_a, "value"_a = 0.0);
   ops.def("matmul", [](const Tensor &a, const Tensor &b) { return o::matmul(a, b); });
+  ops.def("grouped_matmul", [](const Tensor &x, const Tensor &w, const Tensor &offs) { return o::grouped_matmul(x, w, offs); },
+          "x"_a, "weight"_a, "offs"_a,
+          "Mixture-of-experts product: rows of x [S, K] sorted by expert, expert e taking rows offs[e-1]:offs[e] "
+          "through weight[e] [K, N]; rows past offs[-1] are 0. offs (int32/int64 [E]) is read on the device.");
   ops.def("scaled_mm", [](const Tensor &a, const Tensor &b, const Tensor &scale_a, const Tensor &scale_b,
                           const std::string &out_dtype) { return o::scaled_mm(a, b, scale_a, scale_b, dtype_of(out_dtype)); },
           "a"_a, "b"_a, "scale_a"_a, "scale_b"_a, "out_dtype"_a);
