@@ -23,7 +23,7 @@ import torch
 import hidet
 from .dynamo_config import dynamo_config
 from .interpreter import (Interpreter, NotSymbolic, UnmappedError, flatten_outputs, has_symbolic_sizes,
-                          is_symbolic_size, size_hint, to_hidet)
+                          is_symbolic_size, size_hint, size_input, to_hidet)
 from .registry import Registry
 
 __all__ = ['hidet_backend', 'HidetCompiledModel']
@@ -111,7 +111,7 @@ class HidetCompiledModel:
         entry.strategy = strategy
         # Optimizes and compiles now, at the example's sizes, without running (the inputs it updates
         # are updated when dynamo calls the graph; a CUDA graph captures them where they live).
-        dispatch.prepare([to_hidet(args[i]) for i in positions])
+        dispatch.prepare([_graph_input(args[i]) for i in positions])
         inputs = _scratch_inputs(args, positions, updated)
         if cfg._correctness_report or cfg._profile:
             # At the example's sizes: the graph specialized to them, optimized as one shape.
@@ -234,7 +234,9 @@ class HidetCompiledModel:
     def entry_for(self, args):
         self.same_constants(args)
         if self.symbolic:
-            skey = self.scalar_key(args)
+            # Per value of the scalar inputs, and per partition of the sizes into equal values
+            # (traced as one symbol each: Interpreter.symbol_partition).
+            skey = (self.scalar_key(args), self.interpreter.symbol_partition(args))
             if skey not in self.symbolic_entries:
                 try:
                     self.symbolic_entries[skey] = self.compile_symbolic(args)
@@ -259,7 +261,7 @@ class HidetCompiledModel:
         entry = self.entry_for(args)
         if entry.runner is None and entry.dispatch is None:
             return entry.rebuild([], entry.constants)
-        inputs = [to_hidet(args[i]) for i in entry.positions]
+        inputs = [_graph_input(args[i]) for i in entry.positions]
         stream = 0
         if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it; torch.cuda.current_stream()
             # builds a Stream object (ResNet-50's call on the host: 0.155 -> 0.147 ms on the H200)
@@ -311,7 +313,12 @@ def _addresses(args, updated):
 def _scratch_inputs(args, positions, updated):
     """The graph's inputs for a run at compile time (a report, a profile, the first shape): copies
     of those it updates, which the run must not change."""
-    return [to_hidet(args[i].clone() if i in updated else args[i]) for i in positions]
+    return [_graph_input(args[i].clone() if i in updated else args[i]) for i in positions]
+
+
+def _graph_input(a):
+    """A graph input for argument ``a``: a tensor as hidet's, a size (an int) as its size input."""
+    return to_hidet(a) if isinstance(a, torch.Tensor) else size_input(a)
 
 
 def _shared_with_hidet(tensor):

@@ -23,9 +23,12 @@ from .convert import dtype_name, to_hidet, to_hidet_constant, torch_dtype
 from .registry import Registry
 
 __all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dtype_name', 'unmapped_message',
-           'symbolic_inputs', 'is_symbolic_size', 'has_symbolic_sizes', 'NotSymbolic', 'size_hint']
+           'symbolic_inputs', 'is_symbolic_size', 'has_symbolic_sizes', 'NotSymbolic', 'size_hint', 'size_input']
 
 _tracing_inputs = []  # the symbolic graph inputs of the trace in progress (see symbolic_inputs)
+# {dynamo symbol: the symbol it is traced as} of the trace in progress: sizes of equal values share
+# one symbol (Interpreter.symbol_partition).
+_symbol_aliases = []
 
 
 def symbolic_inputs():
@@ -41,6 +44,15 @@ def _tracing(inputs):
         yield
     finally:
         _tracing_inputs.pop()
+
+
+@contextlib.contextmanager
+def _aliasing(aliases):
+    _symbol_aliases.append(aliases)
+    try:
+        yield
+    finally:
+        _symbol_aliases.pop()
 
 
 def is_symbolic_size(value):
@@ -67,7 +79,8 @@ def _sympy_to_dim(expr):
     if isinstance(expr, sympy.Integer):
         return int(expr)
     if isinstance(expr, sympy.Symbol):
-        return hidet.Dim(str(expr))
+        name = str(expr)
+        return hidet.Dim(_symbol_aliases[-1].get(name, name) if _symbol_aliases else name)
     if isinstance(expr, (sympy.Add, sympy.Mul)):
         terms = [_sympy_to_dim(a) for a in expr.args]
         out = terms[0]
@@ -81,6 +94,29 @@ def _sympy_to_dim(expr):
         return _sympy_to_dim(expr.args[0]) % _sympy_to_dim(expr.args[1])
     raise NotSymbolic(f'the size expression {expr} (symbols, sums, products, floor division and modulo '
                       'are traced symbolically)')
+
+
+def _symbol_name(size):
+    """The name of dynamo's symbol when ``size`` is a SymInt that is one symbol, else None."""
+    if not isinstance(size, torch.SymInt):
+        return None
+    import sympy
+    expr = size.node.expr
+    return str(expr) if isinstance(expr, sympy.Symbol) else None
+
+
+def size_input(value):
+    """The graph input that gives a size placeholder's value ``value`` to a symbolic trace: an
+    empty tensor of shape [0, value] (no memory; its extent binds the symbol)."""
+    t = _size_inputs.get(value)
+    if t is None:
+        if len(_size_inputs) > 1024:
+            _size_inputs.clear()
+        t = _size_inputs[value] = hidet.zeros([0, int(value)], 'int8', 'cuda')
+    return t
+
+
+_size_inputs = {}
 
 
 def has_symbolic_sizes(gm):
@@ -191,6 +227,18 @@ class Interpreter:
             set(self.placeholders)
         self.updated = set()  # the placeholders the last trace updated
         self.updates = []  # after trace(): (position among the symbolic inputs, the hidet value written back)
+        # Where each of dynamo's size symbols is first given: (name, placeholder position, axis of
+        # its tensor, or None for a size placeholder).
+        self.size_symbols = []
+        seen = set()
+        for i, fake in enumerate(self.fake_values):
+            sizes = [(None, fake)] if isinstance(fake, torch.SymInt) else \
+                list(enumerate(fake.shape)) if isinstance(fake, torch.Tensor) else []
+            for axis, size in sizes:
+                name = _symbol_name(size)
+                if name is not None and name not in seen:
+                    seen.add(name)
+                    self.size_symbols.append((name, i, axis))
 
     def is_static(self, i, example):
         """Whether placeholder i, of value ``example``, is a parameter or buffer that dynamo lifted
@@ -236,11 +284,34 @@ class Interpreter:
             return None if cls is None else cls
         return True
 
+    def symbol_partition(self, args):
+        """Which of dynamo's size symbols take equal values in the call ``args``: per symbol of
+        size_symbols, the index of the first one of the same value. A symbolic trace gives the
+        symbols of one value one hidet symbol (dynamo gives the lengths of a cache's keys and values
+        two symbols; attention needs them equal), so it serves the calls of its partition."""
+        values = []
+        for _, i, axis in self.size_symbols:
+            a = args[i]
+            values.append(int(a) if axis is None else a.shape[axis])
+        return tuple(values.index(v) for v in values)
+
     def trace(self, example_inputs, symbolic=False):
         """Runs the mappings on symbolic inputs of the examples' shapes (``symbolic``: of dynamo's
         symbolic sizes, see the top of the file). Returns (the symbolic inputs, their positions
         among the placeholders, the output structure with hidet tensors). With ``symbolic``,
-        NotSymbolic says why a graph cannot be traced once for all sizes."""
+        NotSymbolic says why a graph cannot be traced once for all sizes; the sizes of equal
+        values in ``example_inputs`` are traced as one symbol (symbol_partition), and a size
+        placeholder that no input tensor's extent gives (a cache's length, a Python int dynamo
+        made dynamic) becomes a size input: a graph input of shape [0, s] (size_input) that the
+        caller gives for it."""
+        aliases = {}
+        if symbolic:
+            names = [name for name, _, _ in self.size_symbols]
+            aliases = {names[k]: names[j] for k, j in enumerate(self.symbol_partition(example_inputs)) if j != k}
+        with _aliasing(aliases):
+            return self._trace(example_inputs, symbolic)
+
+    def _trace(self, example_inputs, symbolic):
         env = {}
         symbols, positions = [], []
         for i, (node, ex) in enumerate(zip(self.placeholders, example_inputs)):
@@ -264,10 +335,15 @@ class Interpreter:
                 env[node] = int(ex) if isinstance(ex, torch.SymInt) else ex
         if symbolic:
             given = {name for x in symbols for d in x.shape if isinstance(d, hidet.Dim) for name in d.symbols}
-            for node in self.placeholders:
+            for i, node in enumerate(self.placeholders):
                 d = env.get(node)
-                if is_symbolic_size(d) and not set(d.symbols) <= given:
+                if not is_symbolic_size(d) or set(d.symbols) <= given:
+                    continue
+                if len(d.symbols) != 1 or str(d) != d.symbols[0]:
                     raise NotSymbolic(f'the size {node.name} = {d} is no extent of an input tensor')
+                symbols.append(hidet.symbol([0, d], 'int8', 'cuda', name=node.name))  # its size input
+                positions.append(i)
+                given.add(str(d))
         originals = dict(env)
         self.updated = set()
         with _tracing(symbols):
@@ -440,8 +516,10 @@ class Interpreter:
         try:
             env[node] = self._decomposed(node, args, kwargs)
             return None
-        except NotSymbolic:
-            raise
+        except NotSymbolic as e:
+            where = source_line(node)
+            raise NotSymbolic(f"{e}: fx node '{node.name}' ({target_name(node)}"
+                              f"{', ' + where if where else ''})") from e
         except UnmappedError as e:
             from .aten import REFUSED
             names = [f'{n} ({REFUSED[n]})' if n in REFUSED else n for n in e.names]
