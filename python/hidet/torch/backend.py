@@ -10,8 +10,9 @@ without copies (DLPack), run on torch's current stream and return torch tensors.
 A graph with dynamo's symbolic sizes (dynamic shapes) is traced once on the symbols into a
 FlowGraph with symbolic extents and run by a hidet.ShapeDispatch: with
 dynamo_config.dynamic_shapes('generic') (the default) the graph is optimized once and each new
-shape reuses its kernels built for symbolic sizes; with 'per_shape' each new shape is
-specialized, optimized and compiled (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
+shape reuses its kernels built for symbolic sizes; with 'bucket' the shapes of a power-of-two
+bucket also share one compiled graph; with 'per_shape' each new shape is specialized, optimized
+and compiled (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
 it is traced per shape as above, and the log says why.
 """
 import gc
@@ -59,7 +60,7 @@ class _Compiled:
         # them where they live; an argument hidet got a copy of is copied back).
         self.updates = list(updates)
         self.captured_at = ()  # the addresses of those arguments that the CUDA graph replay was captured at
-        self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic' or 'per_shape'
+        self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic', 'bucket' or 'per_shape'
 
 
 class HidetCompiledModel:
@@ -105,7 +106,7 @@ class HidetCompiledModel:
             graph, mixed_precision='float16' if cfg._use_fp16 else None, layout_nhwc=cfg._use_nhwc,
             verbose=cfg._verbose, tensor_cores=cfg._use_tensor_core, parallel_k=cfg._parallel_k,
             reduce_precision='float16' if cfg._use_fp16_reduction else None,
-            shape_generic=strategy == 'generic',
+            shape_generic=strategy in ('generic', 'bucket'), buckets=strategy == 'bucket',
             cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
         entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated)
         entry.strategy = strategy
@@ -125,8 +126,10 @@ class HidetCompiledModel:
                 print(hidet.graph.profile(opt, inputs, 12)[0], file=sys.stderr)
         if cfg._verbose:
             names = sorted({n for x in symbols for d in x.shape if is_symbolic_size(d) for n in d.symbols})
+            kernels = 'generic kernels, a compiled graph per power-of-two bucket' if strategy == 'bucket' else \
+                f'{strategy} kernels'
             print(f'hidet: traced a graph of {graph.num_nodes} operators once for all values of '
-                  f'{", ".join(names)} ({strategy} kernels); first shape compiled in '
+                  f'{", ".join(names)} ({kernels}); first shape compiled in '
                   f'{time.time() - t0:.2f} s', file=sys.stderr)
         return entry
 
