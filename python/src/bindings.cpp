@@ -323,6 +323,8 @@ NB_MODULE(_C, m) {
       .def("specialize", &g::FlowGraph::specialize, "values"_a,
            "The graph traced again with each symbol given its value ({'n': 4}): constant shapes.")
       .def_prop_ro("has_symbolic_extents", &g::FlowGraph::has_symbolic_extents)
+      .def("node_symbols", &g::FlowGraph::node_symbols,
+           "The symbols in the extents of the tensors the nodes take and make (those the graph depends on).")
       .def("__str__", &g::FlowGraph::str)
       .def("__repr__", &g::FlowGraph::str)
       .def("dot", &g::FlowGraph::dot);

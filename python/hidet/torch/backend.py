@@ -24,7 +24,7 @@ import torch
 import hidet
 from .dynamo_config import dynamo_config
 from .interpreter import (Interpreter, NotSymbolic, UnmappedError, flatten_outputs, has_symbolic_sizes,
-                          is_symbolic_size, size_hint, size_input, to_hidet)
+                          is_symbolic_size, output_symbols, size_hint, size_input, to_hidet)
 from .registry import Registry
 
 __all__ = ['hidet_backend', 'HidetCompiledModel']
@@ -61,6 +61,7 @@ class _Compiled:
         self.updates = list(updates)
         self.captured_at = ()  # the addresses of those arguments that the CUDA graph replay was captured at
         self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic', 'bucket' or 'per_shape'
+        self.sizes = []  # the symbols of the sizes it returns (evaluated per call)
 
 
 class HidetCompiledModel:
@@ -90,17 +91,29 @@ class HidetCompiledModel:
         symbols, positions, output = self.interpreter.trace(args, symbolic=True)
         self.log_decomposed()
         outs, rebuild = flatten_outputs(output)
-        if _has_sizes(output):
-            raise NotSymbolic('the graph returns a symbolic size')
+        sizes = output_symbols(output)  # a Python int the graph returns (cumulative_length_int + 1)
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
         updates = [(symbols[k], value) for k, value in self.interpreter.updates]
         updated = [positions[k] for k, _ in self.interpreter.updates]
         if not symbolic and not updates:
-            return _Compiled(None, None, None, positions, rebuild, [], constants)
+            entry = _Compiled(None, None, None, positions, rebuild, [], constants)
+            entry.sizes = sizes
+            return entry
         graph = hidet.trace_from(symbolic, symbols, updates)
-        if not graph.has_symbolic_extents:
-            raise NotSymbolic('no input extent is symbolic')
+        # The size inputs of symbols the graph does not depend on (a sliding-window cache's Python
+        # count, which only guards dynamo's branches and is returned plus one) are left out: their
+        # values then compile nothing.
+        used = set(graph.node_symbols())
+        keep = [k for k, x in enumerate(symbols)
+                if not isinstance(self.interpreter.fake_values[positions[k]], torch.SymInt) or x.shape[1].symbols[0] in used]
+        if len(keep) < len(symbols):
+            symbols, positions = [symbols[k] for k in keep], [positions[k] for k in keep]
+            graph = hidet.trace_from(symbolic, symbols, updates)
+        if not graph.has_symbolic_extents:  # compiled at its constant shapes, for every value of the sizes
+            entry = self.compile_graph(graph, args, positions, updated, rebuild, symbolic, constants, t0)
+            entry.sizes = sizes
+            return entry
         strategy = cfg._dynamic_shapes
         dispatch = hidet.ShapeDispatch(
             graph, mixed_precision='float16' if cfg._use_fp16 else None, layout_nhwc=cfg._use_nhwc,
@@ -109,7 +122,7 @@ class HidetCompiledModel:
             shape_generic=strategy in ('generic', 'bucket'), buckets=strategy == 'bucket',
             cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
         entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated)
-        entry.strategy = strategy
+        entry.strategy, entry.sizes = strategy, sizes
         # Optimizes and compiles now, at the example's sizes, without running (the inputs it updates
         # are updated when dynamo calls the graph; a CUDA graph captures them where they live).
         dispatch.prepare([_graph_input(args[i]) for i in positions])
@@ -196,6 +209,12 @@ class HidetCompiledModel:
         if not symbolic and not updates:  # nothing depends on the inputs
             return _Compiled(None, None, None, positions, rebuild, [], constants)
         graph = hidet.trace_from(symbolic, symbols, updates)
+        return self.compile_graph(graph, args, positions, updated, rebuild, symbolic, constants, t0)
+
+    def compile_graph(self, graph, args, positions, updated, rebuild, symbolic, constants, t0):
+        """A traced graph of constant shapes optimized, compiled and (with CUDA graphs) captured."""
+        cfg = self.config
+        updates = graph.updates
         opt = hidet.graph.optimize(graph, self.pass_context())
         runner = hidet.CompiledGraph(opt)
         replay = None
@@ -262,8 +281,9 @@ class HidetCompiledModel:
 
     def __call__(self, *args):
         entry = self.entry_for(args)
+        sizes = self.interpreter.size_values(args, entry.sizes) if entry.sizes else None
         if entry.runner is None and entry.dispatch is None:
-            return entry.rebuild([], entry.constants)
+            return entry.rebuild([], entry.constants, sizes)
         inputs = [_graph_input(args[i]) for i in entry.positions]
         stream = 0
         if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it; torch.cuda.current_stream()
@@ -286,14 +306,21 @@ class HidetCompiledModel:
                 args[i].copy_(inputs[entry.positions.index(i)].torch())
         if not hidet.cuda_emulated() and entry.positions and args[entry.positions[0]].device.type == 'cpu':
             outs = [o.cpu() for o in outs]  # inputs given on the CPU (moved to the GPU): results come back as in eager
-        return entry.rebuild(outs, entry.constants)
+        return entry.rebuild(outs, entry.constants, sizes)
 
     @property
     def num_compilations(self):
         """Graphs compiled so far: one per shape traced per shape, and the shapes the symbolic
         trace's ShapeDispatch compiled."""
-        generic = sum(e.dispatch.num_compilations for e in self.symbolic_entries.values() if e.dispatch is not None)
-        return len(self.cache) + generic
+        symbolic = sum(e.dispatch.num_compilations if e.dispatch is not None else int(e.runner is not None)
+                       for e in self.symbolic_entries.values())
+        return len(self.cache) + symbolic
+
+    @property
+    def num_shared_runs(self):
+        """Runs of a shape on the compiled graph of its bucket compiled for another shape (with
+        dynamo_config.dynamic_shapes('bucket'))."""
+        return sum(e.dispatch.num_shared_runs for e in self.symbolic_entries.values() if e.dispatch is not None)
 
     @property
     def num_traces(self):
@@ -328,14 +355,6 @@ def _shared_with_hidet(tensor):
     """Whether to_hidet(tensor) views the tensor's memory (it copies one that is not contiguous, and
     one on the CPU when a GPU runs hidet)."""
     return tensor.is_contiguous() and (tensor.device.type != 'cpu' or hidet.cuda_emulated())
-
-
-def _has_sizes(output):
-    if isinstance(output, (list, tuple)):
-        return any(_has_sizes(o) for o in output)
-    if isinstance(output, dict):
-        return any(_has_sizes(o) for o in output.values())
-    return is_symbolic_size(output)
 
 
 def _symbol_values(symbols, inputs):

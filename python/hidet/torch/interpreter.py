@@ -23,7 +23,8 @@ from .convert import dtype_name, to_hidet, to_hidet_constant, torch_dtype
 from .registry import Registry
 
 __all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dtype_name', 'unmapped_message',
-           'symbolic_inputs', 'is_symbolic_size', 'has_symbolic_sizes', 'NotSymbolic', 'size_hint', 'size_input']
+           'symbolic_inputs', 'is_symbolic_size', 'has_symbolic_sizes', 'NotSymbolic', 'size_hint', 'size_input',
+           'output_symbols']
 
 _tracing_inputs = []  # the symbolic graph inputs of the trace in progress (see symbolic_inputs)
 # {dynamo symbol: the symbol it is traced as} of the trace in progress: sizes of equal values share
@@ -229,16 +230,23 @@ class Interpreter:
         self.updates = []  # after trace(): (position among the symbolic inputs, the hidet value written back)
         # Where each of dynamo's size symbols is first given: (name, placeholder position, axis of
         # its tensor, or None for a size placeholder).
+        # Tensor extents first: a size placeholder of an input's extent (x.size(1)) is that extent.
         self.size_symbols = []
         seen = set()
-        for i, fake in enumerate(self.fake_values):
-            sizes = [(None, fake)] if isinstance(fake, torch.SymInt) else \
-                list(enumerate(fake.shape)) if isinstance(fake, torch.Tensor) else []
-            for axis, size in sizes:
-                name = _symbol_name(size)
-                if name is not None and name not in seen:
-                    seen.add(name)
-                    self.size_symbols.append((name, i, axis))
+        for tensors in (True, False):
+            for i, fake in enumerate(self.fake_values):
+                if tensors and isinstance(fake, torch.Tensor):
+                    sizes = list(enumerate(fake.shape))
+                elif not tensors and isinstance(fake, torch.SymInt):
+                    sizes = [(None, fake)]
+                else:
+                    continue
+                for axis, size in sizes:
+                    name = _symbol_name(size)
+                    if name is not None and name not in seen:
+                        seen.add(name)
+                        self.size_symbols.append((name, i, axis))
+        self.symbol_sources = {name: (i, axis) for name, i, axis in self.size_symbols}
 
     def is_static(self, i, example):
         """Whether placeholder i, of value ``example``, is a parameter or buffer that dynamo lifted
@@ -285,15 +293,22 @@ class Interpreter:
         return True
 
     def symbol_partition(self, args):
-        """Which of dynamo's size symbols take equal values in the call ``args``: per symbol of
-        size_symbols, the index of the first one of the same value. A symbolic trace gives the
-        symbols of one value one hidet symbol (dynamo gives the lengths of a cache's keys and values
-        two symbols; attention needs them equal), so it serves the calls of its partition."""
-        values = []
-        for _, i, axis in self.size_symbols:
-            a = args[i]
-            values.append(int(a) if axis is None else a.shape[axis])
+        """Which of the symbols of dynamo's input extents take equal values in the call ``args``:
+        per such symbol of size_symbols, the index of the first one of the same value. A symbolic
+        trace gives the symbols of one value one hidet symbol (dynamo gives the lengths of a
+        cache's keys and values two symbols; attention needs them equal), so it serves the calls of
+        its partition. Size placeholders (a Python int dynamo made dynamic, which may change every
+        call) keep their own symbols."""
+        values = [args[i].shape[axis] for _, i, axis in self.size_symbols if axis is not None]
         return tuple(values.index(v) for v in values)
+
+    def size_values(self, args, names):
+        """{symbol: its value in the call ``args``} for the symbols ``names`` of size_symbols."""
+        values = {}
+        for name in names:
+            i, axis = self.symbol_sources[name]
+            values[name] = int(args[i]) if axis is None else args[i].shape[axis]
+        return values
 
     def trace(self, example_inputs, symbolic=False):
         """Runs the mappings on symbolic inputs of the examples' shapes (``symbolic``: of dynamo's
@@ -306,7 +321,7 @@ class Interpreter:
         caller gives for it."""
         aliases = {}
         if symbolic:
-            names = [name for name, _, _ in self.size_symbols]
+            names = [name for name, _, axis in self.size_symbols if axis is not None]
             aliases = {names[k]: names[j] for k, j in enumerate(self.symbol_partition(example_inputs)) if j != k}
         with _aliasing(aliases):
             return self._trace(example_inputs, symbolic)
@@ -790,6 +805,11 @@ def _evaluate_with_torch(node, args, kwargs):
     return _to_hidet_value(out)
 
 
+def output_symbols(output):
+    """The symbols of the symbolic sizes in an output structure (sorted)."""
+    return sorted({name for d in _leaves(output, is_symbolic_size, []) for name in d.symbols})
+
+
 def flatten_outputs(output):
     """The hidet tensors of an output structure, in order, and a function rebuilding the
     structure from their torch counterparts."""
@@ -804,7 +824,10 @@ def flatten_outputs(output):
 
     collect(output)
 
-    def rebuild(values, constants):
+    def rebuild(values, constants, sizes=None):
+        """The output structure of the torch tensors ``values`` (and ``constants``); a symbolic
+        size in it (a Python int the model updates, cache.cumulative_length_int + 1) is evaluated
+        at the symbol values ``sizes``."""
         it = iter(values)
 
         def build(x):
@@ -814,6 +837,8 @@ def flatten_outputs(output):
                 # A constant output is a fresh tensor per call, as in eager: the caller may update
                 # it in place (a cache the model creates and a later graph writes).
                 return constants[id(x)].clone() if id(x) in constants else next(it)
+            if is_symbolic_size(x):
+                return int(x.evaluate(sizes))
             return x
 
         return build(output)
