@@ -51,7 +51,7 @@ class _Compiled:
     """One input signature compiled: the graph, and how to run it."""
 
     def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants, dispatch=None,
-                 updates=()):
+                 updates=(), sizes_at=()):
         self.graph, self.runner, self.replay = graph, runner, replay
         self.positions, self.rebuild = positions, rebuild
         self.symbolic_outputs, self.constants = symbolic_outputs, constants
@@ -62,6 +62,9 @@ class _Compiled:
         self.captured_at = ()  # the addresses of those arguments that the CUDA graph replay was captured at
         self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic', 'bucket' or 'per_shape'
         self.sizes = []  # the symbols of the sizes it returns (evaluated per call)
+        self.tensor_positions = [i for i in positions if i not in sizes_at]  # the tensor arguments among them
+        self.checked_at = None  # the tensor arguments' addresses checked for aliases of the updated ones
+        self.returned = []  # (symbolic output, argument position): an input it returns (x.add_(1); return x)
 
 
 class HidetCompiledModel:
@@ -112,7 +115,7 @@ class HidetCompiledModel:
             graph = hidet.trace_from(symbolic, symbols, updates)
         if not graph.has_symbolic_extents:  # compiled at its constant shapes, for every value of the sizes
             entry = self.compile_graph(graph, args, positions, updated, rebuild, symbolic, constants, t0)
-            entry.sizes = sizes
+            entry.sizes, entry.returned = sizes, self.returned_inputs(output)
             return entry
         strategy = cfg._dynamic_shapes
         dispatch = hidet.ShapeDispatch(
@@ -121,8 +124,9 @@ class HidetCompiledModel:
             reduce_precision='float16' if cfg._use_fp16_reduction else None,
             shape_generic=strategy in ('generic', 'bucket'), buckets=strategy == 'bucket',
             cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated())
-        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated)
-        entry.strategy, entry.sizes = strategy, sizes
+        sizes_at = [i for i in positions if isinstance(self.interpreter.fake_values[i], torch.SymInt)]
+        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated, sizes_at)
+        entry.strategy, entry.sizes, entry.returned = strategy, sizes, self.returned_inputs(output)
         # Optimizes and compiles now, at the example's sizes, without running (the inputs it updates
         # are updated when dynamo calls the graph; a CUDA graph captures them where they live).
         dispatch.prepare([_graph_input(args[i]) for i in positions])
@@ -209,7 +213,18 @@ class HidetCompiledModel:
         if not symbolic and not updates:  # nothing depends on the inputs
             return _Compiled(None, None, None, positions, rebuild, [], constants)
         graph = hidet.trace_from(symbolic, symbols, updates)
-        return self.compile_graph(graph, args, positions, updated, rebuild, symbolic, constants, t0)
+        entry = self.compile_graph(graph, args, positions, updated, rebuild, symbolic, constants, t0)
+        entry.returned = self.returned_inputs(output)
+        return entry
+
+    def returned_inputs(self, output):
+        """Interpreter.returned_inputs of the last trace; the views of updated inputs it returns as
+        copies are said under verbose."""
+        returned, views = self.interpreter.returned_inputs(output)
+        if views and self.config._verbose:
+            print(f'hidet: the graph returns {", ".join(views)}, views of inputs it updates in place, as copies '
+                  '(eager PyTorch returns views)', file=sys.stderr)
+        return returned
 
     def compile_graph(self, graph, args, positions, updated, rebuild, symbolic, constants, t0):
         """A traced graph of constant shapes optimized, compiled and (with CUDA graphs) captured."""
@@ -265,12 +280,17 @@ class HidetCompiledModel:
                 except Exception as e:  # noqa: BLE001 - any reason: traced per shape, and said so. An
                     # operator unmapped here may be one PyTorch evaluates at constant shapes
                     # (torch.ones(s0, s1)); one unmapped at every shape raises there.
-                    self.symbolic = False
                     reason = str(e).splitlines()[0] if str(e) else type(e).__name__
                     if isinstance(e, UnmappedError):
                         reason = f'no mapping on symbolic sizes for {", ".join(e.names)}'
+                    # Per shape from now on, once that works: inputs that fail at every shape (a
+                    # prompt longer than the cache) raise their error and change nothing.
+                    key = self.key_of(args)
+                    entry = self.cache.get(key) or self.compile(args)
+                    self.cache[key], self.symbolic = entry, False
                     print(f'hidet: this graph is compiled per input shape; it does not trace once on dynamo\'s '
                           f'symbolic sizes: {reason}', file=sys.stderr)
+                    return entry
             if self.symbolic:
                 return self.symbolic_entries[skey]
         key = self.key_of(args)
@@ -284,6 +304,11 @@ class HidetCompiledModel:
         sizes = self.interpreter.size_values(args, entry.sizes) if entry.sizes else None
         if entry.runner is None and entry.dispatch is None:
             return entry.rebuild([], entry.constants, sizes)
+        if entry.updates:  # an updated input that shares memory with another input: refused
+            at = _addresses(args, entry.tensor_positions, entry.dispatch is not None)
+            if at != entry.checked_at:
+                self.check_aliasing(args, entry)
+                entry.checked_at = at
         inputs = [_graph_input(args[i]) for i in entry.positions]
         stream = 0
         if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it; torch.cuda.current_stream()
@@ -304,9 +329,28 @@ class HidetCompiledModel:
         for i in entry.updates:  # an argument hidet ran on a copy of (not contiguous, or moved)
             if not _shared_with_hidet(args[i]):
                 args[i].copy_(inputs[entry.positions.index(i)].torch())
-        if not hidet.cuda_emulated() and entry.positions and args[entry.positions[0]].device.type == 'cpu':
+        if not hidet.cuda_emulated() and entry.tensor_positions and \
+                args[entry.tensor_positions[0]].device.type == 'cpu':
             outs = [o.cpu() for o in outs]  # inputs given on the CPU (moved to the GPU): results come back as in eager
+        for j, i in entry.returned:  # an input the graph returns (updated in place): the input itself
+            outs[j] = args[i]
         return entry.rebuild(outs, entry.constants, sizes)
+
+    def check_aliasing(self, args, entry):
+        """A ValueError when an input the graph updates in place shares memory with another input:
+        eager PyTorch lets the other see the update (or the update see the other's), the compiled
+        graph reads every input as given."""
+        names = self.interpreter.source_names
+        for u in entry.updates:
+            for i in entry.tensor_positions:
+                if i != u and _overlap(args[u], args[i]):
+                    what = names[u] or self.interpreter.placeholders[u].name
+                    other = names[i] or self.interpreter.placeholders[i].name
+                    raise ValueError(
+                        f'hidet: the compiled graph updates {what} in place, and the input {other} shares its memory '
+                        '(a view of the same tensor): PyTorch would let one see the update of the other, the '
+                        'compiled graph reads each input as given. Pass tensors that do not share memory '
+                        '(clone() one of them).')
 
     @property
     def num_compilations(self):
@@ -335,9 +379,27 @@ def _capture(runner, args, positions, updated):
     return hidet.CudaGraph(runner, buffers)
 
 
-def _addresses(args, updated):
-    """Where the arguments a graph updates live (a replay captured at other addresses copies)."""
-    return tuple(args[i].data_ptr() for i in updated)
+def _addresses(args, positions, shapes=False):
+    """Where the arguments at ``positions`` live (a replay captured at other addresses copies), with
+    ``shapes`` their shapes too."""
+    if shapes:
+        return tuple((args[i].data_ptr(), args[i].shape) for i in positions)
+    return tuple(args[i].data_ptr() for i in positions)
+
+
+def _overlap(a, b):
+    """Whether tensors a and b share memory: the same storage, and their spans of it intersect."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+
+    def span(t):
+        lo = t.data_ptr()
+        return lo, lo + (sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1) * t.element_size()
+
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
 
 
 def _scratch_inputs(args, positions, updated):

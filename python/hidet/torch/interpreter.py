@@ -370,6 +370,32 @@ class Interpreter:
                 self.updates.append((k, env[node]))
         return symbols, positions, output
 
+    def returned_inputs(self, output):
+        """The outputs that are graph inputs themselves (an input the graph updates in place and
+        returns, as ``x.add_(1); return x`` does): [(index among the symbolic outputs, placeholder
+        position)], for the caller to return the input as eager does, after the update. An output
+        that is another view of such an input (``return x[0]``) is returned as a copy (said once
+        under verbose: ``views``)."""
+        out_node = next(n for n in self.nodes if n.op == 'output')
+        fx_leaves = _leaves(out_node.args[0], lambda v: True, [])
+        found, views, j = [], [], 0
+        hidet_leaves = _leaves(output, lambda v: True, [])
+        if len(fx_leaves) != len(hidet_leaves):
+            return found, views
+        for fx, value in zip(fx_leaves, hidet_leaves):
+            if not (isinstance(value, hidet.Tensor) and value.is_symbolic):
+                continue
+            if isinstance(fx, torch.fx.Node):
+                root = _alias_root(fx)
+                if root.op == 'placeholder' and root in self.placeholders:
+                    chain = [v for v in _view_chain(fx, root) if not _is_identity_view(v)]
+                    if not chain:
+                        found.append((j, self.placeholders.index(root)))
+                    elif root in self.updated:
+                        views.append(fx.name)
+            j += 1
+        return found, views
+
     def run_graph(self, inputs):
         """Runs the mappings of this graph on ``inputs`` (one per placeholder: hidet tensors or
         values) and returns the output structure; for the core-ATen graph of a decomposition."""
