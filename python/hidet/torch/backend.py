@@ -79,19 +79,23 @@ class HidetCompiledModel:
         self.scalar_positions = None  # the arguments that are Python floats made 0-d tensors
         # Dynamo's dynamic shapes: traced once on the symbols (compile_symbolic) unless that fails.
         self.symbolic = has_symbolic_sizes(gm)
-        self.symbolic_entries = {}  # the _Compiled of the symbolic trace, per value of the scalar inputs
+        # The _Compiled of the symbolic trace, per value of the scalar inputs (and partition of the
+        # input extents into equal values, once a trace needed them unified: ``unify``).
+        self.symbolic_entries = {}
+        self.unify = False
         # The parameters and buffers the compiled graphs hold as constants. Dynamo hands another
         # instance of the same module class to this graph with its own parameters (it guards on the
         # class, not on the instance): then they are compiled again.
         self.static_positions = None
         self.static_args = None
 
-    def compile_symbolic(self, args):
-        """The graph traced once on dynamo's symbolic sizes, run by a ShapeDispatch (see the top)."""
+    def compile_symbolic(self, args, unify=False):
+        """The graph traced once on dynamo's symbolic sizes, run by a ShapeDispatch (see the top);
+        ``unify``: input extents of equal values traced as one symbol (Interpreter.trace)."""
         cfg = self.config
         t0 = time.time()
         hidet._C.set_search_space(cfg._search_space)
-        symbols, positions, output = self.interpreter.trace(args, symbolic=True)
+        symbols, positions, output = self.interpreter.trace(args, symbolic=True, unify=unify)
         self.log_decomposed()
         outs, rebuild = flatten_outputs(output)
         sizes = output_symbols(output)  # a Python int the graph returns (cumulative_length_int + 1)
@@ -271,12 +275,22 @@ class HidetCompiledModel:
     def entry_for(self, args):
         self.same_constants(args)
         if self.symbolic:
-            # Per value of the scalar inputs, and per partition of the sizes into equal values
-            # (traced as one symbol each: Interpreter.symbol_partition).
-            skey = (self.scalar_key(args), self.interpreter.symbol_partition(args))
+            # Per value of the scalar inputs; and when the trace needs input extents of equal
+            # values to be one symbol (a cache's key and value lengths, which attention needs
+            # equal: Interpreter.symbol_partition), per partition of the extents into equal values.
+            skey = (self.scalar_key(args), None)
+            if self.unify:
+                skey = (skey[0], self.interpreter.symbol_partition(args))
             if skey not in self.symbolic_entries:
                 try:
-                    self.symbolic_entries[skey] = self.compile_symbolic(args)
+                    try:
+                        entry = None if self.unify else self.compile_symbolic(args)
+                    except Exception:  # noqa: BLE001 - traced again with equal extents as one symbol
+                        entry = None
+                    if entry is None:
+                        entry = self.compile_symbolic(args, unify=True)
+                        self.unify, skey = True, (skey[0], self.interpreter.symbol_partition(args))
+                    self.symbolic_entries[skey] = entry
                 except Exception as e:  # noqa: BLE001 - any reason: traced per shape, and said so. An
                     # operator unmapped here may be one PyTorch evaluates at constant shapes
                     # (torch.ones(s0, s1)); one unmapped at every shape raises there.

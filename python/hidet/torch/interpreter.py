@@ -27,8 +27,8 @@ __all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dty
            'output_symbols']
 
 _tracing_inputs = []  # the symbolic graph inputs of the trace in progress (see symbolic_inputs)
-# {dynamo symbol: the symbol it is traced as} of the trace in progress: sizes of equal values share
-# one symbol (Interpreter.symbol_partition).
+# {dynamo symbol: the symbol it is traced as} of the trace in progress: input extents of equal
+# values may share one symbol (Interpreter.symbol_partition).
 _symbol_aliases = []
 
 
@@ -310,17 +310,17 @@ class Interpreter:
             values[name] = int(args[i]) if axis is None else args[i].shape[axis]
         return values
 
-    def trace(self, example_inputs, symbolic=False):
+    def trace(self, example_inputs, symbolic=False, unify=False):
         """Runs the mappings on symbolic inputs of the examples' shapes (``symbolic``: of dynamo's
         symbolic sizes, see the top of the file). Returns (the symbolic inputs, their positions
         among the placeholders, the output structure with hidet tensors). With ``symbolic``,
-        NotSymbolic says why a graph cannot be traced once for all sizes; the sizes of equal
-        values in ``example_inputs`` are traced as one symbol (symbol_partition), and a size
-        placeholder that no input tensor's extent gives (a cache's length, a Python int dynamo
-        made dynamic) becomes a size input: a graph input of shape [0, s] (size_input) that the
-        caller gives for it."""
+        NotSymbolic says why a graph cannot be traced once for all sizes; with ``unify`` the input
+        extents of equal values in ``example_inputs`` are traced as one symbol (symbol_partition:
+        the trace then serves the calls of that partition only); a size placeholder that no input
+        tensor's extent gives (a cache's length, a Python int dynamo made dynamic) becomes a size
+        input: a graph input of shape [0, s] (size_input) that the caller gives for it."""
         aliases = {}
-        if symbolic:
+        if symbolic and unify:
             names = [name for name, _, axis in self.size_symbols if axis is not None]
             aliases = {names[k]: names[j] for k, j in enumerate(self.symbol_partition(example_inputs)) if j != k}
         with _aliasing(aliases):
