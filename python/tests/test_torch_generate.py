@@ -148,11 +148,11 @@ def test_sliding_window_caches_compile_the_decode_step_once(family):
     returns plus one: the decode step still compiles once (the size is evaluated per call), over a
     window that fills (a prompt of 6 tokens, a window of 4)."""
     torch.manual_seed(3)
-    model = tiny(family, layers=2, sliding_window=4)
+    model = tiny(family, layers=2 if family == 'gemma2' else 1, sliding_window=4)
     ids = torch.randint(1, VOCAB, (1, 6))
-    want = generate(model, ids, 6)
+    want = generate(model, ids, 4)
     graphs = compile_forward(model)
-    got = generate(model, ids, 6)
+    got = generate(model, ids, 4)
     assert torch.equal(got, want), (got.tolist(), want.tolist())
     assert len(graphs) == 2 and [g.num_compilations for g in graphs] == [1, 1], \
         (len(graphs), [g.num_compilations for g in graphs])
@@ -193,13 +193,13 @@ def test_a_dtype_change_recompiles_and_a_cache_of_another_dtype_is_refused(capfd
     ids = torch.randint(1, VOCAB, (1, 6))
     hidet.torch.dynamo_config.verbose(True)
     graphs = compile_forward(model)
-    generate(model, ids, 2)
-    assert len(graphs) == 2
+    generate(model, ids, 1)  # the prefill alone
+    assert len(graphs) == 1
     model.half()
-    assert generate(model, ids, 2).shape == (1, 8)
-    assert len(graphs) == 4 and all(g.num_compilations == 1 for g in graphs)
+    assert generate(model, ids, 1).shape == (1, 7)
+    assert len(graphs) == 2 and all(g.num_compilations == 1 for g in graphs)
     err = capfd.readouterr().err  # a graph at constant shapes, or one shape of a symbolic graph
-    assert err.count('hidet: compiled a graph') + err.count('hidet: ShapeDispatch: compiled') == 4, err
+    assert err.count('hidet: compiled a graph') + err.count('hidet: ShapeDispatch: compiled') == 2, err
     model.float()
     cache = transformers.StaticCache(config=model.config, max_cache_len=16)
     cache.early_initialization(batch_size=1, num_heads=2, head_dim=16, dtype=torch.float16, device='cpu')

@@ -228,25 +228,7 @@ class Interpreter:
             set(self.placeholders)
         self.updated = set()  # the placeholders the last trace updated
         self.updates = []  # after trace(): (position among the symbolic inputs, the hidet value written back)
-        # Where each of dynamo's size symbols is first given: (name, placeholder position, axis of
-        # its tensor, or None for a size placeholder).
-        # Tensor extents first: a size placeholder of an input's extent (x.size(1)) is that extent.
-        self.size_symbols = []
-        seen = set()
-        for tensors in (True, False):
-            for i, fake in enumerate(self.fake_values):
-                if tensors and isinstance(fake, torch.Tensor):
-                    sizes = list(enumerate(fake.shape))
-                elif not tensors and isinstance(fake, torch.SymInt):
-                    sizes = [(None, fake)]
-                else:
-                    continue
-                for axis, size in sizes:
-                    name = _symbol_name(size)
-                    if name is not None and name not in seen:
-                        seen.add(name)
-                        self.size_symbols.append((name, i, axis))
-        self.symbol_sources = {name: (i, axis) for name, i, axis in self.size_symbols}
+        self._size_symbols = None  # size_symbols, found on first use (hidet.torch.export sets fake_values)
 
     def is_static(self, i, example):
         """Whether placeholder i, of value ``example``, is a parameter or buffer that dynamo lifted
@@ -292,6 +274,29 @@ class Interpreter:
             return None if cls is None else cls
         return True
 
+    @property
+    def size_symbols(self):
+        """Where each of dynamo's size symbols is first given: [(name, placeholder position, axis of
+        its tensor, or None for a size placeholder)], tensor extents first (a size placeholder of
+        an input's extent, x.size(1), is that extent)."""
+        if self._size_symbols is None:
+            self._size_symbols, seen = [], set()
+            for tensors in (True, False):
+                for i, fake in enumerate(self.fake_values):
+                    if tensors and isinstance(fake, torch.Tensor):
+                        sizes = list(enumerate(fake.shape))
+                    elif not tensors and isinstance(fake, torch.SymInt):
+                        sizes = [(None, fake)]
+                    else:
+                        continue
+                    for axis, size in sizes:
+                        name = _symbol_name(size)
+                        if name is not None and name not in seen:
+                            seen.add(name)
+                            self._size_symbols.append((name, i, axis))
+            self.symbol_sources = {name: (i, axis) for name, i, axis in self._size_symbols}
+        return self._size_symbols
+
     def symbol_partition(self, args):
         """Which of the symbols of dynamo's input extents take equal values in the call ``args``:
         per such symbol of size_symbols, the index of the first one of the same value. A symbolic
@@ -299,12 +304,14 @@ class Interpreter:
         cache's keys and values two symbols; attention needs them equal), so it serves the calls of
         its partition. Size placeholders (a Python int dynamo made dynamic, which may change every
         call) keep their own symbols."""
-        values = [args[i].shape[axis] for _, i, axis in self.size_symbols if axis is not None]
-        return tuple(values.index(v) for v in values)
+        first = {}
+        return tuple(first.setdefault(args[i].shape[axis], k)
+                     for k, (_, i, axis) in enumerate(s for s in self.size_symbols if s[2] is not None))
 
     def size_values(self, args, names):
         """{symbol: its value in the call ``args``} for the symbols ``names`` of size_symbols."""
         values = {}
+        _ = self.size_symbols  # symbol_sources
         for name in names:
             i, axis = self.symbol_sources[name]
             values[name] = int(args[i]) if axis is None else args[i].shape[axis]
