@@ -324,7 +324,8 @@ NB_MODULE(_C, m) {
            "The graph traced again with each symbol given its value ({'n': 4}): constant shapes.")
       .def_prop_ro("has_symbolic_extents", &g::FlowGraph::has_symbolic_extents)
       .def("node_symbols", &g::FlowGraph::node_symbols,
-           "The symbols in the extents of the tensors the nodes take and make (those the graph depends on).")
+           "The symbols in the extents of the tensors the nodes take and make (those the graph "
+           "depends on).")
       .def("__str__", &g::FlowGraph::str)
       .def("__repr__", &g::FlowGraph::str)
       .def("dot", &g::FlowGraph::dot);
@@ -354,7 +355,8 @@ NB_MODULE(_C, m) {
                    "Input updates whose value the graph makes in the input's memory.")
       .def_prop_ro("runs", [](const g::CompiledGraph &cg) { return cg.stats().runs; }, "Runs so far.")
       .def_prop_ro("unplanned_runs", [](const g::CompiledGraph &cg) { return cg.stats().unplanned_runs; },
-                   "Runs so far at other symbol values than compiled for (a ShapeDispatch bucket's other shapes).")
+                   "Runs so far at other symbol values than compiled for (a ShapeDispatch bucket's "
+                   "other shapes).")
       .def_prop_ro("updates_copied", [](const g::CompiledGraph &cg) { return cg.stats().updates_copied; },
                    "Input updates copied into the input after the nodes ran.")
       .def("save", &g::CompiledGraph::save, "path"_a)

@@ -228,7 +228,11 @@ TEST_CASE("run_unplanned: a graph compiled at one value of its symbols runs at o
   Tensor a4 = make({4, 6}, dtypes::f32);
   expect_same(cg.run({a4})[0], o::softmax(o::matmul(a4, w), -1), 2); // at its values: planned
   expect_error([&] { cg.run({make({3, 6}, dtypes::f32)}); }, {"compiled at n=4", "n=3"});
-  expect_error([&] { cg.run_unplanned({make({3, 5}, dtypes::f32)}, current_stream()); }, {"dim 1 must be 6"});
+  expect_error(
+      [&] {
+        cg.run_unplanned({make({3, 5}, dtypes::f32)}, current_stream());
+      },
+      {"dim 1 must be 6"});
   expect_error([&] { cg.run_unplanned({a4, a4}, current_stream()); }, {"graph expects 1 input"});
 
   // An update in place at other sizes: written by a copy, as the plan is for the compiled ones.

@@ -283,7 +283,8 @@ Tensor distinct_rows(std::int64_t n, std::int64_t rows) {
 }
 } // namespace
 
-TEST_CASE("buckets: the shapes of a power-of-two bucket share one compiled graph; one run often gets its own") {
+TEST_CASE("buckets: the shapes of a power-of-two bucket share one compiled graph; one run often "
+          "gets its own") {
   // A cache of 40 rows written at s positions per call, and a product over the s new rows.
   Tensor w = make({8, 5}, dtypes::f32, -0.5, 0.5);
   Tensor cache = symbol({40, 8}, dtypes::f32, Device::cuda(), "cache");
@@ -306,8 +307,16 @@ TEST_CASE("buckets: the shapes of a power-of-two bucket share one compiled graph
     };
     // 5: the bucket s <= 8, compiled for 5; 7, 6 and 8 run on it; 7 again: run twice, its own
     // compiled graph; 3: the bucket s <= 4; 12: s <= 16; 1: a bucket of its own.
-    for (auto [s, compilations, shared] : std::vector<Step>{
-             {5, 1, 0}, {7, 1, 1}, {6, 1, 2}, {8, 1, 3}, {7, 2, 3}, {7, 2, 3}, {5, 2, 3}, {3, 3, 3}, {12, 4, 3}, {1, 5, 3}}) {
+    for (auto [s, compilations, shared] : std::vector<Step>{{5, 1, 0},
+                                                            {7, 1, 1},
+                                                            {6, 1, 2},
+                                                            {8, 1, 3},
+                                                            {7, 2, 3},
+                                                            {7, 2, 3},
+                                                            {5, 2, 3},
+                                                            {3, 3, 3},
+                                                            {12, 4, 3},
+                                                            {1, 5, 3}}) {
       INFO("s=" << s);
       Tensor p = distinct_rows(s, 40), k = make({s, 8}, dtypes::f32);
       auto got = model.run({c, p, k});
@@ -319,7 +328,9 @@ TEST_CASE("buckets: the shapes of a power-of-two bucket share one compiled graph
       CHECK(model.num_shared_runs() == shared);
     }
     // The bucket's graph is the one compiled for s = 5, which ran 7, 6 and 8 at their sizes.
-    auto inputs = [&](std::int64_t s) { return std::vector<Tensor>{c, distinct_rows(s, 40), make({s, 8}, dtypes::f32)}; };
+    auto inputs = [&](std::int64_t s) {
+      return std::vector<Tensor>{c, distinct_rows(s, 40), make({s, 8}, dtypes::f32)};
+    };
     const CompiledGraph &bucket = model.compiled_for(inputs(6));
     CHECK(bucket.symbol_values() == SymbolValues{{"s", 5}});
     CHECK(bucket.stats().unplanned_runs == 3);

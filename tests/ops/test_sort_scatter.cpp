@@ -452,7 +452,8 @@ TEST_CASE("traced: symbolic inputs give FlowGraph nodes that run like the eager 
   expect_same(got[2], o::argsort(a, 0));
 }
 
-TEST_CASE("index ranges are checked on every run of a graph node: a cache position beyond the cache") {
+TEST_CASE(
+    "index ranges are checked on every run of a graph node: a cache position beyond the cache") {
   // A decoder's cache of 6 rows written at a position the graph computes (pos + 0, 1): a position
   // past the end is an error before anything is written, as in the eager call.
   Tensor c0 = make({6, 4}, dtypes::f32);
@@ -475,7 +476,8 @@ TEST_CASE("index ranges are checked on every run of a graph node: a cache positi
       else
         g.run({c, asarray<std::int64_t>({5}), k});
     };
-    expect_range_error(run, {"index_put: indices[0] holds 6 at position (1,)", "axis 0 of x of size 6"});
+    expect_range_error(run,
+                       {"index_put: indices[0] holds 6 at position (1,)", "axis 0 of x of size 6"});
     if (hidet::cuda_emulated()) expect_same(c, before); // nothing written
   }
 }

@@ -346,11 +346,14 @@ HIDET_INLINE std::vector<std::string> FlowGraph::node_symbols() const {
   std::set<std::string> found;
   auto add = [&](const SymShape &shape) {
     for (const Dim &d : shape)
-      for (auto &name : d.symbols()) found.insert(name);
+      for (auto &name : d.symbols())
+        found.insert(name);
   };
   for (const auto &op : nodes_) {
-    for (const auto &x : op->inputs()) add(x.sym_shape());
-    for (const auto &m : op->output_metas()) add(m.shape);
+    for (const auto &x : op->inputs())
+      add(x.sym_shape());
+    for (const auto &m : op->output_metas())
+      add(m.shape);
   }
   return {found.begin(), found.end()};
 }

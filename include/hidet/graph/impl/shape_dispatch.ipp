@@ -14,12 +14,15 @@
 
 namespace hidet::graph {
 
+namespace detail {
 /// A symbol value's bucket (DispatchOptions::buckets): the value rounded up to a power of two.
 inline std::int64_t bucket_of(std::int64_t v) {
   std::int64_t b = 1;
-  while (b < v) b *= 2;
+  while (b < v)
+    b *= 2;
   return v <= 1 ? v : b;
 }
+} // namespace detail
 
 struct ShapeDispatch::State {
   struct Entry {
@@ -41,8 +44,9 @@ struct ShapeDispatch::State {
   Entries entries; ///< most recently used first
   std::map<Key, Entries::iterator> index;
   std::size_t compilations = 0, shared = 0;
-  std::map<std::vector<std::int64_t>, Key> bucket_owner; ///< bucket -> the shape its graph was compiled for
-  std::map<Key, std::size_t> shared_runs;                ///< per shape: runs on its bucket's graph so far
+  std::map<std::vector<std::int64_t>, Key>
+      bucket_owner;                       ///< bucket -> the shape its graph was compiled for
+  std::map<Key, std::size_t> shared_runs; ///< per shape: runs on its bucket's graph so far
   std::optional<FlowGraph> generic; ///< shape_generic: the optimized symbolic graph
   std::optional<FlowGraph> source;  ///< the graph given to ShapeDispatch(graph), if any
 
@@ -71,7 +75,8 @@ struct ShapeDispatch::State {
     if (auto it = index.find(key); it != index.end()) return use(it->second, true);
     std::vector<std::int64_t> bucket;
     if (options.shape_generic && options.buckets && !values.empty()) {
-      for (const auto &[name, v] : values) bucket.push_back(bucket_of(v));
+      for (const auto &[name, v] : values)
+        bucket.push_back(bucket_of(v));
       if (auto b = bucket_owner.find(bucket); b != bucket_owner.end()) {
         std::size_t runs = run ? ++shared_runs[key] : 0;
         if (!run || options.own_plan_after == 0 || runs < options.own_plan_after) {
@@ -118,11 +123,11 @@ struct ShapeDispatch::State {
         if (!bucket.empty()) in += str_cat(in.empty() ? "" : ", ", name, " <= ", bucket[k++]);
       }
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "hidet: ShapeDispatch: compiled %s in %.2f s%s\n", at.empty() ? "the graph" : at.c_str(),
-                   seconds,
-                   bucket.empty()       ? ""
-                   : first_of_bucket    ? str_cat(" for the bucket ", in).c_str()
-                                        : str_cat(" (its own plan in the bucket ", in, ")").c_str());
+      std::fprintf(stderr, "hidet: ShapeDispatch: compiled %s in %.2f s%s\n",
+                   at.empty() ? "the graph" : at.c_str(), seconds,
+                   bucket.empty()    ? ""
+                   : first_of_bucket ? str_cat(" for the bucket ", in).c_str()
+                                     : str_cat(" (its own plan in the bucket ", in, ")").c_str());
     }
     entries.emplace_front(key, std::move(e));
     index[key] = entries.begin();
@@ -156,7 +161,8 @@ HIDET_INLINE ShapeDispatch &ShapeDispatch::operator=(ShapeDispatch &&) noexcept 
 
 HIDET_INLINE std::vector<Tensor> ShapeDispatch::run(const std::vector<Tensor> &inputs) {
   State::Found f = s_->find(inputs, true);
-  if (!f.own) return f.entry->compiled.run_unplanned(inputs, current_stream()); // another shape of its bucket
+  if (!f.own)
+    return f.entry->compiled.run_unplanned(inputs, current_stream()); // another shape of its bucket
   if (f.entry->replay) return f.entry->replay->run(inputs);
   return f.entry->compiled.run(inputs);
 }
