@@ -76,7 +76,7 @@ struct ShapeDispatch::State {
     std::vector<std::int64_t> bucket;
     if (options.shape_generic && options.buckets && !values.empty()) {
       for (const auto &[name, v] : values)
-        bucket.push_back(bucket_of(v));
+        bucket.push_back(detail::bucket_of(v));
       if (auto b = bucket_owner.find(bucket); b != bucket_owner.end()) {
         std::size_t runs = run ? ++shared_runs[key] : 0;
         if (!run || options.own_plan_after == 0 || runs < options.own_plan_after) {
