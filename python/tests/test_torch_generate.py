@@ -158,9 +158,16 @@ def test_sliding_window_caches_compile_the_decode_step_once(family):
         (len(graphs), [g.num_compilations for g in graphs])
 
 
+def _skip_on_a_gpu():
+    if not hidet.cuda_emulated():
+        pytest.skip('on a GPU the index check would need a synchronization: the kernels skip out-of-range '
+                    'rows without an error (docs/torch.md, "In-place updates of inputs and buffers")')
+
+
 def test_a_cache_position_beyond_the_cache_is_an_error():
     """A cache of 8 positions for a prompt of 6 and 5 new tokens: the decode step that writes
     position 8 raises (as eager's index_copy_ does) instead of writing anywhere."""
+    _skip_on_a_gpu()
     torch.manual_seed(4)
     model = tiny('llama', layers=1)
     reference = copy.deepcopy(model)
@@ -174,6 +181,7 @@ def test_a_cache_position_beyond_the_cache_is_an_error():
 
 
 def test_a_prompt_longer_than_the_cache_is_an_error():
+    _skip_on_a_gpu()
     torch.manual_seed(5)
     model = tiny('llama', layers=1)
     ids = torch.randint(1, VOCAB, (1, 6))

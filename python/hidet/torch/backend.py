@@ -318,11 +318,12 @@ class HidetCompiledModel:
         sizes = self.interpreter.size_values(args, entry.sizes) if entry.sizes else None
         if entry.runner is None and entry.dispatch is None:
             return entry.rebuild([], entry.constants, sizes)
+        moved = False  # the tensor arguments are not where the last call had them
         if entry.updates:  # an updated input that shares memory with another input: refused
             at = _addresses(args, entry.tensor_positions, entry.dispatch is not None)
             if at != entry.checked_at:
                 self.check_aliasing(args, entry)
-                entry.checked_at = at
+                entry.checked_at, moved = at, True
         inputs = [_graph_input(args[i]) for i in entry.positions]
         stream = 0
         if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it; torch.cuda.current_stream()
@@ -333,7 +334,7 @@ class HidetCompiledModel:
             if self.config._use_cuda_graph and not hidet.cuda_emulated():
                 outs = [o.clone() for o in outs]  # a replay's static outputs: copied out
         elif entry.replay is not None:  # static outputs, overwritten by the next replay: copied out
-            if entry.updates and entry.captured_at != _addresses(args, entry.updates):
+            if moved and entry.captured_at != _addresses(args, entry.updates):
                 # Other tensors to update (a new cache): captured again where they live.
                 entry.replay = _capture(entry.runner, args, entry.positions, entry.updates)
                 entry.captured_at = _addresses(args, entry.updates)
