@@ -323,6 +323,9 @@ NB_MODULE(_C, m) {
       .def("specialize", &g::FlowGraph::specialize, "values"_a,
            "The graph traced again with each symbol given its value ({'n': 4}): constant shapes.")
       .def_prop_ro("has_symbolic_extents", &g::FlowGraph::has_symbolic_extents)
+      .def("node_symbols", &g::FlowGraph::node_symbols,
+           "The symbols in the extents of the tensors the nodes take and make (those the graph "
+           "depends on).")
       .def("__str__", &g::FlowGraph::str)
       .def("__repr__", &g::FlowGraph::str)
       .def("dot", &g::FlowGraph::dot);
@@ -350,6 +353,10 @@ NB_MODULE(_C, m) {
       .def_prop_ro("compile_seconds", [](const g::CompiledGraph &cg) { return cg.stats().compile_seconds; })
       .def_prop_ro("updates_in_place", [](const g::CompiledGraph &cg) { return cg.stats().updates_in_place; },
                    "Input updates whose value the graph makes in the input's memory.")
+      .def_prop_ro("runs", [](const g::CompiledGraph &cg) { return cg.stats().runs; }, "Runs so far.")
+      .def_prop_ro("unplanned_runs", [](const g::CompiledGraph &cg) { return cg.stats().unplanned_runs; },
+                   "Runs so far at other symbol values than compiled for (a ShapeDispatch bucket's "
+                   "other shapes).")
       .def_prop_ro("updates_copied", [](const g::CompiledGraph &cg) { return cg.stats().updates_copied; },
                    "Input updates copied into the input after the nodes ran.")
       .def("save", &g::CompiledGraph::save, "path"_a)
@@ -371,17 +378,19 @@ NB_MODULE(_C, m) {
       .def("__init__", [](g::ShapeDispatch *self, const g::FlowGraph &graph, std::optional<std::string> mixed_precision,
                           bool layout_nhwc, bool verbose, bool tensor_cores, int parallel_k,
                           std::optional<std::string> reduce_precision, bool shape_generic, bool cuda_graph,
-                          std::size_t max_shapes) {
+                          std::size_t max_shapes, bool buckets, std::size_t own_plan_after) {
         g::DispatchOptions options;
         options.pass_context = pass_context(mixed_precision, layout_nhwc, verbose, "", tensor_cores, parallel_k,
                                             reduce_precision, shape_generic);
         options.shape_generic = shape_generic;
         options.cuda_graph = cuda_graph;
         options.max_shapes = max_shapes;
+        options.buckets = buckets;
+        options.own_plan_after = own_plan_after;
         new (self) g::ShapeDispatch(graph, options);
       }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false,
          "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none(), "shape_generic"_a = false,
-         "cuda_graph"_a = false, "max_shapes"_a = 64)
+         "cuda_graph"_a = false, "max_shapes"_a = 64, "buckets"_a = false, "own_plan_after"_a = 3)
       .def("run", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs, std::uintptr_t stream) {
         hidet::StreamGuard guard(stream_of(stream));
         return d.run(xs);
@@ -391,6 +400,7 @@ NB_MODULE(_C, m) {
            "captures the inputs the graph updates where they live.")
       .def_prop_ro("num_compiled", &g::ShapeDispatch::num_compiled)
       .def_prop_ro("num_compilations", &g::ShapeDispatch::num_compilations)
+      .def_prop_ro("num_shared_runs", &g::ShapeDispatch::num_shared_runs)
       .def("generic_graph", [](g::ShapeDispatch &d) { return d.generic_graph(); })
       .def("compiled_for", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs) { return d.compiled_for(xs); },
            "inputs"_a, "The compiled graph for inputs of these shapes (compiled now when new).");

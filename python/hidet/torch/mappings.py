@@ -78,8 +78,19 @@ def _binary(op):
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             return {'add': operator.add, 'sub': operator.sub, 'mul': operator.mul,
                     'div': operator.truediv}[op.__name__](a, b)
+        if is_symbolic_size(a):  # a tensor and a symbolic size (cache_length.add_(s0))
+            a = _size_scalar(a, b.dtype)
+        if is_symbolic_size(b):
+            b = _size_scalar(b, a.dtype)
         return arithmetic(op, a, b)
     return mapping
+
+
+def _size_scalar(n, dtype):
+    """A symbolic size as a 0-d tensor of ``dtype`` (a tensor's dtype, as PyTorch keeps it for a
+    Python int operand): its value read from the shape-generic arange(n, n + 1)."""
+    t = ops.reshape(ops.arange(n, n + 1, 1, 'int64', symbolic_inputs()), [])
+    return t if dtype == 'int64' else ops.cast(t, dtype)
 
 
 register_function(operator.add, torch.add, operator.iadd)(_binary(ops.add))
@@ -526,6 +537,11 @@ def torch_chunk(x, chunks, dim=0):
     return torch_split(x, s, dim)
 
 
+def _whole_axis(item):
+    """True for ``:`` (slice(None)); a slice's == would compare its bounds, symbolic sizes too."""
+    return isinstance(item, slice) and item.start is None and item.stop is None and item.step is None
+
+
 @register_function(operator.getitem)
 def operator_getitem(x, index):
     if not isinstance(x, Tensor):
@@ -575,7 +591,7 @@ def operator_getitem(x, index):
                 y = ops.unsqueeze(y, d)
             return y
         n = x.shape[dim]
-        if isinstance(item, slice) and item == slice(None):  # a whole axis (of any size, symbolic too)
+        if _whole_axis(item):  # a whole axis (of any size, symbolic too)
             out_dim += 1
             dim += 1
             continue
@@ -1858,7 +1874,7 @@ def operator_setitem(x, index, value):
         value = hidet.full([1], float(value), x.dtype, x.device)
     elif value.dtype != x.dtype:
         value = ops.cast(value, x.dtype)
-    if all(isinstance(i, Tensor) or (isinstance(i, slice) and i == slice(None)) for i in items) and \
+    if all(isinstance(i, Tensor) or _whole_axis(i) for i in items) and \
             any(isinstance(i, Tensor) for i in items):
         if any(i.dtype == 'bool' for i in items if isinstance(i, Tensor)):
             raise NotImplementedError('setitem with a boolean mask is not mapped (a data-dependent selection)')
