@@ -1,10 +1,11 @@
-// CommandHook: sees the device work issued on one thread (kernel launches, device copies, fills),
-// before it is issued. A compiled graph records one run this way to save it to a file
-// (graph/compiled_graph.hpp); nothing else installs one, and without one the cost is a load of a
-// thread-local pointer per command.
+// CommandHook: sees the device work issued on one thread (kernel launches, device copies, fills,
+// collectives), before it is issued. A compiled graph records one run this way to save it to a
+// file (graph/compiled_graph.hpp); nothing else installs one, and without one the cost is a load of
+// a thread-local pointer per command.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hidet/backend/kernel_arg.hpp"
@@ -31,6 +32,9 @@ public:
   virtual void copy(void *dst, Device dst_dev, const void *src, Device src_dev, std::size_t n) = 0;
   /// dst[0, n) = value on `device`.
   virtual void fill(void *dst, Device device, std::uint8_t value, std::size_t n) = 0;
+  /// A collective of a communicator (runtime/distributed.hpp): `name` ("all_reduce") moving data
+  /// between the ranks' memories, which no single-process recording can replay.
+  virtual void collective(const std::string &name) = 0;
 };
 
 /// The hook installed on this thread (null when none).
