@@ -4,5 +4,6 @@
 // docs/distributed.md.
 #pragma once
 
+#include "hidet/graph/tensor_parallel.hpp"
 #include "hidet/ops/collective.hpp"
 #include "hidet/runtime/distributed.hpp"

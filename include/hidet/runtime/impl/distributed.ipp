@@ -150,6 +150,12 @@ HIDET_INLINE Communicator::Communicator(const UniqueId &id, int rank, int world_
                              ") (or set HIDET_EMULATED_DEVICES) to emulate one device per rank, "
                              "or use distributed::run_emulated"));
   check_device(device);
+  if (!emulated && device.index != 0)
+    throw ValueError(str_cat(what(), ": the device is ", device,
+                             "; hidet runs one GPU per process, as cuda:0 (its operators keep "
+                             "their scratch memory there): make this rank's GPU the only one its "
+                             "process sees (CUDA_VISIBLE_DEVICES=<local rank>; hidet.distributed "
+                             "does so under torchrun) and pass cuda:0"));
   if (id.emulated() != emulated)
     throw ValueError(str_cat(what(), ": the unique id was made ",
                              id.emulated() ? "on the emulator" : "by NCCL (on a GPU)",
