@@ -337,3 +337,30 @@ TEST_CASE("distributed: run_emulated rethrows the first failure and stops the ot
                        "rank 1's own mistake", ValueError);
   CHECK(std::chrono::steady_clock::now() - t0 < 10s);
 }
+
+TEST_CASE("distributed: from_host_function hands every call to the function, in order") {
+  std::vector<std::string> seen;
+  auto fn = [&](const HostCollective &h) {
+    seen.push_back(str_cat(h.kind, " ", h.dtype.name(), " in ", h.input_count, " out ", h.output_count));
+    // This "other library" pretends rank 1 holds the same values: a sum doubles, a gather repeats.
+    auto *in = static_cast<const float *>(h.input);
+    auto *out = static_cast<float *>(h.output);
+    for (std::size_t i = 0; out && i < h.output_count; ++i)
+      out[i] = h.kind == "all_reduce" ? 2 * in[i] : in ? in[i % h.input_count] : 7.f;
+  };
+  Communicator c = Communicator::from_host_function(0, 2, Device::cuda(0), fn);
+  CHECK(c.str().find("host function") != std::string::npos);
+  Tensor x = asarray({1.f, 2.f, 3.f}), y = empty({3}), g = empty({6});
+  c.all_reduce(x, y);
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 4, 6});
+  c.all_gather(x, g);
+  CHECK(g.to_vector<float>() == std::vector<float>{1, 2, 3, 1, 2, 3});
+  c.recv(y, 1);
+  CHECK(y.to_vector<float>() == std::vector<float>{7, 7, 7});
+  CHECK(seen == std::vector<std::string>{"all_reduce float32 in 3 out 3", "all_gather float32 in 3 out 6",
+                                         "recv float32 in 0 out 3"});
+  CHECK(c.collectives_issued() == 2);
+  CHECK_THROWS_WITH_AS(Communicator::from_host_function(2, 2, Device::cuda(0), fn),
+                       doctest::Contains("rank must be in [0, world_size)"), ValueError);
+  CHECK_THROWS_AS(Communicator::from_host_function(0, 2, Device::cuda(0), nullptr), ValueError);
+}

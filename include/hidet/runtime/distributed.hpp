@@ -42,6 +42,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hidet/runtime/tensor.hpp"
 
@@ -92,6 +93,20 @@ struct CommunicatorOptions {
   static CommunicatorOptions from_env();
 };
 
+/// One rank's collective as a host function sees it (Communicator::from_host_function).
+struct HostCollective {
+  std::string kind; ///< "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                    ///< "send" or "recv"
+  DataType dtype;
+  std::vector<std::int64_t> shape; ///< the input's (broadcast and recv: the output's)
+  ReduceOp op = ReduceOp::sum;     ///< all_reduce, reduce_scatter
+  int root = -1;                   ///< broadcast's root; the peer of send and recv
+  const void *input = nullptr;     ///< host memory (null for recv, and broadcast off the root)
+  void *output = nullptr;          ///< host memory (null for send)
+  std::size_t input_count = 0;     ///< elements at input
+  std::size_t output_count = 0;    ///< elements at output
+};
+
 namespace detail {
 struct CommunicatorState;
 } // namespace detail
@@ -110,6 +125,16 @@ public:
   /// another world size or the device of another rank makes every rank throw.
   Communicator(const UniqueId &id, int rank, int world_size, Device device,
                CommunicatorOptions options = CommunicatorOptions::from_env());
+
+  /// A communicator whose collectives another library carries out in host memory: `fn` is
+  /// called with each of this rank's collectives, in order, and must complete it before it
+  /// returns. For ranks in several processes on the emulator (hidet.distributed hands them to
+  /// torch.distributed's gloo backend); a ValueError on a GPU, where data is in device memory.
+  /// The function checks nothing hidet does not: the other library's checks apply.
+  static Communicator
+  from_host_function(int rank, int world_size, Device device,
+                     std::function<void(const HostCollective &)> fn,
+                     CommunicatorOptions options = CommunicatorOptions::from_env());
 
   bool defined() const { return state_ != nullptr; }
   int rank() const;

@@ -172,6 +172,80 @@ HIDET_INLINE Communicator::Communicator(const UniqueId &id, int rank, int world_
 }
 
 namespace detail {
+
+/// Hands each call to a user's function (Communicator::from_host_function).
+class HostFunctionBackend : public Backend {
+public:
+  HostFunctionBackend(int world, std::function<void(const HostCollective &)> fn)
+      : world_(world), fn_(std::move(fn)) {}
+  bool emulated() const override { return true; }
+  std::string describe() const override { return "host function"; }
+  bool aborted() const override { return aborted_; }
+  void abort(const std::string &reason) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    reason_ = reason;
+    aborted_ = true;
+  }
+  void run(const Call &c, std::uint64_t seq, bool) override {
+    if (aborted_)
+      throw DistributedError(str_cat(c.describe(), " (collective #", seq,
+                                     "): the communicator was aborted: ", reason_));
+    HostCollective h;
+    h.kind = kind_name(c.kind);
+    h.dtype = c.dtype;
+    h.shape = c.shape;
+    h.op = c.op;
+    h.root = c.root;
+    h.input = c.input;
+    h.output = c.output;
+    h.input_count = c.input ? c.count : 0;
+    const auto w = std::size_t(world_);
+    h.output_count = !c.output                        ? 0
+                     : c.kind == Kind::all_gather     ? c.count * w
+                     : c.kind == Kind::reduce_scatter ? c.count / w
+                                                      : c.count;
+    fn_(h);
+  }
+
+private:
+  int world_;
+  std::function<void(const HostCollective &)> fn_;
+  std::mutex mu_;
+  std::atomic<bool> aborted_{false};
+  std::string reason_;
+};
+
+} // namespace detail
+
+HIDET_INLINE Communicator Communicator::from_host_function(
+    int rank, int world_size, Device device, std::function<void(const HostCollective &)> fn,
+    CommunicatorOptions options) {
+  auto what = [&] {
+    return str_cat("Communicator::from_host_function(rank=", rank, ", world_size=", world_size,
+                   ")");
+  };
+  if (world_size < 1 || rank < 0 || rank >= world_size)
+    throw ValueError(
+        str_cat(what(), ": rank must be in [0, world_size) and world_size at least 1"));
+  if (!fn) throw ValueError(str_cat(what(), ": the function is empty"));
+  if (!device.is_cuda() || !cuda_emulated())
+    throw ValueError(str_cat(what(),
+                             ": host functions serve the emulated 'cuda' device, whose "
+                             "data is in host memory; on a GPU, make an NCCL communicator from a "
+                             "UniqueId"));
+  check_device(device);
+  auto st = std::make_shared<detail::CommunicatorState>();
+  st->rank = rank;
+  st->world_size = world_size;
+  st->device = device;
+  st->options = options;
+  st->backend = std::make_unique<detail::HostFunctionBackend>(world_size, std::move(fn));
+  Communicator c;
+  c.state_ = std::move(st);
+  return c;
+}
+
+namespace detail {
 HIDET_INLINE const CommunicatorState &require_state(const std::shared_ptr<CommunicatorState> &s,
                                                     const char *what) {
   if (!s)
