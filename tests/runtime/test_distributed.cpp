@@ -341,7 +341,8 @@ TEST_CASE("distributed: run_emulated rethrows the first failure and stops the ot
 TEST_CASE("distributed: from_host_function hands every call to the function, in order") {
   std::vector<std::string> seen;
   auto fn = [&](const HostCollective &h) {
-    seen.push_back(str_cat(h.kind, " ", h.dtype.name(), " in ", h.input_count, " out ", h.output_count));
+    seen.push_back(
+        str_cat(h.kind, " ", h.dtype.name(), " in ", h.input_count, " out ", h.output_count));
     // This "other library" pretends rank 1 holds the same values: a sum doubles, a gather repeats.
     auto *in = static_cast<const float *>(h.input);
     auto *out = static_cast<float *>(h.output);
@@ -357,7 +358,8 @@ TEST_CASE("distributed: from_host_function hands every call to the function, in 
   CHECK(g.to_vector<float>() == std::vector<float>{1, 2, 3, 1, 2, 3});
   c.recv(y, 1);
   CHECK(y.to_vector<float>() == std::vector<float>{7, 7, 7});
-  CHECK(seen == std::vector<std::string>{"all_reduce float32 in 3 out 3", "all_gather float32 in 3 out 6",
+  CHECK(seen == std::vector<std::string>{"all_reduce float32 in 3 out 3",
+                                         "all_gather float32 in 3 out 6",
                                          "recv float32 in 0 out 3"});
   CHECK(c.collectives_issued() == 2);
   CHECK_THROWS_WITH_AS(Communicator::from_host_function(2, 2, Device::cuda(0), fn),

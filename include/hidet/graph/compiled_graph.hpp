@@ -56,6 +56,11 @@
 // kernels that other values built; run() takes inputs of those values only, and save() records
 // it at those values.
 //
+// Collectives (ops/collective.hpp, docs/distributed.md): every rank compiles the same graph, and
+// both scratch runs issue its collectives on every rank alike; the first one compares the ranks'
+// calls (distributed::CheckGuard), so ranks that traced different graphs fail here, on every rank.
+// save() refuses a graph with collectives (a ValueError naming the node).
+//
 // Errors: a graph input with a symbolic extent and no value for it (a ValueError: a compiled graph
 // has one shape; see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape,
 // dtype or device, or of other symbol values (a ValueError naming the input), and an error inside
