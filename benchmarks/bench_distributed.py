@@ -32,7 +32,8 @@ Knobs: HIDET_TP_CONFIG (8b; 'tiny' for the emulator), HIDET_TP_LAYERS (the confi
 quick run: the per-token ratios hold), HIDET_TP_BACKENDS (eager,hidet,inductor), HIDET_TP_ROWS
 (prefill,decode1,decode8,allreduce), HIDET_TP_STEPS (50 timed decode steps), HIDET_BENCH_TIMEOUT
 (540 s: nothing new starts 60 s before it; the rest is listed as not run). A failing row prints
-its error and the run goes on. Without a GPU (HIDET_EMULATE, gloo on the CPU) the 'tiny' config
+its error and the run goes on. Runs at one TP add up in the --out file (HIDET_TP_BACKENDS=hidet,
+then =eager,inductor: each fits a shorter budget). Without a GPU (HIDET_EMULATE, gloo on the CPU) the 'tiny' config
 checks the flow; its times mean nothing.
 """
 import argparse
@@ -42,17 +43,13 @@ import sys
 import time
 import traceback
 
-import hidet.distributed as hd
-
-hd.use_local_gpu()  # before CUDA starts: this rank's GPU is the process's cuda:0
-
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
+import torch
+import torch.distributed as dist
 
 START = time.monotonic()
 BUDGET = float(os.environ.get('HIDET_BENCH_TIMEOUT', '540'))
-GPU = torch.cuda.is_available()
-DEVICE = 'cuda' if GPU else 'cpu'
+GPU = False  # set by run(), once this rank sees only its own GPU
+DEVICE = 'cpu'
 
 CONFIGS = {
     '8b': dict(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=128256, prompt=512,
@@ -194,8 +191,8 @@ def compiled(model, backend):
         return model
     if backend == 'hidet':
         import hidet.torch  # noqa: F401  (registers the backend)
-        return torch.compile(model, backend='hidet')
-    return torch.compile(model, backend='inductor', mode='reduce-overhead' if GPU else None)
+        return torch.compile(model, backend='hidet', dynamic=False)
+    return torch.compile(model, backend='inductor', mode='reduce-overhead' if GPU else None, dynamic=False)
 
 
 def time_ms(fn, steps):
@@ -261,6 +258,7 @@ def bench_model(c, tp, backend, rows, results):
 def bench_allreduce(results):
     """hidet's in-graph all-reduce against NCCL's own, bus bandwidth per size."""
     import hidet
+    import hidet.distributed as hd
     comm = hd.communicator()
     n = dist.get_world_size()
     sizes = [1 << k for k in range(20, 29)] if GPU else [1 << 12]
@@ -292,6 +290,11 @@ def out_of_time():
 
 
 def run(out_path):
+    global GPU, DEVICE
+    import hidet.distributed as hd
+    hd.use_local_gpu()  # before CUDA starts: this rank's GPU is the process's cuda:0
+    GPU = torch.cuda.is_available()
+    DEVICE = 'cuda' if GPU else 'cpu'
     dist.init_process_group('nccl' if GPU else 'gloo')
     if GPU:
         torch.cuda.set_device(0)
@@ -322,12 +325,25 @@ def run(out_path):
             log('  all-reduce FAILED:\n' + traceback.format_exc())
     if dist.get_rank() == 0 and out_path:
         old = json.load(open(out_path)) if os.path.exists(out_path) else {}
-        old[str(tp)] = results
+        old[str(tp)] = merge(old.get(str(tp)), results)
         with open(out_path, 'w') as f:
             json.dump(old, f)
         log(f'results for TP={tp} written to {out_path}')
     dist.destroy_process_group()
     return results
+
+
+def merge(old, new):
+    """A run's results added to an earlier run's at the same TP (another set of backends or rows):
+    the new rows, logits and all-reduce sizes replace the old ones they repeat."""
+    if old is None or old.get('config') != new['config'] or old.get('layers') != new['layers']:
+        return new
+    keys = {(r['row'], r['backend']) for r in new['rows']}
+    new['rows'] = [r for r in old['rows'] if (r['row'], r['backend']) not in keys] + new['rows']
+    new['logits'] = {**old['logits'], **new['logits']}
+    new['token'] = {**old['token'], **new['token']}
+    new['allreduce'] = new['allreduce'] or old['allreduce']
+    return new
 
 
 def report(path):

@@ -106,3 +106,23 @@ def test_torchrun_two_processes():
     for check in ('functional collectives', 'DTensor MLP (ColwiseParallel, RowwiseParallel)', 'hidet.ops.all_reduce',
                   'shard_tensor_parallel from Python'):
         assert out.count(f'ok {check}') == 2, out[-6000:]
+
+
+def test_bench_distributed_tiny(tmp_path):
+    """benchmarks/bench_distributed.py's flow on the emulator (TP = 2, one layer, decode batch 1):
+    the DTensor model under eager PyTorch and hidet, and its report's logits check."""
+    torch = pytest.importorskip('torch')
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.skip('torch.distributed with gloo is not available')
+    bench = os.path.join(os.path.dirname(__file__), '..', '..', 'benchmarks', 'bench_distributed.py')
+    out = str(tmp_path / 'tp.json')
+    env = dict(os.environ, HIDET_EMULATE='1', OMP_NUM_THREADS='1', HIDET_TP_BACKENDS='eager,hidet',
+               HIDET_TP_ROWS='decode1', HIDET_TP_LAYERS='1', HIDET_TP_STEPS='1')
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc-per-node', '2', '--master-addr', '127.0.0.1',
+           '--master-port', str(_free_port()), bench, '--out', out]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+    rep = subprocess.run([sys.executable, bench, '--report', out], capture_output=True, text=True, timeout=60)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert 'TP=2 hidet     vs eager same TP     : ' in rep.stdout and 'FAILED' not in rep.stdout, rep.stdout
+    assert 'decode batch 1           hidet' in rep.stdout, rep.stdout
