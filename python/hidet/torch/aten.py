@@ -453,7 +453,7 @@ def aten_diagonal(self, offset=0, dim1=0, dim2=1):
     return ops.take(flat, to_hidet_constant(idx), len(rest))
 
 
-@register_aten(aten.copy.default)
+@register_aten(aten.copy.default, aten.copy_.default)
 def aten_copy(self, src, non_blocking=False):
     y = ops.cast(src, self.dtype) if src.dtype != self.dtype else src
     return ops.broadcast_to(y, list(self.shape)) if list(y.shape) != list(self.shape) else y

@@ -1263,9 +1263,12 @@ def torch_conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_pad
 
 
 if hasattr(F, 'rms_norm'):
-    @register_function(F.rms_norm)
+    # torch.rms_norm: what F.rms_norm (and nn.RMSNorm) call in recent torch, recorded by dynamo
+    @register_function(F.rms_norm, *([torch.rms_norm] if hasattr(torch, 'rms_norm') else []))
     def torch_rms_norm(x, normalized_shape, weight=None, eps=None):
-        return ops.rms_norm(x, len(normalized_shape), weight, 1e-6 if eps is None else float(eps))
+        if eps is None:  # PyTorch's default: the machine epsilon of the input's dtype
+            eps = torch.finfo(torch_dtype(x.dtype)).eps
+        return ops.rms_norm(x, len(normalized_shape), weight, float(eps))
 
 
 @register_function(F.embedding, torch.embedding)
