@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "hidet/runtime/command_hook.hpp"
-#include "hidet/runtime/detail/communicator.hpp"
+#include "hidet/runtime/impl/distributed_backend.ipp"
+#include "hidet/runtime/nccl.hpp"
 #include "hidet/util/env.hpp"
 
 namespace hidet::distributed {

@@ -17,7 +17,7 @@
 #include <optional>
 #include <utility>
 
-#include "hidet/runtime/detail/communicator.hpp"
+#include "hidet/runtime/impl/distributed_backend.ipp"
 #include "hidet/runtime/tensor_print.hpp"
 
 namespace hidet::distributed::detail {

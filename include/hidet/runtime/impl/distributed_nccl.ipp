@@ -11,7 +11,7 @@
 
 #include "hidet/runtime/allocator.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
-#include "hidet/runtime/detail/communicator.hpp"
+#include "hidet/runtime/impl/distributed_backend.ipp"
 #include "hidet/runtime/nccl.hpp"
 
 namespace hidet::distributed::detail {

@@ -1,6 +1,7 @@
 // A Communicator's internals (runtime/distributed.hpp): one rank's call of a collective, the
 // backend that carries it out (the emulator's rendezvous, or NCCL), and the state copies of a
-// Communicator share. Internal: included by runtime/impl/distributed*.ipp only.
+// Communicator share. Internal: included by runtime/impl/distributed*.ipp only (not a header of
+// its own: it needs distributed.hpp, whose .ipp includes it).
 #pragma once
 
 #include <atomic>
