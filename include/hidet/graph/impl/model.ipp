@@ -769,7 +769,7 @@ struct Model::State {
       programmatic.push_back(modules[m]->programmatic);
       if (emulated) continue;
       functions.push_back(runtime::get_function(modules[m]->module, name.c_str()));
-      if (max_smem[k] > 48 * 1024)
+      if (max_smem[k] > 0) // (static shared memory beside it may pass 48 KB: always allowed)
         runtime::set_max_dynamic_smem(functions.back(), int(max_smem[k]), name);
     }
   }
