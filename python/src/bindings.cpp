@@ -1,5 +1,6 @@
 // hidet._C: the Python binding of the C++ library (nanobind). Thin: tensors, symbolic tensors,
-// the operators, FlowGraph, optimize, compiled graphs and CUDA graphs. The Pythonic surface
+// the operators, FlowGraph, optimize, compiled graphs and CUDA graphs (and, in
+// bindings_distributed.cpp, communicators and collectives). The Pythonic surface
 // (hidet/__init__.py, hidet.torch) is written in Python over it.
 //
 // Tensors cross to and from other frameworks without copies through DLPack (nb::ndarray):
@@ -168,6 +169,9 @@ hidet::Stream stream_of(std::uintptr_t handle) {
 
 } // namespace
 
+// hidet._C.distributed, the collective operators and shard_tensor_parallel (bindings_distributed.cpp).
+void bind_distributed(nb::module_ &m);
+
 NB_MODULE(_C, m) {
   m.doc() = "hidet: the C++ library's binding (see the hidet package)";
   // The operator registry (hidet.torch) keeps references to these functions until the
@@ -325,6 +329,9 @@ NB_MODULE(_C, m) {
       .def("specialize", &g::FlowGraph::specialize, "values"_a,
            "The graph traced again with each symbol given its value ({'n': 4}): constant shapes.")
       .def_prop_ro("has_symbolic_extents", &g::FlowGraph::has_symbolic_extents)
+      .def("node_symbols", &g::FlowGraph::node_symbols,
+           "The symbols in the extents of the tensors the nodes take and make (those the graph "
+           "depends on).")
       .def("__str__", &g::FlowGraph::str)
       .def("__repr__", &g::FlowGraph::str)
       .def("dot", &g::FlowGraph::dot);
@@ -353,6 +360,10 @@ NB_MODULE(_C, m) {
       .def_prop_ro("compile_seconds", [](const g::CompiledGraph &cg) { return cg.stats().compile_seconds; })
       .def_prop_ro("updates_in_place", [](const g::CompiledGraph &cg) { return cg.stats().updates_in_place; },
                    "Input updates whose value the graph makes in the input's memory.")
+      .def_prop_ro("runs", [](const g::CompiledGraph &cg) { return cg.stats().runs; }, "Runs so far.")
+      .def_prop_ro("unplanned_runs", [](const g::CompiledGraph &cg) { return cg.stats().unplanned_runs; },
+                   "Runs so far at other symbol values than compiled for (a ShapeDispatch bucket's "
+                   "other shapes).")
       .def_prop_ro("updates_copied", [](const g::CompiledGraph &cg) { return cg.stats().updates_copied; },
                    "Input updates copied into the input after the nodes ran.")
       .def("save", &g::CompiledGraph::save, "path"_a)
@@ -374,17 +385,21 @@ NB_MODULE(_C, m) {
       .def("__init__", [](g::ShapeDispatch *self, const g::FlowGraph &graph, std::optional<std::string> mixed_precision,
                           bool layout_nhwc, bool verbose, bool tensor_cores, int parallel_k,
                           std::optional<std::string> reduce_precision, bool shape_generic, bool cuda_graph,
-                          std::size_t max_shapes, bool weight_only_int8) {
+                          std::size_t max_shapes, bool buckets, std::size_t own_plan_after,
+                          bool weight_only_int8) {
         g::DispatchOptions options;
         options.pass_context = pass_context(mixed_precision, layout_nhwc, verbose, "", tensor_cores, parallel_k,
                                             reduce_precision, shape_generic, weight_only_int8);
         options.shape_generic = shape_generic;
         options.cuda_graph = cuda_graph;
         options.max_shapes = max_shapes;
+        options.buckets = buckets;
+        options.own_plan_after = own_plan_after;
         new (self) g::ShapeDispatch(graph, options);
       }, "graph"_a, "mixed_precision"_a = nb::none(), "layout_nhwc"_a = true, "verbose"_a = false,
          "tensor_cores"_a = true, "parallel_k"_a = 0, "reduce_precision"_a = nb::none(), "shape_generic"_a = false,
-         "cuda_graph"_a = false, "max_shapes"_a = 64, "weight_only_int8"_a = false)
+         "cuda_graph"_a = false, "max_shapes"_a = 64, "buckets"_a = false, "own_plan_after"_a = 3,
+         "weight_only_int8"_a = false)
       .def("run", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs, std::uintptr_t stream) {
         hidet::StreamGuard guard(stream_of(stream));
         return d.run(xs);
@@ -394,6 +409,7 @@ NB_MODULE(_C, m) {
            "captures the inputs the graph updates where they live.")
       .def_prop_ro("num_compiled", &g::ShapeDispatch::num_compiled)
       .def_prop_ro("num_compilations", &g::ShapeDispatch::num_compilations)
+      .def_prop_ro("num_shared_runs", &g::ShapeDispatch::num_shared_runs)
       .def("generic_graph", [](g::ShapeDispatch &d) { return d.generic_graph(); })
       .def("compiled_for", [](g::ShapeDispatch &d, const std::vector<Tensor> &xs) { return d.compiled_for(xs); },
            "inputs"_a, "The compiled graph for inputs of these shapes (compiled now when new).");
@@ -635,6 +651,10 @@ NB_MODULE(_C, m) {
   ops.def("pad", [](const Tensor &x, std::vector<std::int64_t> pads, double v) { return o::pad(x, pads, v); },
           "x"_a, "pads"_a, "value"_a = 0.0);
   ops.def("matmul", [](const Tensor &a, const Tensor &b) { return o::matmul(a, b); });
+  ops.def("grouped_matmul", [](const Tensor &x, const Tensor &w, const Tensor &offs) { return o::grouped_matmul(x, w, offs); },
+          "x"_a, "weight"_a, "offs"_a,
+          "Mixture-of-experts product: rows of x [S, K] sorted by expert, expert e taking rows offs[e-1]:offs[e] "
+          "through weight[e] [K, N]; rows past offs[-1] are 0. offs (int32/int64 [E]) is read on the device.");
   ops.def("scaled_mm", [](const Tensor &a, const Tensor &b, const Tensor &scale_a, const Tensor &scale_b,
                           const std::string &out_dtype) { return o::scaled_mm(a, b, scale_a, scale_b, dtype_of(out_dtype)); },
           "a"_a, "b"_a, "scale_a"_a, "scale_b"_a, "out_dtype"_a);
@@ -674,4 +694,5 @@ NB_MODULE(_C, m) {
                                              std::optional<Tensor> mask, bool causal, std::optional<double> scale) {
     return o::scaled_dot_product_attention(q, k, v, mask, causal, scale);
   }, "q"_a, "k"_a, "v"_a, "attn_mask"_a = nb::none(), "is_causal"_a = false, "scale"_a = nb::none());
+  bind_distributed(m);
 }

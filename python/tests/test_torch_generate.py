@@ -5,6 +5,8 @@ Mistral-, Qwen2- and Gemma-style models give eager's greedy tokens in f32 (and i
 eager's top two logits are not tied within f16 rounding); the prefill and the decode step are
 each compiled once (the cache position is a tensor, so a new token compiles nothing), and the
 decode step writes each layer's keys and values into the cache where it lives."""
+import copy
+
 import pytest
 
 torch = pytest.importorskip('torch')
@@ -20,22 +22,27 @@ VOCAB = 128
 LAYERS = {'gpt2': 2, 'llama': 2, 'mistral': 1, 'qwen2': 1, 'gemma': 1}
 
 
-def tiny(family, dtype=torch.float32):
-    """A model of the family with LAYERS[family] layers: hidden 64, 4 heads (2 key-value heads where
-    the family has them), a vocabulary of 128, weights large enough that the logits are far apart."""
+def tiny(family, dtype=torch.float32, layers=None, sliding_window=None):
+    """A model of the family with LAYERS[family] layers (or ``layers``): hidden 64, 4 heads (2
+    key-value heads where the family has them), a vocabulary of 128, weights large enough that the
+    logits are far apart. ``sliding_window``: Mistral's window on every layer; Gemma-2's on every
+    other layer (a hybrid cache: sliding and full layers)."""
     tf = transformers
+    layers = layers or LAYERS.get(family, 2)
     common = dict(vocab_size=VOCAB, initializer_range=0.2, bos_token_id=0, eos_token_id=None, pad_token_id=0)
     if family == 'gpt2':
-        model = tf.GPT2LMHeadModel(tf.GPT2Config(n_embd=64, n_layer=LAYERS[family], n_head=4, n_positions=64, **common))
+        model = tf.GPT2LMHeadModel(tf.GPT2Config(n_embd=64, n_layer=layers, n_head=4, n_positions=64, **common))
     else:
-        kw = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS[family], num_attention_heads=4,
+        kw = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=layers, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=64, **common)
         if family == 'llama':
             model = tf.LlamaForCausalLM(tf.LlamaConfig(**kw))
-        elif family == 'mistral':  # full attention: a sliding window keeps a Python int in the cache
-            model = tf.MistralForCausalLM(tf.MistralConfig(sliding_window=None, **kw))
+        elif family == 'mistral':
+            model = tf.MistralForCausalLM(tf.MistralConfig(sliding_window=sliding_window, **kw))
         elif family == 'qwen2':
             model = tf.Qwen2ForCausalLM(tf.Qwen2Config(**kw))
+        elif family == 'gemma2':
+            model = tf.Gemma2ForCausalLM(tf.Gemma2Config(head_dim=16, sliding_window=sliding_window, **kw))
         else:
             model = tf.GemmaForCausalLM(tf.GemmaConfig(head_dim=16, **kw))
     return model.to(dtype).eval()
@@ -108,3 +115,133 @@ def test_generate_in_f16_gives_eager_tokens_unless_the_top_two_logits_tie():
         gap = float(top[0] - top[1])
         assert gap <= 8 * _ulp16(top[0]), f'step {step}: hidet picks {b}, eager {a} with a lead of {gap}'
         break
+
+
+def test_prompt_lengths_compile_the_prefill_once_per_bucket(capfd):
+    """Prompts of 5, 7, 12 and 13 tokens with a cache of a fixed length (max_cache_len) under
+    dynamic_shapes('bucket'): dynamo's first prefill graph has the first length's constant shapes;
+    the second length makes dynamo hand over a graph of a symbolic length, which hidet traces once
+    and compiles once per power-of-two bucket of lengths (7: bucket 8; 12: bucket 16; 13 runs on
+    12's), each compilation logged; the decode step compiles once."""
+    torch.manual_seed(2)
+    model = tiny('llama', layers=1)
+    reference = copy.deepcopy(model)
+    hidet.torch.dynamo_config.dynamic_shapes('bucket').verbose(True)
+    graphs = compile_forward(model)
+    for n in (5, 7, 12, 13):
+        ids = torch.randint(1, VOCAB, (1, n))
+        want = generate(reference, ids, 3, max_cache_len=24)
+        got = generate(model, ids, 3, max_cache_len=24)
+        assert torch.equal(got, want), (n, got.tolist(), want.tolist())
+    err = capfd.readouterr().err
+    first, decode, prefill = graphs  # the prefill at 5 tokens, the decode step, the prefill of any length
+    assert [first.num_compilations, decode.num_compilations] == [1, 1]
+    assert prefill.num_traces == 1 and prefill.num_compilations == 2, (prefill.num_traces, prefill.num_compilations)
+    assert prefill.num_shared_runs == 1  # 13 tokens on the graph compiled for 12
+    assert err.count('for the bucket') == 2, err
+
+
+@pytest.mark.parametrize('family', ['mistral', 'gemma2'])
+def test_sliding_window_caches_compile_the_decode_step_once(family):
+    """transformers' sliding-window cache layers (Mistral's window, Gemma-2's sliding and full
+    layers) count their length in a Python int that dynamo makes a symbolic size and the graph
+    returns plus one: the decode step still compiles once (the size is evaluated per call), over a
+    window that fills (a prompt of 6 tokens, a window of 4)."""
+    torch.manual_seed(3)
+    model = tiny(family, layers=2 if family == 'gemma2' else 1, sliding_window=4)
+    ids = torch.randint(1, VOCAB, (1, 6))
+    want = generate(model, ids, 4)
+    graphs = compile_forward(model)
+    got = generate(model, ids, 4)
+    assert torch.equal(got, want), (got.tolist(), want.tolist())
+    assert len(graphs) == 2 and [g.num_compilations for g in graphs] == [1, 1], \
+        (len(graphs), [g.num_compilations for g in graphs])
+
+
+def _skip_on_a_gpu():
+    if not hidet.cuda_emulated():
+        pytest.skip('on a GPU the index check would need a synchronization: the kernels skip out-of-range '
+                    'rows without an error (docs/torch.md, "In-place updates of inputs and buffers")')
+
+
+def test_a_cache_position_beyond_the_cache_is_an_error():
+    """A cache of 8 positions for a prompt of 6 and 5 new tokens: the decode step that writes
+    position 8 raises (as eager's index_copy_ does) instead of writing anywhere."""
+    _skip_on_a_gpu()
+    torch.manual_seed(4)
+    model = tiny('llama', layers=1)
+    reference = copy.deepcopy(model)
+    ids = torch.randint(1, VOCAB, (1, 6))
+    compile_forward(model)
+    cache = transformers.StaticCache(config=model.config, max_cache_len=8)
+    with pytest.raises(ValueError, match='holds 8 at position .*out of range for axis 2 of x of size 8'):
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=5, do_sample=False, past_key_values=cache)
+    assert torch.equal(generate(model, ids, 2), generate(reference, ids, 2))  # still usable
+
+
+def test_a_prompt_longer_than_the_cache_is_an_error():
+    _skip_on_a_gpu()
+    torch.manual_seed(5)
+    model = tiny('llama', layers=1)
+    ids = torch.randint(1, VOCAB, (1, 6))
+    compile_forward(model)
+    cache = transformers.StaticCache(config=model.config, max_cache_len=4)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match='out of range for axis 2 of x of size 4'):
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=2, do_sample=False, past_key_values=cache)
+
+
+def test_a_dtype_change_recompiles_and_a_cache_of_another_dtype_is_refused(capfd):
+    """A model converted to f16 between two generate calls: dynamo hands over new graphs (its
+    guards check dtypes) and hidet compiles them, logged; a cache of another dtype than the model's
+    is refused as in eager (index_copy_ of f32 keys into an f16 cache)."""
+    torch.manual_seed(6)
+    model = tiny('llama', layers=1)
+    ids = torch.randint(1, VOCAB, (1, 6))
+    hidet.torch.dynamo_config.verbose(True)
+    graphs = compile_forward(model)
+    generate(model, ids, 1)  # the prefill alone
+    assert len(graphs) == 1
+    model.half()
+    assert generate(model, ids, 1).shape == (1, 7)
+    assert len(graphs) == 2 and all(g.num_compilations == 1 for g in graphs)
+    err = capfd.readouterr().err  # a graph at constant shapes, or one shape of a symbolic graph
+    assert err.count('hidet: compiled a graph') + err.count('hidet: ShapeDispatch: compiled') == 2, err
+    model.float()
+    cache = transformers.StaticCache(config=model.config, max_cache_len=16)
+    cache.early_initialization(batch_size=1, num_heads=2, head_dim=16, dtype=torch.float16, device='cpu')
+    with pytest.raises(Exception, match='same dtype|dtype'):
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=2, do_sample=False, past_key_values=cache)
+
+
+def test_an_input_updated_in_place_and_returned_is_the_input_itself():
+    def f(x):
+        x.add_(1)
+        return x
+
+    x = torch.arange(4.0)
+    y = torch.compile(f, backend='hidet')(x)
+    assert y is x and x.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_an_updated_input_that_shares_memory_with_another_input_is_an_error():
+    """Eager PyTorch lets b, a view of a, see a's update; the compiled graph reads every input as
+    given: refused with an error naming both (nothing is written), unless the inputs are apart."""
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    g = torch.compile(f, backend='hidet')
+    x = torch.arange(6.0).reshape(2, 3)
+    assert g(x, torch.arange(3.0)).tolist() == [0.0, 2.0, 4.0] and x[0].tolist() == [1.0, 2.0, 3.0]
+    x = torch.arange(6.0).reshape(2, 3)
+    with pytest.raises(ValueError, match=r"updates L\['a'\] in place, and the input L\['b'\] shares its memory"):
+        g(x, x[0])
+    assert x.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    y = torch.arange(8.0).reshape(2, 4)
+    assert g(y[0], y[1]).tolist() == [8.0, 10.0, 12.0, 14.0]  # one storage, apart: as eager
+    # The same tensor given twice is one input to dynamo: as eager.
+    z = torch.arange(3.0)
+    assert g(z, z).tolist() == [2.0, 4.0, 6.0]

@@ -210,3 +210,40 @@ TEST_CASE("an update is copied when the old value is read after it, or the input
   expect_same(c5, c0 * 2 + 1);
   CHECK(cg4.stats().updates_in_place == 1);
 }
+
+TEST_CASE("run_unplanned: a graph compiled at one value of its symbols runs at others") {
+  Tensor w = make({6, 3}, dtypes::f32, -0.5, 0.5);
+  Tensor x = symbol({"n", 6}, dtypes::f32, "cuda", "x");
+  FlowGraph g({o::softmax(o::matmul(x, w), -1), o::sum(o::exp(x), {0})}, {x});
+  graph::CompiledGraph cg(g, {{"n", 4}});
+  for (std::int64_t n : {3, 9, 4, 1}) {
+    INFO("n=" << n);
+    Tensor a = make({n, 6}, dtypes::f32);
+    auto got = cg.run_unplanned({a}, current_stream());
+    expect_same(got[0], o::softmax(o::matmul(a, w), -1), 2);
+    expect_same(got[1], o::sum(o::exp(a), {0}), 2);
+  }
+  CHECK(cg.stats().unplanned_runs == 4);
+  CHECK(cg.stats().runs == 4);
+  Tensor a4 = make({4, 6}, dtypes::f32);
+  expect_same(cg.run({a4})[0], o::softmax(o::matmul(a4, w), -1), 2); // at its values: planned
+  expect_error([&] { cg.run({make({3, 6}, dtypes::f32)}); }, {"compiled at n=4", "n=3"});
+  expect_error(
+      [&] {
+        cg.run_unplanned({make({3, 5}, dtypes::f32)}, current_stream());
+      },
+      {"dim 1 must be 6"});
+  expect_error([&] { cg.run_unplanned({a4, a4}, current_stream()); }, {"graph expects 1 input"});
+
+  // An update in place at other sizes: written by a copy, as the plan is for the compiled ones.
+  Tensor cache = symbol({10, 4}, dtypes::f32, Device::cuda(), "cache");
+  Tensor pos = symbol({"s"}, dtypes::i64, Device::cuda(), "pos"),
+         key = symbol({"s", 4}, dtypes::f32, Device::cuda(), "k");
+  Tensor y = o::index_put(cache, {pos}, key);
+  graph::CompiledGraph cc(FlowGraph({o::sum(y, {1})}, {cache, pos, key}, {{cache, y}}), {{"s", 2}});
+  Tensor c0 = make({10, 4}, dtypes::f32), c = c0.clone(), k = make({3, 4}, dtypes::f32);
+  Tensor p = asarray<std::int64_t>({7, 0, 3});
+  Tensor want = o::index_put(c0, {p}, k);
+  expect_same(cc.run_unplanned({c, p, k}, current_stream())[0], o::sum(want, {1}));
+  expect_same(c, want);
+}

@@ -273,3 +273,71 @@ TEST_CASE(
     if (dispatch) CHECK(dispatch->num_compilations() == 3);
   }
 }
+
+namespace {
+/// `n` distinct rows of `rows`, in random order (int64).
+Tensor distinct_rows(std::int64_t n, std::int64_t rows) {
+  std::vector<std::int64_t> all(std::size_t(rows), 0);
+  for (std::int64_t i = 0; i < rows; ++i)
+    all[std::size_t(i)] = i;
+  std::shuffle(all.begin(), all.end(), g_rng);
+  all.resize(std::size_t(n));
+  return asarray(all);
+}
+} // namespace
+
+TEST_CASE("buckets: the shapes of a power-of-two bucket share one compiled graph; one run often "
+          "gets its own") {
+  // A cache of 40 rows written at s positions per call, and a product over the s new rows.
+  Tensor w = make({8, 5}, dtypes::f32, -0.5, 0.5);
+  Tensor cache = symbol({40, 8}, dtypes::f32, Device::cuda(), "cache");
+  Tensor pos = symbol({"s"}, dtypes::i64, Device::cuda(), "pos"),
+         key = symbol({"s", 8}, dtypes::f32, Device::cuda(), "k");
+  Tensor y = o::index_put(cache, {pos}, key);
+  FlowGraph g({o::softmax(o::matmul(key, w), -1), o::sum(y, {1})}, {cache, pos, key}, {{cache, y}});
+  for (bool cuda_graph : {false, true}) {
+    INFO("cuda_graph " << cuda_graph);
+    graph::DispatchOptions opts;
+    opts.shape_generic = true;
+    opts.buckets = true;
+    opts.own_plan_after = 2;
+    opts.cuda_graph = cuda_graph;
+    graph::ShapeDispatch model(g, opts);
+    Tensor c = make({40, 8}, dtypes::f32), want = c.clone();
+    struct Step {
+      std::int64_t s;
+      std::size_t compilations, shared;
+    };
+    // 5: the bucket s <= 8, compiled for 5; 7, 6 and 8 run on it; 7 again: run twice, its own
+    // compiled graph; 3: the bucket s <= 4; 12: s <= 16; 1: a bucket of its own.
+    for (auto [s, compilations, shared] : std::vector<Step>{{5, 1, 0},
+                                                            {7, 1, 1},
+                                                            {6, 1, 2},
+                                                            {8, 1, 3},
+                                                            {7, 2, 3},
+                                                            {7, 2, 3},
+                                                            {5, 2, 3},
+                                                            {3, 3, 3},
+                                                            {12, 4, 3},
+                                                            {1, 5, 3}}) {
+      INFO("s=" << s);
+      Tensor p = distinct_rows(s, 40), k = make({s, 8}, dtypes::f32);
+      auto got = model.run({c, p, k});
+      want = o::index_put(want, {p}, k);
+      expect_same(c, want);
+      expect_same(got[0], o::softmax(o::matmul(k, w), -1), 2);
+      expect_same(got[1], o::sum(want, {1}), 2);
+      CHECK(model.num_compilations() == compilations);
+      CHECK(model.num_shared_runs() == shared);
+    }
+    // The bucket's graph is the one compiled for s = 5, which ran 7, 6 and 8 at their sizes.
+    auto inputs = [&](std::int64_t s) {
+      return std::vector<Tensor>{c, distinct_rows(s, 40), make({s, 8}, dtypes::f32)};
+    };
+    const CompiledGraph &bucket = model.compiled_for(inputs(6));
+    CHECK(bucket.symbol_values() == SymbolValues{{"s", 5}});
+    CHECK(bucket.stats().unplanned_runs == 3);
+    CHECK(model.compiled_for(inputs(7)).symbol_values() == SymbolValues{{"s", 7}});
+    CHECK(model.num_shared_runs() == 3); // compiled_for() runs nothing
+  }
+}

@@ -341,3 +341,20 @@ TEST_CASE("a shape-generic node names what does not fit") {
   expect_same(g(a), o::relu(a.reshape({6, 4})));
   expect_same(node.run({a})[0], o::relu(a));
 }
+
+TEST_CASE("node_symbols: the symbols a graph depends on") {
+  // A size input [0, m] (how hidet.torch gives a graph a Python int of dynamo's symbolic sizes):
+  // the graph depends on m when a node shapes a tensor by it, not when no node reads it.
+  Tensor x = symbol({"n", 4}, dtypes::f32, "cuda", "x"),
+         m = symbol({0, "m"}, dtypes::i8, "cuda", "m");
+  FlowGraph unused({o::exp(x)}, {x, m});
+  CHECK(unused.node_symbols() == std::vector<std::string>{"n"});
+  Tensor filled = o::broadcast_to_dims(
+      o::full(std::vector<std::int64_t>{1, 1}, 2.0, dtypes::f32, Device::cuda()), SymShape{"m", 4});
+  FlowGraph used({o::exp(x), filled * 3.0}, {x, m});
+  CHECK(used.node_symbols() == std::vector<std::string>{"m", "n"});
+  Tensor c = make({5, 4}, dtypes::f32);
+  auto outs = used.run({c, make({0, 3}, dtypes::i8)});
+  CHECK(outs[1].shape() == std::vector<std::int64_t>{3, 4});
+  CHECK(outs[1].to_double_vector() == std::vector<double>(12, 6.0));
+}

@@ -451,3 +451,33 @@ TEST_CASE("traced: symbolic inputs give FlowGraph nodes that run like the eager 
   expect_same(got[1], o::index_put(a, {index}, b, true));
   expect_same(got[2], o::argsort(a, 0));
 }
+
+TEST_CASE(
+    "index ranges are checked on every run of a graph node: a cache position beyond the cache") {
+  // A decoder's cache of 6 rows written at a position the graph computes (pos + 0, 1): a position
+  // past the end is an error before anything is written, as in the eager call.
+  Tensor c0 = make({6, 4}, dtypes::f32);
+  Tensor cache = symbol_like(c0, "cache"), pos = symbol({1}, dtypes::i64, Device::cuda(), "pos"),
+         key = symbol({2, 4}, dtypes::f32, Device::cuda(), "k");
+  Tensor at = pos + o::arange(0, 2, 1, dtypes::i64);
+  Tensor y = o::index_put(cache, {at}, key);
+  FlowGraph g({o::sum(y, {1})}, {cache, pos, key}, {{cache, y}});
+  graph::CompiledGraph cg(g);
+  Tensor k = make({2, 4}, dtypes::f32);
+  Tensor c = c0.clone();
+  cg.run({c, asarray<std::int64_t>({4}), k}); // rows 4 and 5
+  expect_same(c, o::index_put(c0, {asarray<std::int64_t>({4, 5})}, k));
+  Tensor before = c.clone();
+  for (const auto *what : {"compiled", "reference"}) {
+    INFO(what);
+    auto run = [&] {
+      if (std::string(what) == "compiled")
+        cg.run({c, asarray<std::int64_t>({5}), k}); // rows 5 and 6: 6 is past the end
+      else
+        g.run({c, asarray<std::int64_t>({5}), k});
+    };
+    expect_range_error(run,
+                       {"index_put: indices[0] holds 6 at position (1,)", "axis 0 of x of size 6"});
+    if (hidet::cuda_emulated()) expect_same(c, before); // nothing written
+  }
+}

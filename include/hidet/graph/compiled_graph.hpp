@@ -54,7 +54,16 @@
 // (CompiledGraph(graph, {{"n", 8}})): the scratch runs, the recording and the plan are made at
 // those values, and its shape-generic nodes (docs/graph.md, "Shape-generic kernels") reuse the
 // kernels that other values built; run() takes inputs of those values only, and save() records
-// it at those values.
+// it at those values. run_unplanned() runs it at other values of its symbols: the same nodes on
+// the given inputs, with their allocations from the caching allocator (the workspace is planned
+// for the compiled values) and the kernels the compile built (a node that needs another one at
+// these sizes, a product's other tiling, builds it then); no CUDA graph. graph::ShapeDispatch's
+// buckets run the sizes of a bucket so on the graph compiled for the first of them.
+//
+// Collectives (ops/collective.hpp, docs/distributed.md): every rank compiles the same graph, and
+// both scratch runs issue its collectives on every rank alike; the first one compares the ranks'
+// calls (distributed::CheckGuard), so ranks that traced different graphs fail here, on every rank.
+// save() refuses a graph with collectives (a ValueError naming the node).
 //
 // Errors: a graph input with a symbolic extent and no value for it (a ValueError: a compiled graph
 // has one shape; see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape,
@@ -81,6 +90,7 @@ struct CompiledGraphStats {
   std::size_t kept = 0;             ///< allocations per run the plan leaves to the caching allocator
                                     ///< (graph outputs, blocks kept by operators)
   std::uint64_t runs = 0;           ///< runs so far
+  std::uint64_t unplanned_runs = 0; ///< of which run_unplanned() (at other symbol values)
   double compile_seconds = 0;       ///< build, recording and planning
   std::size_t updates_in_place = 0; ///< input updates whose value is made in the input's memory
   std::size_t updates_copied = 0;   ///< input updates copied into the input after the nodes ran
@@ -106,6 +116,10 @@ public:
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
   /// Runs on `stream`.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs, const Stream &stream) const;
+  /// Runs a graph compiled at symbol values on inputs of other values of its symbols (see the top
+  /// of the file); a ValueError for inputs the graph does not take (count, dtype, device, constant
+  /// extents, a symbol two inputs disagree on) and for a graph loaded from a file.
+  std::vector<Tensor> run_unplanned(const std::vector<Tensor> &inputs, const Stream &stream) const;
   /// run() for a graph of one output: cg(a), cg(a, b).
   template <class... Ts> Tensor operator()(const Ts &...xs) const {
     return single_output(run(std::vector<Tensor>{Tensor(xs)...}));

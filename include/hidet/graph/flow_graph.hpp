@@ -101,6 +101,9 @@ public:
   SymbolValues bind_symbols(const std::vector<Tensor> &inputs) const;
   /// True when an input has an extent that is a symbol (symbol({"n", 3})).
   bool has_symbolic_extents() const;
+  /// The symbols in the extents of the tensors the nodes take and make, sorted: those the graph
+  /// depends on (an input's symbol that no node reads nor shapes a tensor by is not among them).
+  std::vector<std::string> node_symbols() const;
   /// The graph traced again with every symbol given its value: the same operators at constant
   /// shapes (graph inputs keep their names), ready for optimize() and CompiledGraph. Throws
   /// ValueError naming a symbol without a value, or an operator the values are invalid for.

@@ -25,6 +25,16 @@
 // and only the nodes that build kernels per shape (matmul, convolution, attention, ...) do. The
 // per-shape path fuses more (epilogues into matmuls, attention patterns, layouts): it compiles
 // more per shape and runs faster; docs/notes/dynamic_shapes.md has measurements.
+//
+// Buckets (DispatchOptions::buckets, with shape_generic): the shapes whose symbol values round up
+// to the same powers of two (n in 5..8, s in 9..16: the bucket n <= 8, s <= 16) share one compiled
+// graph, compiled for the first shape of the bucket that comes: a prompt of a new length in a
+// bucket seen before compiles nothing. That shape runs on its plan (and CUDA graph); the bucket's
+// other shapes run the same nodes through CompiledGraph::run_unplanned (allocations from the
+// caching allocator, no CUDA graph), until one has run `own_plan_after` times: it then gets its
+// own compiled graph (no new kernel: the bucket built them), so a shape that repeats (a decode
+// step over a cache of a new length) is planned and replayed again. A symbol's bucket is its
+// value rounded up to a power of two (0 and 1 are buckets of their own).
 #pragma once
 
 #include <cstddef>
@@ -46,6 +56,10 @@ struct DispatchOptions {
   std::size_t max_shapes = 64; ///< compiled shapes kept (least recently used dropped)
   bool shape_generic = false;  ///< optimize once on symbolic extents, reuse kernels across shapes
                                ///< (see the top of the file)
+  bool buckets = false;        ///< with shape_generic: the shapes of a power-of-two bucket share a
+                               ///< compiled graph (see the top of the file)
+  std::size_t own_plan_after = 3; ///< with buckets: runs of a shape on its bucket's graph before it
+                                  ///< gets its own compiled graph (0: never)
 };
 
 /// A model compiled per input shape (see the top of the file).
@@ -69,12 +83,15 @@ public:
     auto outs = run(std::vector<Tensor>{Tensor(xs)...});
     return single_output(std::move(outs));
   }
-  /// The compiled graph for the shapes of `inputs` (compiling it when new).
+  /// The compiled graph for the shapes of `inputs` (compiling it when new; with buckets, the
+  /// graph of their bucket, which may be compiled for another shape of it).
   const CompiledGraph &compiled_for(const std::vector<Tensor> &inputs);
   /// Shapes compiled and kept now.
   std::size_t num_compiled() const;
   /// Compilations so far (a shape dropped and seen again counts twice).
   std::size_t num_compilations() const;
+  /// With buckets: runs so far of a shape on its bucket's graph compiled for another shape.
+  std::size_t num_shared_runs() const;
   /// With shape_generic: the optimized symbolic graph every shape compiles (traced and optimized
   /// on the first call); else an error.
   const FlowGraph &generic_graph();

@@ -179,6 +179,8 @@ std::vector<Tensor> run_plan(const std::string &key, MakePlan &&make_plan, const
   std::string full_key = str_cat(key, "|", detail::signature_of(inputs));
   std::shared_ptr<CompiledTask> ct = detail::find_compiled(full_key);
   if (!ct) ct = detail::add_compiled(full_key, make_plan());
+  // (Not in a run that records allocations without launching: its inputs hold no values.)
+  if (ct->plan.check && !runtime::detail::skip_emulated_launches()) ct->plan.check(inputs);
   return detail::launch_compiled(*ct, inputs, dev);
 }
 

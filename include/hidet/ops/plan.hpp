@@ -4,10 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "hidet/ops/compute.hpp"
+
+namespace hidet {
+class Tensor;
+} // namespace hidet
 
 namespace hidet::ops {
 
@@ -45,6 +50,10 @@ struct Plan {
   std::vector<std::string> symbols;
   /// The input whose memory the one output may be given (Operator::inplace_input), -1 for none.
   int inplace_input = -1;
+  /// Checks the inputs of every launch (eager or as a graph node) before the kernels run, and
+  /// throws what it finds wrong: the index ranges of scatter and index_put, which inputs in host
+  /// memory (the cpu device, the emulator) let it read. Empty for none.
+  std::function<void(const std::vector<hidet::Tensor> &)> check;
 };
 
 } // namespace hidet::ops

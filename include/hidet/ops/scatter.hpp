@@ -8,11 +8,12 @@
 // to run; a plain store keeps one of the values). Atomics need 2, 4 or 8-byte elements: the
 // reductions reject int8, uint8 and bool.
 //
-// Indices: integers; negative ones count from the end of their axis. On an eager call whose index
-// tensors are in host memory (the cpu device, the CPU emulator), an index outside [-n, n) is a
-// ValueError naming the operator, the argument, the value and its position; on a GPU the check
-// would need a synchronization, so there the kernels skip such entries (nothing outside the
-// output is written).
+// Indices: integers; negative ones count from the end of their axis. On every run whose index
+// tensors are in host memory (the cpu device, the CPU emulator), eager or as a node of a graph or
+// compiled graph (Plan::check: a cache position a model computes inside the graph is checked
+// too), an index outside [-n, n) is a ValueError naming the operator, the argument, the value and
+// its position; on a GPU the check would need a synchronization, so there the kernels skip such
+// entries (nothing outside the output is written, no other element is overwritten).
 #pragma once
 
 #include <cstdint>

@@ -10,8 +10,9 @@ without copies (DLPack), run on torch's current stream and return torch tensors.
 A graph with dynamo's symbolic sizes (dynamic shapes) is traced once on the symbols into a
 FlowGraph with symbolic extents and run by a hidet.ShapeDispatch: with
 dynamo_config.dynamic_shapes('generic') (the default) the graph is optimized once and each new
-shape reuses its kernels built for symbolic sizes; with 'per_shape' each new shape is
-specialized, optimized and compiled (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
+shape reuses its kernels built for symbolic sizes; with 'bucket' the shapes of a power-of-two
+bucket also share one compiled graph; with 'per_shape' each new shape is specialized, optimized
+and compiled (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
 it is traced per shape as above, and the log says why.
 """
 import gc
@@ -23,7 +24,7 @@ import torch
 import hidet
 from .dynamo_config import dynamo_config
 from .interpreter import (Interpreter, NotSymbolic, UnmappedError, flatten_outputs, has_symbolic_sizes,
-                          is_symbolic_size, size_hint, to_hidet)
+                          is_symbolic_size, output_symbols, size_hint, size_input, to_hidet)
 from .registry import Registry
 
 __all__ = ['hidet_backend', 'HidetCompiledModel']
@@ -50,7 +51,7 @@ class _Compiled:
     """One input signature compiled: the graph, and how to run it."""
 
     def __init__(self, graph, runner, replay, positions, rebuild, symbolic_outputs, constants, dispatch=None,
-                 updates=()):
+                 updates=(), sizes_at=()):
         self.graph, self.runner, self.replay = graph, runner, replay
         self.positions, self.rebuild = positions, rebuild
         self.symbolic_outputs, self.constants = symbolic_outputs, constants
@@ -59,59 +60,80 @@ class _Compiled:
         # them where they live; an argument hidet got a copy of is copied back).
         self.updates = list(updates)
         self.captured_at = ()  # the addresses of those arguments that the CUDA graph replay was captured at
-        self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic' or 'per_shape'
+        self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic', 'bucket' or 'per_shape'
+        self.sizes = []  # the symbols of the sizes it returns (evaluated per call)
+        self.tensor_positions = [i for i in positions if i not in sizes_at]  # the tensor arguments among them
+        self.checked_at = None  # the tensor arguments' addresses checked for aliases of the updated ones
+        self.returned = []  # (symbolic output, argument position): an input it returns (x.add_(1); return x)
 
 
 class HidetCompiledModel:
     """The callable handed back to dynamo for one fx graph (see the top of the file)."""
 
-    def __init__(self, gm, config):
+    def __init__(self, gm, config, static_positions=None):
         self.gm = gm
         self.config = config
-        self.interpreter = Interpreter(gm, decompose=config._decompose)
+        self.interpreter = Interpreter(gm, decompose=config._decompose, static_positions=static_positions)
         self.cache = {}
         self.key_positions = None  # the arguments that are not parameters or buffers
         self.scalar_positions = None  # the arguments that are Python floats made 0-d tensors
         # Dynamo's dynamic shapes: traced once on the symbols (compile_symbolic) unless that fails.
         self.symbolic = has_symbolic_sizes(gm)
-        self.symbolic_entries = {}  # the _Compiled of the symbolic trace, per value of the scalar inputs
+        # The _Compiled of the symbolic trace, per value of the scalar inputs (and partition of the
+        # input extents into equal values, once a trace needed them unified: ``unify``).
+        self.symbolic_entries = {}
+        self.unify = False
         # The parameters and buffers the compiled graphs hold as constants. Dynamo hands another
         # instance of the same module class to this graph with its own parameters (it guards on the
         # class, not on the instance): then they are compiled again.
         self.static_positions = None
         self.static_args = None
 
-    def compile_symbolic(self, args):
-        """The graph traced once on dynamo's symbolic sizes, run by a ShapeDispatch (see the top)."""
+    def compile_symbolic(self, args, unify=False):
+        """The graph traced once on dynamo's symbolic sizes, run by a ShapeDispatch (see the top);
+        ``unify``: input extents of equal values traced as one symbol (Interpreter.trace)."""
         cfg = self.config
         t0 = time.time()
         hidet._C.set_search_space(cfg._search_space)
-        symbols, positions, output = self.interpreter.trace(args, symbolic=True)
+        symbols, positions, output = self.interpreter.trace(args, symbolic=True, unify=unify)
         self.log_decomposed()
         outs, rebuild = flatten_outputs(output)
-        if _has_sizes(output):
-            raise NotSymbolic('the graph returns a symbolic size')
+        sizes = output_symbols(output)  # a Python int the graph returns (cumulative_length_int + 1)
         symbolic = [o for o in outs if o.is_symbolic]
         constants = {id(o): o.torch() for o in outs if not o.is_symbolic}
         updates = [(symbols[k], value) for k, value in self.interpreter.updates]
         updated = [positions[k] for k, _ in self.interpreter.updates]
         if not symbolic and not updates:
-            return _Compiled(None, None, None, positions, rebuild, [], constants)
+            entry = _Compiled(None, None, None, positions, rebuild, [], constants)
+            entry.sizes = sizes
+            return entry
         graph = hidet.trace_from(symbolic, symbols, updates)
-        if not graph.has_symbolic_extents:
-            raise NotSymbolic('no input extent is symbolic')
+        # The size inputs of symbols the graph does not depend on (a sliding-window cache's Python
+        # count, which only guards dynamo's branches and is returned plus one) are left out: their
+        # values then compile nothing.
+        used = set(graph.node_symbols())
+        keep = [k for k, x in enumerate(symbols)
+                if not isinstance(self.interpreter.fake_values[positions[k]], torch.SymInt) or x.shape[1].symbols[0] in used]
+        if len(keep) < len(symbols):
+            symbols, positions = [symbols[k] for k in keep], [positions[k] for k in keep]
+            graph = hidet.trace_from(symbolic, symbols, updates)
+        if not graph.has_symbolic_extents:  # compiled at its constant shapes, for every value of the sizes
+            entry = self.compile_graph(graph, args, positions, updated, rebuild, symbolic, constants, t0)
+            entry.sizes, entry.returned = sizes, self.returned_inputs(output)
+            return entry
         strategy = cfg._dynamic_shapes
         dispatch = hidet.ShapeDispatch(
             graph, mixed_precision='float16' if cfg._use_fp16 else None, layout_nhwc=cfg._use_nhwc,
             verbose=cfg._verbose, tensor_cores=cfg._use_tensor_core, parallel_k=cfg._parallel_k,
             reduce_precision='float16' if cfg._use_fp16_reduction else None,
-            shape_generic=strategy == 'generic',
+            shape_generic=strategy in ('generic', 'bucket'), buckets=strategy == 'bucket',
             cuda_graph=cfg._use_cuda_graph and not hidet.cuda_emulated(), weight_only_int8=cfg._weight_only_int8)
-        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated)
-        entry.strategy = strategy
+        sizes_at = [i for i in positions if isinstance(self.interpreter.fake_values[i], torch.SymInt)]
+        entry = _Compiled(graph, None, None, positions, rebuild, symbolic, constants, dispatch, updated, sizes_at)
+        entry.strategy, entry.sizes, entry.returned = strategy, sizes, self.returned_inputs(output)
         # Optimizes and compiles now, at the example's sizes, without running (the inputs it updates
         # are updated when dynamo calls the graph; a CUDA graph captures them where they live).
-        dispatch.prepare([to_hidet(args[i]) for i in positions])
+        dispatch.prepare([_graph_input(args[i]) for i in positions])
         inputs = _scratch_inputs(args, positions, updated)
         if cfg._correctness_report or cfg._profile:
             # At the example's sizes: the graph specialized to them, optimized as one shape.
@@ -125,8 +147,10 @@ class HidetCompiledModel:
                 print(hidet.graph.profile(opt, inputs, 12)[0], file=sys.stderr)
         if cfg._verbose:
             names = sorted({n for x in symbols for d in x.shape if is_symbolic_size(d) for n in d.symbols})
+            kernels = 'generic kernels, a compiled graph per power-of-two bucket' if strategy == 'bucket' else \
+                f'{strategy} kernels'
             print(f'hidet: traced a graph of {graph.num_nodes} operators once for all values of '
-                  f'{", ".join(names)} ({strategy} kernels); first shape compiled in '
+                  f'{", ".join(names)} ({kernels}); first shape compiled in '
                   f'{time.time() - t0:.2f} s', file=sys.stderr)
         return entry
 
@@ -194,6 +218,23 @@ class HidetCompiledModel:
         if not symbolic and not updates:  # nothing depends on the inputs
             return _Compiled(None, None, None, positions, rebuild, [], constants)
         graph = hidet.trace_from(symbolic, symbols, updates)
+        entry = self.compile_graph(graph, args, positions, updated, rebuild, symbolic, constants, t0)
+        entry.returned = self.returned_inputs(output)
+        return entry
+
+    def returned_inputs(self, output):
+        """Interpreter.returned_inputs of the last trace; the views of updated inputs it returns as
+        copies are said under verbose."""
+        returned, views = self.interpreter.returned_inputs(output)
+        if views and self.config._verbose:
+            print(f'hidet: the graph returns {", ".join(views)}, views of inputs it updates in place, as copies '
+                  '(eager PyTorch returns views)', file=sys.stderr)
+        return returned
+
+    def compile_graph(self, graph, args, positions, updated, rebuild, symbolic, constants, t0):
+        """A traced graph of constant shapes optimized, compiled and (with CUDA graphs) captured."""
+        cfg = self.config
+        updates = graph.updates
         opt = hidet.graph.optimize(graph, self.pass_context())
         runner = hidet.CompiledGraph(opt)
         replay = None
@@ -235,19 +276,36 @@ class HidetCompiledModel:
     def entry_for(self, args):
         self.same_constants(args)
         if self.symbolic:
-            skey = self.scalar_key(args)
+            # Per value of the scalar inputs; and when the trace needs input extents of equal
+            # values to be one symbol (a cache's key and value lengths, which attention needs
+            # equal: Interpreter.symbol_partition), per partition of the extents into equal values.
+            skey = (self.scalar_key(args), None)
+            if self.unify:
+                skey = (skey[0], self.interpreter.symbol_partition(args))
             if skey not in self.symbolic_entries:
                 try:
-                    self.symbolic_entries[skey] = self.compile_symbolic(args)
+                    try:
+                        entry = None if self.unify else self.compile_symbolic(args)
+                    except Exception:  # noqa: BLE001 - traced again with equal extents as one symbol
+                        entry = None
+                    if entry is None:
+                        entry = self.compile_symbolic(args, unify=True)
+                        self.unify, skey = True, (skey[0], self.interpreter.symbol_partition(args))
+                    self.symbolic_entries[skey] = entry
                 except Exception as e:  # noqa: BLE001 - any reason: traced per shape, and said so. An
                     # operator unmapped here may be one PyTorch evaluates at constant shapes
                     # (torch.ones(s0, s1)); one unmapped at every shape raises there.
-                    self.symbolic = False
                     reason = str(e).splitlines()[0] if str(e) else type(e).__name__
                     if isinstance(e, UnmappedError):
                         reason = f'no mapping on symbolic sizes for {", ".join(e.names)}'
+                    # Per shape from now on, once that works: inputs that fail at every shape (a
+                    # prompt longer than the cache) raise their error and change nothing.
+                    key = self.key_of(args)
+                    entry = self.cache.get(key) or self.compile(args)
+                    self.cache[key], self.symbolic = entry, False
                     print(f'hidet: this graph is compiled per input shape; it does not trace once on dynamo\'s '
                           f'symbolic sizes: {reason}', file=sys.stderr)
+                    return entry
             if self.symbolic:
                 return self.symbolic_entries[skey]
         key = self.key_of(args)
@@ -258,9 +316,16 @@ class HidetCompiledModel:
 
     def __call__(self, *args):
         entry = self.entry_for(args)
+        sizes = self.interpreter.size_values(args, entry.sizes) if entry.sizes else None
         if entry.runner is None and entry.dispatch is None:
-            return entry.rebuild([], entry.constants)
-        inputs = [to_hidet(args[i]) for i in entry.positions]
+            return entry.rebuild([], entry.constants, sizes)
+        moved = False  # the tensor arguments are not where the last call had them
+        if entry.updates:  # an updated input that shares memory with another input: refused
+            at = _addresses(args, entry.tensor_positions, entry.dispatch is not None)
+            if at != entry.checked_at:
+                self.check_aliasing(args, entry)
+                entry.checked_at, moved = at, True
+        inputs = [_graph_input(args[i]) for i in entry.positions]
         stream = 0
         if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it; torch.cuda.current_stream()
             # builds a Stream object (ResNet-50's call on the host: 0.155 -> 0.147 ms on the H200)
@@ -270,7 +335,7 @@ class HidetCompiledModel:
             if self.config._use_cuda_graph and not hidet.cuda_emulated():
                 outs = [o.clone() for o in outs]  # a replay's static outputs: copied out
         elif entry.replay is not None:  # static outputs, overwritten by the next replay: copied out
-            if entry.updates and entry.captured_at != _addresses(args, entry.updates):
+            if moved and entry.captured_at != _addresses(args, entry.updates):
                 # Other tensors to update (a new cache): captured again where they live.
                 entry.replay = _capture(entry.runner, args, entry.positions, entry.updates)
                 entry.captured_at = _addresses(args, entry.updates)
@@ -280,16 +345,42 @@ class HidetCompiledModel:
         for i in entry.updates:  # an argument hidet ran on a copy of (not contiguous, or moved)
             if not _shared_with_hidet(args[i]):
                 args[i].copy_(inputs[entry.positions.index(i)].torch())
-        if not hidet.cuda_emulated() and entry.positions and args[entry.positions[0]].device.type == 'cpu':
+        if not hidet.cuda_emulated() and entry.tensor_positions and \
+                args[entry.tensor_positions[0]].device.type == 'cpu':
             outs = [o.cpu() for o in outs]  # inputs given on the CPU (moved to the GPU): results come back as in eager
-        return entry.rebuild(outs, entry.constants)
+        for j, i in entry.returned:  # an input the graph returns (updated in place): the input itself
+            outs[j] = args[i]
+        return entry.rebuild(outs, entry.constants, sizes)
+
+    def check_aliasing(self, args, entry):
+        """A ValueError when an input the graph updates in place shares memory with another input:
+        eager PyTorch lets the other see the update (or the update see the other's), the compiled
+        graph reads every input as given."""
+        names = self.interpreter.source_names
+        for u in entry.updates:
+            for i in entry.tensor_positions:
+                if i != u and _overlap(args[u], args[i]):
+                    what = names[u] or self.interpreter.placeholders[u].name
+                    other = names[i] or self.interpreter.placeholders[i].name
+                    raise ValueError(
+                        f'hidet: the compiled graph updates {what} in place, and the input {other} shares its memory '
+                        '(a view of the same tensor): PyTorch would let one see the update of the other, the '
+                        'compiled graph reads each input as given. Pass tensors that do not share memory '
+                        '(clone() one of them).')
 
     @property
     def num_compilations(self):
         """Graphs compiled so far: one per shape traced per shape, and the shapes the symbolic
         trace's ShapeDispatch compiled."""
-        generic = sum(e.dispatch.num_compilations for e in self.symbolic_entries.values() if e.dispatch is not None)
-        return len(self.cache) + generic
+        symbolic = sum(e.dispatch.num_compilations if e.dispatch is not None else int(e.runner is not None)
+                       for e in self.symbolic_entries.values())
+        return len(self.cache) + symbolic
+
+    @property
+    def num_shared_runs(self):
+        """Runs of a shape on the compiled graph of its bucket compiled for another shape (with
+        dynamo_config.dynamic_shapes('bucket'))."""
+        return sum(e.dispatch.num_shared_runs for e in self.symbolic_entries.values() if e.dispatch is not None)
 
     @property
     def num_traces(self):
@@ -304,29 +395,44 @@ def _capture(runner, args, positions, updated):
     return hidet.CudaGraph(runner, buffers)
 
 
-def _addresses(args, updated):
-    """Where the arguments a graph updates live (a replay captured at other addresses copies)."""
-    return tuple(args[i].data_ptr() for i in updated)
+def _addresses(args, positions, shapes=False):
+    """Where the arguments at ``positions`` live (a replay captured at other addresses copies), with
+    ``shapes`` their shapes too."""
+    if shapes:
+        return tuple((args[i].data_ptr(), args[i].shape) for i in positions)
+    return tuple(args[i].data_ptr() for i in positions)
+
+
+def _overlap(a, b):
+    """Whether tensors a and b share memory: the same storage, and their spans of it intersect."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+
+    def span(t):
+        lo = t.data_ptr()
+        return lo, lo + (sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1) * t.element_size()
+
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
 
 
 def _scratch_inputs(args, positions, updated):
     """The graph's inputs for a run at compile time (a report, a profile, the first shape): copies
     of those it updates, which the run must not change."""
-    return [to_hidet(args[i].clone() if i in updated else args[i]) for i in positions]
+    return [_graph_input(args[i].clone() if i in updated else args[i]) for i in positions]
+
+
+def _graph_input(a):
+    """A graph input for argument ``a``: a tensor as hidet's, a size (an int) as its size input."""
+    return to_hidet(a) if isinstance(a, torch.Tensor) else size_input(a)
 
 
 def _shared_with_hidet(tensor):
     """Whether to_hidet(tensor) views the tensor's memory (it copies one that is not contiguous, and
     one on the CPU when a GPU runs hidet)."""
     return tensor.is_contiguous() and (tensor.device.type != 'cpu' or hidet.cuda_emulated())
-
-
-def _has_sizes(output):
-    if isinstance(output, (list, tuple)):
-        return any(_has_sizes(o) for o in output)
-    if isinstance(output, dict):
-        return any(_has_sizes(o) for o in output.values())
-    return is_symbolic_size(output)
 
 
 def _symbol_values(symbols, inputs):
@@ -373,12 +479,50 @@ def _concrete(a):
     return size_hint(a) if isinstance(a, torch.SymInt) else a
 
 
+def _has_dtensors(example_inputs):
+    """Whether dynamo hands the graph DTensors (a model parallelized with torch.distributed.tensor):
+    their operators and redistributions are desugared by aot_autograd first."""
+    try:
+        from torch.distributed.device_mesh import DeviceMesh
+        from torch.distributed.tensor import DTensor
+    except ImportError:
+        return False
+    return any(isinstance(a, (DTensor, DeviceMesh)) for a in example_inputs)
+
+
+def _compile_through_aot(gm, example_inputs, cfg):
+    """A graph of DTensors: aot_autograd traces it into ATen operators on plain tensors and
+    torch's functional collectives (hidet/torch/collectives.py maps them), as inductor gets it. Its
+    example inputs are fake, so the hidet graph is traced and compiled on the first call."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    def compiler(aot_gm, fake_inputs):
+        static = None
+        context = torch._guards.TracingContext.try_get()
+        meta = getattr(context, 'fw_metadata', None) if context is not None else None
+        if meta is not None and getattr(meta, 'static_input_indices', None) is not None:
+            static = set(meta.static_input_indices)  # the parameters and buffers: constants
+        model = HidetCompiledModel(aot_gm, cfg, static_positions=static)
+
+        def run(args):
+            return model(*args)
+        run._boxed_call = True
+        return run
+
+    # Inputs updated in place (a cache) stay updates of the graph (aten.copy_ at its end), which
+    # hidet writes where the input lives, instead of new values that aot's wrapper copies back.
+    return aot_autograd(fw_compiler=compiler, inference_compiler=compiler,
+                        keep_inference_input_mutations=True)(gm, example_inputs)
+
+
 def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
     """The torch.compile backend (registered as 'hidet' through the torch_dynamo_backends entry
     point, and on import of hidet.torch)."""
     cfg = dynamo_config.with_options(mode, options)
     if cfg._print_input_graph:
         print_tabular(gm)
+    if _has_dtensors(example_inputs):
+        return _compile_through_aot(gm, example_inputs, cfg)
     model = HidetCompiledModel(gm, cfg)
     # Dynamic shapes (torch.compile(dynamic=True)): sizes come as SymInts; their hints are the
     # example's values. The graph is traced once on the symbols (HidetCompiledModel.compile_symbolic).

@@ -7,7 +7,7 @@
     hidet.torch.dynamo_config.print_input_graph(True)  # print each fx graph received, as a table
     hidet.torch.dynamo_config.correctness_report(True) # print the per-operator error table
     hidet.torch.dynamo_config.profile(True)            # print a per-kernel profile of each graph
-    hidet.torch.dynamo_config.dynamic_shapes('per_shape') # dynamic sizes: compile each shape (default 'generic')
+    hidet.torch.dynamo_config.dynamic_shapes('bucket') # dynamic sizes: 'generic' (default), 'bucket', 'per_shape'
 
 torch.compile's ``mode`` ('default', 'reduce-overhead': CUDA graphs, 'max-autotune': search space 2
 and CUDA graphs) and ``options={'search_space': 1, 'use_fp16': True, ...}`` set the same options
@@ -112,13 +112,19 @@ class DynamoConfig:
           convolutions over a symbolic batch, each with its fused epilogue (a new size builds
           nothing, or a template's new tiling). Not the fusions that need constant shapes (merged
           q/k/v products, a squeeze-and-excite's products).
+        - 'bucket': 'generic', and the shapes whose sizes round up to the same powers of two share
+          one compiled graph (graph::ShapeDispatch's buckets): the first shape of a bucket
+          compiles it, the others of the bucket run on it (their memory from the caching
+          allocator, no CUDA graph) until one has run 3 times, which then gets its own compiled
+          graph (no new kernel). For prompts of many lengths (generate's prefill): one
+          compilation per bucket of lengths.
         - 'per_shape': each new shape specializes the traced graph, optimizes and compiles it:
           every fusion and layout at constant shapes (about a second per new size on BERT-base
           or ResNet-50), the fastest replays where those fusions matter.
 
         A graph whose mappings need a size's value is traced per shape instead (logged)."""
-        if strategy not in ('generic', 'per_shape'):
-            raise ValueError(f"dynamic_shapes: expected 'generic' or 'per_shape', got {strategy!r}")
+        if strategy not in ('generic', 'bucket', 'per_shape'):
+            raise ValueError(f"dynamic_shapes: expected 'generic', 'bucket' or 'per_shape', got {strategy!r}")
         self._dynamic_shapes = strategy
         return self
 

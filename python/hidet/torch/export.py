@@ -236,7 +236,8 @@ def export(model, example_inputs, path, dynamic_shapes=None, *, sizes=None, stri
         dispatch = hidet.ShapeDispatch(
             graph, mixed_precision=ctx.mixed_precision, layout_nhwc=ctx.layout_nhwc, verbose=cfg._verbose,
             tensor_cores=ctx.tensor_cores, parallel_k=ctx.parallel_k, reduce_precision=ctx.reduce_precision,
-            shape_generic=cfg._dynamic_shapes == 'generic', cuda_graph=False, max_shapes=0)
+            shape_generic=cfg._dynamic_shapes in ('generic', 'bucket'), cuda_graph=False, max_shapes=0,
+            weight_only_int8=ctx.weight_only_int8)
         for combo in combos:
             shaped = [_placeholder_of(x, combo) for x in graph.inputs]
             graphs.append(dispatch.compiled_for(shaped))
@@ -313,4 +314,5 @@ def _pass_context(cfg):
     ctx.parallel_k = cfg._parallel_k
     if cfg._use_fp16_reduction:
         ctx.set_reduce_precision('float16')
+    ctx.set_weight_only_int8(cfg._weight_only_int8)
     return ctx

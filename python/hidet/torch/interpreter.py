@@ -23,9 +23,13 @@ from .convert import dtype_name, to_hidet, to_hidet_constant, torch_dtype
 from .registry import Registry
 
 __all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dtype_name', 'unmapped_message',
-           'symbolic_inputs', 'is_symbolic_size', 'has_symbolic_sizes', 'NotSymbolic', 'size_hint']
+           'symbolic_inputs', 'is_symbolic_size', 'has_symbolic_sizes', 'NotSymbolic', 'size_hint', 'size_input',
+           'output_symbols']
 
 _tracing_inputs = []  # the symbolic graph inputs of the trace in progress (see symbolic_inputs)
+# {dynamo symbol: the symbol it is traced as} of the trace in progress: input extents of equal
+# values may share one symbol (Interpreter.symbol_partition).
+_symbol_aliases = []
 
 
 def symbolic_inputs():
@@ -41,6 +45,15 @@ def _tracing(inputs):
         yield
     finally:
         _tracing_inputs.pop()
+
+
+@contextlib.contextmanager
+def _aliasing(aliases):
+    _symbol_aliases.append(aliases)
+    try:
+        yield
+    finally:
+        _symbol_aliases.pop()
 
 
 def is_symbolic_size(value):
@@ -67,7 +80,8 @@ def _sympy_to_dim(expr):
     if isinstance(expr, sympy.Integer):
         return int(expr)
     if isinstance(expr, sympy.Symbol):
-        return hidet.Dim(str(expr))
+        name = str(expr)
+        return hidet.Dim(_symbol_aliases[-1].get(name, name) if _symbol_aliases else name)
     if isinstance(expr, (sympy.Add, sympy.Mul)):
         terms = [_sympy_to_dim(a) for a in expr.args]
         out = terms[0]
@@ -81,6 +95,29 @@ def _sympy_to_dim(expr):
         return _sympy_to_dim(expr.args[0]) % _sympy_to_dim(expr.args[1])
     raise NotSymbolic(f'the size expression {expr} (symbols, sums, products, floor division and modulo '
                       'are traced symbolically)')
+
+
+def _symbol_name(size):
+    """The name of dynamo's symbol when ``size`` is a SymInt that is one symbol, else None."""
+    if not isinstance(size, torch.SymInt):
+        return None
+    import sympy
+    expr = size.node.expr
+    return str(expr) if isinstance(expr, sympy.Symbol) else None
+
+
+def size_input(value):
+    """The graph input that gives a size placeholder's value ``value`` to a symbolic trace: an
+    empty tensor of shape [0, value] (no memory; its extent binds the symbol)."""
+    t = _size_inputs.get(value)
+    if t is None:
+        if len(_size_inputs) > 1024:
+            _size_inputs.clear()
+        t = _size_inputs[value] = hidet.zeros([0, int(value)], 'int8', 'cuda')
+    return t
+
+
+_size_inputs = {}
 
 
 def has_symbolic_sizes(gm):
@@ -191,6 +228,7 @@ class Interpreter:
             set(self.placeholders)
         self.updated = set()  # the placeholders the last trace updated
         self.updates = []  # after trace(): (position among the symbolic inputs, the hidet value written back)
+        self._size_symbols = None  # size_symbols, found on first use (hidet.torch.export sets fake_values)
 
     def is_static(self, i, example):
         """Whether placeholder i, of value ``example``, is a parameter or buffer that dynamo lifted
@@ -236,11 +274,66 @@ class Interpreter:
             return None if cls is None else cls
         return True
 
-    def trace(self, example_inputs, symbolic=False):
+    @property
+    def size_symbols(self):
+        """Where each of dynamo's size symbols is first given: [(name, placeholder position, axis of
+        its tensor, or None for a size placeholder)], tensor extents first (a size placeholder of
+        an input's extent, x.size(1), is that extent)."""
+        if self._size_symbols is None:
+            self._size_symbols, seen = [], set()
+            for tensors in (True, False):
+                for i, fake in enumerate(self.fake_values):
+                    if tensors and isinstance(fake, torch.Tensor):
+                        sizes = list(enumerate(fake.shape))
+                    elif not tensors and isinstance(fake, torch.SymInt):
+                        sizes = [(None, fake)]
+                    else:
+                        continue
+                    for axis, size in sizes:
+                        name = _symbol_name(size)
+                        if name is not None and name not in seen:
+                            seen.add(name)
+                            self._size_symbols.append((name, i, axis))
+            self.symbol_sources = {name: (i, axis) for name, i, axis in self._size_symbols}
+        return self._size_symbols
+
+    def symbol_partition(self, args):
+        """Which of the symbols of dynamo's input extents take equal values in the call ``args``:
+        per such symbol of size_symbols, the index of the first one of the same value. A symbolic
+        trace gives the symbols of one value one hidet symbol (dynamo gives the lengths of a
+        cache's keys and values two symbols; attention needs them equal), so it serves the calls of
+        its partition. Size placeholders (a Python int dynamo made dynamic, which may change every
+        call) keep their own symbols."""
+        first = {}
+        return tuple(first.setdefault(args[i].shape[axis], k)
+                     for k, (_, i, axis) in enumerate(s for s in self.size_symbols if s[2] is not None))
+
+    def size_values(self, args, names):
+        """{symbol: its value in the call ``args``} for the symbols ``names`` of size_symbols."""
+        values = {}
+        _ = self.size_symbols  # symbol_sources
+        for name in names:
+            i, axis = self.symbol_sources[name]
+            values[name] = int(args[i]) if axis is None else args[i].shape[axis]
+        return values
+
+    def trace(self, example_inputs, symbolic=False, unify=False):
         """Runs the mappings on symbolic inputs of the examples' shapes (``symbolic``: of dynamo's
         symbolic sizes, see the top of the file). Returns (the symbolic inputs, their positions
         among the placeholders, the output structure with hidet tensors). With ``symbolic``,
-        NotSymbolic says why a graph cannot be traced once for all sizes."""
+        NotSymbolic says why a graph cannot be traced once for all sizes; with ``unify`` the input
+        extents of equal values in ``example_inputs`` are traced as one symbol (symbol_partition:
+        the trace then serves the calls of that partition only); a size placeholder that no input
+        tensor's extent gives (a cache's length, a Python int dynamo made dynamic) becomes a size
+        input: a graph input of shape [0, s] (size_input) that the caller gives for it."""
+        aliases = {}
+        if symbolic and unify:
+            names = [name for name, _, axis in self.size_symbols if axis is not None]
+            aliases = {names[k]: names[j] for k, j in enumerate(self.symbol_partition(example_inputs)) if j != k}
+        with _aliasing(aliases):
+            return self._trace(example_inputs, symbolic)
+
+    def _trace(self, example_inputs, symbolic):
         env = {}
         symbols, positions = [], []
         for i, (node, ex) in enumerate(zip(self.placeholders, example_inputs)):
@@ -264,10 +357,15 @@ class Interpreter:
                 env[node] = int(ex) if isinstance(ex, torch.SymInt) else ex
         if symbolic:
             given = {name for x in symbols for d in x.shape if isinstance(d, hidet.Dim) for name in d.symbols}
-            for node in self.placeholders:
+            for i, node in enumerate(self.placeholders):
                 d = env.get(node)
-                if is_symbolic_size(d) and not set(d.symbols) <= given:
+                if not is_symbolic_size(d) or set(d.symbols) <= given:
+                    continue
+                if len(d.symbols) != 1 or str(d) != d.symbols[0]:
                     raise NotSymbolic(f'the size {node.name} = {d} is no extent of an input tensor')
+                symbols.append(hidet.symbol([0, d], 'int8', 'cuda', name=node.name))  # its size input
+                positions.append(i)
+                given.add(str(d))
         originals = dict(env)
         self.updated = set()
         with _tracing(symbols):
@@ -278,6 +376,32 @@ class Interpreter:
             if node in self.updated and env[node] is not originals[node]:
                 self.updates.append((k, env[node]))
         return symbols, positions, output
+
+    def returned_inputs(self, output):
+        """The outputs that are graph inputs themselves (an input the graph updates in place and
+        returns, as ``x.add_(1); return x`` does): [(index among the symbolic outputs, placeholder
+        position)], for the caller to return the input as eager does, after the update. An output
+        that is another view of such an input (``return x[0]``) is returned as a copy (said once
+        under verbose: ``views``)."""
+        out_node = next(n for n in self.nodes if n.op == 'output')
+        fx_leaves = _leaves(out_node.args[0], lambda v: True, [])
+        found, views, j = [], [], 0
+        hidet_leaves = _leaves(output, lambda v: True, [])
+        if len(fx_leaves) != len(hidet_leaves):
+            return found, views
+        for fx, value in zip(fx_leaves, hidet_leaves):
+            if not (isinstance(value, hidet.Tensor) and value.is_symbolic):
+                continue
+            if isinstance(fx, torch.fx.Node):
+                root = _alias_root(fx)
+                if root.op == 'placeholder' and root in self.placeholders:
+                    chain = [v for v in _view_chain(fx, root) if not _is_identity_view(v)]
+                    if not chain:
+                        found.append((j, self.placeholders.index(root)))
+                    elif root in self.updated:
+                        views.append(fx.name)
+            j += 1
+        return found, views
 
     def run_graph(self, inputs):
         """Runs the mappings of this graph on ``inputs`` (one per placeholder: hidet tensors or
@@ -440,8 +564,10 @@ class Interpreter:
         try:
             env[node] = self._decomposed(node, args, kwargs)
             return None
-        except NotSymbolic:
-            raise
+        except NotSymbolic as e:
+            where = source_line(node)
+            raise NotSymbolic(f"{e}: fx node '{node.name}' ({target_name(node)}"
+                              f"{', ' + where if where else ''})") from e
         except UnmappedError as e:
             from .aten import REFUSED
             names = [f'{n} ({REFUSED[n]})' if n in REFUSED else n for n in e.names]
@@ -465,7 +591,9 @@ _VIEW_FUNCTIONS = {torch.reshape, torch.transpose, torch.permute, torch.narrow, 
                    torch.movedim, torch.diagonal, torch.as_strided, torch.detach, torch.tensor_split}
 _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
                       operator.imod, operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift,
-                      operator.ipow, operator.setitem}
+                      operator.ipow, operator.setitem,
+                      # aot_autograd's write-back of an input it updates (keep_inference_input_mutations)
+                      torch.ops.aten.copy_.default}
 
 
 def _inplace_base(node):
@@ -712,6 +840,11 @@ def _evaluate_with_torch(node, args, kwargs):
     return _to_hidet_value(out)
 
 
+def output_symbols(output):
+    """The symbols of the symbolic sizes in an output structure (sorted)."""
+    return sorted({name for d in _leaves(output, is_symbolic_size, []) for name in d.symbols})
+
+
 def flatten_outputs(output):
     """The hidet tensors of an output structure, in order, and a function rebuilding the
     structure from their torch counterparts."""
@@ -726,7 +859,10 @@ def flatten_outputs(output):
 
     collect(output)
 
-    def rebuild(values, constants):
+    def rebuild(values, constants, sizes=None):
+        """The output structure of the torch tensors ``values`` (and ``constants``); a symbolic
+        size in it (a Python int the model updates, cache.cumulative_length_int + 1) is evaluated
+        at the symbol values ``sizes``."""
         it = iter(values)
 
         def build(x):
@@ -736,6 +872,8 @@ def flatten_outputs(output):
                 # A constant output is a fresh tensor per call, as in eager: the caller may update
                 # it in place (a cache the model creates and a later graph writes).
                 return constants[id(x)].clone() if id(x) in constants else next(it)
+            if is_symbolic_size(x):
+                return int(x.evaluate(sizes))
             return x
 
         return build(output)

@@ -14,6 +14,7 @@
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/detail/tensor_key.hpp"
 #include "hidet/graph/model.hpp"
+#include "hidet/runtime/distributed.hpp"
 
 namespace hidet::graph {
 
@@ -166,10 +167,12 @@ struct CompiledGraph::State {
   enum class Mode { warm_up, record, serve };
   /// Runs the nodes on bound inputs: without a hook (warm_up), recording each node's
   /// allocations into `record` and its outputs into `record_outs` (record), or in the workspace.
-  std::vector<Tensor> run_nodes(const std::vector<Tensor> &inputs, Mode mode,
-                                std::vector<std::vector<Tensor>> *record_outs = nullptr,
-                                std::vector<std::vector<detail::RecordedAllocation>> *record = nullptr,
-                                detail::RunObserver *observer = nullptr) const {
+  std::vector<Tensor>
+  run_nodes(const std::vector<Tensor> &inputs, Mode mode,
+            std::vector<std::vector<Tensor>> *record_outs = nullptr,
+            std::vector<std::vector<detail::RecordedAllocation>> *record = nullptr,
+            detail::RunObserver *observer = nullptr,
+            const SymbolValues *run_values = nullptr) const {
     const auto &nodes = graph.nodes();
     std::vector<std::vector<Tensor>> values(nodes.size());
     auto value_of = [&](const detail::ValueRef &r) -> const Tensor & {
@@ -202,7 +205,10 @@ struct CompiledGraph::State {
     if (mode == Mode::serve) hook = &server;
     detail::HookGuard guard(hook);
     std::optional<SymbolBinding> binding; // for nodes whose attributes hold symbols
-    if (!symbol_values.empty()) binding.emplace(symbol_values);
+    if (run_values)
+      binding.emplace(*run_values); // a run at other values (run_unplanned)
+    else if (!symbol_values.empty())
+      binding.emplace(symbol_values);
     std::size_t unplanned = 0;
     for (std::size_t k = 0; k < nodes.size(); ++k) {
       std::vector<Tensor> ins;
@@ -288,7 +294,11 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
   // Build the kernels, run once (loads, operators' caches), then record a run.
   build(g, 0, s_->symbol_values);
   g.bind_symbols(scratch);
-  (void)s_->run_nodes(scratch, State::Mode::warm_up);
+  {
+    // The ranks' collectives are compared once, here (on a GPU too: runtime/distributed.hpp).
+    distributed::CheckGuard check_collectives;
+    (void)s_->run_nodes(scratch, State::Mode::warm_up);
+  }
   std::vector<std::vector<detail::RecordedAllocation>> record(nodes.size());
   std::vector<std::vector<Tensor>> outs(nodes.size());
   std::vector<Tensor> graph_outs;
@@ -447,6 +457,23 @@ HIDET_INLINE std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor> &i
   s_->ran = true;
   ++s_->stats.runs;
   return s_->run_nodes(inputs, State::Mode::serve);
+}
+
+HIDET_INLINE std::vector<Tensor> CompiledGraph::run_unplanned(const std::vector<Tensor> &inputs,
+                                                              const Stream &stream) const {
+  if (s_->loaded)
+    throw ValueError(
+        "compiled graph: a graph loaded from a file runs at its saved shapes only (run_unplanned)");
+  SymbolValues values = s_->graph.bind_symbols(inputs); // count, dtype, device and constant extents
+  std::lock_guard<std::mutex> lock(s_->mu);
+  if (s_->ran && !(s_->last_stream == stream)) s_->last_stream.synchronize(); // one run at a time
+  StreamGuard guard(stream);
+  s_->last_stream = stream;
+  s_->ran = true;
+  ++s_->stats.runs;
+  ++s_->stats.unplanned_runs;
+  // The nodes allocate from the caching allocator (no hook): warm_up's way of running.
+  return s_->run_nodes(inputs, State::Mode::warm_up, nullptr, nullptr, nullptr, &values);
 }
 
 HIDET_INLINE const FlowGraph &CompiledGraph::graph() const { return s_->graph; }

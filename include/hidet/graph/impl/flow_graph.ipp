@@ -342,6 +342,22 @@ HIDET_INLINE bool FlowGraph::has_symbolic_extents() const {
   return false;
 }
 
+HIDET_INLINE std::vector<std::string> FlowGraph::node_symbols() const {
+  std::set<std::string> found;
+  auto add = [&](const SymShape &shape) {
+    for (const Dim &d : shape)
+      for (auto &name : d.symbols())
+        found.insert(name);
+  };
+  for (const auto &op : nodes_) {
+    for (const auto &x : op->inputs())
+      add(x.sym_shape());
+    for (const auto &m : op->output_metas())
+      add(m.shape);
+  }
+  return {found.begin(), found.end()};
+}
+
 HIDET_INLINE FlowGraph FlowGraph::specialize(const SymbolValues &values) const {
   std::vector<Tensor> stand_ins;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {

@@ -3,6 +3,8 @@
 
 #include "hidet/graph/shape_dispatch.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <list>
 #include <map>
 #include <optional>
@@ -12,19 +14,39 @@
 
 namespace hidet::graph {
 
+namespace detail {
+/// A symbol value's bucket (DispatchOptions::buckets): the value rounded up to a power of two.
+inline std::int64_t bucket_of(std::int64_t v) {
+  std::int64_t b = 1;
+  while (b < v)
+    b *= 2;
+  return v <= 1 ? v : b;
+}
+} // namespace detail
+
 struct ShapeDispatch::State {
   struct Entry {
     CompiledGraph compiled;
     std::unique_ptr<CudaGraph> replay;
+    std::vector<std::int64_t> bucket; ///< with buckets: its symbols' buckets
   };
   using Key = std::vector<std::vector<std::int64_t>>;
+  using Entries = std::list<std::pair<Key, Entry>>;
+  /// The compiled graph for a call, and whether it was compiled for the call's shape.
+  struct Found {
+    Entry *entry;
+    bool own;
+  };
   Model model;
   std::vector<Tensor> specs;
   FlowGraph spec_graph; ///< the specification's inputs, for checking calls (bind_symbols)
   DispatchOptions options;
-  std::list<std::pair<Key, Entry>> entries; ///< most recently used first
-  std::map<Key, std::list<std::pair<Key, Entry>>::iterator> index;
-  std::size_t compilations = 0;
+  Entries entries; ///< most recently used first
+  std::map<Key, Entries::iterator> index;
+  std::size_t compilations = 0, shared = 0;
+  std::map<std::vector<std::int64_t>, Key>
+      bucket_owner;                       ///< bucket -> the shape its graph was compiled for
+  std::map<Key, std::size_t> shared_runs; ///< per shape: runs on its bucket's graph so far
   std::optional<FlowGraph> generic; ///< shape_generic: the optimized symbolic graph
   std::optional<FlowGraph> source;  ///< the graph given to ShapeDispatch(graph), if any
 
@@ -39,14 +61,33 @@ struct ShapeDispatch::State {
   State(Model m, std::vector<Tensor> in, DispatchOptions o)
       : model(std::move(m)), specs(in), spec_graph(in, in), options(std::move(o)) {}
 
-  Entry &entry_for(const std::vector<Tensor> &inputs) {
+  Found use(Entries::iterator it, bool own) {
+    entries.splice(entries.begin(), entries, it);
+    return {&entries.front().second, own};
+  }
+
+  /// The compiled graph for `inputs` (compiled now when their shape needs one); `run`: the call
+  /// runs it (a run on a bucket's graph counts toward the shape's own).
+  Found find(const std::vector<Tensor> &inputs, bool run) {
     SymbolValues values = spec_graph.bind_symbols(inputs); // count, dtype, device, rank, extents, symbols agree
     Key key;
     for (const auto &x : inputs) key.push_back(x.shape());
-    if (auto it = index.find(key); it != index.end()) {
-      entries.splice(entries.begin(), entries, it->second);
-      return entries.front().second;
+    if (auto it = index.find(key); it != index.end()) return use(it->second, true);
+    std::vector<std::int64_t> bucket;
+    if (options.shape_generic && options.buckets && !values.empty()) {
+      for (const auto &[name, v] : values)
+        bucket.push_back(detail::bucket_of(v));
+      if (auto b = bucket_owner.find(bucket); b != bucket_owner.end()) {
+        std::size_t runs = run ? ++shared_runs[key] : 0;
+        if (!run || options.own_plan_after == 0 || runs < options.own_plan_after) {
+          if (run) ++shared;
+          if (shared_runs.size() > 4096) shared_runs.clear();
+          return use(index.at(b->second), false);
+        }
+        shared_runs.erase(key); // run often enough: its own compiled graph
+      }
     }
+    auto t0 = std::chrono::steady_clock::now();
     std::optional<CompiledGraph> compiled;
     if (options.shape_generic) {
       compiled.emplace(generic_graph(), values);
@@ -64,7 +105,7 @@ struct ShapeDispatch::State {
       if (options.optimize) g = optimize(g, options.pass_context);
       compiled.emplace(std::move(g));
     }
-    Entry e{std::move(*compiled), nullptr};
+    Entry e{std::move(*compiled), nullptr, bucket};
     if (options.cuda_graph) {
       // The inputs it updates are captured where the caller's tensors live (a cache).
       std::vector<Tensor> buffers(inputs.size());
@@ -72,13 +113,32 @@ struct ShapeDispatch::State {
       e.replay = std::make_unique<CudaGraph>(e.compiled, buffers);
     }
     ++compilations;
+    const bool first_of_bucket = !bucket.empty() && !bucket_owner.count(bucket);
+    if (first_of_bucket) bucket_owner[bucket] = key;
+    if (options.pass_context.verbose) {
+      std::string at, in;
+      std::size_t k = 0;
+      for (const auto &[name, v] : values) {
+        at += str_cat(at.empty() ? "" : ", ", name, "=", v);
+        if (!bucket.empty()) in += str_cat(in.empty() ? "" : ", ", name, " <= ", bucket[k++]);
+      }
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "hidet: ShapeDispatch: compiled %s in %.2f s%s\n",
+                   at.empty() ? "the graph" : at.c_str(), seconds,
+                   bucket.empty()    ? ""
+                   : first_of_bucket ? str_cat(" for the bucket ", in).c_str()
+                                     : str_cat(" (its own plan in the bucket ", in, ")").c_str());
+    }
     entries.emplace_front(key, std::move(e));
     index[key] = entries.begin();
     while (options.max_shapes > 0 && entries.size() > options.max_shapes) {
-      index.erase(entries.back().first);
+      const auto &[old_key, old] = entries.back();
+      if (auto b = bucket_owner.find(old.bucket); b != bucket_owner.end() && b->second == old_key)
+        bucket_owner.erase(b); // the bucket's next shape compiles it again
+      index.erase(old_key);
       entries.pop_back();
     }
-    return entries.front().second;
+    return {&entries.front().second, true};
   }
 };
 
@@ -100,17 +160,20 @@ HIDET_INLINE ShapeDispatch::ShapeDispatch(ShapeDispatch &&) noexcept = default;
 HIDET_INLINE ShapeDispatch &ShapeDispatch::operator=(ShapeDispatch &&) noexcept = default;
 
 HIDET_INLINE std::vector<Tensor> ShapeDispatch::run(const std::vector<Tensor> &inputs) {
-  State::Entry &e = s_->entry_for(inputs);
-  if (e.replay) return e.replay->run(inputs);
-  return e.compiled.run(inputs);
+  State::Found f = s_->find(inputs, true);
+  if (!f.own)
+    return f.entry->compiled.run_unplanned(inputs, current_stream()); // another shape of its bucket
+  if (f.entry->replay) return f.entry->replay->run(inputs);
+  return f.entry->compiled.run(inputs);
 }
 
 HIDET_INLINE const CompiledGraph &ShapeDispatch::compiled_for(const std::vector<Tensor> &inputs) {
-  return s_->entry_for(inputs).compiled;
+  return s_->find(inputs, false).entry->compiled;
 }
 
 HIDET_INLINE std::size_t ShapeDispatch::num_compiled() const { return s_->entries.size(); }
 HIDET_INLINE std::size_t ShapeDispatch::num_compilations() const { return s_->compilations; }
+HIDET_INLINE std::size_t ShapeDispatch::num_shared_runs() const { return s_->shared; }
 
 HIDET_INLINE const FlowGraph &ShapeDispatch::generic_graph() {
   if (!s_->options.shape_generic) throw ValueError("ShapeDispatch: generic_graph() needs DispatchOptions::shape_generic");

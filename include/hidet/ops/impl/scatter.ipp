@@ -58,6 +58,18 @@ HIDET_INLINE void check_index_range(const std::string &op, const std::string &ar
   }
 }
 
+/// A Plan::check of an update of x (input 0): the entries of input `at[m]` (argument `args[m]`)
+/// lie in [-n, n) for n the extent of x on axis `axes[m]` (check_index_range), on every launch.
+HIDET_INLINE std::function<void(const std::vector<Tensor> &)>
+index_range_check(std::string op, std::vector<std::string> args, std::vector<std::size_t> at,
+                  std::vector<int> axes) {
+  return [=](const std::vector<Tensor> &in) {
+    for (std::size_t m = 0; m < at.size(); ++m)
+      check_index_range(op, args[m], in[at[m]], in[0].shape()[std::size_t(axes[m])],
+                        str_cat("axis ", axes[m], " of x"));
+  };
+}
+
 /// True when extent a is at most b for every value of the symbols (equal, 1, or constants a <= b).
 HIDET_INLINE bool extent_at_most(const Dim &a, const Dim &b) {
   return a == b || a == 1 || (a.is_constant() && b.is_constant() && a.value() <= b.value());
@@ -182,7 +194,7 @@ HIDET_INLINE Tensor scatter_unchecked(const Tensor &x, int ax, const Tensor &ind
   return run_plan(
       key,
       [&] {
-        return update_plan(
+        Plan plan = update_plan(
             "scatter", {x, index, src}, {"x", "index", "src"}, shape_numel(is),
             [&](const std::vector<ir::Var> &p, const lang::Var &g) {
               using namespace hidet::lang;
@@ -196,6 +208,8 @@ HIDET_INLINE Tensor scatter_unchecked(const Tensor &x, int ax, const Tensor &ind
                 scatter_combine(reduce, lang::Element(p[3], to, {}), v);
               });
             });
+        plan.check = index_range_check("scatter", {"index"}, {1}, {ax});
+        return plan;
       },
       {x, index, src})[0];
 }
@@ -294,7 +308,7 @@ HIDET_INLINE Tensor index_put_unchecked(const Tensor &x, const std::vector<int> 
   return run_plan(
       key,
       [&] {
-        return update_plan(
+        Plan plan = update_plan(
             "index_put", inputs, names, shape_numel(r),
             [&](const std::vector<ir::Var> &p, const lang::Var &g) {
               using namespace hidet::lang;
@@ -326,6 +340,12 @@ HIDET_INLINE Tensor index_put_unchecked(const Tensor &x, const std::vector<int> 
                                 lang::Element(p.back(), to, {}), v);
               });
             });
+        std::vector<std::string> args;
+        std::vector<std::size_t> at;
+        for (std::size_t m = 0; m < axes.size(); ++m)
+          args.push_back(str_cat("indices[", axes[m], "]")), at.push_back(1 + m);
+        plan.check = index_range_check("index_put", args, at, axes);
+        return plan;
       },
       inputs)[0];
 }
@@ -346,7 +366,7 @@ HIDET_INLINE Tensor index_add_unchecked(const Tensor &x, int ax, const Tensor &i
   return run_plan(
       key,
       [&] {
-        return update_plan(
+        Plan plan = update_plan(
             "index_add", {x, index, src}, {"x", "index", "src"}, shape_numel(ss),
             [&](const std::vector<ir::Var> &p, const lang::Var &g) {
               using namespace hidet::lang;
@@ -369,6 +389,8 @@ HIDET_INLINE Tensor index_add_unchecked(const Tensor &x, int ax, const Tensor &i
                 atomic_add(lang::Element(p[3], to, {}), vv);
               });
             });
+        plan.check = index_range_check("index_add", {"index"}, {1}, {ax});
+        return plan;
       },
       {x, index, src})[0];
 }
@@ -402,9 +424,6 @@ HIDET_INLINE Tensor scatter(const Tensor &x, int axis, const Tensor &index, cons
   if (xs.empty())
     return detail::scatter_unchecked(x.reshape(Shape{1}), 0, index.reshape(Shape{1}), src, reduce)
         .reshape(Shape{});
-  if (!any_symbolic({x, index, src}))
-    detail::check_index_range("scatter", "index", index, x.shape()[std::size_t(ax)],
-                              str_cat("axis ", ax, " of x"));
   return detail::scatter_unchecked(x, ax, index, src, reduce);
 }
 
@@ -444,13 +463,6 @@ HIDET_INLINE Tensor index_put(const Tensor &x, const std::vector<std::optional<T
   SymShape b; // the index tensors broadcast together (an error names the shapes when they do not)
   for (const auto &t : idx)
     b = broadcast_shapes("index_put", b, t.sym_shape(), t.dtype(), t.dtype());
-  std::vector<Tensor> all{x, values};
-  all.insert(all.end(), idx.begin(), idx.end());
-  if (!any_symbolic(all))
-    for (std::size_t m = 0; m < idx.size(); ++m)
-      detail::check_index_range("index_put", str_cat("indices[", axes[m], "]"), idx[m],
-                                x.shape()[std::size_t(axes[m])],
-                                str_cat("axis ", axes[m], " of x"));
   return detail::index_put_unchecked(x, axes, idx, values, accumulate);
 }
 
@@ -477,9 +489,6 @@ HIDET_INLINE Tensor index_add(const Tensor &x, int axis, const Tensor &index, co
     return detail::index_add_unchecked(x.reshape(Shape{1}), 0, index.reshape(Shape{1}),
                                        src.reshape(Shape{1}), alpha)
         .reshape(Shape{});
-  if (!any_symbolic({x, index, src}))
-    detail::check_index_range("index_add", "index", index, x.shape()[std::size_t(ax)],
-                              str_cat("axis ", ax, " of x"));
   return detail::index_add_unchecked(x, ax, index, src, alpha);
 }
 
