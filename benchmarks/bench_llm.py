@@ -10,7 +10,13 @@ ms per step / the copy bandwidth measured in this run) and whether the greedy to
 Timing: one warm-up generate, then one timed generate whose streamer records the time (after a
 device synchronize) when the prompt goes in and when each token comes out. Prefill = the first
 token's time; decode = the median of the later tokens' intervals (the first decode step, which
-may capture a CUDA graph for the new cache, is left out).
+may capture a CUDA graph for the new cache, is left out). Those include transformers' generate
+loop (logits processing, stopping criteria, the streamer's synchronize). 'step ms' is the model's
+forward alone in the same timed generate (the median of CUDA-event intervals around each decode
+call: the model's dispatch and GPU time, without generate's work between the calls), and
+'stepMBU' the bandwidth utilization of that time: what the compiled model reaches per token.
+Every backend gets a StaticCache made before generate (early_initialization), reset in place
+before each generate.
 
 Bytes per decode step at batch b: every parameter (the embedding table only where it is tied to the
 output projection, else b rows of it, neglected) plus the keys and values read,
@@ -103,10 +109,51 @@ class Clock(transformers.generation.streamers.BaseStreamer):
         pass
 
 
-def generate(model, ids, new_tokens, streamer=None):
+def static_cache(model, batch, length):
+    """A StaticCache for `batch` sequences of `length` tokens, its layers made now where transformers
+    allows it: inductor's CUDA graphs (mode='reduce-overhead') fail on a cache made lazily inside
+    the compiled forward (its tensors are then outputs of a graph, overwritten by the next replay).
+    Every backend gets the same cache."""
+    cfg = model.config
+    cache = transformers.StaticCache(config=cfg, max_cache_len=length)
+    if hasattr(cache, 'early_initialization'):
+        head_dim = getattr(cfg, 'head_dim', None) or cfg.hidden_size // cfg.num_attention_heads
+        cache.early_initialization(batch_size=batch, num_heads=cfg.num_key_value_heads, head_dim=head_dim,
+                                   dtype=model.dtype, device=model.device)
+    return cache
+
+
+def generate(model, ids, new_tokens, cache, streamer=None):
+    cache.reset()  # zeros in place: the tensors keep their addresses
     with torch.no_grad():
         return model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-                              cache_implementation='static', disable_compile=True, streamer=streamer)
+                              past_key_values=cache, disable_compile=True, streamer=streamer)
+
+
+class Recorder:
+    """Wraps the model's forward (compiled or not); while `timing`, CUDA events on the stream around
+    each call measure it alone, without transformers' generate loop between the calls."""
+
+    def __init__(self, model):
+        self.forward, self.timing, self.events = model.forward, False, []
+        model.forward = self
+
+    def __call__(self, *args, **kwargs):
+        if not (self.timing and GPU):
+            return self.forward(*args, **kwargs)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = self.forward(*args, **kwargs)
+        end.record()
+        self.events.append((start, end))
+        return out
+
+    def step_ms(self):
+        """The median time of the decode calls (the prefill and the first decode step left out)."""
+        if not GPU or len(self.events) < 3:
+            return float('nan')
+        sync()
+        return statistics.median(s.elapsed_time(e) for s, e in self.events[2:])
 
 
 class Counter:
@@ -143,12 +190,20 @@ def compile_forward(model, backend, counter):
 def run_row(model, backend, batch, prompt, new_tokens, counter, eager_tokens):
     torch.manual_seed(batch)
     ids = torch.randint(1, model.config.vocab_size, (batch, prompt), device=DEVICE)
-    generate(model, ids, new_tokens)  # warm-up: compiles, captures
-    before = counter.count()
-    clock = Clock()
-    sync()
-    out = generate(model, ids, new_tokens, clock)
-    compiles = counter.count() - before
+    cache = static_cache(model, batch, prompt + new_tokens)
+    recorder = Recorder(model)
+    try:
+        generate(model, ids, new_tokens, cache)  # warm-up: compiles, captures
+        before = counter.count()
+        clock = Clock()
+        sync()
+        recorder.timing = True
+        out = generate(model, ids, new_tokens, cache, clock)
+        recorder.timing = False
+        step_ms = recorder.step_ms()
+        compiles = counter.count() - before
+    finally:
+        model.forward = recorder.forward
     t = clock.times
     prefill_ms = (t[1] - t[0]) * 1e3
     steps = [(b - a) * 1e3 for a, b in zip(t[2:], t[3:])] or [(t[-1] - t[1]) * 1e3]
@@ -162,7 +217,7 @@ def run_row(model, backend, batch, prompt, new_tokens, counter, eager_tokens):
             f'{(tokens == eager_tokens[batch]).float().mean().item():.0%} of tokens')
     else:
         same = '?'
-    return dict(prefill_ms=prefill_ms, decode_ms=decode_ms, compiles=compiles, same=same)
+    return dict(prefill_ms=prefill_ms, decode_ms=decode_ms, step_ms=step_ms, compiles=compiles, same=same)
 
 
 def decode_bytes(model, batch, prompt, new_tokens):
@@ -179,7 +234,7 @@ def decode_bytes(model, batch, prompt, new_tokens):
 
 
 HEADER = (f"{'model':5} {'backend':8} {'batch':>5} {'prefill ms':>11} {'prefill tok/s':>14} {'ms/token':>9} "
-          f"{'tok/s':>9} {'MBU':>6} {'compiles':>8}  tokens==eager")
+          f"{'tok/s':>9} {'MBU':>6} {'step ms':>8} {'stepMBU':>7} {'compiles':>8}  tokens==eager")
 
 
 def print_row(name, backend, batch, r=None, error=None, bw=None, nbytes=None, prompt=0):
@@ -188,8 +243,10 @@ def print_row(name, backend, batch, r=None, error=None, bw=None, nbytes=None, pr
         print(f'{head}  {error}', flush=True)
         return
     mbu = f"{nbytes / (r['decode_ms'] / 1e3) / (bw * 1e9):6.1%}" if bw else f"{'-':>6}"
+    step_mbu = f"{nbytes / (r['step_ms'] / 1e3) / (bw * 1e9):7.1%}" if bw else f"{'-':>7}"
     print(f"{head} {r['prefill_ms']:11.2f} {batch * prompt / (r['prefill_ms'] / 1e3):14.0f} {r['decode_ms']:9.3f} "
-          f"{batch / (r['decode_ms'] / 1e3):9.1f} {mbu} {r['compiles']:8}  {r['same']}", flush=True)
+          f"{batch / (r['decode_ms'] / 1e3):9.1f} {mbu} {r['step_ms']:8.3f} {step_mbu} {r['compiles']:8}  {r['same']}",
+          flush=True)
 
 
 def main():

@@ -1,5 +1,5 @@
 // libhidet: the graph layer's definitions (compiled mode): FlowGraph, tracing, passes, CUDA graphs, builds,
-// correctness reports, memory plans, saved models.
+// correctness reports, memory plans, saved models, tensor parallelism.
 #include "hidet/graph/impl/flow_graph.ipp"
 #include "hidet/graph/impl/pattern.ipp"
 #include "hidet/graph/impl/passes.ipp"
@@ -16,3 +16,4 @@
 #include "hidet/graph/impl/report.ipp"
 #include "hidet/graph/impl/memory_plan.ipp"
 #include "hidet/graph/impl/profile.ipp"
+#include "hidet/graph/impl/tensor_parallel.ipp"

@@ -1,5 +1,5 @@
 // libhidet: the ops layer's definitions (compiled mode): compute definitions, tasks, the kernel
-// cache, creation, matmul (with its templates and the tuner) and the Tensor methods. The scheduler, the element-wise operators and
+// cache, creation, matmul (with its templates and the tuner), the Tensor methods and the collectives. The scheduler, the element-wise operators and
 // the reductions, transforms, normalizations and pooling, conv2d and attention are in src/ops_*.cpp.
 #include "hidet/ops/impl/compute.ipp"
 #include "hidet/ops/impl/task.ipp"
@@ -10,3 +10,4 @@
 #include "hidet/ops/impl/matmul.ipp"
 #include "hidet/ops/impl/tuning.ipp"
 #include "hidet/ops/impl/tensor_methods.ipp"
+#include "hidet/ops/impl/collective.ipp"

@@ -1,5 +1,5 @@
 // libhidet: the runtime layer's definitions (compiled mode): devices, streams, memory, tensors, symbolic
-// dimensions and traced operators.
+// dimensions, traced operators, NCCL and communicators.
 #include "hidet/runtime/impl/allocator.ipp"
 #include "hidet/runtime/impl/cuda_driver.ipp"
 #include "hidet/runtime/impl/device.ipp"
@@ -11,3 +11,5 @@
 #include "hidet/runtime/impl/tensor_map.ipp"
 #include "hidet/runtime/impl/tensor_print.ipp"
 #include "hidet/runtime/impl/timing.ipp"
+#include "hidet/runtime/impl/nccl.ipp"
+#include "hidet/runtime/impl/distributed.ipp"

@@ -16,13 +16,13 @@ Without a GPU the 'cuda' device is served by hidet's CPU emulator.
 from . import _C
 from ._C import (CompiledGraph, CudaGraph, Dim, FlowGraph, HidetError, Model, ShapeDispatch, Tensor, arange, asarray,
                  cuda_emulated, full, kernel_builds, manual_seed, ones, randn, save_model, synchronize, zeros)
-from . import graph, ops, utils
+from . import distributed, graph, ops, utils
 
 __version__ = '0.1.0'
 
 __all__ = ['Tensor', 'Dim', 'FlowGraph', 'CompiledGraph', 'CudaGraph', 'ShapeDispatch', 'Model', 'save_model', 'HidetError', 'randn',
            'zeros', 'ones', 'full', 'asarray', 'arange', 'symbol', 'symbol_like', 'trace_from', 'from_torch', 'from_dlpack', 'graph', 'ops',
-           'utils', 'cuda_emulated', 'synchronize', 'manual_seed', 'kernel_builds']
+           'utils', 'distributed', 'cuda_emulated', 'synchronize', 'manual_seed', 'kernel_builds']
 
 
 def __getattr__(name):

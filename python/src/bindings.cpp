@@ -1,5 +1,6 @@
 // hidet._C: the Python binding of the C++ library (nanobind). Thin: tensors, symbolic tensors,
-// the operators, FlowGraph, optimize, compiled graphs and CUDA graphs. The Pythonic surface
+// the operators, FlowGraph, optimize, compiled graphs and CUDA graphs (and, in
+// bindings_distributed.cpp, communicators and collectives). The Pythonic surface
 // (hidet/__init__.py, hidet.torch) is written in Python over it.
 //
 // Tensors cross to and from other frameworks without copies through DLPack (nb::ndarray):
@@ -165,6 +166,9 @@ hidet::Stream stream_of(std::uintptr_t handle) {
 }
 
 } // namespace
+
+// hidet._C.distributed, the collective operators and shard_tensor_parallel (bindings_distributed.cpp).
+void bind_distributed(nb::module_ &m);
 
 NB_MODULE(_C, m) {
   m.doc() = "hidet: the C++ library's binding (see the hidet package)";
@@ -642,6 +646,10 @@ NB_MODULE(_C, m) {
   ops.def("pad", [](const Tensor &x, std::vector<std::int64_t> pads, double v) { return o::pad(x, pads, v); },
           "x"_a, "pads"_a, "value"_a = 0.0);
   ops.def("matmul", [](const Tensor &a, const Tensor &b) { return o::matmul(a, b); });
+  ops.def("grouped_matmul", [](const Tensor &x, const Tensor &w, const Tensor &offs) { return o::grouped_matmul(x, w, offs); },
+          "x"_a, "weight"_a, "offs"_a,
+          "Mixture-of-experts product: rows of x [S, K] sorted by expert, expert e taking rows offs[e-1]:offs[e] "
+          "through weight[e] [K, N]; rows past offs[-1] are 0. offs (int32/int64 [E]) is read on the device.");
   ops.def("scaled_mm", [](const Tensor &a, const Tensor &b, const Tensor &scale_a, const Tensor &scale_b,
                           const std::string &out_dtype) { return o::scaled_mm(a, b, scale_a, scale_b, dtype_of(out_dtype)); },
           "a"_a, "b"_a, "scale_a"_a, "scale_b"_a, "out_dtype"_a);
@@ -681,4 +689,5 @@ NB_MODULE(_C, m) {
                                              std::optional<Tensor> mask, bool causal, std::optional<double> scale) {
     return o::scaled_dot_product_attention(q, k, v, mask, causal, scale);
   }, "q"_a, "k"_a, "v"_a, "attn_mask"_a = nb::none(), "is_causal"_a = false, "scale"_a = nb::none());
+  bind_distributed(m);
 }

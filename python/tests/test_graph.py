@@ -120,7 +120,8 @@ def test_graph_updates_an_input_in_place():
     """trace_from(..., updates=[(cache, value)]): the graph writes the new value into the caller's
     tensor; compiled, the index_put stores into the cache where it lives; a CUDA graph given the
     cache as its buffer replays on it (on the emulator, the same run without a capture)."""
-    cache0 = torch.randn(9, 4)
+    dev = 'cpu' if hidet.cuda_emulated() else 'cuda'  # the graph's device (CPU tensors serve the emulator)
+    cache0 = torch.randn(9, 4, device=dev)
     cache, pos, k = hidet.symbol([9, 4], name='cache'), hidet.symbol([2], 'int64', name='pos'), hidet.symbol([2, 4])
     y = hidet.ops.index_put(cache, [pos], k, False)
     graph = hidet.trace_from([hidet.ops.sum(y, [1])], [cache, pos, k], [(cache, y)])
@@ -130,7 +131,7 @@ def test_graph_updates_an_input_in_place():
     c, want = cache0.clone(), cache0.clone()
     replay = hidet.CudaGraph(compiled, [hidet.from_torch(c), None, None])
     for step, run in enumerate([graph.run, compiled.run, lambda xs: replay.run(xs)]):
-        p, v = torch.tensor([step, 8 - step]), torch.randn(2, 4)
+        p, v = torch.tensor([step, 8 - step], device=dev), torch.randn(2, 4, device=dev)
         total = run([hidet.from_torch(c), hidet.from_torch(p), hidet.from_torch(v)])[0]
         want[p] = v
         assert_close(c, want)

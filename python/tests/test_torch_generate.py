@@ -176,7 +176,7 @@ def test_a_cache_position_beyond_the_cache_is_an_error():
     cache = transformers.StaticCache(config=model.config, max_cache_len=8)
     with pytest.raises(ValueError, match='holds 8 at position .*out of range for axis 2 of x of size 8'):
         with torch.no_grad():
-            model.generate(ids, max_new_tokens=5, do_sample=False, cache=cache)
+            model.generate(ids, max_new_tokens=5, do_sample=False, past_key_values=cache)
     assert torch.equal(generate(model, ids, 2), generate(reference, ids, 2))  # still usable
 
 
@@ -189,7 +189,7 @@ def test_a_prompt_longer_than_the_cache_is_an_error():
     cache = transformers.StaticCache(config=model.config, max_cache_len=4)
     with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match='out of range for axis 2 of x of size 4'):
         with torch.no_grad():
-            model.generate(ids, max_new_tokens=2, do_sample=False, cache=cache)
+            model.generate(ids, max_new_tokens=2, do_sample=False, past_key_values=cache)
 
 
 def test_a_dtype_change_recompiles_and_a_cache_of_another_dtype_is_refused(capfd):
@@ -213,7 +213,7 @@ def test_a_dtype_change_recompiles_and_a_cache_of_another_dtype_is_refused(capfd
     cache.early_initialization(batch_size=1, num_heads=2, head_dim=16, dtype=torch.float16, device='cpu')
     with pytest.raises(Exception, match='same dtype|dtype'):
         with torch.no_grad():
-            model.generate(ids, max_new_tokens=2, do_sample=False, cache=cache)
+            model.generate(ids, max_new_tokens=2, do_sample=False, past_key_values=cache)
 
 
 def test_an_input_updated_in_place_and_returned_is_the_input_itself():

@@ -48,6 +48,29 @@ TEST_CASE("an element-wise chain fuses into the reduction after it: one kernel")
   CHECK(g.nodes().size() == 3); // the input graph is unchanged
 }
 
+TEST_CASE("a cast read twice (RMSNorm written out, as transformers does) is recomputed in its readers: one kernel") {
+  const std::int64_t rows = 3, cols = 40;
+  Tensor a = make({rows, cols}, dtypes::bf16), w = make({cols}, dtypes::bf16);
+  auto f = [&](const Tensor &x) {
+    Tensor h = o::cast(x, dtypes::f32); // read by the square and by the scaling
+    Tensor r = o::rsqrt(o::mean(h * h, {1}, true) + 1e-5);
+    return w * o::cast(h * r, dtypes::bf16);
+  };
+  Tensor x = symbol_like(a);
+  FlowGraph g = trace_from(f(x));
+  FlowGraph opt = graph::optimize(g);
+  INFO(opt.str());
+  CHECK(opt.nodes().size() == 1);
+  CHECK(count_named(opt, "Cast") == 0);
+  expect_same(opt(a), g(a), 2);
+  // A cast that is also a graph output stays, computed once.
+  Tensor y = symbol_like(a, "y");
+  Tensor hy = o::cast(y, dtypes::f32);
+  FlowGraph kept = graph::optimize(trace_from({o::sum(hy * hy, {1}), hy}));
+  INFO(kept.str());
+  CHECK(count_named(kept, "Cast") == 1);
+}
+
 TEST_CASE("prologues fuse into softmax and layer_norm rows; half precision") {
   for (DataType dt : {dtypes::f32, dtypes::f16}) {
     CAPTURE(dt.name());
@@ -910,6 +933,40 @@ TEST_CASE("fuse_attention: attention followed by the heads' merge stores [B, Sq,
   }
 }
 
+TEST_CASE("fuse_attention: grouped-query attention over repeated k and v (repeat_kv) reads them unrepeated") {
+  const std::int64_t b = 2, h = 6, hkv = 2, s = 1, t = 41, d = 32;
+  for (bool with_mask : {false, true}) {
+    CAPTURE(with_mask);
+    Tensor q = make({b, h, s, d}, dtypes::f16, -1, 1), mask = make({b, 1, s, t}, dtypes::boolean);
+    auto repeat_kv = [&](const Tensor &x) { // transformers' repeat_kv
+      return o::broadcast_to(x.reshape({b, hkv, 1, t, d}), {b, hkv, h / hkv, t, d}).reshape({b, h, t, d});
+    };
+    auto f = [&](const Tensor &k, const Tensor &v) {
+      return o::scaled_dot_product_attention(q, repeat_kv(k), repeat_kv(v),
+                                             with_mask ? std::optional<Tensor>(mask) : std::nullopt, false, 0.3);
+    };
+    Tensor k = make({b, hkv, t, d}, dtypes::f16, -1, 1), v = make({b, hkv, t, d}, dtypes::f16, -1, 1);
+    Tensor ks = symbol_like(k, "k"), vs = symbol_like(v, "v");
+    FlowGraph g = trace_from({f(ks, vs)}, {ks, vs});
+    FlowGraph opt = graph::fuse_attention(g);
+    INFO(opt.str());
+    CHECK(count_named(g, "BroadcastTo") == 2);
+    CHECK(count_named(opt, "BroadcastTo") == 0);
+    CHECK(count_named(opt, "ScaledDotProductAttention") == 1);
+    expect_same(opt(k, v), f(k, v), 2);
+    expect_same(graph::optimize(g)(k, v), f(k, v), 2);
+  }
+  // Not a repeat of whole heads (the group axis after the sequence): left alone.
+  Tensor q = make({1, 4, 1, 16}, dtypes::f16, -1, 1);
+  auto f = [&](const Tensor &k) {
+    Tensor r = o::broadcast_to(k.reshape({1, 2, 5, 1, 16}), {1, 2, 5, 2, 16}).reshape({1, 4, 5, 16});
+    return o::scaled_dot_product_attention(q, r, r, std::nullopt, false, 0.3);
+  };
+  Tensor k = make({1, 2, 5, 16}, dtypes::f16, -1, 1);
+  FlowGraph g = trace_from({f(symbol_like(k))});
+  CHECK(count_named(graph::fuse_attention(g), "BroadcastTo") == count_named(g, "BroadcastTo"));
+}
+
 TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, heads split in its epilogue") {
   for (DataType dt : {dtypes::f16, dtypes::f32}) {
     CAPTURE(dt.name());
@@ -959,6 +1016,20 @@ TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, hea
   auto got = merged.run({x});
   expect_same(got[0], want[0]);
   expect_same(got[1], want[1]);
+  // Siblings without biases whose heads are split alike (Llama's K and V projections): merged,
+  // the split applied once to both.
+  auto f3 = [&](const Tensor &x) {
+    Tensor k = o::matmul(x, w1).reshape({5, 2, 4}), v = o::matmul(x, w2).reshape({5, 2, 4});
+    return std::vector<Tensor>{o::softmax(k, -1), o::sum(v, {2})};
+  };
+  FlowGraph g3 = trace_from(f3(symbol_like(in)));
+  FlowGraph merged3 = graph::merge_sibling_matmuls(g3);
+  INFO(merged3.str());
+  CHECK(count_named(merged3, "Matmul") == 1);
+  auto want3 = f3(x);
+  auto got3 = merged3.run({x});
+  expect_same(got3[0], want3[0]);
+  expect_same(got3[1], want3[1]);
   // A sibling whose own epilogue would be lost (an activation after it): nothing merges.
   auto f2 = [&](const Tensor &x) { return std::vector<Tensor>{o::softmax(o::matmul(x, w1), -1), o::gelu(o::matmul(x, w2))}; };
   FlowGraph g2 = trace_from(f2(symbol_like(in)));

@@ -89,6 +89,19 @@ TEST_CASE("matmul_f32: split-k with cp.async stages, slices that end past k") {
   // k = 100 in 3 slices of 40 (whole tiles of 8): the last slice covers 80..119, half outside.
   check_config(with(MatmulF32Config{}, 3, 3), 40, 36, 100);
   check_config(with(MatmulF32Config{2, 3, 2, 2, 8, 4, 4, 4, 8, 2}, 2, 2), 50, 97, 64);
+  // k = 112 in 8 slices of 16 (ceil(112 / 8) = 14, a whole tile of 16): k is a multiple of the
+  // slice, yet the last slice starts at k (RegNet-X-800MF's classifier, k = 672, split 8, failed so on
+  // the GPU), with both stagings.
+  check_config(with(MatmulF32Config{}, 3, 8, 16), 1, 40, 112);
+  check_config(with(MatmulF32Config{}, 0, 8, 16), 3, 40, 112);
+  // The heuristic leaves no slice empty.
+  for (int k : {672, 112, 100, 4096}) {
+    auto c = hidet::ops::templates::matmul_f32_heuristic_config(1, 1000, k, 132);
+    int k_slice = (k + c.split_k - 1) / c.split_k;
+    k_slice = (k_slice + c.block_k - 1) / c.block_k * c.block_k;
+    INFO("k " << k << ": " << c.str());
+    CHECK(k_slice * (c.split_k - 1) < k);
+  }
 }
 
 TEST_CASE("matmul_f32: a batch with one operand shared, cp.async stages") {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "hidet/ops.hpp"
+#include "hidet/ops/collective.hpp"
 
 using namespace hidet;
 using namespace hidet::ops;
@@ -40,6 +41,7 @@ TEST_CASE("every listed kind is the kind its operator records") {
       {OpKind::Relu, ops::relu(x)},
       {OpKind::Sigmoid, ops::sigmoid(x)},
       {OpKind::Silu, ops::silu(x)},
+      {OpKind::Gelu, ops::gelu(x)},
       {OpKind::Cast, ops::cast(x, f16)},
       {OpKind::Reshape, x.reshape({2, 8, 36})},
       {OpKind::Reshape, ops::reshape(x, {16, 36})},
@@ -58,8 +60,23 @@ TEST_CASE("every listed kind is the kind its operator records") {
       {OpKind::ScaledDotProductAttentionHeadsLast,
        ops::scaled_dot_product_attention_heads_last(qs, ks, vs)},
   };
+  // The collectives, traced by rank 0 of two emulated ranks (tracing runs nothing).
+  std::vector<std::pair<OpKind, Tensor>> collectives;
+  set_cuda_emulation(true);
+  distributed::run_emulated(2, [&](const distributed::Communicator &comm) {
+    if (comm.rank() != 0) return;
+    Tensor z = symbol({2, 8, 6}, f32, comm.device());
+    collectives = {{OpKind::AllReduce, ops::all_reduce(z, comm)},
+                   {OpKind::AllGather, ops::all_gather(z, comm).trace().op->inputs()[0]},
+                   {OpKind::ReduceScatter, ops::reduce_scatter(z, comm)},
+                   {OpKind::Broadcast, ops::broadcast(z, comm)},
+                   {OpKind::Send, ops::send(z, comm, 1)},
+                   {OpKind::Recv, ops::recv(z, comm, 1)}};
+  });
   std::set<OpKind> seen;
-  for (const auto &[kind, t] : recorded) {
+  auto all = recorded;
+  all.insert(all.end(), collectives.begin(), collectives.end());
+  for (const auto &[kind, t] : all) {
     CAPTURE(op_kind_name(kind));
     REQUIRE(t.trace());
     CHECK(t.trace().op->name() == op_kind_name(kind));

@@ -100,6 +100,33 @@ TEST_CASE("gpu: the caching allocator reuses device blocks and reports out of me
   CHECK(memory_stats("cuda").cached_bytes == 0);
 }
 
+TEST_CASE("gpu: a freed block is reused only on the stream it was allocated on") {
+  Stream a = Stream::create(), b = Stream::create();
+  void *p;
+  {
+    StreamGuard on_a(a);
+    Tensor t = empty({3000}, dtypes::f32, "cuda");
+    p = t.data_ptr();
+  } // freed while a's work on it may still run
+  void *q;
+  {
+    StreamGuard on_b(b);
+    Tensor u = empty({3000}, dtypes::f32, "cuda");
+    q = u.data_ptr();
+    CHECK(q != p); // b's work would race with a's on the block
+  }
+  {
+    StreamGuard on_a(a);
+    Tensor v = empty({3000}, dtypes::f32, "cuda");
+    CHECK(v.data_ptr() == p); // a's later work is ordered after its earlier work
+  }
+  {
+    StreamGuard on_b(b);
+    CHECK(empty({3000}, dtypes::f32, "cuda").data_ptr() == q);
+  }
+  a.synchronize(), b.synchronize();
+}
+
 TEST_CASE("gpu: streams, guards, external handles and events") {
   Stream s = Stream::create();
   REQUIRE(s.handle() != nullptr);

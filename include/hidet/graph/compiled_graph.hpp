@@ -60,6 +60,11 @@
 // these sizes, a product's other tiling, builds it then); no CUDA graph. graph::ShapeDispatch's
 // buckets run the sizes of a bucket so on the graph compiled for the first of them.
 //
+// Collectives (ops/collective.hpp, docs/distributed.md): every rank compiles the same graph, and
+// both scratch runs issue its collectives on every rank alike; the first one compares the ranks'
+// calls (distributed::CheckGuard), so ranks that traced different graphs fail here, on every rank.
+// save() refuses a graph with collectives (a ValueError naming the node).
+//
 // Errors: a graph input with a symbolic extent and no value for it (a ValueError: a compiled graph
 // has one shape; see graph::ShapeDispatch for symbolic sizes), inputs of the wrong count, shape,
 // dtype or device, or of other symbol values (a ValueError naming the input), and an error inside

@@ -5,6 +5,8 @@
 // and is not a graph output, is fused into that consumer as a prologue (ops/fuse.hpp): its
 // element definition is inlined into the consumer's kernels, so the intermediate tensor is never
 // written. Chains fuse transitively (add -> relu -> sum becomes one node, one kernel: FusedSum).
+// A cast read by several task-defined operators is made again for each, so that it fuses into
+// each of them (RMSNorm's x.to(f32), read twice, joins the norm's kernel).
 // A fused node prints as Hidet's do:
 //   x_1: float32[4][cuda] = FusedSum(x, c, fused_graph=FlowGraph(Add, Relu, Sum), anchor=2)
 // Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention) and views
@@ -104,8 +106,10 @@ FlowGraph simplify_reshapes(const FlowGraph &graph);
 /// viewed back: the constants become one additive mask, computed when optimizing). A constant
 /// scaling of q before the product (q * c, q / c) joins the attention's scale, and an attention
 /// node whose output is permuted to [B, Sq, H, D] (merging the heads) stores that layout itself
-/// (ops::scaled_dot_product_attention_heads_last); declared as rewrite rules in the pattern
-/// language (graph/pattern.hpp). attention_rules() lists them.
+/// (ops::scaled_dot_product_attention_heads_last); attention over k and v repeated per q head
+/// (grouped-query attention written as transformers' repeat_kv: Reshape, BroadcastTo, Reshape)
+/// reads the unrepeated k and v instead; declared as rewrite rules in the pattern language
+/// (graph/pattern.hpp). attention_rules() lists them.
 FlowGraph fuse_attention(const FlowGraph &graph);
 std::vector<RewriteRule> attention_rules();
 

@@ -48,6 +48,17 @@ Tensor linear(const Tensor &x, const Tensor &weight, const std::optional<Tensor>
 /// Float inputs of one dtype; accumulates in f32 for f16/bf16. A task: graph fusion gives it
 /// element-wise epilogues (a bias, an activation) in the same kernel.
 Tensor gemv(const Tensor &x, const Tensor &w);
+/// The grouped product of mixture-of-experts layers (transformers' grouped_mm, torch's
+/// F.grouped_mm with a 2-D a and a 3-D b): x [S, K] holds rows sorted by expert and offs [E]
+/// (int32 or int64, on the device) the cumulative row counts; expert e multiplies rows
+/// [offs[e - 1], offs[e]) (from 0 for e = 0) by weight[e] [K, N], and rows past offs[E - 1] are 0.
+/// Out-of-range ends are clamped to [0, S] and a decreasing end gives its expert no rows (each
+/// expert starts at the largest end before it). x and weight share a dtype among f32, f16 and
+/// bf16 (f32 accumulation). offs is read on the device (no host synchronization), so one build of
+/// the kernels (templates/matmul_grouped.hpp) serves every routing and every S; only experts with
+/// rows read their weights. Few rows per expert (decoding) run on a GEMV-like kernel, more on
+/// tensor cores (f16/bf16) or the FMA kernel (f32). Symbolic inputs record a GroupedMatmul node.
+Tensor grouped_matmul(const Tensor &x, const Tensor &weight, const Tensor &offs);
 /// c = scale_a * scale_b * (a @ b^T) in `out_dtype` (f16, bf16 or f32) for 8-bit floats a: [m, k]
 /// and b: [n, k] (f8e4m3 or f8e5m2; b is given transposed, k innermost, like a linear layer's
 /// weight) and per-tensor scales: f32 tensors of one element. This is

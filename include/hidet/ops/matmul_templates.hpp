@@ -1,6 +1,11 @@
 // The template implementations of ops::matmul, and their search spaces.
 //
 // For c[M, n] = a[M, k] @ b[k, n] with a, b and c all f32, all f16 or all bf16:
+//  * M <= 8 (decoding) and b a matrix: the few-rows kernel on the CUDA cores
+//    (templates/matmul_gemv.hpp), which streams b at the memory bandwidth with split-k and an
+//    in-kernel fixup; the other templates join it as candidates in spaces 1 and 2;
+//  * f16 / bf16 with 9 to 64 rows (a batch of decoding steps): the mma.sync kernel with a tile of
+//    the rows and split-k summed in the kernel (matmul_f16_few_rows_config), on every GPU;
 //  * f32: the FMA kernel (templates/matmul_f32.hpp), with split-k for shapes with few tiles;
 //  * f16 / bf16 on a Hopper GPU (sm_90a): the TMA + wgmma kernel (templates/matmul_wgmma.hpp),
 //    and in the larger spaces the mma.sync kernel too;
@@ -22,6 +27,7 @@
 
 #include "hidet/ops/templates/matmul_f16.hpp"
 #include "hidet/ops/templates/matmul_f32.hpp"
+#include "hidet/ops/templates/matmul_gemv.hpp"
 #include "hidet/ops/templates/matmul_wgmma.hpp"
 #include "hidet/ops/tuning.hpp"
 
@@ -142,6 +148,51 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     }, c.split_fixup ? std::function<MatmulRowsRun(const Dim &)>() : rows_builder(std::type_identity<MatmulWgmma>{}, c));
   };
 
+  // Few rows (decoding): the product reads each element of b once for at most 16 flops, so it is
+  // bound by b's bytes; the few-rows kernel keeps them in flight on every multiprocessor, where
+  // the templates below would pad their 64- or 128-row tiles and leave most SMs idle at these n.
+  if (mb <= 8 && !batch.batched() && !acc16) {
+    auto add_gemv = [&](MatmulGemvConfig c) {
+      if (opts.parallel_k > 0) c.split_k = opts.parallel_k;
+      try {
+        check_matmul_gemv_config(c);
+      } catch (const ValueError &) {
+        return;
+      }
+      push("gemv " + c.str(), [=] {
+        auto mm = std::make_shared<MatmulGemv>(m, n, k, dt, c, epi);
+        return MatmulRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e) {
+          (*mm)(a, b, y, e);
+        });
+      }, [=](const Dim &rows) {
+        auto mm = std::make_shared<MatmulGemv>(MatmulRows(rows), n, k, dt, c, epi);
+        return MatmulRowsRun([mm](const Tensor &a, const Tensor &b, const Tensor &y, const std::vector<Tensor> &e,
+                                  const SymbolValues &v) { (*mm)(a, b, y, e, v); });
+      });
+    };
+    const MatmulGemvConfig h = matmul_gemv_heuristic_config(mb, n, k, dt, sms);
+    add_gemv(h);
+    if (space == 0 && !out.empty()) return out;
+    // Space 1: the lanes along n, the warps, the loads in flight and the split around the
+    // heuristic's; space 2 also the neighbouring splits of each.
+    for (int lanes : {8, 16, 32})
+      for (int warps : {4, 8})
+        for (int unroll : {2, 4, 8}) {
+          MatmulGemvConfig c = h;
+          c.lanes_n = lanes, c.warps = warps, c.unroll = unroll;
+          c.split_k = matmul_gemv_split(c, mb, n, k, dt, sms);
+          add_gemv(c);
+          if (space == 2)
+            for (int f : {2, 4}) {
+              MatmulGemvConfig v = c;
+              v.split_k = std::min(256, c.split_k * f);
+              add_gemv(v);
+              v.split_k = std::max(1, c.split_k / f);
+              add_gemv(v);
+            }
+        }
+  }
+
   if (dt == dtypes::f32) {
     add_f32(matmul_f32_heuristic_config(mb, n, k, sms));
     if (space == 0) return out;
@@ -170,6 +221,12 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     return out;
   }
 
+  // 9 to 64 rows (a batch of decoding steps): the mma.sync kernel with a tile of the rows and
+  // split-k summed in the kernel, so that b streams on every SM (the tiles alone are a few dozen).
+  if (mb > 8 && mb <= 64 && !batch.batched() && opts.parallel_k <= 1 && !acc16) { // (f16 accumulation: unsplit)
+    add_mma(matmul_f16_few_rows_config(mb, n, k, sms));
+    if (space == 0 && !out.empty()) return out;
+  }
   if (matmul_wgmma_available() && !acc16) {
     // Few rows and a short k (a transformer's projections at batch 1): the mma.sync kernel with
     // 32- or 64-row tiles. Timed alone (weights resident in L2), 64x128 wgmma tiles are faster

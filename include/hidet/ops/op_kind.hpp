@@ -21,7 +21,8 @@ namespace hidet::ops {
 // clang-format off
 #define HIDET_OP_KINDS(X)                                                                          \
   /* element-wise */                                                                               \
-  X(Add) X(Sub) X(Mul) X(Div) X(Neg) X(Abs) X(Exp) X(Tanh) X(Relu) X(Sigmoid) X(Silu) X(Cast)      \
+  X(Add) X(Sub) X(Mul) X(Div) X(Neg) X(Abs) X(Exp) X(Tanh) X(Relu) X(Sigmoid) X(Silu) X(Gelu)      \
+  X(Cast)                                                                                          \
   /* views and data movement */                                                                    \
   X(Reshape) X(Permute) X(Slice)                                                                   \
   /* products and convolutions (templates), and a product with its epilogue fused */               \
@@ -29,7 +30,9 @@ namespace hidet::ops {
   /* pooling */                                                                                    \
   X(MaxPool2d) X(AvgPool2d) X(AdaptiveAvgPool2d)                                                   \
   /* attention (HeadsLast: the [B, Sq, H, D] layout, as recorded over symbolic extents) */         \
-  X(ScaledDotProductAttention) X(ScaledDotProductAttentionHeadsLast)
+  X(ScaledDotProductAttention) X(ScaledDotProductAttentionHeadsLast)                              \
+  /* collectives (ops/collective.hpp) */                                                           \
+  X(AllReduce) X(AllGather) X(ReduceScatter) X(Broadcast) X(Send) X(Recv)
 // clang-format on
 
 /// An operator's kind (see the top of the file).

@@ -6,9 +6,12 @@
 // GPU memory comes from cuMemAlloc; host memory (the 'cpu' device, and the emulated 'cuda' device
 // whose tensors live in host memory) is 256-byte aligned.
 //
-// Reuse is not stream-aware: a block freed while a kernel on another stream still uses it may be
-// handed out again. Work that shares memory across streams must synchronize them (as with Hidet's
-// own memory pool).
+// Reuse is stream-ordered, as in PyTorch: a GPU block belongs to the stream that was current
+// (hidet::current_stream(), per thread) when it was allocated, and once freed it serves only later
+// allocations on that stream, whose work runs after everything enqueued on the block before. So a
+// thread that frees its outputs while its stream still writes them cannot hand them to another
+// thread's stream. A tensor used on another stream than its own must be kept alive until that work
+// ends (or the streams synchronized) before it is freed.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "hidet/runtime/device.hpp"
+#include "hidet/runtime/stream.hpp"
 
 namespace hidet {
 
@@ -76,7 +80,7 @@ public:
   bool host() const { return host_; }
 
 private:
-  void note_live(void *p, std::size_t size);
+  void note_live(void *p, std::size_t size, CUstream stream);
 
   /// nullptr when out of memory; other driver errors throw.
   void *raw_alloc(std::size_t size);
@@ -90,8 +94,22 @@ private:
   Device device_;
   bool host_;
   mutable std::mutex mu_;
-  std::unordered_map<std::size_t, std::vector<void *>> free_;
-  std::unordered_map<void *, std::size_t> live_;
+  struct FreeKey { // a rounded size and the stream its blocks belong to (null on the host)
+    std::size_t size;
+    CUstream stream;
+    bool operator==(const FreeKey &o) const { return size == o.size && stream == o.stream; }
+  };
+  struct FreeKeyHash {
+    std::size_t operator()(const FreeKey &k) const {
+      return std::hash<std::size_t>()(k.size) ^ (std::hash<const void *>()(k.stream) << 1);
+    }
+  };
+  struct Live {
+    std::size_t size;
+    CUstream stream;
+  };
+  std::unordered_map<FreeKey, std::vector<void *>, FreeKeyHash> free_;
+  std::unordered_map<void *, Live> live_;
   MemoryStats stats_;
 };
 

@@ -57,6 +57,7 @@ namespace hidet::cuda {
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy_v2)                                                                            \
   X(cuStreamSynchronize)                                                                           \
+  X(cuStreamQuery)                                                                                 \
   X(cuStreamWaitEvent)                                                                             \
   X(cuEventCreate)                                                                                 \
   X(cuEventRecord)                                                                                 \

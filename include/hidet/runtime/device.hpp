@@ -77,8 +77,18 @@ void set_cuda_emulation(bool on);
 /// set_cuda_emulation(true), or no usable GPU (then a notice is printed once on stderr).
 bool cuda_emulated();
 
-/// Number of 'cuda' devices: the GPUs, or 1 on the emulator.
+/// Number of 'cuda' devices: the GPUs, or emulated_device_count() on the emulator.
 int cuda_device_count();
+
+/// Sets how many 'cuda' devices the emulator serves (cuda:0 .. cuda:n-1, each a device of its own
+/// whose tensors live in host memory): several emulated GPUs in one process, one thread per rank
+/// of an emulated communicator (runtime/distributed.hpp). 1 to 64; else a ValueError. Tensors
+/// already made keep their devices.
+void set_emulated_device_count(int n);
+
+/// The number of emulated 'cuda' devices: 1, $HIDET_EMULATED_DEVICES, or the last
+/// set_emulated_device_count().
+int emulated_device_count();
 
 /// Throws ValueError unless `d` is the cpu or an existing cuda device.
 void check_device(const Device &d);

@@ -8,6 +8,7 @@ HidetModule). Options: ``hidet.torch.dynamo_config``.
 """
 from . import mappings  # noqa: F401  (registers the torch-level mappings)
 from . import aten  # noqa: F401  (registers the core-ATen mappings)
+from . import collectives  # noqa: F401  (registers torch.distributed's functional collectives)
 from .backend import HidetCompiledModel, hidet_backend
 from .dynamo_config import DynamoConfig, dynamo_config
 from .export import export

@@ -209,10 +209,14 @@ def aten_gelu(self, *, approximate='none'):
 
 @register_aten(aten.elu.default)
 def aten_elu(self, alpha=1, scale=1, input_scale=1):
-    x = ops.mul(self, float(input_scale)) if input_scale != 1 else self
-    neg = ops.mul(ops.sub(ops.exp(ops.minimum(x, 0.0)), 1.0), float(alpha))
-    y = ops.where(ops.gt(self, 0.0), self, neg)
-    return ops.mul(y, float(scale)) if scale != 1 else y
+    def elu(v):  # in f32 for half inputs, as PyTorch computes it
+        x = ops.mul(v, float(input_scale)) if input_scale != 1 else v
+        neg = ops.mul(ops.expm1(ops.minimum(x, 0.0)), float(alpha))
+        y = ops.where(ops.gt(v, 0.0), v, neg)
+        return ops.mul(y, float(scale)) if scale != 1 else y
+    if self.dtype in ('float16', 'bfloat16'):
+        return ops.cast(elu(ops.cast(self, 'float32')), self.dtype)
+    return elu(self)
 
 
 # ---------------------------------------------------------------------------- reductions
@@ -299,8 +303,11 @@ def aten_var_dim(self, dim=None, unbiased=True, keepdim=False):
 
 @register_aten(aten.cumsum.default)
 def aten_cumsum(self, dim, *, dtype=None):
-    x = ops.cast(self, dtype_name(dtype)) if dtype is not None else self
-    return ops.cumsum(x, _axis(dim, x.ndim))
+    if dtype is None:
+        return ops.cumsum(self, _axis(dim, self.ndim))
+    d = dtype_name(dtype)
+    y = ops.cumsum(ops.cast(self, d), _axis(dim, self.ndim))  # integers sum in int64: back to d
+    return y if y.dtype == d else ops.cast(y, d)
 
 
 # ---------------------------------------------------------------------------- products
@@ -446,7 +453,7 @@ def aten_diagonal(self, offset=0, dim1=0, dim2=1):
     return ops.take(flat, to_hidet_constant(idx), len(rest))
 
 
-@register_aten(aten.copy.default)
+@register_aten(aten.copy.default, aten.copy_.default)
 def aten_copy(self, src, non_blocking=False):
     y = ops.cast(src, self.dtype) if src.dtype != self.dtype else src
     return ops.broadcast_to(y, list(self.shape)) if list(y.shape) != list(self.shape) else y

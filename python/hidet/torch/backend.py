@@ -70,10 +70,10 @@ class _Compiled:
 class HidetCompiledModel:
     """The callable handed back to dynamo for one fx graph (see the top of the file)."""
 
-    def __init__(self, gm, config):
+    def __init__(self, gm, config, static_positions=None):
         self.gm = gm
         self.config = config
-        self.interpreter = Interpreter(gm, decompose=config._decompose)
+        self.interpreter = Interpreter(gm, decompose=config._decompose, static_positions=static_positions)
         self.cache = {}
         self.key_positions = None  # the arguments that are not parameters or buffers
         self.scalar_positions = None  # the arguments that are Python floats made 0-d tensors
@@ -479,12 +479,50 @@ def _concrete(a):
     return size_hint(a) if isinstance(a, torch.SymInt) else a
 
 
+def _has_dtensors(example_inputs):
+    """Whether dynamo hands the graph DTensors (a model parallelized with torch.distributed.tensor):
+    their operators and redistributions are desugared by aot_autograd first."""
+    try:
+        from torch.distributed.device_mesh import DeviceMesh
+        from torch.distributed.tensor import DTensor
+    except ImportError:
+        return False
+    return any(isinstance(a, (DTensor, DeviceMesh)) for a in example_inputs)
+
+
+def _compile_through_aot(gm, example_inputs, cfg):
+    """A graph of DTensors: aot_autograd traces it into ATen operators on plain tensors and
+    torch's functional collectives (hidet/torch/collectives.py maps them), as inductor gets it. Its
+    example inputs are fake, so the hidet graph is traced and compiled on the first call."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    def compiler(aot_gm, fake_inputs):
+        static = None
+        context = torch._guards.TracingContext.try_get()
+        meta = getattr(context, 'fw_metadata', None) if context is not None else None
+        if meta is not None and getattr(meta, 'static_input_indices', None) is not None:
+            static = set(meta.static_input_indices)  # the parameters and buffers: constants
+        model = HidetCompiledModel(aot_gm, cfg, static_positions=static)
+
+        def run(args):
+            return model(*args)
+        run._boxed_call = True
+        return run
+
+    # Inputs updated in place (a cache) stay updates of the graph (aten.copy_ at its end), which
+    # hidet writes where the input lives, instead of new values that aot's wrapper copies back.
+    return aot_autograd(fw_compiler=compiler, inference_compiler=compiler,
+                        keep_inference_input_mutations=True)(gm, example_inputs)
+
+
 def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
     """The torch.compile backend (registered as 'hidet' through the torch_dynamo_backends entry
     point, and on import of hidet.torch)."""
     cfg = dynamo_config.with_options(mode, options)
     if cfg._print_input_graph:
         print_tabular(gm)
+    if _has_dtensors(example_inputs):
+        return _compile_through_aot(gm, example_inputs, cfg)
     model = HidetCompiledModel(gm, cfg)
     # Dynamic shapes (torch.compile(dynamic=True)): sizes come as SymInts; their hints are the
     # example's values. The graph is traced once on the symbols (HidetCompiledModel.compile_symbolic).

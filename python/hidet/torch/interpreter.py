@@ -591,7 +591,9 @@ _VIEW_FUNCTIONS = {torch.reshape, torch.transpose, torch.permute, torch.narrow, 
                    torch.movedim, torch.diagonal, torch.as_strided, torch.detach, torch.tensor_split}
 _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
                       operator.imod, operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift,
-                      operator.ipow, operator.setitem}
+                      operator.ipow, operator.setitem,
+                      # aot_autograd's write-back of an input it updates (keep_inference_input_mutations)
+                      torch.ops.aten.copy_.default}
 
 
 def _inplace_base(node):

@@ -735,14 +735,27 @@ register_function(torch.amin)(_amax_amin(ops.min))
 register_method('amin')(_amax_amin(ops.min))
 
 
+def _in_opmath(x, fn):
+    """fn(x) computed in f32 for an f16 or bf16 x and rounded once at the end, as PyTorch's kernels
+    compute a function of several steps (softplus, logsigmoid, elu, mish, logsumexp) in their
+    "opmath" type: a chain of hidet operators in f16 rounds after each one (softplus's 1 + exp(x)
+    of a negative x keeps about three digits of exp(x) in f16)."""
+    if x.dtype in ('float16', 'bfloat16'):
+        return ops.cast(fn(ops.cast(x, 'float32')), x.dtype)
+    return fn(x)
+
+
 @register_function(torch.logsumexp)
 @register_method('logsumexp')
 def torch_logsumexp(x, dim, keepdim=False, *, out=None):
-    """max + log(sum(exp(x - max))): no overflow for large x."""
+    """max + log(sum(exp(x - max))): no overflow for large x; in f32 for half inputs."""
     dims = _dims(dim, x.ndim)
-    m = ops.max(x, dims, True)
-    y = ops.add(ops.log(ops.sum(ops.exp(ops.sub(x, m)), dims, True)), m)
-    return y if keepdim else ops.squeeze(y, dims)
+
+    def lse(v):
+        m = ops.max(v, dims, True)
+        y = ops.add(ops.log(ops.sum(ops.exp(ops.sub(v, m)), dims, True)), m)
+        return y if keepdim else ops.squeeze(y, dims)
+    return _in_opmath(x, lse)
 
 
 @register_function(torch.linalg.vector_norm)
@@ -790,13 +803,13 @@ def torch_square(x, *, out=None):
 @register_function(torch.log1p)
 @register_method('log1p')
 def torch_log1p(x, *, out=None):
-    return ops.log(ops.add(x, 1.0))
+    return ops.log1p(x)  # log(1 + x) would lose every digit of a small x
 
 
 @register_function(torch.expm1)
 @register_method('expm1')
 def torch_expm1(x, *, out=None):
-    return ops.sub(ops.exp(x), 1.0)
+    return ops.expm1(x)
 
 
 @register_function(torch.sign)
@@ -809,8 +822,8 @@ def torch_sign(x, *, out=None):
 
 @register_function(F.logsigmoid)
 def torch_logsigmoid(x):
-    # log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)): no overflow either way.
-    return ops.sub(ops.minimum(x, 0.0), ops.log(ops.add(ops.exp(ops.neg(ops.abs(x))), 1.0)))
+    # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)): no overflow either way; in f32 for half inputs.
+    return _in_opmath(x, lambda v: ops.sub(ops.minimum(v, 0.0), ops.log1p(ops.exp(ops.neg(ops.abs(v))))))
 
 
 @register_function(F.glu)
@@ -873,8 +886,14 @@ def torch_minimum(a, b):
 
 @register_function(torch.cumsum)
 @register_method('cumsum')
-def torch_cumsum(x, dim, *, dtype=None):
-    return ops.cumsum(x, dim)
+def torch_cumsum(x, dim, *, dtype=None, out=None):
+    """With dtype, x is cast first (PyTorch's rule; MoE routers take int32 offsets of float counts
+    by cumsum(counts, dtype=torch.int32)); integers and bool sum in int64."""
+    if dtype is None:
+        return ops.cumsum(x, _axis(dim, x.ndim))
+    d = dtype_name(dtype)
+    y = ops.cumsum(ops.cast(x, d), _axis(dim, x.ndim))  # integers sum in int64: back to d
+    return y if y.dtype == d else ops.cast(y, d)
 
 
 def _softmax(op):
@@ -947,21 +966,26 @@ def torch_conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
 
 @register_function(F.softplus)
 def torch_softplus(x, beta=1.0, threshold=20.0):
-    bx = ops.mul(x, float(beta)) if beta != 1 else x
-    soft = ops.log(ops.add(ops.exp(ops.minimum(bx, float(threshold))), 1.0))
-    if beta != 1:
-        soft = ops.div(soft, float(beta))
-    return ops.where(ops.gt(bx, float(threshold)), x, soft)  # linear past the threshold (PyTorch's rule)
+    """log1p(exp(beta x)) / beta, x itself past the threshold (PyTorch's rule); in f32 for half inputs
+    and rounded once, as PyTorch computes it (Mamba's time steps, softplus of about -7 to -2: in
+    f16 steps, 1 + exp(x) kept three digits of exp(x) and the model missed eager by 1.6e-2)."""
+    def soft(v):
+        bv = ops.mul(v, float(beta)) if beta != 1 else v
+        y = ops.log1p(ops.exp(ops.minimum(bv, float(threshold))))
+        if beta != 1:
+            y = ops.div(y, float(beta))
+        return ops.where(ops.gt(bv, float(threshold)), v, y)
+    return _in_opmath(x, soft)
 
 
 @register_function(F.mish)
 def torch_mish(x, inplace=False):
-    return ops.mul(x, ops.tanh(torch_softplus(x)))
+    return _in_opmath(x, lambda v: ops.mul(v, ops.tanh(torch_softplus(v))))
 
 
 @register_function(F.elu)
 def torch_elu(x, alpha=1.0, inplace=False):
-    return ops.where(ops.gt(x, 0.0), x, ops.mul(ops.sub(ops.exp(ops.minimum(x, 0.0)), 1.0), float(alpha)))
+    return _in_opmath(x, lambda v: ops.where(ops.gt(v, 0.0), v, ops.mul(ops.expm1(ops.minimum(v, 0.0)), float(alpha))))
 
 
 @register_function(torch.baddbmm)
@@ -1239,9 +1263,12 @@ def torch_conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_pad
 
 
 if hasattr(F, 'rms_norm'):
-    @register_function(F.rms_norm)
+    # torch.rms_norm: what F.rms_norm (and nn.RMSNorm) call in recent torch, recorded by dynamo
+    @register_function(F.rms_norm, *([torch.rms_norm] if hasattr(torch, 'rms_norm') else []))
     def torch_rms_norm(x, normalized_shape, weight=None, eps=None):
-        return ops.rms_norm(x, len(normalized_shape), weight, 1e-6 if eps is None else float(eps))
+        if eps is None:  # PyTorch's default: the machine epsilon of the input's dtype
+            eps = torch.finfo(torch_dtype(x.dtype)).eps
+        return ops.rms_norm(x, len(normalized_shape), weight, float(eps))
 
 
 @register_function(F.embedding, torch.embedding)
@@ -1694,6 +1721,99 @@ def torch_topk(x, k, dim=-1, largest=True, sorted=True, *, out=None):
     return _Sorted(*ops.topk(x, int(k), _axis(dim, x.ndim), bool(largest), bool(sorted)))
 
 
+def _run_subgraph(gm, args):
+    """Runs the body of a higher-order operator (a torch.fx.GraphModule of torch-level calls, as
+    dynamo records associative_scan's combine_fn) on hidet tensors through the mappings; returns its
+    outputs."""
+    env = {}
+    inputs = iter(args)
+
+    def load(a):
+        return torch.fx.node.map_arg(a, lambda n: env[n])
+
+    for node in gm.graph.nodes:
+        if node.op == 'placeholder':
+            env[node] = next(inputs)
+        elif node.op == 'output':
+            return load(node.args[0])
+        elif node.op == 'get_attr':
+            from .convert import to_hidet_constant
+            value = getattr(gm, node.target)
+            env[node] = to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
+        else:
+            if node.op == 'call_function':
+                mapping = Registry.registered_functions.get(node.target)
+                if mapping is None and isinstance(node.target, torch._ops.OpOverload):
+                    mapping = Registry.registered_aten.get(node.target)
+            elif node.op == 'call_method':
+                mapping = Registry.registered_methods.get(node.target)
+            else:
+                mapping = None
+            if mapping is None:
+                raise NotImplementedError(f'the body of a higher-order operator calls {node.op} {node.target}, '
+                                          'which hidet does not map')
+            env[node] = mapping(*load(node.args), **load(node.kwargs))
+    raise NotImplementedError('the body of a higher-order operator has no output')
+
+
+def _slice0(x, start, stop, step=1):
+    return ops.slice(x, [0], [start], [stop], [step])
+
+
+def _interleave0(a, b):
+    """a[0], b[0], a[1], b[1], ... along axis 0; a has as many rows as b or one more."""
+    nb = b.shape[0]
+    rest = list(a.shape[1:])
+    pairs = ops.reshape(ops.concat([ops.unsqueeze(_slice0(a, 0, nb), 1), ops.unsqueeze(b, 1)], 1), [2 * nb] + rest)
+    return pairs if a.shape[0] == nb else ops.concat([pairs, _slice0(a, nb, nb + 1)], 0)
+
+
+def _associative_scan0(combine, elems):
+    """The inclusive scan of the leaves `elems` along axis 0 by the associative `combine` (lists of
+    leaves in and out) in log2(n) levels (PyTorch's generic_associative_scan): combine neighbours
+    pairwise, scan the half, then fill in the elements between."""
+    n = elems[0].shape[0]
+    if n < 2:
+        return elems
+    reduced = combine([_slice0(e, 0, n - 1, 2) for e in elems], [_slice0(e, 1, n, 2) for e in elems])
+    odd = _associative_scan0(combine, reduced)  # the prefixes ending at 1, 3, 5, ...
+    if n == 2:
+        return [_interleave0(_slice0(e, 0, 1), o) for e, o in zip(elems, odd)]
+    upto = [_slice0(o, 0, (n - 1) // 2) for o in odd]  # prefixes ending before 2, 4, ...
+    even = combine(upto, [_slice0(e, 2, n, 2) for e in elems])  # the prefixes ending at 2, 4, ...
+    even = [ops.concat([_slice0(e, 0, 1), v], 0) for e, v in zip(elems, even)]
+    return [_interleave0(v, o) for v, o in zip(even, odd)]
+
+
+def torch_associative_scan(combine_fn, xs, additional_inputs=()):
+    """torch.ops.higher_order.associative_scan (torch._higher_order_ops.associative_scan with
+    combine_mode='pointwise', what dynamo records for it on CUDA: transformers' Mamba scans its
+    states so): the scan along axis 0 of the leaves xs, combine_fn (a GraphModule of left leaves,
+    right leaves, then additional_inputs) run through the mappings, in log2(n) levels of whole-tensor
+    operators."""
+    xs = list(xs)
+    extra = list(additional_inputs or ())
+    if not xs or any(not isinstance(x, Tensor) for x in xs):
+        raise NotImplementedError('associative_scan of other leaves than tensors is not mapped')
+
+    def combine(left, right):
+        out = _run_subgraph(combine_fn, list(left) + list(right) + extra)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+    return _associative_scan0(combine, xs)
+
+
+if hasattr(torch.ops, 'higher_order') and hasattr(torch.ops.higher_order, 'associative_scan'):
+    Registry.registered_functions[torch.ops.higher_order.associative_scan] = torch_associative_scan
+
+
+@register_function(torch.select_copy)
+def torch_select_copy(x, dim, index):
+    """x.select(dim, index) as a new tensor."""
+    d = _axis(dim, x.ndim)
+    i = int(index) + (x.shape[d] if int(index) < 0 else 0)
+    return ops.squeeze(ops.slice(x, [d], [i], [i + 1]), [d])
+
+
 @register_function(torch.cumprod)
 @register_method('cumprod')
 def torch_cumprod(x, dim, *, dtype=None, out=None):
@@ -1821,17 +1941,36 @@ def tensor_zero_(x):
 def transformers_grouped_mm(x, weight, offs):
     """transformers' ``grouped_mm_fallback`` (mixture-of-experts layers: Mixtral, Qwen2-MoE, ...):
     rows of x [S, K] sorted by expert, expert e taking rows offs[e - 1] to offs[e] (cumulative
-    counts [E]) through weight[e] [K, N]; rows past offs[-1] are 0. Mapped as every expert's product
-    [E, S, N] and a one-hot choice of each row's (E times the products' work; a grouped kernel that
-    reads only each expert's rows is future work)."""
+    counts [E]) through weight[e] [K, N]; rows past offs[-1] are 0. One grouped kernel
+    (``ops.grouped_matmul``) reads offs on the device: each expert reads only its rows, and only the
+    experts that have rows read their weights."""
     if x.ndim != 2 or weight.ndim != 3 or offs.ndim != 1:
-        raise NotImplementedError('grouped_mm_fallback of other ranks than x [S, K], weight [E, K, N], offs [E]')
-    experts = weight.shape[0]
-    rows = torch_arange(x.shape[0])
-    expert_of_row = ops.bucketize(rows, ops.cast(offs, 'int64'), True)  # how many offsets are <= the row
-    pick = ops.cast(ops.eq(ops.unsqueeze(expert_of_row, 0), ops.unsqueeze(torch_arange(experts), 1)), x.dtype)
-    every = ops.matmul(ops.unsqueeze(x, 0), weight)  # [E, S, N]
-    return ops.sum(ops.mul(every, ops.unsqueeze(pick, 2)), [0])
+        raise NotImplementedError('grouped_mm_fallback of other ranks than x [S, K], weight [E, K, N], offs [E]: got '
+                                  f'{list(x.shape)}, {list(weight.shape)}, {list(offs.shape)}')
+    return ops.grouped_matmul(x, weight, offs)
+
+
+def torch_grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
+    """torch.nn.functional.grouped_mm / torch._grouped_mm (transformers' MoE experts in bf16 take it
+    under torch.compile) in its forward form: a 2-D mat_a [S, K] sliced by offs, a 3-D mat_b
+    [E, K, N]; the other forms (3-D mat_a, 2-D mat_b, a bias, another out_dtype) are not mapped."""
+    if offs is None or mat_a.ndim != 2 or mat_b.ndim != 3:
+        raise NotImplementedError('grouped_mm is mapped for a 2-D mat_a [S, K], a 3-D mat_b [E, K, N] and offs [E] '
+                                  f'(the MoE forward), got mat_a {list(mat_a.shape)}, mat_b {list(mat_b.shape)}, '
+                                  f'offs {None if offs is None else list(offs.shape)}')
+    if bias is not None:
+        raise NotImplementedError('grouped_mm with bias is not mapped; add the bias after the product')
+    if out_dtype is not None and dtype_name(out_dtype) != mat_a.dtype:
+        raise NotImplementedError(f'grouped_mm with out_dtype={out_dtype} (inputs {mat_a.dtype}) is not mapped; '
+                                  'the product is given in the inputs\' dtype')
+    return ops.grouped_matmul(mat_a, mat_b, offs)
+
+
+for _f in (getattr(F, 'grouped_mm', None), getattr(torch, '_grouped_mm', None)):
+    if _f is not None:
+        Registry.registered_functions[_f] = torch_grouped_mm
+for _name in ('aten._grouped_mm', 'aten._grouped_mm.default'):
+    Registry.registered_aten[_name] = torch_grouped_mm
 
 
 # A custom operator that transformers defines when its MoE integration is imported (after hidet,

@@ -14,6 +14,7 @@
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/detail/tensor_key.hpp"
 #include "hidet/graph/model.hpp"
+#include "hidet/runtime/distributed.hpp"
 
 namespace hidet::graph {
 
@@ -293,7 +294,11 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
   // Build the kernels, run once (loads, operators' caches), then record a run.
   build(g, 0, s_->symbol_values);
   g.bind_symbols(scratch);
-  (void)s_->run_nodes(scratch, State::Mode::warm_up);
+  {
+    // The ranks' collectives are compared once, here (on a GPU too: runtime/distributed.hpp).
+    distributed::CheckGuard check_collectives;
+    (void)s_->run_nodes(scratch, State::Mode::warm_up);
+  }
   std::vector<std::vector<detail::RecordedAllocation>> record(nodes.size());
   std::vector<std::vector<Tensor>> outs(nodes.size());
   std::vector<Tensor> graph_outs;

@@ -216,6 +216,12 @@ public:
     p_.commands.push_back(std::move(c));
   }
 
+  void collective(const std::string &name) override {
+    throw ValueError(str_cat("save: graph node ", node_, " (", node_name_, ") runs the collective ",
+                         name, " with the other ranks of its communicator; a model file replays one "
+                         "process's work, so a graph with collectives cannot be saved"));
+  }
+
   void fill(void *dst, Device device, std::uint8_t value, std::size_t n) override {
     if (device.is_cpu()) return;
     SavedCommand c;

@@ -769,7 +769,7 @@ struct Model::State {
       programmatic.push_back(modules[m]->programmatic);
       if (emulated) continue;
       functions.push_back(runtime::get_function(modules[m]->module, name.c_str()));
-      if (max_smem[k] > 48 * 1024)
+      if (max_smem[k] > 0) // (static shared memory beside it may pass 48 KB: always allowed)
         runtime::set_max_dynamic_smem(functions.back(), int(max_smem[k]), name);
     }
   }
@@ -907,6 +907,7 @@ HIDET_INLINE std::vector<Tensor> Model::run(const std::vector<Tensor> &inputs,
                                             const Stream &stream) const {
   const State &s = state();
   std::size_t k = s.check_inputs(inputs);
+  StreamGuard guard(stream); // the outputs belong to the run's stream (reused only after its work)
   std::vector<Tensor> outs;
   for (std::size_t j = 0; j < s.file.outputs.size(); ++j)
     outs.push_back(empty(s.file.programs[k].outputs[j].shape, s.file.outputs[j].dtype, s.device));

@@ -120,6 +120,45 @@ inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
 /// injective operators into injective consumers, and a group is kept only when it reads some
 /// tensor more than once (an activation written out: one operator with one input, which can then
 /// follow its anchor as an epilogue); every other group is left as its operators were.
+/// A cast read by several task-defined operators (RMSNorm's x.to(f32), read by its square and by
+/// its scaling) made again for each input that reads it, so that each copy fuses into its reader
+/// as a prologue: the readers read the narrower input and the cast's kernel and its output go. A
+/// cast that is a graph output, or that reads another such cast, stays.
+HIDET_INLINE FlowGraph recompute_shared_casts(const FlowGraph &graph) {
+  const Readers readers(graph);
+  std::set<const Operator *> shared;
+  for (const auto &op : graph.nodes()) {
+    if (ops::kind_of(*op) != ops::OpKind::Cast || op->num_outputs() != 1 || !injective_task(op.get())) continue;
+    const TensorKey out{op.get(), 0};
+    const auto &rs = readers.of(out);
+    if (rs.size() < 2 || readers.is_output(out)) continue;
+    bool tasks = true, from_shared = false;
+    for (const auto &r : rs) tasks = tasks && dynamic_cast<const ops::TaskOperator *>(r.get());
+    for (const auto &t : op->inputs()) from_shared = from_shared || (t.trace() && shared.count(t.trace().op.get()));
+    if (tasks && !from_shared) shared.insert(op.get());
+  }
+  if (shared.empty()) return graph;
+  GraphRewriter rw(graph);
+  rw.visit([&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+    if (shared.count(op.get())) return NodeRewrite::removed();
+    bool reads = false;
+    for (const auto &t : op->inputs()) reads = reads || (t.trace() && shared.count(t.trace().op.get()));
+    if (!reads) return std::nullopt;
+    std::vector<Tensor> ins;
+    for (const auto &t : op->inputs()) {
+      if (!t.trace() || !shared.count(t.trace().op.get())) {
+        ins.push_back(rw.map(t));
+        continue;
+      }
+      const Operator &cast = *t.trace().op; // a copy per reading input
+      auto copy = cast.with_inputs(rw.map(cast.inputs()));
+      ins.push_back(outputs_of(copy)[0]);
+    }
+    return outputs_of(op->with_inputs(std::move(ins)));
+  });
+  return rw.result();
+}
+
 HIDET_INLINE FlowGraph fuse_task_operators(const FlowGraph &input, bool all) {
   const FlowGraph graph = all ? reshapes_between_tasks(input) : input;
   const Readers readers(graph);
@@ -210,7 +249,7 @@ HIDET_INLINE FlowGraph fuse_task_operators(const FlowGraph &input, bool all) {
 } // namespace detail
 
 HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
-  return detail::fuse_task_operators(input, true);
+  return detail::fuse_task_operators(detail::recompute_shared_casts(input), true);
 }
 
 namespace detail {

@@ -263,9 +263,42 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     return detail::attention_like(attrs, q, m["k"], m["v"], mask,
                                   detail::attr_text(attrs, "heads_last") == "true", scale * *c);
   };
+  // Grouped-query attention written with k and v repeated for each q head (transformers'
+  // repeat_kv: [B, Hkv, S, D] viewed [B, Hkv, 1, S, D], broadcast to [B, Hkv, G, S, D], viewed
+  // [B, Hkv * G, S, D]): the attention reads k and v in place (q head h uses kv head h / G), so the
+  // repeated copies, G times the cache at every decoding step, are never made.
+  auto repeated = [](const char *x) {
+    return P::op("Reshape", {P::op("BroadcastTo", {P::op("Reshape", {P::any(x)}, str_cat(x, "_view"))},
+                                   str_cat(x, "_bcast"))},
+                 str_cat(x, "_rep"));
+  };
+  P sdpa_rep = P::one_of(
+      {P::op("ScaledDotProductAttention", {P::any("q"), repeated("k"), repeated("v")}, "sdpa"),
+       P::op("ScaledDotProductAttention", {P::any("q"), repeated("k"), repeated("v"), P::any("mask")}, "sdpa")});
+  auto replace_repeated = [](const Match &m) -> std::optional<Tensor> {
+    const Tensor &q = m["q"], &k = m["k"], &v = m["v"];
+    if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || k.sym_shape() != v.sym_shape()) return std::nullopt;
+    const SymShape &ks = k.sym_shape();
+    for (const char *x : {"k", "v"}) { // [B, Hkv, S, D] -> [B, Hkv, 1, S, D] -> [B, Hkv, G, S, D] -> [B, Hkv * G, S, D]
+      const SymShape &view = m.ops.at(str_cat(x, "_view"))->output_metas()[0].shape;
+      const SymShape &bcast = m.ops.at(str_cat(x, "_bcast"))->output_metas()[0].shape;
+      const SymShape &rep = m.ops.at(str_cat(x, "_rep"))->output_metas()[0].shape;
+      if (view != SymShape{ks[0], ks[1], Dim(1), ks[2], ks[3]} || bcast.size() != 5 || bcast[0] != ks[0] ||
+          bcast[1] != ks[1] || bcast[3] != ks[2] || bcast[4] != ks[3] || !bcast[2].is_constant() ||
+          !ks[1].is_constant() || rep != SymShape{ks[0], Dim(ks[1].value() * bcast[2].value()), ks[2], ks[3]})
+        return std::nullopt;
+    }
+    if (m.ops.at("k_bcast")->output_metas()[0].shape != m.ops.at("v_bcast")->output_metas()[0].shape)
+      return std::nullopt;
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    const std::string &attrs = m.ops.at("sdpa")->attrs();
+    return detail::attention_like(attrs, q, k, v, mask, detail::attr_text(attrs, "heads_last") == "true");
+  };
   return {{"attention", attention, replace},
           {"attention_windowed", windowed, replace_windowed},
           {"attention_scaled_q", sdpa_q, replace_scaled_q},
+          {"attention_repeated_kv", sdpa_rep, replace_repeated},
           {"attention_heads_last", heads_last, replace_heads_last}};
 }
 

@@ -139,7 +139,7 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
     auto &sibs = groups[key];
     if (sibs.size() < 2) continue;
     const std::int64_t n = key.second;
-    bool all_bias = true;
+    bool all_bias = true, any_bias = false;
     for (auto &s : sibs) {
       TensorKey cur{s.matmul.get(), 0};
       if (auto c = readers.single(cur); c && ops::kind_of(*c) == ops::OpKind::Add &&
@@ -155,11 +155,12 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
         }
       }
       all_bias = all_bias && s.bias_add;
+      any_bias = any_bias || s.bias_add;
       s.steps = chain_steps(cur, readers);
     }
     Merge m;
     m.bias = all_bias;
-    if (!all_bias) // a bias on some siblings only: merge the products alone
+    if (any_bias && !all_bias) // a bias on some siblings only: merge the products alone
       for (auto &s : sibs)
         s.bias_add = nullptr, s.steps.clear();
     std::vector<const std::vector<SiblingStep> *> chains;

@@ -20,9 +20,11 @@
 #include "hidet/ops/matmul.hpp"
 #include "hidet/ops/norm.hpp"
 #include "hidet/ops/templates/attention.hpp"
+#include "hidet/ops/templates/attention_decode.hpp"
 #include "hidet/ops/transform.hpp"
 #include "hidet/ops/tuning.hpp"
 #include "hidet/runtime/operator.hpp"
+#include "hidet/util/env.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 
@@ -100,6 +102,70 @@ HIDET_INLINE bool templated_head_dim(DataType dt, std::int64_t d) {
 /// (cp.async, TMA), and a view at an odd offset cannot be read so.
 HIDET_INLINE Tensor aligned(const Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 ? t.clone() : t; }
 
+/// Whether the decode kernel (templates/attention_decode.hpp) serves attention of q [B, H, Sq, D]
+/// over k, v [B, Hkv, Skv, D] with `mask` (4-D, its dtype as given) on these tensors: few query
+/// rows (Sq <= 8, at most 32 rows of q per kv head), f16, bf16 or f32, on cuda, with a head dim
+/// the kernel takes; HIDET_ATTENTION_DECODE=0 turns it off.
+HIDET_INLINE bool decode_applies(const Tensor &q, const Tensor &k, const Tensor &v, const std::optional<Tensor> &mask) {
+  static const bool enabled = util::env_bool("HIDET_ATTENTION_DECODE", true);
+  if (!enabled || q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || !q.device().is_cuda()) return false;
+  if (!templated_dtype(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype() || k.shape() != v.shape())
+    return false;
+  const Shape &sq = q.shape(), &sk = k.shape();
+  if (sk[1] <= 0 || sq[1] % sk[1] != 0 || sq[2] > 8 || (sq[1] / sk[1]) * sq[2] > 32 || sq[0] > 65535 || sk[2] <= 0 ||
+      sk[2] > std::numeric_limits<int>::max() / 2 || sq[0] * sk[1] * sk[2] * sq[3] >= (std::int64_t(1) << 31))
+    return false;
+  if (mask && (mask->ndim() != 4 || mask->numel() >= (std::int64_t(1) << 31))) return false;
+  templates::AttentionProblem p;
+  p.heads = int(sq[1]), p.kv_heads = int(sk[1]), p.seq_q = int(sq[2]), p.head_dim = int(sq[3]), p.dtype = q.dtype();
+  if (mask) p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_heads = int(mask->shape()[1]);
+  try {
+    templates::check_attention_decode(p, templates::attention_decode_heuristic_config(p, sq[0], sk[2], 132));
+  } catch (const ValueError &) {
+    return false;
+  }
+  return true;
+}
+
+/// Attention on the decode kernel (decode_applies holds; `mask` 4-D, bool or float), its output
+/// [B, H, Sq, D] or (heads_last) [B, Sq, H, D]. One build per problem form and tiling serves every
+/// batch and key length.
+HIDET_INLINE Tensor attention_decode(const Tensor &q, const Tensor &k, const Tensor &v, const std::optional<Tensor> &mask,
+                                     bool is_causal, double scale, bool heads_last) {
+  const Shape &sq = q.shape();
+  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], D = sq[3], Skv = k.shape()[2];
+  templates::AttentionProblem p;
+  p.batch = int(B), p.heads = int(H), p.kv_heads = int(k.shape()[1]), p.seq_q = int(Sq), p.seq_kv = int(Skv);
+  p.head_dim = int(D), p.dtype = q.dtype(), p.causal = is_causal, p.heads_last = heads_last;
+  if (mask)
+    p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]),
+    p.mask_heads = int(mask->shape()[1]);
+  const auto &dev = runtime::device_info(0);
+  const int sms = dev.emulated || dev.sm_count <= 0 ? 132 : dev.sm_count;
+  const auto cfg = templates::attention_decode_heuristic_config(p, B, Skv, sms);
+  // the build's identity: everything but the run-time batch and key length
+  std::string key = str_cat(p.dtype, " heads ", H, " kv ", p.kv(), " q ", Sq, " d ", D, is_causal ? " causal" : "",
+                            p.has_mask ? str_cat(" mask ", p.mask_dtype, p.mask_batch > 1 ? " batched" : "", " heads ",
+                                                 p.mask_heads)
+                                       : std::string(),
+                            heads_last ? " heads last" : "", " | ", cfg.str());
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<templates::AttentionDecode>> built;
+  std::shared_ptr<templates::AttentionDecode> r;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = built.find(key); it != built.end()) r = it->second;
+  }
+  if (!r) {
+    auto made = std::make_shared<templates::AttentionDecode>(p, cfg); // compiles outside the lock
+    std::lock_guard<std::mutex> lock(mu);
+    r = built.emplace(key, made).first->second;
+  }
+  Tensor out = heads_last ? empty({B, Sq, H, D}, q.dtype(), q.device()) : empty({B, H, Sq, D}, q.dtype(), q.device());
+  (*r)(aligned(q), aligned(k), aligned(v), mask ? *mask : Tensor(), out, scale);
+  return out;
+}
+
 struct SymbolicBuilds {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<templates::Attention>> built; ///< symbolic problem | tiling
@@ -124,6 +190,13 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   const Tensor &q = in[0], &k = in[1], &v = in[2];
   for (const Tensor &t : in)
     if (t.is_symbolic() || !t.device().is_cuda()) return std::nullopt;
+  if (in.size() > 3 && in[3].ndim() <= 4) { // few query rows: the decode kernel (built once for every batch and length)
+    Shape m4(4 - in[3].ndim(), 1);
+    for (auto e : in[3].shape()) m4.push_back(e);
+    if (decode_applies(q, k, v, in[3].reshape(m4))) return std::nullopt;
+  } else if (in.size() == 3 && decode_applies(q, k, v, std::nullopt)) {
+    return std::nullopt;
+  }
   if (!templated_dtype(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype() || q.ndim() != 4 || k.ndim() != 4 ||
       v.shape() != k.shape())
     return std::nullopt;
@@ -267,6 +340,10 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
     if (attn_mask->device() != q.device())
       fail(str_cat("attn_mask is on ", attn_mask->device_str(), " but q on ", q.device_str()));
     DataType md = attn_mask->dtype();
+    if (!attn_mask->is_symbolic() && !any_symbolic({q, k, v}) && (md.is_bool() || md == dtypes::f32 || md.is_half()) &&
+        decode_applies(q, k, v, attn_mask->reshape(m4)))
+      return attention_decode(q, k, v, attn_mask->reshape(m4), is_causal, scale ? *scale : 1.0 / std::sqrt(double(D)),
+                              heads_last);
     if (md.is_bool()) {
       const double inf = std::numeric_limits<double>::infinity();
       mask = where(attn_mask->reshape(m4), ops::full({1}, 0.0, dtypes::f32, q.device()),
@@ -320,6 +397,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                           {{out, q.dtype(), q.device()}}, run)[0]);
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(double(D));
+  if (!attn_mask && decode_applies(q, k, v, std::nullopt)) return attention_decode(q, k, v, std::nullopt, is_causal, s, heads_last);
 
   // The template indexes with 32-bit integers and puts heads and batch on grid y and z.
   const std::int64_t lim = std::int64_t(1) << 31;

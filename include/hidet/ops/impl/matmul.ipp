@@ -12,6 +12,7 @@
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/schedule_matmul.hpp"
 #include "hidet/ops/templates/matmul_fp8.hpp"
+#include "hidet/ops/templates/matmul_grouped.hpp"
 #include "hidet/util/log.hpp"
 
 #include "hidet/util/cold_begin.hpp"
@@ -262,7 +263,83 @@ HIDET_INLINE Tensor scaled_mm(const Tensor &a, const Tensor &b, const Tensor &sc
       str_cat("out_dtype=", out_dtype))[0];
 }
 
-HIDET_INLINE Tensor linear(const Tensor &x, const Tensor &weight, const std::optional<Tensor> &bias) {
+namespace detail {
+/// grouped_matmul on tensors with data (validated by grouped_matmul): the heuristic's kernel for
+/// this S, built once per (dtypes, E, N, K, configuration).
+HIDET_INLINE Tensor grouped_matmul_eager(const Tensor &x, const Tensor &w, const Tensor &offs) {
+  const std::int64_t s = x.shape()[0], k = x.shape()[1], experts = w.shape()[0], n = w.shape()[2];
+  Device dev = common_device("grouped_matmul", {x, w, offs});
+  Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
+  if (s == 0 || n == 0 || k == 0) return zeros({s, n}, x.dtype(), dev); // an empty sum is 0
+  const auto &info = runtime::device_info(0);
+  const int sms = info.emulated || info.sm_count <= 0 ? 132 : info.sm_count;
+  const auto cfg = templates::matmul_grouped_heuristic_config(
+      s, int(experts), int(n), int(k), x.dtype(), sms, option::kernel_options().tensor_cores);
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<templates::MatmulGrouped>> runs;
+  std::shared_ptr<templates::MatmulGrouped> run;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto &r = runs[str_cat(x.dtype(), " ", offs.dtype(), " E", experts, " ", n, "x", k, " ",
+                           cfg.str(), " ", run_dev)];
+    if (!r)
+      r = std::make_shared<templates::MatmulGrouped>(int(experts), int(n), int(k), x.dtype(),
+                                                     offs.dtype(), cfg);
+    run = r;
+  }
+  // on the device, 16-byte aligned (vector loads and cp.async)
+  auto prepare = [&](const Tensor &t) {
+    Tensor y = t.to(run_dev);
+    return reinterpret_cast<std::uintptr_t>(y.data_ptr()) % 16 ? y.clone() : y;
+  };
+  Tensor out = empty({s, n}, x.dtype(), run_dev);
+  (*run)(prepare(x), prepare(w), offs.to(run_dev), out);
+  return dev.is_cpu() ? out.to(dev) : out;
+}
+} // namespace detail
+
+HIDET_INLINE Tensor grouped_matmul(const Tensor &x, const Tensor &weight, const Tensor &offs) {
+  if (x.ndim() != 2 || weight.ndim() != 3 || offs.ndim() != 1)
+    throw ValueError(
+        str_cat("grouped_matmul: expected x [S, K], weight [E, K, N] and offs [E], got shapes ",
+                shape_str(x.sym_shape()), ", ", shape_str(weight.sym_shape()), " and ",
+                shape_str(offs.sym_shape())));
+  detail::require_equal_extents("grouped_matmul", x.sym_shape()[1], weight.sym_shape()[1],
+                                str_cat("the last dimension of x ", shape_str(x.sym_shape()),
+                                        " and the second dimension of weight ",
+                                        shape_str(weight.sym_shape())));
+  detail::require_equal_extents("grouped_matmul", offs.sym_shape()[0], weight.sym_shape()[0],
+                                str_cat("the length of offs ", shape_str(offs.sym_shape()),
+                                        " and the expert count of weight ",
+                                        shape_str(weight.sym_shape())));
+  if (x.dtype() != weight.dtype() || !(x.dtype() == dtypes::f32 || x.dtype().is_half()))
+    throw ValueError(
+        str_cat("grouped_matmul: x and weight must share a dtype among f32, f16 and bf16, got ",
+                x.dtype(), " and ", weight.dtype(), "; cast x to the weight's dtype"));
+  if (offs.dtype() != dtypes::i32 && offs.dtype() != dtypes::i64)
+    throw ValueError(str_cat(
+        "grouped_matmul: offs must be int32 or int64 (cumulative row counts), got ", offs.dtype()));
+  for (const Tensor *t : {&weight, &offs})
+    if (!t->sym_shape()[0].is_constant())
+      throw ValueError(str_cat("grouped_matmul: the expert count must be a constant, got ",
+                               shape_str(t->sym_shape())));
+  for (const auto &d : {weight.sym_shape()[1], weight.sym_shape()[2]})
+    if (!d.is_constant())
+      throw ValueError(str_cat("grouped_matmul: weight's K and N must be constants, got ",
+                               shape_str(weight.sym_shape())));
+  Device dev = detail::common_device("grouped_matmul", {x, weight, offs});
+  return apply_operator("GroupedMatmul", {x, weight, offs},
+                        {{SymShape{x.sym_shape()[0], weight.sym_shape()[2]}, x.dtype(), dev}},
+                        [](const std::vector<Tensor> &in) {
+                          // symbolic inputs of constant shapes (specialize): the node again
+                          return std::vector<Tensor>{
+                              any_symbolic(in) ? grouped_matmul(in[0], in[1], in[2])
+                                               : detail::grouped_matmul_eager(in[0], in[1], in[2])};
+                        })[0];
+}
+
+HIDET_INLINE Tensor linear(const Tensor &x, const Tensor &weight,
+                           const std::optional<Tensor> &bias) {
   if (weight.ndim() != 2)
     throw ValueError(str_cat("linear: weight must be 2-D [out_features, in_features], got shape ", shape_str(weight.shape())));
   Tensor wt = run_task(

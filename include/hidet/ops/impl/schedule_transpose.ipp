@@ -9,6 +9,14 @@
 
 namespace hidet::ops::detail {
 
+/// Elements per row of a shared tile s[l][a] of `ta` elements along a: padded to a multiple of 4
+/// bytes plus one 4-byte word (one element more for 8-byte dtypes).
+HIDET_INLINE int transpose_tile_row(int ta, DataType dt) {
+  if (dt.nbytes() > 4) return ta + 1;
+  int words = (ta * int(dt.nbytes()) + 3) / 4 + 1;
+  return words * 4 / int(dt.nbytes());
+}
+
 HIDET_INLINE std::optional<TransposePattern>
 find_transpose(const ir::Expr &value, const std::vector<ir::Var> &axes, const Shape &shape,
                std::int64_t tile_elems) {
@@ -45,12 +53,20 @@ find_transpose(const ir::Expr &value, const std::vector<ir::Var> &axes, const Sh
   }
   if (p.reads.empty() || p.reads.size() > 4) return std::nullopt;
   std::int64_t A = shape[std::size_t(p.a)], L = shape.back();
-  std::int64_t side = 1;
-  while (side * side < tile_elems)
-    side *= 2;
-  p.ta = std::min<std::int64_t>(side, pow2_ceil(A));
-  p.tl = std::min<std::int64_t>(pow2_ceil(L), tile_elems / p.ta);
-  p.ta = std::min<std::int64_t>(pow2_ceil(A), tile_elems / p.tl);
+  // Smaller tiles while the reads' shared tiles pass the 48 KB of static shared memory (four f32
+  // reads of 4096 elements would take 65 KB).
+  for (;; tile_elems /= 2) {
+    std::int64_t side = 1;
+    while (side * side < tile_elems)
+      side *= 2;
+    p.ta = std::min<std::int64_t>(side, pow2_ceil(A));
+    p.tl = std::min<std::int64_t>(pow2_ceil(L), tile_elems / p.ta);
+    p.ta = std::min<std::int64_t>(pow2_ceil(A), tile_elems / p.tl);
+    std::int64_t bytes = 0;
+    for (const auto &r : p.reads)
+      bytes += p.tl * transpose_tile_row(int(p.ta), ir::dtype_of(r->type)) * std::int64_t(ir::dtype_of(r->type).nbytes());
+    if (bytes <= 48 * 1024 || tile_elems <= 256) break;
+  }
   return p;
 }
 
@@ -88,11 +104,8 @@ HIDET_INLINE void emit_transpose_tiled(const TensorNode &node, const ir::Expr &v
   std::vector<lang::Tensor> tiles;
   for (std::size_t r = 0; r < p.reads.size(); ++r) {
     DataType dt = ir::dtype_of(p.reads[r]->type);
-    int words = (TA * int(dt.nbytes()) + 3) / 4 + 1;
-    int row = words * 4 / int(dt.nbytes());
-    if (dt.nbytes() > 4) row = TA + 1;
-    tiles.push_back(
-        shared_tensor(TensorSpec(dt, {ir::int32(TL), ir::int32(row)}), str_cat("tile", r)));
+    tiles.push_back(shared_tensor(TensorSpec(dt, {ir::int32(TL), ir::int32(transpose_tile_row(TA, dt))}),
+                                  str_cat("tile", r)));
   }
   auto at = [&](const Var &ga, const Var &gl) {
     auto s = fixed;

@@ -52,6 +52,10 @@ struct MatmulF16Config {
   int stages = 3;               ///< shared-memory buffers of the cp.async pipeline (2..4)
   int min_blocks = 1;           ///< __launch_bounds__ blocks per SM (0: none)
   bool acc_f16 = false;         ///< f16 accumulators (f16 inputs only; reduce precision f16)
+  /// k slices, each a block (few rows: a batch of decoding steps, where the tiles alone leave most
+  /// SMs idle); each writes its f32 partial tile and the block that completes a tile's count adds
+  /// the slices in order and stores (in-kernel fixup: no second kernel).
+  int split_k = 1;
 
   int block_m() const { return warps_m * warp_m; }
   int block_n() const { return warps_n * warp_n; }
@@ -61,7 +65,8 @@ struct MatmulF16Config {
   /// "128x128x32 (warps 2x2 of 64x64, 3 stages)"
   std::string str() const {
     return str_cat(block_m(), "x", block_n(), "x", block_k, " (warps ", warps_m, "x", warps_n, " of ", warp_m,
-                   "x", warp_n, ", ", stages, " stages", acc_f16 ? ", f16 accumulation" : "", ")");
+                   "x", warp_n, ", ", stages, " stages", acc_f16 ? ", f16 accumulation" : "",
+                   split_k > 1 ? str_cat(", split-k ", split_k, " summed in-kernel") : std::string(), ")");
   }
 };
 
@@ -76,9 +81,17 @@ inline void check_matmul_f16_config(const MatmulF16Config &c) {
   if (c.threads() > 1024) bad(str_cat(c.threads(), " threads per block; CUDA allows 1024"));
   if (c.smem_bytes() > 227 * 1024)
     bad(str_cat(c.smem_bytes(), " bytes of shared memory; an H100 block may use 232448"));
+  if (c.split_k < 1 || c.split_k > 64) bad("split_k must be in [1, 64]");
   int vectors_b = c.block_n() / 8;
   if ((c.block_m() * c.block_k / 8) % c.threads() || (c.block_k * vectors_b) % c.threads())
     bad(str_cat("the ", c.threads(), " threads must copy the tiles in whole rounds of 16-byte vectors"));
+}
+
+/// The k tiles of each slice and the number of slices of config `c` for k: split_k, or fewer where
+/// the slices would run past k.
+inline std::pair<int, int> matmul_f16_slices(int k, const MatmulF16Config &c) {
+  const int k_tiles = lang::ceil_div(k, c.block_k), per = lang::ceil_div(k_tiles, std::max(1, c.split_k));
+  return {per, lang::ceil_div(k_tiles, per)};
 }
 
 /// Leading dimension of the kernel's a parameter: k rounded up to a multiple of 8 halves.
@@ -148,8 +161,10 @@ void store_pair(const ops::detail::EpilogueEmitter &out, const IdxOf &idx, const
 /// c: dt[m][n] (row-major, dt f16 or bf16; only the first k / n columns of a / b are read). With
 /// a batch, each operand that has it gets a leading dimension of batch.count, and blockIdx.z
 /// picks the product. With an epilogue `epi` (x of c's size), c is replaced by the epilogue's
-/// output and extra inputs (EpilogueEmitter::param_specs). With symbolic rows m (matmul_rows.hpp),
-/// the symbols (matmul_symbols) follow as i32 parameters.
+/// output and extra inputs (EpilogueEmitter::param_specs). With k slices (cfg.split_k, see
+/// matmul_f16_slices), ws: f32[slices][batch * m][n] and counters: i32[batch * row tiles * column
+/// tiles] follow (zero before the first launch; left a multiple of the slices). With symbolic rows
+/// m (matmul_rows.hpp), the symbols (matmul_symbols) follow as i32 parameters.
 inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &name, const MatmulRows &rows, int n, int k,
                                   DataType dt, const MatmulF16Config &cfg = {}, const MatmulBatch &batch = {},
                                   const Epilogue *epi = nullptr) {
@@ -167,7 +182,9 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
   const int stages = cfg.stages, lda = matmul_f16_lda(k), ldb = matmul_f16_ldb(n);
   const int mt = cfg.warp_m / 16, nt = cfg.warp_n / 8; // mma tiles of a warp
   const int k_tiles = ceil_div(k, bk);
+  const auto [slice_tiles, splits] = matmul_f16_slices(k, cfg);
   const bool guard_m = sym || rows.value() % bm != 0, guard_n = n % bn != 0 || n % 8 != 0, guard_k = k % bk != 0;
+  const Expr row_tiles = sym ? Expr(max(ceil_div(m, bm), 1)) : Expr(ceil_div(rows.value(), bm));
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
   auto batched = [&](bool has, const Expr &r, int cols) {
@@ -176,20 +193,25 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
   const SymShape c_shape = batch.batched() ? SymShape{batch.count, rows.dim, n} : SymShape{rows.dim, n};
   std::vector<ParamSpec> specs{batched(batch.a, m, lda), batched(batch.b, Expr(k), ldb)};
   for (auto &p : ops::detail::EpilogueEmitter::param_specs(epi, c_shape, dt)) specs.push_back(p);
+  if (splits > 1) {
+    specs.push_back(TensorSpec(dtypes::f32, {})[splits][batch.count * m][n]);
+    specs.push_back(TensorSpec(dtypes::i32, {})[row_tiles * (ceil_div(n, bn) * batch.count)]);
+  }
   push_symbol_params(specs, matmul_symbols(rows, epi));
   mod.kernel(name, specs, [&](const std::vector<ParamHandle> &params) {
     lang::Tensor a_param = params[0], b_param = params[1];
     std::vector<ir::Var> extras;
     for (std::size_t i = 3; i < 3 + (epi ? epi->inputs.size() : 0); ++i) extras.push_back(params[i].v);
     ops::detail::EpilogueEmitter out(epi, c_shape, params[2].v, std::move(extras));
-    if (sym) attrs.cuda.grid_dim = {ceil_div(n, bn), max(ceil_div(m, bm), 1), batch.count};
-    else attrs.cuda.grid_dim = {ceil_div(n, bn), ceil_div(rows.value(), bm), batch.count};
-    // The operands of this block's product.
+    attrs.cuda.grid_dim = {ceil_div(n, bn), row_tiles, batch.count * splits};
+    // The product of this block (z) and its k slice; blockIdx.z = z * splits + slice.
+    Var z = splits > 1 ? Expr(blockIdx.z / splits) : Expr(blockIdx.z);
+    Var slice = splits > 1 ? Expr(blockIdx.z % splits) : Expr(0);
     auto at = [&](const lang::Tensor &t, bool has) {
-      return [&t, has, on = batch.batched()](Expr r, Expr c) { return on && has ? t[blockIdx.z][r][c] : t[r][c]; };
+      return [&t, has, z, on = batch.batched()](Expr r, Expr c) { return on && has ? t[z][r][c] : t[r][c]; };
     };
     auto a = at(a_param, batch.a), b = at(b_param, batch.b);
-    auto c_idx = [on = batch.batched()](Expr r, Expr c) { return on ? Idx{Expr(blockIdx.z), r, c} : Idx{r, c}; };
+    auto c_idx = [z, on = batch.batched()](Expr r, Expr c) { return on ? Idx{Expr(z), r, c} : Idx{r, c}; };
     attrs.cuda.block_dim = threads;
     attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes();
     if (cfg.min_blocks > 0) attrs.cuda.min_blocks = cfg.min_blocks;
@@ -240,15 +262,22 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
     };
 
     for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var e) { acc[i][j][e] = 0.0f; });
+    // This block's k tiles: [t0, t0 + n_tiles) (all of them without split-k).
+    Var t0 = slice * slice_tiles;
+    Var n_tiles = splits > 1 ? Expr(min(k_tiles - t0, slice_tiles)) : Expr(k_tiles);
     for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 tiles in flight
-      if (s < k_tiles) load_tiles(Expr(s), Expr(s * bk));
+      if (splits > 1) {
+        if_(s < n_tiles, [&] { load_tiles(Expr(s), (t0 + s) * bk); });
+      } else if (s < k_tiles) {
+        load_tiles(Expr(s), Expr(s * bk));
+      }
       cp_async_commit_group();
     }
-    for_(range(k_tiles), [&](Var kt) {
+    for_(range(n_tiles), [&](Var kt) {
       cp_async_wait_group(stages - 2); // tile kt has landed (for this thread) ...
       syncthreads();                   // ... for all threads; buffer (kt - 1) % stages is free
       Var next = kt + (stages - 1);
-      if_(next < k_tiles, [&] { load_tiles(next % stages, next * bk); });
+      if_(next < n_tiles, [&] { load_tiles(next % stages, (t0 + next) * bk); });
       cp_async_commit_group(); // an empty group at the tail keeps the count uniform
       compute(kt % stages);
     });
@@ -257,10 +286,46 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
     // Epilogue: lane (g, q) of an m16n8 tile holds rows g, g + 8 and columns 2q, 2q + 1.
     auto pair = register_tensor(u32[1], "pair"); // two halves, packed (4-byte aligned)
     Var g = lane / 4, q = lane % 4;
-    for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
-      Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
-      matmul_f16_detail::store_pair(out, c_idx, row, col, acc[i][j][h * 2], acc[i][j][h * 2 + 1], m, n, guard_m,
-                                    guard_n, dt, pair);
+    auto store = [&] {
+      for_(repeat(mt, nt, 2).on(0), [&](Expr i, Expr j, Expr h) {
+        Expr row = m0 + wm0 + i * 16 + h * 8 + g, col = n0 + wn0 + j * 8 + q * 2;
+        matmul_f16_detail::store_pair(out, c_idx, row, col, acc[i][j][h * 2], acc[i][j][h * 2 + 1], m, n, guard_m,
+                                      guard_n, dt, pair);
+      });
+    };
+    if (splits == 1) return store();
+    // Split-k: this slice's f32 partial tile, then the block that completes the tile's count adds
+    // every slice (in order: the result does not depend on which block is last) and stores.
+    const std::size_t wsi = 3 + (epi ? epi->inputs.size() : 0);
+    lang::Tensor ws = params[wsi], counters = params[wsi + 1];
+    auto each = [&](const std::function<void(Expr row, Expr col, Element v)> &f) {
+      for_(repeat(mt, nt, 4).on(0), [&](Expr i, Expr j, Expr e) {
+        Expr row = m0 + wm0 + i * 16 + e / 2 * 8 + g, col = n0 + wn0 + j * 8 + q * 2 + e % 2;
+        Expr ok = Expr(row < m) && col < n;
+        if_(ok, [&] { f(z * m + row, col, acc[i][j][e]); });
+      });
+    };
+    each([&](Expr row, Expr col, Element v) { ws[slice][row][col] = v; });
+    threadfence();
+    syncthreads();
+    auto done = shared_tensor(i32[1], "done");
+    Var tile = (z * row_tiles + blockIdx.y) * ceil_div(n, bn) + blockIdx.x;
+    if_(threadIdx.x == 0, [&] {
+      Var before = var(i32, 0, "before");
+      before = atomic_add(counters[tile], 1);
+      done[0] = select((before + 1) % splits == 0, 1, 0);
+    });
+    syncthreads();
+    if_(done[0] == 1, [&] {
+      threadfence();
+      each([&](Expr row, Expr col, Element v) {
+        Var sum = var(f32, ws[0][row][col], "sum");
+        for (int sl = 1; sl < splits; ++sl) sum = sum + ws[sl][row][col];
+        v = sum;
+      });
+      store();
+      // Back by `splits` rather than to 0: concurrent launches on several streams stay consistent.
+      if_(threadIdx.x == 0, [&] { (void)atomic_add(counters[tile], -splits); });
     });
   });
 }
@@ -328,6 +393,21 @@ inline MatmulF16Config matmul_f16_heuristic_config(int m, int n, int k, int num_
   return c;
 }
 
+/// A tiling for a product of few rows (9 to 64: a batch of decoding steps), m x n x k, on a GPU
+/// with `num_sms` multiprocessors: one warp row of 16, 32 or 64 rows (the rows rounded up) by 2
+/// warps of 32 columns, k tiles of 64 in 4 stages, and k split while the grid stays one wave of
+/// about four blocks per multiprocessor and each slice keeps two k tiles: the tiles alone (a
+/// 2048-column projection has 32) would leave most SMs idle while b streams from memory.
+inline MatmulF16Config matmul_f16_few_rows_config(int m, int n, int k, int num_sms) {
+  MatmulF16Config c{1, 2, m <= 16 ? 16 : m <= 32 ? 32 : 64, 32, 64, 4, 1};
+  const std::int64_t tiles = std::int64_t(lang::ceil_div(m, c.block_m())) * lang::ceil_div(n, c.block_n());
+  const int k_tiles = lang::ceil_div(k, c.block_k);
+  while (tiles * c.split_k * 2 <= 4 * std::int64_t(std::max(1, num_sms)) && k_tiles / (2 * c.split_k) >= 2 &&
+         c.split_k < 64)
+    c.split_k *= 2;
+  return c;
+}
+
 /// A built tensor-core matmul for fixed sizes and dtype (and epilogue): f(a, b, c) computes c = a @ b
 /// (a: [m, k], b: [k, n], c: [m, n], all f16 or all bf16, on cuda; with a batch, [count, ...] for
 /// c and for each operand that has the batch). When k or n is not a multiple of 8 the inputs are
@@ -358,6 +438,13 @@ public:
     Tensor out = epilogue_out_arg(epi_.get(), c, c_shape);
     std::vector<LaunchArg> args{pa, pb, out};
     for (const auto &t : extras) args.emplace_back(t);
+    if (const int splits = matmul_f16_slices(k_, cfg_).second; splits > 1) {
+      const std::int64_t rows = batch_.count * m, tiles = std::int64_t(batch_.count) *
+                                                          lang::ceil_div(m, std::int64_t(cfg_.block_m())) *
+                                                          lang::ceil_div(n_, cfg_.block_n());
+      args.emplace_back(pads_.get("ws", m, [&] { return hidet::empty({splits, rows, n_}, dtypes::f32, "cuda"); }));
+      args.emplace_back(pads_.get("counters", m, [&] { return hidet::zeros({std::max<std::int64_t>(tiles, 1)}, dtypes::i32, "cuda"); }));
+    }
     push_symbol_args(args, symbols_, values);
     cm_["matmul_f16"].launch(args);
   }
@@ -373,7 +460,7 @@ private:
   MatmulBatch batch_;
   std::vector<std::string> symbols_;
   CompiledModule cm_;
-  mutable RowBuffers pads_; // padded operands, per value of m
+  mutable RowBuffers pads_; // padded operands, split-k's workspace and counters, per value of m
 };
 
 } // namespace hidet::ops::templates

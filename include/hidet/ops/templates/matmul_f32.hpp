@@ -143,7 +143,7 @@ inline void add_matmul_f32_kernel(lang::ScriptModule &mod, const std::string &na
   const int split = cfg.split_k;
   const int k_slice = ceil_div(ceil_div(k, split), bk) * bk; // k per slice, whole tiles
   const int k_tiles = k_slice / bk;
-  const bool guard_m = sym || rows.value() % bm != 0, guard_n = n % bn != 0, guard_k = k % k_slice != 0 || k % bk != 0;
+  const bool guard_m = sym || rows.value() % bm != 0, guard_n = n % bn != 0, guard_k = k_slice * split != k;
   const int count = batch.count;
   auto batched = [&](bool has, const Expr &r, int cols) {
     return batch.batched() && has ? f32[count][r][cols] : f32[r][cols];
@@ -579,7 +579,8 @@ inline MatmulF32Config matmul_f32_heuristic_config(int m, int n, int k, int num_
       c.split_k = split;
       if (n % 4 != 0) c.block_k = 8;
       const int k_slice = lang::ceil_div(lang::ceil_div(k, split), c.block_k) * c.block_k;
-      c.pipeline = k % k_slice == 0; // guarded k tiles ran 2-6% slower pipelined (1024^3 split 3, 4095x4097x1023)
+      if (split > 1 && k_slice * (split - 1) >= k) continue; // the last slices would be empty
+      c.pipeline = k_slice * split == k; // guarded k tiles ran 2-6% slower pipelined (1024^3 split 3, 4095x4097x1023)
       double cost = matmul_f32_cost_us(c, m, n, k, num_sms);
       if (cost < best_cost * 0.999) best = c, best_cost = cost;
     }

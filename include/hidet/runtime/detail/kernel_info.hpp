@@ -31,7 +31,7 @@ struct KernelInfo {
   std::vector<std::pair<ir::Var, ir::SymbolSource>> symbols;
   std::size_t static_smem = 0;
   CUfunction function = nullptr; ///< on a GPU
-  std::size_t max_dynamic_smem_set = 48 * 1024;
+  std::size_t max_dynamic_smem_set = 0; ///< the dynamic bytes allowed so far beyond the default
   std::mutex mu;
 };
 

@@ -12,16 +12,18 @@ namespace hidet {
 
 HIDET_INLINE void *CachingAllocator::allocate(std::size_t n) {
   std::size_t size = round_size(n);
+  // GPU blocks are reused only on the stream they belong to (see the top of allocator.hpp).
+  CUstream stream = host_ ? nullptr : current_stream().handle();
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.allocations;
-    auto it = free_.find(size);
+    auto it = free_.find(FreeKey{size, stream});
     if (it != free_.end() && !it->second.empty()) {
       void *p = it->second.back();
       it->second.pop_back();
       stats_.cached_bytes -= size;
       ++stats_.reuses;
-      note_live(p, size);
+      note_live(p, size, stream);
       return p;
     }
     void *p = raw_alloc(size);
@@ -31,7 +33,7 @@ HIDET_INLINE void *CachingAllocator::allocate(std::size_t n) {
     }
     if (p) {
       ++stats_.raw_allocations;
-      note_live(p, size);
+      note_live(p, size, stream);
       return p;
     }
   }
@@ -45,10 +47,10 @@ HIDET_INLINE void CachingAllocator::deallocate(void *p) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(p);
   HIDET_ASSERT(it != live_.end(), "deallocate of a pointer this allocator does not own");
-  std::size_t size = it->second;
+  auto [size, stream] = it->second;
   live_.erase(it);
   stats_.in_use_bytes -= size;
-  free_[size].push_back(p);
+  free_[FreeKey{size, stream}].push_back(p);
   stats_.cached_bytes += size;
 }
 
@@ -60,9 +62,9 @@ HIDET_INLINE void CachingAllocator::empty_cache() {
 HIDET_INLINE std::pair<void *, std::size_t> CachingAllocator::find_live(const void *p) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto a = reinterpret_cast<std::uintptr_t>(p);
-  for (const auto &[q, size] : live_) {
+  for (const auto &[q, live] : live_) {
     auto b = reinterpret_cast<std::uintptr_t>(q);
-    if (a >= b && a < b + size) return {q, size};
+    if (a >= b && a < b + live.size) return {q, live.size};
   }
   return {nullptr, 0};
 }
@@ -72,8 +74,8 @@ HIDET_INLINE MemoryStats CachingAllocator::stats() const {
   return stats_;
 }
 
-HIDET_INLINE void CachingAllocator::note_live(void *p, std::size_t size) {
-  live_[p] = size;
+HIDET_INLINE void CachingAllocator::note_live(void *p, std::size_t size, CUstream stream) {
+  live_[p] = Live{size, stream};
   stats_.in_use_bytes += size;
   if (stats_.in_use_bytes > stats_.peak_in_use_bytes)
     stats_.peak_in_use_bytes = stats_.in_use_bytes;
@@ -103,7 +105,7 @@ HIDET_INLINE void CachingAllocator::raw_free(void *p) noexcept {
 }
 
 HIDET_INLINE void CachingAllocator::release_cache_locked() {
-  for (auto &[size, blocks] : free_)
+  for (auto &[key, blocks] : free_)
     for (void *p : blocks)
       raw_free(p);
   free_.clear();

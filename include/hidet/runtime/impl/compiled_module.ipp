@@ -328,7 +328,9 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
   ensure_some_context(); // a thread the user started may have none yet
   {
     std::lock_guard<std::mutex> g(info_->mu);
-    if (smem > info_->max_dynamic_smem_set) {
+    // The opt-in is needed once static plus dynamic shared memory pass 48 KB (49152 bytes of
+    // dynamic memory beside a static counter fail to launch without it).
+    if (smem > info_->max_dynamic_smem_set && smem + info_->static_smem > 48 * 1024) {
       runtime::set_max_dynamic_smem(info_->function, int(smem), info_->name);
       info_->max_dynamic_smem_set = smem;
     }

@@ -49,6 +49,7 @@ struct EmulationState {
   std::atomic<bool> forced{false};
   std::once_flag notice_once;
   bool env_forced = util::env_bool("HIDET_EMULATE");
+  std::atomic<int> device_count{int(util::env_int("HIDET_EMULATED_DEVICES", 1))};
 };
 HIDET_INLINE EmulationState &emulation_state() {
   static EmulationState *s = new EmulationState();
@@ -96,7 +97,19 @@ HIDET_INLINE bool cuda_emulated() {
 }
 
 HIDET_INLINE int cuda_device_count() {
-  return cuda_emulated() ? 1 : cuda::driver_table().device_count;
+  return cuda_emulated() ? emulated_device_count() : cuda::driver_table().device_count;
+}
+
+HIDET_INLINE void set_emulated_device_count(int n) {
+  if (n < 1 || n > 64)
+    throw ValueError(str_cat("set_emulated_device_count(", n,
+                             "): the emulator serves 1 to 64 'cuda' devices"));
+  runtime::detail::emulation_state().device_count = n;
+}
+
+HIDET_INLINE int emulated_device_count() {
+  int n = runtime::detail::emulation_state().device_count.load(std::memory_order_relaxed);
+  return n < 1 ? 1 : n > 64 ? 64 : n;
 }
 
 HIDET_INLINE void check_device(const Device &d) {

@@ -1,0 +1,143 @@
+// Benchmark: the kernels of one decoding step of Llama-3.2-1B- and Llama-3.1-8B-shaped models
+// against the memory bandwidth, in one run (issue 36: decode at the bandwidth limit).
+//
+// 1. The copy bandwidth: (read + write) bytes / time of a 1 GiB device copy (what bench_llm.py
+//    divides by).
+// 2. The projections at batch 1, 8 and 32 (x [M, K] @ W [K, N], bf16): hidet::ops::matmul (its
+//    dispatch: the few-rows kernel for M <= 8, templates/matmul_gemv.hpp) and cuBLAS GemmEx, each
+//    as time and as the fraction of the copy bandwidth its bytes (W, x, the output) take: 1.0 is
+//    the limit. Every result is checked against cuBLAS first.
+// 3. Attention over a static cache of 576 and 4096 slots of which 544 are valid (a bool mask, as
+//    transformers makes it), 32 q heads on 8 kv heads: the decode kernel (ops::
+//    scaled_dot_product_attention's path for few query rows, templates/attention_decode.hpp)
+//    against the tiled flash template on the same grouped heads and mask (the path before it),
+//    with the bandwidth fraction of the valid keys' bytes.
+//
+// Usage: bench_decode   (HIDET_BENCH_MODELS=1b|8b selects; HIDET_SEARCH_SPACE=1 tunes the products)
+// Needs a GPU; on the emulator it says so and exits 0.
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <hidet/hidet.hpp>
+#include <hidet/ops.hpp>
+#include <hidet/ops/matmul_templates.hpp>
+#include <hidet/ops/templates/attention.hpp>
+#include <hidet/ops/templates/attention_decode.hpp>
+
+#include "bench_matmul_common.hpp"
+
+namespace {
+struct Model {
+  const char *name;
+  int hidden, inter, heads, kv_heads, head_dim, vocab;
+};
+
+double gbs(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
+} // namespace
+
+int main() {
+  if (hidet::cuda_emulated()) {
+    std::printf("bench_decode needs a CUDA GPU (the 'cuda' device is the CPU emulator here); nothing measured.\n");
+    return 0;
+  }
+  const auto &dev = hidet::runtime::device_info(0);
+  auto cb = cublas::load();
+  std::printf("device: %s, %d SMs; cuBLAS: %s\n", dev.name.c_str(), dev.sm_count,
+              cb.ok() ? cb.path.c_str() : ("NOT LOADED (" + cb.why + ")").c_str());
+  std::mt19937 rng(std::random_device{}());
+
+  // 1. copy bandwidth
+  const std::int64_t gib = std::int64_t(1) << 30;
+  hidet::Tensor src = hidet::zeros({gib}, hidet::u8, "cuda"), dst = hidet::empty({gib}, hidet::u8, "cuda");
+  const double copy_ms = hidet::median_ms([&] {
+    hidet::runtime::detail::copy_bytes(dst.data_ptr(), dst.device(), false, src.data_ptr(), src.device(), false,
+                                       std::size_t(gib));
+  }, 10, 5.0);
+  const double bw = gbs(2.0 * double(gib), copy_ms);
+  std::printf("copy bandwidth (read + write): %.0f GB/s (1 GiB in %.3f ms)\n\n", bw, copy_ms);
+  src = hidet::Tensor(), dst = hidet::Tensor();
+
+  const std::regex pick(std::getenv("HIDET_BENCH_MODELS") ? std::getenv("HIDET_BENCH_MODELS") : ".");
+  std::vector<Model> models{{"1b", 2048, 8192, 32, 8, 64, 128256}, {"8b", 4096, 14336, 32, 8, 128, 128256}};
+  int failures = 0;
+  for (const auto &md : models) {
+    if (!std::regex_search(md.name, pick)) continue;
+    struct Proj {
+      const char *what;
+      int k, n;
+    };
+    const int q = md.heads * md.head_dim, kv = md.kv_heads * md.head_dim;
+    std::vector<Proj> projs{{"q", md.hidden, q},        {"k, v", md.hidden, kv},      {"o", q, md.hidden},
+                            {"gate, up", md.hidden, md.inter}, {"down", md.inter, md.hidden}, {"lm_head", md.hidden, md.vocab}};
+    std::printf("%s: projections, bf16 (fraction: bytes / time / copy bandwidth)\n", md.name);
+    std::printf("%-9s %5s %6s %6s | %-48s %9s %6s | %9s %6s\n", "proj", "M", "K", "N", "hidet kernel", "hidet us",
+                "frac", "cuBLAS us", "frac");
+    for (const auto &p : projs)
+      for (int m : {1, 8, 32}) {
+        hidet::Tensor x = hidet::randn({m, p.k}, hidet::bf16, "cuda"), w = hidet::randn({p.k, p.n}, hidet::bf16, "cuda");
+        w = hidet::ops::mul(w, 0.05);
+        auto cands = hidet::ops::matmul_candidates(m, p.n, p.k, hidet::bf16, hidet::option::search_space());
+        std::string label = cands.empty() ? "auto-scheduled" : cands[0].label;
+        if (cands.size() > 1) label = "tuned (search space " + std::to_string(hidet::option::search_space()) + ")";
+        hidet::Tensor y = hidet::ops::matmul(x, w);
+        hidet::Tensor ref = hidet::empty({m, p.n}, hidet::bf16, "cuda");
+        double cublas_us = -1;
+        if (cb.ok() && cb.gemm_ex && cublas::gemm_ex_row_major(cb, m, p.n, p.k, x, w, ref) == 0) {
+          cublas_us = 1e3 * time_ms([&] { cublas::gemm_ex_row_major(cb, m, p.n, p.k, x, w, ref); });
+        }
+        auto chk = check_half(m, p.n, p.k, x, w, y, cublas_us >= 0 ? &ref : nullptr, rng);
+        if (!chk.ok) ++failures;
+        const double us = 1e3 * time_ms([&] { (void)hidet::ops::matmul(x, w); });
+        const double bytes = 2.0 * (double(p.k) * p.n + double(m) * p.k + double(m) * p.n);
+        std::printf("%-9s %5d %6d %6d | %-48.48s %9.2f %6.2f | %9.2f %6.2f%s\n", p.what, m, p.k, p.n, label.c_str(), us,
+                    gbs(bytes, us * 1e-3) / bw, cublas_us, cublas_us > 0 ? gbs(bytes, cublas_us * 1e-3) / bw : 0.0,
+                    chk.ok ? "" : "  WRONG (differs from cuBLAS / the reference)");
+      }
+
+    // 3. attention over the static cache
+    std::printf("\n%s: attention over a static cache, %d q heads on %d kv heads, head dim %d, bf16, 544 valid keys\n",
+                md.name, md.heads, md.kv_heads, md.head_dim);
+    std::printf("%5s %6s | %-34s %9s %6s | %9s %6s\n", "batch", "slots", "decode kernel", "us", "frac", "tiled us", "frac");
+    for (int b : {1, 8, 32})
+      for (int slots : {576, 4096}) {
+        const int valid = 544, D = md.head_dim;
+        hidet::Tensor qt = hidet::randn({b, md.heads, 1, D}, hidet::bf16, "cuda");
+        hidet::Tensor k = hidet::randn({b, md.kv_heads, slots, D}, hidet::bf16, "cuda");
+        hidet::Tensor v = hidet::randn({b, md.kv_heads, slots, D}, hidet::bf16, "cuda");
+        std::vector<double> mv(std::size_t(b) * slots);
+        for (std::size_t i = 0; i < mv.size(); ++i) mv[i] = int(i % std::size_t(slots)) < valid ? 1 : 0;
+        hidet::Tensor mask = hidet::asarray(mv, {b, 1, 1, slots}, hidet::boolean).to(hidet::Device::cuda());
+        hidet::Tensor fmask = hidet::asarray([&] {
+          for (auto &x : mv) x = x > 0 ? 0.0 : -INFINITY;
+          return mv;
+        }(), {b, 1, 1, slots}, hidet::f32).to(hidet::Device::cuda());
+        const double scale = 1.0 / std::sqrt(double(D));
+        hidet::Tensor got = hidet::ops::scaled_dot_product_attention(qt, k, v, mask, false, scale);
+        const double us = 1e3 * hidet::median_ms([&] { (void)hidet::ops::scaled_dot_product_attention(qt, k, v, mask, false, scale); });
+        hidet::ops::templates::AttentionProblem p;
+        p.batch = b, p.heads = md.heads, p.kv_heads = md.kv_heads, p.seq_q = 1, p.seq_kv = slots, p.head_dim = D;
+        p.dtype = hidet::bf16, p.has_mask = true, p.mask_dtype = hidet::f32, p.mask_batch = b, p.mask_heads = 1;
+        auto cfg = hidet::ops::templates::attention_heuristic_config(p, dev.sm_count, hidet::ops::templates::wgmma_available());
+        hidet::ops::templates::Attention tiled(p, cfg);
+        hidet::Tensor out = hidet::empty({b, md.heads, 1, D}, hidet::bf16, "cuda");
+        tiled(qt, k, v, fmask, out, scale);
+        auto g = got.to_double_vector(), t = out.to_double_vector();
+        double err = 0, mag = 0;
+        for (std::size_t i = 0; i < g.size(); ++i) err = std::max(err, std::abs(g[i] - t[i])), mag = std::max(mag, std::abs(t[i]));
+        const bool ok = err <= 2e-2 * (1 + mag);
+        if (!ok) ++failures;
+        const double tiled_us = 1e3 * hidet::median_ms([&] { tiled(qt, k, v, fmask, out, scale); });
+        const double bytes = 2.0 * 2.0 * double(b) * md.kv_heads * valid * D; // the valid keys of K and V
+        std::printf("%5d %6d | %-34.34s %9.2f %6.2f | %9.2f %6.2f%s\n", b, slots,
+                    hidet::ops::templates::attention_decode_heuristic_config(p, b, slots, dev.sm_count).str().c_str(), us,
+                    gbs(bytes, us * 1e-3) / bw, tiled_us, gbs(bytes, tiled_us * 1e-3) / bw,
+                    ok ? "" : "  WRONG (differs from the tiled kernel)");
+      }
+    std::printf("\n");
+  }
+  if (failures) std::printf("%d results differ from the references\n", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,403 @@
+"""Tensor-parallel inference over NCCL (issue 38, item 5), one torchrun per tensor-parallel size:
+
+    torchrun --nproc-per-node 1 benchmarks/bench_distributed.py --out tp.json    # TP = 1
+    torchrun --nproc-per-node 2 benchmarks/bench_distributed.py --out tp.json    # TP = 2
+    torchrun --nproc-per-node 4 benchmarks/bench_distributed.py --out tp.json    # TP = 4
+    python benchmarks/bench_distributed.py --report tp.json                       # the table
+
+Model: Llama-3.1-8B's shapes (hidden 4096, 32 layers, 32 heads, 8 KV heads, head_dim 128, MLP
+14336, vocabulary 128256) with random weights in float16, written here in plain PyTorch with a
+static KV cache (passed as inputs, updated in place with index_copy_) and parallelized with
+torch.distributed.tensor (parallelize_module: Q, K, V, gate and up ColwiseParallel; O and down
+RowwiseParallel; the LM head ColwiseParallel gathered to replicated logits; heads split). The
+same DTensor model runs under eager PyTorch, torch.compile(backend='hidet') and
+torch.compile(backend='inductor', mode='reduce-overhead'): aot_autograd turns the DTensors into
+functional collectives, which hidet runs on its own NCCL communicator inside its CUDA graph.
+
+Rows per run: prefill of 512 tokens at batch 1 (ms), decode at batch 1 and 8 (ms per token: the
+median of the timed steps, CUDA events on rank 0, every rank in step), and the all-reduce bus
+bandwidth for 1 to 256 MB float16 buffers: hidet's (a compiled graph of one AllReduce node,
+replayed as a CUDA graph) against NCCL's own (torch.distributed.all_reduce on the same buffers);
+bus bandwidth = bytes / time * 2 (n - 1) / n, as nccl-tests reports it.
+
+Correctness: each run keeps the prefill's last-position logits (the first 512 of them) and greedy
+token per backend; --report compares every TP > 1 against TP = 1 (max |difference| over max
+|logit|; f16 tolerance 2e-2) and hidet against eager in the same run.
+
+Targets (the issue): decode batch 1, TP = 2 at most 0.6x of TP = 1's ms per token, TP = 4 at
+most 0.4x, and at most 0.8x of inductor's at the same TP; hidet's all-reduce at least 0.9x NCCL's
+bus bandwidth from 16 MB up.
+
+Knobs: HIDET_TP_CONFIG (8b; 'tiny' for the emulator), HIDET_TP_LAYERS (the config's; fewer for a
+quick run: the per-token ratios hold), HIDET_TP_BACKENDS (eager,hidet,inductor), HIDET_TP_ROWS
+(prefill,decode1,decode8,allreduce), HIDET_TP_STEPS (50 timed decode steps), HIDET_BENCH_TIMEOUT
+(540 s: nothing new starts 60 s before it; the rest is listed as not run). A failing row prints
+its error and the run goes on. Runs at one TP add up in the --out file (HIDET_TP_BACKENDS=hidet,
+then =eager,inductor: each fits a shorter budget). Without a GPU (HIDET_EMULATE, gloo on the CPU) the 'tiny' config
+checks the flow; its times mean nothing.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+START = time.monotonic()
+BUDGET = float(os.environ.get('HIDET_BENCH_TIMEOUT', '540'))
+GPU = False  # set by run(), once this rank sees only its own GPU
+DEVICE = 'cpu'
+
+CONFIGS = {
+    '8b': dict(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=128256, prompt=512,
+               max_len=640, dtype='float16'),
+    'tiny': dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=128, vocab=256, prompt=16, max_len=32,
+                 dtype='float32'),
+}
+
+
+def env_list(name, default):
+    return [s.strip() for s in os.environ.get(name, default).split(',') if s.strip()]
+
+
+def sync():
+    if GPU:
+        torch.cuda.synchronize()
+
+
+def log(*args):
+    if dist.get_rank() == 0:
+        print(*args, flush=True)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, d = c['hidden'], c['head_dim']
+        self.heads, self.kv_heads, self.head_dim = c['heads'], c['kv_heads'], d
+        self.q = torch.nn.Linear(h, c['heads'] * d, bias=False)
+        self.k = torch.nn.Linear(h, c['kv_heads'] * d, bias=False)
+        self.v = torch.nn.Linear(h, c['kv_heads'] * d, bias=False)
+        self.o = torch.nn.Linear(c['heads'] * d, h, bias=False)
+
+    def forward(self, x, cos, sin, mask, pos, k_cache, v_cache):
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, -1, self.head_dim).transpose(1, 2)  # the local heads under TP
+        k = self.k(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        v = self.v(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        k_cache.index_copy_(2, pos, k)
+        v_cache.index_copy_(2, pos, v)
+        rep = q.shape[1] // k_cache.shape[1]
+        kk = k_cache[:, :, None].expand(-1, -1, rep, -1, -1).reshape(b, q.shape[1], -1, self.head_dim)
+        vv = v_cache[:, :, None].expand(-1, -1, rep, -1, -1).reshape(b, q.shape[1], -1, self.head_dim)
+        a = torch.nn.functional.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
+        return self.o(a.transpose(1, 2).reshape(b, s, -1))
+
+
+def rope(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.gate = torch.nn.Linear(c['hidden'], c['ffn'], bias=False)
+        self.up = torch.nn.Linear(c['hidden'], c['ffn'], bias=False)
+        self.down = torch.nn.Linear(c['ffn'], c['hidden'], bias=False)
+
+    def forward(self, x):
+        return self.down(torch.nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.norm1 = torch.nn.RMSNorm(c['hidden'], eps=1e-5)
+        self.attn = Attention(c)
+        self.norm2 = torch.nn.RMSNorm(c['hidden'], eps=1e-5)
+        self.mlp = Mlp(c)
+
+    def forward(self, x, cos, sin, mask, pos, k_cache, v_cache):
+        x = x + self.attn(self.norm1(x), cos, sin, mask, pos, k_cache, v_cache)
+        return x + self.mlp(self.norm2(x))
+
+
+class Llama(torch.nn.Module):
+    """Llama-style decoder with a static cache given as inputs: forward(tokens [b, s], pos [s],
+    k_caches, v_caches) writes positions `pos` of every layer's cache and returns the logits."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embed = torch.nn.Embedding(c['vocab'], c['hidden'])
+        self.layers = torch.nn.ModuleList([Layer(c) for _ in range(c['layers'])])
+        self.norm = torch.nn.RMSNorm(c['hidden'], eps=1e-5)
+        self.head = torch.nn.Linear(c['hidden'], c['vocab'], bias=False)
+        inv = 1.0 / (500000.0 ** (torch.arange(0, c['head_dim'], 2).float() / c['head_dim']))
+        freqs = torch.outer(torch.arange(c['max_len']).float(), inv)
+        emb = torch.cat([freqs, freqs], dim=-1)
+        self.register_buffer('cos', emb.cos(), persistent=False)
+        self.register_buffer('sin', emb.sin(), persistent=False)
+        self.register_buffer('slots', torch.arange(c['max_len']), persistent=False)
+
+    def forward(self, tokens, pos, k_caches, v_caches):
+        x = self.embed(tokens)
+        cos, sin = self.cos[pos].to(x.dtype), self.sin[pos].to(x.dtype)
+        visible = self.slots[None, :] <= pos[:, None]  # [s, max_len]: the causal mask over the cache
+        mask = torch.zeros(visible.shape, dtype=x.dtype, device=x.device).masked_fill(~visible, float('-inf'))
+        for layer, kc, vc in zip(self.layers, k_caches, v_caches):
+            x = layer(x, cos, sin, mask, pos, kc, vc)
+        return self.head(self.norm(x))
+
+
+def build_model(c, tp):
+    torch.manual_seed(0)  # the same weights on every rank (and at every TP) before sharding
+    dtype = getattr(torch, c['dtype'])
+    with torch.device(DEVICE):
+        model = Llama(c)
+    for p in model.parameters():
+        p.data.normal_(0, 0.02)
+    model = model.to(dtype).eval()
+    if tp > 1:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Replicate
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+        mesh = init_device_mesh(DEVICE, (tp,))
+        plan = {'head': ColwiseParallel(output_layouts=Replicate())}
+        for i in range(c['layers']):
+            plan.update({f'layers.{i}.attn.q': ColwiseParallel(), f'layers.{i}.attn.k': ColwiseParallel(),
+                         f'layers.{i}.attn.v': ColwiseParallel(), f'layers.{i}.attn.o': RowwiseParallel(),
+                         f'layers.{i}.mlp.gate': ColwiseParallel(), f'layers.{i}.mlp.up': ColwiseParallel(),
+                         f'layers.{i}.mlp.down': RowwiseParallel()})
+        parallelize_module(model, mesh, plan)
+    return model
+
+
+def caches(c, tp, batch):
+    dtype = getattr(torch, c['dtype'])
+    shape = (batch, c['kv_heads'] // tp, c['max_len'], c['head_dim'])
+    return ([torch.zeros(shape, dtype=dtype, device=DEVICE) for _ in range(c['layers'])],
+            [torch.zeros(shape, dtype=dtype, device=DEVICE) for _ in range(c['layers'])])
+
+
+def compiled(model, backend):
+    if backend == 'eager':
+        return model
+    if backend == 'hidet':
+        import hidet.torch  # noqa: F401  (registers the backend)
+        return torch.compile(model, backend='hidet', dynamic=False)
+    return torch.compile(model, backend='inductor', mode='reduce-overhead' if GPU else None, dynamic=False)
+
+
+def time_ms(fn, steps):
+    """Median ms of `steps` calls (CUDA events on the GPU), every rank in step."""
+    times = []
+    for _ in range(steps):
+        dist.barrier()
+        sync()
+        if GPU:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def bench_model(c, tp, backend, rows, results):
+    model = build_model(c, tp)
+    fn = compiled(model, backend)
+    g = torch.Generator(device='cpu').manual_seed(1)
+    prompt = torch.randint(0, c['vocab'], (1, c['prompt']), generator=g).to(DEVICE)
+    steps = int(os.environ.get('HIDET_TP_STEPS', '50' if GPU else '3'))
+    with torch.no_grad():
+        kc, vc = caches(c, tp, 1)
+        pos = torch.arange(c['prompt'], device=DEVICE)
+        t0 = time.monotonic()
+        logits = fn(prompt, pos, kc, vc)  # compiles (prefill's shapes)
+        sync()
+        compile_s = time.monotonic() - t0
+        last = logits[0, -1].float()
+        results['logits'][backend] = last[:512].cpu().tolist()
+        results['token'][backend] = int(last.argmax())
+        log(f'  {backend}: prefill compiled and run in {compile_s:.1f} s; greedy token {results["token"][backend]}')
+        if 'prefill' in rows:
+            ms = time_ms(lambda: fn(prompt, pos, kc, vc), max(3, steps // 10))
+            results['rows'].append(dict(row=f'prefill {c["prompt"]}, batch 1', backend=backend, ms=ms))
+            log(f'  {backend}: prefill {ms:.3f} ms')
+        for batch in (1, 8):
+            if f'decode{batch}' not in rows or out_of_time():
+                continue
+            kc, vc = caches(c, tp, batch)
+            tokens = torch.randint(0, c['vocab'], (batch, 1), generator=g).to(DEVICE)
+            positions = [torch.tensor([c['prompt'] + i % (c['max_len'] - c['prompt'])], device=DEVICE)
+                         for i in range(steps + 3)]
+            it = iter(range(10 ** 9))
+            step = lambda: fn(tokens, positions[next(it) % len(positions)], kc, vc)  # noqa: E731
+            for _ in range(3):
+                step()  # compile and warm up (CUDA graphs captured)
+            ms = time_ms(step, steps)
+            results['rows'].append(dict(row=f'decode batch {batch}', backend=backend, ms=ms))
+            log(f'  {backend}: decode batch {batch}: {ms:.3f} ms per token')
+    del fn, model
+    torch._dynamo.reset()
+
+
+def bench_allreduce(results):
+    """hidet's in-graph all-reduce against NCCL's own, bus bandwidth per size."""
+    import hidet
+    import hidet.distributed as hd
+    comm = hd.communicator()
+    n = dist.get_world_size()
+    sizes = [1 << k for k in range(20, 29)] if GPU else [1 << 12]
+    for size in sizes:
+        if out_of_time():
+            break
+        x = torch.randn(size // 2, dtype=torch.float16, device=DEVICE)
+        x_h = hidet.from_torch(x)
+        graph = hidet.trace_from(hidet.ops.all_reduce(hidet.symbol_like(x_h), comm))
+        runner = hidet.CompiledGraph(graph)
+        replay = hidet.CudaGraph(runner, [None]) if GPU else None
+        stream = torch.cuda.current_stream().cuda_stream if GPU else 0
+        hidet_run = (lambda: replay.run([x_h], stream)) if replay else (lambda: runner.run([x_h], stream))
+        steps = 20 if GPU else 2
+        for _ in range(3):
+            hidet_run()
+            dist.all_reduce(x)
+        t_hidet = time_ms(hidet_run, steps)
+        t_nccl = time_ms(lambda: dist.all_reduce(x), steps)
+        bus = lambda ms: size / (ms / 1e3) * 2 * (n - 1) / n / 1e9 if n > 1 else float('nan')  # noqa: E731
+        results['allreduce'].append(dict(bytes=size, hidet_ms=t_hidet, nccl_ms=t_nccl, hidet_gbs=bus(t_hidet),
+                                         nccl_gbs=bus(t_nccl)))
+        log(f'  all-reduce {size >> 20} MiB: hidet {t_hidet:.3f} ms ({bus(t_hidet):.1f} GB/s), '
+            f'NCCL {t_nccl:.3f} ms ({bus(t_nccl):.1f} GB/s)')
+
+
+def out_of_time():
+    return time.monotonic() - START > BUDGET - 60
+
+
+def run(out_path):
+    global GPU, DEVICE
+    import hidet.distributed as hd
+    hd.use_local_gpu()  # before CUDA starts: this rank's GPU is the process's cuda:0
+    GPU = torch.cuda.is_available()
+    DEVICE = 'cuda' if GPU else 'cpu'
+    dist.init_process_group('nccl' if GPU else 'gloo')
+    if GPU:
+        torch.cuda.set_device(0)
+    tp = dist.get_world_size()
+    name = os.environ.get('HIDET_TP_CONFIG', '8b' if GPU else 'tiny')
+    c = dict(CONFIGS[name])
+    if 'HIDET_TP_LAYERS' in os.environ:
+        c['layers'] = int(os.environ['HIDET_TP_LAYERS'])
+    rows = env_list('HIDET_TP_ROWS', 'prefill,decode1,decode8,allreduce')
+    results = dict(tp=tp, config=name, layers=c['layers'], gpu=torch.cuda.get_device_name() if GPU else 'emulator',
+                   rows=[], allreduce=[], logits={}, token={}, not_run=[], errors=[])
+    log(f'bench_distributed: TP={tp}, config {name} ({c["layers"]} layers), {results["gpu"]}')
+    for backend in env_list('HIDET_TP_BACKENDS', 'eager,hidet,inductor'):
+        if out_of_time():
+            results['not_run'].append(backend)
+            continue
+        try:
+            bench_model(c, tp, backend, rows, results)
+        except Exception as e:  # noqa: BLE001 - the row fails, the run goes on
+            results['errors'].append(f'{backend}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}')
+            log(f'  {backend} FAILED:\n' + traceback.format_exc())
+            torch._dynamo.reset()
+    if 'allreduce' in rows and tp > 1:
+        try:
+            bench_allreduce(results)
+        except Exception:  # noqa: BLE001
+            results['errors'].append('allreduce: ' + traceback.format_exc().splitlines()[-1])
+            log('  all-reduce FAILED:\n' + traceback.format_exc())
+    if dist.get_rank() == 0 and out_path:
+        old = json.load(open(out_path)) if os.path.exists(out_path) else {}
+        old[str(tp)] = merge(old.get(str(tp)), results)
+        with open(out_path, 'w') as f:
+            json.dump(old, f)
+        log(f'results for TP={tp} written to {out_path}')
+    dist.destroy_process_group()
+    return results
+
+
+def merge(old, new):
+    """A run's results added to an earlier run's at the same TP (another set of backends or rows):
+    the new rows, logits and all-reduce sizes replace the old ones they repeat."""
+    if old is None or old.get('config') != new['config'] or old.get('layers') != new['layers']:
+        return new
+    keys = {(r['row'], r['backend']) for r in new['rows']}
+    new['rows'] = [r for r in old['rows'] if (r['row'], r['backend']) not in keys] + new['rows']
+    new['logits'] = {**old['logits'], **new['logits']}
+    new['token'] = {**old['token'], **new['token']}
+    new['allreduce'] = new['allreduce'] or old['allreduce']
+    return new
+
+
+def report(path):
+    """The table over the TP runs in `path`; returns whether the correctness checks passed."""
+    data = {int(k): v for k, v in json.load(open(path)).items()}
+    ok = True
+    print(f'Tensor-parallel decode and prefill ({next(iter(data.values()))["gpu"]}, ms; lower is better)')
+    print(f'{"row":24} {"backend":9} ' + ' '.join(f'{"TP=" + str(t):>9}' for t in sorted(data)) +
+          '   ' + ' '.join(f'{"x TP=1 @" + str(t):>10}' for t in sorted(data) if t > 1))
+    keys = []
+    for t in sorted(data):
+        for r in data[t]['rows']:
+            if (r['row'], r['backend']) not in keys:
+                keys.append((r['row'], r['backend']))
+    ms = {(t, r['row'], r['backend']): r['ms'] for t in data for r in data[t]['rows']}
+    for row, backend in keys:
+        vals = [ms.get((t, row, backend)) for t in sorted(data)]
+        base = ms.get((1, row, backend))
+        ratios = [f'{ms[(t, row, backend)] / base:10.2f}' if base and (t, row, backend) in ms else f'{"-":>10}'
+                  for t in sorted(data) if t > 1]
+        print(f'{row:24} {backend:9} ' + ' '.join(f'{v:9.3f}' if v else f'{"-":>9}' for v in vals) + '   ' +
+              ' '.join(ratios))
+    for t in sorted(data):
+        for row, backend in keys:
+            if backend == 'hidet' and (t, row, 'inductor') in ms and (t, row, 'hidet') in ms:
+                print(f'TP={t} {row}: hidet / inductor = {ms[(t, row, "hidet")] / ms[(t, row, "inductor")]:.2f}')
+    print('\nAll-reduce bus bandwidth (GB/s), hidet in a CUDA graph against torch.distributed (NCCL)')
+    for t in sorted(data):
+        for a in data[t]['allreduce']:
+            print(f'TP={t} {a["bytes"] >> 20:4d} MiB: hidet {a["hidet_gbs"]:7.1f}  NCCL {a["nccl_gbs"]:7.1f}  '
+                  f'ratio {a["hidet_gbs"] / a["nccl_gbs"]:.2f}')
+    print('\nCorrectness (max |logits - reference| / max |reference|, first 512 logits of the last prompt position)')
+    ref = data.get(1, {}).get('logits', {})
+    for t in sorted(data):
+        for backend, logits in data[t]['logits'].items():
+            for what, want in (('TP=1 same backend', ref.get(backend)), ('eager same TP', data[t]['logits'].get('eager'))):
+                if want is None or (what.startswith('TP=1') and t == 1) or (what.startswith('eager') and backend == 'eager'):
+                    continue
+                err = max(abs(a - b) for a, b in zip(logits, want)) / max(max(abs(b) for b in want), 1e-6)
+                good = err < 2e-2
+                ok = ok and good
+                print(f'TP={t} {backend:9} vs {what:18}: {err:.2e} {"ok" if good else "FAILED"}')
+        for e in data[t]['errors']:
+            print(f'TP={t} error: {e}')
+        if data[t]['not_run']:
+            print(f'TP={t} not run (time budget): {", ".join(data[t]["not_run"])}')
+    return ok
+
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--out', default='bench_distributed.json', help='JSON file the run adds its TP size to')
+    ap.add_argument('--report', help='print the table of a JSON file and exit')
+    a = ap.parse_args()
+    if a.report:
+        sys.exit(0 if report(a.report) else 1)
+    run(a.out)
