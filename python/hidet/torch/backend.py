@@ -112,8 +112,9 @@ class HidetCompiledModel:
         # count, which only guards dynamo's branches and is returned plus one) are left out: their
         # values then compile nothing.
         used = set(graph.node_symbols())
+        fakes = self.interpreter.fake_values
         keep = [k for k, x in enumerate(symbols)
-                if not isinstance(self.interpreter.fake_values[positions[k]], torch.SymInt) or x.shape[1].symbols[0] in used]
+                if not isinstance(fakes[positions[k]], torch.SymInt) or x.shape[1].symbols[0] in used]
         if len(keep) < len(symbols):
             symbols, positions = [symbols[k] for k in keep], [positions[k] for k in keep]
             graph = hidet.trace_from(symbolic, symbols, updates)

@@ -45,8 +45,13 @@ HIDET_INLINE void require_index_dtype(const std::string &op, const std::string &
 HIDET_INLINE void check_index_range(const std::string &op, const std::string &arg,
                                     const Tensor &index, std::int64_t n, const std::string &what) {
   if (index.is_symbolic() || !index.is_host_memory() || index.numel() == 0) return;
-  const std::vector<double> v = index.to_double_vector();
+  // Read where the index lives (host memory: no copy, which a recorded run would take for device
+  // work, graph::CompiledGraph::save).
+  const void *data = index.data_ptr();
   const Shape s = index.shape();
+  std::vector<double> v(std::size_t(index.numel()));
+  for (std::size_t f = 0; f < v.size(); ++f)
+    v[f] = runtime::detail::element_as_double(data, index.dtype(), std::int64_t(f));
   for (std::size_t f = 0; f < v.size(); ++f) {
     if (v[f] >= double(-n) && v[f] < double(n)) continue;
     Shape at(s.size());
