@@ -35,7 +35,7 @@ inline constexpr char saved_graph_magic[8] = {'H', 'I', 'D', 'E', 'T', 'C', 'G',
 // 3: each input says whether the graph updates it in place.
 // 4: several programs (one per set of input shapes) sharing modules and data; tensor names and
 // symbolic shapes; the emulator's lowered IR; data in one aligned block with its own checksum.
-inline constexpr std::uint32_t saved_graph_format = 4;
+inline constexpr std::uint32_t saved_graph_format = 5;
 inline constexpr std::uint32_t no_region = ~std::uint32_t(0);
 inline constexpr std::uint64_t blob_alignment = 256;
 
@@ -68,8 +68,11 @@ struct SavedCommand {
 };
 
 struct SavedRegion {
-  enum class Kind : std::uint8_t { input, scratch, data } kind = Kind::scratch;
-  std::uint64_t index = 0; ///< input: the model input; data: the blob
+  /// data: read-only bytes shared by every run (weights, constants); state: memory an operator
+  /// keeps between launches (split-k counters, padding buffers), saved with its bytes, of which
+  /// each workspace of a loaded model gets its own copy (runs in parallel must not share it).
+  enum class Kind : std::uint8_t { input, scratch, data, state } kind = Kind::scratch;
+  std::uint64_t index = 0; ///< input: the model input; data, state: the blob
   std::uint64_t nbytes = 0;
 };
 

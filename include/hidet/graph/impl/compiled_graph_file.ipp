@@ -123,6 +123,7 @@ public:
         break;
       }
     }
+    const bool constant = base != nullptr; // else an operator's own memory: per-workspace state
     if (!base)
       std::tie(base, nbytes) = [&] {
         auto [q, n] = allocator(device_).find_live(ptr);
@@ -140,7 +141,8 @@ public:
       runtime::detail::copy_bytes(bytes.data(), Device::cpu(), true, base, device_, host, nbytes);
     }
     std::uint32_t id =
-        add_region(base, nbytes, {SavedRegion::Kind::data, file_.blob(std::move(bytes)), 0});
+        add_region(base, nbytes, {constant ? SavedRegion::Kind::data : SavedRegion::Kind::state,
+                                  file_.blob(std::move(bytes)), 0});
     return {id, a - reinterpret_cast<std::uintptr_t>(base)};
   }
 

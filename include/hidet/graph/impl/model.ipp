@@ -181,7 +181,7 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
     auto nregions = r.count(17);
     for (std::uint64_t i = 0; i < nregions; ++i) {
       SavedRegion g;
-      g.kind = r.enumerator(SavedRegion::Kind::data, "region kind");
+      g.kind = r.enumerator(SavedRegion::Kind::state, "region kind");
       g.index = r.pod<std::uint64_t>();
       g.nbytes = r.pod<std::uint64_t>();
       if (g.kind == SavedRegion::Kind::input && g.index >= f.inputs.size())
@@ -224,7 +224,7 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
   }
   for (const auto &p : f.programs)
     for (const auto &g : p.regions)
-      if (g.kind == SavedRegion::Kind::data &&
+      if ((g.kind == SavedRegion::Kind::data || g.kind == SavedRegion::Kind::state) &&
           (g.index >= f.blobs.size() || g.nbytes > f.blobs[g.index].size()))
         r.corrupt("a region of no data blob");
   return f;
@@ -296,6 +296,7 @@ struct ModelWorkspace {
     bool failed = false; ///< the capture failed: this program runs kernel by kernel
   };
   std::shared_ptr<Storage> block;
+  std::shared_ptr<Storage> state; ///< this workspace's copy of the state blobs (state_offset)
   std::vector<Replay> replays;
   bool used = false;
   CUstream last = nullptr; ///< the stream of the last run
@@ -338,6 +339,8 @@ struct Model::State {
   std::vector<detail::ProgramLayout> layouts;
   std::map<std::vector<std::vector<std::int64_t>>, std::size_t> program_of;
   std::uint64_t workspace_bytes = 0;
+  std::map<std::uint64_t, std::uint64_t> state_offset; ///< per state blob: its place in ws.state
+  std::uint64_t state_bytes = 0;
 
   mutable std::mutex mu;
   mutable std::vector<std::unique_ptr<detail::ModelWorkspace>> idle;
@@ -370,6 +373,10 @@ struct Model::State {
       if (p.regions[r].kind == detail::SavedRegion::Kind::scratch) {
         l.offset[r] = l.bytes;
         l.bytes += align(std::max<std::uint64_t>(p.regions[r].nbytes, 1));
+      } else if (p.regions[r].kind == detail::SavedRegion::Kind::state &&
+                 !state_offset.count(p.regions[r].index)) {
+        state_offset[p.regions[r].index] = state_bytes;
+        state_bytes += align(std::max<std::uint64_t>(file.blobs[p.regions[r].index].size(), 1));
       }
     for (std::size_t i = 0; i < p.input_shapes.size(); ++i) {
       l.input_offset.push_back(l.bytes);
@@ -404,6 +411,14 @@ struct Model::State {
   std::unique_ptr<detail::ModelWorkspace> make_workspace() const {
     auto ws = std::make_unique<detail::ModelWorkspace>();
     ws->block = allocate_storage(std::max<std::uint64_t>(workspace_bytes, 1), device);
+    if (state_bytes > 0) { // the operators' state as saved (counters at zero), one copy each
+      ws->state = allocate_storage(state_bytes, device);
+      for (const auto &[blob, offset] : state_offset)
+        copy(static_cast<char *>(ws->state->ptr) + offset,
+             static_cast<const char *>(data->ptr) + blob_offset[blob], file.blobs[blob].size(), nullptr);
+      if (!emulated)
+        cuda::check(cuda::driver().cuStreamSynchronize(nullptr), str_cat(where, ": copying the state"));
+    }
     ws->replays.resize(file.programs.size());
     if (!emulated)
       cuda::check(cuda::driver().cuEventCreate(&ws->done, CU_EVENT_DISABLE_TIMING),
@@ -533,6 +548,9 @@ struct Model::State {
         break;
       case detail::SavedRegion::Kind::data:
         base[r] = static_cast<char *>(data->ptr) + blob_offset[g.index];
+        break;
+      case detail::SavedRegion::Kind::state:
+        base[r] = static_cast<char *>(ws.state->ptr) + state_offset.at(g.index);
         break;
       }
     }
