@@ -73,10 +73,12 @@ class Clock(transformers.generation.streamers.BaseStreamer):
 
 
 def generate(model, ids, new_tokens, max_cache_len, streamer=None):
+    """generate in a static cache of max_cache_len positions (one length for every prompt; given as
+    past_key_values, which transformers 5.17 and later take)."""
+    cache = transformers.StaticCache(config=model.config, max_cache_len=max_cache_len)
     with torch.no_grad():
         out = model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-                             cache_implementation='static', max_cache_len=max_cache_len,
-                             disable_compile=True, streamer=streamer)
+                             past_key_values=cache, disable_compile=True, streamer=streamer)
     sync()
     return out
 

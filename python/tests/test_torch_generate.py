@@ -117,8 +117,15 @@ def test_generate_in_f16_gives_eager_tokens_unless_the_top_two_logits_tie():
         break
 
 
+def generate_in_a_cache(model, ids, new_tokens, cache_len):
+    """generate with a static cache of cache_len positions (the same length for every prompt)."""
+    cache = transformers.StaticCache(config=model.config, max_cache_len=cache_len)
+    with torch.no_grad():
+        return model.generate(ids, max_new_tokens=new_tokens, do_sample=False, past_key_values=cache)
+
+
 def test_prompt_lengths_compile_the_prefill_once_per_bucket(capfd):
-    """Prompts of 5, 7, 12 and 13 tokens with a cache of a fixed length (max_cache_len) under
+    """Prompts of 5, 7, 12 and 13 tokens with a cache of a fixed length (a StaticCache) under
     dynamic_shapes('bucket'): dynamo's first prefill graph has the first length's constant shapes;
     the second length makes dynamo hand over a graph of a symbolic length, which hidet traces once
     and compiles once per power-of-two bucket of lengths (7: bucket 8; 12: bucket 16; 13 runs on
@@ -130,8 +137,8 @@ def test_prompt_lengths_compile_the_prefill_once_per_bucket(capfd):
     graphs = compile_forward(model)
     for n in (5, 7, 12, 13):
         ids = torch.randint(1, VOCAB, (1, n))
-        want = generate(reference, ids, 3, max_cache_len=24)
-        got = generate(model, ids, 3, max_cache_len=24)
+        want = generate_in_a_cache(reference, ids, 3, 24)
+        got = generate_in_a_cache(model, ids, 3, 24)
         assert torch.equal(got, want), (n, got.tolist(), want.tolist())
     err = capfd.readouterr().err
     first, decode, prefill = graphs  # the prefill at 5 tokens, the decode step, the prefill of any length
