@@ -252,3 +252,37 @@ def test_an_updated_input_that_shares_memory_with_another_input_is_an_error():
     # The same tensor given twice is one input to dynamo: as eager.
     z = torch.arange(3.0)
     assert g(z, z).tolist() == [2.0, 4.0, 6.0]
+
+
+@pytest.mark.xfail(strict=True, reason='a StaticCache made before generate at batch 1, then another at batch 3: the '
+                   'batch-3 graphs (traced over a symbolic batch) do not write the cache right (the first token, from '
+                   "the prefill's logits, is eager's; the decode steps read a wrong cache). Found by "
+                   'benchmarks/check_llm_logits.py; not the decode kernels (HIDET_ATTENTION_DECODE=0 '
+                   'HIDET_MATMUL_FEW_ROWS=0 HIDET_GRAPH_RULES_OFF=attention_repeated_kv fail alike). Remove the mark '
+                   'once fixed.')
+def test_caches_made_before_generate_at_two_batch_sizes_give_eager_tokens():
+    # bench_llm.py's flow: a StaticCache per batch, made before generate and passed to it
+    torch.manual_seed(0)
+    model = tiny('llama', layers=1)
+    ids = {b: torch.randint(1, VOCAB, (b, 8)) for b in (1, 3)}
+
+    def cache_for(b):
+        cache = transformers.StaticCache(config=model.config, max_cache_len=12)
+        if hasattr(cache, 'early_initialization'):
+            cache.early_initialization(batch_size=b, num_heads=model.config.num_key_value_heads, head_dim=16,
+                                       dtype=model.dtype, device=model.device)
+        return cache
+
+    caches = {b: cache_for(b) for b in (1, 3)}
+
+    def run(b):
+        caches[b].reset()
+        with torch.no_grad():
+            return model.generate(ids[b], max_new_tokens=4, min_new_tokens=4, do_sample=False,
+                                  past_key_values=caches[b], disable_compile=True)
+
+    want = {b: run(b) for b in (1, 3)}
+    compile_forward(model)
+    for b in (1, 3):
+        got = run(b)
+        assert torch.equal(got, want[b]), (b, got.tolist(), want[b].tolist())

@@ -30,6 +30,7 @@
 #include "hidet/ops/templates/matmul_gemv.hpp"
 #include "hidet/ops/templates/matmul_wgmma.hpp"
 #include "hidet/ops/tuning.hpp"
+#include "hidet/util/env.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 
@@ -151,7 +152,9 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   // Few rows (decoding): the product reads each element of b once for at most 16 flops, so it is
   // bound by b's bytes; the few-rows kernel keeps them in flight on every multiprocessor, where
   // the templates below would pad their 64- or 128-row tiles and leave most SMs idle at these n.
-  if (mb <= 8 && !batch.batched() && !acc16) {
+  // HIDET_MATMUL_FEW_ROWS=0 leaves products of few rows to the tiled templates (to bisect on a GPU).
+  static const bool few_rows = util::env_bool("HIDET_MATMUL_FEW_ROWS", true);
+  if (few_rows && mb <= 8 && !batch.batched() && !acc16) {
     auto add_gemv = [&](MatmulGemvConfig c) {
       if (opts.parallel_k > 0) c.split_k = opts.parallel_k;
       try {
@@ -223,7 +226,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
 
   // 9 to 64 rows (a batch of decoding steps): the mma.sync kernel with a tile of the rows and
   // split-k summed in the kernel, so that b streams on every SM (the tiles alone are a few dozen).
-  if (mb > 8 && mb <= 64 && !batch.batched() && opts.parallel_k <= 1 && !acc16) { // (f16 accumulation: unsplit)
+  if (few_rows && mb > 8 && mb <= 64 && !batch.batched() && opts.parallel_k <= 1 && !acc16) { // (f16 accumulation: unsplit)
     add_mma(matmul_f16_few_rows_config(mb, n, k, sms));
     if (space == 0 && !out.empty()) return out;
   }

@@ -9,6 +9,7 @@
 #include "hidet/error.hpp"
 #include "hidet/graph/detail/node_attrs.hpp"
 #include "hidet/graph/detail/rewriter.hpp"
+#include "hidet/util/env.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 
@@ -182,8 +183,14 @@ inline FlowGraph rewrite_once(const FlowGraph &graph, const std::vector<RewriteR
 }
 } // namespace detail
 
-HIDET_INLINE FlowGraph rewrite(const FlowGraph &graph, const std::vector<RewriteRule> &rules,
+HIDET_INLINE FlowGraph rewrite(const FlowGraph &graph, const std::vector<RewriteRule> &all_rules,
                                std::map<std::string, int> *fired) {
+  // HIDET_GRAPH_RULES_OFF: rules named there (comma-separated) are left out, to bisect a graph's
+  // results on a GPU (e.g. attention_repeated_kv).
+  std::vector<RewriteRule> rules;
+  const std::string off = util::env_string_or("HIDET_GRAPH_RULES_OFF", "");
+  for (const auto &r : all_rules)
+    if (("," + off + ",").find("," + r.name + ",") == std::string::npos) rules.push_back(r);
   FlowGraph g = graph;
   for (int round = 0; round < 32; ++round) {
     bool fired_any = false;

@@ -88,7 +88,8 @@ HIDET_INLINE Tensor matmul(const Tensor &a, const Tensor &b, const std::shared_p
   // more rows (a prefill) convert b to a's dtype and run the templates.
   if (b.dtype() == dtypes::i8 && sb.size() == 2 && (a.dtype().is_half() || a.dtype() == dtypes::f32)) {
     const std::int64_t rows = shape_numel(sa) / std::max<std::int64_t>(k, 1);
-    if (rows > 8 || rows > std::numeric_limits<int>::max() || n > std::numeric_limits<int>::max() ||
+    static const bool few_rows = util::env_bool("HIDET_MATMUL_FEW_ROWS", true);
+    if (!few_rows || rows > 8 || rows > std::numeric_limits<int>::max() || n > std::numeric_limits<int>::max() ||
         k > std::numeric_limits<int>::max())
       return matmul(a, cast(b, a.dtype()), epi, extras);
     Device dev = detail::common_device("matmul", {a, b});
