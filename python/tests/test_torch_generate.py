@@ -254,12 +254,6 @@ def test_an_updated_input_that_shares_memory_with_another_input_is_an_error():
     assert g(z, z).tolist() == [2.0, 4.0, 6.0]
 
 
-@pytest.mark.xfail(strict=True, reason='a StaticCache made before generate at batch 1, then another at batch 3: the '
-                   'batch-3 graphs (traced over a symbolic batch) do not write the cache right (the first token, from '
-                   "the prefill's logits, is eager's; the decode steps read a wrong cache). Found by "
-                   'benchmarks/check_llm_logits.py; not the decode kernels (HIDET_ATTENTION_DECODE=0 '
-                   'HIDET_MATMUL_FEW_ROWS=0 HIDET_GRAPH_RULES_OFF=attention_repeated_kv fail alike). Remove the mark '
-                   'once fixed.')
 def test_caches_made_before_generate_at_two_batch_sizes_give_eager_tokens():
     # bench_llm.py's flow: a StaticCache per batch, made before generate and passed to it
     torch.manual_seed(0)

@@ -359,6 +359,13 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
     auto it = block_of.find(t.storage().get());
     if (it != block_of.end()) returned[it->second] = true;
   }
+  // An update's value is copied into its input after the last node: alive to the end (unless
+  // made in the input's memory, below).
+  for (const auto &r : s_->update_values) {
+    if (r.kind != detail::ValueRef::Kind::node) continue;
+    auto it = block_of.find(outs[r.node][std::size_t(r.index)].storage().get());
+    if (it != block_of.end()) blocks[it->second].last = nodes.size();
+  }
   // Updates in place: the block that holds an update's value (made by node p) is the updated
   // input's memory when nothing reads the input's old value after p, nor p itself except through
   // its inplace_input(), no output views the old value and no other update reads it.
