@@ -12,7 +12,8 @@ random weights:
 Prints a table and each target: load (Model::load) < 200 ms, first run <= 1.1x a steady
 synchronized run, steady C++ <= 1.03x the Python path, four threads correct. HIDET_BENCH_MODELS=<regex>
 selects rows. Needs the build's python/ folder on PYTHONPATH and the benchmarks built
-(meson configure build -Dbenchmarks=true && ninja -C build benchmarks/bench_deploy)."""
+(meson configure build -Dbenchmarks=true && ninja -C build benchmarks/bench_deploy); the program
+of the build hidet is imported from is used (HIDET_BENCH_DEPLOY=<path> names another)."""
 import json
 import os
 import re
@@ -31,7 +32,11 @@ import hidet  # noqa: E402
 import hidet.torch  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH = os.environ.get('HIDET_BENCH_DEPLOY', os.path.join(ROOT, 'build', 'benchmarks', 'bench_deploy'))
+# The program of the build whose python/ folder hidet came from (build/python/hidet), else build/.
+_BUILT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(hidet.__file__)))),
+                      'benchmarks', 'bench_deploy')
+BENCH = os.environ.get('HIDET_BENCH_DEPLOY', _BUILT if os.path.exists(_BUILT) else
+                       os.path.join(ROOT, 'build', 'benchmarks', 'bench_deploy'))
 
 
 def models():

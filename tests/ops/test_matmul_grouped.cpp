@@ -140,10 +140,16 @@ TEST_CASE("grouped_matmul: the operator, its heuristic, cpu tensors and the node
   // (f32)
   CHECK(t::matmul_grouped_heuristic_config(2, 8, 4096, 4096, dtypes::f16, 132, true).kind ==
         t::GroupedKind::Gemv);
+  // rows per block: an expert's share of the rows (1 token, top-2: one row each; 8 tokens over 8
+  // experts: 2; 16 rows over 2 experts: 8)
   CHECK(t::matmul_grouped_heuristic_config(2, 8, 4096, 4096, dtypes::f16, 132, true).gemv_rows ==
-        2);
+        1);
   CHECK(t::matmul_grouped_heuristic_config(16, 8, 4096, 4096, dtypes::f16, 132, true).gemv_rows ==
+        2);
+  CHECK(t::matmul_grouped_heuristic_config(16, 2, 4096, 4096, dtypes::f16, 132, true).gemv_rows ==
         8);
+  CHECK(t::matmul_grouped_heuristic_config(1, 8, 4096, 4096, dtypes::f16, 132, true).gemv_rows ==
+        1);
   // Mixtral-8x7B at batch 1: the gate-up strips fill the GPU with 8 lanes, the down projection's
   // 4096 columns take 4-lane strips
   CHECK(t::matmul_grouped_heuristic_config(2, 8, 28672, 4096, dtypes::f16, 132, true).gemv_lanes ==

@@ -424,7 +424,7 @@ inline void add_matmul_grouped_kernel(lang::ScriptModule &mod, const std::string
 /// The configuration for S rows over `experts` experts of [K, N] weights in dtype `dt` on a GPU
 /// with `num_sms` multiprocessors (`tensor_cores`: f16/bf16 may use them). Decoding, where an
 /// expert gets a few rows (S <= max(16, 2 E)): the GEMV kernel with the power of two of rows per
-/// block that covers S (at most 8), in strips of 4 lanes where 8 would leave the GPU short of
+/// block that covers an expert's share of S (S / min(E, S), at most 8), in strips of 4 lanes where 8 would leave the GPU short of
 /// blocks; else f16/bf16 on tensor cores, 128 x 128 tiles when the experts average 96 rows or more
 /// and the tiles fill the GPU, 64 x 64 tiles otherwise; else the FMA kernel.
 inline MatmulGroupedConfig matmul_grouped_heuristic_config(std::int64_t s, int experts, int n,
@@ -434,7 +434,12 @@ inline MatmulGroupedConfig matmul_grouped_heuristic_config(std::int64_t s, int e
   MatmulGroupedConfig c;
   if (s <= std::max<std::int64_t>(16, 2 * std::int64_t(experts))) {
     c.kind = GroupedKind::Gemv;
-    c.gemv_rows = s <= 1 ? 1 : s <= 2 ? 2 : s <= 4 ? 4 : 8;
+    // rows per block: the power of two that covers an expert's share when the rows spread over
+    // min(E, S) experts (top-k routing spreads them). A block computes all of its rows, the
+    // missing ones as zeros: 8 rows for experts of 2 (8 tokens, top-2 of 8 experts) made the
+    // kernel issue-bound at a fifth of the bandwidth on the H200.
+    const std::int64_t share = lang::ceil_div(s, std::min<std::int64_t>(std::max<std::int64_t>(s, 1), experts));
+    c.gemv_rows = share <= 1 ? 1 : share <= 2 ? 2 : share <= 4 ? 4 : 8;
     // narrower strips (4 lanes of 16 bytes) when 8-lane ones would give the experts that may have
     // rows (at most min(E, S)) fewer than two blocks per multiprocessor (a short N: the down
     // projection)
