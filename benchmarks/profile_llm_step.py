@@ -6,7 +6,9 @@ decode call's arguments are replayed on the compiled forward:
 2. 'event ms': CUDA events around back-to-back calls (what bench_llm's 'step ms' measures);
 3. 'host ms': the median wall time of a call without synchronizing (the host's dispatch, when the
    GPU keeps up), and 'gpu busy ms': the kernels' summed time per call in torch.profiler;
-4. with HIDET_PROFILE_PY=1, cProfile's top functions over 50 calls (the host path's cost).
+4. with HIDET_PROFILE_PY=1, cProfile's top functions over 50 calls (the host path's cost);
+5. a real generate of 16 tokens: its wall time, the decode calls' CUDA-event time (bench_llm's
+   'step ms') and, with HIDET_PROFILE_PY=1, its cProfile.
 
 Backends: HIDET_LLM_BACKENDS (hidet,inductor). GPU only."""
 import cProfile
@@ -49,7 +51,7 @@ def main():
             bl.compile_forward(model, backend, counter)
             keep = Keep(model)
             ids = torch.randint(1, model.config.vocab_size, (batch, prompt), device=bl.DEVICE)
-            cache = bl.static_cache(model, batch, prompt + 16)
+            cache = bl.static_cache(model, batch, prompt + 256)  # room for the replays below
             bl.generate(model, ids, 8, cache)
             args, kwargs = keep.kwargs
             fwd = keep.forward
@@ -93,6 +95,23 @@ def main():
                     torch.cuda.synchronize()
                     pr.disable()
                     pstats.Stats(pr, stream=sys.stdout).sort_stats('tottime').print_stats(25)
+                # A real generate: the decode calls timed by CUDA events (bench_llm's 'step ms'),
+                # and with HIDET_PROFILE_PY its host path in cProfile.
+                rec = bl.Recorder(model)
+                rec.timing = True
+                t = time.perf_counter()
+                bl.generate(model, ids, 16, cache)
+                wall = (time.perf_counter() - t) * 1e3
+                print(f'{backend:9} {batch:5} generate: 16 tokens in {wall:.1f} ms, step ms (events) {rec.step_ms():.3f}',
+                      flush=True)
+                if os.environ.get('HIDET_PROFILE_PY'):
+                    rec.timing = False
+                    pr = cProfile.Profile()
+                    pr.enable()
+                    bl.generate(model, ids, 16, cache)
+                    pr.disable()
+                    pstats.Stats(pr, stream=sys.stdout).sort_stats('tottime').print_stats(30)
+                model.forward = rec.forward
             del cache, keep
             torch.cuda.empty_cache()
     return 0
