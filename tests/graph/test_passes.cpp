@@ -10,6 +10,7 @@
 
 #include "hidet/graph.hpp"
 #include "hidet/ops/matmul_templates.hpp"
+#include "hidet/ops/schedule_row.hpp"
 #include "hidet/runtime/command_hook.hpp"
 
 using namespace ops_test;
@@ -91,6 +92,30 @@ TEST_CASE("prologues fuse into softmax and layer_norm rows; half precision") {
     CHECK(count_named(opt, "FusedSoftmax") == 1);
     for (int trial = 0; trial < 2; ++trial) {
       Tensor in = make({3, 5, 37}, dt);
+      expect_same(opt(in), g(in), 2);
+    }
+  }
+}
+
+TEST_CASE("an RMSNorm written as transformers writes it (f32 statistics of an f16 row) is one row-resident kernel") {
+  for (std::int64_t n : {2048, 37}) {
+    CAPTURE(n);
+    Tensor a = make({1, 1, n}, dtypes::f16), w = make({n}, dtypes::f16);
+    auto f = [&](const Tensor &x) {
+      Tensor h = o::cast(x, dtypes::f32);
+      Tensor r = o::rsqrt(o::mean(h * h, {2}, true) + 1e-6);
+      return w * o::cast(h * r, dtypes::f16);
+    };
+    Tensor x = symbol_like(a, "hidden");
+    FlowGraph g = trace_from(f(x));
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    REQUIRE(opt.nodes().size() == 1);
+    auto op = std::dynamic_pointer_cast<const ops::TaskOperator>(opt.nodes()[0]);
+    REQUIRE(op);
+    CHECK(ops::detail::analyze_row_resident(op->task()).has_value());
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor in = make({1, 1, n}, dtypes::f16);
       expect_same(opt(in), g(in), 2);
     }
   }

@@ -32,11 +32,20 @@ public:
       : c_(c), subst_(std::move(subst)) {}
   using ir::IRMutator::mutate;
 
+  /// Whether index k of a read is row placeholder k: the placeholder itself, or 0 on an axis of
+  /// extent 1 (where broadcasting writes the index as the constant).
+  static bool row_index(const RowResident &r, std::size_t k, const ir::Expr &i) {
+    if (is_var(i, r.rv[k].get())) return true;
+    std::int64_t z = -1;
+    const Dim &d = r.out->shape[k];
+    return d.is_constant() && d.value() == 1 && ir::as_const_int(i, z) && z == 0;
+  }
+
   /// Whether idx is (row placeholders..., column placeholder).
   static bool at_row_column(const RowResident &r, const std::vector<ir::Expr> &idx) {
     if (idx.size() != r.rv.size() + 1 || !is_var(idx.back(), r.jv.get())) return false;
     for (std::size_t k = 0; k < r.rv.size(); ++k)
-      if (!is_var(idx[k], r.rv[k].get())) return false;
+      if (!row_index(r, k, idx[k])) return false;
     return true;
   }
 
@@ -59,7 +68,7 @@ protected:
       // Only the row's own result: m[rows...] or m[rows..., 0].
       bool own = idx.size() >= c_.r.rv.size();
       for (std::size_t k = 0; own && k < c_.r.rv.size(); ++k)
-        own = is_var(idx[k], c_.r.rv[k].get());
+        own = row_index(c_.r, k, idx[k]);
       std::int64_t z = -1;
       if (own && idx.size() == c_.r.rv.size() + 1) own = ir::as_const_int(idx.back(), z) && z == 0;
       c_.ok = c_.ok && own;
