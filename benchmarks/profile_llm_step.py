@@ -10,6 +10,7 @@ decode call's arguments are replayed on the compiled forward:
 5. a real generate of 16 tokens: its wall time, the decode calls' CUDA-event time (bench_llm's
    'step ms') and, with HIDET_PROFILE_PY=1, its cProfile.
 
+HIDET_PROFILE_KERNELS=1 adds the kernels by name (count and time per call, from torch.profiler).
 Backends: HIDET_LLM_BACKENDS (hidet,inductor). GPU only."""
 import cProfile
 import os
@@ -87,6 +88,14 @@ def main():
                 busy = sum(e.device_time for e in events) / 1e3 / 10
                 print(f'{backend:9} {batch:5} {statistics.median(sync_times):8.3f} {event_ms:9.3f} '
                       f'{statistics.median(host):8.3f} {busy:12.3f} {len(events) // 10:8}', flush=True)
+                if os.environ.get('HIDET_PROFILE_KERNELS'):  # per kernel name: count and time per call
+                    per = {}
+                    for e in events:
+                        c, t = per.get(e.name, (0, 0.0))
+                        per[e.name] = (c + 1, t + e.device_time)
+                    print(f'  {"kernel":60} {"count":>6} {"us/call":>9} {"us each":>8}')
+                    for k, (c, t) in sorted(per.items(), key=lambda kv: -kv[1][1])[:30]:
+                        print(f'  {k[:60]:60} {c // 10:6} {t / 10:9.1f} {t / c:8.2f}')
                 if os.environ.get('HIDET_PROFILE_PY'):
                     pr = cProfile.Profile()
                     pr.enable()
