@@ -22,8 +22,11 @@ public:
   /// The default (legacy null) stream of `device`.
   static Stream default_stream(Device device = Device::cuda());
 
-  /// A new stream owned by hidet (blocking with respect to the default stream).
-  static Stream create(Device device = Device::cuda());
+  /// A new stream owned by hidet: blocking with respect to the legacy default stream, or not
+  /// (`non_blocking`: work on the legacy stream neither waits for it nor is waited for; hidet's
+  /// CUDA-graph captures use such a stream, so that another thread's work on blocking streams
+  /// meanwhile is legal).
+  static Stream create(Device device = Device::cuda(), bool non_blocking = false);
 
   /// Wraps a stream created elsewhere (e.g. torch.cuda.current_stream().cuda_stream); hidet
   /// never destroys it.

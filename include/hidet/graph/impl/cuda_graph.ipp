@@ -77,7 +77,7 @@ HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled, const std::vector<Tens
   // captured next, gives the allocator blocks of the outputs' sizes.
   current_stream().synchronize();
   const auto &drv = cuda::driver();
-  Stream stream = Stream::create(s_->device);
+  Stream stream = Stream::create(s_->device, true); // non-blocking: see Stream::create
   StreamGuard guard(stream);
   std::vector<Tensor> warm = g.run(scratch);
   stream.synchronize();

@@ -562,7 +562,7 @@ struct Model::State {
   void capture(std::size_t k, detail::ModelWorkspace &ws) const {
     auto &rp = ws.replays[k];
     const auto &drv = cuda::driver();
-    Stream s = Stream::create(device);
+    Stream s = Stream::create(device, true); // non-blocking: other threads may run meanwhile
     StreamGuard guard(s);
     cuda::check(drv.cuStreamBeginCapture_v2(s.handle(), CU_STREAM_CAPTURE_MODE_RELAXED),
                 "model: beginning a capture");

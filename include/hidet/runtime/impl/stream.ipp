@@ -14,7 +14,7 @@ HIDET_INLINE Stream Stream::default_stream(Device device) {
   return s;
 }
 
-HIDET_INLINE Stream Stream::create(Device device) {
+HIDET_INLINE Stream Stream::create(Device device, bool non_blocking) {
   check_device(device);
   Stream s;
   s.device_ = device;
@@ -24,7 +24,7 @@ HIDET_INLINE Stream Stream::create(Device device) {
   }
   ensure_context(device.index);
   CUstream h = nullptr;
-  cuda::check(cuda::driver().cuStreamCreate(&h, CU_STREAM_DEFAULT),
+  cuda::check(cuda::driver().cuStreamCreate(&h, non_blocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT),
               str_cat("creating a stream on ", device));
   s.handle_ = h;
   s.owner_ = std::shared_ptr<void>(h, [](void *p) {
