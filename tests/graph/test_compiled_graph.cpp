@@ -248,22 +248,29 @@ TEST_CASE("run_unplanned: a graph compiled at one value of its symbols runs at o
   expect_same(c, want);
 }
 
-TEST_CASE("two updates in place, of inputs of different sizes, each in its own input") {
-  // A cache and its length (a 0-d counter), both updated (transformers' StaticCache: index_copy_
-  // and cumulative_length.add_). Both values copied after the nodes ran: the plan keeps them
-  // alive to the end (it once let the second reuse the first's block).
-  Tensor k0 = make({3, 2, 5, 4}, dtypes::f32), n0 = asarray<std::int64_t>({7}).reshape({}),
-         x0 = make({3, 4}, dtypes::f32);
-  Tensor keys = symbol_like(k0, "keys"), cum = symbol_like(n0, "cum"), x = symbol_like(x0, "x");
-  for (int order = 0; order < 2; ++order) {
-    std::vector<InputUpdate> ups{{keys, keys + 1.0}, {cum, cum + asarray<std::int64_t>({8}).reshape({})}};
-    if (order) std::swap(ups[0], ups[1]);
+TEST_CASE("updates of a cache and its length, each in its own input") {
+  // Keys, values and their length (a 0-d counter), all updated: transformers' StaticCache
+  // (index_copy_ twice, cumulative_length.add_). Keys + 1 and values * 2 have no in-place kernel:
+  // copied after the nodes ran, so both stay alive to the end (the plan once let the second
+  // reuse the first's block: each input then received the other's bytes). The counter's value is
+  // made in its memory (one element, one thread).
+  Tensor k0 = make({3, 2, 5, 4}, dtypes::f32), v0 = make({3, 2, 5, 4}, dtypes::f32),
+         n0 = asarray<std::int64_t>({7}).reshape({}), x0 = make({3, 4}, dtypes::f32);
+  Tensor keys = symbol_like(k0, "keys"), values = symbol_like(v0, "values"), cum = symbol_like(n0, "cum"),
+         x = symbol_like(x0, "x");
+  for (int order = 0; order < 3; ++order) {
     CAPTURE(order);
-    graph::CompiledGraph cg(FlowGraph({o::sum(x, {1})}, {keys, cum, x}, ups));
-    CHECK(cg.stats().updates_in_place + cg.stats().updates_copied == 2);
-    Tensor k = k0.clone(), n = n0.clone();
-    expect_same(cg.run({k, n, x0})[0], o::sum(x0, {1}));
+    std::vector<InputUpdate> ups{{keys, keys + 1.0},
+                                 {values, values * 2.0},
+                                 {cum, cum + asarray<std::int64_t>({8}).reshape({})}};
+    std::rotate(ups.begin(), ups.begin() + order, ups.end());
+    graph::CompiledGraph cg(FlowGraph({o::sum(x, {1})}, {keys, values, cum, x}, ups));
+    CHECK(cg.stats().updates_in_place == 1);
+    CHECK(cg.stats().updates_copied == 2);
+    Tensor k = k0.clone(), v = v0.clone(), n = n0.clone();
+    expect_same(cg.run({k, v, n, x0})[0], o::sum(x0, {1}));
     expect_same(k, k0 + 1.0);
+    expect_same(v, v0 * 2.0);
     CHECK(n.to_double_vector()[0] == 15);
   }
 }

@@ -14,6 +14,7 @@
 #include "hidet/graph/cuda_graph.hpp"
 #include "hidet/graph/detail/tensor_key.hpp"
 #include "hidet/graph/model.hpp"
+#include "hidet/ops/cache.hpp"
 #include "hidet/runtime/distributed.hpp"
 
 namespace hidet::graph {
@@ -369,6 +370,14 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
   // Updates in place: the block that holds an update's value (made by node p) is the updated
   // input's memory when nothing reads the input's old value after p, nor p itself except through
   // its inplace_input(), no output views the old value and no other update reads it.
+  // A one-element input updated by an injective task of one one-element output (a cache's length,
+  // cumulative_length + 1): one thread reads the inputs, then stores, so the store may take the
+  // input's memory.
+  auto single_element = [&](std::size_t p, const Tensor &x) {
+    auto t = std::dynamic_pointer_cast<const ops::TaskOperator>(nodes[p]);
+    return t && x.numel() == 1 && t->num_outputs() == 1 && t->task().injective() &&
+           is_constant_shape(t->output_metas()[0].shape) && sym_numel(t->output_metas()[0].shape) == Dim(1);
+  };
   auto in_place_allowed = [&](std::size_t i, std::size_t j, std::size_t p, std::size_t nbytes) {
     const Tensor &x = scratch[i];
     const Tensor &v = outs[s_->update_values[j].node][std::size_t(s_->update_values[j].index)];
@@ -383,8 +392,8 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
                                                                        : outs[r.node][std::size_t(r.index)];
         if (!old_value(t)) continue;
         if (k > p) return false;
-        if (k == p && (++reads > 1 || nodes[p]->inplace_input() != int(a) || t.offset() != x.offset() ||
-                       t.nbytes() != x.nbytes()))
+        if (k == p && (++reads > 1 || (nodes[p]->inplace_input() != int(a) && !single_element(p, x)) ||
+                       t.offset() != x.offset() || t.nbytes() != x.nbytes()))
           return false;
       }
     }
