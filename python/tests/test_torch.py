@@ -527,6 +527,25 @@ def test_dynamic_shapes_models_compile_the_graph_once(model_cls, shapes):
     assert generic.has_symbolic_extents and 'Fused' in ' '.join(generic.node_names())
 
 
+def test_a_failing_profile_leaves_the_symbolic_trace(monkeypatch, capfd):
+    """dynamo_config.profile on a graph of symbolic sizes: a profile that fails is said, and the
+    graph is still traced once for all sizes (a diagnostic never changes how a graph compiles)."""
+    def broken(*args, **kwargs):
+        raise RuntimeError('no profile today')
+
+    monkeypatch.setattr(hidet.graph, 'profile', broken)
+    hidet.torch.dynamo_config.profile(True)
+    calls = []
+    model = TinyTransformer().to(DEVICE).eval()
+    f = torch.compile(model, backend=_counting_backend(calls), dynamic=True)
+    with torch.no_grad():
+        for shape in [(2, 9, 32), (3, 5, 32)]:
+            x = r(*shape)
+            assert_close(f(x), model(x), atol=1e-4)
+    assert len(calls) == 1 and calls[0].num_traces == 1 and not calls[0].cache
+    assert 'the profile of this graph failed (no profile today)' in capfd.readouterr().err
+
+
 class HalfBlock(nn.Module):
     """A transformer block in the shape of GPT-2's: one q/k/v product split three ways,
     F.scaled_dot_product_attention over heads of 32, a residual and a GELU MLP."""

@@ -165,23 +165,11 @@ class HidetCompiledModel:
         dispatch.prepare([_graph_input(args[i]) for i in positions])
         inputs = _scratch_inputs(args, positions, updated)
         if cfg._correctness_report or cfg._profile:
-            # At the example's sizes: the graph specialized to them, optimized as one shape. A
-            # report that fails says so; it never changes how the graph is compiled (bench_llm's
-            # batch-8 graph once fell back to per-shape compiles because its profile failed).
-            try:
-                values = _symbol_values(symbols, inputs)
-                fixed = graph.specialize(values)
-                ctx = self.pass_context()
-                opt = hidet.graph.optimize(fixed, ctx)
-                if cfg._correctness_report:
-                    print(hidet.graph.correctness_report(fixed, opt, inputs)[0])
-                if cfg._profile:
-                    print(hidet.graph.profile(opt, inputs, 12)[0], file=sys.stderr)
-            except Exception as e:  # noqa: BLE001 - a diagnostic only
-                what = 'correctness report' if cfg._correctness_report else 'profile'
-                reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-                print(f'hidet: the {what} of this graph at its first sizes failed ({reason}); the graph is '
-                      'compiled once for all sizes as usual', file=sys.stderr)
+            # At the example's sizes: the graph specialized to them, optimized as one shape.
+            def specialized():
+                fixed = graph.specialize(_symbol_values(symbols, inputs))
+                return fixed, hidet.graph.optimize(fixed, self.pass_context())
+            self.diagnose(specialized, inputs)
         if cfg._verbose:
             names = sorted({n for x in symbols for d in x.shape if is_symbolic_size(d) for n in d.symbols})
             kernels = 'generic kernels, a compiled graph per power-of-two bucket' if strategy == 'bucket' else \
@@ -190,6 +178,24 @@ class HidetCompiledModel:
                   f'{", ".join(names)} ({kernels}); first shape compiled in '
                   f'{time.time() - t0:.2f} s', file=sys.stderr)
         return entry
+
+    def diagnose(self, graphs, inputs):
+        """dynamo_config.correctness_report and profile of a compiled graph: ``graphs()`` gives the
+        traced and the optimized graph. A report that fails says so and changes nothing else: the
+        graph compiles as it would without it (bench_llm's batch-8 graph once fell back to per-shape
+        compiles because its profile failed)."""
+        cfg = self.config
+        try:
+            graph, opt = graphs()
+            if cfg._correctness_report:
+                print(hidet.graph.correctness_report(graph, opt, inputs)[0])
+            if cfg._profile:
+                print(hidet.graph.profile(opt, inputs, 12)[0], file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - a diagnostic only
+            what = 'correctness report' if cfg._correctness_report else 'profile'
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            print(f'hidet: the {what} of this graph failed ({reason}); the graph is compiled as usual',
+                  file=sys.stderr)
 
     def log_decomposed(self):
         """With verbose on: which operators went through core ATen in the last trace."""
@@ -280,12 +286,8 @@ class HidetCompiledModel:
                 replay = _capture(runner, args, positions, updated)
             except hidet.HidetError as e:  # an operator that cannot be captured: run without
                 print(f'hidet: CUDA-graph capture failed, this graph runs without CUDA graphs: {e}', file=sys.stderr)
-        if cfg._correctness_report:
-            table, _ = hidet.graph.correctness_report(graph, opt, _scratch_inputs(args, positions, updated))
-            print(table)
-        if cfg._profile:
-            table, _ = hidet.graph.profile(opt, _scratch_inputs(args, positions, updated), 12)
-            print(table, file=sys.stderr)
+        if cfg._correctness_report or cfg._profile:
+            self.diagnose(lambda: (graph, opt), _scratch_inputs(args, positions, updated))
         if cfg._verbose:
             in_place = f'; inputs updated in place: {runner.updates_in_place}, by a copy: {runner.updates_copied}' \
                 if updates else ''
