@@ -29,6 +29,9 @@ import time
 import torch
 import transformers
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_llm import Clock  # noqa: E402  (the prompt-then-tokens timer)
+
 GPU = torch.cuda.is_available()
 DEVICE = 'cuda' if GPU else 'cpu'
 
@@ -56,20 +59,6 @@ def make_model(dtype):
     with torch.device(DEVICE):
         model = transformers.LlamaForCausalLM(config)
     return model.to(dtype).eval()
-
-
-class Clock(transformers.generation.streamers.BaseStreamer):
-    """Records the time of each put (the prompt, then each new token) after a device synchronize."""
-
-    def __init__(self):
-        self.times = []
-
-    def put(self, value):
-        sync()
-        self.times.append(time.perf_counter())
-
-    def end(self):
-        pass
 
 
 def generate(model, ids, new_tokens, max_cache_len, streamer=None):
