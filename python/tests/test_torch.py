@@ -944,6 +944,31 @@ def test_inplace_update_is_seen_through_views_taken_before_it():
         assert_close(got, want, atol=1e-6, rtol=1e-6)
 
 
+def test_updated_arguments_views_follow_the_tensor_across_calls():
+    """The backend keeps its view of an updated argument (a cache) while the same tensor comes back
+    where it was: call after call the updates accumulate in it; the same tensor object moved to
+    other memory (set_), or another tensor, is updated where it now lives."""
+    def step(cache, x):
+        cache.add_(x)
+        return cache.sum()
+
+    f = torch.compile(step, backend='hidet')
+    cache, want = torch.zeros(4, 3, device=DEVICE), torch.zeros(4, 3, device=DEVICE)
+    for _ in range(3):
+        x = torch.randn(4, 3, device=DEVICE)
+        assert_close(f(cache, x), step(want, x), atol=1e-5, rtol=1e-5)
+        assert_close(cache, want, atol=1e-5, rtol=1e-5)
+    cache.set_(torch.ones(4, 3, device=DEVICE))  # the same object, other memory
+    want.fill_(1)
+    other, want_other = torch.full((4, 3), 2.0, device=DEVICE), torch.full((4, 3), 2.0, device=DEVICE)
+    for _ in range(2):
+        x = torch.randn(4, 3, device=DEVICE)
+        assert_close(f(cache, x), step(want, x), atol=1e-5, rtol=1e-5)
+        assert_close(f(other, x), step(want_other, x), atol=1e-5, rtol=1e-5)
+    assert_close(cache, want, atol=1e-5, rtol=1e-5)
+    assert_close(other, want_other, atol=1e-5, rtol=1e-5)
+
+
 def _inplace_cases():
     """(name, function updating its inputs in place, its inputs): each returns a value too."""
     r3 = lambda *s: torch.randn(*s, device=DEVICE)  # noqa: E731

@@ -81,7 +81,7 @@ class _Compiled:
         for k, i in enumerate(self.positions):
             a = args[i]
             v = views.get(i)
-            if v is not None and v[0] is a and v[1] == a.data_ptr() and v[2] == a.shape:
+            if v is not None and v[0] is a and v[1] == a.data_ptr() and v[2] == a.shape and a.is_contiguous():
                 inputs.append(v[3])
                 continue
             x = _graph_input(a)
