@@ -25,6 +25,7 @@
 #include <variant>
 
 #include "hidet/backend/compile_cache.hpp"
+#include "python_refs.hpp"
 #include "hidet/graph.hpp"
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/tuning.hpp"
@@ -100,8 +101,7 @@ Tensor from_dlpack(nb::ndarray<nb::c_contig> a) {
   // The ndarray holds a reference to the producer; release it with the GIL held.
   auto *keep = new nb::ndarray<nb::c_contig>(a);
   std::shared_ptr<const void> owner(keep, [](const void *p) {
-    nb::gil_scoped_acquire gil;
-    delete static_cast<const nb::ndarray<nb::c_contig> *>(p);
+    hidet_python::delete_with_gil(static_cast<const nb::ndarray<nb::c_contig> *>(p));
   });
   auto storage = hidet::external_storage(a.data(), std::size_t(n) * dt.nbytes(), device, host, std::move(owner));
   return Tensor(std::move(storage), std::move(shape), dt);

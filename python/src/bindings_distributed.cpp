@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "hidet/distributed.hpp"
+#include "python_refs.hpp"
 #include "hidet/runtime/nccl.hpp"
 
 namespace nb = nanobind;
@@ -84,10 +85,8 @@ void bind_distributed(nb::module_ &m) {
           "from_host_function",
           [](int rank, int world_size, const std::string &device, nb::callable fn, std::optional<double> timeout) {
             // The callable is released with the GIL held, whichever thread drops the last copy.
-            auto held = std::shared_ptr<nb::callable>(new nb::callable(std::move(fn)), [](nb::callable *c) {
-              nb::gil_scoped_acquire gil;
-              delete c;
-            });
+            auto held = std::shared_ptr<nb::callable>(new nb::callable(std::move(fn)),
+                                                      [](nb::callable *c) { hidet_python::delete_with_gil(c); });
             return dist::Communicator::from_host_function(
                 rank, world_size, hidet::Device(device),
                 [held](const dist::HostCollective &h) {
