@@ -28,9 +28,10 @@ Targets (the issue): decode batch 1, TP = 2 at most 0.6x of TP = 1's ms per toke
 most 0.4x, and at most 0.8x of inductor's at the same TP; hidet's all-reduce at least 0.9x NCCL's
 bus bandwidth from 16 MB up.
 
-Knobs: HIDET_TP_CONFIG (8b; 'tiny' for the emulator), HIDET_TP_LAYERS (the config's; fewer for a
+Knobs: HIDET_TP_CONFIG (8b; 'small' for a quick GPU check of the flow; 'tiny' for the emulator), HIDET_TP_LAYERS (the config's; fewer for a
 quick run: the per-token ratios hold), HIDET_TP_BACKENDS (eager,hidet,inductor), HIDET_TP_ROWS
-(prefill,decode1,decode8,allreduce), HIDET_TP_STEPS (50 timed decode steps), HIDET_BENCH_TIMEOUT
+(prefill,decode1,decode8,allreduce), HIDET_TP_DTENSOR=1 (TP = 1 parallelized too: a mesh of one GPU, to
+see what DTensors cost), HIDET_TP_STEPS (50 timed decode steps), HIDET_BENCH_TIMEOUT
 (540 s: nothing new starts 60 s before it; the rest is listed as not run). A failing row prints
 its error and the run goes on. Runs at one TP add up in the --out file (HIDET_TP_BACKENDS=hidet,
 then =eager,inductor: each fits a shorter budget). Without a GPU (HIDET_EMULATE, gloo on the CPU) the 'tiny' config
@@ -54,6 +55,8 @@ DEVICE = 'cpu'
 CONFIGS = {
     '8b': dict(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=128256, prompt=512,
                max_len=640, dtype='float16'),
+    'small': dict(hidden=256, layers=2, heads=4, kv_heads=2, head_dim=64, ffn=512, vocab=1024, prompt=64, max_len=96,
+                  dtype='float16'),
     'tiny': dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, ffn=128, vocab=256, prompt=16, max_len=32,
                  dtype='float32'),
 }
@@ -164,7 +167,7 @@ def build_model(c, tp):
     for p in model.parameters():
         p.data.normal_(0, 0.02)
     model = model.to(dtype).eval()
-    if tp > 1:
+    if tp > 1 or os.environ.get('HIDET_TP_DTENSOR') == '1':
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.tensor import Replicate
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
@@ -179,11 +182,17 @@ def build_model(c, tp):
     return model
 
 
-def caches(c, tp, batch):
+def caches(c, tp, batch, static):
+    """Every layer's K and V cache; `static`: at addresses marked static (as transformers'
+    StaticCache does), so that inductor's CUDA graphs take the in-place updates."""
     dtype = getattr(torch, c['dtype'])
     shape = (batch, c['kv_heads'] // tp, c['max_len'], c['head_dim'])
-    return ([torch.zeros(shape, dtype=dtype, device=DEVICE) for _ in range(c['layers'])],
-            [torch.zeros(shape, dtype=dtype, device=DEVICE) for _ in range(c['layers'])])
+    kc = [torch.zeros(shape, dtype=dtype, device=DEVICE) for _ in range(c['layers'])]
+    vc = [torch.zeros(shape, dtype=dtype, device=DEVICE) for _ in range(c['layers'])]
+    if static:
+        for t in kc + vc:
+            torch._dynamo.mark_static_address(t)
+    return kc, vc
 
 
 def compiled(model, backend):
@@ -196,15 +205,18 @@ def compiled(model, backend):
 
 
 def time_ms(fn, steps):
-    """Median ms of `steps` calls (CUDA events on the GPU), every rank in step."""
-    times = []
+    """Median ms of `steps` calls (CUDA events on the GPU), every rank in step, and the median ms the
+    call itself took on the host (the launch: when it is near the first, the host is the bound)."""
+    times, host = [], []
     for _ in range(steps):
         dist.barrier()
         sync()
         if GPU:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
+            t0 = time.perf_counter()
             fn()
+            host.append((time.perf_counter() - t0) * 1e3)
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
@@ -212,8 +224,10 @@ def time_ms(fn, steps):
             t0 = time.perf_counter()
             fn()
             times.append((time.perf_counter() - t0) * 1e3)
+            host.append(times[-1])
     times.sort()
-    return times[len(times) // 2]
+    host.sort()
+    return times[len(times) // 2], host[len(host) // 2]
 
 
 def bench_model(c, tp, backend, rows, results):
@@ -223,7 +237,7 @@ def bench_model(c, tp, backend, rows, results):
     prompt = torch.randint(0, c['vocab'], (1, c['prompt']), generator=g).to(DEVICE)
     steps = int(os.environ.get('HIDET_TP_STEPS', '50' if GPU else '3'))
     with torch.no_grad():
-        kc, vc = caches(c, tp, 1)
+        kc, vc = caches(c, tp, 1, backend == 'inductor')
         pos = torch.arange(c['prompt'], device=DEVICE)
         t0 = time.monotonic()
         logits = fn(prompt, pos, kc, vc)  # compiles (prefill's shapes)
@@ -234,13 +248,13 @@ def bench_model(c, tp, backend, rows, results):
         results['token'][backend] = int(last.argmax())
         log(f'  {backend}: prefill compiled and run in {compile_s:.1f} s; greedy token {results["token"][backend]}')
         if 'prefill' in rows:
-            ms = time_ms(lambda: fn(prompt, pos, kc, vc), max(3, steps // 10))
-            results['rows'].append(dict(row=f'prefill {c["prompt"]}, batch 1', backend=backend, ms=ms))
-            log(f'  {backend}: prefill {ms:.3f} ms')
+            ms, host = time_ms(lambda: fn(prompt, pos, kc, vc), max(3, steps // 10))
+            results['rows'].append(dict(row=f'prefill {c["prompt"]}, batch 1', backend=backend, ms=ms, host_ms=host))
+            log(f'  {backend}: prefill {ms:.3f} ms (host {host:.3f} ms)')
         for batch in (1, 8):
             if f'decode{batch}' not in rows or out_of_time():
                 continue
-            kc, vc = caches(c, tp, batch)
+            kc, vc = caches(c, tp, batch, backend == 'inductor')
             tokens = torch.randint(0, c['vocab'], (batch, 1), generator=g).to(DEVICE)
             positions = [torch.tensor([c['prompt'] + i % (c['max_len'] - c['prompt'])], device=DEVICE)
                          for i in range(steps + 3)]
@@ -248,9 +262,9 @@ def bench_model(c, tp, backend, rows, results):
             step = lambda: fn(tokens, positions[next(it) % len(positions)], kc, vc)  # noqa: E731
             for _ in range(3):
                 step()  # compile and warm up (CUDA graphs captured)
-            ms = time_ms(step, steps)
-            results['rows'].append(dict(row=f'decode batch {batch}', backend=backend, ms=ms))
-            log(f'  {backend}: decode batch {batch}: {ms:.3f} ms per token')
+            ms, host = time_ms(step, steps)
+            results['rows'].append(dict(row=f'decode batch {batch}', backend=backend, ms=ms, host_ms=host))
+            log(f'  {backend}: decode batch {batch}: {ms:.3f} ms per token (host {host:.3f} ms)')
     del fn, model
     torch._dynamo.reset()
 
@@ -304,7 +318,8 @@ def run(out_path):
     if 'HIDET_TP_LAYERS' in os.environ:
         c['layers'] = int(os.environ['HIDET_TP_LAYERS'])
     rows = env_list('HIDET_TP_ROWS', 'prefill,decode1,decode8,allreduce')
-    results = dict(tp=tp, config=name, layers=c['layers'], gpu=torch.cuda.get_device_name() if GPU else 'emulator',
+    results = dict(tp=tp, config=name, layers=c['layers'], dtensor=tp > 1 or os.environ.get('HIDET_TP_DTENSOR') == '1',
+                   gpu=torch.cuda.get_device_name() if GPU else 'emulator',
                    rows=[], allreduce=[], logits={}, token={}, not_run=[], errors=[])
     log(f'bench_distributed: TP={tp}, config {name} ({c["layers"]} layers), {results["gpu"]}')
     for backend in env_list('HIDET_TP_BACKENDS', 'eager,hidet,inductor'):
@@ -336,7 +351,7 @@ def run(out_path):
 def merge(old, new):
     """A run's results added to an earlier run's at the same TP (another set of backends or rows):
     the new rows, logits and all-reduce sizes replace the old ones they repeat."""
-    if old is None or old.get('config') != new['config'] or old.get('layers') != new['layers']:
+    if old is None or any(old.get(k) != new[k] for k in ('config', 'layers', 'dtensor')):
         return new
     keys = {(r['row'], r['backend']) for r in new['rows']}
     new['rows'] = [r for r in old['rows'] if (r['row'], r['backend']) not in keys] + new['rows']
@@ -366,7 +381,15 @@ def report(path):
                   for t in sorted(data) if t > 1]
         print(f'{row:24} {backend:9} ' + ' '.join(f'{v:9.3f}' if v else f'{"-":>9}' for v in vals) + '   ' +
               ' '.join(ratios))
+    host = {(t, r['row'], r['backend']): r['host_ms'] for t in data for r in data[t]['rows'] if 'host_ms' in r}
+    if host:
+        print('host ms per call (returning before the GPU is done; near the time above: the host is the bound)')
+        for row, backend in keys:
+            print(f'{row:24} {backend:9} ' + ' '.join(f'{host[(t, row, backend)]:9.3f}' if (t, row, backend) in host
+                                                      else f'{"-":>9}' for t in sorted(data)))
     for t in sorted(data):
+        if data[t].get('dtensor') and t == 1:
+            print('TP=1 ran as DTensors on a mesh of one GPU (HIDET_TP_DTENSOR=1)')
         for row, backend in keys:
             if backend == 'hidet' and (t, row, 'inductor') in ms and (t, row, 'hidet') in ms:
                 print(f'TP={t} {row}: hidet / inductor = {ms[(t, row, "hidet")] / ms[(t, row, "inductor")]:.2f}')

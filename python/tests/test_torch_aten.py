@@ -166,3 +166,67 @@ def test_torch_level_operators_without_mappings_compile_through_core_aten():
     with torch.no_grad():
         got = torch.compile(fn, backend='hidet')(x, y)
     assert_close(got, fn(x, y), atol=1e-5, rtol=1e-5)
+
+
+def _run_fx(build, inputs):
+    """An fx graph of ATen calls (build(graph, *placeholders) returns the output) run by the
+    interpreter on symbols of `inputs`, as aot_autograd's graphs and decompositions are."""
+    import torch.fx
+    g = torch.fx.Graph()
+    phs = [g.placeholder(f'x{k}') for k in range(len(inputs))]
+    g.output(build(g, *phs))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    data = [hidet.from_torch(t) for t in inputs]
+    syms = [hidet.symbol_like(t, name=f'x{k}') for k, t in enumerate(data)]
+    out = Interpreter(gm, decompose=True).run_graph(syms)
+    return hidet.trace_from(out, syms).run(data)[0].torch()
+
+
+def test_fused_rms_norm_and_inplace_aten_overloads():
+    """aten._fused_rms_norm (what F.rms_norm dispatches to on CUDA; in the graphs aot_autograd makes
+    of DTensor models) and in-place ATen overloads on temporaries (aten.add_.Scalar, in PyTorch's
+    decomposition of rms_norm): both gave None before, and a later node failed on it."""
+    import operator
+    x, w = _r(3, 5, 24).to(DEVICE), _r(24).to(DEVICE)
+
+    def fused(g, a, b):
+        n = g.call_function(aten._fused_rms_norm.default, (a, [24], b, 1e-5))
+        return g.call_function(aten.view.default, (g.call_function(operator.getitem, (n, 0)), [15, 24]))
+    want = torch.ops.aten._fused_rms_norm(x, [24], w, 1e-5)[0].view(15, 24)
+    assert_close(_run_fx(fused, [x, w]), want, atol=1e-5, rtol=1e-5)
+
+    def inplace(g, a):
+        t = g.call_function(aten.mul.Tensor, (a, 2.0))
+        u = g.call_function(aten.add_.Scalar, (t, 1.0))  # updates t; u is t
+        v = g.call_function(aten.mul_.Tensor, (u, u))      # updates t again
+        return g.call_function(aten.sub.Tensor, (g.call_function(aten.rsqrt.default, (v,)), t))
+    t = x * 2.0 + 1.0
+    t = t * t
+    assert_close(_run_fx(inplace, [x]), t.rsqrt() - t, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize('name', ['_scaled_dot_product_flash_attention', '_scaled_dot_product_efficient_attention',
+                                  '_scaled_dot_product_cudnn_attention', '_scaled_dot_product_flash_attention_for_cpu'])
+def test_kernel_specific_attention_operators(name):
+    """The attention operators aot_autograd records for scaled_dot_product_attention on a GPU
+    (flash, memory-efficient, cuDNN; flash for the CPU): their output against F.sdpa, with a
+    mask where the operator takes one."""
+    import operator
+    if not hasattr(aten, name):
+        pytest.skip(f'this torch has no aten.{name}')
+    q, k, v = _r(2, 3, 5, 16).to(DEVICE), _r(2, 3, 7, 16).to(DEVICE), _r(2, 3, 7, 16).to(DEVICE)
+    mask = _r(5, 7).to(DEVICE)
+    op = getattr(aten, name).default
+    with_mask = name in ('_scaled_dot_product_efficient_attention', '_scaled_dot_product_cudnn_attention',
+                         '_scaled_dot_product_flash_attention_for_cpu')
+
+    def build(g, a, b, c, d):
+        if name == '_scaled_dot_product_flash_attention_for_cpu':
+            n = g.call_function(op, (a, b, c), {'attn_mask': d, 'scale': 0.3})
+        elif with_mask:
+            n = g.call_function(op, (a, b, c, d, False), {'scale': 0.3})
+        else:
+            n = g.call_function(op, (a, b, c, 0.0, False), {'scale': 0.3})
+        return g.call_function(operator.getitem, (n, 0))
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask if with_mask else None, scale=0.3)
+    assert_close(_run_fx(build, [q, k, v, mask]), want, atol=1e-5, rtol=1e-5)

@@ -7,10 +7,13 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -133,6 +136,11 @@ TEST_CASE(
   CommunicatorOptions o;
   o.timeout = 5s;
   o.check = true;
+  auto say = [](const char *what) { // where a rank is, should it hang
+    std::fprintf(stderr, "rank %d: %s\n", g_rank, what);
+    std::fflush(stderr);
+  };
+  say("checked: ranks that disagree");
   {
     Communicator comm(g_ids[2], g_rank, g_world, Device::cuda(0), o);
     Tensor x = zeros({g_rank == 1 ? 6 : 4, 8}, dtypes::f32);
@@ -140,8 +148,10 @@ TEST_CASE(
                          DistributedError);
     CHECK(comm.aborted());
   }
+  say("checked: a rank that never arrives");
   {
     Communicator comm(g_ids[3], g_rank, g_world, Device::cuda(0), o);
+    say("checked: communicator made");
     Tensor x = zeros({8}, dtypes::f32);
     if (g_rank == 0)
       CHECK_THROWS_WITH_AS(comm.all_reduce(x, x),
@@ -149,6 +159,7 @@ TEST_CASE(
     else
       std::this_thread::sleep_for(7s), comm.abort("this rank never arrived, on purpose");
   }
+  say("checked: done");
 }
 
 int main(int argc, char **argv) {
@@ -198,9 +209,19 @@ int main(int argc, char **argv) {
       }
       pids.push_back(pid);
     }
-    for (pid_t pid : pids) {
+    // Every rank gets 180 s; one that hangs is killed and named (a hang is this test's failure).
+    auto deadline = std::chrono::steady_clock::now() + 180s;
+    for (int r = 0; r < world; ++r) {
       int status = 0;
-      waitpid(pid, &status, 0);
+      while (waitpid(pids[std::size_t(r)], &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          std::printf("world %d: rank %d hung (killed after 180 s)\n", world, r);
+          kill(pids[std::size_t(r)], SIGKILL);
+          waitpid(pids[std::size_t(r)], &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(100ms);
+      }
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
     }
     std::printf("world %d: %s\n", world, failed ? "FAILED" : "passed");

@@ -535,6 +535,13 @@ def aten_native_layer_norm(input, normalized_shape, weight, bias, eps):
     return y, Unavailable('the mean of native_layer_norm'), Unavailable('the rstd of native_layer_norm')
 
 
+if hasattr(aten, '_fused_rms_norm'):
+    # What F.rms_norm dispatches to on CUDA (aot_autograd's graphs of DTensor models record it).
+    @register_aten(aten._fused_rms_norm.default)
+    def aten_fused_rms_norm(input, normalized_shape, weight=None, eps=None):
+        return m.torch_rms_norm(input, normalized_shape, weight, eps), Unavailable('the rstd of _fused_rms_norm')
+
+
 @register_aten(aten.native_group_norm.default)
 def aten_native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     y = ops.group_norm(input, int(group), weight, bias, float(eps))
@@ -766,6 +773,39 @@ def aten_linear(input, weight, bias=None):
 def aten_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
                                       enable_gqa=False):
     return m.torch_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+# The kernel-specific attention operators that aot_autograd records in place of
+# scaled_dot_product_attention (a DTensor model's graph on a GPU): the output, and the statistics
+# only training reads.
+def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, name, n_rest):
+    if dropout_p:
+        raise NotImplementedError(f'{name} with dropout_p={dropout_p}: ' + _TRAINING)
+    y = m.torch_sdpa(query, key, value, attn_mask, 0.0, is_causal, scale, True)  # (fewer kv heads: read in place)
+    return (y,) + tuple(Unavailable(f'output {k + 1} of {name} (for training)') for k in range(n_rest))
+
+
+for _name, _n_rest, _takes_mask in (('_scaled_dot_product_flash_attention', 8, False),
+                                    ('_scaled_dot_product_efficient_attention', 3, True),
+                                    ('_scaled_dot_product_cudnn_attention', 8, True)):
+    if hasattr(aten, _name):
+        def _make(name=_name, n_rest=_n_rest, takes_mask=_takes_mask):
+            if takes_mask:
+                def mapping(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0, is_causal=False,
+                            *rest, scale=None):
+                    return _attention(query, key, value, attn_bias, dropout_p, is_causal, scale, name, n_rest)
+            else:
+                def mapping(query, key, value, dropout_p=0.0, is_causal=False, return_debug_mask=False, *,
+                            scale=None):
+                    return _attention(query, key, value, None, dropout_p, is_causal, scale, name, n_rest)
+            register_aten(getattr(aten, name).default)(mapping)
+        _make()
+
+if hasattr(aten, '_scaled_dot_product_flash_attention_for_cpu'):
+    @register_aten(aten._scaled_dot_product_flash_attention_for_cpu.default)
+    def aten_sdpa_flash_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+        return _attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                          '_scaled_dot_product_flash_attention_for_cpu', 1)
 
 
 @register_aten(aten.layer_norm.default)

@@ -556,6 +556,11 @@ def _compile_through_aot(gm, example_inputs, cfg):
         meta = getattr(context, 'fw_metadata', None) if context is not None else None
         if meta is not None and getattr(meta, 'static_input_indices', None) is not None:
             static = set(meta.static_input_indices)  # the parameters and buffers: constants
+            # An input at a static address that the graph updates (a cache marked with
+            # torch._dynamo.mark_static_address) is no constant: it stays an input.
+            for i, info in enumerate(getattr(meta, 'input_info', None) or []):
+                if getattr(info, 'mutates_data', False) or getattr(info, 'mutates_metadata', False):
+                    static.discard(i)
         model = HidetCompiledModel(aot_gm, cfg, static_positions=static)
 
         def run(args):

@@ -34,17 +34,17 @@ def torch_dtype(name):
 _moved_logged = False
 
 
-def to_hidet(tensor):
+def to_hidet(tensor, log=True):
     """A hidet tensor sharing ``tensor``'s memory (made contiguous first when it is not). On the
     emulator, CPU tensors serve the 'cuda' device as they are; with a GPU, CPU tensors are moved
-    to it (logged once)."""
+    to it (logged once; ``log=False`` for the constants a mapping makes, moved once when tracing)."""
     global _moved_logged
     if hidet.cuda_emulated():
         if tensor.device.type != 'cpu':
             raise ValueError(f'hidet runs on the CPU emulator here (no GPU driver), but a tensor on {tensor.device} '
                              'was given')
     elif tensor.device.type == 'cpu':
-        if not _moved_logged:
+        if log and not _moved_logged:
             print('hidet: tensors on the CPU are moved to cuda, and results back to the CPU (give the model and '
                   'inputs on cuda to avoid the copies)')
             _moved_logged = True
@@ -53,5 +53,6 @@ def to_hidet(tensor):
 
 
 def to_hidet_constant(tensor):
-    """A parameter or buffer as a hidet constant (sharing its memory)."""
-    return to_hidet(tensor.detach())
+    """A parameter, buffer or a mapping's index table as a hidet constant (sharing its memory; one
+    on the CPU is copied to the GPU once, here)."""
+    return to_hidet(tensor.detach(), log=False)

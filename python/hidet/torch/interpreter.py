@@ -253,8 +253,13 @@ class Interpreter:
     def mapping_of(self, node):
         if node.op == 'call_function':
             if isinstance(node.target, torch._ops.OpOverload):
-                # core ATen by the overload; other namespaces' custom operators by name
-                return Registry.registered_aten.get(node.target) or Registry.registered_aten.get(str(node.target))
+                # core ATen by the overload; other namespaces' custom operators by name; an in-place
+                # ATen overload as its functional one (the interpreter rebinds the updated tensor)
+                mapping = Registry.registered_aten.get(node.target) or Registry.registered_aten.get(str(node.target))
+                functional = _aten_functional(node.target) if mapping is None else None
+                if functional is not None:
+                    mapping = Registry.registered_aten.get(functional) or Registry.registered_aten.get(str(functional))
+                return mapping
             mapping = Registry.registered_functions.get(node.target)
             if mapping is None and isinstance(node.target, torch._ops.OpOverloadPacket):
                 mapping = Registry.registered_aten.get(str(node.target))
@@ -501,8 +506,12 @@ class Interpreter:
                 raise
             except Exception as e:
                 where = source_line(node)
+                # An argument without a value (its node gave None) is named with the node that gave it.
+                empty = [f"fx node {a.name!r} ({target_name(a)}) gave None"
+                         for a in node.all_input_nodes if a in env and env[a] is None]
                 raise type(e)(f'hidet: mapping {target_name(node)} of fx node {node.name!r}'
-                              f'{" (" + where + ")" if where else ""} failed: {e}') from e
+                              f'{" (" + where + ")" if where else ""} failed: {e}'
+                              f'{"; its argument " + ", ".join(empty) if empty else ""}') from e
             if base is not None and isinstance(env.get(node), hidet.Tensor):
                 update(node, base)
 
@@ -596,12 +605,28 @@ _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itru
                       torch.ops.aten.copy_.default}
 
 
+def _aten_functional(target):
+    """The functional overload of an in-place ATen overload (aten.add_.Scalar: aten.add.Scalar), which
+    PyTorch's decompositions use on their temporaries (rms_norm's ``mean.add_(eps)``); None for others."""
+    if not isinstance(target, torch._ops.OpOverload) or target is torch.ops.aten.copy_.default:
+        return None
+    name = target._schema.name
+    if not name.startswith('aten::') or not name.endswith('_') or name.endswith('__'):
+        return None
+    args = target._schema.arguments
+    if not args or args[0].alias_info is None or not args[0].alias_info.is_write:
+        return None
+    packet = getattr(torch.ops.aten, name[len('aten::'):-1], None)
+    return getattr(packet, target._overloadname, None) if packet is not None else None
+
+
 def _inplace_base(node):
-    """The fx node whose tensor an in-place node updates (``x.clamp_()``, ``x[i] = v``, ``x += y``):
-    its first argument; None for other nodes."""
+    """The fx node whose tensor an in-place node updates (``x.clamp_()``, ``x[i] = v``, ``x += y``,
+    ``aten.add_.Scalar(x, 1)``): its first argument; None for other nodes."""
     if node.op == 'call_method' and node.target.endswith('_') and not node.target.startswith('_'):
         pass
-    elif not (node.op == 'call_function' and node.target in _INPLACE_OPERATORS):
+    elif not (node.op == 'call_function' and (node.target in _INPLACE_OPERATORS or
+                                              _aten_functional(node.target) is not None)):
         return None
     base = node.args[0] if node.args else None
     return base if isinstance(base, torch.fx.Node) else None
@@ -771,7 +796,7 @@ def _stand_in(node, symbolic):
     def extent(size):
         return _dim_of(size) if symbolic else size_hint(size)
 
-    ex = node.meta.get('example_value')
+    ex = node.meta.get('example_value', node.meta.get('val'))  # (make_fx's graphs: 'val')
     if isinstance(ex, torch.Tensor):
         return hidet.symbol([extent(s) for s in ex.shape], dtype_name(ex.dtype), 'cuda', name=node.name)
     if isinstance(ex, (list, tuple)):

@@ -2,7 +2,10 @@
 // thread's stream for the communicator's device. A checked collective (CommunicatorOptions::check,
 // CheckGuard) first all-gathers every rank's call, encoded as a record of integers, waits for it
 // up to the timeout by polling the stream (so that a rank that never arrives gives an error, not a
-// hang), and compares the records on every rank.
+// hang), and compares the records on every rank. NCCL connects the ranks on the first collective
+// of a kind (NCCL_RUNTIME_CONNECT, on by default), inside the host call, which then blocks until
+// every rank arrives: a checked communicator makes the records' all-gather once when it is made
+// (every rank is there then), so that the check itself waits on the GPU, where polling sees it.
 #pragma once
 
 #include <chrono>
@@ -118,6 +121,15 @@ public:
           str_cat("Communicator(rank=", rank, ", world_size=", world_size, ", device=", device,
                   "): ncclCommInitRankConfig failed: ", nccl::error_text(r), " (NCCL ",
                   lib_.version_str(), ", ", lib_.path, "; NCCL_DEBUG=INFO says more)"));
+    if (o.check) {
+      try {
+        connect_checks();
+      } catch (...) {
+        lib_.ncclCommAbort(comm_);
+        comm_ = nullptr;
+        throw;
+      }
+    }
   }
   ~NcclBackend() override {
     if (comm_ && !aborted_ && cuda::driver_table().usable) lib_.ncclCommDestroy(comm_);
@@ -188,6 +200,30 @@ private:
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     return cuda::driver().cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
            st != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+
+  /// The checks' all-gather once, waited for: NCCL connects the ranks for it now.
+  void connect_checks() {
+    const auto &d = cuda::driver();
+    CUstream stream = stream_for(device_);
+    const std::size_t bytes = sizeof(std::int64_t) * std::size_t(record_words) * std::size_t(size_ + 1);
+    CachingAllocator &alloc = allocator_for(device_, false);
+    void *buf = alloc.allocate(bytes);
+    struct Free {
+      CachingAllocator &a;
+      void *p;
+      ~Free() { a.deallocate(p); }
+    } free_buf{alloc, buf};
+    cuda::check(d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(buf), 0, bytes, stream),
+                "a checked communicator: clearing its first record");
+    nccl::Result r = lib_.ncclAllGather(
+        buf, static_cast<char *>(buf) + sizeof(std::int64_t) * record_words, record_words,
+        nccl::Int64, comm_, reinterpret_cast<nccl::Stream>(stream));
+    if (r != nccl::Success)
+      throw DistributedError(str_cat("Communicator(rank=", rank_, ", world_size=", size_,
+                                     "): connecting the ranks for the checks: ",
+                                     nccl::error_text(r, comm_)));
+    cuda::check(d.cuStreamSynchronize(stream), "a checked communicator: connecting the ranks");
   }
 
   /// Gathers every rank's record of its call and compares them (see the top of the file).
