@@ -30,7 +30,8 @@ bus bandwidth from 16 MB up.
 
 Knobs: HIDET_TP_CONFIG (8b; 'small' for a quick GPU check of the flow; 'tiny' for the emulator), HIDET_TP_LAYERS (the config's; fewer for a
 quick run: the per-token ratios hold), HIDET_TP_BACKENDS (eager,hidet,inductor), HIDET_TP_ROWS
-(prefill,decode1,decode8,allreduce), HIDET_TP_DTENSOR=1 (TP = 1 parallelized too: a mesh of one GPU, to
+(prefill,decode1,decode8,allreduce), HIDET_TP_SKIP_GUARDS (1: the timed calls skip dynamo's guards, see
+skip_guards()), HIDET_TP_DTENSOR=1 (TP = 1 parallelized too: a mesh of one GPU, to
 see what DTensors cost), HIDET_TP_STEPS (50 timed decode steps), HIDET_BENCH_TIMEOUT
 (540 s: nothing new starts 60 s before it; the rest is listed as not run). A failing row prints
 its error and the run goes on. Runs at one TP add up in the --out file (HIDET_TP_BACKENDS=hidet,
@@ -204,9 +205,25 @@ def compiled(model, backend):
     return torch.compile(model, backend='inductor', mode='reduce-overhead' if GPU else None, dynamic=False)
 
 
+def skip_guards():
+    """Whether the timed calls skip dynamo's guards (torch.compiler.set_stance(skip_guard_eval_unsafe=True),
+    as a serving loop whose shapes are settled may). A DTensor parameter's guard runs Python: with the 225 of
+    the 8B model's shapes (32 layers), the guards and aot_autograd's wrappers cost 1.3 ms a call on one core of
+    the CI machine (0.18 ms without DTensors, 0.24 ms with the guards skipped); both compilers pay it.
+    HIDET_TP_SKIP_GUARDS=0 keeps them."""
+    return os.environ.get('HIDET_TP_SKIP_GUARDS', '1') == '1'
+
+
 def time_ms(fn, steps):
     """Median ms of `steps` calls (CUDA events on the GPU), every rank in step, and the median ms the
     call itself took on the host (the launch: when it is near the first, the host is the bound)."""
+    import contextlib
+    stance = torch.compiler.set_stance(skip_guard_eval_unsafe=True) if skip_guards() else contextlib.nullcontext()
+    with stance:
+        return _time_ms(fn, steps)
+
+
+def _time_ms(fn, steps):
     times, host = [], []
     for _ in range(steps):
         dist.barrier()
@@ -318,10 +335,11 @@ def run(out_path):
     if 'HIDET_TP_LAYERS' in os.environ:
         c['layers'] = int(os.environ['HIDET_TP_LAYERS'])
     rows = env_list('HIDET_TP_ROWS', 'prefill,decode1,decode8,allreduce')
-    results = dict(tp=tp, config=name, layers=c['layers'], dtensor=tp > 1 or os.environ.get('HIDET_TP_DTENSOR') == '1',
+    results = dict(tp=tp, config=name, layers=c['layers'], skip_guards=skip_guards(), dtensor=tp > 1 or os.environ.get('HIDET_TP_DTENSOR') == '1',
                    gpu=torch.cuda.get_device_name() if GPU else 'emulator',
                    rows=[], allreduce=[], logits={}, token={}, not_run=[], errors=[])
-    log(f'bench_distributed: TP={tp}, config {name} ({c["layers"]} layers), {results["gpu"]}')
+    log(f'bench_distributed: TP={tp}, config {name} ({c["layers"]} layers), {results["gpu"]}'
+        f'{", timed calls skip dynamo guards" if skip_guards() else ""}')
     for backend in env_list('HIDET_TP_BACKENDS', 'eager,hidet,inductor'):
         if out_of_time():
             results['not_run'].append(backend)
@@ -351,7 +369,7 @@ def run(out_path):
 def merge(old, new):
     """A run's results added to an earlier run's at the same TP (another set of backends or rows):
     the new rows, logits and all-reduce sizes replace the old ones they repeat."""
-    if old is None or any(old.get(k) != new[k] for k in ('config', 'layers', 'dtensor')):
+    if old is None or any(old.get(k) != new[k] for k in ('config', 'layers', 'dtensor', 'skip_guards')):
         return new
     keys = {(r['row'], r['backend']) for r in new['rows']}
     new['rows'] = [r for r in old['rows'] if (r['row'], r['backend']) not in keys] + new['rows']
