@@ -32,6 +32,7 @@
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
 #include "hidet/ops/templates/attention_common.hpp"
+#include "hidet/ops/templates/split_reduce.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
@@ -386,17 +387,8 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
     if_(tid < RB, [&] {
       (*ws_ml)[split][row0 + tid][0] = row_m[tid], (*ws_ml)[split][row0 + tid][1] = row_l[tid];
     });
-    threadfence();
-    syncthreads();
     Var slot = (b * Hkv + kvh) * RG + rg;
-    if_(tid == 0, [&] {
-      Var before = var(i32, 0, "before");
-      before = atomic_add((*counters)[slot], 1);
-      done[0] = select((before + 1) % splits == 0, 1, 0);
-    });
-    syncthreads();
-    if_(done[0] == 1, [&] {
-      threadfence();
+    last_block_of_splits((*counters)[slot], tid, splits, done, [&] {
       for_(range(ceil_div(RB * D, threads)), [&](Var it) {
         Var e = it * threads + tid;
         if_(e < RB * D && row_ok(e / D), [&] {
@@ -412,9 +404,6 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
           store(r, d, o * select(l > 0.0f, 1.0f / l, 0.0f));
         });
       });
-      // Back by `splits` rather than to 0: launches of this kernel on several streams at once
-      // (which share the counters) leave it consistent, a multiple of `splits` once all are done.
-      if_(tid == 0, [&] { (void)atomic_add((*counters)[slot], -splits); });
     });
   });
 }

@@ -36,6 +36,7 @@
 #include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/templates/matmul_batch.hpp"
 #include "hidet/ops/templates/matmul_rows.hpp"
+#include "hidet/ops/templates/split_reduce.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
@@ -306,26 +307,14 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
       });
     };
     each([&](Expr row, Expr col, Element v) { ws[slice][row][col] = v; });
-    threadfence();
-    syncthreads();
-    auto done = shared_tensor(i32[1], "done");
     Var tile = (z * row_tiles + blockIdx.y) * ceil_div(n, bn) + blockIdx.x;
-    if_(threadIdx.x == 0, [&] {
-      Var before = var(i32, 0, "before");
-      before = atomic_add(counters[tile], 1);
-      done[0] = select((before + 1) % splits == 0, 1, 0);
-    });
-    syncthreads();
-    if_(done[0] == 1, [&] {
-      threadfence();
+    last_block_of_splits(counters[tile], threadIdx.x, splits, shared_tensor(i32[1], "done"), [&] {
       each([&](Expr row, Expr col, Element v) {
         Var sum = var(f32, ws[0][row][col], "sum");
         for (int sl = 1; sl < splits; ++sl) sum = sum + ws[sl][row][col];
         v = sum;
       });
       store();
-      // Back by `splits` rather than to 0: concurrent launches on several streams stay consistent.
-      if_(threadIdx.x == 0, [&] { (void)atomic_add(counters[tile], -splits); });
     });
   });
 }

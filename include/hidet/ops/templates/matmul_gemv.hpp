@@ -31,6 +31,7 @@
 #include "hidet/lang.hpp"
 #include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/templates/matmul_rows.hpp"
+#include "hidet/ops/templates/split_reduce.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/tensor.hpp"
 
@@ -256,26 +257,13 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     lang::Tensor ws = params[3 + n_extra], counters = params[4 + n_extra];
     each_output([&](Expr r, Expr c, Expr) { ws[split][m0 + r][n0 + c] = block_sum(r, c); });
     // Count this slice; the block that completes the count adds every slice and stores.
-    threadfence();
-    syncthreads();
-    auto done = shared_tensor(i32[1], "done");
     Var tile = blockIdx.z * col_blocks + blockIdx.x;
-    if_(tid == 0, [&] {
-      Var before = var(i32, 0, "before");
-      before = atomic_add(counters[tile], 1);
-      done[0] = select((before + 1) % splits == 0, 1, 0);
-    });
-    syncthreads();
-    if_(done[0] == 1, [&] {
-      threadfence();
+    last_block_of_splits(counters[tile], tid, splits, shared_tensor(i32[1], "done"), [&] {
       each_output([&](Expr r, Expr c, Expr) {
         Var s = var(f32, ws[0][m0 + r][n0 + c], "total");
         for_(range(1, splits), [&](Var sl) { s = s + ws[sl][m0 + r][n0 + c]; });
         out.store({m0 + r, n0 + c}, s);
       });
-      // Back by `splits` rather than to 0: launches of this kernel on several streams at once
-      // (which share the counters) leave it consistent, a multiple of `splits` once all are done.
-      if_(tid == 0, [&] { (void)atomic_add(counters[tile], -splits); });
     });
   });
 }
