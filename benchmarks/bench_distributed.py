@@ -4,6 +4,7 @@
     torchrun --nproc-per-node 2 benchmarks/bench_distributed.py --out tp.json    # TP = 2
     torchrun --nproc-per-node 4 benchmarks/bench_distributed.py --out tp.json    # TP = 4
     python benchmarks/bench_distributed.py --report tp.json                       # the table
+    python benchmarks/bench_distributed.py   # all of it: TP = 1, 2, 4 up to the GPU count, then the table
 
 Model: Llama-3.1-8B's shapes (hidden 4096, 32 layers, 32 heads, 8 KV heads, head_dim 128, MLP
 14336, vocabulary 128256) with random weights in float16, written here in plain PyTorch with a
@@ -31,7 +32,8 @@ bus bandwidth from 16 MB up.
 Knobs: HIDET_TP_CONFIG (8b; 'small' for a quick GPU check of the flow; 'tiny' for the emulator), HIDET_TP_LAYERS (the config's; fewer for a
 quick run: the per-token ratios hold), HIDET_TP_BACKENDS (eager,hidet,inductor), HIDET_TP_ROWS
 (prefill,decode1,decode8,allreduce), HIDET_TP_SKIP_GUARDS (1: the timed calls skip dynamo's guards, see
-skip_guards()), HIDET_TP_DTENSOR=1 (TP = 1 parallelized too: a mesh of one GPU, to
+skip_guards()), HIDET_TP_PROFILE=1 (each decode row's kernels
+per step, NCCL's among them, from torch.profiler on rank 0), HIDET_TP_DTENSOR=1 (TP = 1 parallelized too: a mesh of one GPU, to
 see what DTensors cost), HIDET_TP_STEPS (50 timed decode steps), HIDET_BENCH_TIMEOUT
 (540 s: nothing new starts 60 s before it; the rest is listed as not run). A failing row prints
 its error and the run goes on. Runs at one TP add up in the --out file (HIDET_TP_BACKENDS=hidet,
@@ -47,6 +49,8 @@ import traceback
 
 import torch
 import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # torch_timing
 
 START = time.monotonic()
 BUDGET = float(os.environ.get('HIDET_BENCH_TIMEOUT', '540'))
@@ -282,6 +286,14 @@ def bench_model(c, tp, backend, rows, results):
             ms, host = time_ms(step, steps)
             results['rows'].append(dict(row=f'decode batch {batch}', backend=backend, ms=ms, host_ms=host))
             log(f'  {backend}: decode batch {batch}: {ms:.3f} ms per token (host {host:.3f} ms)')
+            if GPU and os.environ.get('HIDET_TP_PROFILE') == '1':  # where a step's GPU time goes, per kernel
+                import torch_timing
+                busy, kernels, table = torch_timing.kernel_profile(step, 5)
+                results.setdefault('profiles', []).append(dict(row=f'decode batch {batch}', backend=backend,
+                                                               busy_ms=busy, kernels=kernels, top=table[:25]))
+                log(f'  {backend}: decode batch {batch}: GPU busy {busy:.3f} ms in {kernels} kernels per step')
+                if dist.get_rank() == 0:
+                    torch_timing.print_kernel_rows(table, top=25, indent='    ')
     del fn, model
     torch._dynamo.reset()
 
@@ -434,11 +446,48 @@ def report(path):
     return ok
 
 
+def launch(a):
+    """Run directly (not under torchrun): one torchrun per TP size, adding to a fresh --out, then the
+    report; the exit status is the report's (or a run's failure)."""
+    import socket
+    import subprocess
+    if a.sizes:
+        sizes = [int(t) for t in a.sizes.split(',')]
+    elif torch.cuda.is_available():
+        sizes = [t for t in (1, 2, 4) if t <= torch.cuda.device_count()]
+    else:
+        sizes = [2]
+    if os.path.exists(a.out):
+        os.remove(a.out)
+    env = dict(os.environ, NCCL_NVLS_ENABLE=os.environ.get('NCCL_NVLS_ENABLE', '0'))
+    failed = False
+    for i, t in enumerate(sizes):
+        # The time left, shared by the sizes still to run (each run's budget: HIDET_BENCH_TIMEOUT).
+        env['HIDET_BENCH_TIMEOUT'] = str(max(60, int((BUDGET - (time.monotonic() - START) - 10) / (len(sizes) - i))))
+        with socket.socket() as sock:
+            sock.bind(('127.0.0.1', 0))
+            port = sock.getsockname()[1]
+        cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc-per-node', str(t), '--master-addr',
+               '127.0.0.1', '--master-port', str(port), os.path.abspath(__file__), '--out', a.out]
+        print(f'== TP={t}: {" ".join(cmd[1:])}', flush=True)
+        failed = subprocess.run(cmd, env=env).returncode != 0 or failed
+    if not os.path.exists(a.out):
+        print('bench_distributed: no run wrote results')
+        return 1
+    return 0 if report(a.out) and not failed else 1
+
+
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--out', default='bench_distributed.json', help='JSON file the run adds its TP size to')
     ap.add_argument('--report', help='print the table of a JSON file and exit')
+    ap.add_argument('--sizes', default=os.environ.get('HIDET_TP_SIZES'),
+                    help='without torchrun: the TP sizes to launch (default 1, 2 and 4 up to the GPU count; 2 on '
+                         'the emulator), each under torchrun, then the report')
     a = ap.parse_args()
     if a.report:
         sys.exit(0 if report(a.report) else 1)
-    run(a.out)
+    if 'RANK' in os.environ:
+        run(a.out)
+    else:
+        sys.exit(launch(a))

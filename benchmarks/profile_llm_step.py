@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 import bench_llm as bl  # noqa: E402
+import torch_timing  # noqa: E402
 
 
 class Keep:
@@ -79,23 +80,11 @@ def main():
                     t = time.perf_counter()
                     fwd(*args, **kwargs)
                     host.append((time.perf_counter() - t) * 1e3)
-                torch.cuda.synchronize()
-                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-                    for _ in range(10):
-                        fwd(*args, **kwargs)
-                    torch.cuda.synchronize()
-                events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-                busy = sum(e.device_time for e in events) / 1e3 / 10
+                busy, kernels, rows = torch_timing.kernel_profile(lambda: fwd(*args, **kwargs), 10)
                 print(f'{backend:9} {batch:5} {statistics.median(sync_times):8.3f} {event_ms:9.3f} '
-                      f'{statistics.median(host):8.3f} {busy:12.3f} {len(events) // 10:8}', flush=True)
+                      f'{statistics.median(host):8.3f} {busy:12.3f} {kernels:8}', flush=True)
                 if os.environ.get('HIDET_PROFILE_KERNELS'):  # per kernel name: count and time per call
-                    per = {}
-                    for e in events:
-                        c, t = per.get(e.name, (0, 0.0))
-                        per[e.name] = (c + 1, t + e.device_time)
-                    print(f'  {"kernel":60} {"count":>6} {"us/call":>9} {"us each":>8}')
-                    for k, (c, t) in sorted(per.items(), key=lambda kv: -kv[1][1])[:30]:
-                        print(f'  {k[:60]:60} {c // 10:6} {t / 10:9.1f} {t / c:8.2f}')
+                    torch_timing.print_kernel_rows(rows)
                 if os.environ.get('HIDET_PROFILE_PY'):
                     pr = cProfile.Profile()
                     pr.enable()

@@ -26,3 +26,26 @@ def time_ms(fn, batches=15, min_calls=1):
         e.record(); torch.cuda.synchronize()
         times.append(s.elapsed_time(e) / per)
     return sorted(times)[len(times) // 2]
+
+
+def kernel_profile(fn, calls=10):
+    """The GPU kernels of `calls` calls of fn in torch.profiler: (busy ms per call, kernels per call,
+    [(name, count per call, us per call, us each)] slowest first)."""
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    per = {}
+    for e in events:
+        c, t = per.get(e.name, (0, 0.0))
+        per[e.name] = (c + 1, t + e.device_time)
+    rows = [(k, c // calls, t / calls, t / c) for k, (c, t) in sorted(per.items(), key=lambda kv: -kv[1][1])]
+    return sum(e.device_time for e in events) / 1e3 / calls, len(events) // calls, rows
+
+
+def print_kernel_rows(rows, top=30, indent='  '):
+    print(f'{indent}{"kernel":60} {"count":>6} {"us/call":>9} {"us each":>8}')
+    for name, count, per_call, each in rows[:top]:
+        print(f'{indent}{name[:60]:60} {count:6} {per_call:9.1f} {each:8.2f}')

@@ -110,7 +110,8 @@ def test_torchrun_two_processes():
 
 def test_bench_distributed_tiny(tmp_path):
     """benchmarks/bench_distributed.py's flow on the emulator (TP = 2, one layer, decode batch 1):
-    the DTensor model under eager PyTorch and hidet, and its report's logits check."""
+    the DTensor model under eager PyTorch and hidet, and its report's logits check; then the same
+    run launched by the script itself (no torchrun given: it starts one per TP size and reports)."""
     torch = pytest.importorskip('torch')
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
         pytest.skip('torch.distributed with gloo is not available')
@@ -126,3 +127,7 @@ def test_bench_distributed_tiny(tmp_path):
     assert rep.returncode == 0, rep.stdout + rep.stderr
     assert 'TP=2 hidet     vs eager same TP     : ' in rep.stdout and 'FAILED' not in rep.stdout, rep.stdout
     assert 'decode batch 1           hidet' in rep.stdout, rep.stdout
+    own = subprocess.run([sys.executable, bench, '--out', str(tmp_path / 'own.json'), '--sizes', '2'],
+                         env=env, capture_output=True, text=True, timeout=900)
+    assert own.returncode == 0, (own.stdout + own.stderr)[-6000:]
+    assert '== TP=2:' in own.stdout and 'TP=2 hidet     vs eager same TP     : ' in own.stdout, own.stdout[-6000:]
