@@ -2,7 +2,8 @@
 // itself per GPU (2, and 4 when there are 4), each seeing only its GPU as cuda:0, with the ids its
 // communicators are made from; each rank runs the collectives on odd sizes in f16, bf16 and f32
 // against host references, a compiled graph and its CUDA graph (NCCL captured), and the checks:
-// ranks that disagree on a shape throw on every rank, a rank that never arrives times out. SKIP
+// ranks that disagree on a shape throw on every rank, a rank that never arrives times out, a rank
+// that joins late makes the others' communicator time out. SKIP
 // (77) without two GPUs or without NCCL.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -162,6 +163,23 @@ TEST_CASE(
   say("checked: done");
 }
 
+TEST_CASE("NCCL: a rank that does not join in time makes the others' communicator time out") {
+  // Rank 0 waits 3 s for the others; they join after 6 s (so NCCL's initialization, left to its
+  // thread on rank 0, completes and nothing hangs at exit) and drop their communicator.
+  CommunicatorOptions o;
+  o.timeout = 3s;
+  if (g_rank == 0) {
+    CHECK_THROWS_WITH_AS(Communicator(g_ids[4], g_rank, g_world, Device::cuda(0), o),
+                         doctest::Contains("initialization did not complete within 3 s"),
+                         DistributedError);
+    std::this_thread::sleep_for(8s); // the others join meanwhile: NCCL's thread ends before exit
+  } else {
+    std::this_thread::sleep_for(6s);
+    Communicator comm(g_ids[4], g_rank, g_world, Device::cuda(0));
+    comm.abort("joined late on purpose");
+  }
+}
+
 int main(int argc, char **argv) {
   if (const char *r = std::getenv("HIDET_TEST_RANK")) { // a rank
     g_rank = std::atoi(r);
@@ -187,7 +205,7 @@ int main(int argc, char **argv) {
   for (int world : {2, 4}) {
     if (world > gpus) break;
     std::string ids;
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 5; ++i)
       ids += get_unique_id().hex() + ",";
     std::vector<pid_t> pids;
     for (int r = 0; r < world; ++r) {

@@ -9,7 +9,10 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "hidet/runtime/allocator.hpp"
@@ -111,11 +114,7 @@ public:
   NcclBackend(const UniqueId &id, int rank, int world_size, Device device, CommunicatorOptions o)
       : lib_(nccl::library()), rank_(rank), size_(world_size), device_(device), options_(o) {
     ensure_context(device.index);
-    nccl::UniqueId raw;
-    std::memcpy(raw.internal, id.bytes.data(), sizeof(raw.internal));
-    nccl::Config config;
-    config.blocking = 1;
-    nccl::Result r = lib_.ncclCommInitRankConfig(&comm_, world_size, raw, rank, &config);
+    nccl::Result r = init_within_timeout(id);
     if (r != nccl::Success)
       throw DistributedError(
           str_cat("Communicator(rank=", rank, ", world_size=", world_size, ", device=", device,
@@ -196,6 +195,54 @@ public:
   }
 
 private:
+  /// ncclCommInitRankConfig on a thread of its own, waited for up to the timeout: NCCL's init
+  /// blocks until every rank of the world joins, and a rank that never does (a world size larger
+  /// than the ranks started, a rank that failed before joining) must give this one an error, not
+  /// a hang. On a timeout the thread is left to NCCL (detached; its communicator, should the rank
+  /// come after all, is never used) and a DistributedError says what is missing.
+  nccl::Result init_within_timeout(const UniqueId &id) {
+    struct State {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      nccl::Result result = nccl::Success;
+      nccl::Comm comm = nullptr;
+    };
+    auto st = std::make_shared<State>();
+    nccl::UniqueId raw;
+    std::memcpy(raw.internal, id.bytes.data(), sizeof(raw.internal));
+    const nccl::Library *lib = &lib_;
+    std::thread worker([st, lib, raw, world = size_, rank = rank_, dev = device_.index]() mutable {
+      nccl::Comm comm = nullptr;
+      nccl::Result r = nccl::InternalError;
+      try {
+        ensure_context(dev);
+        nccl::Config config;
+        config.blocking = 1;
+        r = lib->ncclCommInitRankConfig(&comm, world, raw, rank, &config);
+      } catch (...) {
+      }
+      std::lock_guard<std::mutex> lock(st->mu);
+      st->done = true, st->result = r, st->comm = comm;
+      st->cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(st->mu);
+    if (!st->cv.wait_for(lock, options_.timeout, [&] { return st->done; })) {
+      lock.unlock();
+      worker.detach();
+      throw DistributedError(str_cat(
+          "Communicator(rank=", rank_, ", world_size=", size_, ", device=", device_,
+          "): NCCL's initialization did not complete within ", seconds_str(options_.timeout),
+          ": not every rank joined (every rank 0 to ", size_ - 1,
+          " must make this communicator with the same id and world size; NCCL does not say which "
+          "are missing)"));
+    }
+    lock.unlock();
+    worker.join();
+    comm_ = st->comm;
+    return st->result;
+  }
+
   static bool capturing(CUstream s) {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     return cuda::driver().cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
