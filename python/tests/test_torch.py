@@ -1250,7 +1250,8 @@ def test_associative_scan_higher_order_operator():
         return s
 
     torch.manual_seed(0)
-    for n in (1, 2, 5, 8, 13):
+    # On the emulator (CI): one element, a power of two, and odd halves at several levels; on a GPU more.
+    for n in ((1, 8, 13) if hidet.cuda_emulated() else (1, 2, 5, 8, 13)):
         torch._dynamo.reset()
         a, b = torch.rand(2, 3, n, 4, device=DEVICE) + 0.5, torch.randn(2, 3, n, 4, device=DEVICE)
         assert_close(torch.compile(f, backend='hidet')(a, b), f(a, b), atol=1e-5, rtol=1e-5)
