@@ -257,6 +257,8 @@ def bench_model(c, tp, backend, rows, results):
     g = torch.Generator(device='cpu').manual_seed(1)
     prompt = torch.randint(0, c['vocab'], (1, c['prompt']), generator=g).to(DEVICE)
     steps = int(os.environ.get('HIDET_TP_STEPS', '50' if GPU else '3'))
+    if backend == 'eager':  # the reference: DTensors' eager dispatch takes about 30 ms a layer on the host at TP = 2
+        steps = min(steps, 5)
     with torch.no_grad():
         kc, vc = caches(c, tp, 1, backend == 'inductor')
         pos = torch.arange(c['prompt'], device=DEVICE)
