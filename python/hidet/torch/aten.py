@@ -785,21 +785,26 @@ def _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, name, 
     return (y,) + tuple(Unavailable(f'output {k + 1} of {name} (for training)') for k in range(n_rest))
 
 
-for _name, _n_rest, _takes_mask in (('_scaled_dot_product_flash_attention', 8, False),
-                                    ('_scaled_dot_product_efficient_attention', 3, True),
-                                    ('_scaled_dot_product_cudnn_attention', 8, True)):
-    if hasattr(aten, _name):
-        def _make(name=_name, n_rest=_n_rest, takes_mask=_takes_mask):
-            if takes_mask:
-                def mapping(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0, is_causal=False,
-                            *rest, scale=None):
-                    return _attention(query, key, value, attn_bias, dropout_p, is_causal, scale, name, n_rest)
-            else:
-                def mapping(query, key, value, dropout_p=0.0, is_causal=False, return_debug_mask=False, *,
+if hasattr(aten, '_scaled_dot_product_flash_attention'):
+    @register_aten(aten._scaled_dot_product_flash_attention.default)
+    def aten_sdpa_flash(query, key, value, dropout_p=0.0, is_causal=False, return_debug_mask=False, *, scale=None):
+        return _attention(query, key, value, None, dropout_p, is_causal, scale, '_scaled_dot_product_flash_attention', 8)
+
+
+if hasattr(aten, '_scaled_dot_product_efficient_attention'):
+    @register_aten(aten._scaled_dot_product_efficient_attention.default)
+    def aten_sdpa_efficient(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, *,
                             scale=None):
-                    return _attention(query, key, value, None, dropout_p, is_causal, scale, name, n_rest)
-            register_aten(getattr(aten, name).default)(mapping)
-        _make()
+        return _attention(query, key, value, attn_bias, dropout_p, is_causal, scale,
+                          '_scaled_dot_product_efficient_attention', 3)
+
+
+if hasattr(aten, '_scaled_dot_product_cudnn_attention'):
+    @register_aten(aten._scaled_dot_product_cudnn_attention.default)
+    def aten_sdpa_cudnn(query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0, is_causal=False,
+                        return_debug_mask=False, *, scale=None):
+        return _attention(query, key, value, attn_bias, dropout_p, is_causal, scale,
+                          '_scaled_dot_product_cudnn_attention', 8)
 
 if hasattr(aten, '_scaled_dot_product_flash_attention_for_cpu'):
     @register_aten(aten._scaled_dot_product_flash_attention_for_cpu.default)

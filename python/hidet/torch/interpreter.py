@@ -13,6 +13,7 @@ the mappings see Dims where they would see ints (x.size(1), view(s0, s1, 12, 64)
 one FlowGraph for every value of the symbols.
 """
 import contextlib
+import functools
 import math
 import operator
 
@@ -610,6 +611,12 @@ def _aten_functional(target):
     PyTorch's decompositions use on their temporaries (rms_norm's ``mean.add_(eps)``); None for others."""
     if not isinstance(target, torch._ops.OpOverload) or target is torch.ops.aten.copy_.default:
         return None
+    return _aten_functional_of(target)
+
+
+@functools.lru_cache(maxsize=None)
+def _aten_functional_of(target):
+    """_aten_functional of an OpOverload, once per overload (nodes ask it often while tracing)."""
     name = target._schema.name
     if not name.startswith('aten::') or not name.endswith('_') or name.endswith('__'):
         return None

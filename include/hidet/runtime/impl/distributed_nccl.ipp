@@ -109,6 +109,17 @@ HIDET_INLINE std::string describe_record(const std::int64_t *r) {
   return str_cat(c.describe(), " as collective #", r[1]);
 }
 
+/// Device memory for the checks' records, from the device's caching allocator, for one scope.
+struct Scratch {
+  CachingAllocator &alloc;
+  void *p;
+  Scratch(Device device, std::size_t bytes)
+      : alloc(allocator_for(device, false)), p(alloc.allocate(bytes)) {}
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() { alloc.deallocate(p); }
+};
+
 class NcclBackend : public Backend {
 public:
   NcclBackend(const UniqueId &id, int rank, int world_size, Device device, CommunicatorOptions o)
@@ -254,13 +265,8 @@ private:
     const auto &d = cuda::driver();
     CUstream stream = stream_for(device_);
     const std::size_t bytes = sizeof(std::int64_t) * std::size_t(record_words) * std::size_t(size_ + 1);
-    CachingAllocator &alloc = allocator_for(device_, false);
-    void *buf = alloc.allocate(bytes);
-    struct Free {
-      CachingAllocator &a;
-      void *p;
-      ~Free() { a.deallocate(p); }
-    } free_buf{alloc, buf};
+    Scratch scratch(device_, bytes);
+    void *buf = scratch.p;
     cuda::check(d.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(buf), 0, bytes, stream),
                 "a checked communicator: clearing its first record");
     nccl::Result r = lib_.ncclAllGather(
@@ -278,13 +284,8 @@ private:
     const auto &d = cuda::driver();
     auto mine = encode(c, seq);
     const std::size_t rec_bytes = sizeof(mine), all_bytes = rec_bytes * std::size_t(size_);
-    CachingAllocator &alloc = allocator_for(device_, false);
-    void *buf = alloc.allocate(rec_bytes + all_bytes);
-    struct Free {
-      CachingAllocator &a;
-      void *p;
-      ~Free() { a.deallocate(p); }
-    } free_buf{alloc, buf};
+    Scratch scratch(device_, rec_bytes + all_bytes);
+    void *buf = scratch.p;
     auto dev = reinterpret_cast<CUdeviceptr>(buf);
     cuda::check(d.cuMemcpyHtoDAsync_v2(dev, mine.data(), rec_bytes, stream),
                 "checking a collective: copying its record");
