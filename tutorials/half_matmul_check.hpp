@@ -5,11 +5,13 @@
 // poisoned with NaN first, so an unwritten element fails.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <hidet/hidet.hpp>
 
@@ -27,13 +29,19 @@ inline int check_half_matmul(int m, int n, int k, hidet::DataType dt, const std:
   auto ha = a.to_double_vector(), hb = b.to_double_vector(), hc = c.to_double_vector();
   const double out_eps = dt == hidet::f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
   double err2 = 0, ref2 = 0;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double ref = 0, mag = 0;
-      for (int kk = 0; kk < k; ++kk) {
-        double p = ha[std::size_t(i) * k + kk] * hb[std::size_t(kk) * n + j];
-        ref += p, mag += std::abs(p);
+  std::vector<double> refs(n), mags(n); // one row of the reference, accumulated along b's rows
+  for (int i = 0; i < m; ++i) {
+    std::fill(refs.begin(), refs.end(), 0.0), std::fill(mags.begin(), mags.end(), 0.0);
+    for (int kk = 0; kk < k; ++kk) {
+      const double x = ha[std::size_t(i) * k + kk];
+      const double *row = &hb[std::size_t(kk) * n];
+      for (int j = 0; j < n; ++j) {
+        double p = x * row[j];
+        refs[j] += p, mags[j] += std::abs(p);
       }
+    }
+    for (int j = 0; j < n; ++j) {
+      double ref = refs[j], mag = mags[j];
       double got = hc[std::size_t(i) * n + j];
       err2 += (got - ref) * (got - ref), ref2 += ref * ref;
       double bound = 1.01 * out_eps * std::abs(ref) + 1e-6 * k * mag + 1e-6;
@@ -43,6 +51,7 @@ inline int check_half_matmul(int m, int n, int k, hidet::DataType dt, const std:
         return 1;
       }
     }
+  }
   double rel = std::sqrt(err2 / ref2);
   std::printf("%-4s matmul %dx%dx%d, tiling %s, on %s: relative error %.3g (seed %u)\n", hidet::str_cat(dt).c_str(),
               m, n, k, tiling.c_str(), c.device_str().c_str(), rel, seed);
