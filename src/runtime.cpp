@@ -3,6 +3,7 @@
 #include "hidet/runtime/impl/allocator.ipp"
 #include "hidet/runtime/impl/cuda_driver.ipp"
 #include "hidet/runtime/impl/device.ipp"
+#include "hidet/runtime/impl/device_errors.ipp"
 #include "hidet/runtime/impl/dim.ipp"
 #include "hidet/runtime/impl/random.ipp"
 #include "hidet/runtime/impl/stream.ipp"

@@ -167,8 +167,8 @@ def test_sliding_window_caches_compile_the_decode_step_once(family):
 
 def _skip_on_a_gpu():
     if not hidet.cuda_emulated():
-        pytest.skip('on a GPU the index check would need a synchronization: the kernels skip out-of-range '
-                    'rows without an error (docs/torch.md, "In-place updates of inputs and buffers")')
+        pytest.skip('on a GPU the indices are checked by the kernels, reported at the next call: '
+                    'test_a_cache_position_beyond_the_cache_is_reported_by_the_kernels')
 
 
 def test_a_cache_position_beyond_the_cache_is_an_error():
@@ -185,6 +185,42 @@ def test_a_cache_position_beyond_the_cache_is_an_error():
         with torch.no_grad():
             model.generate(ids, max_new_tokens=5, do_sample=False, past_key_values=cache)
     assert torch.equal(generate(model, ids, 2), generate(reference, ids, 2))  # still usable
+
+
+def _position_beyond_the_cache_reported_by_the_kernels():
+    torch.manual_seed(4)
+    model = tiny('llama', layers=1)
+    reference = copy.deepcopy(model)
+    ids = torch.randint(1, VOCAB, (1, 6))
+    compile_forward(model)
+    device = 'cpu' if hidet.cuda_emulated() else 'cuda'
+    model, reference, ids = model.to(device), reference.to(device), ids.to(device)
+    cache = transformers.StaticCache(config=model.config, max_cache_len=8)
+    # The step that writes position 8 skips it; the kernel's record is raised at a later call.
+    with pytest.raises(ValueError, match=r'index_put: indices\[2\]: index 8 is out of range for an axis of size 8 '
+                                         r'\(found on cuda:0 by a kernel launched before this call'):
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=6, do_sample=False, past_key_values=cache)
+            hidet.synchronize()
+    hidet.synchronize()  # reported once
+    assert torch.equal(generate(model, ids, 2), generate(reference, ids, 2))  # still usable
+
+
+def test_a_cache_position_beyond_the_cache_is_reported_by_the_kernels():
+    """As above, where the kernels check the indices (a GPU, whose indices the host cannot read
+    without a synchronization; on the emulator with $HIDET_HOST_INDEX_CHECKS=0, in a process of its
+    own): the write is skipped and the error raised at the next call into hidet."""
+    if not hidet.cuda_emulated():
+        _position_beyond_the_cache_reported_by_the_kernels()
+        return
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, HIDET_HOST_INDEX_CHECKS='0')
+    code = ('import sys; sys.path.insert(0, %r); import test_torch_generate as t; '
+            't._position_beyond_the_cache_reported_by_the_kernels(); print("reported")' % os.path.dirname(__file__))
+    r = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and 'reported' in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
 
 def test_a_prompt_longer_than_the_cache_is_an_error():

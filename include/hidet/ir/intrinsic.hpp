@@ -23,6 +23,7 @@ namespace hidet::ir {
   /* barriers */                                                                                   \
   X(SyncThreads, "syncthreads") X(SyncWarp, "syncwarp")                                            \
   X(ThreadFence, "threadfence") /* __threadfence(): orders this thread's memory accesses GPU-wide */ \
+  X(ThreadFenceSystem, "threadfence_system") /* __threadfence_system(): also for the host */        \
   /* atomics: (address, value[, value]) -> old value */                                            \
   X(AtomicAdd, "atomic_add") X(AtomicMin, "atomic_min") X(AtomicMax, "atomic_max")                 \
   X(AtomicExch, "atomic_exchange") X(AtomicCas, "atomic_cas")                                      \

@@ -57,6 +57,9 @@ void syncwarp(unsigned mask = 0xffffffffu, HIDET_LOC_PARAM);
 /// __threadfence(): this thread's writes before it are seen by every thread of the GPU before
 /// its writes after it (publish data, then raise a flag or count with an atomic).
 inline void threadfence(HIDET_LOC_PARAM) { detail::emit_void_call(ir::Intrinsic::ThreadFence, {}, loc_); }
+/// __threadfence_system(): as threadfence(), for the host and other devices too (writes to mapped
+/// host memory that the host reads without synchronizing).
+inline void threadfence_system(HIDET_LOC_PARAM) { detail::emit_void_call(ir::Intrinsic::ThreadFenceSystem, {}, loc_); }
 
 namespace detail {
 /// An atomic read-modify-write of `dst` with `vals` (converted to dst's dtype).

@@ -13,7 +13,9 @@
 // compiled graph (Plan::check: a cache position a model computes inside the graph is checked
 // too), an index outside [-n, n) is a ValueError naming the operator, the argument, the value and
 // its position; on a GPU the check would need a synchronization, so there the kernels skip such
-// entries (nothing outside the output is written, no other element is overwritten).
+// entries (nothing outside the output is written, no other element is overwritten) and record the
+// first in the device's error record (runtime/device_errors.hpp), which the next launch, graph run
+// or synchronize() throws as a ValueError.
 #pragma once
 
 #include <cstdint>

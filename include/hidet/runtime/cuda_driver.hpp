@@ -37,6 +37,8 @@ namespace hidet::cuda {
   X(cuMemAlloc_v2)                                                                                 \
   X(cuMemFree_v2)                                                                                  \
   X(cuMemGetInfo_v2)                                                                               \
+  X(cuMemHostAlloc)                                                                                \
+  X(cuMemHostGetDevicePointer_v2)                                                                  \
   X(cuPointerGetAttribute)                                                                         \
   X(cuMemcpyHtoD_v2)                                                                               \
   X(cuMemcpyDtoH_v2)                                                                               \

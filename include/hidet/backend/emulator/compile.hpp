@@ -299,7 +299,8 @@ private:
     switch (c->op) {
     case I::SyncThreads: n = new BarrierE(); break;
     case I::SyncWarp: n = new NopE(); break;
-    case I::ThreadFence: n = new NopE(); break; // the emulated memory is sequentially consistent
+    case I::ThreadFence:
+    case I::ThreadFenceSystem: n = new NopE(); break; // the emulated memory is sequentially consistent
     case I::AtomicAdd: case I::AtomicMin: case I::AtomicMax: case I::AtomicExch: case I::AtomicCas: {
       need(c->op == I::AtomicCas ? 3 : 2);
       auto pt = c->args[0]->type.as<ir::PointerTypeNode>();

@@ -322,6 +322,8 @@ HIDET_INLINE std::string CudaEmitter::call(const ir::CallNode *c) {
     return "__syncthreads()";
   case I::ThreadFence:
     return "__threadfence()";
+  case I::ThreadFenceSystem:
+    return "__threadfence_system()";
   case I::SyncWarp:
     return "__syncwarp(" + (c->args.empty() ? "0xffffffffu" : expr(c->args[0])) + ")";
   case I::AtomicAdd:

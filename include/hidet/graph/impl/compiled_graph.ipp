@@ -15,6 +15,7 @@
 #include "hidet/graph/detail/tensor_key.hpp"
 #include "hidet/graph/model.hpp"
 #include "hidet/ops/cache.hpp"
+#include "hidet/runtime/device_errors.hpp"
 #include "hidet/runtime/distributed.hpp"
 
 namespace hidet::graph {
@@ -456,6 +457,7 @@ HIDET_INLINE std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor> &i
 }
 
 HIDET_INLINE std::vector<Tensor> CompiledGraph::run(const std::vector<Tensor> &inputs, const Stream &stream) const {
+  runtime::check_device_errors(); // what an earlier run's kernels found (an index out of range on a GPU)
   SymbolValues values = s_->graph.bind_symbols(inputs); // count, dtype, device and shape of each input
   if (values != s_->symbol_values) {
     auto str = [](const SymbolValues &v) {

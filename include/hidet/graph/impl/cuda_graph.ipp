@@ -7,6 +7,7 @@
 #include "hidet/graph/build.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/runtime/device.hpp"
+#include "hidet/runtime/device_errors.hpp"
 #include "hidet/runtime/stream.hpp"
 
 namespace hidet::graph {
@@ -118,6 +119,7 @@ HIDET_INLINE std::vector<Tensor> CudaGraph::run(const std::vector<Tensor> &input
 }
 
 HIDET_INLINE std::vector<Tensor> CudaGraph::run() {
+  runtime::check_device_errors(); // what an earlier replay's kernels found (an index out of range)
   if (s_->exec) {
     cuda::check(cuda::driver().cuGraphLaunch(s_->exec, current_stream().handle()), "cuda_graph: launching the graph");
     return s_->outputs;

@@ -3,6 +3,7 @@
 
 #include "hidet/ops/cache.hpp"
 
+#include "hidet/runtime/device_errors.hpp"
 #include "hidet/util/log.hpp"
 
 #include <algorithm>
@@ -110,6 +111,7 @@ HIDET_INLINE std::string task_signature(const Task &task) {
 }
 
 HIDET_INLINE std::vector<Tensor> launch_compiled(const CompiledTask &ct, const std::vector<Tensor> &inputs, Device dev) {
+  runtime::check_device_errors(); // what earlier kernels found (an index out of range on a GPU)
   Device run_dev = dev.is_cpu() ? Device::cuda() : dev;
   std::vector<Tensor> bufs(ct.plan.buffers.size());
   std::vector<Tensor> outputs(ct.output_shapes.size());

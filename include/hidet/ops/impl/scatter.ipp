@@ -9,6 +9,8 @@
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/create.hpp"
 #include "hidet/ops/schedule_common.hpp"
+#include "hidet/runtime/device_errors.hpp"
+#include "hidet/util/env.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 
@@ -80,11 +82,63 @@ HIDET_INLINE bool extent_at_most(const Dim &a, const Dim &b) {
   return a == b || a == 1 || (a.is_constant() && b.is_constant() && a.value() <= b.value());
 }
 
-/// Emits the update of work item g: the kernel's params are the inputs (x first) and then y.
-using UpdateBody = std::function<void(const std::vector<ir::Var> &params, const lang::Var &g)>;
+/// Emits the update of work item g: the kernel's params are the inputs (x first) and then y;
+/// `errors` is the device's error record (runtime/device_errors.hpp) for report_bad_indices.
+using UpdateBody = std::function<void(const std::vector<ir::Var> &params, const lang::Var &g, const ir::Var &errors)>;
+
+/// The record the update kernels of x report a bad index into: the device's for x on a cuda device
+/// (the host reads it at its next call); for x on the cpu, whose indices are always checked on the
+/// host before the kernels run, a scratch one.
+HIDET_INLINE Tensor error_record_for(const Tensor &x) {
+  if (x.device().is_cuda()) return runtime::device_error_record(x.device());
+  return ops::full(Shape{runtime::kDeviceErrorFields}, 0, dtypes::i64, x.device());
+}
+
+/// Whether run_plan checks the indices in host memory before the kernels run (the default); off
+/// ($HIDET_HOST_INDEX_CHECKS=0), only the kernels' report through the device's error record
+/// remains, as on a GPU: the emulator tests that path so.
+HIDET_INLINE bool host_index_checks() {
+  static const bool on = util::env_bool("HIDET_HOST_INDEX_CHECKS", true);
+  return on;
+}
+
+/// One index a kernel wraps: its value as read (i64), the extent of its axis and what names it
+/// ("index_put: indices[1]").
+struct KernelIndex {
+  lang::Var raw;
+  std::int64_t extent;
+  std::string what;
+};
+
+/// Emits, for a work item whose indices are not all in range, the record of the first bad one in
+/// the device's error record (plain stores, the state last after a system-wide fence: the host
+/// reads it without synchronizing). Several bad items may each store; one of them is reported.
+HIDET_INLINE void report_bad_indices(const ir::Var &errors, const std::vector<KernelIndex> &indices) {
+  using namespace hidet::lang;
+  auto i64 = [](std::int64_t v) { return Expr(ir::ConstantNode::make_int(dtypes::i64, v)); };
+  auto field = [&](int f) { return lang::Element(errors, {ir::ConstantNode::make_int(dtypes::i32, f)}, {}); };
+  auto report = [&](const KernelIndex &k) {
+    lang::Element code = field(runtime::kDeviceErrorCode), value = field(runtime::kDeviceErrorValue),
+                  extent = field(runtime::kDeviceErrorExtent), state = field(runtime::kDeviceErrorState);
+    code = i64(runtime::device_error_code(k.what));
+    value = k.raw;
+    extent = i64(k.extent);
+    threadfence_system();
+    state = i64(1);
+  };
+  std::function<void(std::size_t)> chain = [&](std::size_t m) {
+    const KernelIndex &k = indices[m];
+    Expr bad = k.raw < i64(-k.extent) || k.raw >= i64(k.extent);
+    if (m + 1 == indices.size())
+      if_(bad, [&] { report(k); });
+    else
+      if_(bad, [&] { report(k); }).else_([&] { chain(m + 1); });
+  };
+  chain(0);
+}
 
 /// The plan of an out-of-place update: y = x, then `body` for each g in [0, count) (no kernel for
-/// an empty x or no work).
+/// an empty x or no work). The last of `inputs` is the error record (error_record_for(x)).
 HIDET_INLINE Plan update_plan(const std::string &op, const std::vector<Tensor> &inputs,
                               const std::vector<std::string> &names, std::int64_t count,
                               const UpdateBody &body) {
@@ -124,7 +178,10 @@ HIDET_INLINE Plan update_plan(const std::string &op, const std::vector<Tensor> &
       attrs.cuda.grid_dim = blocks_for(count, 256);
       attrs.cuda.block_dim = 256;
       Var g = blockIdx.x * 256 + threadIdx.x;
-      if_(g < int(count), [&] { body(p, g); });
+      std::vector<ir::Var> params(p.begin(), p.end());
+      const ir::Var errors = params[params.size() - 2]; // the last input, before y
+      params.erase(params.end() - 2);
+      if_(g < int(count), [&] { body(params, g, errors); });
     });
     plan.steps.push_back({op + "_update", args, count});
   }
@@ -196,27 +253,29 @@ HIDET_INLINE Tensor scatter_unchecked(const Tensor &x, int ax, const Tensor &ind
   const std::int64_t n = x.shape()[std::size_t(ax)];
   const bool one_value = src.ndim() == 0 && index.ndim() != 0;
   const DataType dt = x.dtype();
+  const std::vector<Tensor> inputs{x, index, src, error_record_for(x)};
   return run_plan(
       key,
       [&] {
         Plan plan = update_plan(
-            "scatter", {x, index, src}, {"x", "index", "src"}, shape_numel(is),
-            [&](const std::vector<ir::Var> &p, const lang::Var &g) {
+            "scatter", inputs, {"x", "index", "src", "errors"}, shape_numel(is),
+            [&](const std::vector<ir::Var> &p, const lang::Var &g, const ir::Var &errors) {
               using namespace hidet::lang;
               const std::vector<ir::Expr> at = unravel(g.ir(), is);
               Expr ok;
-              Var k = wrap_index(lang::Element(p[1], at, {}), n, ok);
+              Var raw = cast(lang::Element(p[1], at, {}), dtypes::i64);
+              Var k = wrap_index(raw, n, ok);
               if_(ok, [&] {
                 std::vector<ir::Expr> to = at;
                 to[std::size_t(ax)] = cast(k, dtypes::i32).ir();
                 Var v = cast(lang::Element(p[2], one_value ? std::vector<ir::Expr>{} : at, {}), dt);
                 scatter_combine(reduce, lang::Element(p[3], to, {}), v);
-              });
+              }).else_([&] { report_bad_indices(errors, {{raw, n, "scatter: index"}}); });
             });
-        plan.check = index_range_check("scatter", {"index"}, {1}, {ax});
+        if (host_index_checks()) plan.check = index_range_check("scatter", {"index"}, {1}, {ax});
         return plan;
       },
-      {x, index, src})[0];
+      inputs)[0];
 }
 
 /// index_put with one bool index (a mask over axes first..first+m of x) and values that do not vary
@@ -309,15 +368,18 @@ HIDET_INLINE Tensor index_put_unchecked(const Tensor &x, const std::vector<int> 
   for (std::size_t m = 0; m < idx.size(); ++m)
     names.push_back(str_cat("index", m));
   names.push_back("values");
+  names.push_back("errors");
+  inputs.push_back(error_record_for(x));
   const DataType dt = x.dtype();
   return run_plan(
       key,
       [&] {
         Plan plan = update_plan(
             "index_put", inputs, names, shape_numel(r),
-            [&](const std::vector<ir::Var> &p, const lang::Var &g) {
+            [&](const std::vector<ir::Var> &p, const lang::Var &g, const ir::Var &errors) {
               using namespace hidet::lang;
               std::vector<ir::Expr> at = unravel(g.ir(), r), to(xs.size());
+              std::vector<KernelIndex> wrapped;
               Idx bi;
               for (std::size_t k = 0; k < r.size(); ++k) {
                 if (from[k] < 0)
@@ -330,8 +392,10 @@ HIDET_INLINE Tensor index_put_unchecked(const Tensor &x, const std::vector<int> 
                 std::vector<ir::Expr> ii;
                 for (auto &e : broadcast_index(idx[m].shape(), bi))
                   ii.push_back(e.ir());
-                Var k = wrap_index(lang::Element(p[1 + m], ii, {}), xs[std::size_t(axes[m])], ok);
+                Var raw = cast(lang::Element(p[1 + m], ii, {}), dtypes::i64);
+                Var k = wrap_index(raw, xs[std::size_t(axes[m])], ok);
                 to[std::size_t(axes[m])] = cast(k, dtypes::i32).ir();
+                wrapped.push_back({raw, xs[std::size_t(axes[m])], str_cat("index_put: indices[", axes[m], "]")});
               }
               Idx ri;
               for (auto &e : at)
@@ -343,13 +407,13 @@ HIDET_INLINE Tensor index_put_unchecked(const Tensor &x, const std::vector<int> 
                 Var v = cast(lang::Element(p[p.size() - 2], vi, {}), dt);
                 scatter_combine(accumulate ? ScatterReduce::Add : ScatterReduce::None,
                                 lang::Element(p.back(), to, {}), v);
-              });
+              }).else_([&] { report_bad_indices(errors, wrapped); });
             });
         std::vector<std::string> args;
         std::vector<std::size_t> at;
         for (std::size_t m = 0; m < axes.size(); ++m)
           args.push_back(str_cat("indices[", axes[m], "]")), at.push_back(1 + m);
-        plan.check = index_range_check("index_put", args, at, axes);
+        if (host_index_checks()) plan.check = index_range_check("index_put", args, at, axes);
         return plan;
       },
       inputs)[0];
@@ -368,21 +432,22 @@ HIDET_INLINE Tensor index_add_unchecked(const Tensor &x, int ax, const Tensor &i
   const std::int64_t n = x.shape()[std::size_t(ax)];
   const DataType dt = x.dtype(), cd = compute_dtype(dt);
   const bool scalar_index = index.ndim() == 0;
+  const std::vector<Tensor> inputs{x, index, src, error_record_for(x)};
   return run_plan(
       key,
       [&] {
         Plan plan = update_plan(
-            "index_add", {x, index, src}, {"x", "index", "src"}, shape_numel(ss),
-            [&](const std::vector<ir::Var> &p, const lang::Var &g) {
+            "index_add", inputs, {"x", "index", "src", "errors"}, shape_numel(ss),
+            [&](const std::vector<ir::Var> &p, const lang::Var &g, const ir::Var &errors) {
               using namespace hidet::lang;
               const std::vector<ir::Expr> at = unravel(g.ir(), ss);
               Expr ok;
-              Var k = wrap_index(lang::Element(p[1],
-                                               scalar_index
-                                                   ? std::vector<ir::Expr>{}
-                                                   : std::vector<ir::Expr>{at[std::size_t(ax)]},
-                                               {}),
-                                 n, ok);
+              Var raw = cast(lang::Element(p[1],
+                                           scalar_index ? std::vector<ir::Expr>{}
+                                                        : std::vector<ir::Expr>{at[std::size_t(ax)]},
+                                           {}),
+                             dtypes::i64);
+              Var k = wrap_index(raw, n, ok);
               if_(ok, [&] {
                 std::vector<ir::Expr> to = at;
                 to[std::size_t(ax)] = cast(k, dtypes::i32).ir();
@@ -392,12 +457,12 @@ HIDET_INLINE Tensor index_add_unchecked(const Tensor &x, int ax, const Tensor &i
                                              : ir::ConstantNode::make_int(cd, std::int64_t(alpha)));
                 Var vv = cast(v, dt);
                 atomic_add(lang::Element(p[3], to, {}), vv);
-              });
+              }).else_([&] { report_bad_indices(errors, {{raw, n, "index_add: index"}}); });
             });
-        plan.check = index_range_check("index_add", {"index"}, {1}, {ax});
+        if (host_index_checks()) plan.check = index_range_check("index_add", {"index"}, {1}, {ax});
         return plan;
       },
-      {x, index, src})[0];
+      inputs)[0];
 }
 
 } // namespace hidet::ops::detail

@@ -4,6 +4,7 @@
 #include "hidet/runtime/stream.hpp"
 
 #include "hidet/runtime/cuda_driver.hpp"
+#include "hidet/runtime/device_errors.hpp"
 
 namespace hidet {
 
@@ -42,10 +43,11 @@ HIDET_INLINE Stream Stream::from_handle(void *handle, Device device) {
 }
 
 HIDET_INLINE void Stream::synchronize() const {
-  if (device_.is_cpu() || cuda_emulated()) return;
-  ensure_context(device_.index);
-  cuda::check(cuda::driver().cuStreamSynchronize(handle_),
-              str_cat("synchronizing a stream of ", device_));
+  if (!device_.is_cpu() && !cuda_emulated()) {
+    ensure_context(device_.index);
+    cuda::check(cuda::driver().cuStreamSynchronize(handle_), str_cat("synchronizing a stream of ", device_));
+  }
+  runtime::check_device_errors(); // what the kernels before the synchronization found
 }
 
 namespace runtime::detail {
@@ -69,9 +71,11 @@ HIDET_INLINE CUstream stream_for(Device device) {
 }
 
 HIDET_INLINE void synchronize(int index) {
-  if (cuda_emulated()) return;
-  ensure_context(index);
-  cuda::check(cuda::driver().cuCtxSynchronize(), str_cat("synchronizing cuda:", index));
+  if (!cuda_emulated()) {
+    ensure_context(index);
+    cuda::check(cuda::driver().cuCtxSynchronize(), str_cat("synchronizing cuda:", index));
+  }
+  runtime::check_device_errors();
 }
 
 HIDET_INLINE Event::~Event() {
