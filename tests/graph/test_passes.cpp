@@ -538,8 +538,8 @@ TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an e
   };
   CHECK(read(dir / "0_input.txt") == g.str() + "\n");
   CHECK(read(dir / "1_simplify_reshapes.txt") == g.str() + "\n"); // nothing to simplify
-  CHECK(read(dir / "10_fuse_operators.txt") == opt.str() + "\n");
-  CHECK(read(dir / "10_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(read(dir / "11_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "11_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
   std::filesystem::remove_all(dir);
   ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
   ctx.verbose = false;
@@ -1098,6 +1098,59 @@ TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, hea
   auto f2 = [&](const Tensor &x) { return std::vector<Tensor>{o::softmax(o::matmul(x, w1), -1), o::gelu(o::matmul(x, w2))}; };
   FlowGraph g2 = trace_from(f2(symbol_like(in)));
   CHECK(count_named(graph::merge_sibling_matmuls(g2), "Matmul") == 2);
+}
+
+TEST_CASE("merge_row_products: a decoding step's Q projection joins its K and V (grouped-query heads, one row)") {
+  for (DataType dt : {dtypes::f16, dtypes::f32}) {
+    CAPTURE(dt.name());
+    // One token of a grouped-query layer: 4 q heads and 2 kv heads of 32; and a product whose value
+    // takes an epilogue (a residual add): it stays alone.
+    const std::int64_t e = 128, d = 32, hq = 4, hkv = 2;
+    Tensor in = make({1, 1, e}, dt, -1, 1), res = make({1, 1, 3 * d}, dt);
+    Tensor wq = make({e, hq * d}, dt, -0.2, 0.2), wk = make({e, hkv * d}, dt, -0.2, 0.2),
+           wv = make({e, hkv * d}, dt, -0.2, 0.2), wr = make({e, 3 * d}, dt, -0.2, 0.2);
+    auto f = [&](const Tensor &x) {
+      Tensor q = o::permute(o::matmul(x, wq).reshape({1, 1, hq, d}), {0, 2, 1, 3});
+      Tensor k = o::permute(o::matmul(x, wk).reshape({1, 1, hkv, d}), {0, 2, 1, 3});
+      Tensor v = o::permute(o::matmul(x, wv).reshape({1, 1, hkv, d}), {0, 2, 1, 3});
+      Tensor att = o::scaled_dot_product_attention(q, k, v); // grouped heads: kv head h / 2
+      return std::vector<Tensor>{o::neg(att), o::matmul(x, wr) + res};
+    };
+    FlowGraph g = trace_from(f(symbol_like(in)));
+    FlowGraph merged = graph::merge_row_products(graph::merge_sibling_matmuls(g)); // optimize's order
+    INFO(merged.str());
+    CHECK(count_named(merged, "Matmul") == 2); // q, k and v; the residual's
+    CHECK(merged.str().find(str_cat("[", e, ", ", (hq + 2 * hkv) * d, "]")) != std::string::npos);
+    Tensor x = make({1, 1, e}, dt, -1, 1);
+    auto want = f(x);
+    auto got = merged.run({x});
+    expect_same(got[0], want[0], 4);
+    expect_same(got[1], want[1], 4);
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(count_named(opt, "FusedMatmul") + count_named(opt, "Matmul") == 2);
+    auto got2 = graph::CompiledGraph(opt).run({x});
+    expect_same(got2[0], want[0], 4);
+    expect_same(got2[1], want[1], 4);
+    // More than one row (a prompt, a batch): the products stay as they are.
+    Tensor in2 = make({2, 1, e}, dt, -1, 1);
+    auto f2 = [&](const Tensor &x2) { return std::vector<Tensor>{o::matmul(x2, wq), o::matmul(x2, wk)}; };
+    CHECK(count_named(graph::merge_row_products(trace_from(f2(symbol_like(in2)))), "Matmul") == 2);
+  }
+  // A member that would start off a 256-byte boundary stays alone: f32 widths 40 (160 bytes), 64.
+  Tensor in = make({1, 64}, dtypes::f32), w1 = make({64, 40}, dtypes::f32), w2 = make({64, 64}, dtypes::f32),
+         w3 = make({64, 8}, dtypes::f32);
+  auto f = [&](const Tensor &x) {
+    return std::vector<Tensor>{o::softmax(o::matmul(x, w2), -1), o::softmax(o::matmul(x, w1), -1), o::sum(o::matmul(x, w3), {1})};
+  };
+  FlowGraph g = trace_from(f(symbol_like(in)));
+  FlowGraph merged = graph::merge_row_products(g);
+  INFO(merged.str());
+  CHECK(count_named(merged, "Matmul") == 2); // w2 with w1 ([64, 104]); w3 would start at 416 bytes
+  Tensor x = make({1, 64}, dtypes::f32);
+  auto want = f(x);
+  auto got = merged.run({x});
+  for (std::size_t i = 0; i < 3; ++i) expect_same(got[i], want[i]);
 }
 
 TEST_CASE("lift_sibling_slices: a fused QKV projection split into heads (GPT-2) is read once, heads split in its epilogue") {

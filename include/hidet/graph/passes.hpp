@@ -135,6 +135,13 @@ FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
 /// group axis; each sibling's value is then a view (Narrow, Reshape) of the result, no copy.
 /// fuse_epilogues later takes the bias and the layout changes into the product's kernel.
 FlowGraph merge_sibling_matmuls(const FlowGraph &graph);
+/// One-row products merged whatever their widths: products of one input of a single row (a
+/// decoding step at batch 1) by constant [K, N_i] weights of its dtype become one product by the
+/// weights side by side, each member's value a view of its columns (contiguous in a single row):
+/// grouped-query attention's Q projection joins its K and V (one kernel reads all three weights).
+/// Members start on 256-byte boundaries; a product whose value would take an epilogue
+/// (fuse_epilogues: a bias, an activation, a residual add) stays alone.
+FlowGraph merge_row_products(const FlowGraph &graph);
 /// Sibling slices lifted: equal slices of one tensor along its last axis that cover it (a fused
 /// QKV projection split into Q, K and V, as GPT-2 does), each going through the same Reshapes
 /// and Permutes (splitting heads), become one Reshape and Permute of the whole tensor with a

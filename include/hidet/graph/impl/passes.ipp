@@ -188,6 +188,7 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
                              {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
                              {"fold_conv_batch_norm", &fold_conv_batch_norm},
                              {"merge_sibling_matmuls", &merge_sibling_matmuls},
+                             {"merge_row_products", &merge_row_products},
                              {"lift_sibling_slices", &lift_sibling_slices},
                              {"slices_as_views", &slices_as_views}};
   detail::add_final_passes(passes, ctx, true, true);

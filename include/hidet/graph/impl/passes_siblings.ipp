@@ -1,5 +1,5 @@
 // Definitions for the passes of hidet/graph/passes.hpp over sibling products and slices:
-// merge_sibling_matmuls, lift_sibling_slices and slices_as_views.
+// merge_sibling_matmuls, merge_row_products, lift_sibling_slices and slices_as_views.
 #pragma once
 
 #include "hidet/graph/passes.hpp"
@@ -229,6 +229,92 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
     if (auto it = replaced.find({op.get(), 0}); it != replaced.end())
       return outs_of[it->second.first][it->second.second];
     return NodeRewrite::removed();
+  });
+}
+
+namespace detail {
+/// True when the value of product `op` (through Reshapes) is read once by an injective task that
+/// fuse_epilogues would take into the product's kernel (a bias, an activation, a residual add).
+inline bool takes_epilogue(const Operator &op, const Readers &readers) {
+  const TensorMeta &meta = op.output_metas()[0];
+  ops::Epilogue e = ops::Epilogue::identity(constant_shape(meta.shape), meta.dtype);
+  TensorKey cur{&op, 0};
+  while (auto c = readers.single(cur)) {
+    if (c->num_outputs() != 1 || !is_constant_shape(c->output_metas()[0].shape)) return false;
+    if (ops::kind_of(*c) == ops::OpKind::Reshape && c->inputs().size() == 1) {
+      e = e.reshape(constant_shape(c->output_metas()[0].shape));
+      cur = {c.get(), 0};
+      continue;
+    }
+    auto task_op = std::dynamic_pointer_cast<const ops::TaskOperator>(c);
+    if (!task_op || task_op->task().inputs.size() != c->inputs().size()) return false;
+    std::size_t j = 0;
+    while (j < c->inputs().size() && key_of(c->inputs()[j]) != cur)
+      ++j;
+    return e.then(task_op->task(), j, task_op->key(), task_op->name()).has_value();
+  }
+  return false;
+}
+} // namespace detail
+
+HIDET_INLINE FlowGraph merge_row_products(const FlowGraph &graph) {
+  using namespace detail;
+  const Readers readers(graph);
+  // Candidates: one-row products of one input by constant [K, N] weights of its dtype, whose
+  // value takes no epilogue; per input, in graph order.
+  std::map<TensorKey, std::vector<OpPtr>> by_input;
+  std::vector<TensorKey> order;
+  for (const auto &op : graph.nodes()) {
+    if (ops::kind_of(*op) != ops::OpKind::Matmul || op->inputs().size() != 2 || op->num_outputs() != 1) continue;
+    const Tensor &a = op->inputs()[0], &b = op->inputs()[1];
+    if (!a.is_symbolic() || b.is_symbolic() || b.ndim() != 2 || a.dtype() != b.dtype() || a.ndim() < 1) continue;
+    if (!is_constant_shape(a.sym_shape()) || !is_constant_shape(op->output_metas()[0].shape)) continue;
+    const auto as = constant_shape(a.sym_shape());
+    if (ops::shape_numel(as) != as.back() || readers.is_output({op.get(), 0})) continue; // one row
+    if (takes_epilogue(*op, readers)) continue;
+    auto &v = by_input[key_of(a)];
+    if (v.empty()) order.push_back(key_of(a));
+    v.push_back(op);
+  }
+  // Groups of two or more whose members start on 256-byte boundaries of the merged row (the
+  // allocator's alignment, which the kernels reading a member's view may assume).
+  std::vector<std::vector<OpPtr>> groups;
+  std::map<const Operator *, std::pair<std::size_t, std::size_t>> member; // -> (group, index)
+  for (const auto &key : order) {
+    std::vector<OpPtr> g;
+    std::int64_t offset = 0;
+    for (const auto &op : by_input[key]) {
+      const Tensor &b = op->inputs()[1];
+      if (offset * std::int64_t(b.dtype().nbytes()) % 256 != 0) continue;
+      g.push_back(op);
+      offset += b.shape()[1];
+    }
+    if (g.size() < 2) continue;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      member[g[i].get()] = {groups.size(), i};
+    groups.push_back(std::move(g));
+  }
+  if (groups.empty()) return graph;
+  std::vector<std::vector<Tensor>> outs(groups.size());
+  return rewrite_nodes(graph, [&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+    auto it = member.find(op.get());
+    if (it == member.end()) return std::nullopt;
+    auto &out = outs[it->second.first];
+    if (out.empty()) { // the group's first member: the product by the weights side by side
+      const auto &g = groups[it->second.first];
+      std::vector<Tensor> weights;
+      for (const auto &m : g)
+        weights.push_back(m->inputs()[1]);
+      Tensor y = ops::matmul(rw.map(g[0]->inputs()[0]), ops::concat(weights, 1)); // concat: runs now
+      Tensor flat = y.reshape({y.sym_shape().back().value()});
+      std::int64_t offset = 0;
+      for (const auto &m : g) {
+        const std::int64_t n = m->inputs()[1].shape()[1];
+        out.push_back(flat.narrow(offset, n).reshape(constant_shape(m->output_metas()[0].shape)));
+        offset += n;
+      }
+    }
+    return out[it->second.second];
   });
 }
 
