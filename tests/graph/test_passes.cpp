@@ -565,6 +565,29 @@ TEST_CASE("simplify_reshapes: chains collapse, identities vanish") {
   expect_same(opt.run({a})[1], want[1]);
 }
 
+TEST_CASE("simplify_reshapes: adding zeros, multiplying by ones (a cache position past + arange(1)) are views") {
+  // A decoding step's cache position: the 0-d length plus arange(1) = [0], read by an index_put.
+  Tensor len0 = asarray<std::int64_t>({5}).reshape(o::Shape{}), c0 = make({8, 4}, dtypes::f32), k0 = make({1, 4}, dtypes::f32);
+  Tensor len = symbol_like(len0, "len"), cache = symbol_like(c0, "cache"), key = symbol_like(k0, "k");
+  Tensor pos = o::arange(0, 1, 1, dtypes::i64) + len; // [1]
+  Tensor y = o::index_put(cache, {pos}, key);
+  Tensor x0 = make({3, 4}, dtypes::f32), x = symbol_like(x0, "x");
+  Tensor ones = o::full(o::Shape{4}, 1, dtypes::f32, x.device()), zeros = o::full(o::Shape{3, 4}, 0, dtypes::f32, x.device());
+  Tensor a = o::relu((x - zeros) * ones / ones);               // x itself
+  Tensor kept = o::relu(zeros - x) + o::relu(x + o::full(o::Shape{2, 3, 4}, 0, dtypes::f32, x.device())); // 0 - x; a broadcast
+  Tensor returned = x + zeros;                                 // an input returned: stays an Add
+  FlowGraph g = trace_from({o::sum(y, {1}), a, kept, returned}, {len, cache, key, x});
+  FlowGraph s = graph::simplify_reshapes(g);
+  INFO(s.str());
+  CHECK(count_named(g, "Add") + count_named(g, "Sub") + count_named(g, "Mul") + count_named(g, "Div") == 8);
+  CHECK(count_named(s, "Mul") == 0);
+  CHECK(count_named(s, "Div") == 0);
+  CHECK(count_named(s, "Sub") == 1); // 0 - x
+  CHECK(count_named(s, "Add") == 3); // the broadcast, the sum of the two relus, the returned input
+  auto got = s.run({len0, c0, k0, x0}), want = g.run({len0, c0, k0, x0});
+  for (std::size_t i = 0; i < 4; ++i) expect_same(got[i], want[i]);
+}
+
 TEST_CASE("fold_conv_batch_norm: Conv2d + BatchNorm become one Conv2d with folded constants") {
   for (bool conv_bias : {false, true}) {
     CAPTURE(conv_bias);

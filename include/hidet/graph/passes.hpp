@@ -100,7 +100,10 @@ struct PassContext {
 void verify(const FlowGraph &graph);
 
 /// Reshape simplification: a Reshape of a Reshape reads the first one's input, and a Reshape to
-/// its input's own shape is dropped (its readers read the input).
+/// its input's own shape is dropped (its readers read the input). Arithmetic that leaves its
+/// operand as it is (x + 0, x - 0, x * 1, x / 1 with a small constant of zeros or ones, the
+/// result of x's dtype and element count: a decoding step's cache position past + arange(1))
+/// becomes x, reshaped to the result's shape (a view: no kernel).
 FlowGraph simplify_reshapes(const FlowGraph &graph);
 
 /// Attention written out (Matmul(q, Permute(k)) [* or / a scalar] [+ mask] -> Softmax(last axis)

@@ -21,9 +21,40 @@
 
 namespace hidet::graph {
 
+namespace detail {
+/// For x + 0, 0 + x, x - 0, x * 1, 1 * x and x / 1 with a small constant of zeros or ones (a
+/// decoding step's cache position, past + arange(1)) whose result has x's dtype and element count:
+/// x (its reshape to the result's shape); else an undefined tensor. A graph input stays an
+/// operation when the result is a graph output or update (it would alias the input).
+inline Tensor identity_operand(const Operator &op, GraphRewriter &rw, const Readers &readers) {
+  const ops::OpKind kind = ops::kind_of(op);
+  const bool add = kind == ops::OpKind::Add, sub = kind == ops::OpKind::Sub, mul = kind == ops::OpKind::Mul,
+             div = kind == ops::OpKind::Div;
+  if (!(add || sub || mul || div) || op.inputs().size() != 2 || op.num_outputs() != 1) return {};
+  const TensorMeta &out = op.output_metas()[0];
+  for (std::size_t c = 0; c < 2; ++c) {
+    if ((sub || div) && c == 0) continue; // 0 - x, 1 / x are not x
+    const Tensor &k = op.inputs()[c], &x = op.inputs()[1 - c];
+    if (k.is_symbolic() || !x.is_symbolic() || k.numel() > 4096 || x.dtype() != out.dtype) continue;
+    if (sym_numel(x.sym_shape()) != sym_numel(out.shape)) continue; // x broadcast to a larger shape
+    const double want = add || sub ? 0.0 : 1.0;
+    bool identity = true;
+    for (double v : k.to_double_vector()) identity = identity && v == want;
+    if (!identity) continue;
+    if (!x.trace() && readers.is_output({&op, 0})) return {};
+    Tensor y = rw.map(x);
+    if (y.sym_shape() == out.shape) return y;
+    return is_constant_shape(out.shape) ? y.reshape(constant_shape(out.shape)) : Tensor{};
+  }
+  return {};
+}
+} // namespace detail
+
 HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
   using namespace detail;
-  return rewrite_nodes(graph, [](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+  const Readers readers(graph);
+  return rewrite_nodes(graph, [&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+    if (Tensor y = identity_operand(*op, rw, readers); y.defined()) return y;
     if (ops::kind_of(*op) != ops::OpKind::Reshape || op->inputs().size() != 1 ||
         op->num_outputs() != 1)
       return std::nullopt;
