@@ -152,6 +152,20 @@ TEST_CASE("a saved graph that updates a cache: in place, and by a copy") {
     Tensor p = asarray<std::int64_t>({9, 3}), k = make({2, 6}, dtypes::f32);
     replay.run({c, p, k});
     expect_same(c, o::index_put(want, {p}, k));
+    want = o::index_put(want, {p}, k);
+    // A position past the cache: the loaded kernels skip it and report it through the loading
+    // process's error record (runtime/device_errors.hpp), raised by the next call.
+    Tensor bad = asarray<std::int64_t>({4, 21});
+    try {
+      loaded.run({c, bad, k});
+      hidet::synchronize();
+      FAIL("expected the kernels' report of index 21");
+    } catch (const ValueError &e) {
+      CHECK(std::string(e.what()).find("index 21 is out of range for an axis of size 21") != std::string::npos);
+    }
+    CHECK_NOTHROW(hidet::synchronize());
+    Tensor row4 = o::slice(k, {0}, {0}, {1});
+    expect_same(c, o::index_put(want, {asarray<std::int64_t>({4})}, row4)); // row 4 written, 21 skipped
   }
 }
 

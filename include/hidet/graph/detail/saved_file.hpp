@@ -70,8 +70,9 @@ struct SavedCommand {
 struct SavedRegion {
   /// data: read-only bytes shared by every run (weights, constants); state: memory an operator
   /// keeps between launches (split-k counters, padding buffers), saved with its bytes, of which
-  /// each workspace of a loaded model gets its own copy (runs in parallel must not share it).
-  enum class Kind : std::uint8_t { input, scratch, data, state } kind = Kind::scratch;
+  /// each workspace of a loaded model gets its own copy (runs in parallel must not share it);
+  /// errors: the device's error record (runtime/device_errors.hpp), the loading process's own.
+  enum class Kind : std::uint8_t { input, scratch, data, state, errors } kind = Kind::scratch;
   std::uint64_t index = 0; ///< input: the model input; data, state: the blob
   std::uint64_t nbytes = 0;
 };

@@ -111,6 +111,16 @@ public:
     for (auto it = spans_.rbegin(); it != spans_.rend(); ++it)
       if (a >= it->base && (a < it->base + it->size || (it->size == 0 && a == it->base)))
         return {it->region, a - it->base};
+    // The device's error record (a constant of index_put and scatter nodes): the loading process
+    // binds its own.
+    {
+      Tensor rec = runtime::device_error_record(device_.is_cpu() ? Device::cuda() : device_);
+      auto b = reinterpret_cast<std::uintptr_t>(rec.data_ptr());
+      if (a >= b && a < b + rec.nbytes()) {
+        std::uint32_t id = add_region(rec.data_ptr(), rec.nbytes(), {SavedRegion::Kind::errors, 0, rec.nbytes()});
+        return {id, a - b};
+      }
+    }
     // Read-only data: a constant of the graph, or a block an operator keeps between runs.
     const void *base = nullptr;
     std::size_t nbytes = 0;

@@ -21,6 +21,7 @@
 #include "hidet/graph/detail/saved_file.hpp"
 #include "hidet/ir/serialize.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
+#include "hidet/runtime/device_errors.hpp"
 #include "hidet/runtime/detail/kernel_info.hpp"
 #include "hidet/runtime/tensor_map.hpp"
 #include "hidet/util/env.hpp"
@@ -181,7 +182,7 @@ HIDET_INLINE SavedFile decode_payload(std::string_view payload, const std::strin
     auto nregions = r.count(17);
     for (std::uint64_t i = 0; i < nregions; ++i) {
       SavedRegion g;
-      g.kind = r.enumerator(SavedRegion::Kind::state, "region kind");
+      g.kind = r.enumerator(SavedRegion::Kind::errors, "region kind");
       g.index = r.pod<std::uint64_t>();
       g.nbytes = r.pod<std::uint64_t>();
       if (g.kind == SavedRegion::Kind::input && g.index >= f.inputs.size())
@@ -552,6 +553,9 @@ struct Model::State {
       case detail::SavedRegion::Kind::state:
         base[r] = static_cast<char *>(ws.state->ptr) + state_offset.at(g.index);
         break;
+      case detail::SavedRegion::Kind::errors: // where the kernels report bad indices
+        base[r] = static_cast<char *>(runtime::device_error_record(device).data_ptr());
+        break;
       }
     }
     return base;
@@ -594,6 +598,7 @@ struct Model::State {
   /// Runs program k on checked inputs into checked outputs (see the top of model.hpp).
   void run(std::size_t k, const std::vector<Tensor> &inputs, const std::vector<Tensor> &outputs,
            const Stream &stream) const {
+    runtime::check_device_errors(); // what an earlier run's kernels found (an index out of range)
     const auto &p = file.programs[k];
     const auto &l = layouts[k];
     CUstream cs = stream.handle();
