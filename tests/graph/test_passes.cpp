@@ -21,6 +21,12 @@ int count_named(const FlowGraph &g, const std::string &prefix) {
   for (const auto &op : g.nodes()) n += op->name().rfind(prefix, 0) == 0;
   return n;
 }
+
+/// Each of `got` against the same output of `want` (expect_same with `scale`).
+void expect_all_same(const std::vector<Tensor> &got, const std::vector<Tensor> &want, double scale = 1) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i], scale);
+}
 } // namespace
 
 TEST_CASE("an element-wise chain fuses into the reduction after it: one kernel") {
@@ -584,8 +590,7 @@ TEST_CASE("simplify_reshapes: adding zeros, multiplying by ones (a cache positio
   CHECK(count_named(s, "Div") == 0);
   CHECK(count_named(s, "Sub") == 1); // 0 - x
   CHECK(count_named(s, "Add") == 3); // the broadcast, the sum of the two relus, the returned input
-  auto got = s.run({len0, c0, k0, x0}), want = g.run({len0, c0, k0, x0});
-  for (std::size_t i = 0; i < 4; ++i) expect_same(got[i], want[i]);
+  expect_all_same(s.run({len0, c0, k0, x0}), g.run({len0, c0, k0, x0}));
 }
 
 TEST_CASE("fold_conv_batch_norm: Conv2d + BatchNorm become one Conv2d with folded constants") {
@@ -1146,15 +1151,11 @@ TEST_CASE("merge_row_products: a decoding step's Q projection joins its K and V 
     CHECK(merged.str().find(str_cat("[", e, ", ", (hq + 2 * hkv) * d, "]")) != std::string::npos);
     Tensor x = make({1, 1, e}, dt, -1, 1);
     auto want = f(x);
-    auto got = merged.run({x});
-    expect_same(got[0], want[0], 4);
-    expect_same(got[1], want[1], 4);
+    expect_all_same(merged.run({x}), want, 4);
     FlowGraph opt = graph::optimize(g);
     INFO(opt.str());
     CHECK(count_named(opt, "FusedMatmul") + count_named(opt, "Matmul") == 2);
-    auto got2 = graph::CompiledGraph(opt).run({x});
-    expect_same(got2[0], want[0], 4);
-    expect_same(got2[1], want[1], 4);
+    expect_all_same(graph::CompiledGraph(opt).run({x}), want, 4);
     // More than one row (a prompt, a batch): the products stay as they are.
     Tensor in2 = make({2, 1, e}, dt, -1, 1);
     auto f2 = [&](const Tensor &x2) { return std::vector<Tensor>{o::matmul(x2, wq), o::matmul(x2, wk)}; };
@@ -1171,9 +1172,7 @@ TEST_CASE("merge_row_products: a decoding step's Q projection joins its K and V 
   INFO(merged.str());
   CHECK(count_named(merged, "Matmul") == 2); // w2 with w1 ([64, 104]); w3 would start at 416 bytes
   Tensor x = make({1, 64}, dtypes::f32);
-  auto want = f(x);
-  auto got = merged.run({x});
-  for (std::size_t i = 0; i < 3; ++i) expect_same(got[i], want[i]);
+  expect_all_same(merged.run({x}), f(x));
 }
 
 TEST_CASE("lift_sibling_slices: a fused QKV projection split into heads (GPT-2) is read once, heads split in its epilogue") {
