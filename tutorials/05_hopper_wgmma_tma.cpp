@@ -47,11 +47,15 @@
 //
 // Usage: 05_hopper_wgmma_tma [m n k]   (default 333 444 555, then a few more shapes, and split-k
 // runs where k is cut into 4 slices whose f32 partial products a second kernel adds up)
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <hidet/backend/nvrtc.hpp> // CompiledModule::binary()
@@ -63,14 +67,50 @@
 using hidet::ops::templates::MatmulWgmma;
 using hidet::ops::templates::MatmulWgmmaConfig;
 
-static int run(int m, int n, int k, hidet::DataType dt, const MatmulWgmmaConfig &cfg) {
-  MatmulWgmma matmul(m, n, k, dt, cfg);
-  return check_half_matmul(m, n, k, dt, cfg.str(), [&](auto &a, auto &b, auto &c) {
-    // With split_fixup the kernel counts each tile's slices: run once into a scratch tensor
-    // first, so that c is right only if the counters were left ready for a second launch.
-    if (cfg.split_k > 1) matmul(a, b, hidet::empty(c.shape(), dt, "cuda"));
-    matmul(a, b, c);
-  });
+/// One product to check: its sizes, dtype and tiling.
+struct Case {
+  int m, n, k;
+  hidet::DataType dt;
+  MatmulWgmmaConfig cfg;
+};
+
+/// Builds every case's kernels (a warp-specialized kernel takes NVRTC seconds: one compile per
+/// thread), then checks the cases in order; returns the number that failed.
+static int run_all(const std::vector<Case> &cases) {
+  std::vector<std::unique_ptr<MatmulWgmma>> built(cases.size());
+  std::vector<std::string> errors(cases.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < cases.size();) {
+      try {
+        const Case &c = cases[i];
+        built[i] = std::make_unique<MatmulWgmma>(c.m, c.n, c.k, c.dt, c.cfg);
+      } catch (const std::exception &e) {
+        errors[i] = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) pool.emplace_back(work);
+  work();
+  for (auto &t : pool) t.join();
+  int fails = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    if (!built[i]) {
+      std::printf("FAILED to build %s: %s\n", c.cfg.str().c_str(), errors[i].c_str());
+      ++fails;
+      continue;
+    }
+    MatmulWgmma &matmul = *built[i];
+    fails += check_half_matmul(c.m, c.n, c.k, c.dt, c.cfg.str(), [&](auto &a, auto &b, auto &out) {
+      // With split_fixup the kernel counts each tile's slices: run once into a scratch tensor
+      // first, so that out is right only if the counters were left ready for a second launch.
+      if (c.cfg.split_k > 1) matmul(a, b, hidet::empty(out.shape(), c.dt, "cuda"));
+      matmul(a, b, out);
+    });
+  }
+  return fails;
 }
 
 int main(int argc, char **argv) {
@@ -153,19 +193,20 @@ int main(int argc, char **argv) {
     std::printf("SKIP: TMA and wgmma need a Hopper GPU (sm_90a); the emulator does not run them\n");
     return 77;
   }
-  int fails = run(m, n, k, hidet::f16, big) + run(m, n, k, hidet::bf16, big) + run(150, 140, 100, hidet::f16, little) +
-              run(256, 512, 128, hidet::bf16, big) + run(37, 41, 23, hidet::f16, little) +
-              run(96, 200, 1000, hidet::bf16, split) + run(70, 130, 333, hidet::f16, split) +
-              run(m, n, k, hidet::f16, pair) + run(1000, 520, 300, hidet::bf16, pair) + run(m, n, k, hidet::bf16, row) +
-              run(300, 1000, 200, hidet::f16, row) + run(96, 200, 1000, hidet::f16, quad) + run(333, 777, 555, hidet::bf16, quad) +
-              run(m, n, k, hidet::f16, three) + run(2048, 2304, 768, hidet::bf16, three) + run(m, n, k, hidet::bf16, tall) +
-              run(700, 300, 900, hidet::f16, tall) + run(515, 260, 130, hidet::bf16, three) +
-              run(704, 296, 900, hidet::bf16, tall) + run(264, 520, 200, hidet::f16, direct) +
-              run(2048, 768, 3072, hidet::f16, little) + run(128, 768, 3072, hidet::bf16, split_fixup) +
-              run(96, 200, 1000, hidet::f16, split_fixup) + run(333, 777, 555, hidet::f16, split_fixup) +
-              run(2048, 2304, 768, hidet::f16, ping) + run(4095, 1000, 333, hidet::bf16, ping) +
-              run(2100, 3000, 500, hidet::f16, ping_tall) + run(m, n, k, hidet::bf16, ping_tall) +
-              run(1000, 2000, 100, hidet::f16, ping3) + run(2047, 1031, 1029, hidet::bf16, ping3);
+  const auto f16 = hidet::f16, bf16 = hidet::bf16;
+  int fails = run_all({{m, n, k, f16, big}, {m, n, k, bf16, big}, {150, 140, 100, f16, little},
+                       {256, 512, 128, bf16, big}, {37, 41, 23, f16, little},
+                       {96, 200, 1000, bf16, split}, {70, 130, 333, f16, split},
+                       {m, n, k, f16, pair}, {1000, 520, 300, bf16, pair}, {m, n, k, bf16, row},
+                       {300, 1000, 200, f16, row}, {96, 200, 1000, f16, quad}, {333, 777, 555, bf16, quad},
+                       {m, n, k, f16, three}, {2048, 2304, 768, bf16, three}, {m, n, k, bf16, tall},
+                       {700, 300, 900, f16, tall}, {515, 260, 130, bf16, three},
+                       {704, 296, 900, bf16, tall}, {264, 520, 200, f16, direct},
+                       {2048, 768, 3072, f16, little}, {128, 768, 3072, bf16, split_fixup},
+                       {96, 200, 1000, f16, split_fixup}, {333, 777, 555, f16, split_fixup},
+                       {2048, 2304, 768, f16, ping}, {4095, 1000, 333, bf16, ping},
+                       {2100, 3000, 500, f16, ping_tall}, {m, n, k, bf16, ping_tall},
+                       {1000, 2000, 100, f16, ping3}, {2047, 1031, 1029, bf16, ping3}});
   std::printf(fails ? "FAILED\n" : "OK\n");
   return fails ? 1 : 0;
 }
