@@ -22,6 +22,7 @@ struct DeviceErrorRecords {
   std::mutex mu;
   std::array<std::atomic<std::int64_t *>, kMaxDevices> records{}; ///< host addresses, null until made
   std::array<Tensor, kMaxDevices> tensors;
+  std::atomic<int> devices{0}; ///< one past the highest device index with a record: what checks scan
   std::map<std::int64_t, std::string> what; ///< device_error_code's registry
 };
 HIDET_INLINE DeviceErrorRecords &device_error_records() {
@@ -62,6 +63,7 @@ HIDET_INLINE Tensor device_error_record(const Device &device) {
   }
   t = Tensor(external_storage(dev_ptr, nbytes, device, emulated, nullptr), {kDeviceErrorFields}, dtypes::i64);
   r.records[std::size_t(device.index)].store(host);
+  if (r.devices.load() < device.index + 1) r.devices.store(device.index + 1); // under r.mu
   return t;
 }
 
@@ -77,7 +79,7 @@ HIDET_INLINE std::int64_t device_error_code(const std::string &what) {
 
 HIDET_INLINE void check_device_errors() {
   auto &r = detail::device_error_records();
-  for (int i = 0; i < detail::DeviceErrorRecords::kMaxDevices; ++i) {
+  for (int i = 0, n = r.devices.load(std::memory_order_acquire); i < n; ++i) { // every launch calls this: short
     std::int64_t *rec = r.records[std::size_t(i)].load(std::memory_order_acquire);
     if (!rec) continue;
     volatile std::int64_t *v = rec;
