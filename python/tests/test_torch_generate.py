@@ -230,7 +230,8 @@ def test_a_prompt_longer_than_the_cache_is_an_error():
     ids = torch.randint(1, VOCAB, (1, 6))
     compile_forward(model)
     cache = transformers.StaticCache(config=model.config, max_cache_len=4)
-    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match='out of range for axis 2 of x of size 4'):
+    # Raised by the first run: the runs on scratch inputs while the graph compiles report nothing.
+    with pytest.raises(ValueError, match='out of range for axis 2 of x of size 4'):
         with torch.no_grad():
             model.generate(ids, max_new_tokens=2, do_sample=False, past_key_values=cache)
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "hidet/graph.hpp"
 
@@ -506,4 +507,41 @@ TEST_CASE(
   // A run that finds nothing wrong after the error: the record was cleared.
   cg.run({c, asarray<std::int64_t>({0}), k});
   hidet::synchronize();
+}
+
+TEST_CASE("index ranges found by the runs on scratch inputs that compile or capture a graph are not errors") {
+  // A decoder's step: rows pos + 5 and pos + 6 of a cache of 6, then pos <- pos + 2 in place. The
+  // compiled graph runs on scratch inputs while it is built (pos = 0: rows 5 and 6; then pos = 2,
+  // as the first run left it: rows 7 and 8), and a CUDA graph once more before it captures: those
+  // rows mean nothing, the kernels skip them, and neither building nor any later call reports them.
+  Tensor c0 = make({6, 4}, dtypes::f32);
+  Tensor cache = symbol_like(c0, "cache"), pos = symbol({1}, dtypes::i64, Device::cuda(), "pos"),
+         key = symbol({2, 4}, dtypes::f32, Device::cuda(), "k");
+  Tensor at = pos + o::arange(5, 7, 1, dtypes::i64);
+  Tensor y = o::index_put(cache, {at}, key);
+  FlowGraph g({o::sum(y, {1})}, {cache, pos, key}, {{cache, y}, {pos, pos + 2}});
+  std::optional<graph::CompiledGraph> cg;
+  REQUIRE_NOTHROW(cg.emplace(g));
+  std::optional<graph::CudaGraph> replay;
+  REQUIRE_NOTHROW(replay.emplace(*cg));
+  hidet::synchronize(); // nothing recorded for the caller
+  // Real runs: pos -5, -3, -1 write rows 0-1, 2-3, 4-5, through the compiled graph and the replay.
+  Tensor c = c0.clone(), p = asarray<std::int64_t>({-5}), want = c0.clone();
+  for (int step = 0; step < 3; ++step) {
+    INFO("step " << step);
+    Tensor k = make({2, 4}, dtypes::f32);
+    want = o::index_put(want, {asarray<std::int64_t>({2 * step, 2 * step + 1})}, k);
+    if (step == 1)
+      replay->run({c, p, k});
+    else
+      cg->run({c, p, k});
+    hidet::synchronize();
+    expect_same(c, want);
+    CHECK(p.to_double_vector() == std::vector<double>{-3.0 + 2 * step});
+  }
+  // The next step (pos 1: rows 6 and 7) is the caller's error, reported as always.
+  Tensor k = make({2, 4}, dtypes::f32);
+  expect_range_error([&] { cg->run({c, p, k}); },
+                     {"index_put: indices[0] holds 6 at position (0,)", "axis 0 of x of size 6"},
+                     {"index_put: indices[0]: index ", " is out of range for an axis of size 6"}); // 6 or 7
 }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hidet/runtime/tensor.hpp"
 
@@ -38,8 +39,30 @@ Tensor device_error_record(const Device &device);
 std::int64_t device_error_code(const std::string &what);
 
 /// Throws ValueError for the first error any kernel recorded on any device since the last check,
-/// and clears it; does nothing when none was (one load from host memory per device used).
+/// and clears it; does nothing when none was (one load from host memory per device used), and
+/// nothing inside a ScratchRuns on this thread.
 void check_device_errors();
+
+/// Runs on made-up inputs (a compiled graph's runs while it is built, on scratch inputs whose
+/// indices, computed on the device, can be anything; a CUDA graph's warm-up run) find errors that
+/// stand for nothing the caller did. While a ScratchRuns lives, this thread's index checks on the
+/// host are off and check_device_errors() does nothing (the kernels still skip such elements, so
+/// nothing outside a tensor is written); when it ends it waits for the kernels on `devices` and
+/// clears their records. It raises what kernels found before it began, first. (A genuine error
+/// that another thread's kernels record on those devices meanwhile is cleared too.)
+class ScratchRuns {
+public:
+  explicit ScratchRuns(std::vector<Device> devices);
+  ~ScratchRuns();
+  ScratchRuns(const ScratchRuns &) = delete;
+  ScratchRuns &operator=(const ScratchRuns &) = delete;
+  /// Whether a ScratchRuns lives on this thread.
+  static bool active();
+
+private:
+  std::vector<Device> devices_;
+  bool saved_;
+};
 
 } // namespace hidet::runtime
 

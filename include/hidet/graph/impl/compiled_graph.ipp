@@ -3,6 +3,7 @@
 
 #include "hidet/graph/compiled_graph.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -128,6 +129,19 @@ inline std::vector<Tensor> scratch_inputs(const FlowGraph &graph, const SymbolVa
     xs.push_back(x.dtype().is_float() ? randn(s, x.dtype(), x.device()) : zeros(s, x.dtype(), x.device()));
   }
   return xs;
+}
+
+/// The cuda devices of the graph's inputs and outputs: where its runs on scratch inputs launch
+/// (runtime::ScratchRuns clears what those runs record there).
+inline std::vector<Device> graph_devices(const FlowGraph &graph) {
+  std::vector<Device> devices;
+  auto add = [&](const Tensor &t) {
+    if (t.device().is_cuda() && std::find(devices.begin(), devices.end(), t.device()) == devices.end())
+      devices.push_back(t.device());
+  };
+  for (const auto &x : graph.inputs()) add(x);
+  for (const auto &y : graph.outputs()) add(y);
+  return devices;
 }
 
 /// Runs `op` on `ins` as graph node k, naming the node in errors.
@@ -293,9 +307,12 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
     s_->update_values.push_back(std::move(r));
   }
 
-  // Build the kernels, run once (loads, operators' caches), then record a run.
+  // Build the kernels, run once (loads, operators' caches), then record a run. Both runs read
+  // scratch inputs (the first updates them in place: the second's indices may lie past a
+  // cache): what their kernels find out of range means nothing and is dropped.
   build(g, 0, s_->symbol_values);
   g.bind_symbols(scratch);
+  std::optional<runtime::ScratchRuns> scratch_runs(std::in_place, detail::graph_devices(g));
   {
     // The ranks' collectives are compared once, here (on a GPU too: runtime/distributed.hpp).
     distributed::CheckGuard check_collectives;
@@ -314,6 +331,7 @@ HIDET_INLINE CompiledGraph::CompiledGraph(FlowGraph graph, SymbolValues values)
     } restore{skip, saved};
     graph_outs = s_->run_nodes(scratch, State::Mode::record, &outs, &record);
   }
+  scratch_runs.reset(); // waits for the runs' kernels, drops their made-up errors
   // The workspace lives on the device of the first allocation; allocations elsewhere are kept
   // outside the plan.
   std::optional<Device> dev;

@@ -28,6 +28,7 @@
 #include "hidet/runtime/command_hook.hpp"
 #include "hidet/runtime/compiled_module.hpp"
 #include "hidet/runtime/detail/kernel_info.hpp"
+#include "hidet/runtime/device_errors.hpp"
 #include "hidet/runtime/tensor_map.hpp"
 
 #include "hidet/util/cold_begin.hpp"
@@ -300,6 +301,7 @@ inline SavedProgram GraphRecorder::record_run(const CompiledGraph &cg, FileBuild
     current_stream().synchronize();
     s.last_stream = current_stream();
     s.ran = true;
+    runtime::ScratchRuns scratch_run(graph_devices(g)); // scratch inputs: made-up indices, dropped errors
     CommandHookGuard hook(&rec);
     outs = s.run_nodes(scratch, CompiledGraph::State::Mode::serve, nullptr, nullptr, &rec);
   }

@@ -70,6 +70,7 @@ HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled, const std::vector<Tens
   bool capturable = s_->device.is_cuda() && !runtime::cuda_emulated();
   for (const auto &x : s_->inputs) capturable = capturable && x.device() == s_->device;
   if (!capturable) { // the emulator: static outputs of a plain run
+    runtime::ScratchRuns scratch_run(detail::graph_devices(g.graph())); // zeros for inputs not given
     s_->outputs = g.run(scratch);
     for (auto &o : s_->outputs) o = o.clone(); // not views of the scratch inputs
     return;
@@ -80,8 +81,12 @@ HIDET_INLINE CudaGraph::CudaGraph(CompiledGraph compiled, const std::vector<Tens
   const auto &drv = cuda::driver();
   Stream stream = Stream::create(s_->device, true); // non-blocking: see Stream::create
   StreamGuard guard(stream);
-  std::vector<Tensor> warm = g.run(scratch);
-  stream.synchronize();
+  {
+    // Zeros for inputs not given, copies of those updated: what this run finds means nothing.
+    runtime::ScratchRuns scratch_run({s_->device});
+    std::vector<Tensor> warm = g.run(scratch);
+    stream.synchronize();
+  }
   std::vector<Tensor> outs;
   {
     detail::KeepAllocations keep(&s_->keep);

@@ -77,7 +77,15 @@ HIDET_INLINE std::int64_t device_error_code(const std::string &what) {
   return code;
 }
 
+namespace detail {
+HIDET_INLINE bool &scratch_runs_flag() {
+  thread_local bool active = false;
+  return active;
+}
+} // namespace detail
+
 HIDET_INLINE void check_device_errors() {
+  if (detail::scratch_runs_flag()) return; // made-up inputs: cleared when the ScratchRuns ends
   auto &r = detail::device_error_records();
   for (int i = 0, n = r.devices.load(std::memory_order_acquire); i < n; ++i) { // every launch calls this: short
     std::int64_t *rec = r.records[std::size_t(i)].load(std::memory_order_acquire);
@@ -98,6 +106,38 @@ HIDET_INLINE void check_device_errors() {
                              "for it; indices count from -", extent, " to ", extent - 1, ")"));
   }
 }
+
+HIDET_INLINE ScratchRuns::ScratchRuns(std::vector<Device> devices)
+    : devices_(std::move(devices)), saved_(detail::scratch_runs_flag()) {
+  check_device_errors(); // the caller's own, found before (none inside an enclosing ScratchRuns)
+  detail::scratch_runs_flag() = true;
+}
+
+HIDET_INLINE ScratchRuns::~ScratchRuns() {
+  detail::scratch_runs_flag() = saved_;
+  auto &r = detail::device_error_records();
+  for (const Device &d : devices_) {
+    if (!d.is_cuda() || d.index < 0 || d.index >= r.devices.load(std::memory_order_acquire)) continue;
+    std::int64_t *rec = r.records[std::size_t(d.index)].load(std::memory_order_acquire);
+    if (!rec) continue;
+    if (!cuda_emulated()) { // the kernels may still run: wait for them (a failure here is CUDA's to report later)
+      const auto &drv = cuda::driver_table();
+      CUcontext saved_ctx = nullptr;
+      if (drv.usable && drv.cuCtxGetCurrent(&saved_ctx) == CUDA_SUCCESS) {
+        try {
+          ensure_context(d.index);
+          drv.cuCtxSynchronize();
+        } catch (const std::exception &) {
+        }
+        drv.cuCtxSetCurrent(saved_ctx);
+      }
+    }
+    volatile std::int64_t *v = rec;
+    for (int f = 0; f < kDeviceErrorFields; ++f) v[f] = 0;
+  }
+}
+
+HIDET_INLINE bool ScratchRuns::active() { return detail::scratch_runs_flag(); }
 
 } // namespace hidet::runtime
 
