@@ -1479,7 +1479,10 @@ def torch_roll(x, shifts, dims=None):
 def _full(shape, value, dtype, device):
     if any(is_symbolic_size(s) for s in shape):  # a scalar broadcast to the symbolic shape
         return ops.broadcast_to(hidet.full([1] * len(shape), float(value), dtype, device), shape)
-    return hidet.full(shape, float(value), dtype, device)
+    # A constant: filled by PyTorch where hidet's tensors live (hidet.full would build a kernel per
+    # shape while tracing: Swin-T's window masks, one per stage).
+    where = 'cpu' if hidet.cuda_emulated() else str(device)
+    return hidet.from_torch(torch.full([int(s) for s in shape], value, dtype=torch_dtype(dtype), device=where))
 
 
 def _like(x, value, dtype=None):
@@ -1541,14 +1544,14 @@ def torch_multi_head_attention(query, key, value, embed_dim_to_check, num_heads,
     L, N, E = query.shape  # sequence first
     S = key.shape[0]
     D = E // num_heads
-    if use_separate_proj_weight:
-        ws = [q_proj_weight, k_proj_weight, v_proj_weight]
-    else:
-        ws = ops.split(in_proj_weight, [E, E, E], 0)
-    bs = ops.split(in_proj_bias, [E, E, E], 0) if in_proj_bias is not None else [None] * 3
     if query is key and key is value and not use_separate_proj_weight:  # self-attention: one product
         q, k, v = ops.split(ops.linear(query, in_proj_weight, in_proj_bias), [E, E, E], 2)
-    else:
+    else:  # (the weights split only here: a split of a constant is a kernel built while tracing)
+        if use_separate_proj_weight:
+            ws = [q_proj_weight, k_proj_weight, v_proj_weight]
+        else:
+            ws = ops.split(in_proj_weight, [E, E, E], 0)
+        bs = ops.split(in_proj_bias, [E, E, E], 0) if in_proj_bias is not None else [None] * 3
         q, k, v = (ops.linear(t, w, b) for t, w, b in zip((query, key, value), ws, bs))
 
     def heads(t, n):  # [n, N, E] -> [N, H, n, D]

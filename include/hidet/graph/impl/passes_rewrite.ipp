@@ -263,9 +263,20 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     if (!scale) return std::nullopt;
     Tensor mask;
     try { // constants: computed now (broadcasting errors mean another pattern: left alone)
-      mask = ops::reshape(ops::broadcast_to(bias, scores), constant_shape(view)) + wmask;
-      if (mask.shape() != constant_shape(view)) return std::nullopt;
-      mask = ops::reshape(mask, scores);
+      // Kernels built now, one after another, per shape: as few as can be. A bias the same for
+      // every window batch ([1, H, N, N] or fewer axes) adds to the window mask as it is, and
+      // Tensor::reshape is a view of a constant.
+      const std::vector<std::int64_t> vs = constant_shape(view);
+      std::vector<std::int64_t> bs = bias.shape();
+      while (bs.size() < 4) bs.insert(bs.begin(), 1);
+      if (bs.size() == 4 && bs[0] == 1 && vs.size() == 5) {
+        mask = ops::add(bias.reshape(std::vector<std::int64_t>{1, 1, bs[1], bs[2], bs[3]}), wmask);
+        if (mask.shape() != vs) mask = ops::broadcast_to(mask, vs);
+      } else {
+        mask = ops::broadcast_to(bias, scores).reshape(vs) + wmask;
+      }
+      if (mask.shape() != vs) return std::nullopt;
+      mask = mask.reshape(scores);
     } catch (const ValueError &) {
       return std::nullopt;
     }

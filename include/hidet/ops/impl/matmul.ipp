@@ -386,14 +386,16 @@ HIDET_INLINE Tensor linear(const Tensor &x, const Tensor &weight,
                            const std::optional<Tensor> &bias) {
   if (weight.ndim() != 2)
     throw ValueError(str_cat("linear: weight must be 2-D [out_features, in_features], got shape ", shape_str(weight.shape())));
-  Tensor wt = run_task(
-      "linear_weight_t{}",
-      [&] {
-        auto w = input("w", weight.shape(), weight.dtype());
-        auto y = compute("wt", {weight.shape()[1], weight.shape()[0]}, [&](Expr i, Expr j) { return w[j][i]; });
-        return Task{"transpose", {w}, {y}, "", {}};
-      },
-      {weight})[0];
+  // One shape-generic kernel per dtype: a model's weights of many shapes are transposed while it
+  // is traced, one after another, and a kernel per shape cost an NVRTC compile each (Swin-T: 20).
+  const SymShape ws = weight.sym_shape();
+  const bool generic = !weight.is_symbolic(); // a graph's symbolic weight: a node of its own extents
+  const Dim n = generic ? Dim::symbol("linear_n") : ws[0], k = generic ? Dim::symbol("linear_k") : ws[1];
+  auto w = input("w", SymShape{n, k}, weight.dtype());
+  auto t = compute("wt", SymShape{k, n}, [&](const Idx &i) { return w.at({i[1], i[0]}); });
+  Task task{"transpose", {w}, {t}, "", {}};
+  Tensor wt = generic ? detail::run_symbolic_task("linear_weight_t{}", task, {weight}, std::nullopt)[0]
+                      : run_task("linear_weight_t{}", [&] { return task; }, {weight})[0];
   Tensor y = matmul(x, wt);
   return bias ? add(y, *bias) : y;
 }
