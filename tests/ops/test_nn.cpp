@@ -75,6 +75,34 @@ TEST_CASE("matmul: odd shapes with partial tiles, batch broadcasting, 1-D operan
   CHECK(x.to_double_vector() == xb);
 }
 
+TEST_CASE("linear: constant weights of every shape share one transposing kernel per dtype") {
+  // Tracing a model transposes each of its constant weights (an NVRTC compile each, one after
+  // another, when every shape had a kernel of its own): one shape-generic kernel serves them all.
+  Tensor x = symbol({3, 9}, dtypes::bf16, Device::cuda(), "x");
+  Tensor w1 = make({5, 9}, dtypes::bf16), w2 = make({11, 5}, dtypes::bf16), w3 = make({2, 11}, dtypes::bf16);
+  auto before = o::compiled_task_count();
+  Tensor y = o::linear(o::linear(o::linear(x, w1), w2), w3);
+  CHECK(y.shape() == o::Shape{3, 2});
+  CHECK(o::compiled_task_count() - before <= 1); // 0 when an earlier case built it
+  // The same chain run eagerly (through that kernel) against the host's.
+  Tensor xv = make({3, 9}, dtypes::bf16);
+  Tensor got = o::linear(o::linear(o::linear(xv, w1), w2), w3);
+  auto chain = [](const std::vector<double> &a, std::int64_t m, std::int64_t k, const Tensor &w) {
+    std::int64_t n = w.shape()[0];
+    auto wv = w.to_double_vector();
+    std::vector<double> out(std::size_t(m * n), 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (std::int64_t q = 0; q < k; ++q) acc += a[std::size_t(i * k + q)] * wv[std::size_t(j * k + q)];
+        out[std::size_t(i * n + j)] = acc;
+      }
+    return out;
+  };
+  auto want = chain(chain(chain(xv.to_double_vector(), 3, 9, w1), 3, 5, w2), 3, 11, w3);
+  expect_close(got, {3, 2}, want, false, 2); // bf16 rounding after each product
+}
+
 namespace {
 /// Host conv2d (PyTorch semantics).
 std::vector<double> ref_conv(const Tensor &x, const Tensor &w, const std::vector<double> *bias, o::Shape s, o::Shape p, o::Shape dl,
