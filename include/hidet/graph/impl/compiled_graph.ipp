@@ -13,6 +13,7 @@
 #include "hidet/error.hpp"
 #include "hidet/graph/build.hpp"
 #include "hidet/graph/cuda_graph.hpp"
+#include "hidet/graph/detail/graph_devices.hpp"
 #include "hidet/graph/detail/tensor_key.hpp"
 #include "hidet/graph/model.hpp"
 #include "hidet/ops/cache.hpp"
@@ -129,19 +130,6 @@ inline std::vector<Tensor> scratch_inputs(const FlowGraph &graph, const SymbolVa
     xs.push_back(x.dtype().is_float() ? randn(s, x.dtype(), x.device()) : zeros(s, x.dtype(), x.device()));
   }
   return xs;
-}
-
-/// The cuda devices of the graph's inputs and outputs: where its runs on scratch inputs launch
-/// (runtime::ScratchRuns clears what those runs record there).
-inline std::vector<Device> graph_devices(const FlowGraph &graph) {
-  std::vector<Device> devices;
-  auto add = [&](const Tensor &t) {
-    if (t.device().is_cuda() && std::find(devices.begin(), devices.end(), t.device()) == devices.end())
-      devices.push_back(t.device());
-  };
-  for (const auto &x : graph.inputs()) add(x);
-  for (const auto &y : graph.outputs()) add(y);
-  return devices;
 }
 
 /// Runs `op` on `ins` as graph node k, naming the node in errors.

@@ -22,6 +22,7 @@
 
 #include "hidet/backend/compile_cache.hpp"
 #include "hidet/backend/emulator/program.hpp"
+#include "hidet/graph/detail/graph_devices.hpp"
 #include "hidet/graph/detail/saved_file.hpp"
 #include "hidet/graph/model.hpp"
 #include "hidet/ir/serialize.hpp"

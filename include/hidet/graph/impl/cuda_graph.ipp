@@ -5,6 +5,7 @@
 
 #include "hidet/error.hpp"
 #include "hidet/graph/build.hpp"
+#include "hidet/graph/detail/graph_devices.hpp"
 #include "hidet/runtime/cuda_driver.hpp"
 #include "hidet/runtime/device.hpp"
 #include "hidet/runtime/device_errors.hpp"
