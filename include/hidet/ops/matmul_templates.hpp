@@ -4,7 +4,7 @@
 //  * M <= 8 (decoding) and b a matrix: the few-rows kernel on the CUDA cores
 //    (templates/matmul_gemv.hpp), which streams b at the memory bandwidth with split-k and an
 //    in-kernel fixup; the other templates join it as candidates in spaces 1 and 2;
-//  * f16 / bf16 with 9 to 64 rows (a batch of decoding steps): the mma.sync kernel with a tile of
+//  * f16 / bf16 with 9 to 32 rows (a batch of decoding steps): the mma.sync kernel with a tile of
 //    the rows and split-k summed in the kernel (matmul_f16_few_rows_config), on every GPU;
 //  * f32: the FMA kernel (templates/matmul_f32.hpp), with split-k for shapes with few tiles;
 //  * f16 / bf16 on a Hopper GPU (sm_90a): the TMA + wgmma kernel (templates/matmul_wgmma.hpp),
@@ -224,9 +224,13 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     return out;
   }
 
-  // 9 to 64 rows (a batch of decoding steps): the mma.sync kernel with a tile of the rows and
+  // 9 to 32 rows (a batch of decoding steps): the mma.sync kernel with a tile of the rows and
   // split-k summed in the kernel, so that b streams on every SM (the tiles alone are a few dozen).
-  if (few_rows && mb > 8 && mb <= 64 && !batch.batched() && opts.parallel_k <= 1 && !acc16) { // (f16 accumulation: unsplit)
+  // Not past 32 rows: with it on 33 to 64 (49-row products in the last stage of ConvNeXt-T and
+  // Swin-T at batch 1), both models ran about 0.1 ms slower on the H200 (2026-11-28) than with the
+  // kernels below, the only change to their graphs; the completing block's sum over the slices
+  // (one block reading every slice's partial tile) is the likely cost.
+  if (few_rows && mb > 8 && mb <= 32 && !batch.batched() && opts.parallel_k <= 1 && !acc16) { // (f16 accumulation: unsplit)
     add_mma(matmul_f16_few_rows_config(mb, n, k, sms));
     if (space == 0 && !out.empty()) return out;
   }

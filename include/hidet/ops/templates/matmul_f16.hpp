@@ -382,7 +382,7 @@ inline MatmulF16Config matmul_f16_heuristic_config(int m, int n, int k, int num_
   return c;
 }
 
-/// A tiling for a product of few rows (9 to 64: a batch of decoding steps), m x n x k, on a GPU
+/// A tiling for a product of few rows (9 to 32 by ops::matmul's dispatch: a batch of decoding steps), m x n x k, on a GPU
 /// with `num_sms` multiprocessors: one warp row of 16, 32 or 64 rows (the rows rounded up) by 2
 /// warps of 32 columns, k tiles of 64 in 4 stages, and k split while the grid stays one wave of
 /// about four blocks per multiprocessor and each slice keeps two k tiles: the tiles alone (a
