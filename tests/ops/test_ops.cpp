@@ -221,3 +221,29 @@ TEST_CASE("the kernel cache reuses compiled tasks") {
   (void)o::relu(make({3, 6}, dtypes::f32));
   CHECK(o::compiled_task_count() == n + 1);
 }
+
+TEST_CASE("full: constants of any shape without a kernel to build where a memset writes them") {
+  // Tracing a model makes small constants of many shapes: 1-, 2- and 4-byte patterns (and 8-byte
+  // ones of equal halves) are driver memsets on a GPU, host fills on the emulator; no kernel.
+  struct Case {
+    DataType dt;
+    double value;
+    bool memset;
+  };
+  for (Case c : {Case{dtypes::f16, 1.5, true}, Case{dtypes::bf16, -3.0, true}, Case{dtypes::f32, 0.25, true},
+                 Case{dtypes::i8, -3, true}, Case{dtypes::boolean, 1, true}, Case{dtypes::i64, 0, true},
+                 Case{dtypes::i64, -1, true}, Case{dtypes::f64, 1.1, false}, Case{dtypes::i32, 7, true}}) {
+    INFO(c.dt << " " << c.value);
+    for (o::Shape shape : {o::Shape{3, 7}, o::Shape{5}, o::Shape{2, 0}, o::Shape{}}) {
+      auto n = o::compiled_task_count();
+      Tensor t = o::full(shape, c.value, c.dt, Device::cuda());
+      if (c.memset) CHECK(o::compiled_task_count() == n);
+      CHECK(t.shape() == shape);
+      CHECK(t.dtype() == c.dt);
+      const double want = c.value; // exact in each dtype (bool: 1)
+      for (double v : t.to_double_vector()) CHECK(v == want);
+    }
+  }
+  // On the cpu too.
+  CHECK(o::full({4}, 2.0, dtypes::f32, Device::cpu()).to_double_vector() == std::vector<double>(4, 2.0));
+}

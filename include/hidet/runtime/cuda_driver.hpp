@@ -48,6 +48,7 @@ namespace hidet::cuda {
   X(cuMemcpyDtoDAsync_v2)                                                                          \
   X(cuMemsetD8_v2)                                                                                 \
   X(cuMemsetD8Async)                                                                               \
+  X(cuMemsetD16Async)                                                                              \
   X(cuMemsetD32Async)                                                                              \
   X(cuModuleLoadData)                                                                              \
   X(cuModuleUnload)                                                                                \
