@@ -119,6 +119,7 @@ void copy_bytes(void *dst, Device dst_dev, bool dst_host, const void *src, Devic
 /// Writes v converted to dt at dst (ints truncate toward zero; bool is v != 0).
 void store_as(void *dst, DataType dt, double v);
 
+
 /// "(2, 3)", "(6,)", "()": a shape as a Python tuple, the way Hidet prints it.
 std::string shape_str(const std::vector<std::int64_t> &shape);
 
@@ -131,6 +132,12 @@ class Operator;
 class Tensor;
 
 namespace runtime::detail {
+/// Writes `elem` (t's dtype's bytes) into every element of t with no kernel and no copy from the
+/// host: a loop in host memory, else the driver's memset on t's device where the bytes are a
+/// 1-, 2- or 4-byte pattern (or 8 bytes of equal halves). False, with nothing written, for other
+/// patterns and while a command hook records the device work.
+bool fill_without_kernel(const Tensor &t, const void *elem);
+
 /// The state of a symbolic tensor.
 struct SymbolicInfo {
   SymShape shape;

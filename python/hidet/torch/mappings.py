@@ -1479,10 +1479,7 @@ def torch_roll(x, shifts, dims=None):
 def _full(shape, value, dtype, device):
     if any(is_symbolic_size(s) for s in shape):  # a scalar broadcast to the symbolic shape
         return ops.broadcast_to(hidet.full([1] * len(shape), float(value), dtype, device), shape)
-    # A constant: filled by PyTorch where hidet's tensors live (hidet.full would build a kernel per
-    # shape while tracing: Swin-T's window masks, one per stage).
-    where = 'cpu' if hidet.cuda_emulated() else str(device)
-    return hidet.from_torch(torch.full([int(s) for s in shape], value, dtype=torch_dtype(dtype), device=where))
+    return hidet.full(shape, float(value), dtype, device)
 
 
 def _like(x, value, dtype=None):

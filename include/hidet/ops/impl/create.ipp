@@ -5,13 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <optional>
 
 #include "hidet/ops/cache.hpp"
-#include "hidet/runtime/command_hook.hpp"
-#include "hidet/runtime/cuda_driver.hpp"
-#include "hidet/runtime/stream.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 
@@ -32,57 +27,17 @@ Tensor generate(const std::string &op, const std::string &attrs, const Shape &sh
 
 namespace hidet::ops {
 
-namespace detail {
-/// full() without a kernel where the driver's memset writes the element's bytes (a 1-, 2- or
-/// 4-byte pattern, or 8 bytes of two equal halves), and on the host for host memory (the cpu, the
-/// emulator): tracing and optimizing a model make small constants of many shapes, and a kernel
-/// per shape was an NVRTC compile each on the first call's critical path. nullopt where a kernel
-/// must do it (other dtypes and patterns, or a command hook recording the device work).
-HIDET_INLINE std::optional<Tensor> full_without_kernel(const Shape &shape, double value, DataType dtype,
-                                                       const Device &device) {
-  switch (dtype.code) {
-  case DTypeCode::Bool: case DTypeCode::I8: case DTypeCode::I16: case DTypeCode::I32: case DTypeCode::I64:
-  case DTypeCode::U8: case DTypeCode::U16: case DTypeCode::U32: case DTypeCode::U64: case DTypeCode::F16:
-  case DTypeCode::BF16: case DTypeCode::F8E4M3: case DTypeCode::F8E5M2: case DTypeCode::F32: case DTypeCode::F64:
-    break;
-  default:
-    return std::nullopt;
-  }
-  for (auto d : shape)
-    if (d < 0) return std::nullopt; // (the kernel path names the error)
-  if (runtime::detail::command_hook()) return std::nullopt;
-  const std::size_t es = dtype.nbytes();
-  unsigned char elem[8] = {};
-  runtime::detail::store_as(elem, dtype, value);
-  Tensor t = ::hidet::empty(shape, dtype, device);
-  if (t.nbytes() == 0) return t;
-  if (t.is_host_memory()) {
-    auto *p = static_cast<unsigned char *>(t.data_ptr());
-    for (std::size_t i = 0; i < t.nbytes(); i += es) std::memcpy(p + i, elem, es);
-    return t;
-  }
-  std::uint16_t u16 = 0;
-  std::uint32_t u32 = 0, hi = 0;
-  std::memcpy(&u16, elem, 2);
-  std::memcpy(&u32, elem, 4);
-  std::memcpy(&hi, elem + 4, 4);
-  if (es == 8 && u32 != hi) return std::nullopt;
-  ensure_context(device.index);
-  const auto &d = cuda::driver();
-  const auto ptr = reinterpret_cast<CUdeviceptr>(t.data_ptr());
-  const std::size_t n = std::size_t(t.numel());
-  CUstream s = stream_for(device);
-  const std::string what = str_cat("full: filling ", t.nbytes(), " bytes on ", device);
-  if (es == 1) cuda::check(d.cuMemsetD8Async(ptr, elem[0], n, s), what);
-  else if (es == 2) cuda::check(d.cuMemsetD16Async(ptr, u16, n, s), what);
-  else if (es == 4) cuda::check(d.cuMemsetD32Async(ptr, u32, n, s), what);
-  else cuda::check(d.cuMemsetD32Async(ptr, u32, 2 * n, s), what);
-  return t;
-}
-} // namespace detail
 
 HIDET_INLINE Tensor full(const Shape &shape, double value, DataType dtype, Device device) {
-  if (auto t = detail::full_without_kernel(shape, value, dtype, device)) return *t;
+  // No kernel where a memset (or the host) writes the element: tracing and optimizing a model make
+  // small constants of many shapes, and a kernel per shape was an NVRTC compile each on the first
+  // call's critical path. (A negative extent is named by the kernel's path.)
+  if (std::all_of(shape.begin(), shape.end(), [](std::int64_t d) { return d >= 0; })) {
+    Tensor t = ::hidet::empty(shape, dtype, device);
+    unsigned char elem[8] = {};
+    runtime::detail::store_as(elem, dtype, value);
+    if (runtime::detail::fill_without_kernel(t, elem)) return t;
+  }
   return detail::generate("full", "value=" + detail::fmt_double(value), shape, dtype, device,
                           [&](const Idx &) { return Expr(ir::ConstantNode::make_float(dtypes::f64, value)); });
 }

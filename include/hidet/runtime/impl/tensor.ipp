@@ -386,12 +386,44 @@ HIDET_INLINE Tensor empty(std::vector<std::int64_t> shape, DataType dtype, Devic
   return Tensor(allocate_storage(std::size_t(n) * dtype.nbytes(), device), std::move(shape), dtype);
 }
 
+HIDET_INLINE bool runtime::detail::fill_without_kernel(const Tensor &t, const void *elem) {
+  const std::size_t es = t.dtype().nbytes(), nbytes = t.nbytes();
+  if (nbytes == 0) return true;
+  if (command_hook()) return false; // (it is told of byte fills and copies only)
+  if (t.is_host_memory()) {
+    auto *p = static_cast<unsigned char *>(t.data_ptr());
+    for (std::size_t i = 0; i < nbytes; i += es) std::memcpy(p + i, elem, es);
+    return true;
+  }
+  std::uint8_t u8 = 0;
+  std::uint16_t u16 = 0;
+  std::uint32_t u32 = 0, hi = 0;
+  std::memcpy(&u8, elem, 1);
+  if (es >= 2) std::memcpy(&u16, elem, 2);
+  if (es >= 4) std::memcpy(&u32, elem, 4);
+  if (es == 8) std::memcpy(&hi, static_cast<const char *>(elem) + 4, 4);
+  if (es == 8 && u32 != hi) return false;
+  const Device device = t.device();
+  ensure_context(device.index);
+  const auto &d = cuda::driver();
+  const auto ptr = reinterpret_cast<CUdeviceptr>(t.data_ptr());
+  const std::size_t n = nbytes / es;
+  CUstream s = stream_for(device);
+  const std::string what = str_cat("filling ", nbytes, " bytes on ", device);
+  if (es == 1) cuda::check(d.cuMemsetD8Async(ptr, u8, n, s), what);
+  else if (es == 2) cuda::check(d.cuMemsetD16Async(ptr, u16, n, s), what);
+  else if (es == 4) cuda::check(d.cuMemsetD32Async(ptr, u32, n, s), what);
+  else cuda::check(d.cuMemsetD32Async(ptr, u32, 2 * n, s), what);
+  return true;
+}
+
 HIDET_INLINE Tensor full(std::vector<std::int64_t> shape, double value, DataType dtype,
                          Device device) {
   Tensor t = empty(std::move(shape), dtype, device);
   std::size_t es = dtype.nbytes();
   char elem[8];
   runtime::detail::store_as(elem, dtype, value);
+  if (runtime::detail::fill_without_kernel(t, elem)) return t;
   std::vector<char> host(t.nbytes());
   for (std::size_t i = 0; i < host.size(); i += es)
     std::memcpy(host.data() + i, elem, es);
