@@ -33,7 +33,8 @@ Knobs: HIDET_TP_CONFIG (8b; 'small' for a quick GPU check of the flow; 'tiny' fo
 quick run: the per-token ratios hold), HIDET_TP_BACKENDS (eager,hidet,inductor), HIDET_TP_ROWS
 (prefill,decode1,decode8,allreduce), HIDET_TP_SKIP_GUARDS (1: the timed calls skip dynamo's guards, see
 skip_guards()), HIDET_TP_PROFILE=1 (each decode row's kernels
-per step, NCCL's among them, from torch.profiler on rank 0), HIDET_TP_DTENSOR=1 (TP = 1 parallelized too: a mesh of one GPU, to
+per step, NCCL's among them, from torch.profiler on rank 0), HIDET_TP_HOST_PROFILE=1 (where a decode
+call's host time goes: cProfile on rank 0), HIDET_TP_DTENSOR=1 (TP = 1 parallelized too: a mesh of one GPU, to
 see what DTensors cost), HIDET_TP_STEPS (50 timed decode steps), HIDET_BENCH_TIMEOUT
 (540 s: nothing new starts 60 s before it; the rest is listed as not run). A failing row prints
 its error and the run goes on. Runs at one TP add up in the --out file (HIDET_TP_BACKENDS=hidet,
@@ -296,8 +297,39 @@ def bench_model(c, tp, backend, rows, results):
                 log(f'  {backend}: decode batch {batch}: GPU busy {busy:.3f} ms in {kernels} kernels per step')
                 if dist.get_rank() == 0:
                     torch_timing.print_kernel_rows(table, top=25, indent='    ')
+            if os.environ.get('HIDET_TP_HOST_PROFILE') == '1':  # every rank calls (the collectives)
+                host_profile(step, f'{backend} decode batch {batch}')
     del fn, model
     torch._dynamo.reset()
+
+
+def host_profile(step, what, calls=20):
+    """Where a call's host time goes (cProfile over `calls` calls, the GPU synchronized after each,
+    under the timed rows' guard stance; every rank runs them, rank 0 prints): the functions with the
+    most time of their own, then the most time in all."""
+    import contextlib
+    import cProfile
+    import pstats
+    stance = torch.compiler.set_stance(skip_guard_eval_unsafe=True) if skip_guards() else contextlib.nullcontext()
+    prof = cProfile.Profile()
+    with stance:
+        for _ in range(calls):
+            prof.enable()
+            step()
+            prof.disable()
+            sync()
+    if dist.get_rank() != 0:
+        return
+    # The process's CPUs and threads: a rank whose main thread shares its CPUs with busy threads
+    # (NCCL's proxies, a second communicator's) pays for it in every Python call.
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else -1
+    threads = len(os.listdir('/proc/self/task')) if os.path.isdir('/proc/self/task') else -1
+    print(f'  host profile of {what}: {calls} calls (cProfile; times are totals over the calls); '
+          f'this process may run on {cpus} CPUs and has {threads} threads', flush=True)
+    stats = pstats.Stats(prof, stream=sys.stdout)
+    stats.sort_stats('tottime').print_stats(30)
+    stats.sort_stats('cumulative').print_stats(40)
+    sys.stdout.flush()
 
 
 def bench_allreduce(results):
