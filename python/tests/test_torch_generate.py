@@ -284,6 +284,17 @@ def test_an_updated_input_that_shares_memory_with_another_input_is_an_error():
     with pytest.raises(ValueError, match=r"updates L\['a'\] in place, and the input L\['b'\] shares its memory"):
         g(x, x[0])
     assert x.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    with pytest.raises(ValueError, match='shares its memory'):  # the same call again: checked again
+        g(x, x[0])
+    # The updated input stays where it was and only the other one moves (a decode step's new
+    # input_ids beside its cache): checked against the updated one's memory alone.
+    c = torch.arange(6.0).reshape(2, 3)
+    assert g(c, torch.arange(3.0)).tolist() == [0.0, 2.0, 4.0]
+    assert g(c, torch.ones(3)).tolist() == [2.0, 2.0, 2.0] and c[0].tolist() == [2.0, 3.0, 4.0]
+    with pytest.raises(ValueError, match=r"updates L\['a'\] in place, and the input L\['b'\] shares its memory"):
+        g(c, c[1])
+    assert c.tolist() == [[2.0, 3.0, 4.0], [5.0, 6.0, 7.0]]
+    assert g(c, torch.ones(3)).tolist() == [2.0, 2.0, 2.0] and c[0].tolist() == [3.0, 4.0, 5.0]
     y = torch.arange(8.0).reshape(2, 4)
     assert g(y[0], y[1]).tolist() == [8.0, 10.0, 12.0, 14.0]  # one storage, apart: as eager
     # The same tensor given twice is one input to dynamo: as eager.

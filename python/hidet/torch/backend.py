@@ -15,7 +15,10 @@ bucket also share one compiled graph; with 'per_shape' each new shape is special
 and compiled (docs/torch.md, "Dynamic shapes"). When its mappings need a size's value,
 it is traced per shape as above, and the log says why.
 """
+import bisect
 import gc
+import itertools
+import operator
 import sys
 import time
 
@@ -63,36 +66,79 @@ class _Compiled:
         self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic', 'bucket' or 'per_shape'
         self.sizes = []  # the symbols of the sizes it returns (evaluated per call)
         self.tensor_positions = [i for i in positions if i not in sizes_at]  # the tensor arguments among them
-        self.checked_at = None  # the tensor arguments' addresses checked for aliases of the updated ones
-        # position -> (tensor, address, shape, hidet tensor) of an updated argument that hidet views:
-        # a model's cache comes back call after call, its view is made once (a 1B Llama's decode
+        # The last call's tensor arguments, what identifies each (object, address, shape, strides,
+        # dtype), its graph input and whether that input views the argument's memory: a tensor that
+        # comes back unchanged (a model's cache, call after call) keeps its view (a 1B Llama's decode
         # step gives 48 such tensors; a DLPack view each cost about 10 us on the host).
-        self.views = {}
+        self.last = None
+        self.pick_tensors = _picker(self.tensor_positions)
+        self.all_tensors = len(self.tensor_positions) == len(positions)
+        tensor_set = set(self.tensor_positions)
+        self.tensor_slots = [k for k, i in enumerate(positions) if i in tensor_set]  # their graph inputs
+        self.size_slots = [(k, i) for k, i in enumerate(positions) if i not in tensor_set]
+        self.changed = None  # the tensor arguments (indices into tensor_positions) new at the last call
+        self.update_spans = None  # the updated arguments' sorted spans (check_moved)
         self.update_set = frozenset(self.updates)
         self.copies = []  # (argument position, graph input) of the last call's updated copies
         self.returned = []  # (symbolic output, argument position): an input it returns (x.add_(1); return x)
 
 
     def graph_inputs(self, args):
-        """The graph's inputs for ``args``: the views of updated arguments made on an earlier call
-        when the same tensor comes back where it was."""
-        inputs, copies = [], []
-        views = self.views
-        for k, i in enumerate(self.positions):
-            a = args[i]
-            v = views.get(i)
-            if v is not None and v[0] is a and v[1] == a.data_ptr() and v[2] == a.shape and a.is_contiguous():
-                inputs.append(v[3])
-                continue
-            x = _graph_input(a)
-            if i in self.update_set:
-                if _shared_with_hidet(a):
-                    views[i] = (a, a.data_ptr(), a.shape, x)
-                else:
-                    copies.append((i, k))  # hidet runs on a copy: written back after the run
-            inputs.append(x)
+        """The graph's inputs for ``args``: the views made on an earlier call for the tensor arguments
+        that come back as they were (the same tensor at the same address, shape, strides and dtype);
+        size arguments (a graph of symbolic sizes) converted on every call."""
+        ts = self.pick_tensors(args)
+        keys = tuple(zip(map(id, ts), map(_data_ptr, ts), map(_shape, ts), map(_strides, ts), map(_dtype, ts)))
+        last = self.last
+        if last is not None and keys == last[1]:
+            self.changed = []
+        else:  # the tensors that are new or moved (check_moved)
+            self.changed = list(range(len(ts))) if last is None else \
+                list(itertools.compress(range(len(ts)), map(operator.ne, keys, last[1])))
+        if last is not None and not self.changed and not last[4]:  # everything as it was, all views
+            tensors, copies = last[2], []
+        else:
+            if last is None:
+                tensors, shared, todo = [None] * len(ts), [False] * len(ts), range(len(ts))
+            else:  # the new or moved tensors, and those hidet copied (again, every call)
+                tensors, shared = list(last[2]), list(last[3])
+                todo = sorted(set(self.changed).union(last[4]))
+            copies = []
+            slots, positions, update_set = self.tensor_slots, self.tensor_positions, self.update_set
+            for j in todo:
+                a = ts[j]
+                tensors[j] = to_hidet(a)
+                shared[j] = _shared_with_hidet(a)
+                if positions[j] in update_set and not shared[j]:
+                    copies.append((positions[j], slots[j]))  # hidet runs on a copy: written back after the run
+            # (the tensors are kept so that their ids stay theirs while the record holds them)
+            self.last = (ts, keys, tensors, shared, list(itertools.compress(range(len(ts)), map(operator.not_, shared))))
         self.copies = copies
+        if self.all_tensors:
+            return list(tensors)
+        inputs = [None] * len(self.positions)
+        for j, k in enumerate(self.tensor_slots):
+            inputs[k] = tensors[j]
+        for k, i in self.size_slots:
+            inputs[k] = size_input(args[i])
         return inputs
+
+
+def _picker(positions):
+    """A function of args returning the tuple of args at ``positions`` (operator.itemgetter's loop
+    in C; it returns a bare item for one position)."""
+    if not positions:
+        return lambda args: ()
+    if len(positions) == 1:
+        i = positions[0]
+        return lambda args: (args[i],)
+    return operator.itemgetter(*positions)
+
+
+_data_ptr = torch.Tensor.data_ptr
+_strides = torch.Tensor.stride
+_shape = operator.attrgetter('shape')
+_dtype = operator.attrgetter('dtype')
 
 
 class HidetCompiledModel:
@@ -104,6 +150,8 @@ class HidetCompiledModel:
         self.interpreter = Interpreter(gm, decompose=config._decompose, static_positions=static_positions)
         self.cache = {}
         self.key_positions = None  # the arguments that are not parameters or buffers
+        self.key_tensors = None  # whether they are all tensors (key_of's fast path)
+        self.pick_keys = None
         self.scalar_positions = None  # the arguments that are Python floats made 0-d tensors
         # Dynamo's dynamic shapes: traced once on the symbols (compile_symbolic) unless that fails.
         self.symbolic = has_symbolic_sizes(gm)
@@ -115,6 +163,7 @@ class HidetCompiledModel:
         # instance of the same module class to this graph with its own parameters (it guards on the
         # class, not on the instance): then they are compiled again.
         self.static_positions = None
+        self.pick_static = None
         self.static_args = None
 
     def compile_symbolic(self, args, unify=False):
@@ -226,6 +275,16 @@ class HidetCompiledModel:
         if self.key_positions is None:
             self.key_positions = [i for i, a in enumerate(args) if not self.interpreter.is_static(i, a)]
         scalars = self.scalar_positions_of(args)
+        if not scalars:
+            if self.key_tensors is None:  # all tensors (a model's inputs, its cache): the key in C loops
+                self.key_tensors = all(isinstance(args[i], torch.Tensor) for i in self.key_positions)
+                self.pick_keys = _picker(self.key_positions)
+            if self.key_tensors:
+                try:
+                    ts = self.pick_keys(args)
+                    return ('tensors', tuple(map(_shape, ts)), tuple(map(_dtype, ts)))
+                except AttributeError:  # not a tensor where the first call had one
+                    pass
         key = []
         for i in self.key_positions:
             a = args[i]
@@ -302,7 +361,8 @@ class HidetCompiledModel:
         when they do not, the compiled graphs are dropped (they hold the others as constants)."""
         if self.static_positions is None:
             self.static_positions = [i for i, a in enumerate(args) if self.interpreter.is_static(i, a)]
-        if self.static_args is not None and all(args[i] is t for i, t in zip(self.static_positions, self.static_args)):
+            self.pick_static = _picker(self.static_positions)
+        if self.static_args is not None and all(map(operator.is_, self.pick_static(args), self.static_args)):
             return True
         if self.static_args is not None and self.config._verbose:
             print('hidet: this graph is given other parameters (another instance of the module): compiled again',
@@ -359,12 +419,9 @@ class HidetCompiledModel:
         if entry.runner is None and entry.dispatch is None:
             return entry.rebuild([], entry.constants, sizes)
         moved = False  # the tensor arguments are not where the last call had them
-        if entry.updates:  # an updated input that shares memory with another input: refused
-            at = _addresses(args, entry.tensor_positions, entry.dispatch is not None)
-            if at != entry.checked_at:
-                self.check_aliasing(args, entry)
-                entry.checked_at, moved = at, True
         inputs = entry.graph_inputs(args)
+        if entry.updates:  # an updated input that shares memory with another input: refused
+            moved = self.check_moved(args, entry)
         stream = 0
         if not hidet.cuda_emulated():  # the raw handle, as inductor's code gets it; torch.cuda.current_stream()
             # builds a Stream object (ResNet-50's call on the host: 0.155 -> 0.147 ms on the H200)
@@ -390,6 +447,41 @@ class HidetCompiledModel:
             outs[j] = args[i]
         return entry.rebuild(outs, entry.constants, sizes)
 
+    def check_moved(self, args, entry):
+        """Whether tensor arguments moved since the last call (graph_inputs' record), with the ones
+        that moved checked for shared memory with the updated ones: the whole sweep
+        (check_aliasing) when an updated argument moved, else each moved one against the sorted
+        spans of the updated ones (a decode step's new input_ids against its 48 cache tensors)."""
+        changed = entry.changed
+        if not changed:
+            return False
+        try:
+            return self._check_moved(args, entry, changed)
+        except ValueError:  # the same arguments again are checked again
+            entry.last = entry.update_spans = None
+            raise
+
+    def _check_moved(self, args, entry, changed):
+        positions = entry.tensor_positions
+        if entry.update_spans is None or any(positions[j] in entry.update_set for j in changed):
+            self.check_aliasing(args, entry)
+            spans = sorted(sp for sp in map(_span, (args[i] for i in entry.updates)) if sp[1] > sp[0])
+            los, ends, end = [], [], 0
+            for lo, hi in spans:
+                end = max(end, hi)
+                los.append(lo)
+                ends.append(end)  # the furthest end of the spans up to this one
+            entry.update_spans = (los, ends)
+            return True
+        los, ends = entry.update_spans
+        for j in changed:
+            lo, hi = _span(args[positions[j]])
+            k = bisect.bisect_left(los, hi)  # the updated spans that begin before this one ends
+            if hi > lo and k and ends[k - 1] > lo:
+                self.check_aliasing(args, entry)  # shares memory or only addresses (another device)
+                break
+        return True
+
     def check_aliasing(self, args, entry):
         """A ValueError when an input the graph updates in place shares memory with another input:
         eager PyTorch lets the other see the update (or the update see the other's), the compiled
@@ -398,12 +490,9 @@ class HidetCompiledModel:
         48 of them updated, on every call that gives a new input_ids)."""
         spans = []
         for i in entry.tensor_positions:
-            t = args[i]
-            if t.numel() == 0:
-                continue
-            lo = t.data_ptr()
-            n = t.numel() if t.is_contiguous() else sum((d - 1) * st for d, st in zip(t.shape, t.stride())) + 1
-            spans.append((lo, lo + n * t.element_size(), i))
+            lo, hi = _span(args[i])
+            if hi > lo:
+                spans.append((lo, hi, i))
         spans.sort()
         active = []  # (end, position) of the spans that may still overlap the next one
         for lo, hi, i in spans:
@@ -449,12 +538,18 @@ def _capture(runner, args, positions, updated):
     return hidet.CudaGraph(runner, buffers)
 
 
-def _addresses(args, positions, shapes=False):
-    """Where the arguments at ``positions`` live (a replay captured at other addresses copies), with
-    ``shapes`` their shapes too."""
-    if shapes:
-        return tuple((args[i].data_ptr(), args[i].shape) for i in positions)
+def _addresses(args, positions):
+    """Where the arguments at ``positions`` live (a replay captured at other addresses copies)."""
     return tuple(args[i].data_ptr() for i in positions)
+
+
+def _span(t):
+    """The bytes tensor t spans from its first element: (start, end); empty for no elements."""
+    lo = t.data_ptr()
+    n = t.numel()
+    if n and not t.is_contiguous():
+        n = sum((d - 1) * st for d, st in zip(t.shape, t.stride())) + 1
+    return lo, lo + n * t.element_size()
 
 
 def _overlap(a, b):
