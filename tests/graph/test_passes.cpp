@@ -571,6 +571,30 @@ TEST_CASE("simplify_reshapes: chains collapse, identities vanish") {
   expect_same(opt.run({a})[1], want[1]);
 }
 
+TEST_CASE("simplify_reshapes: a merged reshape is a view unless task-defined operators surround it") {
+  // A decoding step's attention output [1, h, 1, d], transposed (a reshape: the moved axis has
+  // extent 1) and flattened for the output projection: between two products, a view (it was
+  // ops::reshape's task, a copy kernel of its own). Between two element-wise tasks it stays a
+  // task, which fusion takes into them.
+  Tensor x0 = make({4, 8}, dtypes::f32), w1 = make({8, 8}, dtypes::f32), w2 = make({32, 5}, dtypes::f32);
+  Tensor x = symbol_like(x0);
+  Tensor products = o::matmul(o::matmul(x, w1).reshape({4, 1, 8}).reshape({1, 32}), w2);
+  Tensor tasks = o::tanh(o::exp(x).reshape({4, 1, 8}).reshape({1, 32}));
+  FlowGraph g = trace_from({products, tasks}, {x});
+  FlowGraph s = graph::simplify_reshapes(g);
+  INFO(s.str());
+  int views = 0, task_reshapes = 0;
+  for (const auto &op : s.nodes()) {
+    if (op->name() != "Reshape") continue;
+    (dynamic_cast<const ops::TaskOperator *>(op.get()) ? task_reshapes : views) += 1;
+  }
+  CHECK(count_named(g, "Reshape") == 4);
+  CHECK(views == 1);
+  CHECK(task_reshapes == 1);
+  expect_all_same(s.run({x0}), g.run({x0}));
+  expect_all_same(graph::optimize(g).run({x0}), g.run({x0}), 4);
+}
+
 TEST_CASE("simplify_reshapes: adding zeros, multiplying by ones (a cache position past + arange(1)) are views") {
   // A decoding step's cache position: the 0-d length plus arange(1) = [0], read by an index_put.
   Tensor len0 = asarray<std::int64_t>({5}).reshape(o::Shape{}), c0 = make({8, 4}, dtypes::f32), k0 = make({1, 4}, dtypes::f32);

@@ -66,10 +66,22 @@ HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
     const SymShape &shape = op->output_metas()[0].shape;
     if (base.sym_shape() == shape) return base; // reshaping to its own shape: nothing to do
     if (base.sym_shape() == x.sym_shape() || !is_constant_shape(shape)) return std::nullopt;
-    // The reshape now reads another shape: made anew for it (a recorded Reshape may be a task
-    // over its input's shape).
-    Tensor y = ops::reshape(base, constant_shape(shape));
-    std::const_pointer_cast<Operator>(y.trace().op)->set_origin(op->origin_or_self());
+    // The reshape now reads another shape: made anew for it (a recorded Reshape may be a task over
+    // its input's shape). Between task-defined operators as ops::reshape's task, which fusion
+    // takes into a neighbour; elsewhere as a view, since the task would copy in a kernel of its own
+    // (a decode step's attention output, [1, h, 1, d] transposed and flattened for the output
+    // projection, was one such kernel per layer).
+    const auto tasks_around = [&] {
+      auto tr = base.trace();
+      if (!tr || !dynamic_cast<const ops::TaskOperator *>(tr.op.get())) return false;
+      const TensorKey out{op.get(), 0};
+      if (readers.is_output(out) || readers.of(out).empty()) return false;
+      for (const auto &r : readers.of(out))
+        if (!dynamic_cast<const ops::TaskOperator *>(r.get())) return false;
+      return true;
+    };
+    Tensor y = tasks_around() ? ops::reshape(base, constant_shape(shape)) : base.reshape(constant_shape(shape));
+    if (auto tr = y.trace()) std::const_pointer_cast<Operator>(tr.op)->set_origin(op->origin_or_self());
     return y;
   });
 }
