@@ -177,6 +177,9 @@ TEST_CASE("attention_decode: grouped heads, static-cache masks, causal, heads la
   check_direct({1, 4, 4, 1, 70, 64, dtypes::f16}, config(1, 32, 4, 16));
   // causal and a bool mask together
   check_direct({2, 4, 2, 3, 33, 64, dtypes::f16, true, 1, false}, config(6, 64, 4, 2));
+  // A cache of 1200 slots scanned by 64 threads, 8 keys each per pass: three passes, the batches'
+  // last attended keys (4 to 1151) in each of them
+  check_direct({32, 2, 1, 1, 1200, 32, dtypes::f16, false, 1, false}, config(2, 32, 2, 3));
 }
 
 TEST_CASE("attention_decode: every tiling the checks accept, on one small problem") {
