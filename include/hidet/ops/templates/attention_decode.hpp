@@ -234,8 +234,9 @@ inline void add_attention_decode_kernel(lang::ScriptModule &mod, const std::stri
       // kScan keys per thread and pass, each row's mask entries loaded first at clamped indices
       // (no load under a branch): the loads of a pass are in flight together. One key per pass
       // made the scan a chain of dependent round trips to memory, S / threads of them: 32 for a
-      // cache of 4096 slots, most of the kernel's time at batch 1 (33.5 us on the H100 against
-      // 8.4 us with 576 slots, bench_decode 2026-11-28).
+      // cache of 4096 slots, the likely cause of the kernel's time growing with the slots at
+      // batch 1 (33.5 us on the H100 against 8.4 us with 576 slots and the same 544 valid keys,
+      // bench_decode 2026-11-28; this change not yet timed on a GPU).
       constexpr int kScan = 8;
       Var lo = var(i32, std::numeric_limits<int>::max(), "lo"), hi = var(i32, -1, "hi");
       for_(range(ceil_div(S, threads * kScan)), [&](Var it) {
