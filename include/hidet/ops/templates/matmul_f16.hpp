@@ -309,9 +309,17 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
     each([&](Expr row, Expr col, Element v) { ws[slice][row][col] = v; });
     Var tile = (z * row_tiles + blockIdx.y) * ceil_div(n, bn) + blockIdx.x;
     last_block_of_splits(counters[tile], threadIdx.x, splits, shared_tensor(i32[1], "done"), [&] {
-      each([&](Expr row, Expr col, Element v) {
-        Var sum = var(f32, ws[0][row][col], "sum");
-        for (int sl = 1; sl < splits; ++sl) sum = sum + ws[sl][row][col];
+      // Every slice's partial of each of the thread's elements, loaded at clamped indices with no
+      // branch around the loads, so that the unrolled loads are in flight together (under a
+      // bounds check per element they ran about one round trip to L2 at a time: 32 elements of a
+      // 32 x 32 warp tile, a likely part of why 32-row products took 2.7x cuBLAS's time on the
+      // H100, bench_decode 2026-11-28). Elements past the edges hold a sum that store() skips.
+      for_(repeat(mt, nt, 4).on(0), [&](Expr i, Expr j, Expr e) {
+        Expr row = m0 + wm0 + i * 16 + e / 2 * 8 + g, col = n0 + wn0 + j * 8 + q * 2 + e % 2;
+        Expr r = z * m + min(row, max(m, 1) - 1), c = min(col, n - 1);
+        Var sum = var(f32, ws[0][r][c], "sum");
+        for (int sl = 1; sl < splits; ++sl) sum = sum + ws[sl][r][c];
+        Element v = acc[i][j][e];
         v = sum;
       });
       store();
