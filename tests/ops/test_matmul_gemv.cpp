@@ -93,6 +93,9 @@ TEST_CASE(
   check(cfg(8, 16, 4, 4, 2), 8, 76, 256, dtypes::bf16);
   check(cfg(1, 8, 4, 8, 8), 1, 96, 1024, dtypes::f16);
   check(cfg(2, 8, 2, 4, 2), 5, 99, 64, dtypes::f32); // more rows than a block: grid z
+  // more than 16 slices (the completing block's sum is a loop, not unrolled code), 4 rows of
+  // outputs per thread: 32 lanes x 8 columns x 4 rows over 2 warps
+  check(cfg(4, 32, 2, 2, 20), 4, 256, 2000, dtypes::bf16);
 }
 
 TEST_CASE("matmul_gemv: symbolic rows and epilogues") {

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "hidet/error.hpp"
 #include "hidet/lang.hpp"
@@ -233,14 +234,14 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     });
     syncthreads();
     const int outputs = MB * block_n, rounds = ceil_div(outputs, threads);
-    // Thread tid's outputs: o = tid + i * threads of the block's MB x block_n tile.
-    auto each_output = [&](const std::function<void(Expr r, Expr c, Expr o)> &f) {
+    // Thread tid's outputs: o = tid + i * threads of the block's MB x block_n tile (round i).
+    auto each_output = [&](const std::function<void(Expr r, Expr c, int i)> &f) {
       for (int i = 0; i < rounds; ++i) {
         Expr o = tid + i * threads;
         Expr r = o / block_n, c = o % block_n;
         Expr ok = Expr(m0 + r < m) && n0 + c < n;
         if ((i + 1) * threads > outputs) ok = Expr(o < outputs) && ok;
-        if_(ok, [&] { f(r, c, o); });
+        if_(ok, [&] { f(r, c, i); });
       }
     };
     auto block_sum = [&](const Expr &r, const Expr &c) {
@@ -250,20 +251,31 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
       return s;
     };
     if (splits == 1)
-      return each_output([&](Expr r, Expr c, Expr) {
+      return each_output([&](Expr r, Expr c, int) {
         out.store({m0 + r, n0 + c}, block_sum(r, c));
       });
 
     lang::Tensor ws = params[3 + n_extra], counters = params[4 + n_extra];
-    each_output([&](Expr r, Expr c, Expr) { ws[split][m0 + r][n0 + c] = block_sum(r, c); });
+    each_output([&](Expr r, Expr c, int) { ws[split][m0 + r][n0 + c] = block_sum(r, c); });
     // Count this slice; the block that completes the count adds every slice and stores.
     Var tile = blockIdx.z * col_blocks + blockIdx.x;
     last_block_of_splits(counters[tile], tid, splits, shared_tensor(i32[1], "done"), [&] {
-      each_output([&](Expr r, Expr c, Expr) {
-        Var s = var(f32, ws[0][m0 + r][n0 + c], "total");
-        for_(range(1, splits), [&](Var sl) { s = s + ws[sl][m0 + r][n0 + c]; });
-        out.store({m0 + r, n0 + c}, s);
-      });
+      // Each output's slices loaded at clamped indices before any bounds branch, the rounds'
+      // loads in flight together (a sum under each output's branch waited for one round trip to
+      // L2 per round and slice), then the stores in range.
+      std::vector<Var> totals;
+      for (int i = 0; i < rounds; ++i) {
+        Expr o = min(tid + i * threads, outputs - 1);
+        Expr r = min(m0 + o / block_n, m - 1), c = min(n0 + o % block_n, n - 1);
+        Var s = var(f32, ws[0][r][c], "total");
+        if (splits <= 16) {
+          for (int sl = 1; sl < splits; ++sl) s = s + ws[sl][r][c];
+        } else {
+          for_(range(1, splits).unroll(8), [&](Var sl) { s = s + ws[sl][r][c]; });
+        }
+        totals.push_back(s);
+      }
+      each_output([&](Expr r, Expr c, int i) { out.store({m0 + r, n0 + c}, totals[std::size_t(i)]); });
     });
   });
 }
