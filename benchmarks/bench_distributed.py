@@ -408,6 +408,9 @@ def run(out_path):
         with open(out_path, 'w') as f:
             json.dump(old, f)
         log(f'results for TP={tp} written to {out_path}')
+    torch._dynamo.reset()
+    if 'hidet.distributed' in sys.modules:
+        sys.modules['hidet.distributed'].release_communicators()
     dist.destroy_process_group()
     return results
 

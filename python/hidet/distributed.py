@@ -21,8 +21,8 @@ from . import _C
 from ._C.distributed import Communicator, DistributedError, emulated_device_count, nccl_version, \
     set_emulated_device_count
 
-__all__ = ['Communicator', 'DistributedError', 'get_unique_id', 'communicator', 'shard_tensor_parallel',
-           'use_local_gpu', 'set_emulated_device_count', 'emulated_device_count', 'nccl_version']
+__all__ = ['Communicator', 'DistributedError', 'get_unique_id', 'communicator', 'release_communicators',
+           'shard_tensor_parallel', 'use_local_gpu', 'set_emulated_device_count', 'emulated_device_count', 'nccl_version']
 
 _communicators = {}  # by process group name
 
@@ -73,6 +73,16 @@ def communicator(group=None, timeout=None, check=None):
         comm = Communicator(ids[0], rank, world, 'cuda:0', timeout, check)
     _communicators[key] = comm
     return comm
+
+
+def release_communicators():
+    """Drops hidet's communicators of torch's process groups (the ones :func:`communicator` made),
+    with what they hold (on the emulator, the group itself). Call it before
+    ``torch.distributed.destroy_process_group()``, so that the groups end there and not while the
+    interpreter shuts down; graphs compiled with them keep theirs."""
+    import gc
+    _communicators.clear()
+    gc.collect()
 
 
 def shard_tensor_parallel(graph, comm):

@@ -90,4 +90,6 @@ if __name__ == '__main__':
     checks = sys.argv[1:] or ['functional_collectives', 'dtensor_mlp', 'hidet_collectives_and_sharding']
     for name in checks:
         globals()[name]()
+    torch._dynamo.reset()  # the compiled graphs, which hold communicators too
+    hd.release_communicators()
     dist.destroy_process_group()
