@@ -6,15 +6,19 @@
 // 2. The projections at batch 1, 8 and 32 (x [M, K] @ W [K, N], bf16): hidet::ops::matmul (its
 //    dispatch: the few-rows kernel for M <= 8, templates/matmul_gemv.hpp) and cuBLAS GemmEx, each
 //    as time and as the fraction of the copy bandwidth its bytes (W, x, the output) take: 1.0 is
-//    the limit. Every result is checked against cuBLAS first.
+//    the limit. Every result is checked against cuBLAS first. Both are timed over copies of the
+//    weights of at least 256 MB together, so that each call reads its weights from memory (until
+//    2026-11-28 one copy: weights up to the L2's size were read from the L2, fractions past 1).
 // 3. Attention over a static cache of 576 and 4096 slots of which 544 are valid (a bool mask, as
 //    transformers makes it), 32 q heads on 8 kv heads: the decode kernel (ops::
 //    scaled_dot_product_attention's path for few query rows, templates/attention_decode.hpp)
 //    against the tiled flash template on the same grouped heads and mask (the path before it),
 //    with the bandwidth fraction of the valid keys' bytes.
 //
-// Usage: bench_decode   (HIDET_BENCH_MODELS=1b|8b selects; HIDET_SEARCH_SPACE=1 tunes the products)
+// Usage: bench_decode   (HIDET_BENCH_MODELS=1b|8b selects; HIDET_SEARCH_SPACE=1 tunes the products
+// and prints the configuration each tuning chose)
 // Needs a GPU; on the emulator it says so and exits 0.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
@@ -79,28 +83,44 @@ int main() {
     std::vector<Proj> projs{{"q", md.hidden, q},           {"k, v", md.hidden, kv},
                             {"o", q, md.hidden},           {"gate, up", md.hidden, md.inter},
                             {"down", md.inter, md.hidden}, {"lm_head", md.hidden, md.vocab}};
-    std::printf("%s: projections, bf16 (fraction: bytes / time / copy bandwidth)\n", md.name);
+    std::printf("%s: projections, bf16 (fraction: bytes / time / copy bandwidth; the weights rotate over copies\n"
+                "of at least 256 MB together, so that each call reads them from memory, not from the L2)\n",
+                md.name);
     std::printf("%-9s %5s %6s %6s | %-48s %9s %6s | %9s %6s\n", "proj", "M", "K", "N",
                 "hidet kernel", "hidet us", "frac", "cuBLAS us", "frac");
     for (const auto &p : projs)
       for (int m : {1, 8, 32}) {
-        hidet::Tensor x = hidet::randn({m, p.k}, hidet::bf16, "cuda"),
-                      w = hidet::randn({p.k, p.n}, hidet::bf16, "cuda");
-        w = hidet::ops::mul(w, 0.05);
+        // Copies of the weights (views into one allocation), at least 256 MB together: a decode
+        // step reads each weight once, from memory; timing one copy over and over would read a
+        // weight of up to the L2's size (50 MB on the H100) from the L2 (fractions past 1).
+        const std::int64_t wbytes = 2 * std::int64_t(p.k) * p.n;
+        const int copies = int(std::clamp<std::int64_t>(((std::int64_t(256) << 20) + wbytes - 1) / wbytes, 1, 256));
+        hidet::Tensor x = hidet::randn({m, p.k}, hidet::bf16, "cuda");
+        hidet::Tensor all_w = hidet::ops::mul(hidet::randn({copies, p.k, p.n}, hidet::bf16, "cuda"), 0.05);
+        std::vector<hidet::Tensor> ws;
+        for (int i = 0; i < copies; ++i) ws.push_back(all_w.narrow(i, 1).reshape({p.k, p.n}));
+        const hidet::Tensor &w = ws[0];
+        int turn = 0; // the copy the next timed call reads
+        auto next_w = [&]() -> const hidet::Tensor & { return ws[std::size_t(turn++ % copies)]; };
         auto cands =
             hidet::ops::matmul_candidates(m, p.n, p.k, hidet::bf16, hidet::option::search_space());
         std::string label = cands.empty() ? "auto-scheduled" : cands[0].label;
-        if (cands.size() > 1)
-          label = "tuned (search space " + std::to_string(hidet::option::search_space()) + ")";
         hidet::Tensor y = hidet::ops::matmul(x, w);
+        if (cands.size() > 1) { // the configuration the tuning chose (recorded on disk)
+          auto chosen = hidet::ops::tuning::stored_label(hidet::ops::tuning::make_key(
+              "matmul", hidet::ops::matmul_tuning_problem(m, p.n, p.k, hidet::bf16)));
+          label = chosen ? "tuned: " + *chosen
+                         : "tuned (search space " + std::to_string(hidet::option::search_space()) + ")";
+        }
         hidet::Tensor ref = hidet::empty({m, p.n}, hidet::bf16, "cuda");
         double cublas_us = -1;
         if (cb.ok() && cb.gemm_ex && cublas::gemm_ex_row_major(cb, m, p.n, p.k, x, w, ref) == 0) {
-          cublas_us = 1e3 * time_ms([&] { cublas::gemm_ex_row_major(cb, m, p.n, p.k, x, w, ref); });
+          hidet::Tensor timed = hidet::empty({m, p.n}, hidet::bf16, "cuda"); // ref keeps w's product
+          cublas_us = 1e3 * time_ms([&] { cublas::gemm_ex_row_major(cb, m, p.n, p.k, x, next_w(), timed); });
         }
         auto chk = check_half(m, p.n, p.k, x, w, y, cublas_us >= 0 ? &ref : nullptr, rng);
         if (!chk.ok) ++failures;
-        const double us = 1e3 * time_ms([&] { (void)hidet::ops::matmul(x, w); });
+        const double us = 1e3 * time_ms([&] { (void)hidet::ops::matmul(x, next_w()); });
         const double bytes = 2.0 * (double(p.k) * p.n + double(m) * p.k + double(m) * p.n);
         std::printf("%-9s %5d %6d %6d | %-48.48s %9.2f %6.2f | %9.2f %6.2f%s\n", p.what, m, p.k,
                     p.n, label.c_str(), us, gbs(bytes, us * 1e-3) / bw, cublas_us,

@@ -343,13 +343,21 @@ inline MatmulKernelCache &matmul_kernel_cache() {
 /// answered from the tuning record, which an epilogue shares with the plain product). Empty when
 /// no candidate could be built (logged on stderr): the caller falls back to the auto-scheduled
 /// kernel. With an epilogue `epi`, c is its output and `extras` its other inputs.
+/// The problem key under which matmul_template_kernel tunes (and records) c[m, n] = a[m, k] @ b[k, n]
+/// at the current search space and kernel options: tuning::stored_label(tuning::make_key("matmul",
+/// key)) is then the configuration it chose (benchmarks print it).
+inline std::string matmul_tuning_problem(int m, int n, int k, DataType dt, const templates::MatmulBatch &batch = {}) {
+  std::string opts = option::kernel_options().str();
+  return str_cat(dt, " ", m, "x", n, "x", k, batch.str(), " space ", option::search_space(), opts.empty() ? "" : " ",
+                 opts);
+}
+
 inline MatmulRun matmul_template_kernel(int m, int n, int k, DataType dt, const Tensor &a, const Tensor &b,
                                         const Tensor &c, const templates::MatmulBatch &batch = {},
                                         std::shared_ptr<const Epilogue> epi = nullptr,
                                         const std::vector<Tensor> &extras = {}) {
   int space = option::search_space();
-  std::string opts = option::kernel_options().str();
-  std::string key = str_cat(dt, " ", m, "x", n, "x", k, batch.str(), " space ", space, opts.empty() ? "" : " ", opts);
+  std::string key = matmul_tuning_problem(m, n, k, dt, batch);
   std::string cache_key = epi ? str_cat(key, " epilogue ", epi->key) : key;
   auto &cache = detail::matmul_kernel_cache();
   {
