@@ -340,6 +340,8 @@ TEST_CASE("ops::matmul runs the tuned template and reuses its choice") {
   auto record = tuning::stored_label(key);
   REQUIRE(record);
   CHECK(*record == cands[2].label);
+  // The problem key that benchmarks read the choice back with (bench_decode) is the same.
+  CHECK(tuning::make_key("matmul", hidet::ops::matmul_tuning_problem(m, n, k, dtypes::f32)) == key);
   // The same problem again: the kernel is kept, nothing is tuned or timed.
   int timed = *calls;
   expect_close(o::matmul(a, b), {m, n}, want);
