@@ -66,10 +66,9 @@ class _Compiled:
         self.strategy = None  # its dynamo_config.dynamic_shapes: 'generic', 'bucket' or 'per_shape'
         self.sizes = []  # the symbols of the sizes it returns (evaluated per call)
         self.tensor_positions = [i for i in positions if i not in sizes_at]  # the tensor arguments among them
-        # The last call's tensor arguments, what identifies each (object, address, shape, strides,
-        # dtype), its graph input and whether that input views the argument's memory: a tensor that
-        # comes back unchanged (a model's cache, call after call) keeps its view (a 1B Llama's decode
-        # step gives 48 such tensors; a DLPack view each cost about 10 us on the host).
+        # The last call's record (_LastCall): a tensor that comes back unchanged (a model's cache,
+        # call after call) keeps its view (a 1B Llama's decode step gives 48 such tensors; a DLPack
+        # view each cost about 10 us on the host).
         self.last = None
         self.pick_tensors = _picker(self.tensor_positions)
         self.all_tensors = len(self.tensor_positions) == len(positions)
@@ -90,29 +89,30 @@ class _Compiled:
         ts = self.pick_tensors(args)
         keys = tuple(zip(map(id, ts), map(_data_ptr, ts), map(_shape, ts), map(_strides, ts), map(_dtype, ts)))
         last = self.last
-        if last is not None and keys == last[1]:
+        if last is None:
+            self.changed = list(range(len(ts)))
+        elif keys == last.keys:
             self.changed = []
         else:  # the tensors that are new or moved (check_moved)
-            self.changed = list(range(len(ts))) if last is None else \
-                list(itertools.compress(range(len(ts)), map(operator.ne, keys, last[1])))
-        if last is not None and not self.changed and not last[4]:  # everything as it was, all views
-            tensors, copies = last[2], []
+            self.changed = list(itertools.compress(range(len(ts)), map(operator.ne, keys, last.keys)))
+        if last is not None and not self.changed and not last.copied:  # everything as it was, all views
+            tensors, copies = last.inputs, []
         else:
             if last is None:
-                tensors, shared, todo = [None] * len(ts), [False] * len(ts), range(len(ts))
-            else:  # the new or moved tensors, and those hidet copied (again, every call)
-                tensors, shared = list(last[2]), list(last[3])
-                todo = sorted(set(self.changed).union(last[4]))
+                tensors, shared = [None] * len(ts), [False] * len(ts)
+                convert = range(len(ts))
+            else:  # the new or moved tensors, and those hidet copied (copied again on every call)
+                tensors, shared = list(last.inputs), list(last.shared)
+                convert = sorted(set(self.changed).union(last.copied))
             copies = []
             slots, positions, update_set = self.tensor_slots, self.tensor_positions, self.update_set
-            for j in todo:
+            for j in convert:
                 a = ts[j]
                 tensors[j] = to_hidet(a)
                 shared[j] = _shared_with_hidet(a)
                 if positions[j] in update_set and not shared[j]:
                     copies.append((positions[j], slots[j]))  # hidet runs on a copy: written back after the run
-            # (the tensors are kept so that their ids stay theirs while the record holds them)
-            self.last = (ts, keys, tensors, shared, list(itertools.compress(range(len(ts)), map(operator.not_, shared))))
+            self.last = _LastCall(ts, keys, tensors, shared)
         self.copies = copies
         if self.all_tensors:
             return list(tensors)
@@ -122,6 +122,17 @@ class _Compiled:
         for k, i in self.size_slots:
             inputs[k] = size_input(args[i])
         return inputs
+
+
+class _LastCall:
+    """What graph_inputs recorded of a call: the tensor arguments (kept, so that their ids stay
+    theirs), what identifies each (id, address, shape, strides, dtype), their graph inputs, whether
+    each input views its argument, and the indices of those that do not (copies)."""
+    __slots__ = ('args', 'keys', 'inputs', 'shared', 'copied')
+
+    def __init__(self, args, keys, inputs, shared):
+        self.args, self.keys, self.inputs, self.shared = args, keys, inputs, shared
+        self.copied = list(itertools.compress(range(len(shared)), map(operator.not_, shared)))
 
 
 def _picker(positions):

@@ -27,7 +27,6 @@ Tensor generate(const std::string &op, const std::string &attrs, const Shape &sh
 
 namespace hidet::ops {
 
-
 HIDET_INLINE Tensor full(const Shape &shape, double value, DataType dtype, Device device) {
   // No kernel where a memset (or the host) writes the element: tracing and optimizing a model make
   // small constants of many shapes, and a kernel per shape was an NVRTC compile each on the first
