@@ -3,8 +3,9 @@
 //
 // 1. The copy bandwidth: (read + write) bytes / time of a 1 GiB device copy (what bench_llm.py
 //    divides by).
-// 2. The projections at batch 1, 8 and 32 (x [M, K] @ W [K, N], bf16): hidet::ops::matmul (its
-//    dispatch: the few-rows kernel for M <= 8, templates/matmul_gemv.hpp) and cuBLAS GemmEx, each
+// 2. The projections at batch 1, 8 and 32 (x [M, K] @ W [K, N], bf16): the kernel hidet::ops::matmul
+//    dispatches to (the few-rows kernel for M <= 8, templates/matmul_gemv.hpp), launched as a
+//    compiled graph launches it (without the operator's dispatch on the host), and cuBLAS GemmEx, each
 //    as time and as the fraction of the copy bandwidth its bytes (W, x, the output) take: 1.0 is
 //    the limit. Every result is checked against cuBLAS first. Both are timed over copies of the
 //    weights of at least 256 MB together, so that each call reads its weights from memory (until
@@ -16,11 +17,13 @@
 //    with the bandwidth fraction of the valid keys' bytes.
 //
 // Usage: bench_decode   (HIDET_BENCH_MODELS=1b|8b selects; HIDET_SEARCH_SPACE=1 tunes the products
-// and prints the configuration each tuning chose)
+// and prints the configuration each tuning chose; HIDET_BENCH_CANDIDATES=1 also times every
+// candidate of search space 1 at 8 and 32 rows over the same copies and prints the five fastest)
 // Needs a GPU; on the emulator it says so and exits 0.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <regex>
 #include <string>
 #include <vector>
@@ -48,7 +51,10 @@ int main() {
                 "nothing measured.\n");
     return 0;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // rows as they come (a timeout keeps what was printed)
   const auto &dev = hidet::runtime::device_info(0);
+  const char *every = std::getenv("HIDET_BENCH_CANDIDATES");
+  const bool every_candidate = every && std::string(every) == "1";
   auto cb = cublas::load();
   std::printf("device: %s, %d SMs; cuBLAS: %s\n", dev.name.c_str(), dev.sm_count,
               cb.ok() ? cb.path.c_str() : ("NOT LOADED (" + cb.why + ")").c_str());
@@ -96,7 +102,15 @@ int main() {
         const std::int64_t wbytes = 2 * std::int64_t(p.k) * p.n;
         const int copies = int(std::clamp<std::int64_t>(((std::int64_t(256) << 20) + wbytes - 1) / wbytes, 1, 256));
         hidet::Tensor x = hidet::randn({m, p.k}, hidet::bf16, "cuda");
-        hidet::Tensor all_w = hidet::ops::mul(hidet::randn({copies, p.k, p.n}, hidet::bf16, "cuda"), 0.05);
+        // One copy drawn on the host, the others copied from it on the device.
+        hidet::Tensor all_w = hidet::empty({copies, p.k, p.n}, hidet::bf16, "cuda");
+        {
+          hidet::Tensor w0 = hidet::ops::mul(hidet::randn({p.k, p.n}, hidet::bf16, "cuda"), 0.05);
+          for (int i = 0; i < copies; ++i)
+            hidet::runtime::detail::copy_bytes(static_cast<char *>(all_w.data_ptr()) + std::size_t(i) * wbytes,
+                                               all_w.device(), false, w0.data_ptr(), w0.device(), false,
+                                               std::size_t(wbytes));
+        }
         std::vector<hidet::Tensor> ws;
         for (int i = 0; i < copies; ++i) ws.push_back(all_w.narrow(i, 1).reshape({p.k, p.n}));
         const hidet::Tensor &w = ws[0];
@@ -105,7 +119,12 @@ int main() {
         auto cands =
             hidet::ops::matmul_candidates(m, p.n, p.k, hidet::bf16, hidet::option::search_space());
         std::string label = cands.empty() ? "auto-scheduled" : cands[0].label;
-        hidet::Tensor y = hidet::ops::matmul(x, w);
+        hidet::Tensor y = hidet::empty({m, p.n}, hidet::bf16, "cuda");
+        // The kernel ops::matmul dispatches to (tuned in spaces 1 and 2), timed without the
+        // operator's dispatch on the host: as a compiled graph launches it.
+        hidet::ops::MatmulRun run = hidet::ops::matmul_template_kernel(m, p.n, p.k, hidet::bf16, x, w, y);
+        if (!run) throw hidet::Error("bench_decode: no template kernel for the product");
+        run(x, w, y, {});
         if (cands.size() > 1) { // the configuration the tuning chose (recorded on disk)
           auto chosen = hidet::ops::tuning::stored_label(hidet::ops::tuning::make_key(
               "matmul", hidet::ops::matmul_tuning_problem(m, p.n, p.k, hidet::bf16)));
@@ -120,12 +139,38 @@ int main() {
         }
         auto chk = check_half(m, p.n, p.k, x, w, y, cublas_us >= 0 ? &ref : nullptr, rng);
         if (!chk.ok) ++failures;
-        const double us = 1e3 * time_ms([&] { (void)hidet::ops::matmul(x, next_w()); });
+        hidet::Tensor timed_y = hidet::empty({m, p.n}, hidet::bf16, "cuda");
+        const double us = 1e3 * time_ms([&] { run(x, next_w(), timed_y, {}); });
         const double bytes = 2.0 * (double(p.k) * p.n + double(m) * p.k + double(m) * p.n);
         std::printf("%-9s %5d %6d %6d | %-48.48s %9.2f %6.2f | %9.2f %6.2f%s\n", p.what, m, p.k,
                     p.n, label.c_str(), us, gbs(bytes, us * 1e-3) / bw, cublas_us,
                     cublas_us > 0 ? gbs(bytes, cublas_us * 1e-3) / bw : 0.0,
                     chk.ok ? "" : "  WRONG (differs from cuBLAS / the reference)");
+        if (every_candidate && m > 1 && p.n < md.vocab) {
+          // Each candidate of space 1, built side by side, timed the same way (the tuning times
+          // them on one copy of the weights).
+          auto all = hidet::ops::matmul_candidates(m, p.n, p.k, hidet::bf16, 1);
+          std::vector<std::future<hidet::ops::MatmulRun>> built;
+          for (auto &c : all)
+            built.push_back(std::async(std::launch::async, [&c] {
+              hidet::ensure_context(0); // (each thread's build loads its module)
+              return c.build();
+            }));
+          std::vector<std::pair<double, std::string>> rows;
+          for (std::size_t i = 0; i < all.size(); ++i) {
+            try {
+              auto r = built[i].get();
+              r(x, w, timed_y, {});
+              rows.push_back({1e3 * hidet::median_ms([&] { r(x, next_w(), timed_y, {}); }, 7, 1.0), all[i].label});
+            } catch (const hidet::Error &e) {
+              rows.push_back({INFINITY, all[i].label + ": " + e.what()});
+            }
+          }
+          std::sort(rows.begin(), rows.end());
+          for (std::size_t i = 0; i < rows.size() && i < 5; ++i)
+            std::printf("    candidate %9.2f us  %s\n", rows[i].first, rows[i].second.c_str());
+          std::printf("    (%zu candidates)\n", rows.size());
+        }
       }
 
     // 3. attention over the static cache

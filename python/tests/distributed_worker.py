@@ -60,10 +60,46 @@ def dtensor_mlp():
     mesh = init_device_mesh('cpu', (dist.get_world_size(),))
     parallelize_module(model, mesh, {'up': ColwiseParallel(), 'down': RowwiseParallel()})
     x = torch.randn(2, 5, 16)
+    from hidet.torch import backend
+    before = len(backend.LOCAL_DTENSOR_GRAPHS)
     with torch.no_grad():
         want = model(x)
         got = torch.compile(model, backend='hidet')(x)
     check_close(got, want, 'DTensor MLP (ColwiseParallel, RowwiseParallel)', tol=1e-4)
+    # compiled on the parameters' local shards (no flattening of DTensors per call), which are the
+    # graph's constants: the two weights and two biases
+    assert backend.LOCAL_DTENSOR_GRAPHS[before:] == [4], backend.LOCAL_DTENSOR_GRAPHS
+
+
+def dtensor_cache():
+    """DTensor parameters and a plain cache updated in place (index_copy_) by the compiled graph,
+    over two calls: the cache holds both calls' rows, as eager's does."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
+
+    class Writer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = torch.nn.Linear(16, 8 * dist.get_world_size(), bias=False)
+
+        def forward(self, x, pos, cache):
+            k = self.k(x)  # [b, 1, 8] on each rank: its columns
+            cache.index_copy_(1, pos, k)
+            return cache.sum(1) * 2
+
+    torch.manual_seed(3)
+    model = Writer()
+    mesh = init_device_mesh('cpu', (dist.get_world_size(),))
+    parallelize_module(model, mesh, {'k': ColwiseParallel()})
+    compiled = torch.compile(model, backend='hidet')
+    want_cache, got_cache = torch.zeros(2, 5, 8), torch.zeros(2, 5, 8)
+    with torch.no_grad():
+        for step in (0, 3):
+            x, pos = torch.randn(2, 1, 16), torch.tensor([step])
+            want = model(x, pos, want_cache)
+            got = compiled(x, pos, got_cache)
+            check_close(got, want, f'DTensor parameters, a cache written in place (call at {step})', tol=1e-4)
+    check_close(got_cache, want_cache, 'the cache after both calls', tol=1e-4)
 
 
 def hidet_collectives_and_sharding():
@@ -87,7 +123,7 @@ def hidet_collectives_and_sharding():
 
 if __name__ == '__main__':
     dist.init_process_group('gloo')
-    checks = sys.argv[1:] or ['functional_collectives', 'dtensor_mlp', 'hidet_collectives_and_sharding']
+    checks = sys.argv[1:] or ['functional_collectives', 'dtensor_mlp', 'dtensor_cache', 'hidet_collectives_and_sharding']
     for name in checks:
         globals()[name]()
     torch._dynamo.reset()  # the compiled graphs, which hold communicators too

@@ -103,8 +103,10 @@ def test_torchrun_two_processes():
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]
-    for check in ('functional collectives', 'DTensor MLP (ColwiseParallel, RowwiseParallel)', 'hidet.ops.all_reduce',
-                  'shard_tensor_parallel from Python'):
+    for check in ('functional collectives', 'DTensor MLP (ColwiseParallel, RowwiseParallel)',
+                  'DTensor parameters, a cache written in place (call at 0)',
+                  'DTensor parameters, a cache written in place (call at 3)', 'the cache after both calls',
+                  'hidet.ops.all_reduce', 'shard_tensor_parallel from Python'):
         assert out.count(f'ok {check}') == 2, out[-6000:]
 
 

@@ -230,9 +230,20 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   // Swin-T at batch 1), both models ran about 0.1 ms slower on the H200 (2026-11-28) than with the
   // kernels below, the only change to their graphs; the completing block's sum over the slices
   // (one block reading every slice's partial tile) is the likely cost.
-  if (few_rows && mb > 8 && mb <= 32 && !batch.batched() && opts.parallel_k <= 1 && !acc16) { // (f16 accumulation: unsplit)
-    add_mma(matmul_f16_few_rows_config(mb, n, k, sms));
+  // In spaces 1 and 2 the same kernel also joins the gemv's candidates at 2 to 8 rows, and around
+  // the heuristic: half and twice its split, and 128-column tiles (four warps).
+  if (few_rows && mb <= 32 && (mb > 8 || (space > 0 && mb > 1)) && !batch.batched() && opts.parallel_k <= 1 &&
+      !acc16) { // (f16 accumulation: unsplit)
+    const MatmulF16Config h = matmul_f16_few_rows_config(mb, n, k, sms);
+    add_mma(h);
     if (space == 0 && !out.empty()) return out;
+    const int k_tiles = lang::ceil_div(k, h.block_k);
+    for (int wn : {2, 4})
+      for (int split : {h.split_k / 2, h.split_k, h.split_k * 2}) {
+        MatmulF16Config c = h;
+        c.warps_n = wn, c.split_k = std::max(1, wn == 4 ? split / 2 : split);
+        if (k_tiles / c.split_k >= 2) add_mma(c);
+      }
   }
   if (matmul_wgmma_available() && !acc16) {
     // Few rows and a short k (a transformer's projections at batch 1): the mma.sync kernel with
