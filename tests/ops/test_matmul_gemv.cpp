@@ -237,6 +237,28 @@ TEST_CASE("mma.sync with split-k summed in the kernel: few rows on the tensor co
       {"split_k"});
 }
 
+TEST_CASE("matmul: space 1 offers the few-rows mma.sync kernel at 2 to 32 rows, each variant correct") {
+  // Around its heuristic (half and twice the split, 128-column tiles), beside the gemv's
+  // candidates at 2 to 8 rows; n and k not multiples of the tiles (partial tiles and slices).
+  const int n = 200, k = 1000;
+  for (int m : {5, 20}) {
+    std::vector<o::MatmulCandidate> mma;
+    for (auto &c : o::matmul_candidates(m, n, k, dtypes::bf16, 1))
+      if (c.label.rfind("mma.sync ", 0) == 0 && c.label.find("split-k") != std::string::npos) mma.push_back(c);
+    INFO("rows " << m);
+    REQUIRE(mma.size() >= 3);
+    CHECK(o::matmul_candidates(m, n, k, dtypes::bf16, 0)[0].label.rfind(m <= 8 ? "gemv " : "mma.sync ", 0) == 0);
+    Tensor a = make({m, k}, dtypes::bf16), b = make({k, n}, dtypes::bf16);
+    auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
+    for (auto &c : mma) {
+      INFO(c.label);
+      Tensor out = hidet::full({m, n}, std::nan(""), dtypes::bf16);
+      c.build()(a, b, out, {});
+      expect_close(out, {m, n}, want);
+    }
+  }
+}
+
 TEST_CASE("matmul_gemv: bad configurations and dtypes") {
   expect_error([] { hidet::ops::templates::check_matmul_gemv_config(cfg(9, 32, 4, 4, 1)); },
                {"rows", "[1, 8]"});
