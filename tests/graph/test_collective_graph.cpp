@@ -137,6 +137,54 @@ TEST_CASE("a two-layer MLP sharded by hand (column- then row-parallel) matches t
   }
 }
 
+TEST_CASE("fold_residual_into_all_reduce: the residual add joins rank 0's product, the sum is the result") {
+  // y = all_reduce(x @ w_r) + r (a row-parallel projection and the block's residual): rank 0 adds
+  // r in its product's epilogue before the collective, the others add nothing, and the reduced
+  // value is the graph's output (no kernel after the collective).
+  for (int world : {2, 4})
+    for (DataType dt : {DataType(dtypes::f16), DataType(dtypes::f32)}) {
+      CAPTURE(world);
+      CAPTURE(dt.name());
+      const std::int64_t m = 3, d = 16, f = 8 * world;
+      distributed::run_emulated(world, [&](const Communicator &comm) {
+        const int rank = comm.rank();
+        const Device dev = comm.device();
+        Tensor w = shared_ints({f, d}, dt, 20, dev), x = shared_ints({m, f}, dt, 21, dev),
+               res = shared_ints({m, d}, dt, 22, dev);
+        const std::int64_t part = f / world;
+        Tensor w_r = o::slice(w, {0}, {rank * part}, {(rank + 1) * part});
+        Tensor x_r = o::slice(x, {1}, {rank * part}, {(rank + 1) * part});
+        Tensor sx = symbol_like(x_r), sres = symbol_like(res);
+        FlowGraph g = trace_from(o::all_reduce(o::matmul(sx, w_r), comm) + sres, {sx, sres});
+        FlowGraph folded = graph::fold_residual_into_all_reduce(g);
+        auto out = folded.outputs()[0].trace();
+        REQUIRE(out);
+        CHECK(o::kind_of(*out.op) == o::OpKind::AllReduce);
+        auto below = out.op->inputs()[0].trace();
+        REQUIRE(below);
+        CHECK(o::kind_of(*below.op) == (rank == 0 ? o::OpKind::Add : o::OpKind::Matmul));
+        std::vector<double> want = (o::matmul(x, w) + res).to_double_vector();
+        graph::CompiledGraph cg(graph::optimize(g));
+        check_values(cg(x_r, res), want, dt == dtypes::f16 ? 2e-3 : 1e-6, "folded residual");
+        if (rank == 0) { // the add is the product's epilogue: one kernel before the collective
+          auto opt = graph::optimize(g);
+          auto t = opt.outputs()[0].trace();
+          REQUIRE(t);
+          auto p = t.op->inputs()[0].trace();
+          REQUIRE(p);
+          CHECK(p.op->name() == "FusedMatmul");
+        }
+        // Not folded: a max all-reduce; a sum read twice (the add is not its one reader).
+        Tensor mx = o::all_reduce(o::matmul(sx, w_r), comm, ReduceOp::max);
+        FlowGraph g_max = trace_from(mx + sres, {sx, sres});
+        CHECK(graph::fold_residual_into_all_reduce(g_max).nodes().size() == g_max.nodes().size());
+        Tensor s2 = o::all_reduce(o::matmul(sx, w_r), comm);
+        FlowGraph g_twice = trace_from(std::vector<Tensor>{s2 + sres, o::relu(s2)}, {sx, sres});
+        CHECK(graph::fold_residual_into_all_reduce(g_twice).nodes().size() == g_twice.nodes().size());
+      });
+    }
+}
+
 TEST_CASE("send and recv between two graphs, broadcast in a graph") {
   distributed::run_emulated(2, [&](const Communicator &comm) {
     const Device dev = comm.device();

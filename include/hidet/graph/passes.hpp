@@ -32,15 +32,15 @@
 // them, permutes only at the borders.
 //
 // optimize(graph, ctx) runs the passes in order (simplify_reshapes, fuse_attention,
-// eliminate_common_subexpressions, fold_conv_batch_norm, merge_sibling_matmuls, lift_sibling_slices,
-// slices_as_views, convert_precision when
+// eliminate_common_subexpressions, fold_residual_into_all_reduce, fold_conv_batch_norm,
+// merge_sibling_matmuls, lift_sibling_slices, slices_as_views, convert_precision when
 // ctx.mixed_precision is set, convert_layout_nhwc unless ctx.layout_nhwc is false,
 // fuse_epilogues, fuse_operators, then bind_kernel_options when ctx.tensor_cores, ctx.parallel_k
 // or ctx.reduce_precision differ from the defaults) and returns the new graph; the input graph is not changed. The PassContext's instruments save the graph after each
 // pass (printed form and DOT, for diffing what a pass did) and log each pass.
 //
 // Definitions, by family: graph/impl/passes_rewrite.ipp (simplify_reshapes, fuse_attention,
-// eliminate_common_subexpressions, fold_conv_batch_norm), passes_siblings.ipp (sibling matmuls
+// eliminate_common_subexpressions, fold_residual_into_all_reduce, fold_conv_batch_norm), passes_siblings.ipp (sibling matmuls
 // and slices), passes_layout.ipp (convert_precision, convert_layout_nhwc, bind_kernel_options),
 // passes_fusion.ipp (fuse_epilogues, fuse_operators) and passes.ipp (verify, optimize). Each
 // rebuilds the graph with one helper (graph/detail/rewriter.hpp) and tests operator kinds
@@ -125,6 +125,16 @@ std::vector<RewriteRule> attention_rules();
 /// Opaque operators (apply_operator) are left alone.
 FlowGraph eliminate_common_subexpressions(const FlowGraph &graph);
 
+/// The residual add after a sum all-reduce (a row-parallel product's partial sums reduced, then
+/// the block's input added: y = all_reduce(h) + r) done before it on rank 0 alone (y =
+/// all_reduce(h + r) there, all_reduce(h) on the other ranks): the add then joins the product's
+/// kernel as an epilogue, and the reduced value is the result, where it was a kernel of its own
+/// after the collective on every rank. Applies where the add is the all-reduce's one reader, has
+/// its shape and dtype, and r (of that dtype, broadcast to it) is not computed from the
+/// collective's result and comes before it in the node order. The sum's rounding differs from the
+/// unfolded one's by the order of the additions.
+FlowGraph fold_residual_into_all_reduce(const FlowGraph &graph);
+
 /// Folds an inference batch_norm into the conv2d (NCHW) that feeds it: w' = w * s, b' = (b - mean)
 /// * s + beta with s = gamma / sqrt(var + eps) per output channel, computed once on the
 /// constants (on the host, in double precision). Applies when the conv2d's output is read only by the batch_norm and the weights,
@@ -201,7 +211,8 @@ FlowGraph bind_kernel_options(const FlowGraph &graph, const option::KernelOption
 /// The optimization pipeline (see the top of the file).
 FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx = {});
 /// The passes of optimize() that work on symbolic extents, in its order: simplify_reshapes,
-/// fuse_attention, eliminate_common_subexpressions, fold_conv_batch_norm, convert_precision (when
+/// fuse_attention, eliminate_common_subexpressions, fold_residual_into_all_reduce,
+/// fold_conv_batch_norm, convert_precision (when
 /// ctx.mixed_precision is set), convert_layout_nhwc (unless ctx.layout_nhwc is false),
 /// fuse_epilogues (products and convolutions of symbolic extents keep their chains as steps,
 /// made epilogues over the symbols per run) and fuse_operators (fused tasks stay shape-generic),

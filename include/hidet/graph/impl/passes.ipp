@@ -186,6 +186,7 @@ HIDET_INLINE FlowGraph optimize(const FlowGraph &graph, const PassContext &ctx) 
   detail::PassList passes = {{"simplify_reshapes", &simplify_reshapes},
                              {"fuse_attention", &fuse_attention},
                              {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
+                             {"fold_residual_into_all_reduce", &fold_residual_into_all_reduce},
                              {"fold_conv_batch_norm", &fold_conv_batch_norm},
                              {"merge_sibling_matmuls", &merge_sibling_matmuls},
                              {"merge_row_products", &merge_row_products},
@@ -199,6 +200,7 @@ HIDET_INLINE FlowGraph optimize_shape_generic(const FlowGraph &graph, const Pass
   detail::PassList passes = {{"simplify_reshapes", &simplify_reshapes},
                              {"fuse_attention", &fuse_attention},
                              {"eliminate_common_subexpressions", &eliminate_common_subexpressions},
+                             {"fold_residual_into_all_reduce", &fold_residual_into_all_reduce},
                              {"fold_conv_batch_norm", &fold_conv_batch_norm}};
   detail::add_final_passes(passes, ctx, true, true);
   return detail::run_passes(graph, ctx, passes);

@@ -6,7 +6,9 @@
 #include "hidet/graph/passes.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <set>
 
 #include "hidet/graph/detail/node_attrs.hpp"
 #include "hidet/graph/detail/rewriter.hpp"
@@ -83,6 +85,68 @@ HIDET_INLINE FlowGraph simplify_reshapes(const FlowGraph &graph) {
     Tensor y = tasks_around() ? ops::reshape(base, constant_shape(shape)) : base.reshape(constant_shape(shape));
     if (auto tr = y.trace()) std::const_pointer_cast<Operator>(tr.op)->set_origin(op->origin_or_self());
     return y;
+  });
+}
+
+namespace detail {
+/// The rank of a sum AllReduce node (its attributes: "op=sum, rank=0, world_size=2"); -1 for any
+/// other node.
+inline int sum_all_reduce_rank(const Operator &op) {
+  if (ops::kind_of(op) != ops::OpKind::AllReduce || op.inputs().size() != 1 || op.num_outputs() != 1) return -1;
+  const std::string &a = op.attrs();
+  const std::size_t at = a.find("rank=");
+  if (a.find("op=sum") == std::string::npos || at == std::string::npos) return -1;
+  return std::atoi(a.c_str() + at + 5);
+}
+
+/// Whether `t` is computed from an output of `op` (its producers, followed back).
+inline bool computed_from(const Tensor &t, const Operator *op, std::set<const Operator *> &seen) {
+  auto tr = t.trace();
+  if (!tr) return false;
+  if (tr.op.get() == op) return true;
+  if (!seen.insert(tr.op.get()).second) return false;
+  for (const auto &in : tr.op->inputs())
+    if (computed_from(in, op, seen)) return true;
+  return false;
+}
+} // namespace detail
+
+HIDET_INLINE FlowGraph fold_residual_into_all_reduce(const FlowGraph &graph) {
+  using namespace detail;
+  const Readers readers(graph);
+  std::map<const Operator *, Tensor> residual_of; // a sum AllReduce -> the other operand of its Add
+  for (const auto &op : graph.nodes()) {
+    if (sum_all_reduce_rank(*op) < 0) continue;
+    const TensorKey out{op.get(), 0};
+    OpPtr add = readers.is_output(out) ? nullptr : readers.single(out);
+    if (!add || ops::kind_of(*add) != ops::OpKind::Add || add->inputs().size() != 2 || add->num_outputs() != 1)
+      continue;
+    auto is_out = [&](const Tensor &t) { return t.trace() && t.trace().op.get() == op.get(); };
+    const bool first = is_out(add->inputs()[0]);
+    if (first == is_out(add->inputs()[1])) continue; // (the sum added to itself)
+    const Tensor &r = add->inputs()[first ? 1 : 0];
+    const TensorMeta &sum = op->output_metas()[0], &result = add->output_metas()[0];
+    if (result.shape != sum.shape || result.dtype != sum.dtype || r.dtype() != sum.dtype) continue;
+    std::set<const Operator *> seen;
+    if (computed_from(r, op.get(), seen)) continue;
+    residual_of.emplace(op.get(), r);
+  }
+  if (residual_of.empty()) return graph;
+  std::set<const Operator *> folded; // the AllReduce nodes whose Add is gone
+  return rewrite_nodes(graph, [&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+    if (auto it = residual_of.find(op.get()); it != residual_of.end()) {
+      const Tensor *r = it->second.trace() ? rw.find(it->second) : &it->second;
+      if (!r) return std::nullopt; // the residual comes later in the node order: left as it is
+      folded.insert(op.get());
+      if (sum_all_reduce_rank(*op) != 0) return std::nullopt;
+      Tensor partial = ops::add(rw.map(op->inputs()[0]), *r);
+      if (auto tr = partial.trace()) std::const_pointer_cast<Operator>(tr.op)->set_origin(op->origin_or_self());
+      return outputs_of(op->with_inputs({partial}));
+    }
+    if (ops::kind_of(*op) == ops::OpKind::Add && op->inputs().size() == 2)
+      for (const auto &in : op->inputs())
+        if (in.trace() && folded.count(in.trace().op.get())) return rw.map(in); // the sum is the result
+    return std::nullopt;
   });
 }
 
