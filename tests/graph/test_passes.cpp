@@ -544,8 +544,8 @@ TEST_CASE("PassContext: the graph after each pass is saved; a bad folder is an e
   };
   CHECK(read(dir / "0_input.txt") == g.str() + "\n");
   CHECK(read(dir / "1_simplify_reshapes.txt") == g.str() + "\n"); // nothing to simplify
-  CHECK(read(dir / "11_fuse_operators.txt") == opt.str() + "\n");
-  CHECK(read(dir / "11_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
+  CHECK(read(dir / "12_fuse_operators.txt") == opt.str() + "\n");
+  CHECK(read(dir / "12_fuse_operators.dot").rfind("digraph FlowGraph {", 0) == 0);
   std::filesystem::remove_all(dir);
   ctx.save_graph_dir = "/proc/hidet_cannot_write_here";
   ctx.verbose = false;
