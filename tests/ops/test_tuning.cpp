@@ -1,7 +1,8 @@
 // Tuning (ops/tuning.hpp) and the matmul templates behind ops::matmul (ops/matmul_templates.hpp):
 // the search-space option, pick() with an injected timer (fastest wins, failures skipped, the
 // choice reused from memory and from its disk record), the emulator's default choice, every
-// space-1 candidate against a double-precision reference, and ops::matmul through a tuned choice.
+// space-1 candidate against a double-precision reference, ops::matmul through a tuned choice, and
+// the GPU timer's emptied L2.
 #include <atomic>
 #include <filesystem>
 
@@ -10,6 +11,7 @@
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/templates/matmul_wgmma.hpp"
 #include "hidet/backend/nvrtc.hpp" // CompiledModule::binary(), nvrtc_available()
+#include "hidet/runtime/timing.hpp"
 
 using namespace ops_test;
 namespace tuning = hidet::ops::tuning;
@@ -133,6 +135,25 @@ TEST_CASE("pick: finalists are timed twice and the default stays unless beaten b
   CHECK(tuning::pick("test op", tuning::make_key("finalists", str_cat(std::random_device{}())), cands) == 0);
   CHECK((*calls)[0] == 2);
   CHECK((*calls)[1] == 2);
+}
+
+TEST_CASE("the tuner times each launch with the L2 emptied of its operands (GPU)") {
+  if (hidet::runtime::cuda_emulated()) {
+    MESSAGE("SKIP: needs a GPU (on the emulator the tuner keeps the default candidate untimed)");
+    return;
+  }
+  // A one-row product by a 32 MB weight (within the H100's 50 MB L2): timed back to back it
+  // reads the weight from the L2, timed cold from memory, which takes longer.
+  const int n = 4096, k = 4096;
+  Tensor x = make({1, k}, dtypes::bf16), w = make({k, n}, dtypes::bf16), y = hidet::empty({1, n}, dtypes::bf16, "cuda");
+  auto run = hidet::ops::matmul_candidates(1, n, k, dtypes::bf16, 0)[0].build();
+  const tuning::Launch launch = [&] { run(x, w, y, {}); };
+  const double warm = hidet::median_ms(launch, 7, 1.0);
+  const std::optional<double> cold = tuning::cold_l2_ms(launch);
+  REQUIRE(cold.has_value());
+  INFO("warm " << warm << " ms, cold " << *cold << " ms");
+  CHECK(*cold > 1.2 * warm);
+  CHECK(*cold < 1.0); // (32 MB at a few TB/s: tens of microseconds)
 }
 
 TEST_CASE("pick on the CPU emulator without a timer keeps the default candidate") {

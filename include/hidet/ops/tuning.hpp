@@ -100,6 +100,13 @@ struct Stats {
 
 /// Replaces the benchmark timer (null restores CUDA-event timing). For tests.
 void set_timer(Timer t);
+/// Milliseconds of one launch with the L2 cache emptied of its operands, the tuner's timer on a
+/// GPU (HIDET_TUNING_COLD_L2=0 turns it off): before each of 9 timed launches a scratch buffer of
+/// 256 MB (at most a sixteenth of the device's memory) is written with the driver's memset on the
+/// current stream, CUDA events time the launch alone, and the median is returned. Back-to-back
+/// launches would read weights of up to the L2's size from the L2, where a model's kernels read
+/// each weight once from memory. Empty on the emulator, or when the scratch cannot be made.
+std::optional<double> cold_l2_ms(const Launch &launch);
 /// This process's tuning counters.
 Stats stats();
 /// Forgets the choices made in this process (the disk records stay).
