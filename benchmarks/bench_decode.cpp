@@ -148,7 +148,7 @@ int main() {
                     chk.ok ? "" : "  WRONG (differs from cuBLAS / the reference)");
         if (every_candidate && m > 1 && p.n < md.vocab) {
           // Each candidate of space 1, built side by side, timed the same way (the tuning times
-          // them on one copy of the weights).
+          // them one launch at a time on one copy, with the L2 emptied before each: to compare).
           auto all = hidet::ops::matmul_candidates(m, p.n, p.k, hidet::bf16, 1);
           std::vector<std::future<hidet::ops::MatmulRun>> built;
           for (auto &c : all)
