@@ -14,7 +14,8 @@
 //    transformers makes it), 32 q heads on 8 kv heads: the decode kernel (ops::
 //    scaled_dot_product_attention's path for few query rows, templates/attention_decode.hpp)
 //    against the tiled flash template on the same grouped heads and mask (the path before it),
-//    with the bandwidth fraction of the valid keys' bytes.
+//    with the bandwidth fraction of the valid keys' bytes; both kernels launched directly (until
+//    2026-11-28 the decode kernel was timed through the operator, its host dispatch included).
 //
 // Usage: bench_decode   (HIDET_BENCH_MODELS=1b|8b selects; HIDET_SEARCH_SPACE=1 tunes the products
 // and prints the configuration each tuning chose; HIDET_BENCH_CANDIDATES=1 also times every
@@ -200,10 +201,6 @@ int main() {
                                   .to(hidet::Device::cuda());
         const double scale = 1.0 / std::sqrt(double(D));
         hidet::Tensor got = hidet::ops::scaled_dot_product_attention(qt, k, v, mask, false, scale);
-        const double us =
-            1e3 * hidet::median_ms([&] {
-              (void)hidet::ops::scaled_dot_product_attention(qt, k, v, mask, false, scale);
-            });
         hidet::ops::templates::AttentionProblem p;
         p.batch = b, p.heads = md.heads, p.kv_heads = md.kv_heads, p.seq_q = 1, p.seq_kv = slots,
         p.head_dim = D;
@@ -218,16 +215,26 @@ int main() {
         double err = 0, mag = 0;
         for (std::size_t i = 0; i < g.size(); ++i)
           err = std::max(err, std::abs(g[i] - t[i])), mag = std::max(mag, std::abs(t[i]));
-        const bool ok = err <= 2e-2 * (1 + mag);
+        bool ok = err <= 2e-2 * (1 + mag);
         if (!ok) ++failures;
         const double tiled_us = 1e3 * hidet::median_ms([&] { tiled(qt, k, v, fmask, out, scale); });
+        // The decode kernel ops::scaled_dot_product_attention dispatched to (the bool mask), timed
+        // like the tiled one: launched directly, without the operator's dispatch on the host.
+        hidet::ops::templates::AttentionProblem pd = p;
+        pd.mask_dtype = hidet::boolean;
+        const auto dcfg = hidet::ops::templates::attention_decode_heuristic_config(pd, b, slots, dev.sm_count);
+        hidet::ops::templates::AttentionDecode decode(pd, dcfg);
+        hidet::Tensor dout = hidet::empty({b, md.heads, 1, D}, hidet::bf16, "cuda");
+        const double us = 1e3 * hidet::median_ms([&] { decode(qt, k, v, mask, dout, scale); });
+        const auto dv = dout.to_double_vector();
+        double derr = 0;
+        for (std::size_t i = 0; i < dv.size(); ++i) derr = std::max(derr, std::abs(dv[i] - t[i]));
+        if (ok && derr > 2e-2 * (1 + mag)) ++failures, ok = false;
         const double bytes =
             2.0 * 2.0 * double(b) * md.kv_heads * valid * D; // the valid keys of K and V
         std::printf(
             "%5d %6d | %-34.34s %9.2f %6.2f | %9.2f %6.2f%s\n", b, slots,
-            hidet::ops::templates::attention_decode_heuristic_config(p, b, slots, dev.sm_count)
-                .str()
-                .c_str(),
+            dcfg.str().c_str(),
             us, gbs(bytes, us * 1e-3) / bw, tiled_us, gbs(bytes, tiled_us * 1e-3) / bw,
             ok ? "" : "  WRONG (differs from the tiled kernel)");
       }
