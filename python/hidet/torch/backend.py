@@ -653,38 +653,55 @@ def _has_dtensors(example_inputs):
 def _compile_through_aot(gm, example_inputs, cfg):
     """A graph of DTensors: aot_autograd traces it into ATen operators on plain tensors and
     torch's functional collectives (hidet/torch/collectives.py maps them), as inductor gets it. Its
-    example inputs are fake, so the hidet graph is traced and compiled on the first call."""
+    example inputs are fake, so the hidet graph is traced and compiled on the first call. The
+    graph is traced on the DTensors' local shards where it can be (_local_shards)."""
     from torch._dynamo.backends.common import aot_autograd
 
-    static_override = []  # the static positions when the module handed to aot is not dynamo's graph
+    def aot(module, inputs, static_positions=None):
+        """aot_autograd of `module` with hidet's compiler; `static_positions`: the parameters'
+        positions among aot's inputs when `module` is not dynamo's graph (aot finds them only there)."""
+        def compiler(aot_gm, fake_inputs):
+            static = None
+            context = torch._guards.TracingContext.try_get()
+            meta = getattr(context, 'fw_metadata', None) if context is not None else None
+            if static_positions is not None:
+                static = set(static_positions)
+            elif meta is not None and getattr(meta, 'static_input_indices', None) is not None:
+                static = set(meta.static_input_indices)  # the parameters and buffers: constants
+            if static is not None and meta is not None:
+                # An input at a static address that the graph updates (a cache marked with
+                # torch._dynamo.mark_static_address) is no constant: it stays an input.
+                for i, info in enumerate(getattr(meta, 'input_info', None) or []):
+                    if getattr(info, 'mutates_data', False) or getattr(info, 'mutates_metadata', False):
+                        static.discard(i)
+            if static_positions is not None:
+                LOCAL_DTENSOR_GRAPHS.append(len(static))
+            model = HidetCompiledModel(aot_gm, cfg, static_positions=static)
 
-    def compiler(aot_gm, fake_inputs):
-        static = None
-        context = torch._guards.TracingContext.try_get()
-        meta = getattr(context, 'fw_metadata', None) if context is not None else None
-        if static_override:
-            static = set(static_override[0])
-        elif meta is not None and getattr(meta, 'static_input_indices', None) is not None:
-            static = set(meta.static_input_indices)  # the parameters and buffers: constants
-        if static is not None and meta is not None:
-            # An input at a static address that the graph updates (a cache marked with
-            # torch._dynamo.mark_static_address) is no constant: it stays an input.
-            for i, info in enumerate(getattr(meta, 'input_info', None) or []):
-                if getattr(info, 'mutates_data', False) or getattr(info, 'mutates_metadata', False):
-                    static.discard(i)
-        if static_override:
-            LOCAL_DTENSOR_GRAPHS.append(len(static))
-        model = HidetCompiledModel(aot_gm, cfg, static_positions=static)
+            def run(args):
+                return model(*args)
+            run._boxed_call = True
+            return run
 
-        def run(args):
-            return model(*args)
-        run._boxed_call = True
-        return run
+        # Inputs updated in place (a cache) stay updates of the graph (aten.copy_ at its end), which
+        # hidet writes where the input lives, instead of new values that aot's wrapper copies back.
+        return aot_autograd(fw_compiler=compiler, inference_compiler=compiler,
+                            keep_inference_input_mutations=True)(module, inputs)
 
-    # Inputs updated in place (a cache) stay updates of the graph (aten.copy_ at its end), which
-    # hidet writes where the input lives, instead of new values that aot's wrapper copies back.
-    aot = aot_autograd(fw_compiler=compiler, inference_compiler=compiler, keep_inference_input_mutations=True)
-    return _with_local_dtensor_inputs(aot, gm, example_inputs, static_override)
+    shards = _local_shards(gm, example_inputs)
+    if shards is None:
+        return aot(gm, example_inputs)
+    module, local_inputs, keep = shards
+    try:
+        compiled = aot(module, local_inputs, _dynamo_static_positions(gm))
+    except Exception as e:  # noqa: BLE001 - traced on the DTensors instead
+        print(f'hidet: the graph is compiled on its DTensor inputs, which torch flattens on every call '
+              f'(taking their local shards failed: {type(e).__name__}: {e})', file=sys.stderr)
+        return aot(gm, example_inputs)
+
+    def run(*args):
+        return compiled(*[a if k else a._local_tensor for a, k in zip(args, keep)])
+    return run
 
 
 LOCAL_DTENSOR_GRAPHS = []  # per graph compiled on its DTensor inputs' local shards: its constants (tests read it)
@@ -710,48 +727,35 @@ class _FromLocal(torch.nn.Module):
 
 def _dynamo_static_positions(gm):
     """The positions of aot_autograd's inputs that are dynamo's parameters and buffers (as aot
-    finds them on dynamo's own graph): the ones it lifts from the module, then the placeholders
-    dynamo marked static."""
+    finds them on dynamo's own graph): the ones it lifts from the module, then the fx placeholders
+    (graph inputs) that dynamo marked static."""
     lifted = len(list(gm.named_parameters(remove_duplicate=False))) + \
         len(list(gm.named_buffers(remove_duplicate=False)))
-    placeholders = [n for n in gm.graph.nodes if n.op == 'placeholder']
-    return list(range(lifted)) + [lifted + pos for pos, n in enumerate(placeholders)
+    graph_inputs = [n for n in gm.graph.nodes if n.op == 'placeholder']
+    return list(range(lifted)) + [lifted + pos for pos, n in enumerate(graph_inputs)
                                   if (n.meta.get('tensor_dict') or {}).get('_dynamo_static_input_type')]
 
 
-def _with_local_dtensor_inputs(aot, gm, example_inputs, static_override):
+def _local_shards(gm, example_inputs):
     """aot_autograd's runtime wrapper flattens every DTensor argument of every call (a
     tensor-parallel model's parameters: 113 for a 16-layer Llama, about 1.5 ms a call on the GPU
     machine's host at TP = 2, more than the step's kernels take). The graph is compiled instead
     on the DTensors' local shards (_FromLocal), and each call hands over the shards: one attribute
     read per DTensor. Dynamo's guards check each DTensor's placements and mesh, as for the graph
-    traced on them. A graph whose DTensor inputs cannot be rebuilt that way (from_local fails in
-    the trace) is compiled on the DTensors, as before."""
+    traced on them. Returns (the module, its example inputs, per argument whether it is passed as
+    it is) or None when no input is a DTensor."""
     from torch.distributed.tensor import DTensor
     positions = [i for i, a in enumerate(example_inputs) if type(a) is DTensor]
     if not positions:
-        return aot(gm, example_inputs)
+        return None
     specs = [(i, (example_inputs[i].device_mesh, tuple(example_inputs[i].placements),
                   example_inputs[i].shape, example_inputs[i].stride())) for i in positions]
     local_inputs = list(example_inputs)
     for i in positions:
         local_inputs[i] = example_inputs[i]._local_tensor
-    # aot_autograd takes dynamo's parameters for static inputs only on dynamo's own graph: they are
-    # given to the compiler here (constants of the hidet graph, as without this wrapper).
-    static_override.append(_dynamo_static_positions(gm))
-    try:
-        compiled = aot(_FromLocal(gm, specs), local_inputs)
-    except Exception as e:  # noqa: BLE001 - traced on the DTensors instead
-        print(f'hidet: the graph is compiled on its DTensor inputs, which torch flattens on every call '
-              f'(taking their local shards failed: {type(e).__name__}: {e})', file=sys.stderr)
-        static_override.clear()
-        return aot(gm, example_inputs)
     position_set = frozenset(positions)
     keep = [i not in position_set for i in range(len(example_inputs))]
-
-    def run(*args):
-        return compiled(*[a if k else a._local_tensor for a, k in zip(args, keep)])
-    return run
+    return _FromLocal(gm, specs), local_inputs, keep
 
 
 def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
