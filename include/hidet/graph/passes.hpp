@@ -130,9 +130,8 @@ FlowGraph eliminate_common_subexpressions(const FlowGraph &graph);
 /// all_reduce(h + r) there, all_reduce(h) on the other ranks): the add then joins the product's
 /// kernel as an epilogue, and the reduced value is the result, where it was a kernel of its own
 /// after the collective on every rank. Applies where the add is the all-reduce's one reader, has
-/// its shape and dtype, and r (of that dtype, broadcast to it) is not computed from the
-/// collective's result and comes before it in the node order. The sum's rounding differs from the
-/// unfolded one's by the order of the additions.
+/// its shape and dtype, and r (of that dtype, broadcast to it) comes before the collective in the
+/// node order. The sum's rounding differs from the unfolded one's by the order of the additions.
 FlowGraph fold_residual_into_all_reduce(const FlowGraph &graph);
 
 /// Folds an inference batch_norm into the conv2d (NCHW) that feeds it: w' = w * s, b' = (b - mean)

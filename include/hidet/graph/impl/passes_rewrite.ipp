@@ -99,16 +99,6 @@ inline int sum_all_reduce_rank(const Operator &op) {
   return std::atoi(a.c_str() + at + 5);
 }
 
-/// Whether `t` is computed from an output of `op` (its producers, followed back).
-inline bool computed_from(const Tensor &t, const Operator *op, std::set<const Operator *> &seen) {
-  auto tr = t.trace();
-  if (!tr) return false;
-  if (tr.op.get() == op) return true;
-  if (!seen.insert(tr.op.get()).second) return false;
-  for (const auto &in : tr.op->inputs())
-    if (computed_from(in, op, seen)) return true;
-  return false;
-}
 } // namespace detail
 
 HIDET_INLINE FlowGraph fold_residual_into_all_reduce(const FlowGraph &graph) {
@@ -126,9 +116,8 @@ HIDET_INLINE FlowGraph fold_residual_into_all_reduce(const FlowGraph &graph) {
     if (first == is_out(add->inputs()[1])) continue; // (the sum added to itself)
     const Tensor &r = add->inputs()[first ? 1 : 0];
     const TensorMeta &sum = op->output_metas()[0], &result = add->output_metas()[0];
+    // (r cannot be computed from the sum: the add is the sum's one reader)
     if (result.shape != sum.shape || result.dtype != sum.dtype || r.dtype() != sum.dtype) continue;
-    std::set<const Operator *> seen;
-    if (computed_from(r, op.get(), seen)) continue;
     residual_of.emplace(op.get(), r);
   }
   if (residual_of.empty()) return graph;
