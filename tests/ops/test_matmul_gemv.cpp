@@ -120,13 +120,31 @@ TEST_CASE("matmul_gemv: symbolic rows and epilogues") {
   }
 }
 
-TEST_CASE("matmul_gemv: ops::matmul takes it for at most 8 rows, with fused epilogues") {
+TEST_CASE("matmul_gemv: ops::matmul takes it for one row, and for 2 to 8 where the mma.sync kernel cannot") {
+  // one row: the gemv; 2 to 8 rows of f16/bf16: the few-rows mma.sync kernel, split; the gemv
+  // again where n or k is not a multiple of 8 (mma.sync would copy b into a padded buffer) and in f32
   for (int m : {1, 2, 5, 8}) {
+    INFO("rows " << m);
     auto cands = o::matmul_candidates(m, 4096, 2048, dtypes::bf16, 0);
     REQUIRE(cands.size() == 1);
-    CHECK(cands[0].label.rfind("gemv ", 0) == 0);
+    if (m == 1) {
+      CHECK(cands[0].label.rfind("gemv ", 0) == 0);
+    } else {
+      CHECK(cands[0].label.rfind("mma.sync 16x64x64", 0) == 0);
+      CHECK(cands[0].label.find("split-k") != std::string::npos);
+    }
+    CHECK(o::matmul_candidates(m, 4100, 2048, dtypes::bf16, 0)[0].label.rfind("gemv ", 0) == 0);
+    CHECK(o::matmul_candidates(m, 4096, 2044, dtypes::f16, 0)[0].label.rfind("gemv ", 0) == 0);
+    CHECK(o::matmul_candidates(m, 4096, 2048, dtypes::f32, 0)[0].label.rfind("gemv ", 0) == 0);
   }
   CHECK(o::matmul_candidates(9, 4096, 2048, dtypes::bf16, 0)[0].label.rfind("gemv ", 0) != 0);
+  // one row of a b of 32M elements or more (an 8B model's MLP): the mma.sync kernel
+  CHECK(o::matmul_candidates(1, 14336, 4096, dtypes::bf16, 0)[0].label.rfind("mma.sync ", 0) == 0);
+  CHECK(o::matmul_candidates(1, 4096, 4096, dtypes::bf16, 0)[0].label.rfind("gemv ", 0) == 0);
+  // the split keeps about two blocks per multiprocessor: 4096 columns are 64 tiles of 64, split 4
+  auto f = hidet::ops::templates::matmul_f16_few_rows_config(8, 4096, 4096, 132);
+  CHECK(f.split_k == 4);
+  CHECK(hidet::ops::templates::matmul_f16_few_rows_config(8, 8192, 2048, 132).split_k == 2);
   // Llama's shapes on 132 multiprocessors: every multiprocessor streams, with about 4 blocks each.
   auto h = hidet::ops::templates::matmul_gemv_heuristic_config(1, 2048, 2048, dtypes::bf16, 132);
   CHECK(h.lanes_n == 8);
@@ -219,15 +237,18 @@ TEST_CASE("mma.sync with split-k summed in the kernel: few rows on the tensor co
     mm(x, w, got, {bias, r}, {{"b", m}});
     expect_close(got, {m, n}, want.to_double_vector(), false, 2);
   }
-  // the dispatch: 9 to 32 rows take it, split so that the grid fills the SMs; 33 and more (a
+  // the dispatch: 9 to 32 rows take it without Hopper, split so that the grid fills the SMs; 33 and more (a
   // CNN's last stage at batch 1: 49) take the tiled templates, unsplit at this k
   for (int m : {9, 32, 33, 49, 64}) {
     INFO("rows " << m);
     auto cands = o::matmul_candidates(m, 2048, 2048, dtypes::bf16, 0);
     REQUIRE(!cands.empty());
     const std::string &label = cands[0].label;
-    // (past 32 rows a Hopper GPU may split k on its wgmma template: the few-rows path is mma.sync's)
-    CHECK((label.rfind("mma.sync ", 0) == 0 && label.find("split-k") != std::string::npos) == (m <= 32));
+    // (a Hopper GPU takes its wgmma template, split, at up to 32 rows, and may split it past 32:
+    // the few-rows path is mma.sync's)
+    const bool hopper = o::matmul_wgmma_available();
+    CHECK((label.rfind("mma.sync ", 0) == 0 && label.find("split-k") != std::string::npos) == (m <= 32 && !hopper));
+    if (hopper && m <= 32) CHECK((label.rfind("wgmma ", 0) == 0 && label.find("split-k") != std::string::npos));
   }
   expect_error(
       [] {
@@ -247,7 +268,7 @@ TEST_CASE("matmul: space 1 offers the few-rows mma.sync kernel at 2 to 32 rows, 
       if (c.label.rfind("mma.sync ", 0) == 0 && c.label.find("split-k") != std::string::npos) mma.push_back(c);
     INFO("rows " << m);
     REQUIRE(mma.size() >= 3);
-    CHECK(o::matmul_candidates(m, n, k, dtypes::bf16, 0)[0].label.rfind(m <= 8 ? "gemv " : "mma.sync ", 0) == 0);
+    CHECK(o::matmul_candidates(m, n, k, dtypes::bf16, 0)[0].label.rfind("mma.sync ", 0) == 0);
     Tensor a = make({m, k}, dtypes::bf16), b = make({k, n}, dtypes::bf16);
     auto want = ref_matmul(a.to_double_vector(), b.to_double_vector(), m, n, k);
     for (auto &c : mma) {

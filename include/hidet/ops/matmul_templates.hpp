@@ -1,11 +1,14 @@
 // The template implementations of ops::matmul, and their search spaces.
 //
 // For c[M, n] = a[M, k] @ b[k, n] with a, b and c all f32, all f16 or all bf16:
-//  * M <= 8 (decoding) and b a matrix: the few-rows kernel on the CUDA cores
-//    (templates/matmul_gemv.hpp), which streams b at the memory bandwidth with split-k and an
-//    in-kernel fixup; the other templates join it as candidates in spaces 1 and 2;
-//  * f16 / bf16 with 9 to 32 rows (a batch of decoding steps): the mma.sync kernel with a tile of
-//    the rows and split-k summed in the kernel (matmul_f16_few_rows_config), on every GPU;
+//  * M = 1 (decoding) with b under 32M elements, f32 at M <= 8, or n or k not a multiple of 8, and
+//    b a matrix: the few-rows kernel on the CUDA cores (templates/matmul_gemv.hpp), which streams
+//    b at the memory bandwidth with split-k and an in-kernel fixup; the other templates join it as
+//    candidates in spaces 1 and 2;
+//  * f16 / bf16 with 2 to 8 rows (decoding a batch), one row of a larger b, and 9 to 32 rows
+//    without Hopper: the mma.sync
+//    kernel with a tile of the rows and split-k summed in the kernel (matmul_f16_few_rows_config);
+//    9 to 32 rows on Hopper take the wgmma heuristic, which splits k for them;
 //  * f32: the FMA kernel (templates/matmul_f32.hpp), with split-k for shapes with few tiles;
 //  * f16 / bf16 on a Hopper GPU (sm_90a): the TMA + wgmma kernel (templates/matmul_wgmma.hpp),
 //    and in the larger spaces the mma.sync kernel too;
@@ -154,6 +157,20 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
   // the templates below would pad their 64- or 128-row tiles and leave most SMs idle at these n.
   // HIDET_MATMUL_FEW_ROWS=0 leaves products of few rows to the tiled templates (to bisect on a GPU).
   static const bool few_rows = util::env_bool("HIDET_MATMUL_FEW_ROWS", true);
+  // 2 to 8 rows (decoding a batch) in f16/bf16 with n and k multiples of 8 (no padding copies of
+  // b): the few-rows mma.sync kernel first, the gemv second. H200, bf16, 8 rows, weights read from
+  // memory (bench_decode, 2026-11-28): 4096x4096 11.6 against the gemv's 16.3 us, 2048x8192 11.3
+  // against 16.2, 8192x2048 12.6 against 16.4, 4096x1024 7.8 against 11.9. One row too where b
+  // has 32M elements or more (the mma.sync kernel's time does not depend on the rows up to 16):
+  // 4096x14336 29.3 against the gemv's 35.3 at one row, 14336x4096 30.4 against 33.9; below
+  // that the gemv's shorter start wins at one row (4096x1024: 6.3 against 7.8).
+  const bool few_rows_mma = few_rows && mb <= 32 && !batch.batched() && opts.parallel_k <= 1 && !acc16 &&
+                            dt != dtypes::f32;
+  if (few_rows_mma && mb <= 8 && n % 8 == 0 && k % 8 == 0 &&
+      (mb >= 2 || std::int64_t(n) * k >= (std::int64_t(1) << 25))) {
+    add_mma(matmul_f16_few_rows_config(mb, n, k, sms));
+    if (space == 0 && !out.empty()) return out;
+  }
   if (few_rows && mb <= 8 && !batch.batched() && !acc16) {
     auto add_gemv = [&](MatmulGemvConfig c) {
       if (opts.parallel_k > 0) c.split_k = opts.parallel_k;
@@ -224,16 +241,18 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     return out;
   }
 
-  // 9 to 32 rows (a batch of decoding steps): the mma.sync kernel with a tile of the rows and
-  // split-k summed in the kernel, so that b streams on every SM (the tiles alone are a few dozen).
+  // 9 to 32 rows (a batch of decoding steps) without Hopper: the mma.sync kernel with a tile of
+  // the rows and split-k summed in the kernel, so that b streams on every SM (the tiles alone are
+  // a few dozen). On Hopper the wgmma heuristic below splits k about as well and is far faster
+  // here: H200, bf16, 32 rows, weights read from memory (bench_decode, 2026-11-28): 4096x4096
+  // 11.9 against 27.9 us, 8192x2048 11.8 against 34.6, 4096x1024 11.2 against 42.7.
   // Not past 32 rows: with it on 33 to 64 (49-row products in the last stage of ConvNeXt-T and
   // Swin-T at batch 1), both models ran about 0.1 ms slower on the H200 (2026-11-28) than with the
   // kernels below, the only change to their graphs; the completing block's sum over the slices
   // (one block reading every slice's partial tile) is the likely cost.
-  // In spaces 1 and 2 the same kernel also joins the gemv's candidates at 2 to 8 rows, and around
-  // the heuristic: half and twice its split, and 128-column tiles (four warps).
-  if (few_rows && mb <= 32 && (mb > 8 || (space > 0 && mb > 1)) && !batch.batched() && opts.parallel_k <= 1 &&
-      !acc16) { // (f16 accumulation: unsplit)
+  // In spaces 1 and 2 the same kernel is a candidate from 1 to 32 rows, with half and twice its
+  // split, and 128-column tiles (four warps). (f16 accumulation: unsplit, so not this kernel.)
+  if (few_rows_mma && (space > 0 || (mb > 8 && !matmul_wgmma_available()))) {
     const MatmulF16Config h = matmul_f16_few_rows_config(mb, n, k, sms);
     add_mma(h);
     if (space == 0 && !out.empty()) return out;
