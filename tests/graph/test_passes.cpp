@@ -302,6 +302,46 @@ TEST_CASE("convert_layout_nhwc: values stay channels-last between convolutions")
   CHECK(!report.any_flagged());
 }
 
+TEST_CASE("convert_layout_nhwc: concatenations of channels and batch norms stay channels-last (a dense block)") {
+  // DenseNet's block: each layer normalizes the concatenation of every feature before it (batch
+  // norm, relu), then convolves; Inception's branches are concatenated the same way. No permute
+  // between the convolutions; a concatenation along the height stays NCHW.
+  const DataType dt = dtypes::f16;
+  Tensor img = make({2, 16, 7, 5}, dt, -1, 1);
+  Tensor w0 = make({16, 16, 3, 3}, dt, -0.2, 0.2), w1 = make({8, 16, 1, 1}, dt, -0.3, 0.3);
+  Tensor w2 = make({8, 24, 3, 3}, dt, -0.2, 0.2), w3 = make({16, 32, 1, 1}, dt, -0.3, 0.3);
+  auto stats = [&](std::int64_t c) {
+    return std::vector<Tensor>{make({c}, dt, -0.5, 0.5), make({c}, dt, 0.5, 2), make({c}, dt, 0.5, 1.5),
+                               make({c}, dt, -0.5, 0.5)};
+  };
+  auto s1 = stats(24), s2 = stats(32);
+  auto f = [&](const Tensor &x) {
+    Tensor a = o::relu(o::conv2d(x, w0, std::nullopt, {1}, {1}));
+    Tensor b = o::conv2d(a, w1);
+    Tensor ab = o::concat({a, b}, 1);
+    Tensor c = o::conv2d(o::relu(o::batch_norm(ab, s1[0], s1[1], s1[2], s1[3], 1e-5)), w2, std::nullopt, {1}, {1});
+    Tensor abc = o::concat({a, b, c}, 1);
+    Tensor d = o::conv2d(o::relu(o::batch_norm(abc, s2[0], s2[1], std::nullopt, s2[3], 1e-3)), w3);
+    return std::vector<Tensor>{d, o::concat({d, a}, 2)};
+  };
+  Tensor x = symbol_like(img);
+  FlowGraph g = trace_from(f(x), {x});
+  FlowGraph c = graph::convert_layout_nhwc(g);
+  INFO(c.str());
+  CHECK(count_named(c, "Conv2dNhwc") == 4);
+  CHECK(count_named(c, "BatchNorm") == 0);
+  // the image in; d and a back to NCHW for the outputs (d once, for both)
+  CHECK(count_named(c, "Permute") == 3);
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor v = make({2, 16, 7, 5}, dt, -1, 1);
+    auto want = g.run({v}), got = c.run({v}), opt = graph::optimize(g).run({v});
+    for (std::size_t i = 0; i < 2; ++i) {
+      expect_same(got[i], want[i], 3);
+      expect_same(opt[i], want[i], 3);
+    }
+  }
+}
+
 TEST_CASE("convert_layout_nhwc: casts and average pooling keep channels-last (mixed precision)") {
   // What convert_precision leaves between f16 convolutions of an f32 model: a cast up, f32 math,
   // a cast down. The value stays channels-last through them.
@@ -471,6 +511,17 @@ TEST_CASE("profile: every node timed, summed per operator") {
   CHECK(s.find("FusedMatmul") != std::string::npos);
   CHECK(s.find("Softmax") != std::string::npos);
   CHECK(s.find("slowest nodes:") != std::string::npos);
+  // a view (a Reshape between two kernels, not optimized away) launches nothing: 0 ms
+  FlowGraph v = trace_from(o::softmax(o::relu(x).reshape({8, 48}), 1));
+  graph::Profile pv = graph::profile(v, {a});
+  REQUIRE(pv.nodes.size() == 3);
+  int views = 0;
+  for (const auto &n : pv.nodes) {
+    INFO(n.op);
+    CHECK((n.op == "Reshape") == (n.ms == 0));
+    views += n.op == "Reshape";
+  }
+  CHECK(views == 1);
 }
 
 TEST_CASE("fuse_prologue checks what it is given") {

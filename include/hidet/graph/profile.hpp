@@ -3,7 +3,9 @@
 // profile(graph, inputs) runs the graph once (building every kernel), then times each node alone
 // on its own inputs: the node as a graph of its own, captured as a CUDA graph and replayed
 // (CUDA events around repeated replays: the GPU's time for the node's kernels, without the
-// host's per-call overhead; on the emulator, host time). The times are summed per operator name. The table answers "which operators
+// host's per-call overhead; on the emulator, host time); a view (a node whose outputs share its
+// inputs' storage: a Reshape, a Narrow along the first axis) launches nothing in a compiled graph
+// and counts 0 ms. The times are summed per operator name. The table answers "which operators
 // cost the time" for a model that is slower than it should be:
 //
 //   profile: 57 operators, 0.452 ms summed (each node timed alone), NVIDIA H100 80GB HBM3

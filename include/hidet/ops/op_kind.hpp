@@ -24,7 +24,7 @@ namespace hidet::ops {
   X(Add) X(Sub) X(Mul) X(Div) X(Neg) X(Abs) X(Exp) X(Tanh) X(Relu) X(Sigmoid) X(Silu) X(Gelu)      \
   X(Cast)                                                                                          \
   /* views and data movement */                                                                    \
-  X(Reshape) X(Permute) X(Slice)                                                                   \
+  X(Reshape) X(Permute) X(Slice) X(Concat)                                                         \
   /* products and convolutions (templates), and a product with its epilogue fused */               \
   X(Matmul) X(FusedMatmul) X(Conv2d) X(Conv2dNhwc) X(BatchNorm)                                    \
   /* pooling */                                                                                    \

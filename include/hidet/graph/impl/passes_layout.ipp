@@ -219,6 +219,42 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
     if (kind == OpKind::Permute && in.size() == 1 && one_output && has_twin(in[0]) &&
         attr_ints(op->attrs(), "perm") == std::vector<std::int64_t>{0, 2, 3, 1})
       return nhwc(in[0]);
+    // A concatenation of channels with a channels-last input (DenseNet's features, the branches
+    // of Inception and SqueezeNet's fire modules) is concatenated channels-last: the inputs are not
+    // turned back to NCHW (a permute that reads NCHW and writes NHWC, per dense layer, for the
+    // convolution after it). An input without a twin is turned once.
+    if (kind == OpKind::Concat && one_output && op->output_metas()[0].shape.size() == 4) {
+      const auto axis = attr_ints(op->attrs(), "axis");
+      bool channels = axis == std::vector<std::int64_t>{1} || axis == std::vector<std::int64_t>{-3}, any = false;
+      for (const auto &t : in) channels = channels && t.ndim() == 4, any = any || has_twin(t);
+      if (channels && any) {
+        std::vector<Tensor> xs;
+        for (const auto &t : in) xs.push_back(nhwc(t));
+        twin[out] = ops::concat(xs, 3);
+        return NodeRewrite::removed();
+      }
+    }
+    // Batch normalization (inference, constant statistics) of a channels-last value: a scale and a
+    // shift per channel, folded into two [C] constants in f32 (the last axis broadcasts), computed
+    // in f32 as batch_norm is. DenseNet's pre-activation norms after each concatenation.
+    if (kind == OpKind::BatchNorm && one_output && in.size() >= 3 && has_twin(in[0]) && in[0].ndim() == 4) {
+      const std::string &a = op->attrs();
+      const bool has_w = attr_text(a, "weight") == "1", has_b = attr_text(a, "bias") == "1";
+      bool constants = in.size() == 3 + std::size_t(has_w) + std::size_t(has_b);
+      for (std::size_t i = 1; i < in.size(); ++i) constants = constants && !in[i].is_symbolic();
+      if (constants) {
+        const double eps = std::stod(attr_text(a, "eps"));
+        auto f32 = [](const Tensor &t) { return t.dtype() == dtypes::f32 ? t : ops::cast(t, dtypes::f32); };
+        Tensor scale = ops::rsqrt(ops::add(f32(in[2]), eps));
+        if (has_w) scale = ops::mul(scale, f32(in[3]));
+        Tensor shift = ops::neg(ops::mul(f32(in[1]), scale));
+        if (has_b) shift = ops::add(shift, f32(in[3 + std::size_t(has_w)]));
+        const DataType dt = in[0].dtype();
+        Tensor y = ops::add(ops::mul(f32(nhwc(in[0])), scale), shift);
+        twin[out] = dt == dtypes::f32 ? y : ops::cast(y, dt);
+        return NodeRewrite::removed();
+      }
+    }
     // Adaptive average pooling likewise (an EfficientNet's squeeze-and-excite: [N, 1, 1, C]).
     if (kind == OpKind::AdaptiveAvgPool2d && in.size() == 1 && one_output && has_twin(in[0])) {
       Tensor y = ops::adaptive_avg_pool2d_nhwc(nhwc(in[0]), attr_ints(op->attrs(), "output_size"));
