@@ -646,6 +646,30 @@ TEST_CASE("simplify_reshapes: a merged reshape is a view unless task-defined ope
   expect_all_same(graph::optimize(g).run({x0}), g.run({x0}), 4);
 }
 
+TEST_CASE("simplify_reshapes: a reshape task away from tasks is a view (the torch front end's reshapes)") {
+  // ops::reshape at constant shapes records a task (a copy). Between a product and a Narrow (the
+  // front end's q, k, v split of a fused projection): a view. Between element-wise tasks, or as a
+  // graph output, or of a graph input: left as it is.
+  Tensor x0 = make({4, 8}, dtypes::f32), w = make({8, 6}, dtypes::f32);
+  Tensor x = symbol_like(x0);
+  Tensor split = o::reshape(o::matmul(x, w), {24}).narrow(8, 8);
+  Tensor tasks = o::tanh(o::reshape(o::exp(x), {8, 4}));
+  Tensor out = o::reshape(o::matmul(x, w), {3, 8}), of_input = o::exp(o::reshape(x, {32}));
+  FlowGraph g = trace_from({o::relu(split), tasks, out, of_input}, {x});
+  FlowGraph s = graph::simplify_reshapes(g);
+  INFO(s.str());
+  int views = 0, task_reshapes = 0;
+  for (const auto &op : s.nodes()) {
+    if (op->name() != "Reshape") continue;
+    (dynamic_cast<const ops::TaskOperator *>(op.get()) ? task_reshapes : views) += 1;
+  }
+  CHECK(count_named(g, "Reshape") == 4);
+  CHECK(views == 1);
+  CHECK(task_reshapes == 3);
+  expect_all_same(s.run({x0}), g.run({x0}));
+  expect_all_same(graph::optimize(g).run({x0}), g.run({x0}), 4);
+}
+
 TEST_CASE("simplify_reshapes: adding zeros, multiplying by ones (a cache position past + arange(1)) are views") {
   // A decoding step's cache position: the 0-d length plus arange(1) = [0], read by an index_put.
   Tensor len0 = asarray<std::int64_t>({5}).reshape(o::Shape{}), c0 = make({8, 4}, dtypes::f32), k0 = make({1, 4}, dtypes::f32);
