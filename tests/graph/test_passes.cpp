@@ -78,6 +78,24 @@ TEST_CASE("a cast read twice (RMSNorm written out, as transformers does) is reco
   CHECK(count_named(kept, "Cast") == 1);
 }
 
+TEST_CASE("a slice read twice (EVA-02's rotary embedding of the tokens after the class token) is recomputed in its readers") {
+  // the rotary embedding's rotate_half: the tokens after the first, read by x * cos and by the
+  // halves' concatenation; no Slice kernel of its own
+  Tensor a = make({2, 9, 16}, dtypes::f16), cosv = make({8, 16}, dtypes::f16), sinv = make({8, 16}, dtypes::f16);
+  auto f = [&](const Tensor &x) {
+    Tensor t = o::slice(x, {1}, {1}, {9});
+    Tensor rot = o::concat({o::neg(o::slice(t, {2}, {8}, {16})), o::slice(t, {2}, {0}, {8})}, 2);
+    return o::concat({o::slice(x, {1}, {0}, {1}), t * cosv + rot * sinv}, 1);
+  };
+  Tensor x = symbol_like(a);
+  FlowGraph g = trace_from(f(x));
+  FlowGraph opt = graph::optimize(g);
+  INFO(opt.str());
+  CHECK(opt.nodes().size() == 1);
+  CHECK(count_named(opt, "Slice") == 0);
+  expect_same(opt(a), g(a), 2);
+}
+
 TEST_CASE("prologues fuse into softmax and layer_norm rows; half precision") {
   for (DataType dt : {dtypes::f32, dtypes::f16}) {
     CAPTURE(dt.name());

@@ -122,13 +122,18 @@ inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
 /// follow its anchor as an epilogue); every other group is left as its operators were.
 /// A cast read by several task-defined operators (RMSNorm's x.to(f32), read by its square and by
 /// its scaling) made again for each input that reads it, so that each copy fuses into its reader
-/// as a prologue: the readers read the narrower input and the cast's kernel and its output go. A
-/// cast that is a graph output, or that reads another such cast, stays.
+/// as a prologue: the readers read the narrower input and the cast's kernel and its output go.
+/// Likewise a slice (pure indexing: EVA-02's rotary embedding slices the tokens after the class
+/// token and reads them twice, a copy kernel per layer and per q and k). A cast or slice that is a
+/// graph output, or that reads another such node, stays.
 HIDET_INLINE FlowGraph recompute_shared_casts(const FlowGraph &graph) {
   const Readers readers(graph);
   std::set<const Operator *> shared;
   for (const auto &op : graph.nodes()) {
-    if (ops::kind_of(*op) != ops::OpKind::Cast || op->num_outputs() != 1 || !injective_task(op.get())) continue;
+    const ops::OpKind kind = ops::kind_of(*op);
+    if ((kind != ops::OpKind::Cast && kind != ops::OpKind::Slice) || op->num_outputs() != 1 ||
+        !injective_task(op.get()))
+      continue;
     const TensorKey out{op.get(), 0};
     const auto &rs = readers.of(out);
     if (rs.size() < 2 || readers.is_output(out)) continue;
