@@ -147,6 +147,38 @@ def top_operators(tables, count=3):
     return [f'{op} {ms:.3f} ms ({100 * ms / total:.0f}%)' for op, ms in top]
 
 
+class _Tee(io.StringIO):
+    """Keeps what is written, and passes it on."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out = out
+
+    def write(self, text):
+        self.out.write(text)
+        return super().write(text)
+
+    def text(self):
+        return self.getvalue()
+
+
+def slow_row_facts(said):
+    """For a row far slower than inductor: dynamo's frame, graph and break counts over the compile
+    and the timed calls (a frame compiled on every call shows there), and the first distinct lines hidet printed (a failed CUDA-graph
+    capture, a graph compiled again), other than kernel-build progress."""
+    import torch
+    c = torch._dynamo.utils.counters
+    breaks = sum(c['graph_break'].values())
+    facts = [f"dynamo over the compile and the timed calls: {c['frames'].get('total', 0)} frames compiled, "
+             f"{c['stats'].get('unique_graphs', 0)} graphs, {breaks} graph breaks"]
+    seen = []
+    for line in said.splitlines():
+        line = line.strip()
+        if line.startswith('hidet:') and 'building graph kernels' not in line and line not in seen:
+            seen.append(line[:200])
+    return '; '.join(facts + seen[:3])
+
+
 def run_model(name, configs, inductor):
     """Yields one dict per configuration."""
     import torch
@@ -186,9 +218,12 @@ def run_model(name, configs, inductor):
                     except Exception as e:  # noqa: BLE001 - a row, not the end of the sweep
                         row['note'] = f'inductor failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}'
                 torch._dynamo.reset()
+                torch._dynamo.utils.counters.clear()
+                said = _Tee(sys.stderr)  # what hidet says while it compiles and runs (explains a slow row)
                 t0 = time.time()
                 h = torch.compile(model, backend='hidet')
-                got = first_tensor(h(*args, **kwargs)).float()
+                with contextlib.redirect_stderr(said):
+                    got = first_tensor(h(*args, **kwargs)).float()
                 if gpu:
                     torch.cuda.synchronize()
                 row['compile_s'] = time.time() - t0
@@ -198,7 +233,10 @@ def run_model(name, configs, inductor):
                     row['note'] = "eager's output is not finite in this dtype: the error is not compared"
                 row['status'] = 'ok'
                 if gpu:
-                    row['hidet'] = time_ms(lambda: h(*args, **kwargs), min_calls=10)
+                    with contextlib.redirect_stderr(said):
+                        row['hidet'] = time_ms(lambda: h(*args, **kwargs), min_calls=10)
+                    if row['inductor'] and row['hidet'] / row['inductor'] > 2:
+                        row['note'] = '; '.join(filter(None, [row['note'], slow_row_facts(said.text())]))
                     if row['inductor'] and row['hidet'] / row['inductor'] > 0.8:
                         # Compiled again with the profile on (kernels come from the disk cache).
                         torch._dynamo.reset()
