@@ -47,6 +47,7 @@ TEST_CASE("every listed kind is the kind its operator records") {
       {OpKind::Reshape, ops::reshape(x, {16, 36})},
       {OpKind::Permute, ops::permute(x, {0, 2, 3, 1})},
       {OpKind::Slice, ops::slice(x, {1}, {0}, {4})},
+      {OpKind::Concat, ops::concat({x, y}, 1)},
       {OpKind::Matmul, ops::matmul(a, b)},
       {OpKind::FusedMatmul, ops::matmul(a, b, product_epilogue, {})},
       {OpKind::Conv2d, ops::conv2d(x, w, c, {1}, {1})},
