@@ -640,6 +640,22 @@ TEST_CASE("simplify_reshapes: chains collapse, identities vanish") {
   expect_same(opt.run({a})[1], want[1]);
 }
 
+/// simplify_reshapes of `g` (one input, `x0` its value) leaves `views` Reshape views and `tasks`
+/// reshape tasks, and g's results (optimized too) as they were.
+static void check_simplified_reshapes(const FlowGraph &g, const Tensor &x0, int views, int tasks) {
+  FlowGraph s = graph::simplify_reshapes(g);
+  INFO(s.str());
+  int seen_views = 0, seen_tasks = 0;
+  for (const auto &op : s.nodes()) {
+    if (op->name() != "Reshape") continue;
+    (dynamic_cast<const ops::TaskOperator *>(op.get()) ? seen_tasks : seen_views) += 1;
+  }
+  CHECK(seen_views == views);
+  CHECK(seen_tasks == tasks);
+  expect_all_same(s.run({x0}), g.run({x0}));
+  expect_all_same(graph::optimize(g).run({x0}), g.run({x0}), 4);
+}
+
 TEST_CASE("simplify_reshapes: a merged reshape is a view unless task-defined operators surround it") {
   // A decoding step's attention output [1, h, 1, d], transposed (a reshape: the moved axis has
   // extent 1) and flattened for the output projection: between two products, a view (it was
@@ -650,18 +666,8 @@ TEST_CASE("simplify_reshapes: a merged reshape is a view unless task-defined ope
   Tensor products = o::matmul(o::matmul(x, w1).reshape({4, 1, 8}).reshape({1, 32}), w2);
   Tensor tasks = o::tanh(o::exp(x).reshape({4, 1, 8}).reshape({1, 32}));
   FlowGraph g = trace_from({products, tasks}, {x});
-  FlowGraph s = graph::simplify_reshapes(g);
-  INFO(s.str());
-  int views = 0, task_reshapes = 0;
-  for (const auto &op : s.nodes()) {
-    if (op->name() != "Reshape") continue;
-    (dynamic_cast<const ops::TaskOperator *>(op.get()) ? task_reshapes : views) += 1;
-  }
   CHECK(count_named(g, "Reshape") == 4);
-  CHECK(views == 1);
-  CHECK(task_reshapes == 1);
-  expect_all_same(s.run({x0}), g.run({x0}));
-  expect_all_same(graph::optimize(g).run({x0}), g.run({x0}), 4);
+  check_simplified_reshapes(g, x0, 1, 1);
 }
 
 TEST_CASE("simplify_reshapes: a reshape task away from tasks is a view (the torch front end's reshapes)") {
@@ -674,18 +680,8 @@ TEST_CASE("simplify_reshapes: a reshape task away from tasks is a view (the torc
   Tensor tasks = o::tanh(o::reshape(o::exp(x), {8, 4}));
   Tensor out = o::reshape(o::matmul(x, w), {3, 8}), of_input = o::exp(o::reshape(x, {32}));
   FlowGraph g = trace_from({o::relu(split), tasks, out, of_input}, {x});
-  FlowGraph s = graph::simplify_reshapes(g);
-  INFO(s.str());
-  int views = 0, task_reshapes = 0;
-  for (const auto &op : s.nodes()) {
-    if (op->name() != "Reshape") continue;
-    (dynamic_cast<const ops::TaskOperator *>(op.get()) ? task_reshapes : views) += 1;
-  }
   CHECK(count_named(g, "Reshape") == 4);
-  CHECK(views == 1);
-  CHECK(task_reshapes == 3);
-  expect_all_same(s.run({x0}), g.run({x0}));
-  expect_all_same(graph::optimize(g).run({x0}), g.run({x0}), 4);
+  check_simplified_reshapes(g, x0, 1, 3);
 }
 
 TEST_CASE("simplify_reshapes: adding zeros, multiplying by ones (a cache position past + arange(1)) are views") {
