@@ -29,6 +29,9 @@ The whole sweep takes longer than one device call on a cold machine (inductor's 
 s a model): run it in shards, e.g.
   HIDET_BENCH_TIMEOUT=590 HIDET_SWEEP_SHARD=1/3 HIDET_GPU_CHECK_BENCH='^bench_torch_sweep$' HIDET_GPU_CHECK_TESTS=0 scripts/gpu-check
 and `bench_torch_sweep.py --merge a.jsonl b.jsonl ...` prints the tables of several runs together.
+On a machine of two GPUs, run one shard per GPU side by side (CUDA_VISIBLE_DEVICES=0 and 1, each
+with its HIDET_SWEEP_SHARD or HIDET_SWEEP_MODELS and its own HIDET_SWEEP_OUTPUT): twice the rows
+per device second (2026-11-28: 21 rows of f16 b1 in one 390-s call on 2 x H200).
 Raw rows go to $HIDET_SWEEP_OUTPUT or $OUT/sweep.jsonl when set."""
 import contextlib
 import copy
