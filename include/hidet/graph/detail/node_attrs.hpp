@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -69,6 +70,32 @@ struct ConvAttrs {
                 : ops::conv2d(x, w, bias, stride, padding, dilation, groups, e, extras);
   }
 };
+
+/// An inference BatchNorm node (inputs x, running mean, running variance, then weight and bias as
+/// its attributes say) as a per-channel affine map y = x * scale + shift, computed on the host in
+/// double precision from its constant inputs (no kernel to compile per channel count); none when
+/// an input is not a constant or the attributes do not match the inputs.
+struct BatchNormFold {
+  std::vector<double> scale, shift;
+};
+inline std::optional<BatchNormFold> batch_norm_fold(const Operator &bn) {
+  const std::string &a = bn.attrs();
+  const auto &in = bn.inputs();
+  const bool has_w = attr_text(a, "weight") == "1", has_b = attr_text(a, "bias") == "1";
+  if (in.size() != std::size_t(3 + has_w + has_b) || attr_text(a, "eps").empty()) return std::nullopt;
+  for (std::size_t i = 1; i < in.size(); ++i)
+    if (in[i].is_symbolic()) return std::nullopt;
+  const double eps = std::stod(attr_text(a, "eps"));
+  const std::vector<double> mean = in[1].to_double_vector(), var = in[2].to_double_vector();
+  const std::vector<double> gamma = has_w ? in[3].to_double_vector() : std::vector<double>();
+  const std::vector<double> beta = has_b ? in[3 + std::size_t(has_w)].to_double_vector() : std::vector<double>();
+  BatchNormFold f{std::vector<double>(mean.size()), std::vector<double>(mean.size())};
+  for (std::size_t c = 0; c < mean.size(); ++c) {
+    f.scale[c] = 1.0 / std::sqrt(var[c] + eps) * (has_w ? gamma[c] : 1.0);
+    f.shift[c] = (has_b ? beta[c] : 0.0) - mean[c] * f.scale[c];
+  }
+  return f;
+}
 
 /// An attention node rebuilt on other inputs from a recorded node's attributes (`attrs`:
 /// is_causal, scale; the layout is `heads_last`), for passes that replace one.

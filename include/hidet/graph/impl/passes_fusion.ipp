@@ -126,7 +126,7 @@ inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
 /// Likewise a slice (pure indexing: EVA-02's rotary embedding slices the tokens after the class
 /// token and reads them twice, a copy kernel per layer and per q and k). A cast or slice that is a
 /// graph output, or that reads another such node, stays.
-HIDET_INLINE FlowGraph recompute_shared_casts(const FlowGraph &graph) {
+HIDET_INLINE FlowGraph recompute_shared_casts_and_slices(const FlowGraph &graph) {
   const Readers readers(graph);
   std::set<const Operator *> shared;
   for (const auto &op : graph.nodes()) {
@@ -254,7 +254,7 @@ HIDET_INLINE FlowGraph fuse_task_operators(const FlowGraph &input, bool all) {
 } // namespace detail
 
 HIDET_INLINE FlowGraph fuse_operators(const FlowGraph &input) {
-  return detail::fuse_task_operators(detail::recompute_shared_casts(input), true);
+  return detail::fuse_task_operators(detail::recompute_shared_casts_and_slices(input), true);
 }
 
 namespace detail {

@@ -235,22 +235,17 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       }
     }
     // Batch normalization (inference, constant statistics) of a channels-last value: a scale and a
-    // shift per channel, folded into two [C] constants in f32 (the last axis broadcasts), computed
-    // in f32 as batch_norm is. DenseNet's pre-activation norms after each concatenation.
-    if (kind == OpKind::BatchNorm && one_output && in.size() >= 3 && has_twin(in[0]) && in[0].ndim() == 4) {
-      const std::string &a = op->attrs();
-      const bool has_w = attr_text(a, "weight") == "1", has_b = attr_text(a, "bias") == "1";
-      bool constants = in.size() == 3 + std::size_t(has_w) + std::size_t(has_b);
-      for (std::size_t i = 1; i < in.size(); ++i) constants = constants && !in[i].is_symbolic();
-      if (constants) {
-        const double eps = std::stod(attr_text(a, "eps"));
-        auto f32 = [](const Tensor &t) { return t.dtype() == dtypes::f32 ? t : ops::cast(t, dtypes::f32); };
-        Tensor scale = ops::rsqrt(ops::add(f32(in[2]), eps));
-        if (has_w) scale = ops::mul(scale, f32(in[3]));
-        Tensor shift = ops::neg(ops::mul(f32(in[1]), scale));
-        if (has_b) shift = ops::add(shift, f32(in[3 + std::size_t(has_w)]));
+    // shift per channel (batch_norm_fold, on the host), two [C] f32 constants that broadcast along
+    // the last axis, applied in f32 as batch_norm computes. DenseNet's pre-activation norms after
+    // each concatenation.
+    if (kind == OpKind::BatchNorm && one_output && has_twin(in[0]) && in[0].ndim() == 4) {
+      if (const auto fold = batch_norm_fold(*op)) {
+        const auto C = std::int64_t(fold->scale.size());
+        Tensor scale = asarray(fold->scale, {C}, dtypes::f32, in[0].device()),
+               shift = asarray(fold->shift, {C}, dtypes::f32, in[0].device());
         const DataType dt = in[0].dtype();
-        Tensor y = ops::add(ops::mul(f32(nhwc(in[0])), scale), shift);
+        Tensor x = nhwc(in[0]);
+        Tensor y = ops::add(ops::mul(dt == dtypes::f32 ? x : ops::cast(x, dtypes::f32), scale), shift);
         twin[out] = dt == dtypes::f32 ? y : ops::cast(y, dt);
         return NodeRewrite::removed();
       }

@@ -221,33 +221,19 @@ HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
     return true;
   };
   return rewrite_nodes(graph, [&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
-    if (ops::kind_of(*op) != ops::OpKind::BatchNorm || !op->inputs()[0].trace() ||
-        !all_constant(op->inputs(), 1))
-      return std::nullopt;
+    if (ops::kind_of(*op) != ops::OpKind::BatchNorm || !op->inputs()[0].trace()) return std::nullopt;
     const OpPtr conv = op->inputs()[0].trace().op;
-    const std::string &ba = op->attrs();
-    bool has_w = attr_text(ba, "weight") == "1", has_b = attr_text(ba, "bias") == "1";
     if (ops::kind_of(*conv) != ops::OpKind::Conv2d || !readers.single(key_of(op->inputs()[0])) ||
-        !all_constant(conv->inputs(), 1) || op->inputs().size() != std::size_t(3 + has_w + has_b) ||
-        attr_text(ba, "eps").empty())
+        !all_constant(conv->inputs(), 1))
       return std::nullopt;
-    double eps = std::stod(attr_text(ba, "eps"));
+    const auto fold = batch_norm_fold(*op); // on the host, in double precision
+    if (!fold) return std::nullopt;
     const auto &ci = conv->inputs();
     const Tensor &w = ci[1];
     std::int64_t channels = w.shape()[0];
-    // On the host, in double precision: no kernel to compile per channel count.
-    auto host = [](const Tensor &t) { return t.to_double_vector(); };
-    std::vector<double> mean = host(op->inputs()[1]), var = host(op->inputs()[2]);
-    std::vector<double> gamma = has_w ? host(op->inputs()[3]) : std::vector<double>();
-    std::vector<double> beta = has_b ? host(op->inputs()[3 + has_w]) : std::vector<double>();
-    std::vector<double> bias =
-        ci.size() > 2 ? host(ci[2]) : std::vector<double>(std::size_t(channels), 0.0);
-    std::vector<double> b2v(static_cast<std::size_t>(channels), 0.0), scale(b2v.size());
-    for (std::size_t o = 0; o < std::size_t(channels); ++o) {
-      scale[o] = 1.0 / std::sqrt(var[o] + eps) * (has_w ? gamma[o] : 1.0);
-      b2v[o] = (bias[o] - mean[o]) * scale[o] + (has_b ? beta[o] : 0.0);
-    }
-    Tensor w2 = scale_rows(w, scale);
+    std::vector<double> b2v = ci.size() > 2 ? ci[2].to_double_vector() : std::vector<double>(std::size_t(channels), 0.0);
+    for (std::size_t o = 0; o < std::size_t(channels); ++o) b2v[o] = b2v[o] * fold->scale[o] + fold->shift[o];
+    Tensor w2 = scale_rows(w, fold->scale);
     Tensor b2 = asarray(b2v, {channels}, ci.size() > 2 ? ci[2].dtype() : w.dtype(), w.device());
     Tensor y = ConvAttrs(conv->attrs()).apply(rw.map(ci[0]), w2, b2);
     // The new Conv2d stands for the BatchNorm's output (it was created just now, only we hold it).
