@@ -152,6 +152,20 @@ _shape = operator.attrgetter('shape')
 _dtype = operator.attrgetter('dtype')
 
 
+# The instances of a module (sets of parameters) whose compiled graphs one fx graph keeps; the
+# least recently used is dropped past this (its parameters compile again when it comes back).
+MAX_INSTANCES = 256
+
+
+class _Instance:
+    """The compiled graphs of one set of parameters and buffers (HidetCompiledModel.instances)."""
+    __slots__ = ('static_args', 'cache', 'symbolic_entries')
+
+    def __init__(self, static_args):
+        self.static_args = static_args  # kept: their ids stay theirs
+        self.cache, self.symbolic_entries = {}, {}
+
+
 class HidetCompiledModel:
     """The callable handed back to dynamo for one fx graph (see the top of the file)."""
 
@@ -172,10 +186,14 @@ class HidetCompiledModel:
         self.unify = False
         # The parameters and buffers the compiled graphs hold as constants. Dynamo hands another
         # instance of the same module class to this graph with its own parameters (it guards on the
-        # class, not on the instance): then they are compiled again.
+        # class, not on the instance: the layers of a model whose layer has a graph break, BART's
+        # encoder, call one graph each): each instance has its own compiled graphs (its own
+        # `cache` and `symbolic_entries`), kept per instance in `instances`, the most recently used
+        # last, at most MAX_INSTANCES of them.
         self.static_positions = None
         self.pick_static = None
         self.static_args = None
+        self.instances = {}  # the ids of the static arguments -> _Instance
 
     def compile_symbolic(self, args, unify=False):
         """The graph traced once on dynamo's symbolic sizes, run by a ShapeDispatch (see the top);
@@ -368,19 +386,27 @@ class HidetCompiledModel:
         return entry
 
     def same_constants(self, args):
-        """Whether ``args`` carry the parameters and buffers the compiled graphs were traced with;
-        when they do not, the compiled graphs are dropped (they hold the others as constants)."""
+        """Whether ``args`` carry the parameters and buffers of the last call; when they do not,
+        ``cache`` and ``symbolic_entries`` become those of the instance that ``args`` carry (its
+        compiled graphs hold its parameters as constants), empty for an instance not seen yet."""
         if self.static_positions is None:
             self.static_positions = [i for i, a in enumerate(args) if self.interpreter.is_static(i, a)]
             self.pick_static = _picker(self.static_positions)
-        if self.static_args is not None and all(map(operator.is_, self.pick_static(args), self.static_args)):
+        static = self.pick_static(args)
+        if self.static_args is not None and all(map(operator.is_, static, self.static_args)):
             return True
-        if self.static_args is not None and self.config._verbose:
-            print('hidet: this graph is given other parameters (another instance of the module): compiled again',
-                  file=sys.stderr)
-        self.static_args = [args[i] for i in self.static_positions]
-        self.cache.clear()
-        self.symbolic_entries.clear()
+        key = tuple(map(id, static))
+        instance = self.instances.pop(key, None)  # re-inserted last: the most recently used
+        if instance is None or not all(map(operator.is_, static, instance.static_args)):
+            instance = _Instance(static)
+            if self.instances and self.config._verbose:
+                print(f'hidet: this graph is given other parameters (another instance of the module, '
+                      f'{len(self.instances) + 1} so far): compiled for them too', file=sys.stderr)
+            while len(self.instances) >= MAX_INSTANCES:  # the least recently used is dropped
+                del self.instances[next(iter(self.instances))]
+        self.instances[key] = instance
+        self.static_args, self.cache, self.symbolic_entries = instance.static_args, instance.cache, \
+            instance.symbolic_entries
         return False
 
     def entry_for(self, args):
@@ -522,24 +548,29 @@ class HidetCompiledModel:
                         '(clone() one of them).')
             active.append((hi, i))
 
+    def _all_instances(self):
+        return list(self.instances.values()) or [_Instance(())]
+
     @property
     def num_compilations(self):
-        """Graphs compiled so far: one per shape traced per shape, and the shapes the symbolic
-        trace's ShapeDispatch compiled."""
-        symbolic = sum(e.dispatch.num_compilations if e.dispatch is not None else int(e.runner is not None)
-                       for e in self.symbolic_entries.values())
-        return len(self.cache) + symbolic
+        """Graphs compiled so far (over the instances kept): one per shape traced per shape, and
+        the shapes the symbolic trace's ShapeDispatch compiled."""
+        return sum(len(k.cache) + sum(e.dispatch.num_compilations if e.dispatch is not None
+                                      else int(e.runner is not None) for e in k.symbolic_entries.values())
+                   for k in self._all_instances())
 
     @property
     def num_shared_runs(self):
         """Runs of a shape on the compiled graph of its bucket compiled for another shape (with
         dynamo_config.dynamic_shapes('bucket'))."""
-        return sum(e.dispatch.num_shared_runs for e in self.symbolic_entries.values() if e.dispatch is not None)
+        return sum(e.dispatch.num_shared_runs for k in self._all_instances() for e in k.symbolic_entries.values()
+                   if e.dispatch is not None)
 
     @property
     def num_traces(self):
-        """fx-graph traces so far: one per shape, or one for all shapes (dynamic shapes)."""
-        return len(self.cache) + len(self.symbolic_entries)
+        """fx-graph traces so far (over the instances kept): one per shape, or one for all shapes
+        (dynamic shapes)."""
+        return sum(len(k.cache) + len(k.symbolic_entries) for k in self._all_instances())
 
 
 def _capture(runner, args, positions, updated):
