@@ -12,5 +12,6 @@
 #include "hidet/runtime/impl/tensor_map.ipp"
 #include "hidet/runtime/impl/tensor_print.ipp"
 #include "hidet/runtime/impl/timing.ipp"
+#include "hidet/runtime/impl/shared_constants.ipp"
 #include "hidet/runtime/impl/nccl.ipp"
 #include "hidet/runtime/impl/distributed.ipp"

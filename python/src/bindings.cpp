@@ -29,6 +29,7 @@
 #include "hidet/graph.hpp"
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/tuning.hpp"
+#include "hidet/runtime/shared_constants.hpp"
 #include "hidet/runtime/stream.hpp"
 
 namespace nb = nanobind;
@@ -190,6 +191,9 @@ NB_MODULE(_C, m) {
 
   m.def("cuda_emulated", &hidet::runtime::cuda_emulated, "True when the 'cuda' device is the CPU emulator.");
   m.def("synchronize", [] { hidet::synchronize(); });
+  m.def("forget_shared_constants", &hidet::forget_shared_constants,
+        "Later traces compute the constants they derive from weights again (runtime/shared_constants.hpp).");
+  m.def("shared_constants_alive", &hidet::shared_constants_alive);
   m.def(
       "kernel_builds",
       [] {

@@ -944,6 +944,27 @@ def test_layers_with_a_graph_break_each_compile_once(monkeypatch):
     assert compiles.count(layer_graphs[0]) == 6 and len(compiles) == first
 
 
+def test_graphs_of_two_shapes_share_transposed_weights_and_see_weights_loaded_in_place():
+    """The linear weights' transposes (runtime/shared_constants.hpp) are computed once for the
+    graphs of every input shape; after load_state_dict writes new weights in place, a graph traced
+    for a new shape uses the new weights (the parameters' version counters changed)."""
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8)).to(DEVICE).eval()
+    torch._dynamo.reset()
+    f = torch.compile(model, backend='hidet', dynamic=False)
+    with torch.no_grad():
+        x2 = r(2, 16)
+        assert_close(f(x2), model(x2), atol=1e-4, rtol=1e-4)  # compiles batch 2
+        alive = hidet._C.shared_constants_alive()
+        assert alive >= 2  # the two weights' transposes
+        x3 = r(3, 16)
+        assert_close(f(x3), model(x3), atol=1e-4, rtol=1e-4)  # batch 3: the same transposes
+        assert hidet._C.shared_constants_alive() == alive
+        other = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8)).to(DEVICE).eval()
+        model.load_state_dict(other.state_dict())  # copies into the parameters' memory
+        x5 = r(5, 16)
+        assert_close(f(x5), other(x5), atol=1e-4, rtol=1e-4)
+
+
 def test_inplace_updates_are_traced_functionally():
     """x.clamp_(...), x[...] = v, x[index] = v and x.add_(...) on tensors the model computed: the
     nodes after an update read the updated values."""

@@ -7,11 +7,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "hidet/graph.hpp"
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/schedule_row.hpp"
 #include "hidet/runtime/command_hook.hpp"
+#include "hidet/runtime/shared_constants.hpp"
 
 using namespace ops_test;
 
@@ -1239,6 +1241,50 @@ TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, hea
   auto f2 = [&](const Tensor &x) { return std::vector<Tensor>{o::softmax(o::matmul(x, w1), -1), o::gelu(o::matmul(x, w2))}; };
   FlowGraph g2 = trace_from(f2(symbol_like(in)));
   CHECK(count_named(graph::merge_sibling_matmuls(g2), "Matmul") == 2);
+}
+
+TEST_CASE("graphs traced from the same weights share their derived constants") {
+  // A model compiled per input shape (a batch of 1 and of 6, prefill and decode): the linear
+  // weights' transposes and the sibling products' merged weights are computed once and held once
+  // (an 8B Llama's graphs for three batch sizes held 122 GB before, runtime/shared_constants.hpp).
+  const std::int64_t e = 32;
+  std::vector<Tensor> w, bias;
+  for (int i = 0; i < 3; ++i)
+    w.push_back(make({e, e}, dtypes::f32, -0.3, 0.3)), bias.push_back(make({e}, dtypes::f32));
+  Tensor w_out = make({e, e}, dtypes::f32, -0.3, 0.3);
+  auto f = [&](const Tensor &x) {
+    const std::int64_t b = x.sym_shape()[0].value();
+    auto heads = [&](const Tensor &t) { return o::permute(t.reshape({b, 5, 2, e / 2}), {0, 2, 1, 3}); };
+    Tensor q = heads(o::linear(x, w[0], bias[0])), k = heads(o::linear(x, w[1], bias[1]));
+    Tensor v = heads(o::linear(x, w[2], bias[2]));
+    Tensor att = o::matmul(o::softmax(o::matmul(q, o::transpose(k, -2, -1)), -1), v);
+    return o::linear(o::permute(att, {0, 2, 1, 3}).reshape({b, 5, e}), w_out);
+  };
+  auto weights_of = [](const FlowGraph &g) {
+    std::set<const void *> out;
+    for (const auto &c : g.constants())
+      if (c.ndim() == 2) out.insert(c.data_ptr());
+    return out;
+  };
+  const std::size_t before = shared_constants_alive();
+  std::vector<FlowGraph> graphs;
+  std::vector<std::set<const void *>> held;
+  for (std::int64_t rows : {1, 6, 1}) {
+    Tensor x = make({rows, 5, e}, dtypes::f32, -1, 1);
+    FlowGraph g = graph::optimize(trace_from({f(symbol_like(x))}));
+    INFO(g.str());
+    expect_same(graph::CompiledGraph(g).run({x})[0], f(x), 4);
+    held.push_back(weights_of(g));
+    graphs.push_back(std::move(g));
+  }
+  // Each graph holds the merged [32, 96] weights of q, k and v and w_out's transpose: the same
+  // tensors in all three.
+  CHECK(held[0].size() == 2);
+  CHECK(held[0] == held[1]);
+  CHECK(held[0] == held[2]);
+  CHECK(shared_constants_alive() > before);
+  graphs.clear();
+  CHECK(shared_constants_alive() == before); // freed with the last graph that held them
 }
 
 TEST_CASE("merge_row_products: a decoding step's Q projection joins its K and V (grouped-query heads, one row)") {

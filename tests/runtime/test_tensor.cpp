@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "hidet/runtime/shared_constants.hpp"
 #include "hidet/runtime/tensor.hpp"
 
 using namespace hidet;
@@ -190,4 +191,42 @@ TEST_CASE("random: the generator is xoshiro256** seeded by splitmix64") {
     s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3], s[2] ^= t, s[3] = rotl(s[3], 45);
     CHECK(g.next_u64() == expect);
   }
+}
+
+TEST_CASE("shared_constant: one result per key while it lives, its sources kept alive") {
+  Tensor w = randn({5, 7}, dtypes::f32, "cuda");
+  int computed = 0;
+  auto twice = [&] {
+    ++computed;
+    auto v = w.to_vector<float>();
+    for (auto &x : v)
+      x *= 2;
+    return asarray(v, {5, 7}, "cuda");
+  };
+  const std::size_t before = shared_constants_alive();
+  Tensor a = shared_constant("test twice", {w}, twice);
+  Tensor b = shared_constant("test twice", {w}, twice);
+  CHECK(computed == 1);
+  CHECK(a.data_ptr() == b.data_ptr());
+  CHECK(a.to_vector<float>()[3] == 2 * w.to_vector<float>()[3]);
+  CHECK(shared_constants_alive() == before + 1);
+  // Another name, or other sources (another address, or the same memory seen with another shape):
+  // computed again.
+  shared_constant("test other", {w}, twice);
+  CHECK(computed == 2);
+  Tensor w2 = w.clone();
+  shared_constant("test twice", {w2}, twice);
+  shared_constant("test twice", {w.reshape({7, 5})}, twice);
+  CHECK(computed == 4);
+  // The result keeps its source's memory: no other tensor can take that address while a result
+  // that names it can be found.
+  const void *where = w.data_ptr();
+  w = Tensor();
+  Tensor again = randn({5, 7}, dtypes::f32, "cuda");
+  CHECK(again.data_ptr() != where);
+  // Once no one holds the result, the key computes again.
+  a = b = Tensor();
+  CHECK(shared_constants_alive() == before);
+  CHECK_THROWS_AS(shared_constant("test", {Tensor::symbolic(SymShape{Dim(2)}, dtypes::f32, "cuda")}, twice),
+                  ValueError);
 }

@@ -152,6 +152,28 @@ _shape = operator.attrgetter('shape')
 _dtype = operator.attrgetter('dtype')
 
 
+# The version counters of the parameters and buffers traced so far, by address: a change means
+# the weights were written in place (load_state_dict, an update under no_grad), and the constants
+# hidet derives from weights and shares among graphs (transposes, merged projections:
+# runtime/shared_constants.hpp) are computed again by the next trace.
+_static_versions = {}
+
+
+def _check_static_versions(static):
+    changed = False
+    for a in static:
+        if isinstance(a, torch.Tensor):
+            try:
+                version = a._version
+            except RuntimeError:  # an inference tensor (torch.inference_mode): no version counter
+                continue
+            key = a.data_ptr()
+            changed = changed or _static_versions.get(key, version) != version
+            _static_versions[key] = version
+    if changed:
+        hidet._C.forget_shared_constants()
+
+
 # The instances of a module (sets of parameters) whose compiled graphs one fx graph keeps; the
 # least recently used is dropped past this (its parameters compile again when it comes back).
 MAX_INSTANCES = 256
@@ -200,6 +222,7 @@ class HidetCompiledModel:
         ``unify``: input extents of equal values traced as one symbol (Interpreter.trace)."""
         cfg = self.config
         t0 = time.time()
+        _check_static_versions(self.pick_static(args))
         hidet._C.set_search_space(cfg._search_space)
         symbols, positions, output = self.interpreter.trace(args, symbolic=True, unify=unify)
         self.log_decomposed()
@@ -337,6 +360,7 @@ class HidetCompiledModel:
     def compile(self, args):
         cfg = self.config
         t0 = time.time()
+        _check_static_versions(self.pick_static(args))
         hidet._C.set_search_space(cfg._search_space)
         symbols, positions, output = self.interpreter.trace(args)
         self.log_decomposed()

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "hidet/ops/cache.hpp"
+#include "hidet/runtime/shared_constants.hpp"
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/schedule_matmul.hpp"
 #include "hidet/ops/templates/matmul_fp8.hpp"
@@ -394,8 +395,14 @@ HIDET_INLINE Tensor linear(const Tensor &x, const Tensor &weight,
   auto w = input("w", SymShape{n, k}, weight.dtype());
   auto t = compute("wt", SymShape{k, n}, [&](const Idx &i) { return w.at({i[1], i[0]}); });
   Task task{"transpose", {w}, {t}, "", {}};
-  Tensor wt = generic ? detail::run_symbolic_task("linear_weight_t{}", task, {weight}, std::nullopt)[0]
-                      : run_task("linear_weight_t{}", [&] { return task; }, {weight})[0];
+  auto transpose = [&] {
+    return generic ? detail::run_symbolic_task("linear_weight_t{}", task, {weight}, std::nullopt)[0]
+                   : run_task("linear_weight_t{}", [&] { return task; }, {weight})[0];
+  };
+  // Traced into a graph (x symbolic), the weight is a graph constant: its transpose is computed
+  // once and shared by every graph traced from it (runtime/shared_constants.hpp); called on data,
+  // the weight may change between calls and is transposed each time.
+  Tensor wt = generic && x.is_symbolic() ? shared_constant("linear_weight_t", {weight}, transpose) : transpose();
   Tensor y = matmul(x, wt);
   return bias ? add(y, *bias) : y;
 }
