@@ -362,6 +362,52 @@ TEST_CASE("convert_layout_nhwc: concatenations of channels and batch norms stay 
   }
 }
 
+TEST_CASE("convert_layout_nhwc: a group norm of one group stays channels-last (a PoolFormer block)") {
+  // x + scale * (pool(gn(x)) - gn(x)), then x + fc2(gelu(fc1(gn(x)))): no permute between the
+  // convolutions. Large enough samples that the norm's moments are split into pieces; a group
+  // norm of two groups stays NCHW.
+  const DataType dt = dtypes::f16;
+  const std::int64_t n = 2, ch = 16, h = 9, w = 15;
+  Tensor img = make({n, ch, h, w}, dt, -1, 1);
+  Tensor w0 = make({ch, ch, 3, 3}, dt, -0.2, 0.2), w1 = make({32, ch, 1, 1}, dt, -0.3, 0.3);
+  Tensor w2 = make({ch, 32, 1, 1}, dt, -0.2, 0.2), g1 = make({ch}, dt, 0.5, 1.5), b1 = make({ch}, dt, -0.5, 0.5);
+  Tensor g2 = make({ch}, dt, 0.5, 1.5), scale = make({ch, 1, 1}, dt, 0.5, 1);
+  auto f = [&](const Tensor &x) {
+    Tensor a = o::conv2d(x, w0, std::nullopt, {1}, {1});
+    Tensor na = o::group_norm(a, 1, g1, b1, 1e-5);
+    Tensor m = a + scale * (o::avg_pool2d(na, {3}, {1}, {1}, false, false) - na);
+    Tensor y = m + o::conv2d(o::gelu(o::conv2d(o::group_norm(m, 1, g2, std::nullopt, 1e-6), w1)), w2);
+    return std::vector<Tensor>{y, o::group_norm(y, 2, g1, b1)};
+  };
+  Tensor x = symbol_like(img);
+  FlowGraph g = trace_from(f(x), {x});
+  FlowGraph c = graph::convert_layout_nhwc(g);
+  INFO(c.str());
+  CHECK(count_named(c, "Conv2dNhwc") == 3);
+  CHECK(count_named(c, "GroupNorm") == 1); // the two-group one, of the output
+  // The image in, y back to NCHW (for both outputs); and the scale's product and the gelu computed
+  // on NCHW views turned back, which fusion folds into their kernels (no permute is stored).
+  CHECK(count_named(c, "Permute") == 6);
+  FlowGraph opt = graph::optimize(g);
+  INFO(opt.str());
+  CHECK(count_named(opt, "Permute") == 1); // the image's
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor v = make({n, ch, h, w}, dt, -1, 1);
+    auto want = g.run({v}), got = c.run({v}), opt = graph::optimize(g).run({v});
+    for (std::size_t i = 0; i < 2; ++i) {
+      expect_same(got[i], want[i], 3);
+      expect_same(opt[i], want[i], 3);
+    }
+  }
+  // Eager: group_norm_nhwc of a channels-last tensor is group_norm of its NCHW form, turned.
+  for (DataType edt : {dtypes::f32, dtypes::bf16}) {
+    Tensor v = make({3, ch, 33, 65}, edt, -2, 3);
+    Tensor want = o::permute(o::group_norm(v, 1, o::cast(g1, edt), o::cast(b1, edt), 1e-5), {0, 2, 3, 1});
+    expect_same(o::group_norm_nhwc(o::permute(v, {0, 2, 3, 1}), 1, o::cast(g1, edt), o::cast(b1, edt), 1e-5), want, 4);
+  }
+  CHECK_THROWS_AS(o::group_norm_nhwc(o::permute(img, {0, 2, 3, 1}), 2), ValueError);
+}
+
 TEST_CASE("convert_layout_nhwc: casts and average pooling keep channels-last (mixed precision)") {
   // What convert_precision leaves between f16 convolutions of an f32 model: a cast up, f32 math,
   // a cast down. The value stays channels-last through them.

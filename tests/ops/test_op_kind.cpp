@@ -54,6 +54,7 @@ TEST_CASE("every listed kind is the kind its operator records") {
       {OpKind::Conv2dNhwc,
        ops::conv2d_nhwc(ops::permute(x, {0, 2, 3, 1}), ops::permute(w, {0, 2, 3, 1}))},
       {OpKind::BatchNorm, ops::batch_norm(x, c, c, c, c)},
+      {OpKind::GroupNorm, ops::group_norm(x, 2, c, c).trace().op->inputs()[0]}, // under its reshape back
       {OpKind::MaxPool2d, ops::max_pool2d(x, {2})},
       {OpKind::AvgPool2d, ops::avg_pool2d(x, {2})},
       {OpKind::AdaptiveAvgPool2d, ops::adaptive_avg_pool2d(x, {1, 1})},

@@ -31,6 +31,16 @@ Tensor rms_norm(const Tensor &x, int normalized_ndim = 1, const std::optional<Te
 Tensor group_norm(const Tensor &x, std::int64_t num_groups, const std::optional<Tensor> &weight = std::nullopt,
                   const std::optional<Tensor> &bias = std::nullopt, double eps = 1e-5);
 
+/// group_norm for a channels-last x [N, *, C] with one group (PoolFormer's GroupNorm(1, C)): each
+/// sample normalized over all its elements (biased variance), then `* weight[c] + bias[c]` along
+/// the last axis. A composition: each sample's elements are split into pieces whose sums separate
+/// blocks compute (one block per sample read PoolFormer's 200K-element samples alone), then the
+/// pieces' results, in f32 (var = E[x^2] - E[x]^2, one pass); the normalization is element-wise, so
+/// fusion joins it to its readers.
+/// Other group counts throw ValueError (a group's channels are not contiguous channels-last).
+Tensor group_norm_nhwc(const Tensor &x, std::int64_t num_groups, const std::optional<Tensor> &weight = std::nullopt,
+                       const std::optional<Tensor> &bias = std::nullopt, double eps = 1e-5);
+
 /// Batch normalization for inference on x [N, C, *] with per-channel running statistics:
 /// (x - running_mean[c]) / sqrt(running_var[c] + eps) * weight[c] + bias[c] (weight and bias
 /// optional; all parameters of shape [C] and x's dtype). Computed in f32 for f16/bf16.

@@ -26,7 +26,7 @@ namespace hidet::ops {
   /* views and data movement */                                                                    \
   X(Reshape) X(Permute) X(Slice) X(Concat)                                                         \
   /* products and convolutions (templates), and a product with its epilogue fused */               \
-  X(Matmul) X(FusedMatmul) X(Conv2d) X(Conv2dNhwc) X(BatchNorm)                                    \
+  X(Matmul) X(FusedMatmul) X(Conv2d) X(Conv2dNhwc) X(BatchNorm) X(GroupNorm)                       \
   /* pooling */                                                                                    \
   X(MaxPool2d) X(AvgPool2d) X(AdaptiveAvgPool2d)                                                   \
   /* attention (HeadsLast: the [B, Sq, H, D] layout, as recorded over symbolic extents) */         \

@@ -125,7 +125,10 @@ inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
 /// as a prologue: the readers read the narrower input and the cast's kernel and its output go.
 /// Likewise a slice (pure indexing: EVA-02's rotary embedding slices the tokens after the class
 /// token and reads them twice, a copy kernel per layer and per q and k). A cast or slice that is a
-/// graph output, or that reads another such node, stays.
+/// graph output, or that reads another such node, stays. So does a narrowing cast (f32 to f16)
+/// of a task-defined operator's output: it fuses into its producer, which then stores the narrow
+/// value; copies in the readers would have the producer store the wide one (a channels-last group
+/// norm's f32 result, read by PoolFormer's pooling and its subtraction, stored in f32).
 HIDET_INLINE FlowGraph recompute_shared_casts_and_slices(const FlowGraph &graph) {
   const Readers readers(graph);
   std::set<const Operator *> shared;
@@ -137,6 +140,10 @@ HIDET_INLINE FlowGraph recompute_shared_casts_and_slices(const FlowGraph &graph)
     const TensorKey out{op.get(), 0};
     const auto &rs = readers.of(out);
     if (rs.size() < 2 || readers.is_output(out)) continue;
+    const Tensor &x = op->inputs().at(0);
+    if (kind == ops::OpKind::Cast && op->output_metas()[0].dtype.nbytes() < x.dtype().nbytes() && x.trace() &&
+        dynamic_cast<const ops::TaskOperator *>(x.trace().op.get()))
+      continue;
     bool tasks = true, from_shared = false;
     for (const auto &r : rs) tasks = tasks && dynamic_cast<const ops::TaskOperator *>(r.get());
     for (const auto &t : op->inputs()) from_shared = from_shared || (t.trace() && shared.count(t.trace().op.get()));

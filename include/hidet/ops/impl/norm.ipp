@@ -4,6 +4,8 @@
 #include "hidet/ops/norm.hpp"
 
 #include "hidet/ops/cache.hpp"
+#include "hidet/ops/elementwise.hpp"
+#include "hidet/ops/reduce.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 
@@ -154,6 +156,43 @@ HIDET_INLINE Tensor group_norm(const Tensor &x, std::int64_t num_groups, const s
       },
       ins)[0]
       .reshape(x.shape());
+}
+
+HIDET_INLINE Tensor group_norm_nhwc(const Tensor &x, std::int64_t num_groups, const std::optional<Tensor> &weight,
+                                    const std::optional<Tensor> &bias, double eps) {
+  const char *op = "group_norm_nhwc";
+  detail::require_float(op, x);
+  if (x.ndim() < 3)
+    throw ValueError(str_cat(op, ": expected x of shape [N, *, C] (at least 3-D), got ", shape_str(x.shape())));
+  if (num_groups != 1)
+    throw ValueError(str_cat(op, ": num_groups ", num_groups, " is not supported channels-last (one group only: ",
+                             "a group's channels are not contiguous there); use group_norm on [N, C, *]"));
+  const std::int64_t N = x.shape()[0], C = x.shape().back(), M = x.numel() / std::max<std::int64_t>(N, 1);
+  detail::check_param(op, "weight", weight, {C}, x.dtype());
+  detail::check_param(op, "bias", bias, {C}, x.dtype());
+  // Pieces of at least 1024 elements, enough of them for about 128 blocks over the batch.
+  std::int64_t pieces = 1;
+  for (std::int64_t k = 2; k <= 256 && M / k >= 1024; ++k)
+    if (M % k == 0) {
+      pieces = k;
+      if (N * k >= 128) break;
+    }
+  const bool f32 = x.dtype() == dtypes::f32;
+  auto as_f32 = [&](const Tensor &t) { return f32 ? t : cast(t, dtypes::f32); };
+  // One pass over x: each piece's mean of x and of x * x (one reduction over both, side by side),
+  // then per sample the means of the pieces' (equal sizes: exact); var = E[x^2] - E[x]^2 in f32,
+  // clamped at 0. The statistics' arithmetic is element-wise: fusion puts it in the normalizing
+  // kernel, which reads the [N, 2] means; three kernels in all.
+  Tensor parts = as_f32(x.reshape({N, pieces, M / pieces}));
+  Tensor means = mean(mean(concat({parts, parts * parts}, 1), {2}).reshape({N, 2, pieces}), {2}); // [N, 2]
+  std::vector<std::int64_t> stat_shape(std::size_t(x.ndim()), 1);
+  stat_shape[0] = N;
+  Tensor mu = slice(means, {1}, {0}, {1}).reshape(stat_shape);
+  Tensor ex2 = slice(means, {1}, {1}, {2}).reshape(stat_shape);
+  Tensor y = (as_f32(x) - mu) * rsqrt(relu(ex2 - mu * mu) + eps);
+  if (weight) y = y * as_f32(*weight);
+  if (bias) y = y + as_f32(*bias);
+  return f32 ? y : cast(y, x.dtype());
 }
 
 HIDET_INLINE Tensor batch_norm(const Tensor &x, const Tensor &running_mean, const Tensor &running_var,
