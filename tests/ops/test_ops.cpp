@@ -3,6 +3,8 @@
 // failure. Small odd shapes keep the emulator fast.
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include <cmath>
 #include <functional>
 #include <random>
@@ -220,6 +222,28 @@ TEST_CASE("the kernel cache reuses compiled tasks") {
   CHECK(o::compiled_task_count() == n);
   (void)o::relu(make({3, 6}, dtypes::f32));
   CHECK(o::compiled_task_count() == n + 1);
+}
+
+TEST_CASE("concat_generic: one kernel for every shape, the values of concat") {
+  for (DataType dt : {dtypes::f16, dtypes::f32}) {
+    CAPTURE(dt.name());
+    // Widths of 3 and 2 joined along the last axis, then widths of 7 and 5 and other rows: the
+    // first call builds the kernel, the second reuses it. Along the first axis too.
+    (void)o::concat_generic({make({4, 3}, dt), make({4, 2}, dt)}, 1);
+    const auto n = o::compiled_task_count();
+    std::vector<std::pair<std::vector<Tensor>, Tensor>> runs;
+    for (auto [rows, w0, w1] : {std::tuple{5, 7, 5}, std::tuple{1, 1, 9}, std::tuple{33, 16, 48}}) {
+      std::vector<Tensor> in{make({rows, w0}, dt), make({rows, w1}, dt)};
+      runs.emplace_back(in, o::concat_generic(in, -1));
+      CHECK(runs.back().second.shape() == std::vector<std::int64_t>{rows, w0 + w1});
+    }
+    CHECK(o::compiled_task_count() == n);
+    for (const auto &[in, got] : runs) CHECK(got.to_double_vector() == o::concat(in, 1).to_double_vector());
+    Tensor a = make({2, 6}, dt), b = make({3, 6}, dt), c = make({1, 6}, dt);
+    CHECK(o::concat_generic({a, b, c}, 0).to_double_vector() == o::concat({a, b, c}, 0).to_double_vector());
+  }
+  expect_error([&] { (void)o::concat_generic({make({2, 3}, dtypes::f32), make({3, 3}, dtypes::f32)}, 1); },
+               "along axis 1: dtypes and all other dimensions must match");
 }
 
 TEST_CASE("full: constants of any shape without a kernel to build where a memset writes them") {

@@ -38,6 +38,11 @@ Tensor slice(const Tensor &x, std::vector<int> axes, Shape starts, Shape stops, 
 Tensor flip(const Tensor &x, std::vector<int> axes);
 /// Joins tensors of the same dtype along `axis` (other dimensions must match).
 Tensor concat(const std::vector<Tensor> &xs, int axis);
+/// concat of tensors with data by one shape-generic kernel per count of inputs, rank, axis and
+/// dtype (the extents are the kernel's parameters): for graph passes joining many constants of
+/// many shapes while they optimize (sibling products' weights side by side), where a kernel per
+/// shape would cost an NVRTC compile each and joining on the host a copy through doubles.
+Tensor concat_generic(const std::vector<Tensor> &xs, int axis);
 /// Gathers along `axis`: out has x's shape with axis replaced by indices' shape (indices are
 /// integers; negative indices count from the end; out-of-range indices are clamped).
 Tensor take(const Tensor &x, const Tensor &indices, int axis = 0);

@@ -198,34 +198,18 @@ HIDET_INLINE FlowGraph merge_sibling_matmuls(const FlowGraph &graph) {
     const auto &sibs = m.siblings;
     const auto g = std::int64_t(sibs.size());
     const Tensor &b0 = sibs[0].matmul->inputs()[1];
-    const std::int64_t k = b0.shape()[0], n = b0.shape()[1];
+    const std::int64_t n = b0.shape()[1];
     std::vector<Tensor> weights, biases;
     for (const auto &s : sibs) {
       weights.push_back(s.matmul->inputs()[1]);
       if (m.bias) biases.push_back(s.bias);
     }
-    // On the host (no kernel to compile per shape), once for all the graphs traced from these
-    // weights (runtime/shared_constants.hpp: a model's graph per input shape).
-    Tensor wcat = shared_constant("merge_sibling_matmuls", weights, [&] {
-      std::vector<double> w(std::size_t(k * g * n));
-      for (std::int64_t s = 0; s < g; ++s) {
-        std::vector<double> bs = weights[std::size_t(s)].to_double_vector();
-        for (std::int64_t r = 0; r < k; ++r)
-          for (std::int64_t c = 0; c < n; ++c)
-            w[std::size_t((r * g + s) * n + c)] = bs[std::size_t(r * n + c)];
-      }
-      return asarray(w, {k, g * n}, b0.dtype(), b0.device());
-    });
+    // By one shape-generic kernel (no compile per shape), once for all the graphs traced from
+    // these weights (runtime/shared_constants.hpp: a model's graph per input shape).
+    Tensor wcat = shared_constant("merge_sibling_matmuls", weights, [&] { return ops::concat_generic(weights, 1); });
     Tensor y = ops::matmul(rw.map(sibs[0].matmul->inputs()[0]), wcat);
     if (m.bias)
-      y = y + shared_constant("merge_sibling_matmuls bias", biases, [&] {
-            std::vector<double> bias;
-            for (const auto &b : biases) {
-              std::vector<double> bv = b.to_double_vector();
-              bias.insert(bias.end(), bv.begin(), bv.end());
-            }
-            return asarray(bias, {g * n}, biases[0].dtype(), biases[0].device());
-          });
+      y = y + shared_constant("merge_sibling_matmuls bias", biases, [&] { return ops::concat_generic(biases, 0); });
     std::vector<std::int64_t> shape = y.shape(); // [rows..., G * N]
     shape.back() = g;
     shape.push_back(n);
@@ -319,7 +303,7 @@ HIDET_INLINE FlowGraph merge_row_products(const FlowGraph &graph) {
       for (const auto &m : g)
         weights.push_back(m->inputs()[1]);
       Tensor y = ops::matmul(rw.map(g[0]->inputs()[0]), // the concat runs now, once for every graph
-                             shared_constant("merge_row_products", weights, [&] { return ops::concat(weights, 1); }));
+                             shared_constant("merge_row_products", weights, [&] { return ops::concat_generic(weights, 1); }));
       Tensor flat = y.reshape({y.sym_shape().back().value()});
       std::int64_t offset = 0;
       for (const auto &m : g) {

@@ -280,6 +280,50 @@ HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
       xs)[0];
 }
 
+HIDET_INLINE Tensor concat_generic(const std::vector<Tensor> &xs, int axis) {
+  if (xs.empty()) throw ValueError("concat_generic: needs at least one tensor");
+  for (const auto &t : xs)
+    if (!t.defined() || t.is_symbolic()) return concat(xs, axis); // traced: the usual node
+  const int rank = xs[0].ndim();
+  const int ax = detail::normalize_axis("concat", axis, rank, xs[0].sym_shape());
+  for (const auto &t : xs) {
+    bool ok = t.ndim() == rank && t.dtype() == xs[0].dtype();
+    for (int d = 0; ok && d < rank; ++d) ok = d == ax || t.shape()[std::size_t(d)] == xs[0].shape()[std::size_t(d)];
+    if (!ok)
+      throw ValueError(str_cat("concat: cannot join ", xs[0].dtype(), shape_str(xs[0].shape()), " and ", t.dtype(),
+                               shape_str(t.shape()), " along axis ", ax, ": dtypes and all other dimensions must match"));
+  }
+  // The inputs' extents as symbols: the shared ones, and each input's along the axis.
+  SymShape common;
+  for (int d = 0; d < rank; ++d) common.push_back(Dim::symbol(str_cat("concat_d", d)));
+  std::vector<TensorDef> in;
+  std::vector<Dim> offs, lens;
+  Dim total = 0;
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    SymShape s = common;
+    s[std::size_t(ax)] = Dim::symbol(str_cat("concat_n", k));
+    in.push_back(input(str_cat("x", k), s, xs[k].dtype()));
+    offs.push_back(total);
+    lens.push_back(s[std::size_t(ax)]);
+    total = total + s[std::size_t(ax)];
+  }
+  SymShape out = common;
+  out[std::size_t(ax)] = total;
+  auto y = compute("concat", out, [&](const Idx &i) {
+    Expr v;
+    for (std::size_t k = 0; k < xs.size(); ++k) { // from the last input whose offset is <= i[ax]
+      Idx j = i;
+      j[ax] = lang::min(lang::max(i[ax] - dim_expr(offs[k]), 0), dim_expr(lens[k] - 1));
+      Expr e = in[k].at(j);
+      v = v.defined() ? Expr(lang::select(i[ax] >= dim_expr(offs[k]), e, v)) : e;
+    }
+    return v;
+  });
+  Task task{"concat", in, {y}, str_cat("axis=", ax), {}};
+  return detail::run_symbolic_task(str_cat("concat_generic{n=", xs.size(), ", rank=", rank, ", axis=", ax, "}"), task,
+                                   xs, std::nullopt)[0];
+}
+
 namespace detail {
 /// Index `v` (an integer expression) into an axis of extent `n`: negative values count from the
 /// end, then clamped into [0, n - 1] (a symbol's value is at least 1, as dynamo's sizes are).
