@@ -1329,6 +1329,21 @@ TEST_CASE("graphs traced from the same weights share their derived constants") {
   CHECK(held[0] == held[1]);
   CHECK(held[0] == held[2]);
   CHECK(shared_constants_alive() > before);
+  // Weight-only int8: the quantized weights and their scales are shared likewise.
+  graph::PassContext int8;
+  int8.weight_only_int8 = true;
+  Tensor w1 = make({96, 64}, dtypes::f16, -0.3, 0.3), w2 = make({64, 96}, dtypes::f16, -0.3, 0.3);
+  auto mlp = [&](const Tensor &x) { return o::linear(o::gelu(o::linear(x, w1)), w2); };
+  std::vector<std::set<const void *>> quantized;
+  for (std::int64_t rows : {1, 6}) {
+    Tensor x = make({rows, 64}, dtypes::f16, -1, 1);
+    graphs.push_back(graph::optimize(trace_from({mlp(symbol_like(x))}), int8));
+    quantized.push_back({});
+    for (const auto &c : graphs.back().constants())
+      if (c.dtype() == dtypes::i8) quantized.back().insert(c.data_ptr());
+  }
+  CHECK(quantized[0].size() == 2);
+  CHECK(quantized[0] == quantized[1]);
   graphs.clear();
   CHECK(shared_constants_alive() == before); // freed with the last graph that held them
 }

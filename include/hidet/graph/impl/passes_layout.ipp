@@ -33,10 +33,14 @@ HIDET_INLINE FlowGraph quantize_weights_int8(const FlowGraph &graph) {
         w.shape()[0] < 64 || w.shape()[1] < 64)
       return std::nullopt;
     // per column: scale = max |w| / 127 (a zero column: tiny, its q all 0), q = round(w / scale),
-    // on the device
-    Tensor wf = ops::cast(w, dtypes::f32);
-    Tensor scale = ops::div(ops::add(ops::max(ops::abs(wf), {0}, false), 1e-30), 127.0);
-    Tensor q = ops::cast(ops::clamp(ops::round(ops::div(wf, scale)), -127, 127), dtypes::i8);
+    // on the device; once for every graph optimized from the same weights while one of them
+    // lives (runtime/shared_constants.hpp: a model's graph per input shape)
+    Tensor scale = shared_constant("quantize_weights_int8 scale", {w}, [&] {
+      return ops::div(ops::add(ops::max(ops::abs(ops::cast(w, dtypes::f32)), {0}, false), 1e-30), 127.0);
+    });
+    Tensor q = shared_constant("quantize_weights_int8", {w}, [&] {
+      return ops::cast(ops::clamp(ops::round(ops::div(ops::cast(w, dtypes::f32), scale)), -127, 127), dtypes::i8);
+    });
     Tensor y = ops::matmul(rw.map(a), q);
     return ops::cast(ops::mul(y, scale), a.dtype());
   });
