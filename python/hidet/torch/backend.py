@@ -572,29 +572,26 @@ class HidetCompiledModel:
                         '(clone() one of them).')
             active.append((hi, i))
 
-    def _all_instances(self):
-        return list(self.instances.values()) or [_Instance(())]
-
     @property
     def num_compilations(self):
         """Graphs compiled so far (over the instances kept): one per shape traced per shape, and
         the shapes the symbolic trace's ShapeDispatch compiled."""
         return sum(len(k.cache) + sum(e.dispatch.num_compilations if e.dispatch is not None
                                       else int(e.runner is not None) for e in k.symbolic_entries.values())
-                   for k in self._all_instances())
+                   for k in self.instances.values())
 
     @property
     def num_shared_runs(self):
         """Runs of a shape on the compiled graph of its bucket compiled for another shape (with
         dynamo_config.dynamic_shapes('bucket'))."""
-        return sum(e.dispatch.num_shared_runs for k in self._all_instances() for e in k.symbolic_entries.values()
+        return sum(e.dispatch.num_shared_runs for k in self.instances.values() for e in k.symbolic_entries.values()
                    if e.dispatch is not None)
 
     @property
     def num_traces(self):
         """fx-graph traces so far (over the instances kept): one per shape, or one for all shapes
         (dynamic shapes)."""
-        return sum(len(k.cache) + len(k.symbolic_entries) for k in self._all_instances())
+        return sum(len(k.cache) + len(k.symbolic_entries) for k in self.instances.values())
 
 
 def _capture(runner, args, positions, updated):

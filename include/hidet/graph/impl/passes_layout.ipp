@@ -223,25 +223,21 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
     // MLP) of a channels-last value normalizes it channels-last (ops::group_norm_nhwc): no turn to
     // NCHW and back around it. ops::group_norm records Reshape (to [N, 1, C*H*W]), GroupNorm,
     // Reshape (back): matched at the last.
-    if (kind == OpKind::Reshape && in.size() == 1 && one_output && in[0].trace()) {
-      const auto &gn = in[0].trace().op;
-      const Tensor *src = nullptr;
-      if (ops::kind_of(*gn) == OpKind::GroupNorm && gn->num_outputs() == 1 && !gn->inputs().empty() &&
-          gn->inputs()[0].trace() && ops::kind_of(*gn->inputs()[0].trace().op) == OpKind::Reshape)
-        src = &gn->inputs()[0].trace().op->inputs()[0];
-      const std::string &ga = src ? gn->attrs() : op->attrs();
-      if (src && has_twin(*src) && src->ndim() == 4 && src->sym_shape() == op->output_metas()[0].shape &&
-          attr_text(ga, "num_groups") == "1" && !attr_text(ga, "eps").empty()) {
-        auto flag = [&](const char *key) { return attr_text(ga, key) == "1" || attr_text(ga, key) == "true"; };
-        const bool has_w = flag("weight"), has_b = flag("bias");
-        const auto &gi = gn->inputs();
-        if (gi.size() == std::size_t(1 + has_w + has_b)) {
-          std::optional<Tensor> w, b;
-          if (has_w) w = rw.map(gi[1]);
-          if (has_b) b = rw.map(gi[1 + has_w]);
-          twin[out] = ops::group_norm_nhwc(nhwc(*src), 1, w, b, std::stod(attr_text(ga, "eps")));
-          return NodeRewrite::removed();
-        }
+    if (kind == OpKind::Reshape && in.size() == 1 && one_output && in[0].trace() &&
+        ops::kind_of(*in[0].trace().op) == OpKind::GroupNorm) {
+      const Operator &gn = *in[0].trace().op;
+      const std::string &ga = gn.attrs();
+      const auto &gi = gn.inputs();
+      const bool has_w = attr_text(ga, "weight") == "1", has_b = attr_text(ga, "bias") == "1";
+      const Trace view = gi.empty() ? Trace{} : gi[0].trace(); // the Reshape to [N, 1, C*H*W]
+      if (view && ops::kind_of(*view.op) == OpKind::Reshape && has_twin(view.op->inputs()[0]) &&
+          view.op->inputs()[0].sym_shape() == op->output_metas()[0].shape && attr_text(ga, "num_groups") == "1" &&
+          !attr_text(ga, "eps").empty() && gi.size() == std::size_t(1 + has_w + has_b)) {
+        std::optional<Tensor> w, b;
+        if (has_w) w = rw.map(gi[1]);
+        if (has_b) b = rw.map(gi[1 + has_w]);
+        twin[out] = ops::group_norm_nhwc(nhwc(view.op->inputs()[0]), 1, w, b, std::stod(attr_text(ga, "eps")));
+        return NodeRewrite::removed();
       }
     }
     // A model's own turn to channels-last (ConvNeXt's x.permute(0, 2, 3, 1)) of a channels-last

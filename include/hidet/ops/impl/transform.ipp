@@ -239,12 +239,12 @@ HIDET_INLINE Tensor flip(const Tensor &x, std::vector<int> axes) {
   });
 }
 
-HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
+namespace detail {
+/// The axis concat joins `xs` along, after checking that their dtypes and other extents match.
+inline int concat_axis(const std::vector<Tensor> &xs, int axis) {
   if (xs.empty()) throw ValueError("concat: needs at least one tensor");
   const SymShape first = xs[0].sym_shape();
-  int ax = detail::normalize_axis("concat", axis, xs[0].ndim(), first);
-  SymShape sym_out = first;
-  sym_out[std::size_t(ax)] = 0;
+  const int ax = normalize_axis("concat", axis, xs[0].ndim(), first);
   for (auto &t : xs) {
     const SymShape ts = t.sym_shape();
     bool ok = t.ndim() == xs[0].ndim() && t.dtype() == xs[0].dtype();
@@ -252,76 +252,57 @@ HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
     if (!ok)
       throw ValueError(str_cat("concat: cannot join ", xs[0].dtype(), shape_str(first), " and ", t.dtype(), shape_str(ts),
                                " along axis ", ax, ": dtypes and all other dimensions must match"));
-    sym_out[std::size_t(ax)] += ts[std::size_t(ax)];
   }
-  return run_task(
-      str_cat("concat{axis=", ax, "}"),
-      [&] {
-        std::vector<TensorDef> in;
-        for (std::size_t k = 0; k < xs.size(); ++k) in.push_back(input(str_cat("x", k), xs[k].sym_shape(), xs[k].dtype()));
-        auto y = compute("concat", sym_out, [&](const Idx &i) {
-          // Select from the last input whose offset is <= i[ax].
-          Dim off = 0;
-          std::vector<Dim> offs;
-          for (auto &t : xs) offs.push_back(off), off += t.sym_shape()[std::size_t(ax)];
-          Expr v;
-          for (std::size_t k = 0; k < xs.size(); ++k) {
-            const Dim len = xs[k].sym_shape()[std::size_t(ax)];
-            if (len == 0) continue;
-            Idx j = i;
-            j[ax] = lang::min(lang::max(i[ax] - dim_expr(offs[k]), 0), dim_expr(len - 1));
-            Expr e = in[k].at(j);
-            v = v.defined() ? Expr(lang::select(i[ax] >= dim_expr(offs[k]), e, v)) : e;
-          }
-          return v;
-        });
-        return Task{"concat", in, {y}, str_cat("axis=", ax), {}};
-      },
-      xs)[0];
+  return ax;
 }
 
-HIDET_INLINE Tensor concat_generic(const std::vector<Tensor> &xs, int axis) {
-  if (xs.empty()) throw ValueError("concat_generic: needs at least one tensor");
-  for (const auto &t : xs)
-    if (!t.defined() || t.is_symbolic()) return concat(xs, axis); // traced: the usual node
-  const int rank = xs[0].ndim();
-  const int ax = detail::normalize_axis("concat", axis, rank, xs[0].sym_shape());
-  for (const auto &t : xs) {
-    bool ok = t.ndim() == rank && t.dtype() == xs[0].dtype();
-    for (int d = 0; ok && d < rank; ++d) ok = d == ax || t.shape()[std::size_t(d)] == xs[0].shape()[std::size_t(d)];
-    if (!ok)
-      throw ValueError(str_cat("concat: cannot join ", xs[0].dtype(), shape_str(xs[0].shape()), " and ", t.dtype(),
-                               shape_str(t.shape()), " along axis ", ax, ": dtypes and all other dimensions must match"));
-  }
-  // The inputs' extents as symbols: the shared ones, and each input's along the axis.
-  SymShape common;
-  for (int d = 0; d < rank; ++d) common.push_back(Dim::symbol(str_cat("concat_d", d)));
+/// The concat task of inputs of these shapes (equal but along `ax`) and dtype.
+inline Task concat_task(const std::vector<SymShape> &shapes, DataType dtype, int ax) {
   std::vector<TensorDef> in;
-  std::vector<Dim> offs, lens;
-  Dim total = 0;
-  for (std::size_t k = 0; k < xs.size(); ++k) {
-    SymShape s = common;
-    s[std::size_t(ax)] = Dim::symbol(str_cat("concat_n", k));
-    in.push_back(input(str_cat("x", k), s, xs[k].dtype()));
-    offs.push_back(total);
-    lens.push_back(s[std::size_t(ax)]);
-    total = total + s[std::size_t(ax)];
+  std::vector<Dim> offs; // where each input starts along the axis
+  SymShape out = shapes[0];
+  out[std::size_t(ax)] = 0;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    in.push_back(input(str_cat("x", k), shapes[k], dtype));
+    offs.push_back(out[std::size_t(ax)]);
+    out[std::size_t(ax)] += shapes[k][std::size_t(ax)];
   }
-  SymShape out = common;
-  out[std::size_t(ax)] = total;
   auto y = compute("concat", out, [&](const Idx &i) {
-    Expr v;
-    for (std::size_t k = 0; k < xs.size(); ++k) { // from the last input whose offset is <= i[ax]
+    Expr v; // from the last input whose offset is <= i[ax]
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const Dim len = shapes[k][std::size_t(ax)];
+      if (len == 0) continue;
       Idx j = i;
-      j[ax] = lang::min(lang::max(i[ax] - dim_expr(offs[k]), 0), dim_expr(lens[k] - 1));
+      j[ax] = lang::min(lang::max(i[ax] - dim_expr(offs[k]), 0), dim_expr(len - 1));
       Expr e = in[k].at(j);
       v = v.defined() ? Expr(lang::select(i[ax] >= dim_expr(offs[k]), e, v)) : e;
     }
     return v;
   });
-  Task task{"concat", in, {y}, str_cat("axis=", ax), {}};
-  return detail::run_symbolic_task(str_cat("concat_generic{n=", xs.size(), ", rank=", rank, ", axis=", ax, "}"), task,
-                                   xs, std::nullopt)[0];
+  return Task{"concat", in, {y}, str_cat("axis=", ax), {}};
+}
+} // namespace detail
+
+HIDET_INLINE Tensor concat(const std::vector<Tensor> &xs, int axis) {
+  const int ax = detail::concat_axis(xs, axis);
+  std::vector<SymShape> shapes;
+  for (const auto &t : xs) shapes.push_back(t.sym_shape());
+  return run_task(str_cat("concat{axis=", ax, "}"), [&] { return detail::concat_task(shapes, xs[0].dtype(), ax); },
+                  xs)[0];
+}
+
+HIDET_INLINE Tensor concat_generic(const std::vector<Tensor> &xs, int axis) {
+  const int ax = detail::concat_axis(xs, axis);
+  for (const auto &t : xs)
+    if (!t.defined() || t.is_symbolic()) return concat(xs, ax); // traced: the usual node
+  // The extents as symbols (the kernel's parameters): the shared ones, and each input's along
+  // the axis.
+  SymShape common;
+  for (int d = 0; d < xs[0].ndim(); ++d) common.push_back(Dim::symbol(str_cat("concat_d", d)));
+  std::vector<SymShape> shapes(xs.size(), common);
+  for (std::size_t k = 0; k < xs.size(); ++k) shapes[k][std::size_t(ax)] = Dim::symbol(str_cat("concat_n", k));
+  return detail::run_symbolic_task(str_cat("concat_generic{n=", xs.size(), ", rank=", xs[0].ndim(), ", axis=", ax, "}"),
+                                   detail::concat_task(shapes, xs[0].dtype(), ax), xs, std::nullopt)[0];
 }
 
 namespace detail {
