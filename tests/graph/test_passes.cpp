@@ -95,6 +95,24 @@ TEST_CASE("a slice read twice (EVA-02's rotary embedding of the tokens after the
   expect_one_kernel_without(trace_from(f(symbol_like(a))), a, "Slice");
 }
 
+TEST_CASE("a slice viewed per head and read twice (EVA-02's key out of the fused Q/K/V product) is recomputed too") {
+  // [3, 1, 2, 9, 16]: q, k and v of 2 heads; k starts 576 bytes in (not a view: slices_as_views
+  // keeps 256-byte alignment) and is viewed as [1, 2, 9, 16]; the tokens after the class token
+  // are read by x * cos and by timm's interleaved rotate (a stack of the odd and even lanes): one
+  // kernel, no Slice left for the key alone
+  Tensor a = make({3, 1, 2, 9, 16}, dtypes::f16), cosv = make({8, 16}, dtypes::f16), sinv = make({8, 16}, dtypes::f16);
+  auto f = [&](const Tensor &qkv) {
+    Tensor x = o::slice(qkv, {0}, {1}, {2}).reshape({1, 2, 9, 16});
+    Tensor t = o::slice(x, {2}, {1}, {9});
+    Tensor odd = o::unsqueeze(o::neg(o::slice(t, {3}, {1}, {16}, {2})), 4),
+           even = o::unsqueeze(o::slice(t, {3}, {0}, {16}, {2}), 4);
+    Tensor rot = o::concat({odd, even}, 4).reshape({1, 2, 8, 16});
+    return o::concat({o::slice(x, {2}, {0}, {1}), t * cosv + rot * sinv}, 2);
+  };
+  FlowGraph g = trace_from(f(symbol_like(a)));
+  expect_one_kernel_without(g, a, "Slice");
+}
+
 TEST_CASE("prologues fuse into softmax and layer_norm rows; half precision") {
   for (DataType dt : {dtypes::f32, dtypes::f16}) {
     CAPTURE(dt.name());

@@ -7,6 +7,7 @@
 #include "hidet/graph/passes.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -116,61 +117,79 @@ inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
   });
 }
 
-/// fuse_operators (all = true), or its first step for fuse_epilogues (all = false): only
-/// injective operators into injective consumers, and a group is kept only when it reads some
-/// tensor more than once (an activation written out: one operator with one input, which can then
-/// follow its anchor as an epilogue); every other group is left as its operators were.
 /// A cast read by several task-defined operators (RMSNorm's x.to(f32), read by its square and by
 /// its scaling) made again for each input that reads it, so that each copy fuses into its reader
 /// as a prologue: the readers read the narrower input and the cast's kernel and its output go.
 /// Likewise a slice (pure indexing: EVA-02's rotary embedding slices the tokens after the class
-/// token and reads them twice, a copy kernel per layer and per q and k). A cast or slice that is a
-/// graph output, or that reads another such node, stays. So does a narrowing cast (f32 to f16)
-/// of a task-defined operator's output: it fuses into its producer, which then stores the narrow
+/// token and reads them twice, a copy kernel per layer and per q and k), and a cast or slice whose
+/// one reader is a Reshape read by several task-defined operators, with that Reshape (EVA-02's
+/// key, sliced from the fused Q/K/V product at an offset that slices_as_views leaves a copy, then
+/// viewed per head). Such a node may read another (made again with it), up to three deep. A cast
+/// or slice that is a graph output stays. So does a narrowing cast (f32 to f16) of a
+/// task-defined operator's output: it fuses into its producer, which then stores the narrow
 /// value; copies in the readers would have the producer store the wide one (a channels-last group
 /// norm's f32 result, read by PoolFormer's pooling and its subtraction, stored in f32).
 HIDET_INLINE FlowGraph recompute_shared_casts_and_slices(const FlowGraph &graph) {
   const Readers readers(graph);
-  std::set<const Operator *> shared;
+  std::map<const Operator *, int> shared; // -> how deep: 1 + the most of the shared nodes it reads
+  auto depth_of = [&](const Operator &op) {
+    int d = 1;
+    for (const auto &t : op.inputs())
+      if (auto it = t.trace() ? shared.find(t.trace().op.get()) : shared.end(); it != shared.end())
+        d = std::max(d, it->second + 1);
+    return d;
+  };
   for (const auto &op : graph.nodes()) {
     const ops::OpKind kind = ops::kind_of(*op);
     if ((kind != ops::OpKind::Cast && kind != ops::OpKind::Slice) || op->num_outputs() != 1 ||
         !injective_task(op.get()))
       continue;
     const TensorKey out{op.get(), 0};
-    const auto &rs = readers.of(out);
-    if (rs.size() < 2 || readers.is_output(out)) continue;
+    const Operator *view = nullptr;
+    if (const auto &one = readers.of(out); one.size() == 1 && ops::kind_of(*one[0]) == ops::OpKind::Reshape &&
+                                           one[0]->num_outputs() == 1 && one[0]->inputs().size() == 1 &&
+                                           !readers.is_output(out))
+      view = one[0].get();
+    const TensorKey read = view ? TensorKey{view, 0} : out;
+    const auto &rs = readers.of(read);
+    if (rs.size() < 2 || readers.is_output(read)) continue;
     const Tensor &x = op->inputs().at(0);
     if (kind == ops::OpKind::Cast && op->output_metas()[0].dtype.nbytes() < x.dtype().nbytes() && x.trace() &&
         dynamic_cast<const ops::TaskOperator *>(x.trace().op.get()))
       continue;
-    bool tasks = true, from_shared = false;
+    bool tasks = true;
     for (const auto &r : rs) tasks = tasks && dynamic_cast<const ops::TaskOperator *>(r.get());
-    for (const auto &t : op->inputs()) from_shared = from_shared || (t.trace() && shared.count(t.trace().op.get()));
-    if (tasks && !from_shared) shared.insert(op.get());
+    const int depth = depth_of(*op);
+    if (!tasks || depth > 3) continue;
+    shared[op.get()] = depth;
+    if (view) shared[view] = depth;
   }
   if (shared.empty()) return graph;
   GraphRewriter rw(graph);
-  rw.visit([&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
+  // t in the new graph: a copy of it (and of the shared nodes it reads) when it is a shared node's
+  std::function<Tensor(const Tensor &)> copy_of = [&](const Tensor &t) -> Tensor {
+    if (!t.trace() || !shared.count(t.trace().op.get())) return rw.map(t);
+    const Operator &node = *t.trace().op;
+    std::vector<Tensor> ins;
+    for (const auto &u : node.inputs()) ins.push_back(copy_of(u));
+    return outputs_of(node.with_inputs(std::move(ins)))[t.trace().index];
+  };
+  rw.visit([&](const OpPtr &op, GraphRewriter &) -> NodeRewrite {
     if (shared.count(op.get())) return NodeRewrite::removed();
     bool reads = false;
     for (const auto &t : op->inputs()) reads = reads || (t.trace() && shared.count(t.trace().op.get()));
     if (!reads) return std::nullopt;
     std::vector<Tensor> ins;
-    for (const auto &t : op->inputs()) {
-      if (!t.trace() || !shared.count(t.trace().op.get())) {
-        ins.push_back(rw.map(t));
-        continue;
-      }
-      const Operator &cast = *t.trace().op; // a copy per reading input
-      auto copy = cast.with_inputs(rw.map(cast.inputs()));
-      ins.push_back(outputs_of(copy)[0]);
-    }
+    for (const auto &t : op->inputs()) ins.push_back(copy_of(t)); // a copy per reading input
     return outputs_of(op->with_inputs(std::move(ins)));
   });
   return rw.result();
 }
 
+/// fuse_operators (all = true), or its first step for fuse_epilogues (all = false): only
+/// injective operators into injective consumers, and a group is kept only when it reads some
+/// tensor more than once (an activation written out: one operator with one input, which can then
+/// follow its anchor as an epilogue); every other group is left as its operators were.
 HIDET_INLINE FlowGraph fuse_task_operators(const FlowGraph &input, bool all) {
   const FlowGraph graph = all ? reshapes_between_tasks(input) : input;
   const Readers readers(graph);
