@@ -295,7 +295,8 @@ HIDET_INLINE SymbolValues FlowGraph::bind_symbols(const std::vector<Tensor> &inp
       throw ValueError(str_cat(input_label(x, i), ": got dtype ", given.dtype().name()));
     if (!(given.device() == x.device()))
       throw ValueError(str_cat(input_label(x, i), ": got a tensor on ", given.device_str()));
-    auto want = x.sym_shape();
+    SymShape copy; // graph inputs are symbolic: their shape is read in place (a decoding step has 67)
+    const SymShape &want = x.symbolic_info() ? x.symbolic_info()->shape : (copy = x.sym_shape());
     const auto &got = given.shape();
     if (got.size() != want.size())
       throw ValueError(str_cat(input_label(x, i), ": got shape ", sym_shape_str(to_sym_shape(got)),
@@ -319,7 +320,9 @@ HIDET_INLINE SymbolValues FlowGraph::bind_symbols(const std::vector<Tensor> &inp
   }
   // Every symbolic extent must equal its value under the bound symbols.
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    auto want = inputs_[i].sym_shape();
+    const auto *info = inputs_[i].symbolic_info();
+    if (info && info->constant_shape) continue; // checked above
+    const SymShape want = inputs_[i].sym_shape();
     const auto &got = inputs[i].shape();
     for (std::size_t d = 0; d < want.size(); ++d) {
       if (want[d].is_constant()) continue;
