@@ -16,7 +16,6 @@
 
 #include "hidet/graph/detail/tensor_key.hpp"
 #include "hidet/graph/shape_dispatch.hpp"
-#include "hidet/runtime/shared_constants.hpp"
 #include "hidet/ops/cache.hpp"
 
 #include "hidet/util/cold_begin.hpp"

@@ -18,6 +18,7 @@
 #include "hidet/ops/op_kind.hpp"
 #include "hidet/ops/pool.hpp"
 #include "hidet/ops/transform.hpp"
+#include "hidet/runtime/shared_constants.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 

@@ -14,6 +14,7 @@
 #include "hidet/ops/matmul.hpp"
 #include "hidet/ops/op_kind.hpp"
 #include "hidet/ops/transform.hpp"
+#include "hidet/runtime/shared_constants.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 

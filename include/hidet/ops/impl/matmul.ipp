@@ -9,11 +9,11 @@
 #include <mutex>
 
 #include "hidet/ops/cache.hpp"
-#include "hidet/runtime/shared_constants.hpp"
 #include "hidet/ops/matmul_templates.hpp"
 #include "hidet/ops/schedule_matmul.hpp"
 #include "hidet/ops/templates/matmul_fp8.hpp"
 #include "hidet/ops/templates/matmul_grouped.hpp"
+#include "hidet/runtime/shared_constants.hpp"
 #include "hidet/util/log.hpp"
 
 #include "hidet/util/cold_begin.hpp"

@@ -1,4 +1,6 @@
 // Definitions for runtime/shared_constants.hpp.
+#pragma once
+
 #include <map>
 #include <memory>
 #include <mutex>
