@@ -1,6 +1,7 @@
 // hidet._C: the Python binding of the C++ library (nanobind). Thin: tensors, symbolic tensors,
 // the operators, FlowGraph, optimize, compiled graphs and CUDA graphs (and, in
-// bindings_distributed.cpp, communicators and collectives). The Pythonic surface
+// bindings_distributed.cpp, communicators and collectives; in bindings_args.cpp, the torch
+// backend's record of its call arguments). The Pythonic surface
 // (hidet/__init__.py, hidet.torch) is written in Python over it.
 //
 // Tensors cross to and from other frameworks without copies through DLPack (nb::ndarray):
@@ -172,6 +173,8 @@ hidet::Stream stream_of(std::uintptr_t handle) {
 
 // hidet._C.distributed, the collective operators and shard_tensor_parallel (bindings_distributed.cpp).
 void bind_distributed(nb::module_ &m);
+// hidet._C.ArgsRecord, the torch backend's checks of its call arguments (bindings_args.cpp).
+void bind_args(nb::module_ &m);
 
 NB_MODULE(_C, m) {
   m.doc() = "hidet: the C++ library's binding (see the hidet package)";
@@ -699,4 +702,5 @@ NB_MODULE(_C, m) {
     return o::scaled_dot_product_attention(q, k, v, mask, causal, scale);
   }, "q"_a, "k"_a, "v"_a, "attn_mask"_a = nb::none(), "is_causal"_a = false, "scale"_a = nb::none());
   bind_distributed(m);
+  bind_args(m);
 }

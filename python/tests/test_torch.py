@@ -1033,6 +1033,45 @@ def test_updated_arguments_views_follow_the_tensor_across_calls():
     assert_close(other, want_other, atol=1e-5, rtol=1e-5)
 
 
+def test_inputs_are_read_where_they_live_at_each_call():
+    """A graph compiled for one shape identifies its tensor arguments by object and address
+    (hidet._C.ArgsRecord): a tensor written in place, the same object moved to other memory (set_,
+    .data =) and another tensor are each read as they are at the call."""
+    def f(x, y):
+        return x * 2 + y
+
+    g = torch.compile(f, backend='hidet', dynamic=False)
+    x, y = torch.randn(5, 3, device=DEVICE), torch.randn(5, 3, device=DEVICE)
+    assert_close(g(x, y), f(x, y), atol=1e-5, rtol=1e-5)
+    x.copy_(torch.randn(5, 3, device=DEVICE))  # written in place
+    assert_close(g(x, y), f(x, y), atol=1e-5, rtol=1e-5)
+    x.set_(torch.randn(5, 3, device=DEVICE))  # the same object, other memory
+    assert_close(g(x, y), f(x, y), atol=1e-5, rtol=1e-5)
+    y.data = torch.randn(5, 3, device=DEVICE)
+    assert_close(g(x, y), f(x, y), atol=1e-5, rtol=1e-5)
+    z = torch.randn(5, 3, device=DEVICE)
+    assert_close(g(z, y), f(z, y), atol=1e-5, rtol=1e-5)
+    assert_close(g(x, y), f(x, y), atol=1e-5, rtol=1e-5)
+
+
+def test_args_record_checks_identity_and_addresses():
+    a, b, c = torch.zeros(3), torch.ones(3), torch.zeros(2)
+    record = hidet._C.ArgsRecord([0, 2], True)
+    assert len(record) == 2 and not record.same((a, 'x', b))
+    assert record.update((a, 'x', b)) == [0, 1]  # everything, the first time
+    assert record.same((a, 'y', b)) and record.same([a, None, b]) and record.update((a, 0, b)) == []
+    assert not record.same((c, 'x', b)) and record.update((c, 'x', b)) == [0]
+    b.set_(torch.ones(3))  # the same object at another address
+    assert not record.same((c, 'x', b)) and record.update((c, 'x', b)) == [1]
+    plain = hidet._C.ArgsRecord([1])  # identity only
+    plain.update((1, b))
+    assert plain.same((2, b)) and not plain.same((2, c))
+    with pytest.raises(ValueError, match='2 arguments, but position 2'):
+        record.same((a, b))
+    with pytest.raises(TypeError, match='a tuple or a list'):
+        record.update(iter((a, 'x', b)))
+
+
 def _inplace_cases():
     """(name, function updating its inputs in place, its inputs): each returns a value too."""
     r3 = lambda *s: torch.randn(*s, device=DEVICE)  # noqa: E731

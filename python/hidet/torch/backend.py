@@ -80,42 +80,68 @@ class _Compiled:
         self.update_set = frozenset(self.updates)
         self.copies = []  # (argument position, graph input) of the last call's updated copies
         self.returned = []  # (symbolic output, argument position): an input it returns (x.add_(1); return x)
+        self.pinned = False  # found by its arguments' shapes and dtypes (compiled per shape): graph_inputs
+        self.record = None  # pinned: the tensor arguments of the last call and their addresses (hidet._C.ArgsRecord)
+        self.replay_views = None  # torch views of the replay's outputs (its own buffers, the same every replay)
 
 
-    def graph_inputs(self, args):
+    def graph_inputs(self, args, pinned=False):
         """The graph's inputs for ``args``: the views made on an earlier call for the tensor arguments
         that come back as they were (the same tensor at the same address, shape, strides and dtype);
-        size arguments (a graph of symbolic sizes) converted on every call."""
-        ts = self.pick_tensors(args)
-        keys = tuple(zip(map(id, ts), map(_data_ptr, ts), map(_shape, ts), map(_strides, ts), map(_dtype, ts)))
+        size arguments (a graph of symbolic sizes) converted on every call. ``pinned``: the entry
+        was found by the arguments' shapes and dtypes (key_of) and dynamo guards their strides (a
+        graph compiled per shape), so a tensor is identified by its id and address alone, which
+        ``record`` (hidet._C.ArgsRecord) checks in C++ (a decode step's 66 tensors: a few us, where
+        the keys below take about 45 on the CI machine's host)."""
         last = self.last
-        if last is None:
-            self.changed = list(range(len(ts)))
-        elif keys == last.keys:
-            self.changed = []
-        else:  # the tensors that are new or moved (check_moved)
-            self.changed = list(itertools.compress(range(len(ts)), map(operator.ne, keys, last.keys)))
+        if pinned:
+            if self.record is None:
+                self.record = hidet._C.ArgsRecord(self.tensor_positions, True)
+            ts, keys = None, None  # the record keeps the objects (their ids stay theirs)
+            self.changed = self.record.update(args)  # all of them the first time
+            if last is None and len(self.changed) < len(self.tensor_positions):
+                self.changed = list(range(len(self.tensor_positions)))  # recorded, but not converted yet
+        else:
+            ts = self.pick_tensors(args)
+            keys = tuple(zip(map(id, ts), map(_data_ptr, ts), map(_shape, ts), map(_strides, ts), map(_dtype, ts)))
+            if last is None:
+                self.changed = list(range(len(ts)))
+            elif keys == last.keys:
+                self.changed = []
+            else:  # the tensors that are new or moved (check_moved)
+                self.changed = list(itertools.compress(range(len(ts)), map(operator.ne, keys, last.keys)))
         if last is not None and not self.changed and not last.copied:  # everything as it was, all views
             tensors, copies = last.inputs, []
         else:
-            if last is None:
-                tensors, shared = [None] * len(ts), [False] * len(ts)
-                convert = range(len(ts))
-            else:  # the new or moved tensors, and those hidet copied (copied again on every call)
-                tensors, shared = list(last.inputs), list(last.shared)
-                convert = sorted(set(self.changed).union(last.copied))
-            copies = []
+            fresh = last is None
+            if fresh:
+                count = len(self.tensor_positions)
+                last = _LastCall(ts, keys, [None] * count, [False] * count)
+                convert = range(count)
+            else:  # the new or moved tensors, and those hidet copied (copied again on every call), in place
+                last.args, last.keys = ts, keys
+                convert = sorted(set(self.changed).union(last.copied)) if last.copied else self.changed
+            tensors, shared = last.inputs, last.shared
+            copies, flags = [], fresh
             slots, positions, update_set = self.tensor_slots, self.tensor_positions, self.update_set
-            for j in convert:
-                a = ts[j]
-                tensors[j] = to_hidet(a)
-                shared[j] = _shared_with_hidet(a)
-                if positions[j] in update_set and not shared[j]:
-                    copies.append((positions[j], slots[j]))  # hidet runs on a copy: written back after the run
-            self.last = _LastCall(ts, keys, tensors, shared)
+            try:
+                for j in convert:
+                    a = args[positions[j]]
+                    tensors[j] = to_hidet(a)
+                    view = _shared_with_hidet(a)
+                    if view != shared[j]:
+                        shared[j], flags = view, True
+                    if not view and positions[j] in update_set:
+                        copies.append((positions[j], slots[j]))  # hidet runs on a copy: written back after the run
+            except Exception:
+                self.record = self.last = None  # the same arguments again are converted again
+                raise
+            if flags:
+                last.copied = list(itertools.compress(range(len(shared)), map(operator.not_, shared)))
+            self.last = last
         self.copies = copies
         if self.all_tensors:
-            return list(tensors)
+            return tensors  # (the C++ run copies the list)
         inputs = [None] * len(self.positions)
         for j, k in enumerate(self.tensor_slots):
             inputs[k] = tensors[j]
@@ -126,13 +152,14 @@ class _Compiled:
 
 class _LastCall:
     """What graph_inputs recorded of a call: the tensor arguments (kept, so that their ids stay
-    theirs), what identifies each (id, address, shape, strides, dtype), their graph inputs, whether
-    each input views its argument, and the indices of those that do not (copies)."""
+    theirs) and what identifies each (id, address, shape, strides, dtype), both None for a pinned
+    entry (its ArgsRecord keeps them), their graph inputs, whether each input views its argument,
+    and the indices of those that do not (copies)."""
     __slots__ = ('args', 'keys', 'inputs', 'shared', 'copied')
 
     def __init__(self, args, keys, inputs, shared):
         self.args, self.keys, self.inputs, self.shared = args, keys, inputs, shared
-        self.copied = list(itertools.compress(range(len(shared)), map(operator.not_, shared)))
+        self.copied = []  # graph_inputs sets it once the flags are known
 
 
 def _picker(positions):
@@ -202,6 +229,7 @@ class HidetCompiledModel:
         self.scalar_positions = None  # the arguments that are Python floats made 0-d tensors
         # Dynamo's dynamic shapes: traced once on the symbols (compile_symbolic) unless that fails.
         self.symbolic = has_symbolic_sizes(gm)
+        self.one_shape = not self.symbolic  # dynamo guards the shapes of every call: entry_for
         # The _Compiled of the symbolic trace, per value of the scalar inputs (and partition of the
         # input extents into equal values, once a trace needed them unified: ``unify``).
         self.symbolic_entries = {}
@@ -214,6 +242,7 @@ class HidetCompiledModel:
         # last, at most MAX_INSTANCES of them.
         self.static_positions = None
         self.pick_static = None
+        self.static_record = None  # the static arguments of the last call (hidet._C.ArgsRecord)
         self.static_args = None
         self.instances = {}  # the ids of the static arguments -> _Instance
 
@@ -375,6 +404,7 @@ class HidetCompiledModel:
         graph = hidet.trace_from(symbolic, symbols, updates)
         entry = self.compile_graph(graph, args, positions, updated, rebuild, symbolic, constants, t0)
         entry.returned = self.returned_inputs(output)
+        entry.pinned = True  # its key (key_of) fixes the shapes and dtypes of its tensor arguments
         return entry
 
     def returned_inputs(self, output):
@@ -416,9 +446,10 @@ class HidetCompiledModel:
         if self.static_positions is None:
             self.static_positions = [i for i, a in enumerate(args) if self.interpreter.is_static(i, a)]
             self.pick_static = _picker(self.static_positions)
-        static = self.pick_static(args)
-        if self.static_args is not None and all(map(operator.is_, static, self.static_args)):
+            self.static_record = hidet._C.ArgsRecord(self.static_positions)
+        if self.static_record.same(args):  # the objects of the last call (a C++ loop over them)
             return True
+        static = self.pick_static(args)
         key = tuple(map(id, static))
         instance = self.instances.pop(key, None)  # re-inserted last: the most recently used
         if instance is None or not all(map(operator.is_, static, instance.static_args)):
@@ -431,6 +462,7 @@ class HidetCompiledModel:
         self.instances[key] = instance
         self.static_args, self.cache, self.symbolic_entries = instance.static_args, instance.cache, \
             instance.symbolic_entries
+        self.static_record.update(args)
         return False
 
     def entry_for(self, args):
@@ -468,6 +500,11 @@ class HidetCompiledModel:
                     return entry
             if self.symbolic:
                 return self.symbolic_entries[skey]
+        if self.one_shape and len(self.cache) == 1 and not self.scalar_positions_of(args):
+            # Dynamo's graph has constant shapes: its guards admit no other shapes, dtypes or
+            # strides, so the one entry compiled is the one (key_of costs about 15 us a call for a
+            # decode step's 66 tensors on the CI machine's host).
+            return next(iter(self.cache.values()))
         key = self.key_of(args)
         entry = self.cache.get(key)
         if entry is None:
@@ -480,7 +517,7 @@ class HidetCompiledModel:
         if entry.runner is None and entry.dispatch is None:
             return entry.rebuild([], entry.constants, sizes)
         moved = False  # the tensor arguments are not where the last call had them
-        inputs = entry.graph_inputs(args)
+        inputs = entry.graph_inputs(args, entry.pinned)
         if entry.updates:  # an updated input that shares memory with another input: refused
             moved = self.check_moved(args, entry)
         stream = 0
@@ -496,7 +533,11 @@ class HidetCompiledModel:
                 # Other tensors to update (a new cache): captured again where they live.
                 entry.replay = _capture(entry.runner, args, entry.positions, entry.updates)
                 entry.captured_at = _addresses(args, entry.updates)
-            outs = [o.torch().clone() for o in entry.replay.run(inputs, stream)]
+                entry.replay_views = None
+            outs = entry.replay.run(inputs, stream)
+            if entry.replay_views is None:  # the replay's outputs are the same buffers every time: viewed once
+                entry.replay_views = [o.torch() for o in outs]
+            outs = [v.clone() for v in entry.replay_views]
         else:
             outs = [o.torch() for o in entry.runner.run(inputs, stream)]
         for i, k in entry.copies:  # an argument hidet ran on a copy of (not contiguous, or moved)
@@ -509,10 +550,12 @@ class HidetCompiledModel:
         return entry.rebuild(outs, entry.constants, sizes)
 
     def check_moved(self, args, entry):
-        """Whether tensor arguments moved since the last call (graph_inputs' record), with the ones
-        that moved checked for shared memory with the updated ones: the whole sweep
-        (check_aliasing) when an updated argument moved, else each moved one against the sorted
-        spans of the updated ones (a decode step's new input_ids against its 48 cache tensors)."""
+        """Whether updated arguments may have moved since the last call (graph_inputs' record: then
+        the CUDA graph's capture addresses are compared), with the arguments that moved checked for
+        shared memory with the updated ones: the whole sweep (check_aliasing) when an updated
+        argument moved, else each moved one against the sorted spans of the updated ones (a decode
+        step's new input_ids and position against its 64 cache tensors; False: the updated ones
+        are where they were)."""
         changed = entry.changed
         if not changed:
             return False
@@ -541,7 +584,7 @@ class HidetCompiledModel:
             if hi > lo and k and ends[k - 1] > lo:
                 self.check_aliasing(args, entry)  # shares memory or only addresses (another device)
                 break
-        return True
+        return False
 
     def check_aliasing(self, args, entry):
         """A ValueError when an input the graph updates in place shares memory with another input:
