@@ -303,6 +303,49 @@ def bench_model(c, tp, backend, rows, results):
     torch._dynamo.reset()
 
 
+def host_split(step, calls):
+    """The host time of a call and of hidet's parts of it, from timers around them (no profiler):
+    the whole call, hidet's backend (HidetCompiledModel.__call__) and its C++ run (the CUDA
+    graph's replay: input checks and the launch). Empty without hidet."""
+    if 'hidet' not in sys.modules:
+        return {}
+    import hidet
+    from hidet.torch import backend
+    totals = dict(call=0.0, hidet=0.0, run=0.0)
+    clock = time.perf_counter
+    patched = []
+
+    def timed(owner, name, key):
+        orig = getattr(owner, name)
+
+        def wrapper(*a, _orig=orig, **k):
+            t = clock()
+            try:
+                return _orig(*a, **k)
+            finally:
+                totals[key] += clock() - t
+        setattr(owner, name, wrapper)
+        patched.append((owner, name, orig))
+
+    timed(backend.HidetCompiledModel, '__call__', 'hidet')
+    for cls in (hidet.CudaGraph, hidet.CompiledGraph, hidet.ShapeDispatch):
+        timed(cls, 'run', 'run')
+    try:
+        for _ in range(calls):
+            sync()
+            t = clock()
+            step()
+            totals['call'] += clock() - t
+        sync()
+    finally:
+        for owner, name, orig in reversed(patched):
+            setattr(owner, name, orig)
+    split = {k: v * 1e6 / calls for k, v in totals.items()}
+    split['outside hidet'] = split['call'] - split['hidet']
+    split['hidet without run'] = split['hidet'] - split['run']
+    return split
+
+
 def host_profile(step, what, calls=20):
     """Where a call's host time goes (cProfile over `calls` calls, the GPU synchronized after each,
     under the timed rows' guard stance; every rank runs them, rank 0 prints): the functions with the
@@ -311,6 +354,11 @@ def host_profile(step, what, calls=20):
     import cProfile
     import pstats
     stance = torch.compiler.set_stance(skip_guard_eval_unsafe=True) if skip_guards() else contextlib.nullcontext()
+    with stance:
+        split = host_split(step, 200)
+    if dist.get_rank() == 0 and split:
+        print(f'  host time of {what} (200 calls, no profiler, us per call): ' +
+              ', '.join(f'{k} {v:.1f}' for k, v in split.items()), flush=True)
     prof = cProfile.Profile()
     # hidet's compiled runs (C++ behind nanobind, which cProfile does not see as calls of their
     # own) behind Python wrappers for the profile: their own time is the C++ side's
