@@ -82,7 +82,7 @@ class _Compiled:
         self.returned = []  # (symbolic output, argument position): an input it returns (x.add_(1); return x)
         self.pinned = False  # found by its arguments' shapes and dtypes (compiled per shape): graph_inputs
         self.record = None  # pinned: the tensor arguments of the last call and their addresses (hidet._C.ArgsRecord)
-        self.replay_views = None  # torch views of the replay's outputs (its own buffers, the same every replay)
+        self.replay_views = None  # (replay, torch views of its outputs): its own buffers, the same every replay
 
 
     def graph_inputs(self, args, pinned=False):
@@ -533,11 +533,12 @@ class HidetCompiledModel:
                 # Other tensors to update (a new cache): captured again where they live.
                 entry.replay = _capture(entry.runner, args, entry.positions, entry.updates)
                 entry.captured_at = _addresses(args, entry.updates)
-                entry.replay_views = None
-            outs = entry.replay.run(inputs, stream)
-            if entry.replay_views is None:  # the replay's outputs are the same buffers every time: viewed once
-                entry.replay_views = [o.torch() for o in outs]
-            outs = [v.clone() for v in entry.replay_views]
+            replay = entry.replay
+            outs = replay.run(inputs, stream)
+            views = entry.replay_views
+            if views is None or views[0] is not replay:  # the same buffers every replay: viewed once per capture
+                views = entry.replay_views = (replay, [o.torch() for o in outs])
+            outs = [v.clone() for v in views[1]]
         else:
             outs = [o.torch() for o in entry.runner.run(inputs, stream)]
         for i, k in entry.copies:  # an argument hidet ran on a copy of (not contiguous, or moved)
