@@ -423,6 +423,43 @@ TEST_CASE("convert_layout_nhwc: a group norm of one group stays channels-last (a
   CHECK_THROWS_AS(o::group_norm_nhwc(o::permute(img, {0, 2, 3, 1}), 2), ValueError);
 }
 
+TEST_CASE("a channels-last group norm read by the pooling and by the subtraction (PoolFormer's token mixer) is recomputed in both") {
+  // x + scale * (pool(gn(x)) - gn(x)) after a convolution, at odd sizes (20 channels of 7 x 7, and
+  // of 11 x 11: the norm's moments in two pieces): the norm's normalization (x by the per-sample
+  // mean and rstd, the per-channel weight and bias) is made again in the pooling's window and in
+  // the subtraction, which share one kernel with the scaling and the residual: no kernel stores
+  // the normalized value. Before, a FusedCast stored it and the pooling's kernel read it twice.
+  const std::int64_t n = 2, ci = 16, ch = 20;
+  for (DataType dt : {dtypes::f16, dtypes::bf16})
+    for (std::int64_t hw : {7, 11}) {
+      CAPTURE(dt.name());
+      CAPTURE(hw);
+      Tensor w0 = make({ch, ci, 3, 3}, dt, -0.2, 0.2), scale = make({ch, 1, 1}, dt, 0.5, 1);
+      Tensor g1 = make({ch}, dt, 0.5, 1.5), b1 = make({ch}, dt, -0.5, 0.5);
+      auto f = [&](const Tensor &x) {
+        Tensor a = o::conv2d(x, w0, std::nullopt, {1}, {1});
+        Tensor na = o::group_norm(a, 1, g1, b1, 1e-5);
+        return a + scale * (o::avg_pool2d(na, {3}, {1}, {1}, false, false) - na);
+      };
+      Tensor x = symbol_like(make({n, ci, hw, hw}, dt));
+      FlowGraph g = trace_from(f(x), {x});
+      FlowGraph opt = graph::optimize(g);
+      INFO(opt.str());
+      // The image's permute, the convolution, the moments and their mean, the pooling's kernel.
+      CHECK(int(opt.nodes().size()) - count_named(opt, "Reshape") == 5);
+      CHECK(count_named(opt, "FusedAvgPool2dNhwc") == 1);
+      CHECK(opt.str().find("Rsqrt") != std::string::npos);
+      for (const auto &op : opt.nodes()) { // the normalization only inside the pooling's kernel
+        CAPTURE(op->name());
+        CHECK((op->name() == "FusedAvgPool2dNhwc" || op->attrs().find("Rsqrt") == std::string::npos));
+      }
+      for (int trial = 0; trial < 2; ++trial) {
+        Tensor v = make({n, ci, hw, hw}, dt, -1, 1);
+        expect_same(opt.run({v})[0], g.run({v})[0], 3);
+      }
+    }
+}
+
 TEST_CASE("convert_layout_nhwc: casts and average pooling keep channels-last (mixed precision)") {
   // What convert_precision leaves between f16 convolutions of an f32 model: a cast up, f32 math,
   // a cast down. The value stays channels-last through them.

@@ -6,7 +6,9 @@
 // element definition is inlined into the consumer's kernels, so the intermediate tensor is never
 // written. Chains fuse transitively (add -> relu -> sum becomes one node, one kernel: FusedSum).
 // A cast read by several task-defined operators is made again for each, so that it fuses into
-// each of them (RMSNorm's x.to(f32), read twice, joins the norm's kernel).
+// each of them (RMSNorm's x.to(f32), read twice, joins the norm's kernel), and so is an
+// element-wise value whose readers meet in one kernel (PoolFormer's group norm, read by the
+// pooling and by the subtraction after it, is computed inside the pooling's kernel).
 // A fused node prints as Hidet's do:
 //   x_1: float32[4][cuda] = FusedSum(x, c, fused_graph=FlowGraph(Add, Relu, Sum), anchor=2)
 // Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention) and views

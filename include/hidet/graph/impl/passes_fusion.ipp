@@ -117,6 +117,71 @@ inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
   });
 }
 
+/// The operators to make again for each reader of `op`'s value when its readers meet in one
+/// kernel (empty when they do not): `op` is injective and task-defined with one output, not a
+/// graph output, read by two to four inputs of task-defined operators, one of which (the meeting
+/// one) reads, besides `op`, the one output of each other reader, read by nothing else; at most
+/// one of these readers is not injective (one anchor: a reduction, a pooling). The copies then
+/// fuse as prologues into one kernel that reads `op`'s inputs once: the value is neither stored
+/// nor read back, and what is done twice is its arithmetic (a channels-last group norm's
+/// normalization, read by PoolFormer's pooling and by its subtraction of the normalized value).
+/// With `op` go the injective task-defined operators and Reshapes it reads that nothing else
+/// reads (the statistics' slices and views), up to 24 operators in all (fused members counted).
+HIDET_INLINE std::vector<const Operator *> recomputed_where_readers_meet(const Operator &op,
+                                                                         const Readers &readers) {
+  if (op.num_outputs() != 1 || !injective_task(&op)) return {};
+  const TensorKey out{&op, 0};
+  const auto &rs = readers.of(out);
+  if (rs.size() < 2 || rs.size() > 4 || readers.is_output(out)) return {};
+  std::vector<const Operator *> distinct;
+  for (const auto &r : rs) {
+    if (!dynamic_cast<const ops::TaskOperator *>(r.get())) return {};
+    if (std::find(distinct.begin(), distinct.end(), r.get()) == distinct.end())
+      distinct.push_back(r.get());
+  }
+  int anchors = 0;
+  for (const Operator *r : distinct) anchors += !injective_task(r);
+  if (anchors > 1) return {};
+  // The meeting reader: every other reader's one output is read by it alone.
+  auto feeds = [&](const Operator *a, const Operator *b) {
+    if (a->num_outputs() != 1) return false;
+    const auto &ra = readers.of({a, 0});
+    return ra.size() == 1 && ra[0].get() == b && !readers.is_output({a, 0});
+  };
+  bool meet = false;
+  for (const Operator *b : distinct) {
+    bool all = true;
+    for (const Operator *a : distinct) all = all && (a == b || feeds(a, b));
+    meet = meet || all;
+  }
+  if (!meet) return {};
+  // op and what only it (or what goes with it) reads
+  std::vector<const Operator *> cone{&op};
+  auto size_of = [](const Operator &o) {
+    auto *t = dynamic_cast<const ops::TaskOperator *>(&o);
+    return t && t->members().size() > 1 ? int(t->members().size()) : 1;
+  };
+  int size = size_of(op);
+  for (std::size_t i = 0; i < cone.size(); ++i)
+    for (const auto &t : cone[i]->inputs()) {
+      const Operator *p = t.trace() ? t.trace().op.get() : nullptr;
+      if (!p || p->num_outputs() != 1 || std::find(cone.begin(), cone.end(), p) != cone.end() ||
+          readers.is_output({p, 0}))
+        continue;
+      const bool view = ops::kind_of(*p) == ops::OpKind::Reshape && p->inputs().size() == 1 &&
+                        !dynamic_cast<const ops::TaskOperator *>(p);
+      if (!view && !injective_task(p)) continue;
+      bool inside = true;
+      for (const auto &r : readers.of({p, 0}))
+        inside = inside && std::find(cone.begin(), cone.end(), r.get()) != cone.end();
+      if (!inside) continue;
+      cone.push_back(p);
+      size += size_of(*p);
+    }
+  if (size > 24) return {};
+  return cone;
+}
+
 /// A cast read by several task-defined operators (RMSNorm's x.to(f32), read by its square and by
 /// its scaling) made again for each input that reads it, so that each copy fuses into its reader
 /// as a prologue: the readers read the narrower input and the cast's kernel and its output go.
@@ -127,8 +192,9 @@ inline FlowGraph reshapes_between_tasks(const FlowGraph &graph) {
 /// viewed per head). Such a node may read another (made again with it), up to three deep. A cast
 /// or slice that is a graph output stays. So does a narrowing cast (f32 to f16) of a
 /// task-defined operator's output: it fuses into its producer, which then stores the narrow
-/// value; copies in the readers would have the producer store the wide one (a channels-last group
-/// norm's f32 result, read by PoolFormer's pooling and its subtraction, stored in f32).
+/// value; copies in the readers would have the producer store the wide one. A value whose
+/// readers meet in one kernel goes into them whole (recomputed_where_readers_meet: PoolFormer's
+/// channels-last group norm, its narrowing cast included).
 HIDET_INLINE FlowGraph recompute_shared_casts_and_slices(const FlowGraph &graph) {
   const Readers readers(graph);
   std::map<const Operator *, int> shared; // -> how deep: 1 + the most of the shared nodes it reads
@@ -164,6 +230,9 @@ HIDET_INLINE FlowGraph recompute_shared_casts_and_slices(const FlowGraph &graph)
     shared[op.get()] = depth;
     if (view) shared[view] = depth;
   }
+  for (const auto &op : graph.nodes())
+    if (!shared.count(op.get()))
+      for (const Operator *m : recomputed_where_readers_meet(*op, readers)) shared.emplace(m, 1);
   if (shared.empty()) return graph;
   GraphRewriter rw(graph);
   // t in the new graph: a copy of it (and of the shared nodes it reads) when it is a shared node's
