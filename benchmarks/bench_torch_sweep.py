@@ -25,6 +25,8 @@ Environment:
                                   else 570); the rest is listed as not run
   HIDET_SWEEP_SHARD=i/n           every n-th model from the i-th (1-based): a sweep over several calls
   HIDET_SWEEP_INDUCTOR=0          no inductor columns
+  HIDET_SWEEP_PROFILES=<dir>      also writes each profiled row's full profile tables (every operator
+                                  and the slowest nodes of each compiled graph) to <dir>/<model>-<config>.txt
 The whole sweep takes longer than one device call on a cold machine (inductor's compile is 10-60
 s a model): run it in shards, e.g.
   HIDET_BENCH_TIMEOUT=590 HIDET_SWEEP_SHARD=1/3 HIDET_GPU_CHECK_BENCH='^bench_torch_sweep$' HIDET_GPU_CHECK_TESTS=0 scripts/gpu-check
@@ -251,6 +253,11 @@ def run_model(name, configs, inductor):
                         finally:
                             hidet.torch.dynamo_config.profile(False)
                         tables = re.split(r'(?=^profile: )', err.getvalue(), flags=re.M)
+                        if os.environ.get('HIDET_SWEEP_PROFILES'):
+                            os.makedirs(os.environ['HIDET_SWEEP_PROFILES'], exist_ok=True)
+                            with open(os.path.join(os.environ['HIDET_SWEEP_PROFILES'],
+                                                   f"{name.replace('/', '_')}-{config}.txt"), 'w') as f:
+                                f.write(''.join(t for t in tables if t.startswith('profile: ')))
                         row['top'] = top_operators([t for t in tables if t.startswith('profile: ')])
                 else:
                     row['note'] = '; '.join(filter(None, [row['note'], 'no GPU (CPU emulator): compiled, run and compared '

@@ -413,6 +413,16 @@ def test_options_and_modes(capsys):
     assert 'once for all values of' in captured.err and '(generic kernels)' in captured.err
 
 
+def test_save_graphs_option(tmp_path):
+    model = SmallCNN().to(DEVICE).eval()
+    x = r(1, 3, 8, 8)
+    with torch.no_grad():
+        assert_close(compiled(model, options={'save_graphs': str(tmp_path)})(x), model(x), atol=1e-4)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert '0_input.txt' in names and any(n.endswith('_fuse_operators.txt') for n in names), names
+    assert 'Conv2d' in (tmp_path / '0_input.txt').read_text()
+
+
 def test_tensor_core_parallel_k_and_fp16_reduction_options():
     lin = torch.nn.Sequential(torch.nn.Linear(40, 24), torch.nn.ReLU()).to(DEVICE).half().eval()
     x = r(9, 40).half()

@@ -945,6 +945,53 @@ TEST_CASE("fuse_attention: attention written out becomes one attention node") {
   CHECK(count_named(graph::fuse_attention(g2), "ScaledDotProductAttention") == 0);
 }
 
+TEST_CASE("fuse_attention: attention at a head dim no kernel serves is written out, and fused") {
+  // MobileViT's heads of 16, 20 and 24 (f16): no template serves them and more than 8 query rows
+  // rule out the decode kernel, so the ScaledDotProductAttention node ran the composition unfused
+  // at every call (7 kernels). fuse_attention writes the composition out instead: the products, the
+  // scale, the casts, the softmax and the heads' merge fuse into 3 kernels, and k's transpose is a
+  // fourth (the products read their operands row-major). With a mask and causal, odd lengths; the
+  // output matches the node's (eager) composition.
+  const std::int64_t b = 2, h = 3, sq = 19, skv = 23;
+  for (std::int64_t d : {16, 20, 24})
+    for (bool heads_last : {false, true})
+      for (bool masked : {false, true}) {
+        CAPTURE(d);
+        CAPTURE(heads_last);
+        CAPTURE(masked);
+        Tensor qa = make({b, h, sq, d}, dtypes::f16), ka = make({b, h, skv, d}, dtypes::f16);
+        Tensor va = make({b, h, skv, d}, dtypes::f16), mask = make({sq, skv}, dtypes::f16);
+        CHECK(o::attention_runs_composed(qa, ka, va));
+        auto net = [&](const Tensor &q, const Tensor &k, const Tensor &v) {
+          std::optional<Tensor> m;
+          if (masked) m = mask;
+          return heads_last ? o::scaled_dot_product_attention_heads_last(q, k, v, m, masked)
+                            : o::scaled_dot_product_attention(q, k, v, m, masked);
+        };
+        Tensor q = symbol_like(qa, "q"), k = symbol_like(ka, "k"), v = symbol_like(va, "v");
+        FlowGraph g = trace_from(net(q, k, v), {q, k, v});
+        CHECK(count_named(g, "ScaledDotProductAttention") == 1);
+        CHECK(count_named(graph::fuse_attention(g), "ScaledDotProductAttention") == 0);
+        FlowGraph opt = graph::optimize(g);
+        INFO(opt.str());
+        CHECK(count_named(opt, "ScaledDotProductAttention") == 0);
+        if (!masked) CHECK(int(opt.nodes().size()) - count_named(opt, "Reshape") == 4);
+        for (int trial = 0; trial < 2; ++trial) {
+          Tensor q1 = make({b, h, sq, d}, dtypes::f16), k1 = make({b, h, skv, d}, dtypes::f16),
+                 v1 = make({b, h, skv, d}, dtypes::f16);
+          expect_same(opt.run({q1, k1, v1})[0], g.run({q1, k1, v1})[0], 2);
+        }
+      }
+  // Served by a kernel (head dim 32) or by the decode kernel (8 query rows): the node stays.
+  Tensor q32 = make({b, h, sq, 32}, dtypes::f16), k32 = make({b, h, skv, 32}, dtypes::f16);
+  CHECK(!o::attention_runs_composed(q32, k32, k32));
+  Tensor q8 = make({b, h, 8, 20}, dtypes::f16), k20 = make({b, h, skv, 20}, dtypes::f16);
+  CHECK(!o::attention_runs_composed(q8, k20, k20));
+  Tensor ks = symbol_like(k20, "k"), qd = symbol_like(q8, "q");
+  FlowGraph decode = trace_from(o::scaled_dot_product_attention(qd, ks, ks), {qd, ks});
+  CHECK(count_named(graph::fuse_attention(decode), "ScaledDotProductAttention") == 1);
+}
+
 TEST_CASE("fuse_attention: q scaled before the product (Swin's q * scale) folds into the attention's scale") {
   // Swin-T's window attention: heads of 32, 49 tokens, q * 32^-0.5 then q k^T + bias; also q / c
   // into an attention with a scale of its own and the [B, Sq, H, D] output, and a q read twice.
@@ -1275,7 +1322,8 @@ TEST_CASE("quantize_weights_int8: products by constant weights read them as int8
 TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, heads split in its epilogue") {
   for (DataType dt : {dtypes::f16, dtypes::f32}) {
     CAPTURE(dt.name());
-    const std::int64_t b = 2, s = 13, h = 3, d = 16, e = h * d;
+    // heads of 32, which the attention kernels serve (the attention becomes one node)
+    const std::int64_t b = 2, s = 13, h = 3, d = 32, e = h * d;
     Tensor in = make({b, s, e}, dt, -1, 1);
     std::vector<Tensor> w, bias;
     for (int i = 0; i < 3; ++i) w.push_back(make({e, e}, dt, -0.3, 0.3)), bias.push_back(make({e}, dt));
@@ -1291,7 +1339,7 @@ TEST_CASE("merge_sibling_matmuls: Q, K and V projections become one product, hea
     FlowGraph merged = graph::merge_sibling_matmuls(graph::fuse_attention(g)); // optimize's order
     INFO(merged.str());
     CHECK(count_named(merged, "Narrow") == 3);
-    CHECK(merged.str().find("float" + std::string(dt == dtypes::f16 ? "16" : "32") + "[48, 144]") != std::string::npos);
+    CHECK(merged.str().find("float" + std::string(dt == dtypes::f16 ? "16" : "32") + "[96, 288]") != std::string::npos);
     Tensor x = make({b, s, e}, dt, -1, 1);
     auto want = f(x);
     auto got = merged.run({x});

@@ -57,7 +57,7 @@ TEST_CASE("lower: the default pipeline closes and simplifies the kernel") {
                         "}\n");
   std::vector<std::string> names;
   for (auto &p : lowering_passes()) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"verify", "instantiate_symbols", "simplify", "verify"});
+  CHECK(names == std::vector<std::string>{"verify", "instantiate_symbols", "simplify_index", "simplify", "verify"});
 }
 
 TEST_CASE("lower: HIDET_DUMP_IR writes the IR after each pass, in order") {
@@ -71,11 +71,11 @@ TEST_CASE("lower: HIDET_DUMP_IR writes the IR after each pass, in order") {
   for (auto &e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   CHECK(files == std::vector<std::string>{"00_input.txt", "01_verify.txt", "02_instantiate_symbols.txt",
-                                          "03_simplify.txt", "04_verify.txt"});
+                                          "03_simplify_index.txt", "04_simplify.txt", "05_verify.txt"});
   CHECK(read(dir / "00_input.txt") == to_string(build()));
   CHECK(read(dir / "02_instantiate_symbols.txt").find("n: i32)") != std::string::npos);
   CHECK(read(dir / "00_input.txt").find("n: i32)") == std::string::npos);
-  CHECK(read(dir / "04_verify.txt") == to_string(out));
+  CHECK(read(dir / "05_verify.txt") == to_string(out));
   std::filesystem::remove_all(root);
 }
 

@@ -34,6 +34,20 @@ Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k,
                                                const std::optional<Tensor> &attn_mask = std::nullopt,
                                                bool is_causal = false,
                                                std::optional<double> scale = std::nullopt);
+/// True when attention of these q, k, v (constant shapes) runs as a composition of products,
+/// softmax and element-wise operators at any time: no kernel serves its dtype and head dim, and
+/// more than 8 query rows rule out the decode kernel. graph::fuse_attention replaces such
+/// attention nodes by that composition (scaled_dot_product_attention_composed), so the graph
+/// fuses it, and leaves such compositions written out alone.
+bool attention_runs_composed(const Tensor &q, const Tensor &k, const Tensor &v);
+
+/// The composition of products, softmax and element-wise operators that attention runs where no
+/// kernel serves it (the arguments of scaled_dot_product_attention; a bool mask is converted to
+/// its additive form; the output [B, Sq, H, D] when heads_last). q, k, v of constant extents.
+Tensor scaled_dot_product_attention_composed(const Tensor &q, const Tensor &k, const Tensor &v,
+                                             const std::optional<Tensor> &attn_mask, bool is_causal,
+                                             std::optional<double> scale, bool heads_last);
+
 /// Attention nodes over symbolic batch and lengths (a graph traced with hidet::symbol) run, where
 /// the graph binds the symbols, on the mma.sync (f16, bf16) or f32 template built once for every
 /// value of them (templates::AttentionSymbols; where the heuristic picks the Hopper kernel, the

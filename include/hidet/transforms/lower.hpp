@@ -14,6 +14,7 @@
 #include "hidet/ir/layout.hpp"
 #include "hidet/transforms/instantiate_symbols.hpp"
 #include "hidet/transforms/simplify.hpp"
+#include "hidet/transforms/simplify_index.hpp"
 #include "hidet/transforms/verify.hpp"
 
 namespace hidet::ir {

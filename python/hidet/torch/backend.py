@@ -348,6 +348,8 @@ class HidetCompiledModel:
         if cfg._use_fp16_reduction:
             ctx.set_reduce_precision('float16')
         ctx.set_weight_only_int8(cfg._weight_only_int8)
+        if cfg._save_graphs:
+            ctx.save_graph_instrument(cfg._save_graphs)
         return ctx
 
     def key_of(self, args):

@@ -38,6 +38,7 @@ class DynamoConfig:
         self._dynamic_shapes = 'generic'
         self._decompose = True
         self._weight_only_int8 = False
+        self._save_graphs = ''
         return self
 
     def search_space(self, level=2):
@@ -154,6 +155,13 @@ class DynamoConfig:
     def verbose(self, flag=True):
         """Log the graph passes and compile times."""
         self._verbose = bool(flag)
+        return self
+
+    def save_graphs(self, directory=''):
+        """Write each graph that hidet optimizes to ``directory`` after every pass (the pass
+        instrument of graph::optimize: one text file per pass, the last one the graph that is
+        compiled); '' turns it off."""
+        self._save_graphs = str(directory or '')
         return self
 
     def with_options(self, mode=None, options=None):

@@ -266,6 +266,8 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
   auto replace = [](const Match &m) -> std::optional<Tensor> {
     const Tensor &q = m["q"], &k = m["k"], &v = m["v"];
     if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) return std::nullopt;
+    // No kernel serves it (its head dim): a node would run this same composition unfused.
+    if (ops::attention_runs_composed(q, k, v)) return std::nullopt;
     if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2})
       return std::nullopt;
     auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
@@ -311,6 +313,7 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
         wmask.is_symbolic())
       return std::nullopt;
     if (!is_constant_shape(q.sym_shape()) || !is_constant_shape(k.sym_shape())) return std::nullopt;
+    if (ops::attention_runs_composed(q, k, v)) return std::nullopt; // no kernel: the composition stays
     if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2})
       return std::nullopt;
     auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
@@ -398,7 +401,26 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     const std::string &attrs = m.ops.at("sdpa")->attrs();
     return detail::attention_like(attrs, q, k, v, mask, detail::attr_text(attrs, "heads_last") == "true");
   };
+  // Attention that no kernel serves (its head dim; more than 8 query rows): the node would run the
+  // composition unfused at every call, as several kernels of its own. Written out instead, the
+  // graph fuses it (MobileViT's heads of 16, 20 and 24).
+  const char *any_sdpa = "ScaledDotProductAttention|ScaledDotProductAttentionHeadsLast";
+  P sdpa_any = P::one_of({P::op(any_sdpa, {P::any("q"), P::any("k"), P::any("v")}, "sdpa"),
+                          P::op(any_sdpa, {P::any("q"), P::any("k"), P::any("v"), P::any("mask")}, "sdpa")});
+  auto replace_composed = [](const Match &m) -> std::optional<Tensor> {
+    const Tensor &q = m["q"], &k = m["k"], &v = m["v"];
+    if (!ops::attention_runs_composed(q, k, v)) return std::nullopt;
+    const std::string &attrs = m.ops.at("sdpa")->attrs();
+    std::optional<double> scale;
+    if (std::string sc = detail::attr_text(attrs, "scale"); !sc.empty()) scale = std::stod(sc);
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    return ops::scaled_dot_product_attention_composed(q, k, v, mask, detail::attr_text(attrs, "is_causal") == "true",
+                                                      scale, detail::attr_text(attrs, "heads_last") == "true" ||
+                                                                 m.ops.at("sdpa")->name() == "ScaledDotProductAttentionHeadsLast");
+  };
   return {{"attention", attention, replace},
+          {"attention_composed", sdpa_any, replace_composed},
           {"attention_windowed", windowed, replace_windowed},
           {"attention_scaled_q", sdpa_q, replace_scaled_q},
           {"attention_repeated_kv", sdpa_rep, replace_repeated},

@@ -276,6 +276,34 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   return out;
 }
 
+/// Attention as a composition of products, softmax and element-wise operators (`mask` additive,
+/// `s` the scale): the path of the head dims and dtypes that no template serves. Traced on symbolic
+/// tensors (graph::fuse_attention's rule for such nodes) it records those operators as nodes, which
+/// the graph's passes fuse (the scale into the first product's epilogue, the casts into the
+/// softmax, the permute into the second product).
+HIDET_INLINE Tensor composed(const Tensor &q, const Tensor &k, const Tensor &v, const std::optional<Tensor> &mask,
+                             bool is_causal, double s, bool heads_last) {
+  const Shape &sq = q.shape();
+  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], D = sq[3], Hkv = k.shape()[1], Skv = k.shape()[2];
+  // Scores in f32 for half inputs (the matmul accumulates in f32 either way).
+  // Grouped-query attention: each kv head repeated for its H / Hkv q heads.
+  auto repeat_kv = [&](const Tensor &t) {
+    return Hkv == H ? t : broadcast_to(unsqueeze(t, 2), {B, Hkv, H / Hkv, Skv, D}).reshape({B, H, Skv, D});
+  };
+  Tensor scores = matmul(q, transpose(repeat_kv(k), -2, -1));
+  if (scores.dtype().is_half()) scores = cast(scores, dtypes::f32);
+  scores = scores * s;
+  if (mask) scores = scores + *mask;
+  if (is_causal) scores = scores + causal_bias(Sq, Skv, q.device());
+  Tensor probs = softmax(scores, -1);
+  // A row with every key masked attends to nothing: 0, as PyTorch (softmax alone gives NaN).
+  if (mask || is_causal)
+    probs = where(eq(max(scores, {-1}, true), -std::numeric_limits<double>::infinity()), zeros_like(probs), probs);
+  if (probs.dtype() != v.dtype()) probs = cast(probs, v.dtype());
+  Tensor o = matmul(probs, repeat_kv(v));
+  return heads_last ? permute(o, {0, 2, 1, 3}) : o;
+}
+
 /// Attention, its output [B, H, Sq, D] or (heads_last) [B, Sq, H, D].
 HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                               const std::optional<Tensor> &attn_mask, bool is_causal,
@@ -421,25 +449,37 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
     return out;
   }
 
-  // Composition: scores in f32 for half inputs (the matmul accumulates in f32 either way).
-  // Grouped-query attention: each kv head repeated for its H / Hkv q heads.
-  auto repeat_kv = [&](const Tensor &t) {
-    return Hkv == H ? t : broadcast_to(unsqueeze(t, 2), {B, Hkv, H / Hkv, Skv, D}).reshape({B, H, Skv, D});
-  };
-  Tensor scores = matmul(q, transpose(repeat_kv(k), -2, -1));
-  if (scores.dtype().is_half()) scores = cast(scores, dtypes::f32);
-  scores = scores * s;
-  if (mask) scores = scores + *mask;
-  if (is_causal) scores = scores + causal_bias(Sq, Skv, q.device());
-  Tensor probs = softmax(scores, -1);
-  // A row with every key masked attends to nothing: 0, as PyTorch (softmax alone gives NaN).
-  if (mask || is_causal)
-    probs = where(eq(max(scores, {-1}, true), -std::numeric_limits<double>::infinity()), zeros_like(probs), probs);
-  if (probs.dtype() != v.dtype()) probs = cast(probs, v.dtype());
-  Tensor o = matmul(probs, repeat_kv(v));
-  return heads_last ? permute(o, {0, 2, 1, 3}) : o;
+  return composed(q, k, v, mask, is_causal, s, heads_last);
 }
 } // namespace attention_detail
+
+HIDET_INLINE bool attention_runs_composed(const Tensor &q, const Tensor &k, const Tensor &v) {
+  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) return false;
+  for (const Tensor *t : {&q, &k, &v})
+    for (const auto &d : t->sym_shape())
+      if (!d.is_constant()) return false;
+  const SymShape &sq = q.sym_shape();
+  const std::int64_t sq_len = sq[2].value(), D = sq[3].value();
+  // The decode kernel (attention_decode.hpp) serves up to 8 query rows of any head dim; the
+  // templates, f16 and bf16 at head dim 32, 64 or 128 and f32 at a multiple of 32 up to 128.
+  if (sq_len <= 8 || !q.dtype().is_float() || v.sym_shape()[3].value() != D) return false;
+  return !attention_detail::templated_dtype(q.dtype()) || !attention_detail::templated_head_dim(q.dtype(), D);
+}
+
+HIDET_INLINE Tensor scaled_dot_product_attention_composed(const Tensor &q, const Tensor &k, const Tensor &v,
+                                                          const std::optional<Tensor> &attn_mask, bool is_causal,
+                                                          std::optional<double> scale, bool heads_last) {
+  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || !is_constant_shape(q.sym_shape()) ||
+      !is_constant_shape(k.sym_shape()) || !is_constant_shape(v.sym_shape()))
+    throw ValueError(str_cat("scaled_dot_product_attention_composed: q, k and v must be 4-D of constant extents, got ",
+                             shape_str(q.sym_shape()), ", ", shape_str(k.sym_shape()), " and ", shape_str(v.sym_shape())));
+  std::optional<Tensor> mask = attn_mask;
+  if (mask && mask->dtype().is_bool()) // true = attend, as attention() converts it
+    mask = where(*mask, ops::full({1}, 0.0, dtypes::f32, q.device()),
+                 ops::full({1}, -std::numeric_limits<double>::infinity(), dtypes::f32, q.device()));
+  const double s = scale ? *scale : 1.0 / std::sqrt(double(q.sym_shape()[3].value()));
+  return attention_detail::composed(q, k, v, mask, is_causal, s, heads_last);
+}
 
 HIDET_INLINE std::size_t attention_symbolic_builds() {
   auto &b = attention_detail::symbolic_builds();

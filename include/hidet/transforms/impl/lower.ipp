@@ -22,6 +22,7 @@ HIDET_INLINE std::vector<Pass> lowering_passes() {
   return {
       {"verify", check},
       {"instantiate_symbols", [](const Module &m) { return instantiate_symbols(m); }},
+      {"simplify_index", [](const Module &m) { return simplify_index(m); }},
       {"simplify", [](const Module &m) { return simplify(m); }},
       {"verify", check},
   };
