@@ -276,6 +276,12 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   return out;
 }
 
+/// A bool mask (true = attend) as the f32 mask added to the scores: 0 where attended, -inf elsewhere.
+HIDET_INLINE Tensor additive_mask(const Tensor &mask) {
+  return where(mask, ops::full({1}, 0.0, dtypes::f32, mask.device()),
+               ops::full({1}, -std::numeric_limits<double>::infinity(), dtypes::f32, mask.device()));
+}
+
 /// Attention as a composition of products, softmax and element-wise operators (`mask` additive,
 /// `s` the scale): the path of the head dims and dtypes that no template serves. Traced on symbolic
 /// tensors (graph::fuse_attention's rule for such nodes) it records those operators as nodes, which
@@ -373,9 +379,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
       return attention_decode(q, k, v, attn_mask->reshape(m4), is_causal, scale ? *scale : 1.0 / std::sqrt(double(D)),
                               heads_last);
     if (md.is_bool()) {
-      const double inf = std::numeric_limits<double>::infinity();
-      mask = where(attn_mask->reshape(m4), ops::full({1}, 0.0, dtypes::f32, q.device()),
-                   ops::full({1}, -inf, dtypes::f32, q.device())); // kernels: capturable
+      mask = additive_mask(attn_mask->reshape(m4)); // kernels: capturable
     } else if (md == dtypes::f32 || md.is_half()) {
       mask = attn_mask->reshape(m4);
     } else {
@@ -454,10 +458,9 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
 } // namespace attention_detail
 
 HIDET_INLINE bool attention_runs_composed(const Tensor &q, const Tensor &k, const Tensor &v) {
-  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) return false;
-  for (const Tensor *t : {&q, &k, &v})
-    for (const auto &d : t->sym_shape())
-      if (!d.is_constant()) return false;
+  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || !is_constant_shape(q.sym_shape()) ||
+      !is_constant_shape(k.sym_shape()) || !is_constant_shape(v.sym_shape()))
+    return false;
   const SymShape &sq = q.sym_shape();
   const std::int64_t sq_len = sq[2].value(), D = sq[3].value();
   // The decode kernel (attention_decode.hpp) serves up to 8 query rows of any head dim; the
@@ -474,9 +477,7 @@ HIDET_INLINE Tensor scaled_dot_product_attention_composed(const Tensor &q, const
     throw ValueError(str_cat("scaled_dot_product_attention_composed: q, k and v must be 4-D of constant extents, got ",
                              shape_str(q.sym_shape()), ", ", shape_str(k.sym_shape()), " and ", shape_str(v.sym_shape())));
   std::optional<Tensor> mask = attn_mask;
-  if (mask && mask->dtype().is_bool()) // true = attend, as attention() converts it
-    mask = where(*mask, ops::full({1}, 0.0, dtypes::f32, q.device()),
-                 ops::full({1}, -std::numeric_limits<double>::infinity(), dtypes::f32, q.device()));
+  if (mask && mask->dtype().is_bool()) mask = attention_detail::additive_mask(*mask);
   const double s = scale ? *scale : 1.0 / std::sqrt(double(q.sym_shape()[3].value()));
   return attention_detail::composed(q, k, v, mask, is_causal, s, heads_last);
 }
