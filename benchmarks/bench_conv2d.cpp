@@ -5,7 +5,9 @@
 // in) and f16 NHWC (tensor cores, no repack). Configs: the heuristic default (search space 0);
 // then f16 NHWC tuned per layer at search space 1 (tuning::pick), and one layer tuned at search
 // space 2 with the tuning time reported. HIDET_BENCH_TUNE_F32=<space> also tunes f32 NCHW at
-// batch 16 per layer.
+// batch 16 per layer. A last table times ResNeXt-50 32x4d's grouped 3x3 layers (f16 NHWC): the
+// default, the direct kernel, the tensor-core GEMM and the best of search space 1
+// (`bench_conv2d --grouped` runs this table alone).
 // benchmarks/bench_conv2d_torch.py prints cuDNN's times on the same layers in the same table
 // format. Each layer is checked on 64 sampled outputs against a double-precision host reference
 // before it is timed. Times: CUDA events around batches of launches after warm-up, the median
@@ -14,9 +16,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
@@ -66,7 +68,11 @@ struct Mode {
   const char *name;
   hidet::DataType dt;
   t::Conv2dLayout layout;
-  enum Kernel { Default, Mma, Wgmma } kernel = Default; ///< the last two: f16 NHWC forced to one kernel
+  enum Kernel {
+    Default,
+    Mma,
+    Wgmma
+  } kernel = Default; ///< the last two: f16 NHWC forced to one kernel
 };
 // The last two columns show the two tensor-core kernels apart (the default picks between them on
 // a Hopper GPU): mma.sync everywhere, and the wgmma kernel wherever it serves the layer.
@@ -132,13 +138,14 @@ double check(const t::Conv2dShape &s, const Mode &m, const Problem &p, std::mt19
     int n = int(rng() % s.n), o = int(rng() % s.o), i = int(rng() % s.oh()),
         j = int(rng() % s.ow());
     double want = p.bh[o], mag = std::abs(p.bh[o]);
-    for (int c = 0; c < s.c; ++c)
+    const int c0 = o / s.og() * s.cg(); // the group's first input channel
+    for (int c = 0; c < s.cg(); ++c)
       for (int a = 0; a < s.kh; ++a)
         for (int b = 0; b < s.kw; ++b) {
           int h = i * s.sh - s.ph + a, w = j * s.sw - s.pw + b;
           if (h < 0 || h >= s.h || w < 0 || w >= s.w) continue;
-          double v = p.xh[((std::size_t(n) * s.c + c) * s.h + h) * s.w + w] *
-                     p.wh[((std::size_t(o) * s.c + c) * s.kh + a) * s.kw + b];
+          double v = p.xh[((std::size_t(n) * s.c + c0 + c) * s.h + h) * s.w + w] *
+                     p.wh[((std::size_t(o) * s.cg() + c) * s.kh + a) * s.kw + b];
           want += v, mag += std::abs(v);
         }
     std::size_t idx = nhwc ? ((std::size_t(n) * s.oh() + i) * s.ow() + j) * s.o + o
@@ -150,7 +157,8 @@ double check(const t::Conv2dShape &s, const Mode &m, const Problem &p, std::mt19
 
 double time_ms(const std::function<void()> &f) { return hidet::median_ms(f, 7); }
 
-int main() {
+int main(int argc, char **argv) {
+  const bool grouped_only = argc > 1 && std::string(argv[1]) == "--grouped";
   if (hidet::runtime::cuda_emulated()) {
     std::printf("bench_conv2d: no GPU (the emulator serves 'cuda'); nothing to time\n");
     return 0;
@@ -161,90 +169,95 @@ int main() {
       "bench_conv2d on %s (%d SMs): hidet conv2d templates, heuristic configs (search space 0)\n",
       dev.name.c_str(), dev.sm_count);
   std::mt19937_64 rng(1);
-  // Build every runner first, on a thread pool (NVRTC compiles in parallel).
-  struct Job {
-    int batch;
-    std::size_t layer, mode;
-    t::Conv2dShape s;
-    t::Conv2dConfig cfg;
-    std::shared_ptr<t::Conv2d> runner;
-    std::string error;
-  };
-  std::vector<Job> jobs;
-  for (int batch : {1, 16})
-    for (std::size_t l = 0; l < kLayers.size(); ++l)
-      for (std::size_t m = 0; m < kModes.size(); ++m) {
-        auto s = shape_of(kLayers[l], batch);
-        auto cfg = t::conv2d_heuristic_config(s, kModes[m].dt, dev.sm_count,
-                                              hopper && kModes[m].kernel != Mode::Mma);
-        if (kModes[m].kernel == Mode::Wgmma && hopper && t::conv2d_wgmma_supports(s, kModes[m].dt))
-          cfg.kind = t::Conv2dConfig::Kind::Wgmma, cfg.wgmma = t::conv2d_wgmma_heuristic_config(s, dev.sm_count);
-        jobs.push_back({batch, l, m, s, cfg, nullptr, ""});
-      }
-  auto t0 = std::chrono::steady_clock::now();
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    hidet::ensure_context(0);
-    for (std::size_t i; (i = next++) < jobs.size();) {
-      auto &j = jobs[i];
-      try {
-        j.runner =
-            std::make_shared<t::Conv2d>(j.s, kModes[j.mode].dt, kModes[j.mode].layout, true, j.cfg);
-      } catch (const std::exception &e) {
-        j.error = e.what();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  unsigned workers = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned w = 1; w < workers; ++w)
-    pool.emplace_back(work);
-  work();
-  for (auto &th : pool)
-    th.join();
-  std::printf("built %zu runners in %.1f s\n", jobs.size(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-
-  for (int batch : {1, 16}) {
-    std::printf("\nbatch %d (ms per conv, bias fused)\n%-26s", batch, "layer");
-    for (auto &m : kModes)
-      std::printf(" %10s", m.name);
-    std::printf("   config (f16 NHWC)\n");
-    std::vector<double> sum(kModes.size()), net(kModes.size());
-    for (std::size_t l = 0; l < kLayers.size(); ++l) {
-      std::printf("%-26s", kLayers[l].name);
-      std::string cfg;
-      for (std::size_t m = 0; m < kModes.size(); ++m) {
-        auto &j = *std::find_if(jobs.begin(), jobs.end(), [&](const Job &j) {
-          return j.batch == batch && j.layer == l && j.mode == m;
-        });
-        if (!j.runner) {
-          std::printf(" %10s", "ERROR");
-          std::fprintf(stderr, "%s %s: %s\n", kLayers[l].name, kModes[m].name, j.error.c_str());
-          continue;
+  if (!grouped_only) {
+    // Build every runner first, on a thread pool (NVRTC compiles in parallel).
+    struct Job {
+      int batch;
+      std::size_t layer, mode;
+      t::Conv2dShape s;
+      t::Conv2dConfig cfg;
+      std::shared_ptr<t::Conv2d> runner;
+      std::string error;
+    };
+    std::vector<Job> jobs;
+    for (int batch : {1, 16})
+      for (std::size_t l = 0; l < kLayers.size(); ++l)
+        for (std::size_t m = 0; m < kModes.size(); ++m) {
+          auto s = shape_of(kLayers[l], batch);
+          auto cfg = t::conv2d_heuristic_config(s, kModes[m].dt, dev.sm_count,
+                                                hopper && kModes[m].kernel != Mode::Mma);
+          if (kModes[m].kernel == Mode::Wgmma && hopper &&
+              t::conv2d_wgmma_supports(s, kModes[m].dt))
+            cfg.kind = t::Conv2dConfig::Kind::Wgmma,
+            cfg.wgmma = t::conv2d_wgmma_heuristic_config(s, dev.sm_count);
+          jobs.push_back({batch, l, m, s, cfg, nullptr, ""});
         }
-        auto p = make_problem(j.s, kModes[m], rng);
-        (*j.runner)(p.x, p.w, &p.b, p.y);
-        double err = check(j.s, kModes[m], p, rng);
-        double tol = kModes[m].dt == hidet::f32 ? 1e-5 : 1e-2;
-        if (!(err <= tol))
-          std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", kLayers[l].name,
-                       kModes[m].name, batch, err);
-        double ms = time_ms([&] { (*j.runner)(p.x, p.w, &p.b, p.y); });
-        sum[m] += ms, net[m] += ms * kLayers[l].count;
-        std::printf(" %10.4f", ms);
-        if (m == 2) cfg = j.cfg.str();
+    auto t0 = std::chrono::steady_clock::now();
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      hidet::ensure_context(0);
+      for (std::size_t i; (i = next++) < jobs.size();) {
+        auto &j = jobs[i];
+        try {
+          j.runner = std::make_shared<t::Conv2d>(j.s, kModes[j.mode].dt, kModes[j.mode].layout,
+                                                 true, j.cfg);
+        } catch (const std::exception &e) {
+          j.error = e.what();
+        }
       }
-      std::printf("   %s\n", cfg.c_str());
+    };
+    std::vector<std::thread> pool;
+    unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned w = 1; w < workers; ++w)
+      pool.emplace_back(work);
+    work();
+    for (auto &th : pool)
+      th.join();
+    std::printf("built %zu runners in %.1f s\n", jobs.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+    for (int batch : {1, 16}) {
+      std::printf("\nbatch %d (ms per conv, bias fused)\n%-26s", batch, "layer");
+      for (auto &m : kModes)
+        std::printf(" %10s", m.name);
+      std::printf("   config (f16 NHWC)\n");
+      std::vector<double> sum(kModes.size()), net(kModes.size());
+      for (std::size_t l = 0; l < kLayers.size(); ++l) {
+        std::printf("%-26s", kLayers[l].name);
+        std::string cfg;
+        for (std::size_t m = 0; m < kModes.size(); ++m) {
+          auto &j = *std::find_if(jobs.begin(), jobs.end(), [&](const Job &j) {
+            return j.batch == batch && j.layer == l && j.mode == m;
+          });
+          if (!j.runner) {
+            std::printf(" %10s", "ERROR");
+            std::fprintf(stderr, "%s %s: %s\n", kLayers[l].name, kModes[m].name, j.error.c_str());
+            continue;
+          }
+          auto p = make_problem(j.s, kModes[m], rng);
+          (*j.runner)(p.x, p.w, &p.b, p.y);
+          double err = check(j.s, kModes[m], p, rng);
+          double tol = kModes[m].dt == hidet::f32 ? 1e-5 : 1e-2;
+          if (!(err <= tol))
+            std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", kLayers[l].name,
+                         kModes[m].name, batch, err);
+          double ms = time_ms([&] { (*j.runner)(p.x, p.w, &p.b, p.y); });
+          sum[m] += ms, net[m] += ms * kLayers[l].count;
+          std::printf(" %10.4f", ms);
+          if (m == 2) cfg = j.cfg.str();
+        }
+        std::printf("   %s\n", cfg.c_str());
+      }
+      std::printf("%-26s", "sum (distinct layers)");
+      for (double v : sum)
+        std::printf(" %10.4f", v);
+      std::printf("\n%-26s", "net (x occurrences)");
+      for (double v : net)
+        std::printf(" %10.4f", v);
+      std::printf("\n");
     }
-    std::printf("%-26s", "sum (distinct layers)");
-    for (double v : sum)
-      std::printf(" %10.4f", v);
-    std::printf("\n%-26s", "net (x occurrences)");
-    for (double v : net)
-      std::printf(" %10.4f", v);
-    std::printf("\n");
-  }
+
+  } // !grouped_only
 
   // f16 NHWC tuned per layer at search space 1.
   auto tune = [&](const t::Conv2dShape &s, const Mode &m, const Problem &p, int space,
@@ -261,12 +274,65 @@ int main() {
         "conv2d bench", hidet::str_cat(s.str(), " ", m.name, " bias space ", space));
     return cands[hidet::ops::tuning::pick("conv2d", key, tc)];
   };
+  // ResNeXt-50 32x4d's grouped 3x3 convolutions (32 groups of 4 to 32 channels), f16 NHWC: the
+  // default, the direct kernel, the tensor-core GEMM (the first GEMM candidate), and the best of
+  // search space 1.
+  {
+    struct Grouped {
+      const char *name;
+      int c, h, s, count;
+    };
+    const std::vector<Grouped> grouped{
+        {"s1 3x3 128 g32", 128, 56, 1, 3}, {"s2 3x3 256 g32 s2", 256, 56, 2, 1},
+        {"s2 3x3 256 g32", 256, 28, 1, 3}, {"s3 3x3 512 g32 s2", 512, 28, 2, 1},
+        {"s3 3x3 512 g32", 512, 14, 1, 5}, {"s4 3x3 1024 g32 s2", 1024, 14, 2, 1},
+        {"s4 3x3 1024 g32", 1024, 7, 1, 2}};
+    const Mode &m = kModes[2];
+    for (int batch : {1, 16}) {
+      std::printf("\nResNeXt-50 32x4d grouped layers, batch %d, f16 NHWC (ms per conv, bias "
+                  "fused)\n%-22s %10s %10s %10s "
+                  "%10s   default / tuned config\n",
+                  batch, "layer", "default", "direct", "gemm", "tuned s1");
+      double net[4] = {0, 0, 0, 0};
+      for (const Grouped &g : grouped) {
+        t::Conv2dShape s{batch, g.c, g.h, g.h, g.c, 3, 3, g.s, g.s, 1, 1, 1, 1, 32};
+        auto p = make_problem(s, m, rng);
+        auto cands = t::conv2d_candidates(s, m.dt, 1, dev.sm_count, hopper);
+        t::Conv2dConfig direct;
+        direct.kind = t::Conv2dConfig::Kind::Depthwise;
+        auto gemm = std::find_if(cands.begin(), cands.end(), [](const t::Conv2dConfig &c) {
+          return c.kind != t::Conv2dConfig::Kind::Depthwise;
+        });
+        std::size_t n = 0;
+        std::vector<t::Conv2dConfig> cfgs{cands[0], direct, gemm != cands.end() ? *gemm : cands[0],
+                                          tune(s, m, p, 1, n)};
+        std::printf("%-22s", g.name);
+        for (std::size_t i = 0; i < cfgs.size(); ++i) {
+          t::Conv2d r(s, m.dt, m.layout, true, cfgs[i]);
+          r(p.x, p.w, &p.b, p.y);
+          double err = check(s, m, p, rng);
+          if (!(err <= 1e-2))
+            std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", g.name,
+                         cfgs[i].str().c_str(), batch, err);
+          double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
+          net[i] += ms * g.count;
+          std::printf(" %10.4f", ms);
+        }
+        std::printf("   %s / %s\n", cfgs[0].str().c_str(), cfgs[3].str().c_str());
+      }
+      std::printf("%-22s %10.4f %10.4f %10.4f %10.4f\n", "net (x occurrences)", net[0], net[1],
+                  net[2], net[3]);
+    }
+  }
+
+  if (grouped_only) return 0;
   auto t2 = std::chrono::steady_clock::now();
   // Every layer tuned in mode `mi` at search space `space`, one table per batch size.
   auto tuned_table = [&](std::size_t mi, int space, const std::vector<int> &batches) {
     const Mode &m = kModes[mi];
     for (int batch : batches) {
-      std::printf("\nbatch %d, %s tuned at search space %d (ms per conv, bias fused)\n", batch, m.name, space);
+      std::printf("\nbatch %d, %s tuned at search space %d (ms per conv, bias fused)\n", batch,
+                  m.name, space);
       double sum = 0, net = 0;
       for (const Layer &l : kLayers) {
         auto s = shape_of(l, batch);
@@ -283,13 +349,14 @@ int main() {
         sum += ms, net += ms * l.count;
         std::printf("%-26s %10.4f   %s (of %zu)\n", l.name, ms, cfg.str().c_str(), n);
       }
-      std::printf("%-26s %10.4f\n%-26s %10.4f\n", "sum (distinct layers)", sum, "net (x occurrences)",
-                  net);
+      std::printf("%-26s %10.4f\n%-26s %10.4f\n", "sum (distinct layers)", sum,
+                  "net (x occurrences)", net);
     }
   };
   tuned_table(2, 1, {1, 16}); // f16 NHWC at space 1
   // HIDET_BENCH_TUNE_F32=<space>: f32 NCHW at batch 16 tuned too (data for the FMA heuristic).
-  if (const char *f32_space = std::getenv("HIDET_BENCH_TUNE_F32")) tuned_table(0, std::atoi(f32_space), {16});
+  if (const char *f32_space = std::getenv("HIDET_BENCH_TUNE_F32"))
+    tuned_table(0, std::atoi(f32_space), {16});
   std::printf("(tuning all of them took %.1f s)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count());
 

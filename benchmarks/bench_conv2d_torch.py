@@ -1,8 +1,9 @@
-"""cuDNN's conv2d (torch.nn.functional.conv2d) on the ResNet-50 layers of bench_conv2d, same table
-format: f32 NCHW (allow_tf32=False), f16 NCHW, f16 NHWC (channels_last), bias included,
-torch.backends.cudnn.benchmark=True. CUDA-event timing, median of 7 batches after warm-up, two
-ways: the calls replayed from a CUDA graph (GPU time, no Python launch overhead: compare these
-with bench_conv2d) and eager calls (what a PyTorch program sees; small layers are launch-bound)."""
+"""cuDNN's conv2d (torch.nn.functional.conv2d) on the ResNet-50 layers of bench_conv2d (and on its
+table of ResNeXt-50's grouped layers), same table format: f32 NCHW (allow_tf32=False), f16 NCHW, f16
+NHWC (channels_last), bias included, torch.backends.cudnn.benchmark=True. CUDA-event timing, median
+of 7 batches after warm-up, two ways: the calls replayed from a CUDA graph (GPU time, no Python
+launch overhead: compare these with bench_conv2d) and eager calls (what a PyTorch program sees;
+small layers are launch-bound). `--grouped`: the grouped table alone."""
 import sys
 
 try:
@@ -67,7 +68,8 @@ def time_graph_ms(fn):
 print(f"bench_conv2d_torch: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
       f"{torch.cuda.get_device_name()}, cudnn.benchmark=True, allow_tf32=False")
 results = {}
-for batch in (1, 16):
+GROUPED_ONLY = '--grouped' in sys.argv[1:]  # the ResNeXt table alone, as bench_conv2d --grouped
+for batch in () if GROUPED_ONLY else (1, 16):
     for name, c, h, o, k, s, p, count in LAYERS:
         for i, (_, dt, nhwc) in enumerate(MODES):
             x = torch.randn(batch, c, h, h, device="cuda", dtype=dt)
@@ -86,7 +88,7 @@ for batch in (1, 16):
             results[(batch, name, i)] = (graph, eager)
 
 for how, which in (("CUDA graph replay: GPU time", 0), ("eager calls", 1)):
-    for batch in (1, 16):
+    for batch in () if GROUPED_ONLY else (1, 16):
         print(f"\ncuDNN batch {batch}, {how} (ms per conv, bias included)\n{'layer':<26s}" +
               "".join(f" {m[0]:>10s}" for m in MODES))
         total = [0.0] * len(MODES)
@@ -101,3 +103,20 @@ for how, which in (("CUDA graph replay: GPU time", 0), ("eager calls", 1)):
             print(row)
         print(f"{'sum (distinct layers)':<26s}" + "".join(f" {v:10.4f}" for v in total))
         print(f"{'net (x occurrences)':<26s}" + "".join(f" {v:10.4f}" for v in net))
+
+# ResNeXt-50 32x4d's grouped 3x3 layers (bench_conv2d's last table): f16 NHWC, CUDA graph replay.
+GROUPED = [("s1 3x3 128 g32", 128, 56, 1, 3), ("s2 3x3 256 g32 s2", 256, 56, 2, 1), ("s2 3x3 256 g32", 256, 28, 1, 3),
+           ("s3 3x3 512 g32 s2", 512, 28, 2, 1), ("s3 3x3 512 g32", 512, 14, 1, 5),
+           ("s4 3x3 1024 g32 s2", 1024, 14, 2, 1), ("s4 3x3 1024 g32", 1024, 7, 1, 2)]
+for batch in (1, 16):
+    print(f"\ncuDNN ResNeXt-50 32x4d grouped layers, batch {batch}, f16 NHWC, CUDA graph replay (ms per conv, bias "
+          f"included)\n{'layer':<22s} {'cuDNN':>10s}")
+    net = 0.0
+    for name, c, h, s, count in GROUPED:
+        x = torch.randn(batch, c, h, h, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+        w = torch.randn(c, c // 32, 3, 3, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+        b = torch.randn(c, device="cuda", dtype=torch.float16)
+        ms = time_graph_ms(lambda: F.conv2d(x, w, b, s, 1, 1, 32))
+        net += ms * count
+        print(f"{name:<22s} {ms:10.4f}")
+    print(f"{'net (x occurrences)':<22s} {net:10.4f}")

@@ -945,6 +945,65 @@ TEST_CASE("fuse_attention: attention written out becomes one attention node") {
   CHECK(count_named(graph::fuse_attention(g2), "ScaledDotProductAttention") == 0);
 }
 
+TEST_CASE("fuse_attention: scores in f32 under a Where mask (GPT-Neo's attention) become one attention node") {
+  // GPT-Neo: q.to(f32) @ k.to(f32).transpose(-1, -2), torch.where(causal, scores, finfo.min),
+  // + attention_mask, softmax, .to(v.dtype), @ v; no scale. q, k and v f16, heads of 64, odd lengths.
+  const std::int64_t b = 2, h = 3, s = 37, d = 64;
+  Tensor qa = make({b, h, s, d}, dtypes::f16), ka = make({b, h, s, d}, dtypes::f16), va = make({b, h, s, d}, dtypes::f16);
+  std::vector<bool> causal(std::size_t(s * s)), some(std::size_t(s * s));
+  std::bernoulli_distribution coin(0.6);
+  for (std::int64_t i = 0; i < s; ++i)
+    for (std::int64_t j = 0; j < s; ++j) {
+      causal[std::size_t(i * s + j)] = j <= i;
+      some[std::size_t(i * s + j)] = j == i || coin(g_rng); // every row attends somewhere
+    }
+  const Tensor lowest = o::full({}, -3.4028234663852886e38, dtypes::f32);
+  auto net = [&](const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &cond, const Tensor &fill,
+                 const std::optional<Tensor> &added) {
+    Tensor sc = o::matmul(o::cast(q, dtypes::f32), o::transpose(o::cast(k, dtypes::f32), -1, -2));
+    sc = o::where(cond, sc, fill);
+    if (added) sc = sc + *added;
+    return o::matmul(o::cast(o::softmax(sc, -1), dtypes::f16), v);
+  };
+  struct Case {
+    const char *name;
+    std::vector<bool> *cond;
+    bool added;
+    const char *expect; // in the fused node's printed form
+  };
+  for (Case c : {Case{"causal", &causal, true, "is_causal=true"}, Case{"a bool mask and an additive one", &some, true, ", c, is_causal=false"},
+                 Case{"a bool mask alone", &some, false, ", c, is_causal=false"}}) {
+    CAPTURE(c.name);
+    Tensor cond = asarray(*c.cond, {1, 1, s, s});
+    std::optional<Tensor> added; // zeros where causal (a padding mask without padding), else random
+    if (c.added) added = c.cond == &causal ? o::full({b, 1, 1, s}, 0.0, dtypes::f32) : make({b, 1, 1, s}, dtypes::f32);
+    Tensor q = symbol_like(qa, "q"), k = symbol_like(ka, "k"), v = symbol_like(va, "v");
+    FlowGraph g = trace_from(net(q, k, v, cond, lowest, added), {q, k, v});
+    FlowGraph f = graph::fuse_attention(g);
+    INFO(f.str());
+    CHECK(count_named(f, "ScaledDotProductAttention") == 1);
+    CHECK(count_named(f, "Cast") == 0);
+    CHECK(f.str().find(c.expect) != std::string::npos);
+    CHECK(f.str().find("scale=1)") != std::string::npos);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor q1 = make({b, h, s, d}, dtypes::f16), k1 = make({b, h, s, d}, dtypes::f16), v1 = make({b, h, s, d}, dtypes::f16);
+      expect_same(graph::optimize(g).run({q1, k1, v1})[0], g.run({q1, k1, v1})[0], 2);
+    }
+  }
+  // Not attention's mask: a fill that is not far below the scores (0), or the scores kept where
+  // the condition fails (where(cond, fill, scores)); k not cast while q is (f32 k): left alone.
+  Tensor cond = asarray(causal, {1, 1, s, s});
+  Tensor q = symbol_like(qa, "q"), k = symbol_like(ka, "k"), v = symbol_like(va, "v");
+  CHECK(count_named(graph::fuse_attention(trace_from(net(q, k, v, cond, o::full({}, 0.0, dtypes::f32), std::nullopt), {q, k, v})),
+                    "ScaledDotProductAttention") == 0);
+  Tensor sc = o::matmul(o::cast(q, dtypes::f32), o::transpose(o::cast(k, dtypes::f32), -1, -2));
+  Tensor flipped = o::matmul(o::cast(o::softmax(o::where(cond, lowest, sc), -1), dtypes::f16), v);
+  CHECK(count_named(graph::fuse_attention(trace_from(flipped, {q, k, v})), "ScaledDotProductAttention") == 0);
+  Tensor k32 = symbol({b, h, s, d}, dtypes::f32, "cuda", "k32");
+  Tensor mixed = o::matmul(o::cast(o::softmax(o::matmul(o::cast(q, dtypes::f32), o::transpose(k32, -1, -2)), -1), dtypes::f16), v);
+  CHECK(count_named(graph::fuse_attention(trace_from(mixed, {q, k32, v})), "ScaledDotProductAttention") == 0);
+}
+
 TEST_CASE("fuse_attention: attention at a head dim no kernel serves is written out, and fused") {
   // MobileViT's heads of 16, 20 and 24 (f16): no template serves them and more than 8 query rows
   // rule out the decode kernel, so the ScaledDotProductAttention node ran the composition unfused

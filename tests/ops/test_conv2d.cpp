@@ -98,8 +98,8 @@ TEST_CASE(
       {{2, 16, 9, 8}, {8, 16, 3, 3}, 2, 1, 1, 1, true},    // stride 2
       {{1, 3, 12, 12}, {8, 3, 7, 7}, 2, 3, 1, 1, true},    // the ResNet stem's 7x7 (C = 3)
       {{1, 8, 9, 10}, {8, 8, 3, 3}, 1, 2, 2, 1, false},    // dilation 2
-      {{1, 32, 5, 5}, {16, 16, 3, 3}, 1, 1, 1, 2, true},   // groups 2 (C/groups 16)
-      {{1, 12, 5, 6}, {10, 6, 3, 3}, 1, 1, 1, 2, true},    // groups 2, C/groups 6 (padded to 8)
+      {{1, 32, 5, 5}, {32, 16, 3, 3}, 1, 1, 1, 2, true},   // groups 2 (C/groups 16)
+      {{1, 12, 5, 6}, {10, 6, 3, 3}, 1, 1, 1, 2, true},    // groups 2, C/groups 6: the direct kernel
       {{2, 16, 7, 7}, {16, 1, 3, 3}, 1, 1, 1, 16, true},   // depthwise
       {{1, 8, 9, 9}, {8, 1, 5, 5}, 2, 2, 1, 8, false},     // depthwise 5x5 stride 2
       {{1, 8, 7, 7}, {24, 8, 1, 1}, 2, 0, 1, 1, false},    // 1x1 stride 2 (downsample)
@@ -217,6 +217,68 @@ TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts")
   CHECK(t::depthwise_default_pixels({1, 96, 56, 56, 96, 7, 7, 1, 1, 3, 3, 1, 1, 96}) == 4);
   CHECK(t::depthwise_default_pixels({1, 768, 7, 7, 768, 7, 7, 1, 1, 3, 3, 1, 1, 768}) == 2);
   CHECK(t::depthwise_default_pixels({1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8}) == 1);
+}
+
+TEST_CASE("conv2d templates: grouped convolutions on the direct kernel and on tensor cores") {
+  // ResNeXt's 4 and 8 channels per group (the direct kernel's default), more outputs than inputs
+  // per group, 32 per group (the most the direct kernel takes at 3x3), 48 output channels (a
+  // half-empty second block of 32 in NHWC), stride 2 and no padding; each on the direct kernel
+  // (two pixel groupings) and on the tensor-core kernel (channels padded to 8 where C/groups is 4).
+  std::vector<t::Conv2dShape> shapes{
+      {2, 16, 7, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 4},  // 4 per group
+      {1, 32, 8, 8, 32, 3, 3, 2, 2, 1, 1, 1, 1, 4},  // 8 per group, stride 2
+      {1, 24, 6, 7, 48, 3, 3, 1, 1, 1, 1, 1, 1, 3},  // 8 in, 16 out per group
+      {1, 48, 5, 6, 48, 3, 3, 1, 1, 0, 0, 1, 1, 12}, // 4 per group, 48 channels, no padding
+      {1, 64, 5, 6, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2}}; // 32 per group
+  const int sms = hidet::runtime::device_info(0).sm_count;
+  for (auto &s : shapes) {
+    CHECK(t::conv2d_direct_serves(s));
+    CHECK(t::conv2d_prefers_direct(s) == (s.cg() <= 8));
+    CHECK(o::conv2d_runs_direct(s.groups, s.cg(), s.og(), s.kh, s.kw) == (s.cg() <= 8));
+    for (auto layout : {t::Conv2dLayout::NCHW, t::Conv2dLayout::NHWC})
+      for (DataType d : {dtypes::f32, dtypes::f16}) {
+        bool nhwc = layout == t::Conv2dLayout::NHWC;
+        Case c{{s.n, s.c, s.h, s.w}, {s.o, s.cg(), s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
+        Tensor x = make(c.x, d, -2, 2, true), w = make(c.w, d, -2, 2, true), b = make({s.o}, d);
+        auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
+        o::Shape out;
+        auto want = ref_conv(xv, wv, &bv, c, out);
+        if (nhwc) {
+          x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d), w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), d);
+          want = to_nhwc(want, out), out = nhwc_shape(out);
+        }
+        x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
+        std::vector<t::Conv2dConfig> cfgs;
+        for (int pixels : {0, 3}) {
+          t::Conv2dConfig cfg;
+          cfg.kind = t::Conv2dConfig::Kind::Depthwise;
+          cfg.dw_threads = 64, cfg.dw_pixels = pixels;
+          cfgs.push_back(cfg);
+        }
+        // The GEMM the heuristic would pick without the direct kernel: the candidates after it.
+        auto cands = t::conv2d_candidates(s, d, 1, sms);
+        auto gemm = std::find_if(cands.begin(), cands.end(), [](const t::Conv2dConfig &c) {
+          return c.kind != t::Conv2dConfig::Kind::Depthwise;
+        });
+        REQUIRE(gemm != cands.end());
+        cfgs.push_back(*gemm);
+        CHECK(cands[0].str() == t::conv2d_heuristic_config(s, d, sms).str());
+        for (auto &cfg : cfgs) {
+          INFO("config " << cfg.str() << ", " << s.str() << ", " << d << (nhwc ? " NHWC" : " NCHW"));
+          t::Conv2d run(s, d, layout, true, cfg);
+          Tensor y = empty(out, d, "cuda");
+          run(x, w, &b, y);
+          expect_close(y, out, want, false, 2);
+        }
+      }
+  }
+  // Past 384 weights per output channel (3x3 over 48 channels per group): the GEMMs only.
+  t::Conv2dShape wide{1, 96, 5, 5, 96, 3, 3, 1, 1, 1, 1, 1, 1, 2};
+  CHECK(!t::conv2d_direct_serves(wide));
+  t::Conv2dConfig direct;
+  direct.kind = t::Conv2dConfig::Kind::Depthwise;
+  expect_error([&] { t::check_conv2d_config(wide, dtypes::f16, direct); }, {"at most 384 weights per output channel"});
+  CHECK(!o::conv2d_runs_direct(1, 8, 8, 3, 3)); // not grouped
 }
 
 TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)") {

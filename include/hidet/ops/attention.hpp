@@ -48,6 +48,10 @@ Tensor scaled_dot_product_attention_composed(const Tensor &q, const Tensor &k, c
                                              const std::optional<Tensor> &attn_mask, bool is_causal,
                                              std::optional<double> scale, bool heads_last);
 
+/// A bool mask (true = attend) as the f32 mask added to the scores: 0 where attended, -inf
+/// elsewhere (ValueError for another dtype).
+Tensor attention_additive_mask(const Tensor &mask);
+
 /// Attention nodes over symbolic batch and lengths (a graph traced with hidet::symbol) run, where
 /// the graph binds the symbols, on the mma.sync (f16, bf16) or f32 template built once for every
 /// value of them (templates::AttentionSymbols; where the heuristic picks the Hopper kernel, the

@@ -69,6 +69,12 @@ std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const Tensor &weigh
                                             const std::shared_ptr<const Epilogue> &e, const std::vector<Tensor> &extras,
                                             const Dim &batch, const SymbolValues &values);
 
+/// True when a convolution of `groups` groups of `cg` input and `og` output channels each and a
+/// kh x kw window runs on the direct kernel by default (templates/conv2d_depthwise.hpp:
+/// depthwise, or grouped with at most 8 channels per group), which reads channels-last input in
+/// place whatever the channel count (graph::convert_layout_nhwc's test).
+bool conv2d_runs_direct(std::int64_t groups, std::int64_t cg, std::int64_t og, std::int64_t kh, std::int64_t kw);
+
 /// The batch conv2d_symbolic_batch picks a tiling for: n rounded up to a power of two.
 std::int64_t conv2d_batch_bucket(std::int64_t n);
 

@@ -196,7 +196,11 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
         twin[out] = y.reshape({N, 1, 1, O});
         return y_nchw;
       }
-      if (constants && half && x.ndim() == 4 && (C % 8 == 0 || depthwise)) {
+      // Grouped convolutions of few channels per group (ResNeXt's 4) run on the direct kernel,
+      // which reads NHWC in place at any channel count.
+      const bool direct = depthwise || (w.ndim() == 4 && ops::conv2d_runs_direct(groups, C, w.shape()[0] / std::max<std::int64_t>(groups, 1),
+                                                                                w.shape()[2], w.shape()[3]));
+      if (constants && half && x.ndim() == 4 && (C % 8 == 0 || direct)) {
         std::optional<Tensor> bias;
         if (in.size() == 3) bias = in[2];
         twin[out] = conv.apply(nhwc(x), weight_to_nhwc(w), bias, true);

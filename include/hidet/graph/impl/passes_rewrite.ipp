@@ -5,6 +5,7 @@
 
 #include "hidet/graph/passes.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -253,18 +254,57 @@ inline std::optional<double> scalar_factor(const Match &m, const std::string &op
   if (m.attr(op, "left") != "0" || c == 0) return std::nullopt;
   return 1.0 / c;
 }
+/// q, k and v of a matched attention as its kernel reads them: q and k through their captured
+/// Casts ("qcast", "kcast") unless a Cast only widens a half tensor to f32 (the kernels multiply
+/// half operands exactly and accumulate in f32), and the probabilities' Cast ("pcast") only where
+/// it narrows them to v's dtype. None when the dtypes of q, k and v then differ, or the softmax's
+/// output (after its cast) is not of v's dtype.
+inline std::optional<std::array<Tensor, 3>> attention_operands(const Match &m) {
+  auto operand = [&](const char *x, const char *cast) {
+    const Tensor &t = m[x];
+    if (!m.ops.count(cast)) return t;
+    const DataType to = m.ops.at(cast)->output_metas()[0].dtype;
+    return to == dtypes::f32 && t.dtype().is_half() ? t : ops::cast(t, to);
+  };
+  Tensor q = operand("q", "qcast"), k = operand("k", "kcast");
+  const Tensor &v = m["v"];
+  if (q.dtype() != v.dtype() || k.dtype() != v.dtype()) return std::nullopt;
+  const DataType probs = m.ops.at(m.ops.count("pcast") ? "pcast" : "softmax")->output_metas()[0].dtype;
+  if (probs != v.dtype()) return std::nullopt;
+  return std::array<Tensor, 3>{q, k, v};
+}
+
+/// The captured Where(wcond, scores, wfill) as an additive mask: 0 where wcond holds, -inf where
+/// not. Only for a bool condition and a one-element constant fill at most -1e4 (torch.finfo's
+/// lowest, as transformers writes it), which the softmax turns into zeros as it does -inf (a row
+/// with every key masked differs: there eager averages the row's values). None otherwise.
+inline std::optional<Tensor> where_as_mask(const Match &m) {
+  const Tensor &cond = m["wcond"], &fill = m["wfill"];
+  if (!cond.dtype().is_bool() || fill.is_symbolic() || fill.numel() != 1) return std::nullopt;
+  if (!(fill.to_double_vector()[0] <= -1e4)) return std::nullopt;
+  return ops::attention_additive_mask(cond);
+}
 } // namespace detail
 
 HIDET_INLINE std::vector<RewriteRule> attention_rules() {
   using P = Pattern;
-  P scores = P::op("Matmul", {P::any("q"), P::op("Permute", {P::any("k")}, "kt")});
+  // q and k may be cast first (GPT-Neo computes its scores in f32: q.to(float32) @
+  // k.to(float32).transpose(-1, -2)), the scores masked by a Where (torch.where(causal, scores,
+  // finfo.min)), and the probabilities cast back to v's dtype.
+  P scores = P::op("Matmul", {P::one_of({P::op("Cast", {P::any("q")}, "qcast"), P::any("q")}),
+                              P::one_of({P::op("Permute", {P::op("Cast", {P::any("k")}, "kcast")}, "kt"),
+                                         P::op("Permute", {P::any("k")}, "kt")})});
   P scaled = P::one_of({P::op("Mul|Div", {scores}, "scale"), scores});
-  P masked = P::one_of(
-      {P::op("Add", {scaled, P::any("mask")}), P::op("Add", {P::any("mask"), scaled}), scaled});
-  P attention = P::op("Matmul", {P::op("Softmax", {masked}, "softmax"), P::any("v")});
+  P kept = P::one_of({P::op("Where", {P::any("wcond"), scaled, P::any("wfill")}, "where"), scaled});
+  P masked = P::one_of({P::op("Add", {kept, P::any("mask")}), P::op("Add", {P::any("mask"), kept}), kept});
+  P probs = P::one_of({P::op("Cast", {P::op("Softmax", {masked}, "softmax")}, "pcast"),
+                       P::op("Softmax", {masked}, "softmax")});
+  P attention = P::op("Matmul", {probs, P::any("v")});
   using detail::scalar_factor;
   auto replace = [](const Match &m) -> std::optional<Tensor> {
-    const Tensor &q = m["q"], &k = m["k"], &v = m["v"];
+    auto qkv = detail::attention_operands(m);
+    if (!qkv) return std::nullopt;
+    const auto &[q, k, v] = *qkv;
     if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) return std::nullopt;
     // No kernel serves it (its head dim): a node would run this same composition unfused.
     if (ops::attention_runs_composed(q, k, v)) return std::nullopt;
@@ -276,6 +316,11 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     if (!scale) return std::nullopt;
     std::optional<Tensor> mask;
     if (m.tensors.count("mask")) mask = m["mask"];
+    if (m.ops.count("where")) {
+      std::optional<Tensor> kept_mask = detail::where_as_mask(m);
+      if (!kept_mask) return std::nullopt;
+      mask = mask ? ops::add(*kept_mask, *mask) : *kept_mask;
+    }
     return ops::scaled_dot_product_attention(q, k, v, mask, false, scale);
   };
   // Attention whose output is transposed to [B, Sq, H, D] (merging the heads): the kernel stores
@@ -308,7 +353,10 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
              "softmax"),
        P::any("v")});
   auto replace_windowed = [](const Match &m) -> std::optional<Tensor> {
-    const Tensor &q = m["q"], &k = m["k"], &v = m["v"], &bias = m["bias"], &wmask = m["wmask"];
+    auto qkv = detail::attention_operands(m);
+    if (!qkv || m.ops.count("where")) return std::nullopt;
+    const auto &[q, k, v] = *qkv;
+    const Tensor &bias = m["bias"], &wmask = m["wmask"];
     if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || bias.is_symbolic() ||
         wmask.is_symbolic())
       return std::nullopt;

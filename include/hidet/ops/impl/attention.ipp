@@ -276,11 +276,6 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
   return out;
 }
 
-/// A bool mask (true = attend) as the f32 mask added to the scores: 0 where attended, -inf elsewhere.
-HIDET_INLINE Tensor additive_mask(const Tensor &mask) {
-  return where(mask, ops::full({1}, 0.0, dtypes::f32, mask.device()),
-               ops::full({1}, -std::numeric_limits<double>::infinity(), dtypes::f32, mask.device()));
-}
 
 /// Attention as a composition of products, softmax and element-wise operators (`mask` additive,
 /// `s` the scale): the path of the head dims and dtypes that no template serves. Traced on symbolic
@@ -379,7 +374,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
       return attention_decode(q, k, v, attn_mask->reshape(m4), is_causal, scale ? *scale : 1.0 / std::sqrt(double(D)),
                               heads_last);
     if (md.is_bool()) {
-      mask = additive_mask(attn_mask->reshape(m4)); // kernels: capturable
+      mask = attention_additive_mask(attn_mask->reshape(m4)); // kernels: capturable
     } else if (md == dtypes::f32 || md.is_half()) {
       mask = attn_mask->reshape(m4);
     } else {
@@ -477,9 +472,15 @@ HIDET_INLINE Tensor scaled_dot_product_attention_composed(const Tensor &q, const
     throw ValueError(str_cat("scaled_dot_product_attention_composed: q, k and v must be 4-D of constant extents, got ",
                              shape_str(q.sym_shape()), ", ", shape_str(k.sym_shape()), " and ", shape_str(v.sym_shape())));
   std::optional<Tensor> mask = attn_mask;
-  if (mask && mask->dtype().is_bool()) mask = attention_detail::additive_mask(*mask);
+  if (mask && mask->dtype().is_bool()) mask = attention_additive_mask(*mask);
   const double s = scale ? *scale : 1.0 / std::sqrt(double(q.sym_shape()[3].value()));
   return attention_detail::composed(q, k, v, mask, is_causal, s, heads_last);
+}
+
+HIDET_INLINE Tensor attention_additive_mask(const Tensor &mask) {
+  if (!mask.dtype().is_bool()) throw ValueError(str_cat("attention_additive_mask: expected a bool mask, got ", mask.dtype()));
+  return where(mask, ops::full({1}, 0.0, dtypes::f32, mask.device()),
+               ops::full({1}, -std::numeric_limits<double>::infinity(), dtypes::f32, mask.device()));
 }
 
 HIDET_INLINE std::size_t attention_symbolic_builds() {

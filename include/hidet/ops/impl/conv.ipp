@@ -405,6 +405,16 @@ HIDET_INLINE std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const 
   return y;
 }
 
+HIDET_INLINE bool conv2d_runs_direct(std::int64_t groups, std::int64_t cg, std::int64_t og, std::int64_t kh,
+                                     std::int64_t kw) {
+  if (groups <= 1 || cg <= 0 || og <= 0 || groups * std::max(cg, og) > (std::int64_t(1) << 30) || kh * kw > (1 << 20))
+    return false;
+  templates::Conv2dShape s;
+  s.c = int(groups * cg), s.o = int(groups * og), s.groups = int(groups), s.kh = int(kh), s.kw = int(kw);
+  s.h = s.kh, s.w = s.kw;
+  return templates::conv2d_prefers_direct(s);
+}
+
 HIDET_INLINE std::int64_t conv2d_batch_bucket(std::int64_t n) {
   std::int64_t b = 1;
   while (b < n) b *= 2;

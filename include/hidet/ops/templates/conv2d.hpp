@@ -1,5 +1,5 @@
 // conv2d templates: implicit GEMM on tensor cores (f16/bf16) and on the FMA units (f32), and a
-// direct depthwise kernel; NCHW and NHWC. The kernels are in conv2d_kernels.hpp (see its top for
+// direct kernel (depthwise, and grouped with few channels per group); NCHW and NHWC. The kernels are in conv2d_kernels.hpp (see its top for
 // the GEMM view), conv2d_wgmma.hpp (Hopper), conv2d_depthwise.hpp and conv2d_pack.hpp (the
 // repacks). This header chooses among them:
 //  * Conv2dConfig: which kernel and its tiling; conv2d_heuristic_config() is the default per
@@ -10,7 +10,7 @@
 //    NHWC with channels padded per group to a multiple of 8 or 4 (one transpose kernel), and the
 //    weight into [O][KH][KW][cgp] (rows padded to 8); NHWC inputs with C / groups % 4 == 0 are
 //    read in place. The
-//    FMA and depthwise kernels read both layouts in place. y is written in the caller's layout
+//    FMA and direct kernels read both layouts in place. y is written in the caller's layout
 //    by the epilogue (bias fused). With split-k (few output tiles, long k: small batches and the
 //    last stages) the slices' f32 partial sums go to a workspace and a second kernel adds them,
 //    the bias, and stores y.
@@ -40,15 +40,15 @@ struct Conv2dConfig {
   Conv2dMmaConfig mma;  ///< for Kind::Mma
   MatmulWgmmaConfig wgmma; ///< for Kind::Wgmma (Hopper: conv2d_wgmma.hpp)
   Conv2dFmaConfig fma;  ///< for Kind::Fma
-  int dw_threads = 256; ///< for Kind::Depthwise: threads per block
+  int dw_threads = 256; ///< for Kind::Depthwise (the direct kernel): threads per block
   int dw_pixels = 0;    ///< for Kind::Depthwise: outputs of a row per thread (0: depthwise_default_pixels)
 
-  /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)", "fma ...", "depthwise 256 threads, 4 pixels"
+  /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)", "fma ...", "direct 256 threads, 4 pixels"
   std::string str() const {
     if (kind == Kind::Mma) return mma.str();
     if (kind == Kind::Fma) return fma.str();
     if (kind == Kind::Wgmma) return "wgmma " + wgmma.str();
-    return str_cat("depthwise ", dw_threads, " threads", dw_pixels ? str_cat(", ", dw_pixels, " pixels") : "");
+    return str_cat("direct ", dw_threads, " threads", dw_pixels ? str_cat(", ", dw_pixels, " pixels") : "");
   }
 };
 
@@ -75,7 +75,9 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
     throw ValueError(str_cat("conv2d config ", cfg.str(), " for ", s.str(), " (", dt, "): ", why));
   };
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
-    if (!s.depthwise()) bad("the depthwise kernel needs groups == C == O");
+    if (!conv2d_direct_serves(s))
+      bad(str_cat("the direct kernel needs groups == C == O, or groups > 1 with at most ", kDirectMaxWeights,
+                  " weights per output channel (KH * KW * C / groups)"));
     if (cfg.dw_threads <= 0 || cfg.dw_threads > 1024 || cfg.dw_threads % 32)
       bad("threads must be 32..1024, whole warps");
     if (cfg.dw_pixels < 0 || cfg.dw_pixels > 16) bad("pixels per thread must be 0 (the default) to 16");
@@ -142,9 +144,15 @@ inline bool conv2d_prefers_wgmma(const Conv2dShape &s, DataType dt, bool hopper)
   return hopper && conv2d_wgmma_supports(s, dt) && s.c >= 256 &&
          lang::ceil_div(s.gemm_m(), std::int64_t(64)) * lang::ceil_div(s.o, 64) >= 24;
 }
+/// True when the direct kernel is the default: depthwise, or grouped with at most 8 channels per
+/// group on either side (a GEMM per group fills a tensor-core tile's 64 columns 8 at a time or
+/// fewer; ResNeXt-50 32x4d's first two stages have 4 and 8).
+inline bool conv2d_prefers_direct(const Conv2dShape &s) {
+  return conv2d_direct_serves(s) && (s.depthwise() || s.cg() <= 8 || s.og() <= 8);
+}
 inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms, bool hopper = false) {
   Conv2dConfig c;
-  if (s.depthwise()) {
+  if (conv2d_prefers_direct(s)) {
     c.kind = Conv2dConfig::Kind::Depthwise;
     c.dw_pixels = depthwise_default_pixels(s, num_sms);
     return c;
@@ -203,12 +211,12 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
   add(conv2d_heuristic_config(s, dt, num_sms, hopper));
   if (space <= 0) return out;
   Conv2dConfig c;
-  if (s.depthwise()) {
+  if (conv2d_direct_serves(s)) { // depthwise: the direct kernel only; grouped: it and the GEMMs
     c.kind = Conv2dConfig::Kind::Depthwise;
     for (int t : {128, 256, 512})
       for (int p : {1, 2, 4, 8})
         if (p <= s.ow()) c.dw_threads = t, c.dw_pixels = p, add(c);
-    return out;
+    if (s.depthwise()) return out;
   }
   if (hopper && conv2d_wgmma_supports(s, dt)) {
     // The Hopper kernel: block_n up to the channels rounded to 64, 1 or 2 consumers, stages;
@@ -393,7 +401,7 @@ public:
       cm_[workspace.defined() ? "sum_slices" : "conv2d"].launch(args);
     };
     if (cfg_.kind == Conv2dConfig::Kind::Depthwise)
-      return launch(x, w.reshape({s_.o, R}),
+      return launch(x, w.reshape({s_.o, R * s_.cg()}),
                     epilogue_out_arg(epi_.get(), y, nchw ? Shape{n, s_.o, s_.oh(), s_.ow()} : Shape{n, s_.oh(), s_.ow(), s_.o}));
     Tensor ya = epilogue_out_arg(epi_.get(), y, conv2d_detail::gemm_out_shape(s_, layout_, n));
     if (cfg_.kind == Conv2dConfig::Kind::Fma) return launch(x, w.reshape({s_.o, s_.gemm_k()}), ya);

@@ -1,7 +1,8 @@
-// The depthwise conv2d kernel (groups == C == O) of the conv2d templates (conv2d.hpp): a few
-// outputs of one row per thread sharing their loads, the KH x KW window unrolled, f32
-// accumulation; memory-bound, not a GEMM. NCHW and NHWC, a bias and an epilogue; the batch may be
-// symbolic (Conv2dShape::batch).
+// The direct conv2d kernel of the conv2d templates (conv2d.hpp), for depthwise convolutions
+// (groups == C == O) and grouped ones of few channels per group (ResNeXt's 4 and 8: a GEMM per
+// group would fill a tensor-core tile's columns 4 or 8 at a time): a few outputs of one row per
+// thread sharing their loads, the KH x KW window unrolled, f32 accumulation; not a GEMM. NCHW and
+// NHWC, a bias and an epilogue; the batch may be symbolic (Conv2dShape::batch).
 #pragma once
 
 #include <functional>
@@ -13,25 +14,38 @@
 
 namespace hidet::ops::templates {
 
-/// The default output pixels per thread of the depthwise kernel: 4 along a row, fewer while the
+/// The default output pixels per thread of the direct kernel: 4 along a row, fewer while the
 /// threads would not fill `num_sms` multiprocessors with 4 warps each (7 x 7 maps of few channels).
 inline int depthwise_default_pixels(const Conv2dShape &s, int num_sms = 132) {
-  const std::int64_t rows = std::int64_t(s.n) * s.oh(), lanes = (s.c + 31) / 32 * 32;
+  const std::int64_t rows = std::int64_t(s.n) * s.oh(), lanes = (s.o + 31) / 32 * 32;
   int p = 4;
   while (p > 1 && rows * lang::ceil_div(std::int64_t(s.ow()), std::int64_t(p)) * lanes < std::int64_t(num_sms) * 128)
     p /= 2;
   return p;
 }
 
-/// Adds kernel `name` (depthwise: groups == C == O): parameters x: dt, layout's order, w:
-/// dt[C][KH * KW], [bias: dt[C]], y: dt, layout's order ([N][C][OH][OW] or [N][OH][OW][C]).
-/// Each thread computes `pixels` consecutive outputs of one row and channel: per window row it
-/// loads the (pixels - 1) * sw + (KW - 1) * dw + 1 inputs they share once (a 7 x 7 window at 4
-/// pixels: 70 loads for 196 taps), from clamped positions with a select for the padding (the
-/// loads issue together), and accumulates in f32.
-///  * NHWC: a block is 32 channels (one warp: coalesced loads along C) by `threads` / 32 pixel
-///    groups; its 32 channels' weights, a contiguous piece of w, are staged in shared memory as
-///    [tap][channel] (conflict-free reads).
+/// The most weights per output channel (KH * KW * C / groups) the direct kernel takes for a
+/// grouped convolution: its NHWC form stages 32 channels' weights in shared memory as f32.
+inline constexpr int kDirectMaxWeights = 384;
+
+/// True when the direct kernel serves the problem: depthwise, or grouped with at most
+/// kDirectMaxWeights weights per output channel.
+inline bool conv2d_direct_serves(const Conv2dShape &s) {
+  return s.depthwise() || (s.groups > 1 && std::int64_t(s.kh) * s.kw * s.cg() <= kDirectMaxWeights);
+}
+
+/// Adds kernel `name` (conv2d_direct_serves(s)): parameters x: dt, layout's order, w:
+/// dt[O][KH * KW * C / groups] (the weight's own order: [O][C/g][KH][KW] for NCHW,
+/// [O][KH][KW][C/g] for NHWC), [bias: dt[O]], y: dt, layout's order ([N][O][OH][OW] or
+/// [N][OH][OW][O]). Each thread computes `pixels` consecutive outputs of one row and output
+/// channel: per window row and input channel of its group it loads the (pixels - 1) * sw + (KW -
+/// 1) * dw + 1 inputs they share once (a 7 x 7 window at 4 pixels: 70 loads for 196 taps), from
+/// clamped positions with a select for the padding (the loads issue together), and accumulates
+/// in f32.
+///  * NHWC: a block is 32 output channels (one warp: coalesced loads along C where a group has
+///    one channel, a broadcast per group otherwise) by `threads` / 32 pixel groups; its 32
+///    channels' weights, a contiguous piece of w, are staged in shared memory as [tap][channel]
+///    (conflict-free reads).
 ///  * NCHW: consecutive threads take consecutive pixel groups of one (image, channel) plane; the
 ///    weights are read from global memory (one channel per warp, mostly: broadcasts).
 inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::string &name,
@@ -40,20 +54,21 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
                                         const Epilogue *epi = nullptr) {
   using namespace hidet::lang;
   const bool nchw = layout == Conv2dLayout::NCHW;
-  const int C = s.c, OH = s.oh(), OW = s.ow(), taps = s.kh * s.kw;
+  const int C = s.c, O = s.o, OH = s.oh(), OW = s.ow(), taps = s.kh * s.kw, cg = s.cg(), og = s.og();
+  const int per = taps * cg; // weights per output channel
   const int P = pixels > 0 ? std::min(pixels, OW) : std::min(depthwise_default_pixels(s), OW);
   const int groups_w = ceil_div(OW, P);                  // pixel groups per output row
   const int span = (P - 1) * s.sw + (s.kw - 1) * s.dw + 1; // inputs of one row of a group
   const bool sym = s.symbolic_batch();
   const std::int64_t tiles_c = std::int64_t(s.n) * OH * groups_w; // (a symbolic batch: at its hint)
   const Expr N = s.n_expr(), tiles = sym ? Expr(N * (OH * groups_w)) : Expr(int(tiles_c));
-  const int c_blocks = ceil_div(C, 32), rows = threads / 32;
+  const int c_blocks = ceil_div(O, 32), rows = threads / 32;
   const bool col_guard = s.pw > 0 || OW % P != 0;
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
-  std::vector<ParamSpec> params{nchw ? T({})[N][C][s.h][s.w] : T({})[N][s.h][s.w][C], T({})[C][taps]};
-  if (has_bias) params.push_back(T({})[C]);
+  std::vector<ParamSpec> params{nchw ? T({})[N][C][s.h][s.w] : T({})[N][s.h][s.w][C], T({})[O][per]};
+  if (has_bias) params.push_back(T({})[O]);
   const Dim nd = s.batch_dim();
-  const SymShape anchor = nchw ? SymShape{nd, C, OH, OW} : SymShape{nd, OH, OW, C};
+  const SymShape anchor = nchw ? SymShape{nd, O, OH, OW} : SymShape{nd, OH, OW, O};
   for (auto &p : conv2d_detail::out_params(epi, anchor, dt)) params.push_back(p);
   conv2d_detail::define_kernel(
       mod, name, params, has_bias, conv2d_detail::kernel_symbols(s, epi),
@@ -61,32 +76,44 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
           const std::vector<ir::Var> &extras) {
         ops::detail::EpilogueEmitter out(epi, anchor, y.var(), extras);
         attrs.cuda.block_dim = threads;
-        // The outputs of pixel group `t` (image, row, first column) and channel `c`, with the
-        // weight of tap `k` from `weight(k)`.
-        auto compute = [&](Expr t, Expr c, const std::function<Expr(int)> &weight) {
+        // The outputs of pixel group `t` (image, row, first column) and output channel `c`, with
+        // the weight of tap `k` and input channel `i` of the group from `weight(k, i)`.
+        auto compute = [&](Expr t, Expr c, const std::function<Expr(int, Expr)> &weight) {
           Var img = t / (OH * groups_w), oh = t / groups_w % OH, ow0 = t % groups_w * P;
           std::vector<Var> acc;
           for (int p = 0; p < P; ++p)
             acc.push_back(var(f32, has_bias ? cast((*bias)[c], f32) : Expr(0.0f), "acc"));
+          // The group's first input channel (c itself when depthwise).
+          const Expr c0 = cg == 1 && og == 1 ? c : Expr(var(i32, c / og * cg, "c0"));
           for (int a = 0; a < s.kh; ++a) {
             Expr ih = oh * s.sh - s.ph + a * s.dh;
             Expr row_in = true;
             if (s.ph > 0) row_in = ih >= 0 && ih < s.h, ih = min(max(ih, 0), s.h - 1);
-            std::vector<Var> xv;
+            std::vector<Expr> iws, insides;
             for (int j = 0; j < span; ++j) {
               Expr iw = ow0 * s.sw - s.pw + j;
               Expr inside = row_in;
               // Columns outside the input occur with padding, and for the last group's pixels
               // past the row.
               if (col_guard) inside = inside && iw >= 0 && iw < s.w, iw = min(max(iw, 0), s.w - 1);
-              Expr v = cast(nchw ? x[img][c][ih][iw] : x[img][ih][iw][c], f32);
-              if (s.ph > 0 || col_guard) v = select(inside, v, Expr(0.0f));
-              xv.push_back(var(f32, v, "xv"));
+              iws.push_back(iw), insides.push_back(inside);
             }
-            for (int b = 0; b < s.kw; ++b) {
-              Var wv = var(f32, weight(a * s.kw + b), "wv");
-              for (int p = 0; p < P; ++p) acc[p] += xv[p * s.sw + b * s.dw] * wv;
-            }
+            // One input channel of the group: the row's span of inputs, then its KW taps.
+            auto channel = [&](Expr i) {
+              Expr ch = cg == 1 ? c0 : Expr(c0 + i);
+              std::vector<Var> xv;
+              for (int j = 0; j < span; ++j) {
+                Expr v = cast(nchw ? x[img][ch][ih][iws[j]] : x[img][ih][iws[j]][ch], f32);
+                if (s.ph > 0 || col_guard) v = select(insides[j], v, Expr(0.0f));
+                xv.push_back(var(f32, v, "xv"));
+              }
+              for (int b = 0; b < s.kw; ++b) {
+                Var wv = var(f32, weight(a * s.kw + b, i), "wv");
+                for (int p = 0; p < P; ++p) acc[p] += xv[p * s.sw + b * s.dw] * wv;
+              }
+            };
+            if (cg == 1) channel(Expr(0));
+            else for_(range(cg).unroll(cg <= 8 ? -1 : 4), [&](Var i) { channel(i); });
           }
           for (int p = 0; p < P; ++p) {
             auto store = [&] {
@@ -101,33 +128,35 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
           }
         };
         if (nchw) {
-          const Expr total = sym ? Expr(tiles * C) : Expr(int(std::int64_t(C) * tiles_c));
+          const Expr total = sym ? Expr(tiles * O) : Expr(int(std::int64_t(O) * tiles_c));
           if (sym) attrs.cuda.grid_dim = max(ceil_div(total, threads), 1);
-          else attrs.cuda.grid_dim = int(ceil_div(std::int64_t(C) * tiles_c, std::int64_t(threads)));
-          Var i = blockIdx.x * threads + threadIdx.x; // ((img C + c) OH + oh) groups_w + g
+          else attrs.cuda.grid_dim = int(ceil_div(std::int64_t(O) * tiles_c, std::int64_t(threads)));
+          Var i = blockIdx.x * threads + threadIdx.x; // ((img O + c) OH + oh) groups_w + g
           if_(i < total, [&] {
-            Var c = i / (OH * groups_w) % C;
-            Expr t = i / (C * OH * groups_w) * (OH * groups_w) + i % (OH * groups_w);
-            compute(t, c, [&](int k) { return cast(w[c][k], f32); });
+            Var c = i / (OH * groups_w) % O;
+            Expr t = i / (O * OH * groups_w) * (OH * groups_w) + i % (OH * groups_w);
+            // [O][C/g][KH][KW]: input channel i's taps together
+            compute(t, c, [&](int k, Expr ci) { return cast(w[c][ci * taps + k], f32); });
           });
           return;
         }
         if (sym) attrs.cuda.grid_dim = max(ceil_div(tiles, rows), 1) * c_blocks;
         else attrs.cuda.grid_dim = int(c_blocks * ceil_div(tiles_c, std::int64_t(rows)));
-        auto ws = shared_tensor(f32[taps][32], "w_tile"); // this block's 32 channels
+        auto ws = shared_tensor(f32[per][32], "w_tile"); // this block's 32 channels
         Var cb = blockIdx.x % c_blocks, lane = threadIdx.x % 32;
         Var t = blockIdx.x / c_blocks * rows + threadIdx.x / 32, c = cb * 32 + lane;
-        // The block's weights are w's elements [cb 32 taps, (cb + 1) 32 taps): coalesced reads.
-        for_(range(ceil_div(32 * taps, threads)).unroll(), [&](Var r) {
+        // The block's weights are w's elements [cb 32 per, (cb + 1) 32 per): coalesced reads.
+        for_(range(ceil_div(32 * per, threads)).unroll(), [&](Var r) {
           Var e = r * threads + threadIdx.x;
-          Var ch = cb * 32 + e / taps;
-          if_(e < 32 * taps, [&] {
-            ws[e % taps][e / taps] = 0.0f;
-            if_(ch < C, [&] { ws[e % taps][e / taps] = cast(w[ch][e % taps], f32); });
+          Var ch = cb * 32 + e / per;
+          if_(e < 32 * per, [&] {
+            ws[e % per][e / per] = 0.0f;
+            if_(ch < O, [&] { ws[e % per][e / per] = cast(w[ch][e % per], f32); });
           });
         });
         syncthreads();
-        if_(t < tiles && c < C, [&] { compute(t, c, [&](int k) { return ws[k][lane]; }); });
+        // [O][KH][KW][C/g]: tap k's input channels together
+        if_(t < tiles && c < O, [&] { compute(t, c, [&](int k, Expr ci) { return ws[k * cg + ci][lane]; }); });
       });
 }
 
