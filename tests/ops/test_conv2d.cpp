@@ -99,7 +99,7 @@ TEST_CASE(
       {{1, 3, 12, 12}, {8, 3, 7, 7}, 2, 3, 1, 1, true},    // the ResNet stem's 7x7 (C = 3)
       {{1, 8, 9, 10}, {8, 8, 3, 3}, 1, 2, 2, 1, false},    // dilation 2
       {{1, 32, 5, 5}, {32, 16, 3, 3}, 1, 1, 1, 2, true},   // groups 2 (C/groups 16)
-      {{1, 12, 5, 6}, {10, 6, 3, 3}, 1, 1, 1, 2, true},    // groups 2, C/groups 6: the direct kernel
+      {{1, 12, 5, 6}, {10, 6, 3, 3}, 1, 1, 1, 2, true},    // groups 2, C/groups 6 (padded to 8)
       {{2, 16, 7, 7}, {16, 1, 3, 3}, 1, 1, 1, 16, true},   // depthwise
       {{1, 8, 9, 9}, {8, 1, 5, 5}, 2, 2, 1, 8, false},     // depthwise 5x5 stride 2
       {{1, 8, 7, 7}, {24, 8, 1, 1}, 2, 0, 1, 1, false},    // 1x1 stride 2 (downsample)
@@ -220,7 +220,7 @@ TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts")
 }
 
 TEST_CASE("conv2d templates: grouped convolutions on the direct kernel and on tensor cores") {
-  // ResNeXt's 4 and 8 channels per group (the direct kernel's default), more outputs than inputs
+  // ResNeXt's 4 and 8 channels per group (the first the direct kernel's default), more outputs than inputs
   // per group, 32 per group (the most the direct kernel takes at 3x3), 48 output channels (a
   // half-empty second block of 32 in NHWC), stride 2 and no padding; each on the direct kernel
   // (two pixel groupings) and on the tensor-core kernel (channels padded to 8 where C/groups is 4).
@@ -233,8 +233,8 @@ TEST_CASE("conv2d templates: grouped convolutions on the direct kernel and on te
   const int sms = hidet::runtime::device_info(0).sm_count;
   for (auto &s : shapes) {
     CHECK(t::conv2d_direct_serves(s));
-    CHECK(t::conv2d_prefers_direct(s) == (s.cg() <= 8));
-    CHECK(o::conv2d_runs_direct(s.groups, s.cg(), s.og(), s.kh, s.kw) == (s.cg() <= 8));
+    CHECK(t::conv2d_prefers_direct(s) == (s.cg() <= 4));
+    CHECK(o::conv2d_runs_direct(s.groups, s.cg(), s.og(), s.kh, s.kw) == (s.cg() <= 4));
     for (auto layout : {t::Conv2dLayout::NCHW, t::Conv2dLayout::NHWC})
       for (DataType d : {dtypes::f32, dtypes::f16}) {
         bool nhwc = layout == t::Conv2dLayout::NHWC;
@@ -279,6 +279,13 @@ TEST_CASE("conv2d templates: grouped convolutions on the direct kernel and on te
   direct.kind = t::Conv2dConfig::Kind::Depthwise;
   expect_error([&] { t::check_conv2d_config(wide, dtypes::f16, direct); }, {"at most 384 weights per output channel"});
   CHECK(!o::conv2d_runs_direct(1, 8, 8, 3, 3)); // not grouped
+  // The defaults: 8 pixels and 512 threads on the direct kernel, 128 x 64 x 32 tiles for a grouped
+  // GEMM of at most 8 outputs per group, 64 x 64 x 32 (4 stages) above.
+  t::Conv2dShape s1{16, 128, 56, 56, 128, 3, 3, 1, 1, 1, 1, 1, 1, 32}, s2{16, 256, 28, 28, 256, 3, 3, 1, 1, 1, 1, 1, 1, 32},
+      s3{16, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1, 1, 1, 32};
+  CHECK(t::conv2d_heuristic_config(s1, dtypes::f16, 132).str() == "direct 512 threads, 8 pixels");
+  CHECK(t::conv2d_heuristic_config(s2, dtypes::f16, 132).str() == "mma 128x64x32 (warps 2x2 of 64x32, 3 stages)");
+  CHECK(t::conv2d_heuristic_config(s3, dtypes::f16, 132).str() == "mma 64x64x32 (warps 2x2 of 32x32, 4 stages)");
 }
 
 TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)") {

@@ -189,7 +189,7 @@ TEST_CASE("matmul templates: every space-1 candidate is correct on a shape with 
   }
 }
 
-TEST_CASE("matmul heuristic: few rows and a short k take small mma.sync tiles on Hopper") {
+TEST_CASE("matmul heuristic: few rows and a short k take small mma.sync tiles on Hopper, within one wave") {
   // Space 0's single candidate for a transformer's projections at batch 1, and its result.
   struct Case {
     int m, n, k;
@@ -197,7 +197,9 @@ TEST_CASE("matmul heuristic: few rows and a short k take small mma.sync tiles on
   };
   for (Case c : {Case{128, 768, 768, "mma.sync 32x64x64"}, Case{128, 3072, 768, "mma.sync 64x64x64"},
                  Case{128, 768, 3072, "wgmma 64x128x64 (1 consumer warpgroup, 6 stages, persistent, split-k 4)"},
-                 Case{512, 768, 768, "wgmma"}}) {
+                 Case{512, 768, 768, "wgmma"},
+                 // past one wave of 64 x 64 tiles (Qwen2-0.5B's MLP at 128 tokens): wgmma
+                 Case{128, 4864, 896, "wgmma 64x128x64"}}) {
     auto cands = hidet::ops::matmul_candidates(c.m, c.n, c.k, dtypes::f16, 0);
     REQUIRE(cands.size() == 1);
     INFO(c.m << "x" << c.n << "x" << c.k << ": " << cands[0].label);

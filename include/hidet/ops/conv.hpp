@@ -71,7 +71,7 @@ std::optional<Tensor> conv2d_symbolic_batch(const Tensor &x, const Tensor &weigh
 
 /// True when a convolution of `groups` groups of `cg` input and `og` output channels each and a
 /// kh x kw window runs on the direct kernel by default (templates/conv2d_depthwise.hpp:
-/// depthwise, or grouped with at most 8 channels per group), which reads channels-last input in
+/// depthwise, or grouped with at most 4 input channels per group), which reads channels-last input in
 /// place whatever the channel count (graph::convert_layout_nhwc's test).
 bool conv2d_runs_direct(std::int64_t groups, std::int64_t cg, std::int64_t og, std::int64_t kh, std::int64_t kw);
 

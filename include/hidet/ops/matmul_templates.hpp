@@ -270,8 +270,12 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     // (H200, 128x3072x768: 5.1 against 6.3 us), but in BERT-base's CUDA graph at batch 1, where
     // each product reads its weights from HBM, routing them to wgmma made the model slower
     // (0.476 against 0.467 ms, docs/notes/matmul_wgmma.md).
-    if (mb <= 256 && k <= 1024 && opts.parallel_k <= 1) {
-      std::int64_t tiles64 = std::int64_t(lang::ceil_div(mb, 64)) * lang::ceil_div(n, 64);
+    // Not past one wave of 64 x 64 tiles: Qwen2-0.5B's MLP products at 128 tokens (128 x 4864 x
+    // 896: 152 tiles, two waves on 132 SMs) ran 12.6 us on mma.sync in its CUDA graph (H200),
+    // where one wave of the wgmma heuristic's 64 x 128 tiles is modelled at 4 (and its space-2
+    // tuning of the merged 128 x 9728 x 896 product picked 64 x 256 wgmma tiles, 11.7 us).
+    const std::int64_t tiles64 = std::int64_t(lang::ceil_div(mb, 64)) * lang::ceil_div(n, 64);
+    if (mb <= 256 && k <= 1024 && opts.parallel_k <= 1 && tiles64 <= sms) {
       add_mma(tiles64 >= 64 ? MatmulF16Config{2, 2, 32, 32, 64, 4, 1} : MatmulF16Config{1, 2, 32, 32, 64, 4, 1});
       if (space == 0 && !out.empty()) return out;
     }

@@ -144,17 +144,20 @@ inline bool conv2d_prefers_wgmma(const Conv2dShape &s, DataType dt, bool hopper)
   return hopper && conv2d_wgmma_supports(s, dt) && s.c >= 256 &&
          lang::ceil_div(s.gemm_m(), std::int64_t(64)) * lang::ceil_div(s.o, 64) >= 24;
 }
-/// True when the direct kernel is the default: depthwise, or grouped with at most 8 channels per
-/// group on either side (a GEMM per group fills a tensor-core tile's 64 columns 8 at a time or
-/// fewer; ResNeXt-50 32x4d's first two stages have 4 and 8).
+/// True when the direct kernel is the default: depthwise, or grouped with at most 4 input
+/// channels per group (a GEMM per group fills a tensor-core tile's 64 columns 4 at a time). H200,
+/// f16 NHWC, ResNeXt-50 32x4d's grouped 3x3 layers (bench_conv2d --grouped, search space 1): at 4
+/// channels per group the direct kernel won (33 us against 199 for the default GEMM at batch 16);
+/// at 8 the GEMM with 128 x 64 x 32 tiles did (36 against 58).
 inline bool conv2d_prefers_direct(const Conv2dShape &s) {
-  return conv2d_direct_serves(s) && (s.depthwise() || s.cg() <= 8 || s.og() <= 8);
+  return conv2d_direct_serves(s) && (s.depthwise() || s.cg() <= 4);
 }
 inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms, bool hopper = false) {
   Conv2dConfig c;
   if (conv2d_prefers_direct(s)) {
     c.kind = Conv2dConfig::Kind::Depthwise;
     c.dw_pixels = depthwise_default_pixels(s, num_sms);
+    if (!s.depthwise()) c.dw_threads = 512;
     return c;
   }
   if (conv2d_prefers_wgmma(s, dt, hopper)) {
@@ -170,6 +173,10 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
   if (dt.is_half()) {
     c.kind = Conv2dConfig::Kind::Mma;
     c.mma = Conv2dMmaConfig{2, 2, 32, 32, 64, 3};
+    // Grouped: 128 x 64 x 32 tiles for at most 8 output channels per group, else 64 x 64 x 32 with
+    // 4 stages (H200, f16 NHWC, ResNeXt-50 32x4d's grouped layers at batch 16, search space 1:
+    // 36 against 58 us at 8 channels per group, 13.1 against 15.1 at 16, 7.1 against 8.4 at 32).
+    if (s.groups > 1) c.mma = s.og() <= 8 ? Conv2dMmaConfig{2, 2, 64, 32, 32, 3} : Conv2dMmaConfig{2, 2, 32, 32, 32, 4};
     // Split-k for long k, and for any k when the tiles fill under a quarter of the GPU (batch 1's
     // 7x7 and 14x14 layers: 3 to 8 tiles of 64 x 64 with k of 576 to 960 otherwise run 3 to 8
     // blocks on 132 multiprocessors).

@@ -14,11 +14,14 @@
 
 namespace hidet::ops::templates {
 
-/// The default output pixels per thread of the direct kernel: 4 along a row, fewer while the
-/// threads would not fill `num_sms` multiprocessors with 4 warps each (7 x 7 maps of few channels).
+/// The default output pixels per thread of the direct kernel: 4 along a row (8 for a grouped
+/// convolution, whose inputs serve several input channels' taps), fewer while the threads would not
+/// fill `num_sms` multiprocessors with 4 warps each (7 x 7 maps of few channels). H200, f16 NHWC,
+/// ResNeXt-50's 3x3 over 4 channels per group at 56 x 56 (bench_conv2d --grouped): 8 pixels and 512
+/// threads won search space 1 at batch 1 and 16 (4.9 and 33 us against 6.4 and 71 at 4 and 256).
 inline int depthwise_default_pixels(const Conv2dShape &s, int num_sms = 132) {
   const std::int64_t rows = std::int64_t(s.n) * s.oh(), lanes = (s.o + 31) / 32 * 32;
-  int p = 4;
+  int p = s.depthwise() ? 4 : 8;
   while (p > 1 && rows * lang::ceil_div(std::int64_t(s.ow()), std::int64_t(p)) * lanes < std::int64_t(num_sms) * 128)
     p /= 2;
   return p;
