@@ -423,6 +423,32 @@ def test_save_graphs_option(tmp_path):
     assert 'Conv2d' in (tmp_path / '0_input.txt').read_text()
 
 
+class UpcastCausalAttention(nn.Module):
+    """GPT-Neo's attention (transformers' GPTNeoSelfAttention._attn): scores in f32 from half q and
+    k, masked by torch.where with a causal buffer and finfo.min, the probabilities cast back."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer('bias', torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, 1, n, n), persistent=False)
+
+    def forward(self, q, k, v):
+        s = torch.matmul(q.to(torch.float32), k.to(torch.float32).transpose(-1, -2))
+        lowest = torch.tensor(torch.finfo(s.dtype).min, dtype=s.dtype, device=s.device)
+        s = torch.where(self.bias[:, :, :q.shape[-2], :k.shape[-2]], s, lowest)
+        return torch.matmul(torch.softmax(s, dim=-1).to(v.dtype), v)
+
+
+def test_attention_with_f32_scores_and_a_where_mask_is_one_node(tmp_path):
+    model = UpcastCausalAttention(32).to(DEVICE).eval()
+    q, k, v = (r(1, 2, 19, 64).half() for _ in range(3))
+    with torch.no_grad():
+        got = compiled(model, options={'save_graphs': str(tmp_path)})(q, k, v)
+        assert_close(got.float(), model(q.float(), k.float(), v.float()), atol=2e-2, rtol=2e-2)
+    final = sorted(tmp_path.glob('*_fuse_operators.txt'))[-1].read_text()
+    assert 'ScaledDotProductAttention' in final and 'is_causal=true' in final, final
+    assert 'Softmax' not in final and 'Where' not in final, final
+
+
 def test_tensor_core_parallel_k_and_fp16_reduction_options():
     lin = torch.nn.Sequential(torch.nn.Linear(40, 24), torch.nn.ReLU()).to(DEVICE).half().eval()
     x = r(9, 40).half()

@@ -990,9 +990,20 @@ TEST_CASE("fuse_attention: scores in f32 under a Where mask (GPT-Neo's attention
       expect_same(graph::optimize(g).run({q1, k1, v1})[0], g.run({q1, k1, v1})[0], 2);
     }
   }
+  Tensor cond = asarray(causal, {1, 1, s, s});
+  { // f32 throughout (GPT-Neo run in f32: no casts): the same rule, on the f32 attention kernel
+    Tensor q32 = make({b, h, s, d}, dtypes::f32), k32 = make({b, h, s, d}, dtypes::f32), v32 = make({b, h, s, d}, dtypes::f32);
+    Tensor q = symbol_like(q32, "q"), k = symbol_like(k32, "k"), v = symbol_like(v32, "v");
+    Tensor sc = o::where(cond, o::matmul(q, o::transpose(k, -1, -2)), lowest);
+    FlowGraph g = trace_from(o::matmul(o::softmax(sc, -1), v), {q, k, v});
+    FlowGraph f = graph::fuse_attention(g);
+    INFO(f.str());
+    CHECK(count_named(f, "ScaledDotProductAttention") == 1);
+    CHECK(f.str().find("is_causal=true") != std::string::npos);
+    expect_same(graph::optimize(g).run({q32, k32, v32})[0], g.run({q32, k32, v32})[0], 2);
+  }
   // Not attention's mask: a fill that is not far below the scores (0), or the scores kept where
   // the condition fails (where(cond, fill, scores)); k not cast while q is (f32 k): left alone.
-  Tensor cond = asarray(causal, {1, 1, s, s});
   Tensor q = symbol_like(qa, "q"), k = symbol_like(ka, "k"), v = symbol_like(va, "v");
   CHECK(count_named(graph::fuse_attention(trace_from(net(q, k, v, cond, o::full({}, 0.0, dtypes::f32), std::nullopt), {q, k, v})),
                     "ScaledDotProductAttention") == 0);
