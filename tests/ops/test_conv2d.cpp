@@ -187,7 +187,8 @@ TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts")
       {1, 48, 9, 11, 48, 7, 7, 1, 1, 3, 3, 1, 1, 48},  // ConvNeXt's 7x7, padding 3
       {2, 8, 9, 9, 8, 5, 5, 2, 2, 2, 2, 1, 1, 8},      // 5x5 stride 2 (EfficientNet)
       {1, 16, 8, 10, 16, 3, 3, 1, 1, 2, 2, 2, 2, 16},  // dilation 2
-      {1, 8, 6, 8, 8, 3, 3, 1, 1, 0, 0, 1, 1, 8}};     // no padding
+      {1, 8, 6, 8, 8, 3, 3, 1, 1, 0, 0, 1, 1, 8},      // no padding
+      {1, 8, 9, 12, 8, 21, 21, 1, 1, 10, 10, 1, 1, 8}}; // 441 taps: weights past shared memory (NHWC)
   for (auto &s : shapes)
     for (auto layout : {t::Conv2dLayout::NCHW, t::Conv2dLayout::NHWC})
       for (DataType d : {dtypes::f32, dtypes::f16}) {

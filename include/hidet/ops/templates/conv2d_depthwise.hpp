@@ -48,7 +48,9 @@ inline bool conv2d_direct_serves(const Conv2dShape &s) {
 ///  * NHWC: a block is 32 output channels (one warp: coalesced loads along C where a group has
 ///    one channel, a broadcast per group otherwise) by `threads` / 32 pixel groups; its 32
 ///    channels' weights, a contiguous piece of w, are staged in shared memory as [tap][channel]
-///    (conflict-free reads).
+///    (conflict-free reads), up to kDirectMaxWeights per channel (48 KB of f32); past that (a
+///    depthwise window larger than 19 x 19, RepLKNet's 31 x 31) each thread reads its weights
+///    from global memory.
 ///  * NCHW: consecutive threads take consecutive pixel groups of one (image, channel) plane; the
 ///    weights are read from global memory (one channel per warp, mostly: broadcasts).
 inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::string &name,
@@ -145,9 +147,13 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
         }
         if (sym) attrs.cuda.grid_dim = max(ceil_div(tiles, rows), 1) * c_blocks;
         else attrs.cuda.grid_dim = int(c_blocks * ceil_div(tiles_c, std::int64_t(rows)));
-        auto ws = shared_tensor(f32[per][32], "w_tile"); // this block's 32 channels
         Var cb = blockIdx.x % c_blocks, lane = threadIdx.x % 32;
         Var t = blockIdx.x / c_blocks * rows + threadIdx.x / 32, c = cb * 32 + lane;
+        if (per > kDirectMaxWeights) { // a depthwise window past 19 x 19: too many weights to stage
+          if_(t < tiles && c < O, [&] { compute(t, c, [&](int k, Expr ci) { return cast(w[c][k * cg + ci], f32); }); });
+          return;
+        }
+        auto ws = shared_tensor(f32[per][32], "w_tile"); // this block's 32 channels
         // The block's weights are w's elements [cb 32 per, (cb + 1) 32 per): coalesced reads.
         for_(range(ceil_div(32 * per, threads)).unroll(), [&](Var r) {
           Var e = r * threads + threadIdx.x;
