@@ -19,7 +19,11 @@
 //
 // Usage: bench_decode   (HIDET_BENCH_MODELS=1b|8b selects; HIDET_SEARCH_SPACE=1 tunes the products
 // and prints the configuration each tuning chose; HIDET_BENCH_CANDIDATES=1 also times every
-// candidate of search space 1 at 8 and 32 rows over the same copies and prints the five fastest)
+// candidate of search space 1 at 8 and 32 rows over the same copies and prints the five fastest;
+// HIDET_BENCH_SHAPES="128x4864x896,197x1536x384" (M x N x K) times these products instead of the
+// models, the same way: kernels launched directly, weights read from memory, with the candidates
+// under HIDET_BENCH_CANDIDATES=1: the data for the defaults of small-M products, whose time
+// through the operator, ops::matmul's dispatch included, bench_matmul_ops reports)
 // Needs a GPU; on the emulator it says so and exits 0.
 #include <algorithm>
 #include <cstdio>
@@ -79,24 +83,48 @@ int main() {
                                                           : ".");
   std::vector<Model> models{{"1b", 2048, 8192, 32, 8, 64, 128256},
                             {"8b", 4096, 14336, 32, 8, 128, 128256}};
+  // HIDET_BENCH_SHAPES: given products (M x N x K) instead of the models' projections.
+  struct Given {
+    int m, n, k;
+  };
+  std::vector<Given> given;
+  if (const char *env = std::getenv("HIDET_BENCH_SHAPES")) {
+    const std::string list = env;
+    for (std::size_t pos = 0; pos < list.size();) {
+      const std::size_t end = std::min(list.find(',', pos), list.size());
+      Given g{};
+      if (std::sscanf(list.substr(pos, end - pos).c_str(), "%dx%dx%d", &g.m, &g.n, &g.k) == 3 && g.m > 0 && g.n > 0 &&
+          g.k > 0)
+        given.push_back(g);
+      else
+        std::printf("HIDET_BENCH_SHAPES: '%s' is not M x N x K; skipped\n", list.substr(pos, end - pos).c_str());
+      pos = end + 1;
+    }
+    models = {{"given", 0, 0, 0, 0, 0, 0}};
+  }
   int failures = 0;
   for (const auto &md : models) {
     if (!std::regex_search(md.name, pick)) continue;
     struct Proj {
       const char *what;
       int k, n;
+      int m = 0; ///< the rows to time (0: 1, 8 and 32)
     };
     const int q = md.heads * md.head_dim, kv = md.kv_heads * md.head_dim;
     std::vector<Proj> projs{{"q", md.hidden, q},           {"k, v", md.hidden, kv},
                             {"o", q, md.hidden},           {"gate, up", md.hidden, md.inter},
                             {"down", md.inter, md.hidden}, {"lm_head", md.hidden, md.vocab}};
+    if (!given.empty()) {
+      projs.clear();
+      for (const Given &g : given) projs.push_back({"given", g.k, g.n, g.m});
+    }
     std::printf("%s: projections, bf16 (fraction: bytes / time / copy bandwidth; the weights rotate over copies\n"
                 "of at least 256 MB together, so that each call reads them from memory, not from the L2)\n",
                 md.name);
     std::printf("%-9s %5s %6s %6s | %-48s %9s %6s | %9s %6s\n", "proj", "M", "K", "N",
                 "hidet kernel", "hidet us", "frac", "cuBLAS us", "frac");
     for (const auto &p : projs)
-      for (int m : {1, 8, 32}) {
+      for (int m : p.m > 0 ? std::vector<int>{p.m} : std::vector<int>{1, 8, 32}) {
         // Copies of the weights (views into one allocation), at least 256 MB together: a decode
         // step reads each weight once, from memory; timing one copy over and over would read a
         // weight of up to the L2's size (50 MB on the H100) from the L2 (fractions past 1).
@@ -147,7 +175,7 @@ int main() {
                     p.n, label.c_str(), us, gbs(bytes, us * 1e-3) / bw, cublas_us,
                     cublas_us > 0 ? gbs(bytes, cublas_us * 1e-3) / bw : 0.0,
                     chk.ok ? "" : "  WRONG (differs from cuBLAS / the reference)");
-        if (every_candidate && m > 1 && p.n < md.vocab) {
+        if (every_candidate && m > 1 && (!given.empty() || p.n < md.vocab)) {
           // Each candidate of space 1, built side by side, timed the same way (the tuning times
           // them one launch at a time on one copy, with the L2 emptied before each: to compare).
           auto all = hidet::ops::matmul_candidates(m, p.n, p.k, hidet::bf16, 1);
@@ -174,6 +202,7 @@ int main() {
         }
       }
 
+    if (!given.empty()) break; // no attention for given products
     // 3. attention over the static cache
     std::printf("\n%s: attention over a static cache, %d q heads on %d kv heads, head dim %d, "
                 "bf16, 544 valid keys\n",
