@@ -1,7 +1,8 @@
 // conv2d templates: implicit GEMM on tensor cores (f16/bf16) and on the FMA units (f32), and a
-// direct kernel (depthwise, and grouped with few channels per group); NCHW and NHWC. The kernels are in conv2d_kernels.hpp (see its top for
-// the GEMM view), conv2d_wgmma.hpp (Hopper), conv2d_depthwise.hpp and conv2d_pack.hpp (the
-// repacks). This header chooses among them:
+// direct kernel (depthwise, and grouped with few channels per group); NCHW and NHWC. The kernels
+// are in conv2d_kernels.hpp (see its top for the GEMM view), conv2d_wgmma.hpp (Hopper),
+// conv2d_depthwise.hpp (the direct kernel) and conv2d_pack.hpp (the repacks). This header
+// chooses among them:
 //  * Conv2dConfig: which kernel and its tiling; conv2d_heuristic_config() is the default per
 //    shape, conv2d_candidates(shape, dtype, layout, space, sms) the search space of tuning
 //    (space 0: the default only; 1: up to about 30; 2: more).

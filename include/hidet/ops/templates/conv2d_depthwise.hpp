@@ -1,6 +1,6 @@
 // The direct conv2d kernel of the conv2d templates (conv2d.hpp), for depthwise convolutions
-// (groups == C == O) and grouped ones of few channels per group (ResNeXt's 4 and 8: a GEMM per
-// group would fill a tensor-core tile's columns 4 or 8 at a time): a few outputs of one row per
+// (groups == C == O) and grouped ones of few channels per group (ResNeXt's first stage, 4: a GEMM
+// per group would fill a tensor-core tile's columns 4 at a time): a few outputs of one row per
 // thread sharing their loads, the KH x KW window unrolled, f32 accumulation; not a GEMM. NCHW and
 // NHWC, a bias and an epilogue; the batch may be symbolic (Conv2dShape::batch).
 #pragma once
