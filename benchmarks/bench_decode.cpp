@@ -24,11 +24,18 @@
 // models, the same way: kernels launched directly, weights read from memory, with the candidates
 // under HIDET_BENCH_CANDIDATES=1: the data for the defaults of small-M products, whose time
 // through the operator, ops::matmul's dispatch included, bench_matmul_ops reports)
+// HIDET_BENCH_EPILOGUE="silu_mul,residual,bias_silu" (with HIDET_BENCH_SHAPES) also times, for
+// each product, the kernel with that chain fused into its store (silu(x @ w) * u with u [M, N],
+// x @ w + r with r [M, N], silu(x @ w + bias) with bias [N]), as ops::matmul dispatches it, and on
+// Hopper the wgmma kernel of the heuristic's tiling with and without its extras preloaded
+// (MatmulWgmmaConfig::preload_extras), each checked against the unfused operators.
 // Needs a GPU; on the emulator it says so and exits 0.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -42,6 +49,56 @@
 #include "bench_matmul_common.hpp"
 
 namespace {
+namespace o = hidet::ops;
+
+/// The epilogue `kind` after an [m, n] product of dtype dt: its chain and the reference from the
+/// unfused operators (y: the plain product; extras: the chain's other inputs).
+struct BenchEpilogue {
+  std::shared_ptr<const o::Epilogue> epi;
+  std::vector<hidet::Tensor> extras;
+  hidet::Tensor want;
+};
+std::optional<BenchEpilogue> bench_epilogue(const std::string &kind, std::int64_t m, std::int64_t n, hidet::DataType dt,
+                                            const hidet::Tensor &y) {
+  using hidet::lang::Expr;
+  o::Shape shape{m, n};
+  auto x = o::input("x", shape, dt);
+  auto silu = [&](const Expr &v) { return v / (hidet::lang::cast(1.0f, dt) + hidet::lang::exp(-v)); };
+  BenchEpilogue b;
+  o::Task t;
+  if (kind == "silu_mul") {
+    auto u = o::input("u", shape, dt);
+    t = o::Task{"silu_mul", {x, u}, {o::compute("silu_mul", shape, [&](const o::Idx &i) { return silu(x.at(i)) * u.at(i); })}, ""};
+    b.extras = {hidet::ops::mul(hidet::randn({m, n}, dt, "cuda"), 0.5)};
+    b.want = o::silu(y) * b.extras[0];
+  } else if (kind == "residual") {
+    auto r = o::input("r", shape, dt);
+    t = o::Task{"residual", {x, r}, {o::compute("residual", shape, [&](const o::Idx &i) { return x.at(i) + r.at(i); })}, ""};
+    b.extras = {hidet::randn({m, n}, dt, "cuda")};
+    b.want = y + b.extras[0];
+  } else if (kind == "bias_silu") {
+    auto bias = o::input("bias", {n}, dt);
+    t = o::Task{"bias_silu", {x, bias},
+                {o::compute("bias_silu", shape, [&](const o::Idx &i) { return silu(x.at(i) + bias.at({i.back()})); })}, ""};
+    b.extras = {hidet::randn({n}, dt, "cuda")};
+    b.want = o::silu(y + b.extras[0]);
+  } else {
+    return std::nullopt;
+  }
+  auto next = o::Epilogue::identity(shape, dt).then(t, 0, t.str(), t.name);
+  if (!next) return std::nullopt;
+  b.epi = std::make_shared<const o::Epilogue>(*next);
+  return b;
+}
+
+/// The largest difference of got and want over (1 + want's largest magnitude).
+double rel_diff(const hidet::Tensor &got, const hidet::Tensor &want) {
+  auto g = got.to_double_vector(), w = want.to_double_vector();
+  double err = 0, mag = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) err = std::max(err, std::abs(g[i] - w[i])), mag = std::max(mag, std::abs(w[i]));
+  return err / (1 + mag);
+}
+
 struct Model {
   const char *name;
   int hidden, inter, heads, kv_heads, head_dim, vocab;
@@ -101,6 +158,15 @@ int main() {
       pos = end + 1;
     }
     models = {{"given", 0, 0, 0, 0, 0, 0}};
+  }
+  std::vector<std::string> epilogues;
+  if (const char *env = std::getenv("HIDET_BENCH_EPILOGUE")) {
+    std::string list = env;
+    for (std::size_t pos = 0; pos < list.size();) {
+      const std::size_t end = std::min(list.find(',', pos), list.size());
+      if (end > pos) epilogues.push_back(list.substr(pos, end - pos));
+      pos = end + 1;
+    }
   }
   int failures = 0;
   for (const auto &md : models) {
@@ -175,6 +241,37 @@ int main() {
                     p.n, label.c_str(), us, gbs(bytes, us * 1e-3) / bw, cublas_us,
                     cublas_us > 0 ? gbs(bytes, cublas_us * 1e-3) / bw : 0.0,
                     chk.ok ? "" : "  WRONG (differs from cuBLAS / the reference)");
+        for (const std::string &kind : epilogues) {
+          auto be = bench_epilogue(kind, m, p.n, hidet::bf16, y);
+          if (!be) {
+            std::printf("    epilogue '%s': unknown (silu_mul, residual, bias_silu) or not fusable\n", kind.c_str());
+            continue;
+          }
+          hidet::Tensor fy = hidet::empty({m, p.n}, hidet::bf16, "cuda");
+          // Fused kernels are checked on copy 0 (y's weights), then timed over the copies.
+          auto time_fused = [&](const hidet::ops::MatmulRun &f, const std::string &what) {
+            f(x, w, fy, be->extras);
+            const double err = rel_diff(fy, be->want);
+            const bool ok = err <= 2e-2;
+            if (!ok) ++failures;
+            const double fus = 1e3 * time_ms([&] { f(x, next_w(), fy, be->extras); });
+            std::printf("    %-9s %-44.44s %9.2f us (plain %.2f: +%.2f)%s\n", kind.c_str(), what.c_str(), fus, us,
+                        fus - us, ok ? "" : "  WRONG (differs from the unfused operators)");
+          };
+          auto fused = hidet::ops::matmul_template_kernel(m, p.n, p.k, hidet::bf16, x, w, fy, {}, be->epi, be->extras);
+          if (fused) time_fused(fused, "fused, as dispatched");
+          if (hidet::ops::matmul_wgmma_available() && m > 8) {
+            for (bool preload : {true, false}) {
+              auto cfg = hidet::ops::templates::matmul_wgmma_heuristic_config(m, p.n, p.k, dev.sm_count);
+              cfg.preload_extras = preload;
+              auto kern = std::make_shared<hidet::ops::templates::MatmulWgmma>(m, p.n, p.k, hidet::bf16, cfg,
+                                                                               hidet::ops::templates::MatmulBatch{}, be->epi);
+              time_fused([kern](const hidet::Tensor &a, const hidet::Tensor &b, const hidet::Tensor &c,
+                                const std::vector<hidet::Tensor> &ex) { (*kern)(a, b, c, ex); },
+                         "wgmma " + cfg.str());
+            }
+          }
+        }
         if (every_candidate && m > 1 && (!given.empty() || p.n < md.vocab)) {
           // Each candidate of space 1, built side by side, timed the same way (the tuning times
           // them one launch at a time on one copy, with the L2 emptied before each: to compare).

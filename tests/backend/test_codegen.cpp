@@ -148,8 +148,11 @@ TEST_CASE("math intrinsics per dtype") {
   CHECK(has(one(Intrinsic::Min, dtypes::f32, 2), "out[0] = fminf(x, x);"));
   CHECK(has(one(Intrinsic::IsNan, dtypes::f32), "out[0] = isnan(x);"));
   CHECK(has(one(Intrinsic::Abs, dtypes::f64), "out[0] = fabs(x);"));
-  std::string h = one(Intrinsic::Exp, dtypes::f16);
-  CHECK(has(h, "out[0] = hexp(x);"));
+  // exp of 16-bit floats: the fast f32 exp, rounded; other functions keep the native half ones
+  CHECK(has(one(Intrinsic::Exp, dtypes::f16), "out[0] = __float2half_rn(hidet_exp_ftz(__half2float(x)));"));
+  CHECK(has(one(Intrinsic::Exp, dtypes::bf16), "out[0] = __float2bfloat16_rn(hidet_exp_ftz(__bfloat162float(x)));"));
+  std::string h = one(Intrinsic::Log, dtypes::f16);
+  CHECK(has(h, "out[0] = hlog(x);"));
   CHECK(has(h, "#include <cuda_fp16.h>"));
   CHECK_FALSE(has(h, "cuda_bf16.h"));
   std::string b = one(Intrinsic::Tanh, dtypes::bf16);
@@ -263,11 +266,17 @@ TEST_CASE("constants") {
   CHECK(k(ConstantNode::make_int(dtypes::boolean, 1)) == "true");
 }
 
-TEST_CASE("small integer arithmetic wraps to the operand type; float % uses fmod") {
+TEST_CASE("small integer arithmetic wraps to the operand type; float % uses fmod; half / is fast") {
   Var a = scalar(dtypes::i8, "a"), f = scalar(dtypes::f16, "f");
   CHECK(has(code_of(BinaryNode::make(BinaryOp::Add, a, a), {a}), "out[0] = ((int8_t)(a + a));"));
   CHECK(has(code_of(BinaryNode::make(BinaryOp::Mod, f, f), {f}),
             "out[0] = __float2half_rn(fmodf(__half2float(f), __half2float(f)));"));
+  // f16/bf16 division: f32 with the fast reciprocal, rounded
+  CHECK(has(code_of(BinaryNode::make(BinaryOp::Div, f, f), {f}),
+            "out[0] = __float2half_rn(__fdividef(__half2float(f), __half2float(f)));"));
+  Var b = scalar(dtypes::bf16, "b");
+  CHECK(has(code_of(BinaryNode::make(BinaryOp::Div, b, b), {b}),
+            "out[0] = __float2bfloat16_rn(__fdividef(__bfloat162float(b), __bfloat162float(b)));"));
 }
 
 TEST_CASE("user errors: kernel names, unknown callees, shared tensors of unknown size") {

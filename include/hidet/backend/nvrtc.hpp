@@ -43,7 +43,7 @@ std::vector<std::string> nvrtc_options(const CompileOptions &opts);
 /// Compiles `source` to CUBIN for opts.arch. `name` names the module in messages and dumps.
 /// Throws CudaError when NVRTC cannot be loaded, the arch is unsupported, or the compile fails
 /// (the source is then always dumped to $HIDET_DUMP_DIR, else a temp dir). With HIDET_DUMP_DIR
-/// set, every compile also leaves <name>_<hash>.cu, .ptx and .log there.
+/// set, every compile also leaves <name>_<hash>.cu, .ptx, .cubin (for cuobjdump -sass) and .log there.
 CompiledBinary nvrtc_compile(const std::string &source, const std::string &name,
                              const CompileOptions &opts);
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -108,6 +109,27 @@ public:
   lang::Expr value(const Idx &idx, const lang::Expr &v) const;
   /// Stores the epilogue's value for anchor element `idx` with value `v`.
   void store(const Idx &idx, const lang::Expr &v) const;
+  /// value() in two steps, so that a kernel can read the extra inputs (biases, residuals) before
+  /// its anchor values are ready and overlap those reads' latency with other work: preload(idx)
+  /// reads into registers, here, every extra input element that anchor element `idx`'s value
+  /// needs (only where `ok` holds, when given: an element outside the output reads nothing), and
+  /// finish(p, v) then gives value(idx, v) from those registers. Both run where the kernel's
+  /// statements go; the registers of a preload stay live until its finish.
+  struct Preload {
+    std::optional<lang::Var> x; ///< stands for the anchor's value (set by finish)
+    ir::Expr value;             ///< out's value over x and the preloaded registers (null: identity)
+  };
+  Preload preload(const Idx &idx, const std::optional<lang::Expr> &ok = std::nullopt) const;
+  /// preload() of a run of anchor elements idxs[0 .. r) (r = 2, 4 or 8: neighbours in the
+  /// anchor's last axis, the first at a multiple of r): an extra input that these elements read
+  /// at r consecutive elements starting at a multiple of r (a residual of out's layout, a bias
+  /// along the last axis) is read as one vector of r elements instead of r scalars. The kernel's
+  /// extra inputs must then start at 16-byte aligned addresses (the caller's launch sees to it).
+  /// Write the run's column as `c * r + x` with `c` a variable, so that the alignment shows.
+  std::vector<Preload> preload_run(const std::vector<Idx> &idxs, const std::optional<lang::Expr> &ok = std::nullopt) const;
+  lang::Expr finish(const Preload &p, const lang::Expr &v) const;
+  /// True when the epilogue reads extra inputs (preloading has something to read).
+  bool has_extras() const { return e_ && !inputs_.empty(); }
   /// True when out has x's dtype and elements (…, 2i) and (…, 2i + 1) of the anchor, whose last
   /// extent is even, are neighbours in out at an even position (paired stores stay valid and
   /// aligned): the epilogue is linear, or keeps runs of 2 (Epilogue::run).
@@ -124,6 +146,10 @@ public:
   static std::vector<lang::ParamSpec> param_specs(const Epilogue *e, const Extents &anchor_shape, DataType anchor_dtype);
 
 private:
+  /// A replacement for each read of an extra input's parameter (param, the read).
+  using ReadHook = std::function<ir::Expr(const ir::Var &, const ir::Expr &)>;
+  /// out's value at anchor element `idx` with x read as `xv`.
+  ir::Expr inline_value(const Idx &idx, const ir::Expr &xv, const ReadHook *on_read = nullptr) const;
   const Epilogue *e_;
   SymShape anchor_shape_;
   ir::Var out_;

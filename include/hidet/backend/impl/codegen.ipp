@@ -186,6 +186,11 @@ HIDET_INLINE std::string CudaEmitter::expr(const ir::Expr &e) {
         return "fmod(" + x + ", " + y + ")";
       return from_float("fmodf(" + to_float(x, d) + ", " + to_float(y, d) + ")", d);
     }
+    // f16/bf16 division in f32 with the fast reciprocal (2 ulp of f32 before the rounding to 16
+    // bits): cuda_fp16/bf16's operator/ checks and refines for f32 accuracy, twice the
+    // instructions, which fused epilogues pay per element (docs/notes/matmul_wgmma.md).
+    if (b->op == BinaryOp::Div && d.is_half())
+      return from_float("__fdividef(" + to_float(x, d) + ", " + to_float(y, d) + ")", d);
     std::string r = str_cat("(", x, " ", binary_op_symbol(b->op), " ", y, ")");
     // C++ promotes 8/16-bit integers to int; the IR computes on the operand type.
     DataType rd = dtype_of(e->type);

@@ -173,6 +173,19 @@ HIDET_INLINE std::string CudaEmitter::math_call(const ir::CallNode *c) {
   if (d == dtypes::f64)
     return str_cat(names->f64, "(", join(a), ")");
   dtype(d);
+  // exp of f16/bf16: ex2.approx.ftz of x log2(e) in f32, then rounded (3 instructions); bf16's
+  // hexp takes the accurate f32 path with its range checks, and __expf without ftz scales
+  // around denormal results (f32 denormals are below f16's range; bf16's flush to zero).
+  if (c->op == I::Exp) {
+    static const char *helper =
+        "static __device__ __forceinline__ float hidet_exp_ftz(float x) {\n"
+        "  float y;\n"
+        "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.4426950408889634f));\n"
+        "  return y;\n"
+        "}\n";
+    if (features_.extra.find(helper) == std::string::npos) features_.extra += helper;
+    return from_float("hidet_exp_ftz(" + to_float(a[0], d) + ")", d);
+  }
   if (names->half)
     return str_cat(names->half, "(", join(a), ")");
   std::vector<std::string> f;

@@ -39,7 +39,7 @@ HIDET_INLINE bool is_reserved_cuda_name(std::string_view s) {
       "coshf", "asinh", "asinhf", "acosh", "acoshf", "atanh", "atanhf", "log1p", "log1pf", "expm1",
       "expm1f", "log10", "log10f", "erfinv", "erfinvf",
       // names of the prelude
-      "hidet_dynamic_smem", "hidet_atomic_rmw"};
+      "hidet_dynamic_smem", "hidet_atomic_rmw", "hidet_exp_ftz"};
   static const std::unordered_set<std::string_view> words(std::begin(list), std::end(list));
   if (words.count(s))
     return true;

@@ -258,6 +258,7 @@ HIDET_INLINE CompiledBinary nvrtc_compile(const std::string &source, const std::
     fs::path dir(dump_dir);
     detail::write_text_file(dir / (stem + "_" + hash + ".cu"), source);
     detail::write_text_file(dir / (stem + "_" + hash + ".ptx"), bin.ptx);
+    detail::write_text_file(dir / (stem + "_" + hash + ".cubin"), std::string(bin.cubin.begin(), bin.cubin.end()));
     detail::write_text_file(dir / (stem + "_" + hash + ".log"),
                             "options: " + joined() + "\n" + bin.log);
   }

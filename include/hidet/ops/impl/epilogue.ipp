@@ -7,6 +7,10 @@
 #include <set>
 
 #include "hidet/ir/equal.hpp"
+#include "hidet/ir/layout.hpp"
+#include "hidet/lang/primitives/memory.hpp"
+#include "hidet/transforms/simplify.hpp"
+#include "hidet/transforms/simplify_index.hpp"
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/fuse.hpp"
 #include "hidet/ops/schedule_common.hpp"
@@ -145,19 +149,25 @@ inline std::vector<std::vector<ir::Expr>> reads_of(const ir::Expr &e, const ir::
 /// the extra inputs become reads of their kernel parameters.
 class EpilogueInliner : public ReadRewriter {
 public:
+  /// `on_read(param, read)`, when given, replaces each read of an extra input's parameter (a
+  /// preload's register).
+  using OnRead = std::function<ir::Expr(const ir::Var &, const ir::Expr &)>;
   EpilogueInliner(const std::map<const ir::VarNode *, ir::Var> &params,
                   const std::map<const ir::VarNode *, const TensorNode *> &computes, const ir::VarNode *x,
-                  const ir::Expr &xv, std::map<const ir::VarNode *, ir::Expr> subst)
-      : ReadRewriter(std::move(subst), [&params, &computes, x, xv](const ir::Expr &e, const std::vector<ir::Expr> &idx) {
+                  const ir::Expr &xv, std::map<const ir::VarNode *, ir::Expr> subst, const OnRead *on_read = nullptr)
+      : ReadRewriter(std::move(subst), [&params, &computes, x, xv, on_read](const ir::Expr &e,
+                                                                            const std::vector<ir::Expr> &idx) {
           const auto *n = e.as<ir::TensorElementNode>();
           if (n->base.get() == x) return xv;
-          if (auto p = params.find(n->base.get()); p != params.end())
-            return ir::TensorElementNode::make(p->second, idx, e->loc);
+          if (auto p = params.find(n->base.get()); p != params.end()) {
+            ir::Expr read = ir::TensorElementNode::make(p->second, idx, e->loc);
+            return on_read ? (*on_read)(p->second, read) : read;
+          }
           auto c = computes.find(n->base.get());
           HIDET_ASSERT(c != computes.end(), "epilogue: a read of '", n->base->hint, "', which is not an input");
           std::map<const ir::VarNode *, ir::Expr> s;
           for (std::size_t i = 0; i < c->second->axes.size(); ++i) s[c->second->axes[i].get()] = idx[i];
-          return EpilogueInliner(params, computes, x, xv, std::move(s)).mutate(c->second->value);
+          return EpilogueInliner(params, computes, x, xv, std::move(s), on_read).mutate(c->second->value);
         }) {}
 };
 
@@ -346,10 +356,9 @@ HIDET_INLINE EpilogueEmitter::EpilogueEmitter(const Epilogue *e, const Extents &
                e_->inputs.size(), " inputs");
 }
 
-HIDET_INLINE lang::Expr EpilogueEmitter::value(const Idx &idx, const lang::Expr &v) const {
-  if (!e_ || e_->is_identity()) return e_ ? lang::cast(v, e_->x.dtype()) : v;
+HIDET_INLINE ir::Expr EpilogueEmitter::inline_value(const Idx &idx, const ir::Expr &xv,
+                                                     const ReadHook *on_read) const {
   Idx oi = e_->to_out(reshape_index(idx, anchor_shape_, e_->x.sym_shape()));
-  lang::Var xv = let(e_->x.dtype(), lang::cast(v, e_->x.dtype()).ir(), "xv");
   std::map<const ir::VarNode *, ir::Var> params;
   for (std::size_t i = 0; i < inputs_.size(); ++i) params[e_->inputs[i].node().buf.get()] = inputs_[i];
   std::map<const ir::VarNode *, const TensorNode *> computes;
@@ -358,8 +367,131 @@ HIDET_INLINE lang::Expr EpilogueEmitter::value(const Idx &idx, const lang::Expr 
   std::map<const ir::VarNode *, ir::Expr> subst;
   const TensorNode &o = e_->out.node();
   for (std::size_t i = 0; i < o.axes.size(); ++i) subst[o.axes[i].get()] = oi[i].ir();
-  return lang::Expr(EpilogueInliner(params, computes, e_->x.node().buf.get(), ir::Expr(xv.ir()), std::move(subst))
-                        .mutate(o.value));
+  return EpilogueInliner(params, computes, e_->x.node().buf.get(), xv, std::move(subst), on_read).mutate(o.value);
+}
+
+HIDET_INLINE lang::Expr EpilogueEmitter::value(const Idx &idx, const lang::Expr &v) const {
+  if (!e_ || e_->is_identity()) return e_ ? lang::cast(v, e_->x.dtype()) : v;
+  lang::Var xv = let(e_->x.dtype(), lang::cast(v, e_->x.dtype()).ir(), "xv");
+  return lang::Expr(inline_value(idx, ir::Expr(xv.ir())));
+}
+
+HIDET_INLINE EpilogueEmitter::Preload EpilogueEmitter::preload(const Idx &idx,
+                                                               const std::optional<lang::Expr> &ok) const {
+  if (!e_ || e_->is_identity()) return {};
+  std::map<const ir::VarNode *, DataType> dtypes;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) dtypes.emplace(inputs_[i].get(), e_->inputs[i].dtype());
+  // Each read of an extra input becomes a register read here (the same element read twice is
+  // read once).
+  std::vector<std::pair<ir::Expr, lang::Var>> reads;
+  ReadHook on_read = [&](const ir::Var &param, const ir::Expr &read) -> ir::Expr {
+    for (const auto &[r, reg] : reads)
+      if (ir::structural_equal(r, read)) return reg.ir();
+    lang::Var reg = lang::var(dtypes.at(param.get()), std::string("preloaded"));
+    if (ok) lang::if_(*ok, [&] { reg = lang::Expr(read); });
+    else reg = lang::Expr(read);
+    reads.emplace_back(read, reg);
+    return reg.ir();
+  };
+  Preload p;
+  p.x = lang::var(e_->x.dtype(), std::string("xv"));
+  p.value = inline_value(idx, ir::Expr(p.x->ir()), &on_read);
+  return p;
+}
+
+namespace {
+/// Whether integer expression `e` is a multiple of r by its form (constants, sums, products with
+/// a factor that is): false when that does not show.
+bool shows_multiple_of(const ir::Expr &e, std::int64_t r) {
+  if (const auto *c = e.as<ir::ConstantNode>()) return c->dtype.is_integer() && c->ivalue % r == 0;
+  if (const auto *b = e.as<ir::BinaryNode>()) {
+    if (b->op == ir::BinaryOp::Add || b->op == ir::BinaryOp::Sub)
+      return shows_multiple_of(b->a, r) && shows_multiple_of(b->b, r);
+    if (b->op == ir::BinaryOp::Mul) return shows_multiple_of(b->a, r) || shows_multiple_of(b->b, r);
+  }
+  return false;
+}
+} // namespace
+
+HIDET_INLINE std::vector<EpilogueEmitter::Preload> EpilogueEmitter::preload_run(const std::vector<Idx> &idxs,
+                                                                                const std::optional<lang::Expr> &ok) const {
+  if (!e_ || e_->is_identity()) return std::vector<Preload>(idxs.size());
+  std::map<const ir::VarNode *, DataType> dtypes;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) dtypes.emplace(inputs_[i].get(), e_->inputs[i].dtype());
+  // Every element's reads get registers, declared here and written below: by one vector read
+  // for a run of consecutive elements, else one by one.
+  struct Read {
+    ir::Var param;
+    ir::Expr read, offset;
+    lang::Var reg;
+    bool done = false;
+  };
+  const std::size_t r = idxs.size();
+  std::vector<std::vector<Read>> reads(r);
+  std::vector<Preload> out;
+  for (std::size_t x = 0; x < r; ++x) {
+    ReadHook hook = [&](const ir::Var &param, const ir::Expr &read) -> ir::Expr {
+      for (const auto &rd : reads[x])
+        if (ir::structural_equal(rd.read, read)) return rd.reg.ir();
+      const auto *tt = param->type.as<ir::TensorTypeNode>();
+      HIDET_ASSERT(tt, "epilogue: extra input '", param->hint, "' is not a tensor");
+      reads[x].push_back({param, read, ir::tensor_offset(*tt, read.as<ir::TensorElementNode>()->indices),
+                          lang::var(dtypes.at(param.get()), std::string("preloaded")), false});
+      return reads[x].back().reg.ir();
+    };
+    Preload p;
+    p.x = lang::var(e_->x.dtype(), std::string("xv"));
+    p.value = inline_value(idxs[x], ir::Expr(p.x->ir()), &hook);
+    out.push_back(std::move(p));
+  }
+  auto guarded = [&](const std::function<void()> &body) {
+    if (ok) lang::if_(*ok, body);
+    else body();
+  };
+  // Vector reads: a read of element 0 whose offset shows a multiple of r, with a read of the same
+  // input at offset + x in each element x.
+  const bool pow2 = r == 2 || r == 4 || r == 8;
+  for (auto &first : reads[0]) {
+    const DataType dt = dtypes.at(first.param.get());
+    if (!pow2 || std::int64_t(dt.nbytes()) * std::int64_t(r) > 16 || dt.nbytes() * r < 4 ||
+        !shows_multiple_of(first.offset, std::int64_t(r)))
+      continue;
+    std::vector<Read *> run{&first};
+    for (std::size_t x = 1; x < r && run.size() == x; ++x)
+      for (auto &rd : reads[x]) {
+        if (rd.done || rd.param.get() != first.param.get()) continue;
+        ir::Expr diff = ir::simplify(ir::simplify_index(ir::BinaryNode::make(ir::BinaryOp::Sub, rd.offset, first.offset), {}));
+        const auto *c = diff.as<ir::ConstantNode>();
+        if (c && c->dtype.is_integer() && c->ivalue == std::int64_t(x)) {
+          run.push_back(&rd);
+          break;
+        }
+      }
+    if (run.size() != r) continue;
+    lang::Tensor regs = lang::register_tensor(lang::TensorSpec(dt, {ir::int32(int(r))}), "preloaded_run");
+    const auto *el = first.read.as<ir::TensorElementNode>();
+    guarded([&] { lang::load_vector(regs, lang::Element(first.param, el->indices, {}), int(dt.nbytes() * r)); });
+    for (std::size_t x = 0; x < r; ++x) {
+      lang::Var reg = run[x]->reg;
+      reg = regs[int(x)];
+      run[x]->done = true;
+    }
+  }
+  for (auto &per : reads)
+    for (auto &rd : per)
+      if (!rd.done) {
+        lang::Var reg = rd.reg;
+        guarded([&] { reg = lang::Expr(rd.read); });
+        rd.done = true;
+      }
+  return out;
+}
+
+HIDET_INLINE lang::Expr EpilogueEmitter::finish(const Preload &p, const lang::Expr &v) const {
+  if (!p.value) return e_ ? lang::cast(v, e_->x.dtype()) : v;
+  lang::Var x = *p.x;
+  x = lang::cast(v, e_->x.dtype());
+  return lang::Expr(p.value);
 }
 
 HIDET_INLINE int EpilogueEmitter::vector_width() const {

@@ -88,6 +88,12 @@ struct MatmulWgmmaConfig {
   /// 4-byte pairs over 8 rows). Used when n is a multiple of 8, without split-k and when the
   /// fused epilogue keeps runs of 8 elements; otherwise the pairs are stored directly.
   bool smem_epilogue = true;
+  /// With the staged epilogue of a fused chain that reads extra inputs (a bias, a residual, the
+  /// other half of a gated product): each warp reads the extra elements of its next 16 x 64
+  /// piece into registers before it stores the current one, so that those reads' latency overlaps
+  /// the stores instead of following each piece (docs/notes/matmul_wgmma.md). false: each piece
+  /// reads its extras as it stores them.
+  bool preload_extras = true;
   /// Ping-pong schedule (persistent, 2 or 3 consumers, no split-k, no clusters): each consumer
   /// warpgroup computes whole tiles of 64 * atoms x block_n on its own, the block's tiles dealt
   /// round-robin, and the consumers take turns in the main loop (an mbarrier per consumer passes
@@ -122,7 +128,8 @@ struct MatmulWgmmaConfig {
                    stages, " stages", persistent ? ", persistent" : "",
                    cluster_size() > 1 ? str_cat(", cluster ", cluster_m, "x", cluster_n) : std::string(),
                    split_k > 1 ? str_cat(", split-k ", split_k, split_fixup ? " summed in-kernel" : "") : std::string(),
-                   smem_epilogue ? std::string() : ", direct stores", ")");
+                   smem_epilogue ? std::string() : ", direct stores", preload_extras ? "" : ", extras read at the store",
+                   ")");
   }
 };
 
@@ -285,17 +292,20 @@ void consume_k_tiles(const lang::Tensor &acc, const lang::Tensor &full, const la
 /// The staged epilogue of one consumer warp (MatmulWgmmaConfig::smem_epilogue): the warp's
 /// accumulators acc (f32[atoms][bn / 2], wgmma's m64 layout: lane (g, q) of the warp holds rows
 /// g and g + 8 of its 16, columns 8 j + 2 q and + 1) cover rows row0 + 64 a + [0, 16) and
-/// columns n0 + [0, bn) of c. Per atom and 64 columns, stmatrix writes the halves to
+/// columns n0 + [0, bn) of c. Per atom and 64 columns (a piece), stmatrix writes the halves to
 /// buf[warp] (buf: dt[warps][16][64], one buffer per warp; 16-byte chunk c of row r at chunk
 /// c ^ (r % 8), so that neither the stmatrix rows nor the row reads conflict), then each lane
-/// reads 16-byte chunks back (8 lanes per row) and stores them to c through the epilogue: as
-/// they are, or element by element through `out`'s value when `apply` (a fused chain). n must
-/// be a multiple of 8 and out's vector width 8.
+/// reads 16-byte chunks back (8 lanes per row) and stores them to c: as they are, or, when
+/// `apply` (a fused chain), as 8 halves through `out`'s value. A chain's extra inputs are read
+/// 8 elements at a time where they lie like c (a residual, a bias along the columns:
+/// EpilogueEmitter::preload_run), and with `preload` the next piece's before the current piece
+/// is stored (the first piece's before the first). n must be a multiple of 8 and out's vector
+/// width 8.
 template <class IdxOf>
 void store_staged(const ops::detail::EpilogueEmitter &out, const IdxOf &c_idx, const lang::Tensor &acc,
                   const lang::Tensor &buf, const lang::Expr &warp, const lang::Expr &row0, const lang::Expr &n0,
                   const lang::Expr &m,
-                  int n, int bn, int atoms, bool guard_m, bool guard_n, DataType dt, bool apply) {
+                  int n, int bn, int atoms, bool guard_m, bool guard_n, DataType dt, bool apply, bool preload) {
   using namespace hidet::lang;
   Var lane = threadIdx.x % 32;
   auto words = register_tensor(u32[4], "words");
@@ -305,37 +315,74 @@ void store_staged(const ops::detail::EpilogueEmitter &out, const IdxOf &c_idx, c
   Var st_row = lane / 8 % 2 * 8 + lane % 8, st_chunk = lane / 16;
   // reads: lane l takes chunk l % 8 of row 4 i + l / 8
   Var rd_chunk = lane % 8;
+  // The elements this lane stores at read `it` of piece (a, cc): c[row][8 c8 .. 8 c8 + 7].
+  auto row_of = [&](int a, const Expr &r) { return row0 + a * 64 + r; };
+  auto c8_of = [&](int cc) { return var(i32, n0 / 8 + cc * 8 + rd_chunk, "c8"); };
+  auto inside = [&](const Expr &row, const Expr &c8) {
+    Expr ok = true;
+    if (guard_m) ok = ok && row < m;
+    if (guard_n) ok = ok && c8 * 8 < n;
+    return ok;
+  };
+  std::vector<std::pair<int, int>> pieces;
   for (int a = 0; a < atoms; ++a)
-    for (int cc = 0; cc < bn / 64; ++cc) {
-      for (int jj = 0; jj < 4; ++jj) {
-        // matrix i: rows 8 (i % 2) .., columns 8 (2 jj + i / 2) ..; its word of lane (g, q) is
-        // accumulator pair j = 8 cc + 2 jj + i / 2, half h = i % 2
-        for (int i = 0; i < 4; ++i) {
-          int e = a * (bn / 2) + (cc * 8 + 2 * jj + i / 2) * 4 + (i % 2) * 2;
-          words[i] = half2_pack(acc[e], acc[e + 1], dt);
-        }
-        stmatrix(buf[warp][st_row][((2 * jj + st_chunk) ^ (st_row % 8)) * 8], words, 4);
-      }
-      syncwarp();
-      for (int it = 0; it < 4; ++it) {
-        Var r = var(i32, it * 4 + lane / 8, "r");
-        load_vector(vals, buf[warp][r][(rd_chunk ^ (r % 8)) * 8], 16);
-        Expr row = row0 + a * 64 + r, col = n0 + cc * 64 + rd_chunk * 8;
-        Expr ok = true;
-        if (guard_m) ok = ok && row < m;
-        if (guard_n) ok = ok && col < n;
-        auto store = [&] {
-          if (apply)
-            for (int x = 0; x < 8; x += 2)
-              vals[x / 2] = half2_pack(out.value(c_idx(row, col + x), half2_unpack(vals[x / 2], 0, dt)),
-                                       out.value(c_idx(row, col + x + 1), half2_unpack(vals[x / 2], 1, dt)), dt);
-          store_vector(out.at(c_idx(row, col)), vals, 16);
-        };
-        if (guard_m || guard_n) if_(ok, store);
-        else store();
-      }
-      syncwarp(); // the buffer is free for the next 64 columns
+    for (int cc = 0; cc < bn / 64; ++cc) pieces.emplace_back(a, cc);
+  using Preloads = std::vector<ops::detail::EpilogueEmitter::Preload>; // [it * 8 + x]
+  // The extras of a piece, read now.
+  auto preload_piece = [&](std::pair<int, int> piece) {
+    Preloads p;
+    Var c8 = c8_of(piece.second);
+    for (int it = 0; it < 4; ++it) {
+      Expr row = row_of(piece.first, it * 4 + lane / 8);
+      std::optional<Expr> ok;
+      if (guard_m || guard_n) ok = inside(row, c8);
+      std::vector<Idx> run;
+      for (int x = 0; x < 8; ++x) run.push_back(c_idx(row, c8 * 8 + x));
+      for (auto &pl : out.preload_run(run, ok)) p.push_back(std::move(pl));
     }
+    return p;
+  };
+  const bool extras = apply && out.has_extras();
+  // the halves read back, and the values stored (a fused chain)
+  auto hv = register_tensor(TensorSpec(dt, {ir::int32(8)}), "hv"), ov = register_tensor(TensorSpec(dt, {ir::int32(8)}), "ov");
+  Preloads next = extras && preload ? preload_piece(pieces[0]) : Preloads{};
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    const auto [a, cc] = pieces[k];
+    Preloads cur = std::move(next);
+    if (extras && preload && k + 1 < pieces.size()) next = preload_piece(pieces[k + 1]);
+    for (int jj = 0; jj < 4; ++jj) {
+      // matrix i: rows 8 (i % 2) .., columns 8 (2 jj + i / 2) ..; its word of lane (g, q) is
+      // accumulator pair j = 8 cc + 2 jj + i / 2, half h = i % 2
+      for (int i = 0; i < 4; ++i) {
+        int e = a * (bn / 2) + (cc * 8 + 2 * jj + i / 2) * 4 + (i % 2) * 2;
+        words[i] = half2_pack(acc[e], acc[e + 1], dt);
+      }
+      stmatrix(buf[warp][st_row][((2 * jj + st_chunk) ^ (st_row % 8)) * 8], words, 4);
+    }
+    syncwarp();
+    if (extras && !preload) cur = preload_piece(pieces[k]);
+    Var c8 = c8_of(cc);
+    for (int it = 0; it < 4; ++it) {
+      Var r = var(i32, it * 4 + lane / 8, "r");
+      Expr row = row_of(a, r);
+      if (!apply) {
+        load_vector(vals, buf[warp][r][(rd_chunk ^ (r % 8)) * 8], 16);
+        auto store = [&] { store_vector(out.at(c_idx(row, c8 * 8)), vals, 16); };
+        if (guard_m || guard_n) if_(inside(row, c8), store);
+        else store();
+        continue;
+      }
+      load_vector(hv, buf[warp][r][(rd_chunk ^ (r % 8)) * 8], 16);
+      auto store = [&] {
+        for (int x = 0; x < 8; ++x)
+          ov[x] = extras ? out.finish(cur[std::size_t(it * 8 + x)], hv[x]) : out.value(c_idx(row, c8 * 8 + x), hv[x]);
+        store_vector(out.at(c_idx(row, c8 * 8)), ov, 16);
+      };
+      if (guard_m || guard_n) if_(inside(row, c8), store);
+      else store();
+    }
+    syncwarp(); // the buffer is free for the next 64 columns
+  }
 }
 } // namespace wgmma_detail
 
@@ -563,7 +610,8 @@ inline void add_matmul_wgmma_kernel(lang::ScriptModule &mod, const std::string &
         auto epilogue = [&] {
           if (staged)
             return wgmma_detail::store_staged(out, c_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, m_expr, n, bn,
-                                              atoms, guard_m, guard_n, dt, epi && !epi->is_identity());
+                                              atoms, guard_m, guard_n, dt, epi && !epi->is_identity(),
+                                              cfg.preload_extras);
           each_pair([&](Expr row, Expr col, Expr e) {
             matmul_f16_detail::store_pair(out, c_idx, row, col, acc[e], acc[e + 1], m_expr, n, guard_m, guard_n, dt, pair);
           });
@@ -750,7 +798,24 @@ public:
                    : batch_.batched() ? Shape{batch_.count, m, n_} : Shape{m, n_};
     Tensor out = epilogue_out_arg(epi_.get(), c, anchor);
     std::vector<LaunchArg> out_args{out};
-    for (const auto &t : extras) out_args.emplace_back(t);
+    std::vector<Tensor> realigned; // (LaunchArg keeps a tensor's address: no reallocation)
+    realigned.reserve(extras.size());
+    for (std::size_t i = 0; i < extras.size(); ++i) {
+      // The staged epilogue reads extras 16 bytes at a time (EpilogueEmitter::preload_run): a
+      // view that starts off that alignment is copied to an aligned buffer first.
+      const Tensor &t = extras[i];
+      if (sum_kernel_ || reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0) {
+        out_args.emplace_back(t);
+        continue;
+      }
+      const std::size_t bytes = std::size_t(t.numel()) * t.dtype().nbytes();
+      const Tensor &aligned = realigned.emplace_back(bufs_.get(str_cat("extra", i), std::int64_t(bytes), [&] {
+                                return hidet::empty({t.numel()}, t.dtype(), "cuda");
+                              }).reshape(t.shape()));
+      hidet::runtime::detail::copy_bytes(aligned.data_ptr(), aligned.device(), false, t.data_ptr(), t.device(), false,
+                                         bytes);
+      out_args.emplace_back(aligned);
+    }
     std::vector<LaunchArg> args{*map_a_.map, *map_b_.map};
     if (!sum_kernel_) {
       args.insert(args.end(), out_args.begin(), out_args.end());
