@@ -252,7 +252,7 @@ TEST_CASE("HIDET_DUMP_DIR keeps <name>_<hash>.cu, .ptx and .log for each compile
     exts.insert(e.path().extension().string());
     stem = e.path().stem().string();
   }
-  CHECK(exts == std::set<std::string>{".cu", ".ptx", ".log"});
+  CHECK(exts == std::set<std::string>{".cu", ".ptx", ".cubin", ".log"});
   CHECK(stem.rfind("matmul_", 0) == 0);
   CHECK(stem.size() == 7 + 16);
 }

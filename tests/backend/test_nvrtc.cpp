@@ -160,7 +160,7 @@ TEST_CASE("HIDET_DUMP_DIR keeps .cu, .ptx and .log of each compile") {
     CHECK(e.path().filename().string().rfind("transpose_", 0) == 0);
     exts.insert(e.path().extension().string());
   }
-  CHECK(exts == std::set<std::string>{".cu", ".ptx", ".log"});
+  CHECK(exts == std::set<std::string>{".cu", ".ptx", ".cubin", ".log"});
   std::filesystem::remove_all(dump);
 }
 
