@@ -310,6 +310,10 @@ NB_MODULE(_C, m) {
   m.def("set_search_space", [](int space) { hidet::option::search_space(space); }, "space"_a,
         "Template tuning: 0 (default configurations), 1 or 2 (tune a small or large space per shape).");
   m.def("search_space", [] { return hidet::option::search_space(); });
+  m.def("set_tuning_budget", [](double seconds) { hidet::option::tuning_budget(seconds); }, "seconds"_a,
+        "At most this many seconds of tuning from now (infinity: no limit); keys left when it is spent keep "
+        "their default configuration.");
+  m.def("tuning_budget", [] { return hidet::option::tuning_budget(); });
 
   // Symbolic tensors and graphs.
   m.def("symbol", [](const std::vector<Extent> &shape, const std::string &dt, const std::string &dev,

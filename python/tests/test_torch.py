@@ -380,6 +380,29 @@ def test_mapping_errors_name_the_node_and_source_line():
     assert 'max_pool2d' in text and 'fx node' in text and 'test_torch.py' in text and 'fallback_to_torch' in text
 
 
+def test_tuning_budget_is_set_per_compiled_graph():
+    cfg = hidet.torch.dynamo_config
+    with pytest.raises(ValueError, match='tuning_budget'):
+        cfg.tuning_budget(-1)
+    with pytest.raises(ValueError, match='tuning_budget'):
+        hidet._C.set_tuning_budget(float('nan'))
+
+    def fn(x):
+        return x * 2 + 1
+
+    x = r(3, 5)
+    # (budget set, mode, options) -> the budget the compile starts
+    for options, mode, want in [({'search_space': 1}, None, 30.0),
+                                ({'search_space': 1, 'tuning_budget': 4}, None, 4.0),
+                                ({}, 'max-autotune-no-cudagraphs', float('inf')),
+                                ({'search_space': 2, 'tuning_budget': float('inf')}, None, float('inf'))]:
+        torch._dynamo.reset()
+        hidet._C.set_tuning_budget(123.0)
+        assert_close(compiled(fn, mode=mode, options=options or None)(x), fn(x))
+        assert hidet._C.tuning_budget() == want, (options, mode)
+    hidet._C.set_tuning_budget(float('inf'))
+
+
 def test_options_and_modes(capsys):
     model = SmallCNN().to(DEVICE).eval()
     x = r(1, 3, 8, 8)

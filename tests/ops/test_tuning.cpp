@@ -4,6 +4,10 @@
 // space-1 candidate against a double-precision reference, ops::matmul through a tuned choice, and
 // the GPU timer's emptied L2.
 #include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
 #include <filesystem>
 
 #include "ops_test_util.hpp"
@@ -108,6 +112,44 @@ TEST_CASE("pick: the fastest candidate wins, failures are skipped, the choice is
                                      {"b", []() -> tuning::Launch { throw ValueError("no B"); }}};
   expect_error([&] { tuning::pick("bad op", tuning::make_key("bad_op", "x"), bad); },
                {"tuning bad op: every candidate failed", "no A"});
+}
+
+TEST_CASE("tuning budget: once spent, keys without a record keep their default and are not recorded") {
+  TempCache cache;
+  CHECK(std::isinf(hidet::option::tuning_budget())); // the default (HIDET_TUNING_BUDGET unset)
+  expect_error([] { hidet::option::tuning_budget(-1); }, {"tuning_budget(-1)", ">= 0"});
+  TagTimer t;
+  t.ms = {5.0, 2.0};
+  tuning::set_timer(t.timer());
+  std::atomic<int> builds{0};
+  std::vector<tuning::Candidate> cands;
+  for (int i = 0; i < 2; ++i)
+    cands.push_back({str_cat("config ", i), [&, i, tag = t.tag]() -> tuning::Launch {
+                       ++builds;
+                       std::this_thread::sleep_for(std::chrono::milliseconds(30)); // a compile
+                       return [tag, i] { *tag = i; };
+                     }});
+  const std::string tag = str_cat(std::random_device{}());
+  auto key = [&](int i) { return tuning::make_key("budget_op", str_cat(tag, " ", i)); };
+  hidet::option::tuning_budget(0.01); // a new window: the first key tunes and spends it
+  CHECK(tuning::pick("op 1", key(1), cands) == 1);
+  CHECK(builds == 2);
+  auto spent = tuning::stats();
+  CHECK(spent.budget_spent >= 0.03);
+  // Spent: the next keys keep candidate 0, build nothing, record nothing.
+  CHECK(tuning::pick("op 2", key(2), cands) == 0);
+  CHECK(tuning::pick("op 3", key(3), cands) == 0);
+  CHECK(builds == 2);
+  CHECK(tuning::stats().over_budget == spent.over_budget + 2);
+  CHECK_FALSE(tuning::stored_label(key(2)).has_value());
+  // A recorded key is still answered from its record.
+  CHECK(tuning::pick("op 1", key(1), cands) == 1);
+  // A new budget (a later compile) tunes what was left.
+  hidet::option::tuning_budget(std::numeric_limits<double>::infinity());
+  CHECK(tuning::stats().budget_spent == 0);
+  CHECK(tuning::pick("op 2", key(2), cands) == 1);
+  CHECK(builds == 4);
+  CHECK(tuning::stored_label(key(2)) == std::optional<std::string>("config 1"));
 }
 
 TEST_CASE("pick: finalists are timed twice and the default stays unless beaten by 2%") {

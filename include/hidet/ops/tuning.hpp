@@ -13,6 +13,7 @@
 //     microsecond kernels are noisy), and stores the fastest one's label.
 // On the CPU emulator (without an injected timer) it keeps the first candidate: emulated timings
 // say nothing about a GPU.
+// option::tuning_budget bounds the time spent tuning (a whole model's compile).
 // While tuning it draws a progress bar on stderr when stderr is a terminal (built, timed,
 // elapsed, remaining), plain log lines otherwise. The timer can be replaced (tests inject one).
 //
@@ -39,6 +40,16 @@ namespace option {
 void search_space(int space);
 /// The search space in force: search_space(n) if called, else $HIDET_SEARCH_SPACE, else 0.
 int search_space();
+/// A limit on the wall time this process spends tuning, in seconds (building and timing the
+/// candidates of keys that have no record), counted from this call: once it is spent, tuning::pick
+/// answers keys without a record with their default configuration (candidate 0), records nothing
+/// for them (a later compile with time left tunes them) and says so once on stderr. Infinity
+/// (the default, or $HIDET_TUNING_BUDGET seconds) is no limit; 0 keeps the records only. The
+/// torch backend starts a budget per compiled graph (hidet.torch.dynamo_config.tuning_budget: 30 s
+/// at search space 1). Throws ValueError for a negative or NaN value.
+void tuning_budget(double seconds);
+/// The budget in force, in seconds (infinity: none).
+double tuning_budget();
 
 /// How matmul kernels are chosen, beyond the search space (PassContext binds these to a graph's
 /// matmul nodes; graph/passes.hpp). The defaults leave every choice to the templates.
@@ -96,6 +107,8 @@ struct Stats {
   std::size_t built = 0;       ///< candidates built
   std::size_t failed = 0;      ///< candidates whose build or launch threw
   double last_seconds = 0;     ///< wall time of the last tuning
+  double budget_spent = 0;     ///< seconds of tuning since the budget was last set
+  std::size_t over_budget = 0; ///< keys left at their default because the budget was spent
 };
 
 /// Replaces the benchmark timer (null restores CUDA-event timing). For tests.

@@ -2,6 +2,7 @@
 
     import hidet
     hidet.torch.dynamo_config.search_space(2)          # tune templates per shape (0, 1, 2)
+    hidet.torch.dynamo_config.tuning_budget(60)        # seconds of tuning per compiled graph
     hidet.torch.dynamo_config.use_cuda_graph(True)     # replay each compiled graph as a CUDA graph
     hidet.torch.dynamo_config.use_fp16(True)           # f32 matmuls/convs/attention in f16
     hidet.torch.dynamo_config.print_input_graph(True)  # print each fx graph received, as a table
@@ -24,6 +25,7 @@ class DynamoConfig:
 
     def reset(self):
         self._search_space = 0
+        self._tuning_budget = None
         self._use_cuda_graph = True
         self._use_fp16 = False
         self._use_nhwc = True
@@ -47,6 +49,24 @@ class DynamoConfig:
             raise ValueError(f'search_space: expected 0, 1 or 2, got {level!r}')
         self._search_space = level
         return self
+
+    def tuning_budget(self, seconds=30.0):
+        """At most ``seconds`` of template tuning per compiled graph (search spaces 1 and 2); the
+        operators left when it is spent keep their default configuration and are not recorded,
+        so a later compile with time left tunes them. ``None`` (the default): 30 s at search
+        space 1, no limit at 2 (``max-autotune``); ``float('inf')``: no limit."""
+        if seconds is not None:
+            seconds = float(seconds)
+            if not seconds >= 0:
+                raise ValueError(f'tuning_budget: expected seconds >= 0 or None, got {seconds!r}')
+        self._tuning_budget = seconds
+        return self
+
+    def _budget_seconds(self):
+        """The tuning budget of one compile in seconds (see tuning_budget)."""
+        if self._tuning_budget is not None:
+            return self._tuning_budget
+        return 30.0 if self._search_space == 1 else float('inf')
 
     def decompose(self, flag=True):
         """Map operators without a torch-level mapping through PyTorch's decomposition into core

@@ -192,6 +192,7 @@ def export(model, example_inputs, path, dynamic_shapes=None, *, sizes=None, stri
     example_inputs = tuple(example_inputs)
     t0 = time.time()
     hidet._C.set_search_space(cfg._search_space)
+    hidet._C.set_tuning_budget(cfg._budget_seconds())
     with torch.no_grad():
         ep = torch.export.export(model, example_inputs, dynamic_shapes=dynamic_shapes, strict=strict)
         ep = ep.run_decompositions(_decompositions())

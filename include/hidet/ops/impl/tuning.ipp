@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -33,6 +36,10 @@
 
 namespace hidet {
 
+namespace ops::tuning::detail {
+inline void start_budget();
+} // namespace ops::tuning::detail
+
 namespace option {
 namespace detail {
 inline int &search_space_setting() {
@@ -40,6 +47,32 @@ inline int &search_space_setting() {
   return v;
 }
 } // namespace detail
+namespace detail {
+/// The tuning budget in seconds; NaN: not set by the program (read HIDET_TUNING_BUDGET).
+inline double &tuning_budget_setting() {
+  static double v = std::numeric_limits<double>::quiet_NaN();
+  return v;
+}
+} // namespace detail
+HIDET_INLINE void tuning_budget(double seconds) {
+  if (!(seconds >= 0)) throw ValueError(str_cat("tuning_budget(", seconds, "): use a number of seconds >= 0 (infinity: no limit)"));
+  ops::tuning::detail::start_budget();
+  detail::tuning_budget_setting() = seconds;
+}
+HIDET_INLINE double tuning_budget() {
+  double v = detail::tuning_budget_setting();
+  if (!std::isnan(v)) return v;
+  static const double env = [] {
+    const char *e = std::getenv("HIDET_TUNING_BUDGET");
+    if (!e || !*e) return std::numeric_limits<double>::infinity();
+    char *end = nullptr;
+    double d = std::strtod(e, &end);
+    if (end == e || *end || !(d >= 0))
+      throw ValueError(str_cat("HIDET_TUNING_BUDGET=", e, ": use a number of seconds >= 0"));
+    return d;
+  }();
+  return env;
+}
 HIDET_INLINE void search_space(int space) {
   if (space < 0 || space > 2) throw ValueError(str_cat("search_space(", space, "): use 0, 1 or 2"));
   detail::search_space_setting() = space;
@@ -79,10 +112,18 @@ struct State {
   Timer timer;
   Stats stats;
   std::vector<std::pair<std::string, std::string>> memory; ///< key -> label, this process
+  bool budget_told = false; ///< the budget's end was logged in this window
 };
 inline State &state() {
   static State s;
   return s;
+}
+/// Starts a new budget window: the time spent so far no longer counts.
+inline void start_budget() {
+  auto &st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.stats.budget_spent = 0;
+  st.budget_told = false;
 }
 
 /// The tuner's timer: cold_l2_ms on a GPU (HIDET_TUNING_COLD_L2=0: back-to-back batches, the
@@ -222,6 +263,21 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
     return 0;
   }
 
+  // The budget (option::tuning_budget): once spent, keys without a record keep the default.
+  {
+    const double budget = option::tuning_budget();
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (st.stats.budget_spent >= budget) {
+      ++st.stats.over_budget;
+      if (!st.budget_told)
+        std::fprintf(stderr, "hidet: tuning budget of %g s spent (%.1f s); %s and the operators after it keep their "
+                             "default configuration (untuned, not recorded)\n",
+                     budget, st.stats.budget_spent, what.c_str());
+      st.budget_told = true;
+      return 0;
+    }
+  }
+
   // Build on a thread pool: NVRTC compiles run in parallel; module loads need the context.
   util::Progress progress("tuning " + what, cands.size(), "candidates");
   std::vector<Launch> launches(cands.size());
@@ -299,6 +355,7 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
     st.stats.built += built;
     st.stats.failed += failed;
     st.stats.last_seconds = progress.elapsed();
+    st.stats.budget_spent += progress.elapsed();
     if (best != cands.size()) {
       ++st.stats.tuned;
       st.memory.emplace_back(key, cands[best].label);
