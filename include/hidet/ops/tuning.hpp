@@ -43,7 +43,8 @@ int search_space();
 /// A limit on the wall time this process spends tuning, in seconds (building and timing the
 /// candidates of keys that have no record), counted from this call: once it is spent, tuning::pick
 /// answers keys without a record with their default configuration (candidate 0), records nothing
-/// for them (a later compile with time left tunes them) and says so once on stderr. Infinity
+/// for them (a later process with time left tunes them) and says so once on stderr. It is checked
+/// before each key: the key being tuned when it runs out finishes (one key takes 1-8 s). Infinity
 /// (the default, or $HIDET_TUNING_BUDGET seconds) is no limit; 0 keeps the records only. The
 /// torch backend starts a budget per compiled graph (hidet.torch.dynamo_config.tuning_budget: 30 s
 /// at search space 1). Throws ValueError for a negative or NaN value.

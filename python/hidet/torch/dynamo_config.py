@@ -53,7 +53,7 @@ class DynamoConfig:
     def tuning_budget(self, seconds=30.0):
         """At most ``seconds`` of template tuning per compiled graph (search spaces 1 and 2); the
         operators left when it is spent keep their default configuration and are not recorded,
-        so a later compile with time left tunes them. ``None`` (the default): 30 s at search
+        so a later process with time left tunes them. ``None`` (the default): 30 s at search
         space 1, no limit at 2 (``max-autotune``); ``float('inf')``: no limit."""
         if seconds is not None:
             seconds = float(seconds)
