@@ -110,22 +110,21 @@ public:
   /// Stores the epilogue's value for anchor element `idx` with value `v`.
   void store(const Idx &idx, const lang::Expr &v) const;
   /// value() in two steps, so that a kernel can read the extra inputs (biases, residuals) before
-  /// its anchor values are ready and overlap those reads' latency with other work: preload(idx)
-  /// reads into registers, here, every extra input element that anchor element `idx`'s value
-  /// needs (only where `ok` holds, when given: an element outside the output reads nothing), and
-  /// finish(p, v) then gives value(idx, v) from those registers. Both run where the kernel's
-  /// statements go; the registers of a preload stay live until its finish.
+  /// its anchor values are ready and overlap those reads with other work: preload_run(idxs) reads
+  /// into registers, here, every extra input element that anchor elements idxs[0 .. r) need (only
+  /// where `ok` holds, when given: elements outside the output read nothing), and finish(p, v)
+  /// then gives value(idx, v) from those registers. Both run where the kernel's statements go;
+  /// a preload's registers stay live until its finish.
   struct Preload {
     std::optional<lang::Var> x; ///< stands for the anchor's value (set by finish)
     ir::Expr value;             ///< out's value over x and the preloaded registers (null: identity)
   };
-  Preload preload(const Idx &idx, const std::optional<lang::Expr> &ok = std::nullopt) const;
-  /// preload() of a run of anchor elements idxs[0 .. r) (r = 2, 4 or 8: neighbours in the
-  /// anchor's last axis, the first at a multiple of r): an extra input that these elements read
-  /// at r consecutive elements starting at a multiple of r (a residual of out's layout, a bias
-  /// along the last axis) is read as one vector of r elements instead of r scalars. The kernel's
-  /// extra inputs must then start at 16-byte aligned addresses (the caller's launch sees to it).
-  /// Write the run's column as `c * r + x` with `c` a variable, so that the alignment shows.
+  /// For a run of r = 2, 4 or 8 anchor elements (neighbours in the anchor's last axis, the first
+  /// at a multiple of r), an extra input that they read at r consecutive elements starting at a
+  /// multiple of r (a residual of out's layout, a bias along the last axis) is read as one vector
+  /// of r elements instead of r scalars; the kernel's extra inputs must then start at 16-byte
+  /// aligned addresses (the caller's launch sees to it). Write the run's column as `c * r + x`
+  /// with `c` a variable, so that the alignment shows. A single element (r = 1) reads scalars.
   std::vector<Preload> preload_run(const std::vector<Idx> &idxs, const std::optional<lang::Expr> &ok = std::nullopt) const;
   lang::Expr finish(const Preload &p, const lang::Expr &v) const;
   /// True when the epilogue reads extra inputs (preloading has something to read).

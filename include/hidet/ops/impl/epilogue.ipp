@@ -376,29 +376,6 @@ HIDET_INLINE lang::Expr EpilogueEmitter::value(const Idx &idx, const lang::Expr 
   return lang::Expr(inline_value(idx, ir::Expr(xv.ir())));
 }
 
-HIDET_INLINE EpilogueEmitter::Preload EpilogueEmitter::preload(const Idx &idx,
-                                                               const std::optional<lang::Expr> &ok) const {
-  if (!e_ || e_->is_identity()) return {};
-  std::map<const ir::VarNode *, DataType> dtypes;
-  for (std::size_t i = 0; i < inputs_.size(); ++i) dtypes.emplace(inputs_[i].get(), e_->inputs[i].dtype());
-  // Each read of an extra input becomes a register read here (the same element read twice is
-  // read once).
-  std::vector<std::pair<ir::Expr, lang::Var>> reads;
-  ReadHook on_read = [&](const ir::Var &param, const ir::Expr &read) -> ir::Expr {
-    for (const auto &[r, reg] : reads)
-      if (ir::structural_equal(r, read)) return reg.ir();
-    lang::Var reg = lang::var(dtypes.at(param.get()), std::string("preloaded"));
-    if (ok) lang::if_(*ok, [&] { reg = lang::Expr(read); });
-    else reg = lang::Expr(read);
-    reads.emplace_back(read, reg);
-    return reg.ir();
-  };
-  Preload p;
-  p.x = lang::var(e_->x.dtype(), std::string("xv"));
-  p.value = inline_value(idx, ir::Expr(p.x->ir()), &on_read);
-  return p;
-}
-
 namespace {
 /// Whether integer expression `e` is a multiple of r by its form (constants, sums, products with
 /// a factor that is): false when that does not show.
