@@ -268,7 +268,8 @@ int main() {
                                                                                hidet::ops::templates::MatmulBatch{}, be->epi);
               time_fused([kern](const hidet::Tensor &a, const hidet::Tensor &b, const hidet::Tensor &c,
                                 const std::vector<hidet::Tensor> &ex) { (*kern)(a, b, c, ex); },
-                         "wgmma " + cfg.str());
+                         std::string(preload ? "wgmma, extras read ahead " : "wgmma, extras read at the store ") +
+                             std::to_string(cfg.block_m()) + "x" + std::to_string(cfg.block_n));
             }
           }
         }
