@@ -26,9 +26,8 @@
 // through the operator, ops::matmul's dispatch included, bench_matmul_ops reports)
 // HIDET_BENCH_EPILOGUE="silu_mul,residual,bias_silu" (with HIDET_BENCH_SHAPES) also times, for
 // each product, the kernel with that chain fused into its store (silu(x @ w) * u with u [M, N],
-// x @ w + r with r [M, N], silu(x @ w + bias) with bias [N]), as ops::matmul dispatches it, and on
-// Hopper the wgmma kernel of the heuristic's tiling with and without its extras preloaded
-// (MatmulWgmmaConfig::preload_extras), each checked against the unfused operators.
+// x @ w + r with r [M, N], silu(x @ w + bias) with bias [N]), as ops::matmul dispatches it,
+// checked against the unfused operators.
 // Needs a GPU; on the emulator it says so and exits 0.
 #include <algorithm>
 #include <cstdio>
@@ -260,18 +259,6 @@ int main() {
           };
           auto fused = hidet::ops::matmul_template_kernel(m, p.n, p.k, hidet::bf16, x, w, fy, {}, be->epi, be->extras);
           if (fused) time_fused(fused, "fused, as dispatched");
-          if (hidet::ops::matmul_wgmma_available() && m > 8) {
-            for (bool preload : {true, false}) {
-              auto cfg = hidet::ops::templates::matmul_wgmma_heuristic_config(m, p.n, p.k, dev.sm_count);
-              cfg.preload_extras = preload;
-              auto kern = std::make_shared<hidet::ops::templates::MatmulWgmma>(m, p.n, p.k, hidet::bf16, cfg,
-                                                                               hidet::ops::templates::MatmulBatch{}, be->epi);
-              time_fused([kern](const hidet::Tensor &a, const hidet::Tensor &b, const hidet::Tensor &c,
-                                const std::vector<hidet::Tensor> &ex) { (*kern)(a, b, c, ex); },
-                         std::string(preload ? "wgmma, extras read ahead " : "wgmma, extras read at the store ") +
-                             std::to_string(cfg.block_m()) + "x" + std::to_string(cfg.block_n));
-            }
-          }
         }
         if (every_candidate && m > 1 && (!given.empty() || p.n < md.vocab)) {
           // Each candidate of space 1, built side by side, timed the same way (the tuning times

@@ -109,26 +109,14 @@ public:
   lang::Expr value(const Idx &idx, const lang::Expr &v) const;
   /// Stores the epilogue's value for anchor element `idx` with value `v`.
   void store(const Idx &idx, const lang::Expr &v) const;
-  /// value() in two steps, so that a kernel can read the extra inputs (biases, residuals) before
-  /// its anchor values are ready and overlap those reads with other work: preload_run(idxs) reads
-  /// into registers, here, every extra input element that anchor elements idxs[0 .. r) need (only
-  /// where `ok` holds, when given: elements outside the output read nothing), and finish(p, v)
-  /// then gives value(idx, v) from those registers. Both run where the kernel's statements go;
-  /// a preload's registers stay live until its finish.
-  struct Preload {
-    std::optional<lang::Var> x; ///< stands for the anchor's value (set by finish)
-    ir::Expr value;             ///< out's value over x and the preloaded registers (null: identity)
-  };
-  /// For a run of r = 2, 4 or 8 anchor elements (neighbours in the anchor's last axis, the first
-  /// at a multiple of r), an extra input that they read at r consecutive elements starting at a
-  /// multiple of r (a residual of out's layout, a bias along the last axis) is read as one vector
-  /// of r elements instead of r scalars; the kernel's extra inputs must then start at 16-byte
-  /// aligned addresses (the caller's launch sees to it). Write the run's column as `c * r + x`
-  /// with `c` a variable, so that the alignment shows. A single element (r = 1) reads scalars.
-  std::vector<Preload> preload_run(const std::vector<Idx> &idxs, const std::optional<lang::Expr> &ok = std::nullopt) const;
-  lang::Expr finish(const Preload &p, const lang::Expr &v) const;
-  /// True when the epilogue reads extra inputs (preloading has something to read).
-  bool has_extras() const { return e_ && !inputs_.empty(); }
+  /// value() of a run of r anchor elements idxs[0 .. r) with values vs (r = 2, 4 or 8:
+  /// neighbours in the anchor's last axis, the first at a multiple of r): an extra input that
+  /// these elements read at r consecutive elements starting at a multiple of r (a residual of
+  /// out's layout, a bias along the last axis) is read as one vector of r elements instead of r
+  /// scalars, so the kernel's extra inputs must start at 16-byte aligned addresses (the caller's
+  /// launch sees to it). Write the run's column as `c * r + x` with `c` a variable, so that the
+  /// alignment shows; other reads stay scalar.
+  std::vector<lang::Expr> value_run(const std::vector<Idx> &idxs, const std::vector<lang::Expr> &vs) const;
   /// True when out has x's dtype and elements (…, 2i) and (…, 2i + 1) of the anchor, whose last
   /// extent is even, are neighbours in out at an even position (paired stores stay valid and
   /// aligned): the epilogue is linear, or keeps runs of 2 (Epilogue::run).

@@ -150,7 +150,7 @@ inline std::vector<std::vector<ir::Expr>> reads_of(const ir::Expr &e, const ir::
 class EpilogueInliner : public ReadRewriter {
 public:
   /// `on_read(param, read)`, when given, replaces each read of an extra input's parameter (a
-  /// preload's register).
+  /// register read at the store).
   using OnRead = std::function<ir::Expr(const ir::Var &, const ir::Expr &)>;
   EpilogueInliner(const std::map<const ir::VarNode *, ir::Var> &params,
                   const std::map<const ir::VarNode *, const TensorNode *> &computes, const ir::VarNode *x,
@@ -390,13 +390,18 @@ bool shows_multiple_of(const ir::Expr &e, std::int64_t r) {
 }
 } // namespace
 
-HIDET_INLINE std::vector<EpilogueEmitter::Preload> EpilogueEmitter::preload_run(const std::vector<Idx> &idxs,
-                                                                                const std::optional<lang::Expr> &ok) const {
-  if (!e_ || e_->is_identity()) return std::vector<Preload>(idxs.size());
+HIDET_INLINE std::vector<lang::Expr> EpilogueEmitter::value_run(const std::vector<Idx> &idxs,
+                                                                 const std::vector<lang::Expr> &vs) const {
+  HIDET_ASSERT(idxs.size() == vs.size(), "epilogue: ", idxs.size(), " indices for ", vs.size(), " values");
+  std::vector<lang::Expr> out;
+  if (!e_ || e_->is_identity()) {
+    for (std::size_t x = 0; x < idxs.size(); ++x) out.push_back(value(idxs[x], vs[x]));
+    return out;
+  }
   std::map<const ir::VarNode *, DataType> dtypes;
   for (std::size_t i = 0; i < inputs_.size(); ++i) dtypes.emplace(inputs_[i].get(), e_->inputs[i].dtype());
-  // Every element's reads get registers, declared here and written below: by one vector read
-  // for a run of consecutive elements, else one by one.
+  // Every element's reads of extra inputs become registers, declared here and written below: by
+  // one vector read for a run of consecutive elements, else one by one.
   struct Read {
     ir::Var param;
     ir::Expr read, offset;
@@ -405,7 +410,6 @@ HIDET_INLINE std::vector<EpilogueEmitter::Preload> EpilogueEmitter::preload_run(
   };
   const std::size_t r = idxs.size();
   std::vector<std::vector<Read>> reads(r);
-  std::vector<Preload> out;
   for (std::size_t x = 0; x < r; ++x) {
     ReadHook hook = [&](const ir::Var &param, const ir::Expr &read) -> ir::Expr {
       for (const auto &rd : reads[x])
@@ -413,25 +417,18 @@ HIDET_INLINE std::vector<EpilogueEmitter::Preload> EpilogueEmitter::preload_run(
       const auto *tt = param->type.as<ir::TensorTypeNode>();
       HIDET_ASSERT(tt, "epilogue: extra input '", param->hint, "' is not a tensor");
       reads[x].push_back({param, read, ir::tensor_offset(*tt, read.as<ir::TensorElementNode>()->indices),
-                          lang::var(dtypes.at(param.get()), std::string("preloaded")), false});
+                          lang::var(dtypes.at(param.get()), std::string("extra")), false});
       return reads[x].back().reg.ir();
     };
-    Preload p;
-    p.x = lang::var(e_->x.dtype(), std::string("xv"));
-    p.value = inline_value(idxs[x], ir::Expr(p.x->ir()), &hook);
-    out.push_back(std::move(p));
+    lang::Var xv = let(e_->x.dtype(), lang::cast(vs[x], e_->x.dtype()).ir(), "xv");
+    out.push_back(lang::Expr(inline_value(idxs[x], ir::Expr(xv.ir()), &hook)));
   }
-  auto guarded = [&](const std::function<void()> &body) {
-    if (ok) lang::if_(*ok, body);
-    else body();
-  };
   // Vector reads: a read of element 0 whose offset shows a multiple of r, with a read of the same
   // input at offset + x in each element x.
   const bool pow2 = r == 2 || r == 4 || r == 8;
   for (auto &first : reads[0]) {
     const DataType dt = dtypes.at(first.param.get());
-    if (!pow2 || std::int64_t(dt.nbytes()) * std::int64_t(r) > 16 || dt.nbytes() * r < 4 ||
-        !shows_multiple_of(first.offset, std::int64_t(r)))
+    if (!pow2 || dt.nbytes() * r > 16 || dt.nbytes() * r < 4 || !shows_multiple_of(first.offset, std::int64_t(r)))
       continue;
     std::vector<Read *> run{&first};
     for (std::size_t x = 1; x < r && run.size() == x; ++x)
@@ -445,9 +442,9 @@ HIDET_INLINE std::vector<EpilogueEmitter::Preload> EpilogueEmitter::preload_run(
         }
       }
     if (run.size() != r) continue;
-    lang::Tensor regs = lang::register_tensor(lang::TensorSpec(dt, {ir::int32(int(r))}), "preloaded_run");
-    const auto *el = first.read.as<ir::TensorElementNode>();
-    guarded([&] { lang::load_vector(regs, lang::Element(first.param, el->indices, {}), int(dt.nbytes() * r)); });
+    lang::Tensor regs = lang::register_tensor(lang::TensorSpec(dt, {ir::int32(int(r))}), "extra_run");
+    lang::load_vector(regs, lang::Element(first.param, first.read.as<ir::TensorElementNode>()->indices, {}),
+                      int(dt.nbytes() * r));
     for (std::size_t x = 0; x < r; ++x) {
       lang::Var reg = run[x]->reg;
       reg = regs[int(x)];
@@ -458,17 +455,9 @@ HIDET_INLINE std::vector<EpilogueEmitter::Preload> EpilogueEmitter::preload_run(
     for (auto &rd : per)
       if (!rd.done) {
         lang::Var reg = rd.reg;
-        guarded([&] { reg = lang::Expr(rd.read); });
-        rd.done = true;
+        reg = lang::Expr(rd.read);
       }
   return out;
-}
-
-HIDET_INLINE lang::Expr EpilogueEmitter::finish(const Preload &p, const lang::Expr &v) const {
-  if (!p.value) return e_ ? lang::cast(v, e_->x.dtype()) : v;
-  lang::Var x = *p.x;
-  x = lang::cast(v, e_->x.dtype());
-  return lang::Expr(p.value);
 }
 
 HIDET_INLINE int EpilogueEmitter::vector_width() const {
