@@ -472,6 +472,43 @@ def test_attention_with_f32_scores_and_a_where_mask_is_one_node(tmp_path):
     assert 'Softmax' not in final and 'Where' not in final, final
 
 
+class LevitAttention(nn.Module):
+    """timm's LeViT attention: one QKV projection split per head into q and k of 16 and v of 32, k
+    permuted (0, 2, 3, 1), a learned bias per head, the heads merged, then a hardswish."""
+
+    def __init__(self, dim=64, heads=2, n=49):
+        super().__init__()
+        self.heads, self.scale = heads, 16 ** -0.5
+        self.qkv = nn.Linear(dim, heads * (16 + 16 + 32))
+        self.bias = nn.Parameter(0.5 * torch.randn(heads, n, n))
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, self.heads, -1).split([16, 16, 32], dim=3)
+        q, k, v = q.permute(0, 2, 1, 3), k.permute(0, 2, 3, 1), v.permute(0, 2, 1, 3)
+        attn = (q @ k * self.scale + self.bias).softmax(dim=-1)
+        return F.hardswish((attn @ v).transpose(1, 2).reshape(b, n, -1))
+
+
+def test_attention_whose_values_have_a_head_dim_of_their_own(tmp_path):
+    # LeViT's attention (q and k of 16, v of 32) becomes one attention node; torch's own
+    # scaled_dot_product_attention with v's head dim other than q's compiles as well.
+    model = LevitAttention().to(DEVICE).eval()
+    x = r(2, 49, 64)
+    with torch.no_grad():
+        want = model(x)
+        got = compiled(model.half(), options={'save_graphs': str(tmp_path)})(x.half())
+    assert_close(got.float(), want, atol=3e-2, rtol=3e-2)
+    final = sorted(tmp_path.glob('*_fuse_operators.txt'))[-1].read_text()
+    assert 'ScaledDotProductAttention' in final and 'Softmax' not in final, final
+    q, k, v = r(1, 2, 19, 16), r(1, 2, 23, 16), r(1, 2, 23, 32)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = compiled(lambda a, b, c: F.scaled_dot_product_attention(a, b, c))(q.half(), k.half(), v.half())
+    assert tuple(got.shape) == (1, 2, 19, 32)
+    assert_close(got.float(), F.scaled_dot_product_attention(q, k, v), atol=2e-2, rtol=2e-2)
+
+
 def test_tensor_core_parallel_k_and_fp16_reduction_options():
     lin = torch.nn.Sequential(torch.nn.Linear(40, 24), torch.nn.ReLU()).to(DEVICE).half().eval()
     x = r(9, 40).half()

@@ -1016,14 +1016,14 @@ TEST_CASE("fuse_attention: scores in f32 under a Where mask (GPT-Neo's attention
 }
 
 TEST_CASE("fuse_attention: attention at a head dim no kernel serves is written out, and fused") {
-  // MobileViT's heads of 16, 20 and 24 (f16): no template serves them and more than 8 query rows
+  // MobileViT's heads of 20 and 24 (and 40; f16): no template serves them and more than 8 query rows
   // rule out the decode kernel, so the ScaledDotProductAttention node ran the composition unfused
   // at every call (7 kernels). fuse_attention writes the composition out instead: the products, the
   // scale, the casts, the softmax and the heads' merge fuse into 3 kernels, and k's transpose is a
   // fourth (the products read their operands row-major). With a mask and causal, odd lengths; the
   // output matches the node's (eager) composition.
   const std::int64_t b = 2, h = 3, sq = 19, skv = 23;
-  for (std::int64_t d : {16, 20, 24})
+  for (std::int64_t d : {20, 24, 40})
     for (bool heads_last : {false, true})
       for (bool masked : {false, true}) {
         CAPTURE(d);
@@ -1052,14 +1052,59 @@ TEST_CASE("fuse_attention: attention at a head dim no kernel serves is written o
           expect_same(opt.run({q1, k1, v1})[0], g.run({q1, k1, v1})[0], 2);
         }
       }
-  // Served by a kernel (head dim 32) or by the decode kernel (8 query rows): the node stays.
+  // Served by a kernel (head dim 32 or 16, v's head dim 32 with q's 16) or by the decode kernel
+  // (8 query rows): the node stays. A v head dim no kernel takes (48) is composed.
   Tensor q32 = make({b, h, sq, 32}, dtypes::f16), k32 = make({b, h, skv, 32}, dtypes::f16);
   CHECK(!o::attention_runs_composed(q32, k32, k32));
+  Tensor q16 = make({b, h, sq, 16}, dtypes::f16), k16 = make({b, h, skv, 16}, dtypes::f16);
+  CHECK(!o::attention_runs_composed(q16, k16, k16));
+  CHECK(!o::attention_runs_composed(q16, k16, k32));
+  CHECK(o::attention_runs_composed(q16, k16, make({b, h, skv, 48}, dtypes::f16)));
   Tensor q8 = make({b, h, 8, 20}, dtypes::f16), k20 = make({b, h, skv, 20}, dtypes::f16);
   CHECK(!o::attention_runs_composed(q8, k20, k20));
   Tensor ks = symbol_like(k20, "k"), qd = symbol_like(q8, "q");
   FlowGraph decode = trace_from(o::scaled_dot_product_attention(qd, ks, ks), {qd, ks});
   CHECK(count_named(graph::fuse_attention(decode), "ScaledDotProductAttention") == 1);
+}
+
+TEST_CASE("fuse_attention: LeViT's attention (k permuted (0, 2, 3, 1), v's head dim twice q's, a bias per head)") {
+  // timm's LeViT: q, k, v = qkv(x).view(B, N, H, -1).split([16, 16, 32], dim=3); q.permute(0, 2, 1,
+  // 3) @ k.permute(0, 2, 3, 1) * scale + bias [H, N, N], softmax, @ v.permute(0, 2, 1, 3), then the
+  // heads merged (transpose(1, 2).reshape(B, N, H * 32)). One attention node that stores the merged
+  // layout; the same output as the graph written out. f16 and bf16, 49 tokens (its second stage).
+  const std::int64_t b = 2, n = 49, h = 3, dk = 16, dv = 32;
+  for (DataType dt : {dtypes::f16, dtypes::bf16}) {
+    CAPTURE(dt);
+    Tensor xa = make({b, n, h, 2 * dk + dv}, dt), bias = make({h, n, n}, dt);
+    auto net = [&](const Tensor &x) {
+      Tensor q = o::permute(o::slice(x, {3}, {0}, {dk}), {0, 2, 1, 3});
+      Tensor k = o::permute(o::slice(x, {3}, {dk}, {2 * dk}), {0, 2, 3, 1});
+      Tensor v = o::permute(o::slice(x, {3}, {2 * dk}, {2 * dk + dv}), {0, 2, 1, 3});
+      Tensor s = o::matmul(q, k) * 0.25 + bias;
+      return o::permute(o::matmul(o::softmax(s, -1), v), {0, 2, 1, 3}).reshape({b, n, h * dv});
+    };
+    Tensor x = symbol_like(xa, "x");
+    FlowGraph g = trace_from(net(x), {x});
+    FlowGraph f = graph::fuse_attention(g);
+    INFO(f.str());
+    CHECK(count_named(f, "ScaledDotProductAttentionHeadsLast") + count_named(f, "ScaledDotProductAttention") == 1);
+    CHECK(f.str().find("heads_last=true") != std::string::npos);
+    CHECK(count_named(f, "Matmul") == 0);
+    CHECK(count_named(f, "Softmax") == 0);
+    FlowGraph opt = graph::optimize(g);
+    CHECK(count_named(opt, "Matmul") + count_named(opt, "FusedMatmul") == 0);
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor x1 = make({b, n, h, 2 * dk + dv}, dt);
+      expect_same(opt.run({x1})[0], g.run({x1})[0], 2);
+    }
+  }
+  // k permuted otherwise (0, 3, 2, 1: not the keys' layout): left alone.
+  Tensor x = symbol({b, n, h, 2 * dk + dv}, dtypes::f16, "cuda", "x");
+  Tensor q = o::permute(o::slice(x, {3}, {0}, {dk}), {0, 2, 1, 3});
+  Tensor kx = o::reshape(o::slice(x, {3}, {dk}, {2 * dk}), {b, n, dk, h});
+  Tensor v = o::permute(o::slice(x, {3}, {2 * dk}, {2 * dk + dv}), {0, 2, 1, 3});
+  Tensor s = o::matmul(q, o::permute(kx, {0, 3, 2, 1}));
+  CHECK(count_named(graph::fuse_attention(trace_from(o::matmul(o::softmax(s, -1), v), {x})), "ScaledDotProductAttention") == 0);
 }
 
 TEST_CASE("fuse_attention: q scaled before the product (Swin's q * scale) folds into the attention's scale") {

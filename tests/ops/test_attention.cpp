@@ -1,6 +1,6 @@
 // scaled_dot_product_attention against a double-precision host reference (GPU when present, else
-// the CPU emulator): the flash-attention template for f16/bf16 with head dims 32, 64 and 128 (partial
-// tiles, causal, additive and bool masks, every tiling of search space 1, the tuning path), its f32
+// the CPU emulator): the flash-attention template for f16/bf16 with head dims 16, 32, 64 and 128 (v's
+// head dim may differ from q's; partial tiles, causal, additive and bool masks, every tiling of search space 1, the tuning path), its f32
 // counterpart on CUDA cores (head dims 32 to 128, the same masks, every tiling of search space 2),
 // the composed fallback for other head dims, and the operator's user errors.
 #include <bit>
@@ -24,7 +24,9 @@ struct Problem {
   DataType mask_dt = dtypes::f32;
   bool dead_rows = false; ///< the mask hides every key from query rows 3, 10, 17, ... (output 0, as PyTorch)
   std::int64_t kv_heads = 0; ///< grouped-query attention: k and v's heads (0: h)
+  std::int64_t dv = 0;       ///< v's (and the output's) head dim (0: d)
   std::int64_t hkv() const { return kv_heads > 0 ? kv_heads : h; }
+  std::int64_t vd() const { return dv > 0 ? dv : d; }
 };
 
 struct Inputs {
@@ -35,7 +37,7 @@ struct Inputs {
 Inputs make_inputs(const Problem &p) {
   Inputs in{make({p.b, p.h, p.sq, p.d}, p.dt),
             make({p.b, p.hkv(), p.skv, p.d}, p.dt),
-            make({p.b, p.hkv(), p.skv, p.d}, p.dt),
+            make({p.b, p.hkv(), p.skv, p.vd()}, p.dt),
             {}};
   if (!p.mask_shape.empty()) {
     auto dead = [&](std::size_t i) { return p.dead_rows && i / std::size_t(p.skv) % std::size_t(p.sq) % 7 == 3; };
@@ -73,7 +75,8 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
     while (ms4.size() < 4)
       ms4.insert(ms4.begin(), 1);
   }
-  out.assign(std::size_t(p.b * p.h * p.sq * p.d), 0), mag.assign(out.size(), 0);
+  const std::int64_t dv = p.vd();
+  out.assign(std::size_t(p.b * p.h * p.sq * dv), 0), mag.assign(out.size(), 0);
   std::vector<double> s(std::size_t(p.skv));
   for (std::int64_t b = 0; b < p.b; ++b)
     for (std::int64_t h = 0; h < p.h; ++h)
@@ -97,16 +100,14 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
         double sum = 0;
         for (auto &x : s)
           sum += (x = std::exp(x - mx));
-        for (std::int64_t e = 0; e < p.d; ++e) {
+        for (std::int64_t e = 0; e < dv; ++e) {
           double acc = 0, mg = 0;
           for (std::int64_t j = 0; j < p.skv; ++j) {
-            double pv = s[std::size_t(j)] / sum,
-                   vv = v[std::size_t(((b * p.hkv() + hk) * p.skv + j) * p.d + e)];
+            double pv = s[std::size_t(j)] / sum, vv = v[std::size_t(((b * p.hkv() + hk) * p.skv + j) * dv + e)];
             acc += pv * vv, mg += pv * std::abs(vv);
           }
-          out[std::size_t(((b * p.h + h) * p.sq + i) * p.d +
-                          e)] = acc,
-                          mag[std::size_t(((b * p.h + h) * p.sq + i) * p.d + e)] = mg;
+          const auto o = std::size_t(((b * p.h + h) * p.sq + i) * dv + e);
+          out[o] = acc, mag[o] = mg;
         }
       }
 }
@@ -121,9 +122,9 @@ void check(const Problem &p, const Inputs &in, const Tensor &got, double scale,
   std::vector<double> want, mag;
   reference(p, in, scale, want, mag);
   INFO(what << ": " << p.dt << " B=" << p.b << " H=" << p.h << " Sq=" << p.sq << " Skv=" << p.skv
-            << " D=" << p.d << (p.causal ? " causal" : "")
+            << " D=" << p.d << " Dv=" << p.vd() << (p.causal ? " causal" : "")
             << (p.mask_shape.empty() ? "" : " masked") << ", seed " << g_seed);
-  REQUIRE(got.shape() == o::Shape{p.b, p.h, p.sq, p.d});
+  REQUIRE(got.shape() == o::Shape{p.b, p.h, p.sq, p.vd()});
   REQUIRE(got.dtype() == p.dt);
   auto g = got.to_double_vector();
   double eps = p.dt == dtypes::f16    ? std::ldexp(1.0, -11)
@@ -147,7 +148,8 @@ void check(const Problem &p, const Inputs &in, const Tensor &got, double scale,
 void run_op(const Problem &p, std::optional<double> scale = std::nullopt) {
   auto in = make_inputs(p);
   auto out = o::scaled_dot_product_attention(in.q, in.k, in.v, in.mask, p.causal, scale);
-  bool composed = p.dt.is_half() ? p.d != 32 && p.d != 64 && p.d != 128 : p.d % 32 != 0 || p.d > 128; // not a template
+  auto served = [&](std::int64_t d) { return p.dt.is_half() ? d == 16 || d == 32 || d == 64 || d == 128 : d % 32 == 0 && d <= 128; };
+  const bool composed = !served(p.d) || !served(p.vd()) || (!p.dt.is_half() && p.vd() != p.d); // not a template
   check(p, in, out, scale ? *scale : 1.0 / std::sqrt(double(p.d)), "scaled_dot_product_attention",
         composed ? 4.0 : 1.0);
 }
@@ -373,6 +375,43 @@ TEST_CASE("sdpa: tuning over search space 1 picks a tiling, reuses it and stays 
   o::tuning::set_timer(nullptr);
 }
 
+TEST_CASE("sdpa: head dim 16 and a head dim of v other than q's (LeViT), on every kernel and the composition") {
+  auto with_dv = [](Problem p, std::int64_t dv, std::int64_t kv_heads = 0) {
+    p.dv = dv, p.kv_heads = kv_heads;
+    return p;
+  };
+  run_op(with_dv({1, 2, 49, 49, 16, dtypes::f16}, 32));                                      // LeViT's second stage
+  run_op(with_dv({1, 3, 16, 49, 16, dtypes::bf16, false, {3, 16, 49}, dtypes::f16}, 64));     // its subsampling, a bias per head
+  run_op(with_dv({2, 2, 37, 45, 32, dtypes::f16, true}, 128));                                // causal, partial tiles
+  run_op(with_dv({1, 2, 40, 33, 128, dtypes::bf16, false, {40, 33}, dtypes::boolean}, 16));    // v narrower than q
+  run_op({1, 2, 40, 33, 16, dtypes::f16, true});                                               // head dim 16 alone
+  run_op(with_dv({2, 6, 21, 30, 16, dtypes::f16}, 32, 2));                                     // grouped-query attention
+  run_op(with_dv({1, 2, 4, 700, 16, dtypes::f16}, 64));       // few query rows (no decode kernel): split-KV
+  run_op(with_dv({1, 2, 9, 12, 32, dtypes::f32, true}, 64));  // f32: the composition
+  run_op(with_dv({1, 2, 9, 12, 16, dtypes::f16}, 48), 0.5);   // a v head dim no kernel takes: the composition
+  // heads last: the output [B, Sq, H, Dv]
+  Problem p = with_dv({1, 4, 33, 33, 16, dtypes::f16}, 32);
+  auto in = make_inputs(p);
+  Tensor got = o::scaled_dot_product_attention_heads_last(in.q, in.k, in.v);
+  REQUIRE(got.shape() == o::Shape{1, 33, 4, 32});
+  check(p, in, o::permute(got, {0, 2, 1, 3}).clone(), 0.25, "heads last");
+  // every tiling of search space 1 for q and k of 16, v of 32
+  tpl::AttentionProblem ap;
+  ap.seq_q = 40, ap.seq_kv = 72, ap.head_dim = 16, ap.head_dim_v = 32, ap.causal = true;
+  CHECK(ap.str().find("v head dim 32") != std::string::npos);
+  auto cfgs = tpl::attention_candidates(ap, 1, 132, true);
+  CHECK(cfgs.size() > 4);
+  for (auto &c : cfgs) CHECK_FALSE(c.wgmma); // the Hopper kernel takes v's head dim equal to q's
+  p = with_dv({1, 1, 40, 72, 16, dtypes::f16, true}, 32);
+  for (auto &c : configs_to_run(cfgs)) {
+    in = make_inputs(p);
+    auto out = full({1, 1, 40, 32}, NAN, p.dt, "cuda"); // poison: an unwritten element fails
+    tpl::Attention att(ap, c);
+    att(in.q, in.k, in.v, out, 0.25);
+    check(p, in, out, 0.25, c.str());
+  }
+}
+
 TEST_CASE("sdpa: fallback for other head dims") {
   run_op({2, 1, 17, 23, 48, dtypes::f16, false, {17, 23}, dtypes::f32});
   run_op({1, 1, 9, 12, 80, dtypes::bf16, true});
@@ -425,7 +464,6 @@ TEST_CASE("sdpa: user errors name the operator, the shapes and the rule") {
         sdpa(q, make({1, 2, 10, 32}, dtypes::f16), v);
       },
       {"k's head dim 32 must equal q's 64"});
-  expect_error([&] { sdpa(q, k, make({1, 2, 10, 32}, dtypes::f16)); }, {"v's head dim 32"});
   expect_error([&] { sdpa(q, k, make({1, 2, 11, 64}, dtypes::f16)); }, {"same sequence length"});
   expect_error(
       [&] {
@@ -463,7 +501,15 @@ TEST_CASE("sdpa template: problems the kernel cannot serve are ValueErrors namin
   p.batch = 1, p.dtype = dtypes::f64;
   expect_error([&] { tpl::check_attention_problem(p); }, {"f16, bf16 or f32"});
   p.dtype = dtypes::f16, p.head_dim = 96;
-  expect_error([&] { tpl::check_attention_problem(p); }, {"head dim must be 32, 64 or 128"});
+  expect_error([&] { tpl::check_attention_problem(p); }, {"head dims must be 16, 32, 64 or 128"});
+  p.head_dim = 16, p.head_dim_v = 48;
+  expect_error([&] { tpl::check_attention_problem(p); }, {"v head dim 48", "head dims must be 16, 32, 64 or 128"});
+  p.head_dim = 64, p.head_dim_v = 32, p.dtype = dtypes::f32;
+  expect_error([&] { tpl::check_attention_problem(p); }, {"v's head dim must equal q's (f32)"});
+  tpl::AttentionConfig hopper;
+  hopper.wgmma = true;
+  expect_error([&] { tpl::check_attention_config(hopper, 64, 32); }, {"Hopper kernel takes v's head dim equal to q's"});
+  p.head_dim_v = 0;
   p.dtype = dtypes::f32, p.head_dim = 80;
   expect_error([&] { tpl::check_attention_problem(p); }, {"head dim must be 32, 64, 96 or 128 (f32)"});
   p.head_dim = 64;

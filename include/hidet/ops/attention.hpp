@@ -1,9 +1,10 @@
 // Scaled dot-product attention with PyTorch's semantics:
 //   scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale)
 //     = softmax(q @ k^T * scale + attn_mask + causal_bias, -1) @ v
-// for q [B, H, Sq, D], k and v [B, H, Skv, D]. On cuda, f16 and bf16 with D = 32, 64 or 128 run the
-// flash-attention template on tensor cores (ops/templates/attention.hpp) and f32 with D = 32, 64,
-// 96 or 128 its f32 counterpart on CUDA cores (ops/templates/attention_f32.hpp), tuned per problem
+// for q [B, H, Sq, D], k [B, H, Skv, D] and v [B, H, Skv, Dv] (Dv may differ from D, as in
+// PyTorch). On cuda, f16 and bf16 with D and Dv each 16, 32, 64 or 128 run the flash-attention
+// template on tensor cores (ops/templates/attention.hpp) and f32 with D = Dv = 32, 64, 96 or 128 its
+// f32 counterpart on CUDA cores (ops/templates/attention_f32.hpp), tuned per problem
 // over hidet::option::search_space() (0: the default tiling, no benchmarking); other dtypes and
 // head dims run a composition of matmul, softmax and element-wise operators. Built kernels are kept
 // per (problem, tiling) in this process, so a repeated call compiles nothing.
@@ -15,12 +16,12 @@
 
 namespace hidet::ops {
 
-/// Attention of q [B, H, Sq, D] over k, v [B, H, Skv, D] (PyTorch's
+/// Attention of q [B, H, Sq, D] over k [B, H, Skv, D] and v [B, H, Skv, Dv] (PyTorch's
 /// torch.nn.functional.scaled_dot_product_attention): softmax(q k^T * scale + mask) v with
 /// scale = 1 / sqrt(D) by default; `attn_mask` is an additive float mask broadcastable to
 /// [B, H, Sq, Skv] whose last two dims are exactly [Sq, Skv] (or a bool mask: true = attend);
 /// `is_causal` masks keys j > i (top-left aligned); both may be given. Rows with every key
-/// masked give NaN. Returns [B, H, Sq, D] in q's dtype.
+/// masked give 0, as PyTorch. Returns [B, H, Sq, Dv] in q's dtype.
 Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
                                     const std::optional<Tensor> &attn_mask = std::nullopt,
                                     bool is_causal = false,

@@ -321,7 +321,7 @@ class HidetCompiledModel:
             if cfg._correctness_report:
                 print(hidet.graph.correctness_report(graph, opt, inputs)[0])
             if cfg._profile:
-                print(hidet.graph.profile(opt, inputs, 12)[0], file=sys.stderr)
+                print(hidet.graph.profile(opt, inputs, cfg._profile_slowest)[0], file=sys.stderr)
         except Exception as e:  # noqa: BLE001 - a diagnostic only
             what = 'correctness report' if cfg._correctness_report else 'profile'
             reason = str(e).splitlines()[0] if str(e) else type(e).__name__

@@ -34,6 +34,7 @@ class DynamoConfig:
         self._fallback_to_torch = False
         self._verbose = False
         self._profile = False
+        self._profile_slowest = 12
         self._use_tensor_core = True
         self._parallel_k = 0
         self._use_fp16_reduction = False
@@ -166,10 +167,11 @@ class DynamoConfig:
         self._fallback_to_torch = bool(flag)
         return self
 
-    def profile(self, flag=True):
+    def profile(self, flag=True, slowest=12):
         """After compiling, print where the time of each compiled graph goes (hidet.graph.profile:
-        each kernel timed alone, summed per operator, and the slowest nodes) on stderr."""
+        each kernel timed alone, summed per operator, and the ``slowest`` slowest nodes) on stderr."""
         self._profile = bool(flag)
+        self._profile_slowest = int(slowest)
         return self
 
     def verbose(self, flag=True):

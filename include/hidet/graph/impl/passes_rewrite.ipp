@@ -274,6 +274,17 @@ inline std::optional<std::array<Tensor, 3>> attention_operands(const Match &m) {
   return std::array<Tensor, 3>{q, k, v};
 }
 
+/// The keys [B, H, Skv, D] of scores q @ kt, kt the captured Permute ("kt") of `k`: k itself under
+/// perm (0, 1, 3, 2) (q @ k.transpose(-2, -1)), k [B, Skv, H, D] permuted (0, 2, 1, 3) under perm
+/// (0, 2, 3, 1) (LeViT's k.permute(0, 2, 3, 1) of the keys split from its QKV projection). None
+/// for other perms.
+inline std::optional<Tensor> keys_of(const Match &m, const Tensor &k) {
+  const auto perm = detail::attr_ints(m.ops.at("kt")->attrs(), "perm");
+  if (perm == std::vector<std::int64_t>{0, 1, 3, 2}) return k;
+  if (perm == std::vector<std::int64_t>{0, 2, 3, 1} && k.ndim() == 4) return ops::permute(k, {0, 2, 1, 3});
+  return std::nullopt;
+}
+
 /// The captured Where(wcond, scores, wfill) as an additive mask: 0 where wcond holds, -inf where
 /// not. Only for a bool condition and a one-element constant fill at most -1e4 (torch.finfo's
 /// lowest, as transformers writes it), which the softmax turns into zeros as it does -inf (a row
@@ -304,16 +315,18 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
   auto replace = [](const Match &m) -> std::optional<Tensor> {
     auto qkv = detail::attention_operands(m);
     if (!qkv) return std::nullopt;
-    const auto &[q, k, v] = *qkv;
-    if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4) return std::nullopt;
-    // No kernel serves it (its head dim): a node would run this same composition unfused.
-    if (ops::attention_runs_composed(q, k, v)) return std::nullopt;
-    if (detail::attr_ints(m.ops.at("kt")->attrs(), "perm") != std::vector<std::int64_t>{0, 1, 3, 2})
-      return std::nullopt;
+    const auto &[q, kin, v] = *qkv;
+    if (q.ndim() != 4 || kin.ndim() != 4 || v.ndim() != 4) return std::nullopt;
+    // No kernel serves it (its head dim): a node would run this same composition unfused. (Only
+    // q's and v's extents decide it, so the keys may still be in their layout before the permute.)
+    if (ops::attention_runs_composed(q, kin, v)) return std::nullopt;
     auto axis = detail::attr_ints(m.ops.at("softmax")->attrs(), "axis");
     if (axis.size() != 1 || (axis[0] != 3 && axis[0] != -1)) return std::nullopt;
     std::optional<double> scale = m.ops.count("scale") ? scalar_factor(m, "scale") : 1.0;
     if (!scale) return std::nullopt;
+    const auto perm = detail::attr_ints(m.ops.at("kt")->attrs(), "perm");
+    if (perm != std::vector<std::int64_t>{0, 1, 3, 2} && perm != std::vector<std::int64_t>{0, 2, 3, 1})
+      return std::nullopt;
     std::optional<Tensor> mask;
     if (m.tensors.count("mask")) mask = m["mask"];
     if (m.ops.count("where")) {
@@ -321,7 +334,7 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
       if (!kept_mask) return std::nullopt;
       mask = mask ? ops::add(*kept_mask, *mask) : *kept_mask;
     }
-    return ops::scaled_dot_product_attention(q, k, v, mask, false, scale);
+    return ops::scaled_dot_product_attention(q, *detail::keys_of(m, kin), v, mask, false, scale);
   };
   // Attention whose output is transposed to [B, Sq, H, D] (merging the heads): the kernel stores
   // that layout itself.

@@ -91,11 +91,16 @@ HIDET_INLINE Tensor causal_bias(std::int64_t sq, std::int64_t skv, Device device
 } // namespace attention_detail
 
 namespace attention_detail {
-/// The dtypes and head dims the templates serve: f16 and bf16 (tensor cores) with head dim 32, 64
-/// or 128; f32 (CUDA cores) with a multiple of 32 up to 128. Others are composed.
+/// The dtypes and head dims the templates serve: f16 and bf16 (tensor cores) with head dim 16, 32,
+/// 64 or 128; f32 (CUDA cores) with a multiple of 32 up to 128. Others are composed.
 HIDET_INLINE bool templated_dtype(DataType dt) { return dt.is_half() || dt == dtypes::f32; }
 HIDET_INLINE bool templated_head_dim(DataType dt, std::int64_t d) {
-  return dt == dtypes::f32 ? d % 32 == 0 && d <= 128 : d == 32 || d == 64 || d == 128;
+  return dt == dtypes::f32 ? d % 32 == 0 && d <= 128 : d == 16 || d == 32 || d == 64 || d == 128;
+}
+/// Whether a template serves head dim `d` of q and k with `dv` of v: both served, and equal in f32
+/// (the mma.sync kernel of f16 and bf16 takes a v head dim of its own).
+HIDET_INLINE bool templated_head_dims(DataType dt, std::int64_t d, std::int64_t dv) {
+  return templated_head_dim(dt, d) && templated_head_dim(dt, dv) && (dt.is_half() || d == dv);
 }
 
 /// `t`, or a copy of it when its data is not 16-byte aligned: the kernels load 16-byte vectors
@@ -285,11 +290,13 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
 HIDET_INLINE Tensor composed(const Tensor &q, const Tensor &k, const Tensor &v, const std::optional<Tensor> &mask,
                              bool is_causal, double s, bool heads_last) {
   const Shape &sq = q.shape();
-  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], D = sq[3], Hkv = k.shape()[1], Skv = k.shape()[2];
+  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Hkv = k.shape()[1], Skv = k.shape()[2];
   // Scores in f32 for half inputs (the matmul accumulates in f32 either way).
-  // Grouped-query attention: each kv head repeated for its H / Hkv q heads.
+  // Grouped-query attention: each kv head repeated for its H / Hkv q heads (k and v may differ in
+  // their head dims).
   auto repeat_kv = [&](const Tensor &t) {
-    return Hkv == H ? t : broadcast_to(unsqueeze(t, 2), {B, Hkv, H / Hkv, Skv, D}).reshape({B, H, Skv, D});
+    const std::int64_t d = t.shape()[3];
+    return Hkv == H ? t : broadcast_to(unsqueeze(t, 2), {B, Hkv, H / Hkv, Skv, d}).reshape({B, H, Skv, d});
   };
   Tensor scores = matmul(q, transpose(repeat_kv(k), -2, -1));
   if (scores.dtype().is_half()) scores = cast(scores, dtypes::f32);
@@ -342,9 +349,6 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
          "attention: q head h reads kv head h / (H / Hkv))");
   if (sk[2] != sv[2]) fail("k and v must have the same sequence length (dim 2)");
   if (sk[3] != sq[3]) fail(str_cat("k's head dim ", sk[3], " must equal q's ", sq[3]));
-  if (sv[3] != sq[3])
-    fail(str_cat("v's head dim ", sv[3], " must equal q's ", sq[3],
-                 " (a different value dim is not supported)"));
   if (q.dtype() != k.dtype() || q.dtype() != v.dtype())
     fail(str_cat("q, k and v must have one dtype, got ", q.dtype(), ", ", k.dtype(), " and ",
                  v.dtype()));
@@ -355,7 +359,8 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   for (auto d : sq)
     if (d <= 0) fail("sizes must be positive");
   if (sk[2] <= 0) fail("sizes must be positive");
-  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = sk[2], D = sq[3], Hkv = sk[1];
+  // D: q and k's head dim; Dv: v's and the output's (PyTorch allows them to differ)
+  const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = sk[2], D = sq[3], Dv = sv[3], Hkv = sk[1];
   std::optional<Tensor> mask;
   if (attn_mask) {
     const auto &ms = attn_mask->shape();
@@ -419,6 +424,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
       return std::vector<Tensor>{attention(in[0], in[1], in[2], m, is_causal, scale, heads_last)};
     };
     SymShape out = q.sym_shape();
+    out[3] = v.sym_shape()[3];
     if (heads_last) std::swap(out[1], out[2]);
     return mark_scratch_build(trace_operator("ScaledDotProductAttention", ins, attrs,
                           {{out, q.dtype(), q.device()}}, run)[0]);
@@ -428,17 +434,18 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
 
   // The template indexes with 32-bit integers and puts heads and batch on grid y and z.
   const std::int64_t lim = std::int64_t(1) << 31;
-  const bool fits = B <= 65535 && H <= 65535 && B * H * std::max(Sq, Skv) * D < lim &&
+  const bool fits = B <= 65535 && H <= 65535 && B * H * std::max(Sq, Skv) * std::max(D, Dv) < lim &&
                     (!mask || mask->numel() < lim);
-  if (templated_dtype(q.dtype()) && templated_head_dim(q.dtype(), D) && q.device().is_cuda() && fits) {
+  if (templated_dtype(q.dtype()) && templated_head_dims(q.dtype(), D, Dv) && q.device().is_cuda() && fits) {
     templates::AttentionProblem p;
     p.batch = int(B), p.heads = int(H), p.seq_q = int(Sq), p.seq_kv = int(Skv), p.head_dim = int(D);
+    p.head_dim_v = Dv != D ? int(Dv) : 0;
     p.dtype = q.dtype(), p.causal = is_causal, p.kv_heads = int(Hkv);
     if (mask)
       p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]),
       p.mask_heads = int(mask->shape()[1]);
     p.heads_last = heads_last;
-    Tensor out = heads_last ? empty({B, Sq, H, D}, q.dtype(), q.device()) : empty({B, H, Sq, D}, q.dtype(), q.device());
+    Tensor out = heads_last ? empty({B, Sq, H, Dv}, q.dtype(), q.device()) : empty({B, H, Sq, Dv}, q.dtype(), q.device());
     const Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
     auto r = choose(p, option::search_space(), qa, ka, va, mask, out, s);
     if (mask)
@@ -458,10 +465,12 @@ HIDET_INLINE bool attention_runs_composed(const Tensor &q, const Tensor &k, cons
     return false;
   const SymShape &sq = q.sym_shape();
   const std::int64_t sq_len = sq[2].value(), D = sq[3].value();
-  // The decode kernel (attention_decode.hpp) serves up to 8 query rows of any head dim; the
-  // templates, f16 and bf16 at head dim 32, 64 or 128 and f32 at a multiple of 32 up to 128.
-  if (sq_len <= 8 || !q.dtype().is_float() || v.sym_shape()[3].value() != D) return false;
-  return !attention_detail::templated_dtype(q.dtype()) || !attention_detail::templated_head_dim(q.dtype(), D);
+  // The decode kernel (attention_decode.hpp) serves up to 8 query rows of any head dim (v's that
+  // of q); the templates, f16 and bf16 at head dims 16, 32, 64 or 128 (v's may differ) and f32 at
+  // a multiple of 32 up to 128.
+  const std::int64_t Dv = v.sym_shape()[3].value();
+  if ((sq_len <= 8 && Dv == D) || !q.dtype().is_float()) return false;
+  return !attention_detail::templated_dtype(q.dtype()) || !attention_detail::templated_head_dims(q.dtype(), D, Dv);
 }
 
 HIDET_INLINE Tensor scaled_dot_product_attention_composed(const Tensor &q, const Tensor &k, const Tensor &v,

@@ -1,6 +1,7 @@
 // Scaled dot-product attention for f16 and bf16 in Hidet Script, in the flash-attention style:
 // out = softmax(q k^T * scale + mask) v for q, k, v, out in PyTorch's layout [B, H, S, D]
-// (row-major), head dim D = 32, 64 or 128, any Sq and Skv, optional causal mask (query i attends
+// (row-major), head dim D = 16, 32, 64 or 128 (v's and the output's may be another of these:
+// LeViT's q and k have 16, its v 32 or 64), any Sq and Skv, optional causal mask (query i attends
 // keys j <= i, top-left aligned like PyTorch's is_causal) and an optional additive mask
 // [B or 1, H or 1, Sq, Skv] (f32, f16 or bf16) added to the scaled scores.
 //
@@ -69,10 +70,11 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
                                  const AttentionSymbols *sym = nullptr) {
   using namespace hidet::lang;
   check_attention_problem(p);
-  check_attention_config(cfg, p.head_dim);
-  const int B = p.batch, H = p.heads, Sq = p.seq_q, Skv = p.seq_kv, D = p.head_dim;
+  check_attention_config(cfg, p.head_dim, p.dv());
+  // D: q and k's head dim; Dv: v's and the output's (LeViT: 16 and 32)
+  const int B = p.batch, H = p.heads, Sq = p.seq_q, Skv = p.seq_kv, D = p.head_dim, Dv = p.dv();
   const int bq = cfg.block_q(), bkv = cfg.block_kv, stages = cfg.stages, threads = cfg.threads();
-  const int mt = cfg.warp_q / 16, nk = bkv / 8, dk = D / 16, nd = D / 8, pk = bkv / 16;
+  const int mt = cfg.warp_q / 16, nk = bkv / 8, dk = D / 16, nd = Dv / 8, pk = bkv / 16;
   const int q_tiles = ceil_div(Sq, bq), total_tiles = ceil_div(Skv, bkv);
   const int splits = cfg.kv_splits, run_tiles = ceil_div(total_tiles, splits); // split-KV: tiles per run
   const bool causal = p.causal;
@@ -85,13 +87,13 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto T = [&](DataType d) { return TensorSpec(d, {}); };
 
-  // out: the output, or (split-KV) ws_o f32[splits][B * H * Sq][D] and ws_ml f32[splits][B * H * Sq][2]
+  // out: the output, or (split-KV) ws_o f32[splits][B * H * Sq][Dv] and ws_ml f32[splits][B * H * Sq][2]
   auto body = [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask,
                   lang::Tensor out, const lang::Tensor *ws_ml, Var scale) {
     if (sym) attrs.cuda.grid_dim = {max(q_tiles_e, 1) * splits, H, B_e};
     else attrs.cuda.grid_dim = {q_tiles * splits, H, B};
     attrs.cuda.block_dim = threads;
-    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes(D);
+    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes(D, Dv);
 
     auto sq = dynamic_shared_tensor(
         T(dt)[1][bq][D].with_layout(matmul_f16_detail::swizzled_tile(1, bq, D)), 0, "smem_q");
@@ -99,7 +101,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         T(dt)[stages][bkv][D].with_layout(matmul_f16_detail::swizzled_tile(stages, bkv, D)),
         bq * D * 2, "smem_k");
     auto sv = dynamic_shared_tensor(
-        T(dt)[stages][bkv][D].with_layout(matmul_f16_detail::swizzled_tile(stages, bkv, D)),
+        T(dt)[stages][bkv][Dv].with_layout(matmul_f16_detail::swizzled_tile(stages, bkv, Dv)),
         (bq + stages * bkv) * D * 2, "smem_v");
     auto qf = register_tensor(T(dt)[mt][cfg.q_in_regs ? dk : 1][8], "q_frag");
     auto kf = register_tensor(T(dt)[2][4], "k_frag");
@@ -129,7 +131,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
 
     auto load_kv = [&](Expr stage, Expr kv0) {
       attention_detail::load_rows(sk, stage, k, b, kvh, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
-      attention_detail::load_rows(sv, stage, v, b, kvh, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
+      attention_detail::load_rows(sv, stage, v, b, kvh, kv0, bkv, Dv, 8, threads, ext.seq_kv, ext.guard_kv);
     };
     auto load_q_frags = [&](int kk_first, int kk_count) {
       for (int i = 0; i < mt; ++i)
@@ -243,9 +245,9 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
       }
   };
 
-  auto To = p.heads_last ? T(dt)[B_e][Sq_e][H][D] : T(dt)[B_e][H][Sq_e][D];
+  auto To = p.heads_last ? T(dt)[B_e][Sq_e][H][Dv] : T(dt)[B_e][H][Sq_e][Dv];
   std::vector<ParamSpec> outs{To};
-  if (splits > 1) outs = {f32[splits][rows_e][D], f32[splits][rows_e][2]};
+  if (splits > 1) outs = {f32[splits][rows_e][Dv], f32[splits][rows_e][2]};
   attention_detail::add_attention_entry(
       mod, name, p, sym, ext, outs,
       [&](lang::Tensor q, lang::Tensor k, lang::Tensor v, const lang::Tensor *mask, const std::vector<lang::Tensor> &os,
@@ -253,16 +255,16 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
   if (splits == 1) return;
   // Split-KV: out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s per row (M = max_s m_s), one
   // thread per two adjacent output elements.
-  const Expr pairs = rows_e * (D / 2);
-  std::vector<ParamSpec> combine_specs{f32[splits][rows_e][D], f32[splits][rows_e][2], To};
+  const Expr pairs = rows_e * (Dv / 2);
+  std::vector<ParamSpec> combine_specs{f32[splits][rows_e][Dv], f32[splits][rows_e][2], To};
   if (sym) push_symbol_params(combine_specs, sym->names());
   mod.kernel(name + "_combine", combine_specs, [&](const std::vector<ParamHandle> &ps) {
     lang::Tensor ws_o = ps[0], ws_ml = ps[1], out = ps[2];
-    attrs.cuda.grid_dim = sym ? Expr(ceil_div(pairs, 256)) : Expr(ceil_div(B * H * Sq * (D / 2), 256));
+    attrs.cuda.grid_dim = sym ? Expr(ceil_div(pairs, 256)) : Expr(ceil_div(B * H * Sq * (Dv / 2), 256));
     attrs.cuda.block_dim = 256;
     Var idx = blockIdx.x * 256 + threadIdx.x;
     if_(idx < pairs, [&] {
-      Var r = idx / (D / 2), d = idx % (D / 2) * 2;
+      Var r = idx / (Dv / 2), d = idx % (Dv / 2) * 2;
       Var mx = var(f32, neg_inf, "mx");
       for (int s = 0; s < splits; ++s) mx = max(mx, ws_ml[s][r][0]);
       Var m_use = select(mx == neg_inf, 0.0f, mx);
@@ -286,6 +288,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
 inline lang::ScriptModule attention_module(const AttentionProblem &p, const AttentionConfig &cfg,
                                            const AttentionSymbols *sym = nullptr) {
   auto mod = lang::script_module(str_cat("attention_", cfg.wgmma ? "wgmma_" : cfg.fma ? "fma_" : "", p.dtype, "_d", p.head_dim,
+                                         p.dv() != p.head_dim ? str_cat("_v", p.dv()) : std::string(),
                                          p.causal ? "_causal" : "", p.heads_last ? "_bshd" : "", sym ? "_symbolic" : ""));
   if (cfg.wgmma && sym)
     throw ValueError(str_cat("attention kernel for ", sym->str(), ": the Hopper kernel takes constant sizes"));
@@ -349,11 +352,11 @@ inline std::vector<AttentionConfig> attention_candidates(const AttentionProblem 
   if (space <= 0) return out;
   auto add = [&](const AttentionConfig &c) {
     try {
-      check_attention_config(c, p.head_dim);
+      check_attention_config(c, p.head_dim, p.dv());
     } catch (const ValueError &) {
       return;
     }
-    if (!c.wgmma && c.fragment_registers(p.head_dim) > 232) return;
+    if (!c.wgmma && c.fragment_registers(p.head_dim, p.dv()) > 232) return;
     for (auto &o : out)
       if (o.str() == c.str()) return;
     out.push_back(c);
@@ -425,7 +428,7 @@ private:
         std::lock_guard<std::mutex> lock(mu_);
         auto &w = workspaces_[rows];
         if (!w.first.defined()) {
-          w.first = hidet::empty({cfg_.kv_splits, rows, p.head_dim}, dtypes::f32, "cuda");
+          w.first = hidet::empty({cfg_.kv_splits, rows, p.dv()}, dtypes::f32, "cuda");
           w.second = hidet::empty({cfg_.kv_splits, rows, 2}, dtypes::f32, "cuda");
         }
         ws = w;

@@ -47,21 +47,24 @@ struct AttentionConfig {
   int threads() const { return wgmma ? 128 * (consumers + 1) : warps * 32; }
   /// wgmma: the consumers' setmaxnreg budget (what the 64K registers leave, at most 240).
   int consumer_regs() const { return std::min(240, (65536 / 128 - producer_regs) / consumers / 8 * 8); }
-  /// Dynamic shared memory in bytes for head dim `d`: the Q tile and `stages` K and V tiles
-  /// (wgmma: and the mbarriers: Q, then K full, V full, K empty and V empty per stage; fma: f32
-  /// tiles, Q and K rows padded by 4, and the P tile, its rows padded by 8).
-  int smem_bytes(int d) const {
+  /// Dynamic shared memory in bytes for head dim `d` of q and k and `dv` of v (0: d): the Q
+  /// tile and `stages` K and V tiles (wgmma: and the mbarriers: Q, then K full, V full, K empty
+  /// and V empty per stage; fma: f32 tiles, Q and K rows padded by 4, and the P tile, its rows
+  /// padded by 8). Only the mma.sync kernel takes a dv other than d.
+  int smem_bytes(int d, int dv = 0) const {
+    if (dv <= 0) dv = d;
     if (fma) return ((block_q() + stages * block_kv) * (d + 4) + stages * block_kv * d + block_q() * (block_kv + 8)) * 4;
-    return (block_q() + 2 * stages * block_kv) * d * 2 + (wgmma ? 8 * (1 + 4 * stages) : 0);
+    return ((block_q() + stages * block_kv) * d + stages * block_kv * dv) * 2 + (wgmma ? 8 * (1 + 4 * stages) : 0);
   }
-  /// A rough count of the 32-bit registers a thread needs for head dim `d`: the O and S
-  /// accumulators (P replaces S; wgmma: P is kept beside S), the Q fragments when kept, the K/V
-  /// fragments.
-  int fragment_registers(int d) const {
+  /// A rough count of the 32-bit registers a thread needs for head dim `d` (q, k) and `dv` (v;
+  /// 0: d): the O and S accumulators (P replaces S; wgmma: P is kept beside S), the Q fragments
+  /// when kept, the K/V fragments.
+  int fragment_registers(int d, int dv = 0) const {
+    if (dv <= 0) dv = d;
     if (fma) return warp_q / 4 * (block_kv / 8 + d / 8 + 4 + 2) + 8;
     if (wgmma) return d / 2 + block_kv / 2 + block_kv / 4 + 32;
     int mt = warp_q / 16;
-    return mt * (d / 8) * 4 + mt * (block_kv / 8) * 4 + (q_in_regs ? mt * d / 4 : 4) + 8;
+    return mt * (dv / 8) * 4 + mt * (block_kv / 8) * 4 + (q_in_regs ? mt * d / 4 : 4) + 8;
   }
   /// "q64 kv64 (4 warps of 16 rows, 2 stages, Q in registers)", "wgmma q128 kv128 (2 consumer
   /// warpgroups, 2 stages)"
@@ -80,6 +83,9 @@ struct AttentionConfig {
 /// One attention problem: sizes, dtype and masks. The kernel is specialized for it.
 struct AttentionProblem {
   int batch = 1, heads = 1, seq_q = 1, seq_kv = 1, head_dim = 64;
+  /// v's (and the output's) head dim when it differs from q and k's (LeViT: 16 for q and k, 32
+  /// or 64 for v; the mma.sync kernel only). 0: head_dim.
+  int head_dim_v = 0;
   DataType dtype = dtypes::f16;
   bool causal = false;
   bool has_mask = false; ///< a mask [mask_batch, mask_heads, seq_q, seq_kv]: additive, or bool (true = attend)
@@ -92,6 +98,8 @@ struct AttentionProblem {
 
   /// The heads of k and v.
   int kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  /// v's and the output's head dim.
+  int dv() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
   /// The kv head that q head `h` reads.
   lang::Expr kv_head(const lang::Expr &h) const { return kv() == heads ? h : h / (heads / kv()); }
 
@@ -103,15 +111,21 @@ struct AttentionProblem {
     if (has_mask) s += str_cat(", mask ", mask_dtype, " [", mask_batch, ", ", mask_heads, "]");
     if (heads_last) s += ", out [B, Sq, H, D]";
     if (kv() != heads) s += str_cat(", ", kv(), " kv heads");
+    if (dv() != head_dim) s += str_cat(", v head dim ", dv());
     return s;
   }
 };
 
-/// Throws ValueError naming the config when it cannot be built for head dim `head_dim`.
-inline void check_attention_config(const AttentionConfig &c, int head_dim) {
+/// Throws ValueError naming the config when it cannot be built for head dim `head_dim` of q and k
+/// and `head_dim_v` of v (0: head_dim).
+inline void check_attention_config(const AttentionConfig &c, int head_dim, int head_dim_v = 0) {
+  const int dv = head_dim_v > 0 ? head_dim_v : head_dim;
   auto bad = [&](const std::string &why) {
-    throw ValueError(str_cat("attention config ", c.str(), " for head dim ", head_dim, ": ", why));
+    throw ValueError(str_cat("attention config ", c.str(), " for head dim ", head_dim,
+                             dv != head_dim ? str_cat(" (v ", dv, ")") : std::string(), ": ", why));
   };
+  if (dv != head_dim && (c.fma || c.wgmma))
+    bad(str_cat("the ", c.fma ? "f32" : "Hopper", " kernel takes v's head dim equal to q's"));
   if (c.kv_splits < 1 || c.kv_splits > 64) bad("kv_splits must be in [1, 64]");
   if (c.fma) {
     if (c.wgmma) bad("fma and wgmma exclude each other");
@@ -142,16 +156,17 @@ inline void check_attention_config(const AttentionConfig &c, int head_dim) {
       bad(str_cat(c.smem_bytes(head_dim), " bytes of shared memory; an H100 block may use 232448"));
     return;
   }
-  if (head_dim != 32 && head_dim != 64 && head_dim != 128) bad("the tensor-core kernel takes head dim 32, 64 or 128");
+  for (int d : {head_dim, dv})
+    if (d != 16 && d != 32 && d != 64 && d != 128) bad("the tensor-core kernel takes head dims 16, 32, 64 or 128");
   if (c.warps < 1 || c.warps > 16) bad("warps must be in [1, 16]");
   if (c.warp_q != 16 && c.warp_q != 32) bad("warp_q must be 16 or 32 (one or two m16 tiles)");
   if (c.block_kv != 32 && c.block_kv != 64 && c.block_kv != 128)
     bad("block_kv must be 32, 64 or 128");
   if (c.stages < 2 || c.stages > 3) bad(str_cat("stages is ", c.stages, "; use 2 or 3"));
-  if (c.smem_bytes(head_dim) > 227 * 1024)
-    bad(str_cat(c.smem_bytes(head_dim), " bytes of shared memory; an H100 block may use 232448"));
+  if (c.smem_bytes(head_dim, dv) > 227 * 1024)
+    bad(str_cat(c.smem_bytes(head_dim, dv), " bytes of shared memory; an H100 block may use 232448"));
   int vec = head_dim / 8;
-  if ((c.block_q() * vec) % c.threads() || (c.block_kv * vec) % c.threads())
+  if ((c.block_q() * vec) % c.threads() || (c.block_kv * vec) % c.threads() || (c.block_kv * dv / 8) % c.threads())
     bad(str_cat("the ", c.threads(),
                 " threads must copy the tiles in whole rounds of 16-byte vectors"));
 }
@@ -162,7 +177,7 @@ inline bool attention_fits_int32(const AttentionProblem &p) {
   const std::int64_t lim = std::int64_t(1) << 31, bh = std::int64_t(p.batch) * p.heads;
   std::int64_t mask =
       p.has_mask ? std::int64_t(p.mask_batch) * p.mask_heads * p.seq_q * p.seq_kv : 0;
-  return bh * std::max(p.seq_q, p.seq_kv) * p.head_dim < lim && mask < lim;
+  return bh * std::max(p.seq_q, p.seq_kv) * std::max(p.head_dim, p.dv()) < lim && mask < lim;
 }
 
 /// Throws ValueError naming the problem when the kernel cannot serve it.
@@ -170,12 +185,14 @@ inline void check_attention_problem(const AttentionProblem &p) {
   auto bad = [&](const std::string &why) {
     throw ValueError(str_cat("attention kernel for ", p.str(), ": ", why));
   };
+  auto tensor_core_dim = [](int d) { return d == 16 || d == 32 || d == 64 || d == 128; };
   if (p.dtype == dtypes::f32) {
     if (p.head_dim % 32 != 0 || p.head_dim > 128) bad("head dim must be 32, 64, 96 or 128 (f32)");
+    if (p.dv() != p.head_dim) bad("v's head dim must equal q's (f32)");
   } else if (!p.dtype.is_half()) {
     bad("q, k, v must be f16, bf16 or f32");
-  } else if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128) {
-    bad("head dim must be 32, 64 or 128 (f16, bf16)");
+  } else if (!tensor_core_dim(p.head_dim) || !tensor_core_dim(p.dv())) {
+    bad("head dims must be 16, 32, 64 or 128 (f16, bf16)");
   }
   if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_kv <= 0) bad("sizes must be positive");
   if (p.batch > 65535 || p.heads > 65535)
@@ -296,8 +313,9 @@ inline void add_attention_entry(
                              lang::Var)> &body) {
   using namespace hidet::lang;
   auto qkv = TensorSpec(p.dtype, {})[e.batch][p.heads];
-  auto Tkv = TensorSpec(p.dtype, {})[e.batch][p.kv()][e.seq_kv][p.head_dim];
-  std::vector<ParamSpec> specs{qkv[e.seq_q][p.head_dim], Tkv, Tkv};
+  auto Tk = TensorSpec(p.dtype, {})[e.batch][p.kv()][e.seq_kv][p.head_dim];
+  auto Tv = TensorSpec(p.dtype, {})[e.batch][p.kv()][e.seq_kv][p.dv()];
+  std::vector<ParamSpec> specs{qkv[e.seq_q][p.head_dim], Tk, Tv};
   const Expr mask_b = sym ? (sym->mask_batched ? e.batch : Expr(1)) : Expr(p.mask_batch);
   if (p.has_mask) specs.push_back(TensorSpec(p.mask_dtype, {})[mask_b][p.mask_heads][e.seq_q][e.seq_kv]);
   specs.insert(specs.end(), outs.begin(), outs.end());

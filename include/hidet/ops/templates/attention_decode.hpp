@@ -101,6 +101,7 @@ inline void check_attention_decode(const AttentionProblem &p, const AttentionDec
   if (!(p.dtype.is_half() || p.dtype == dtypes::f32)) bad("q, k, v must be f16, bf16 or f32");
   if (p.heads <= 0 || p.kv() <= 0 || p.heads % p.kv() != 0) bad("k and v's heads must divide q's");
   if (p.seq_q < 1) bad("q must have at least one row");
+  if (p.dv() != p.head_dim) bad("v's head dim must equal q's");
   const int e = attention_decode_detail::vec(p.dtype);
   if (p.head_dim <= 0 || p.head_dim % e != 0 || p.head_dim > 256)
     bad(str_cat("head dim must be a multiple of ", e, " up to 256 (16-byte vectors)"));
