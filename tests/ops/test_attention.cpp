@@ -412,6 +412,61 @@ TEST_CASE("sdpa: head dim 16 and a head dim of v other than q's (LeViT), on ever
   }
 }
 
+TEST_CASE("sdpa packed: q, k and v read in place from the heads of projections (LeViT's QKV split)") {
+  // x [B, N, H, 64]: q its columns 0-15, k 16-31, v 32-63, each permuted (0, 2, 1, 3). The kernel
+  // reads them in place; checked against the reference on the permuted copies.
+  auto heads = [](const Tensor &x, std::int64_t off, std::int64_t d) {
+    return o::permute(o::slice(x, {3}, {off}, {off + d}), {0, 2, 1, 3}).clone();
+  };
+  for (DataType dt : {dtypes::f16, dtypes::bf16}) {
+    Problem p{2, 3, 49, 49, 16, dt, false, {3, 49, 49}, dt};
+    p.dv = 32;
+    Tensor x = make({2, 49, 3, 64}, dt);
+    Inputs in{heads(x, 0, 16), heads(x, 16, 16), heads(x, 32, 32), make({3, 49, 49}, dt)};
+    Tensor got = o::scaled_dot_product_attention_packed({x, 0, 16}, {x, 16, 16}, {x, 32, 32}, in.mask);
+    check(p, in, got, 0.25, "packed");
+    got = o::scaled_dot_product_attention_packed({x, 0, 16}, {x, 16, 16}, {x, 32, 32}, in.mask, false, 0.3, true);
+    REQUIRE(got.shape() == o::Shape{2, 49, 3, 32});
+    check(p, in, o::permute(got, {0, 2, 1, 3}).clone(), 0.3, "packed, heads last");
+  }
+  // LeViT's subsampling: q its own [B, 16, H, 16] tensor, k and v from one [B, 49, H, 80] (16 + 64),
+  // causal; and grouped-query attention (k and v of 2 heads for q's 6).
+  {
+    Problem p{1, 8, 16, 49, 16, dtypes::f16, true};
+    p.dv = 64;
+    Tensor xq = make({1, 16, 8, 16}, dtypes::f16), xkv = make({1, 49, 8, 80}, dtypes::f16);
+    Inputs in{heads(xq, 0, 16), heads(xkv, 0, 16), heads(xkv, 16, 64), {}};
+    check(p, in, o::scaled_dot_product_attention_packed({xq, 0, 16}, {xkv, 0, 16}, {xkv, 16, 64}, std::nullopt, true), 0.25,
+          "packed, q apart, causal");
+    Problem g{1, 6, 21, 30, 32, dtypes::f16};
+    g.kv_heads = 2;
+    Tensor xg = make({1, 21, 6, 32}, dtypes::f16), xkg = make({1, 30, 2, 72}, dtypes::f16);
+    Inputs ig{heads(xg, 0, 32), heads(xkg, 8, 32), heads(xkg, 40, 32), {}};
+    check(g, ig, o::scaled_dot_product_attention_packed({xg, 0, 32}, {xkg, 8, 32}, {xkg, 40, 32}), 1.0 / std::sqrt(32.0),
+          "packed, grouped-query");
+  }
+  // Columns the kernel cannot read in place (an offset of 4: rows off 16 bytes; head dim 20): the
+  // permuted copies, the same result.
+  {
+    Problem p{1, 2, 20, 20, 16, dtypes::f16};
+    Tensor x = make({1, 20, 2, 52}, dtypes::f16);
+    Inputs in{heads(x, 4, 16), heads(x, 20, 16), heads(x, 36, 16), {}};
+    check(p, in, o::scaled_dot_product_attention_packed({x, 4, 16}, {x, 20, 16}, {x, 36, 16}), 0.25, "packed, unaligned");
+    Problem c{1, 2, 20, 20, 20, dtypes::f16};
+    Inputs ic{heads(x, 0, 20), heads(x, 20, 20), heads(x, 32, 20), {}};
+    check(c, ic, o::scaled_dot_product_attention_packed({x, 0, 20}, {x, 20, 20}, {x, 32, 20}), 1.0 / std::sqrt(20.0),
+          "packed, head dim 20", 4.0);
+  }
+  Tensor x = make({1, 20, 2, 64}, dtypes::f16);
+  expect_error([&] { (void)o::scaled_dot_product_attention_packed({x, 56, 16}, {x, 0, 16}, {x, 16, 16}); },
+               {"scaled_dot_product_attention_packed", "q's columns [56, 72)", "last dim 64"});
+  expect_error([&] { (void)o::scaled_dot_product_attention_packed({x.reshape({20, 2, 64}), 0, 16}, {x, 0, 16}, {x, 16, 16}); },
+               {"q must be a 4-D tensor [B, S, H, W]"});
+  tpl::AttentionProblem ap;
+  ap.seq_q = ap.seq_kv = 20, ap.head_dim = 16, ap.in_q = {52, 4};
+  expect_error([&] { tpl::check_attention_problem(ap); }, {"packed input [B, S, H, 52] at 4", "multiples of 8"});
+}
+
 TEST_CASE("sdpa: fallback for other head dims") {
   run_op({2, 1, 17, 23, 48, dtypes::f16, false, {17, 23}, dtypes::f32});
   run_op({1, 1, 9, 12, 80, dtypes::bf16, true});

@@ -35,6 +35,24 @@ Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k,
                                                const std::optional<Tensor> &attn_mask = std::nullopt,
                                                bool is_causal = false,
                                                std::optional<double> scale = std::nullopt);
+/// One of packed attention's inputs: the `dim` columns from `offset` of x [B, S, H, W], whose heads
+/// (permuted to [B, H, S, dim]) are attention's q, k or v.
+struct PackedHeads {
+  Tensor x;
+  std::int64_t offset = 0, dim = 0;
+};
+/// Attention over q, k and v read in place from the heads of projections: q is
+/// q.x[..., q.offset : q.offset + q.dim].permute(0, 2, 1, 3), and k and v likewise (LeViT splits
+/// q, k and v from one QKV projection viewed [B, N, H, 64] and permutes each; graph::fuse_attention
+/// makes such attention this node). Otherwise as scaled_dot_product_attention (heads_last: the
+/// output [B, Sq, H, Dv]). In f16/bf16 on cuda, with head dims of 16, 32, 64 or 128, widths and
+/// offsets that are multiples of 8 and 16-byte aligned data, the flash kernel reads the columns
+/// where they are (no permuted copies); otherwise the slices are made and attention runs as usual.
+Tensor scaled_dot_product_attention_packed(const PackedHeads &q, const PackedHeads &k, const PackedHeads &v,
+                                           const std::optional<Tensor> &attn_mask = std::nullopt,
+                                           bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                           bool heads_last = false);
+
 /// True when attention of these q, k, v (constant shapes) runs as a composition of products,
 /// softmax and element-wise operators at any time: no kernel serves its dtype and head dim, and
 /// more than 8 query rows rule out the decode kernel. graph::fuse_attention replaces such

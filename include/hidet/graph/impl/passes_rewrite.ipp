@@ -480,12 +480,58 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
                                                       scale, detail::attr_text(attrs, "heads_last") == "true" ||
                                                                  m.ops.at("sdpa")->name() == "ScaledDotProductAttentionHeadsLast");
   };
+  // Attention whose q, k or v are heads split from a projection along its last axis and permuted
+  // (0, 2, 1, 3) (LeViT: q, k, v = qkv(x).view(B, N, H, 64).split([16, 16, 32], 3), each permuted):
+  // the flash kernel reads the columns in place, so the three permuted copies (a kernel each) go.
+  // f16/bf16 with more than 8 query rows (fewer: the decode kernel, which reads [B, H, S, D]).
+  auto replace_packed = [](const Match &m) -> std::optional<Tensor> {
+    const Tensor &q = m["q"], &k = m["k"], &v = m["v"];
+    if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || !q.dtype().is_half()) return std::nullopt;
+    if (!is_constant_shape(q.sym_shape()) || !is_constant_shape(k.sym_shape()) || !is_constant_shape(v.sym_shape()) ||
+        q.sym_shape()[2].value() <= 8)
+      return std::nullopt;
+    // The projection and the first column of heads t: t = Slice(x)[.., c0 : c0 + D].permute(0, 2, 1, 3).
+    auto split_heads = [](const Tensor &t) -> std::optional<ops::PackedHeads> {
+      if (!t.trace() || t.trace().op->name() != "Permute" ||
+          detail::attr_ints(t.trace().op->attrs(), "perm") != std::vector<std::int64_t>{0, 2, 1, 3})
+        return std::nullopt;
+      const Tensor &sl = t.trace().op->inputs()[0];
+      if (!sl.trace() || sl.trace().op->name() != "Slice") return std::nullopt;
+      const auto &cut = sl.trace().op;
+      const Tensor &x = cut->inputs()[0];
+      const auto begin = detail::attr_ints(cut->attrs(), "begin"), step = detail::attr_ints(cut->attrs(), "step");
+      if (x.ndim() != 4 || !is_constant_shape(x.sym_shape()) || begin.size() != 4 || step != std::vector<std::int64_t>{1, 1, 1, 1})
+        return std::nullopt;
+      const std::vector<std::int64_t> xs = constant_shape(x.sym_shape()), ss = constant_shape(sl.sym_shape());
+      for (int a = 0; a < 3; ++a)
+        if (begin[std::size_t(a)] != 0 || ss[std::size_t(a)] != xs[std::size_t(a)]) return std::nullopt;
+      if (begin[3] % 8 != 0 || xs[3] % 8 != 0) return std::nullopt;
+      return ops::PackedHeads{x, begin[3], ss[3]};
+    };
+    auto pq = split_heads(q), pk = split_heads(k), pv = split_heads(v);
+    if (!pq && !pk && !pv) return std::nullopt;
+    // The others as they are, viewed [B, S, H, D] (a permute that cancels the one that made them).
+    auto whole = [](const Tensor &t) { return ops::PackedHeads{ops::permute(t, {0, 2, 1, 3}), 0, t.sym_shape()[3].value()}; };
+    const std::string &attrs = m.ops.at("sdpa")->attrs();
+    std::optional<double> scale;
+    if (std::string sc = detail::attr_text(attrs, "scale"); !sc.empty()) scale = std::stod(sc);
+    std::optional<Tensor> mask;
+    if (m.tensors.count("mask")) mask = m["mask"];
+    const bool heads_last = detail::attr_text(attrs, "heads_last") == "true" ||
+                            m.ops.at("sdpa")->name() == "ScaledDotProductAttentionHeadsLast";
+    Tensor y = ops::scaled_dot_product_attention_packed(pq ? *pq : whole(q), pk ? *pk : whole(k), pv ? *pv : whole(v), mask,
+                                                        detail::attr_text(attrs, "is_causal") == "true", scale, heads_last);
+    // Not served in place (the operator fell back to the permuted copies): left as it was.
+    if (!y.trace() || y.trace().op->name() != "ScaledDotProductAttentionPacked") return std::nullopt;
+    return y;
+  };
   return {{"attention", attention, replace},
           {"attention_composed", sdpa_any, replace_composed},
           {"attention_windowed", windowed, replace_windowed},
           {"attention_scaled_q", sdpa_q, replace_scaled_q},
           {"attention_repeated_kv", sdpa_rep, replace_repeated},
-          {"attention_heads_last", heads_last, replace_heads_last}};
+          {"attention_heads_last", heads_last, replace_heads_last},
+          {"attention_packed", sdpa_any, replace_packed}};
 }
 
 HIDET_INLINE FlowGraph fuse_attention(const FlowGraph &graph) {

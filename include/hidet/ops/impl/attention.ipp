@@ -504,6 +504,93 @@ HIDET_INLINE Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &
   return attention_detail::attention(q, k, v, attn_mask, is_causal, scale, false);
 }
 
+HIDET_INLINE Tensor scaled_dot_product_attention_packed(const PackedHeads &q, const PackedHeads &k, const PackedHeads &v,
+                                                        const std::optional<Tensor> &attn_mask, bool is_causal,
+                                                        std::optional<double> scale, bool heads_last) {
+  const char *op = "scaled_dot_product_attention_packed";
+  const std::pair<const PackedHeads *, const char *> ins[] = {{&q, "q"}, {&k, "k"}, {&v, "v"}};
+  for (const auto &[in, name] : ins) {
+    if (!in->x.defined() || in->x.ndim() != 4)
+      throw ValueError(str_cat(op, ": ", name, " must be a 4-D tensor [B, S, H, W]",
+                               in->x.defined() ? str_cat(", got ", shape_str(in->x.sym_shape())) : std::string()));
+    const Dim w = in->x.sym_shape()[3];
+    if (in->dim <= 0 || in->offset < 0 || !w.is_constant() || in->offset + in->dim > w.value())
+      throw ValueError(str_cat(op, ": ", name, "'s columns [", in->offset, ", ", in->offset + in->dim,
+                               ") must lie inside its constant last dim ", w.str()));
+  }
+  // The heads as attention's [B, H, S, D] operands (views of the columns, permuted).
+  auto heads = [](const PackedHeads &in) {
+    return permute(slice(in.x, {3}, {in.offset}, {in.offset + in.dim}), {0, 2, 1, 3});
+  };
+  auto unpacked = [&] { return attention_detail::attention(heads(q), heads(k), heads(v), attn_mask, is_causal, scale, heads_last); };
+  if (detail::has_symbolic_extents({q.x, k.x, v.x}) || (attn_mask && detail::has_symbolic_extents({*attn_mask})))
+    return unpacked(); // over symbolic extents: the operators as they are
+  const bool symbolic = any_symbolic({q.x, k.x, v.x}) || (attn_mask && attn_mask->is_symbolic());
+  const Shape &xq = q.x.shape(), &xk = k.x.shape(), &xv = v.x.shape();
+  const DataType dt = q.x.dtype();
+  // What the kernel needs; anything else (and every error) goes through the unpacked operators.
+  bool served = dt.is_half() && k.x.dtype() == dt && v.x.dtype() == dt && xk[0] == xq[0] && xv[0] == xq[0] &&
+                xv[1] == xk[1] && xv[2] == xk[2] && xk[2] > 0 && q.dim == k.dim && xq[1] > 8 && xk[2] > 0 &&
+                attention_detail::templated_head_dims(dt, q.dim, v.dim) && q.x.device().is_cuda() &&
+                k.x.device() == q.x.device() && v.x.device() == q.x.device();
+  for (const auto &[in, name] : ins) served = served && in->x.shape()[3] % 8 == 0 && in->offset % 8 == 0;
+  if (served) served = xk[2] > 0 && xq[2] > 0 && xq[2] % xk[2] == 0;
+  const std::int64_t B = xq[0], Sq = xq[1], H = xq[2], Skv = xk[1], Hkv = xk[2];
+  std::optional<Tensor> mask;
+  if (served && attn_mask) {
+    const Shape &ms = attn_mask->shape();
+    const DataType md = attn_mask->dtype();
+    served = ms.size() >= 2 && ms.size() <= 4 && ms[ms.size() - 2] == Sq && ms.back() == Skv &&
+             (md.is_bool() || md == dtypes::f32 || md.is_half()) && attn_mask->device() == q.x.device();
+    if (served) {
+      Shape m4(4 - ms.size(), 1);
+      m4.insert(m4.end(), ms.begin(), ms.end());
+      served = (m4[0] == 1 || m4[0] == B) && (m4[1] == 1 || m4[1] == H);
+      if (served) mask = md.is_bool() ? attention_additive_mask(attn_mask->reshape(m4)) : attn_mask->reshape(m4);
+    }
+  }
+  const std::int64_t lim = std::int64_t(1) << 31;
+  served = served && B <= 65535 && H <= 65535 && B * std::max(Sq, Skv) * H * std::max({xq[3], xk[3], xv[3]}) < lim &&
+           (!mask || mask->numel() < lim);
+  if (!served) return unpacked();
+  if (symbolic) { // a node of the graph; its run calls this function on concrete tensors
+    std::vector<Tensor> in{q.x, k.x, v.x};
+    if (mask) in.push_back(*mask);
+    std::string attrs = str_cat("q=", q.offset, ":", q.dim, ", k=", k.offset, ":", k.dim, ", v=", v.offset, ":", v.dim,
+                                ", is_causal=", is_causal ? "true" : "false");
+    if (scale) {
+      char buf[32];
+      auto r = std::to_chars(buf, buf + sizeof(buf), *scale);
+      attrs += ", scale=" + std::string(buf, r.ptr);
+    }
+    if (heads_last) attrs += ", heads_last=true";
+    const std::int64_t qo = q.offset, qd = q.dim, ko = k.offset, kd = k.dim, vo = v.offset, vd = v.dim;
+    auto run = [=](const std::vector<Tensor> &t) {
+      std::optional<Tensor> m;
+      if (t.size() > 3) m = t[3];
+      return std::vector<Tensor>{scaled_dot_product_attention_packed({t[0], qo, qd}, {t[1], ko, kd}, {t[2], vo, vd}, m,
+                                                                     is_causal, scale, heads_last)};
+    };
+    SymShape out{q.x.sym_shape()[0], Dim(H), q.x.sym_shape()[1], Dim(v.dim)};
+    if (heads_last) std::swap(out[1], out[2]);
+    return mark_scratch_build(trace_operator("ScaledDotProductAttentionPacked", in, attrs, {{out, dt, q.x.device()}}, run)[0]);
+  }
+  templates::AttentionProblem p;
+  p.batch = int(B), p.heads = int(H), p.kv_heads = int(Hkv), p.seq_q = int(Sq), p.seq_kv = int(Skv);
+  p.head_dim = int(q.dim), p.head_dim_v = v.dim != q.dim ? int(v.dim) : 0, p.dtype = dt, p.causal = is_causal;
+  p.heads_last = heads_last;
+  p.in_q = {int(xq[3]), int(q.offset)}, p.in_k = {int(xk[3]), int(k.offset)}, p.in_v = {int(xv[3]), int(v.offset)};
+  if (mask)
+    p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]), p.mask_heads = int(mask->shape()[1]);
+  const double s = scale ? *scale : 1.0 / std::sqrt(double(q.dim));
+  Tensor out = heads_last ? empty({B, Sq, H, v.dim}, dt, q.x.device()) : empty({B, H, Sq, v.dim}, dt, q.x.device());
+  const Tensor qa = attention_detail::aligned(q.x), ka = attention_detail::aligned(k.x), va = attention_detail::aligned(v.x);
+  auto r = attention_detail::choose(p, option::search_space(), qa, ka, va, mask, out, s);
+  if (mask) (*r)(qa, ka, va, *mask, out, s);
+  else (*r)(qa, ka, va, out, s);
+  return out;
+}
+
 HIDET_INLINE Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k, const Tensor &v,
                                                             const std::optional<Tensor> &attn_mask, bool is_causal,
                                                             std::optional<double> scale) {

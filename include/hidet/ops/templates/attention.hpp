@@ -130,8 +130,8 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
     Var n_tiles = splits > 1 ? Expr(max(min(t_begin + run_tiles_e, needed) - t_begin, 0)) : needed;
 
     auto load_kv = [&](Expr stage, Expr kv0) {
-      attention_detail::load_rows(sk, stage, k, b, kvh, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv);
-      attention_detail::load_rows(sv, stage, v, b, kvh, kv0, bkv, Dv, 8, threads, ext.seq_kv, ext.guard_kv);
+      attention_detail::load_rows(sk, stage, k, b, kvh, kv0, bkv, D, 8, threads, ext.seq_kv, ext.guard_kv, p.in_k);
+      attention_detail::load_rows(sv, stage, v, b, kvh, kv0, bkv, Dv, 8, threads, ext.seq_kv, ext.guard_kv, p.in_v);
     };
     auto load_q_frags = [&](int kk_first, int kk_count) {
       for (int i = 0; i < mt; ++i)
@@ -206,7 +206,7 @@ inline void add_attention_kernel(lang::ScriptModule &mod, const std::string &nam
         for (int e = 0; e < 4; ++e)
           oacc[i][n][e] = 0.0f;
     }
-    attention_detail::load_rows(sq, 0, q, b, h, q0, bq, D, 8, threads, Sq_e, guard_q);
+    attention_detail::load_rows(sq, 0, q, b, h, q0, bq, D, 8, threads, Sq_e, guard_q, p.in_q);
     attention_detail::kv_tile_loop(
         p, ext, stages, bkv, q0, t_begin, n_tiles, load_kv, [&] { if (cfg.q_in_regs) load_q_frags(0, dk); }, tile);
 
@@ -289,12 +289,15 @@ inline lang::ScriptModule attention_module(const AttentionProblem &p, const Atte
                                            const AttentionSymbols *sym = nullptr) {
   auto mod = lang::script_module(str_cat("attention_", cfg.wgmma ? "wgmma_" : cfg.fma ? "fma_" : "", p.dtype, "_d", p.head_dim,
                                          p.dv() != p.head_dim ? str_cat("_v", p.dv()) : std::string(),
-                                         p.causal ? "_causal" : "", p.heads_last ? "_bshd" : "", sym ? "_symbolic" : ""));
+                                         p.causal ? "_causal" : "", p.heads_last ? "_bshd" : "", p.packed() ? "_packed" : "",
+                                         sym ? "_symbolic" : ""));
   if (cfg.wgmma && sym)
     throw ValueError(str_cat("attention kernel for ", sym->str(), ": the Hopper kernel takes constant sizes"));
   if (cfg.fma != (p.dtype == dtypes::f32))
     throw ValueError(str_cat("attention kernel for ", p.str(), ": config ", cfg.str(),
                              " does not fit (f32 problems take an fma config, f16 and bf16 ones a tensor-core config)"));
+  if (p.packed() && (cfg.wgmma || cfg.fma))
+    throw ValueError(str_cat("attention kernel for ", p.str(), ": packed inputs are read by the mma.sync kernel only"));
   if (cfg.wgmma) add_attention_wgmma_kernel(mod, "attention", p, cfg);
   else if (cfg.fma) add_attention_f32_kernel(mod, "attention", p, cfg, sym);
   else add_attention_kernel(mod, "attention", p, cfg, sym);

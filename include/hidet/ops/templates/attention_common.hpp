@@ -80,6 +80,16 @@ struct AttentionConfig {
   }
 };
 
+/// Where the mma.sync kernel reads q, k or v: a [B, H, S, D] tensor (the default), or, packed, the
+/// columns [offset, offset + D) of a [B, S, H, width] tensor: the heads of a projection's output
+/// split along its last axis and permuted (0, 2, 1, 3), read in place (LeViT's q, k and v are
+/// columns 0-15, 16-31 and 32-63 of its QKV projection viewed [B, N, H, 64]).
+struct AttentionInput {
+  int width = 0, offset = 0; ///< width 0: not packed
+  bool packed() const { return width > 0; }
+  std::string str() const { return packed() ? str_cat("[B, S, H, ", width, "] at ", offset) : std::string("[B, H, S, D]"); }
+};
+
 /// One attention problem: sizes, dtype and masks. The kernel is specialized for it.
 struct AttentionProblem {
   int batch = 1, heads = 1, seq_q = 1, seq_kv = 1, head_dim = 64;
@@ -95,6 +105,9 @@ struct AttentionProblem {
   /// Grouped-query attention: k and v have kv_heads heads (a divisor of heads) and q head h reads
   /// kv head h / (heads / kv_heads), without K/V repeated. 0: as many as q.
   int kv_heads = 0;
+  /// The layouts q, k and v are read in (the mma.sync kernel reads packed ones in place).
+  AttentionInput in_q, in_k, in_v;
+  bool packed() const { return in_q.packed() || in_k.packed() || in_v.packed(); }
 
   /// The heads of k and v.
   int kv() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -112,6 +125,7 @@ struct AttentionProblem {
     if (heads_last) s += ", out [B, Sq, H, D]";
     if (kv() != heads) s += str_cat(", ", kv(), " kv heads");
     if (dv() != head_dim) s += str_cat(", v head dim ", dv());
+    if (packed()) s += str_cat(", q ", in_q.str(), ", k ", in_k.str(), ", v ", in_v.str());
     return s;
   }
 };
@@ -202,6 +216,12 @@ inline void check_attention_problem(const AttentionProblem &p) {
   if (!attention_fits_int32(p))
     bad("q, k, v, out and the mask must each have fewer than 2^31 elements (32-bit indexing); "
         "split the batch");
+  const std::pair<const AttentionInput *, int> inputs[] = {{&p.in_q, p.head_dim}, {&p.in_k, p.head_dim}, {&p.in_v, p.dv()}};
+  for (const auto &[in, d] : inputs)
+    if (in->packed() && (!p.dtype.is_half() || in->width % 8 != 0 || in->offset % 8 != 0 || in->offset < 0 ||
+                         in->offset + d > in->width))
+      bad(str_cat("a packed input ", in->str(), " must be f16 or bf16, of a width and at an offset that are multiples "
+                  "of 8 (16-byte rows), its ", d, " columns inside the width"));
   if (p.has_mask) {
     if (p.mask_dtype != dtypes::f32 && !p.mask_dtype.is_half() && !p.mask_dtype.is_bool())
       bad("the mask must be f32, f16 or bf16 (added to the scores) or bool (true = attend)");
@@ -252,16 +272,19 @@ inline Extents extents(const AttentionProblem &p, const AttentionSymbols *sym, i
   return e;
 }
 
-/// cp.async of `rows` rows of head (b, h) of `src` [B][H][S][D], from row `row0`, into
-/// dst[stage] in 16-byte vectors of `vec` elements spread over `threads` threads; with `guard`,
-/// rows at and past `limit` are zero-filled (and read from row limit - 1).
+/// cp.async of `rows` rows of head (b, h) of `src` [B][H][S][D] (packed `in`: columns in.offset..
+/// of src [B][S][H][in.width]), from row `row0`, into dst[stage] in 16-byte vectors of `vec`
+/// elements spread over `threads` threads; with `guard`, rows at and past `limit` are zero-filled
+/// (and read from row limit - 1).
 inline void load_rows(lang::Tensor dst, lang::Expr stage, lang::Tensor src, lang::Expr b, lang::Expr h, lang::Expr row0,
-                      int rows, int d, int vec, int threads, const lang::Expr &limit, bool guard) {
+                      int rows, int d, int vec, int threads, const lang::Expr &limit, bool guard,
+                      const AttentionInput &in = {}) {
   using namespace hidet::lang;
+  auto at = [&](const Expr &row, const Expr &col) { return in.packed() ? src[b][row][h][in.offset + col] : src[b][h][row][col]; };
   for_(auto_map({rows, d / vec}, threads).on(threadIdx.x), [&](Expr r, Expr c) {
     Expr row = row0 + r;
-    if (!guard) return cp_async(dst[stage][r][c * vec], src[b][h][row][c * vec], 16);
-    cp_async(dst[stage][r][c * vec], src[b][h][min(row, limit - 1)][c * vec], 16, select(row < limit, 16, 0));
+    if (!guard) return cp_async(dst[stage][r][c * vec], at(row, c * vec), 16);
+    cp_async(dst[stage][r][c * vec], at(min(row, limit - 1), c * vec), 16, select(row < limit, 16, 0));
   });
 }
 
@@ -312,10 +335,12 @@ inline void add_attention_entry(
     const std::function<void(lang::Tensor, lang::Tensor, lang::Tensor, const lang::Tensor *, const std::vector<lang::Tensor> &,
                              lang::Var)> &body) {
   using namespace hidet::lang;
-  auto qkv = TensorSpec(p.dtype, {})[e.batch][p.heads];
-  auto Tk = TensorSpec(p.dtype, {})[e.batch][p.kv()][e.seq_kv][p.head_dim];
-  auto Tv = TensorSpec(p.dtype, {})[e.batch][p.kv()][e.seq_kv][p.dv()];
-  std::vector<ParamSpec> specs{qkv[e.seq_q][p.head_dim], Tk, Tv};
+  auto spec = [&](const AttentionInput &in, int heads, const Expr &s, int d) -> ParamSpec {
+    auto t = TensorSpec(p.dtype, {})[e.batch];
+    return in.packed() ? ParamSpec(t[s][heads][in.width]) : ParamSpec(t[heads][s][d]);
+  };
+  std::vector<ParamSpec> specs{spec(p.in_q, p.heads, e.seq_q, p.head_dim), spec(p.in_k, p.kv(), e.seq_kv, p.head_dim),
+                               spec(p.in_v, p.kv(), e.seq_kv, p.dv())};
   const Expr mask_b = sym ? (sym->mask_batched ? e.batch : Expr(1)) : Expr(p.mask_batch);
   if (p.has_mask) specs.push_back(TensorSpec(p.mask_dtype, {})[mask_b][p.mask_heads][e.seq_q][e.seq_kv]);
   specs.insert(specs.end(), outs.begin(), outs.end());

@@ -102,6 +102,7 @@ inline void check_attention_decode(const AttentionProblem &p, const AttentionDec
   if (p.heads <= 0 || p.kv() <= 0 || p.heads % p.kv() != 0) bad("k and v's heads must divide q's");
   if (p.seq_q < 1) bad("q must have at least one row");
   if (p.dv() != p.head_dim) bad("v's head dim must equal q's");
+  if (p.packed()) bad("packed inputs are read by the mma.sync kernel only");
   const int e = attention_decode_detail::vec(p.dtype);
   if (p.head_dim <= 0 || p.head_dim % e != 0 || p.head_dim > 256)
     bad(str_cat("head dim must be a multiple of ", e, " up to 256 (16-byte vectors)"));

@@ -48,7 +48,7 @@ namespace hidet::ops::templates {
 /// True when the Hopper attention kernel can serve problem `p` (any config): head dim 64 or 128.
 /// (Bool masks: the mma.sync kernel; the operator turns them additive before a Hopper kernel.)
 inline bool attention_wgmma_supports(const AttentionProblem &p) {
-  return (p.head_dim == 64 || p.head_dim == 128) && p.dv() == p.head_dim && !(p.has_mask && p.mask_dtype.is_bool()) &&
+  return (p.head_dim == 64 || p.head_dim == 128) && p.dv() == p.head_dim && !p.packed() && !(p.has_mask && p.mask_dtype.is_bool()) &&
          p.kv() == p.heads; // grouped-query attention: the mma.sync kernel
 }
 
