@@ -445,6 +445,14 @@ TEST_CASE("sdpa packed: q, k and v read in place from the heads of projections (
     check(g, ig, o::scaled_dot_product_attention_packed({xg, 0, 32}, {xkg, 8, 32}, {xkg, 40, 32}), 1.0 / std::sqrt(32.0),
           "packed, grouped-query");
   }
+  { // heads of 128 over 160 keys: on Hopper the wgmma kernel over permuted copies (it outruns the
+    // mma.sync kernel there), elsewhere read in place
+    Problem p{1, 2, 130, 160, 128, dtypes::f16};
+    Tensor xq = make({1, 130, 2, 128}, dtypes::f16), xkv = make({1, 160, 2, 256}, dtypes::f16);
+    Inputs in{heads(xq, 0, 128), heads(xkv, 0, 128), heads(xkv, 128, 128), {}};
+    check(p, in, o::scaled_dot_product_attention_packed({xq, 0, 128}, {xkv, 0, 128}, {xkv, 128, 128}),
+          1.0 / std::sqrt(128.0), "packed, heads of 128");
+  }
   // Columns the kernel cannot read in place (an offset of 4: rows off 16 bytes; head dim 20): the
   // permuted copies, the same result.
   {

@@ -47,7 +47,8 @@ struct PackedHeads {
 /// makes such attention this node). Otherwise as scaled_dot_product_attention (heads_last: the
 /// output [B, Sq, H, Dv]). In f16/bf16 on cuda, with head dims of 16, 32, 64 or 128, widths and
 /// offsets that are multiples of 8 and 16-byte aligned data, the flash kernel reads the columns
-/// where they are (no permuted copies); otherwise the slices are made and attention runs as usual.
+/// where they are (no permuted copies), unless the Hopper kernel would serve the problem (long
+/// sequences at head dim 64 or 128); otherwise the slices are made and attention runs as usual.
 Tensor scaled_dot_product_attention_packed(const PackedHeads &q, const PackedHeads &k, const PackedHeads &v,
                                            const std::optional<Tensor> &attn_mask = std::nullopt,
                                            bool is_causal = false, std::optional<double> scale = std::nullopt,

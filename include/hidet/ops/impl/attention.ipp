@@ -553,6 +553,18 @@ HIDET_INLINE Tensor scaled_dot_product_attention_packed(const PackedHeads &q, co
   served = served && B <= 65535 && H <= 65535 && B * std::max(Sq, Skv) * H * std::max({xq[3], xk[3], xv[3]}) < lim &&
            (!mask || mask->numel() < lim);
   if (!served) return unpacked();
+  templates::AttentionProblem p;
+  p.batch = int(B), p.heads = int(H), p.kv_heads = int(Hkv), p.seq_q = int(Sq), p.seq_kv = int(Skv);
+  p.head_dim = int(q.dim), p.head_dim_v = v.dim != q.dim ? int(v.dim) : 0, p.dtype = dt, p.causal = is_causal;
+  p.heads_last = heads_last;
+  if (mask)
+    p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]), p.mask_heads = int(mask->shape()[1]);
+  // Where the Hopper kernel would serve the permuted copies (long sequences at head dim 64 or 128),
+  // they are made: it outruns the mma.sync kernel there by more than the copies cost.
+  const auto &dev = runtime::device_info(0);
+  if (templates::attention_heuristic_config(p, dev.sm_count > 0 ? dev.sm_count : 132, templates::wgmma_available()).wgmma)
+    return unpacked();
+  p.in_q = {int(xq[3]), int(q.offset)}, p.in_k = {int(xk[3]), int(k.offset)}, p.in_v = {int(xv[3]), int(v.offset)};
   if (symbolic) { // a node of the graph; its run calls this function on concrete tensors
     std::vector<Tensor> in{q.x, k.x, v.x};
     if (mask) in.push_back(*mask);
@@ -575,13 +587,6 @@ HIDET_INLINE Tensor scaled_dot_product_attention_packed(const PackedHeads &q, co
     if (heads_last) std::swap(out[1], out[2]);
     return mark_scratch_build(trace_operator("ScaledDotProductAttentionPacked", in, attrs, {{out, dt, q.x.device()}}, run)[0]);
   }
-  templates::AttentionProblem p;
-  p.batch = int(B), p.heads = int(H), p.kv_heads = int(Hkv), p.seq_q = int(Sq), p.seq_kv = int(Skv);
-  p.head_dim = int(q.dim), p.head_dim_v = v.dim != q.dim ? int(v.dim) : 0, p.dtype = dt, p.causal = is_causal;
-  p.heads_last = heads_last;
-  p.in_q = {int(xq[3]), int(q.offset)}, p.in_k = {int(xk[3]), int(k.offset)}, p.in_v = {int(xv[3]), int(v.offset)};
-  if (mask)
-    p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]), p.mask_heads = int(mask->shape()[1]);
   const double s = scale ? *scale : 1.0 / std::sqrt(double(q.dim));
   Tensor out = heads_last ? empty({B, Sq, H, v.dim}, dt, q.x.device()) : empty({B, H, Sq, v.dim}, dt, q.x.device());
   const Tensor qa = attention_detail::aligned(q.x), ka = attention_detail::aligned(k.x), va = attention_detail::aligned(v.x);
