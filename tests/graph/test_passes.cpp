@@ -844,6 +844,45 @@ TEST_CASE("fold_conv_batch_norm: Conv2d + BatchNorm become one Conv2d with folde
   CHECK(count_named(graph::fold_conv_batch_norm(g), "BatchNorm") == 1);
 }
 
+TEST_CASE("fold_conv_batch_norm: a product by constant weights, viewed [M, N], then BatchNorm1d (LeViT's LinearNorm)") {
+  // BatchNorm1d(linear(x).flatten(0, 1)).reshape(B, N, -1): the weights' columns take the scale and
+  // the shift becomes a bias, fused into the product's store (no BatchNorm left); f32 and f16.
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt);
+    const std::int64_t b = 2, n = 49, k = 40, c = 24;
+    Tensor xa = make({b, n, k}, dt), w = make({k, c}, dt, -0.5, 0.5);
+    Tensor mean = make({c}, dt), var = make({c}, dt, 0.5, 2.0), gamma = make({c}, dt), beta = make({c}, dt);
+    auto net = [&](const Tensor &x) {
+      Tensor y = o::reshape(o::matmul(x, w), {b * n, c});
+      return o::relu(o::reshape(o::batch_norm(y, mean, var, gamma, beta, 1e-5), {b, n, c}));
+    };
+    Tensor x = symbol_like(xa);
+    FlowGraph g = trace_from(net(x));
+    FlowGraph f = graph::fold_conv_batch_norm(g);
+    INFO(f.str());
+    CHECK(count_named(f, "BatchNorm") == 0);
+    CHECK(count_named(f, "Matmul") == 1);
+    FlowGraph opt = graph::optimize(g);
+    INFO(opt.str());
+    CHECK(int(opt.nodes().size()) - count_named(opt, "Reshape") == 1); // one product, its epilogue the bias and relu
+    for (int trial = 0; trial < 2; ++trial) {
+      Tensor in = make({b, n, k}, dt);
+      expect_same(opt.run({in})[0], net(in), dt == dtypes::f32 ? 10 : 4);
+    }
+  }
+  // Not folded: the norm over another axis (x viewed [M, N, 1]... [B, C, L]: channels on axis 1 of a
+  // 3-D input), or the product read elsewhere too.
+  Tensor w = make({16, 8}, dtypes::f32), stat = make({8}, dtypes::f32, 0.5, 1.5);
+  Tensor x = symbol({3, 16}, dtypes::f32, "cuda", "x");
+  Tensor y = o::matmul(x, w);
+  FlowGraph g = trace_from(o::batch_norm(o::reshape(y, {3, 8}), stat, stat) + y);
+  CHECK(count_named(graph::fold_conv_batch_norm(g), "BatchNorm") == 1);
+  Tensor x3 = symbol({2, 8, 16}, dtypes::f32, "cuda", "x3");
+  Tensor w3 = make({16, 5}, dtypes::f32), s3 = make({8}, dtypes::f32, 0.5, 1.5);
+  FlowGraph g3 = trace_from(o::batch_norm(o::reshape(o::matmul(x3, w3), {2, 8, 5}), s3, s3));
+  CHECK(count_named(graph::fold_conv_batch_norm(g3), "BatchNorm") == 1);
+}
+
 TEST_CASE("convert_precision: f32 matmuls, convolutions and attention compute in f16 or bf16") {
   for (DataType low : {dtypes::f16, dtypes::bf16}) {
     CAPTURE(low);

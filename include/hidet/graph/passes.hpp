@@ -16,7 +16,8 @@
 //
 // simplify_reshapes: chains of Reshape collapse to one, and a Reshape to its input's own shape
 // disappears. fold_conv_batch_norm: Conv2d followed by an inference BatchNorm becomes one Conv2d
-// with folded weights and bias.
+// with folded weights and bias, and a product by constant weights viewed [M, N] followed by one
+// (LeViT's LinearNorm) a product by scaled weights plus a bias.
 //
 // fuse_epilogues: the injective operators after a Matmul or a Conv2d join its template's kernel
 // as an epilogue, stored at the product's store (x_2 = FusedMatmul(x, w, b, fused_graph=FlowGraph(
@@ -139,7 +140,9 @@ FlowGraph fold_residual_into_all_reduce(const FlowGraph &graph);
 /// Folds an inference batch_norm into the conv2d (NCHW) that feeds it: w' = w * s, b' = (b - mean)
 /// * s + beta with s = gamma / sqrt(var + eps) per output channel, computed once on the
 /// constants (on the host, in double precision). Applies when the conv2d's output is read only by the batch_norm and the weights,
-/// biases and statistics are constants.
+/// biases and statistics are constants. Likewise a Matmul by constant weights w [K, N] whose output,
+/// viewed [M, N], feeds only the batch_norm (BatchNorm1d(linear(x).flatten(0, 1))): w's columns are
+/// scaled and the shift becomes a bias added to the product.
 FlowGraph fold_conv_batch_norm(const FlowGraph &graph);
 
 /// Sibling matmuls merged: products of one input by constant [K, N] matrices of one width N

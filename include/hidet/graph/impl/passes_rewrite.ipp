@@ -176,19 +176,19 @@ HIDET_INLINE FlowGraph eliminate_common_subexpressions(const FlowGraph &graph) {
 }
 
 namespace detail {
-/// w [O, ...] with row o multiplied by scale[o], on the host (no kernel per shape): f16, bf16 and
-/// f32 in typed loops (float products rounded once), other dtypes through doubles.
-inline Tensor scale_rows(const Tensor &w, const std::vector<double> &scale) {
-  const std::size_t rows = scale.size(), per = std::size_t(w.numel()) / rows;
+/// w [O, ...] with row o multiplied by scale[o] (`columns`: w [..., O] with column o so), on the
+/// host (no kernel per shape): f16, bf16 and f32 in typed loops (float products rounded once),
+/// other dtypes through doubles.
+inline Tensor scale_rows(const Tensor &w, const std::vector<double> &scale, bool columns = false) {
+  const std::size_t channels = scale.size(), per = std::size_t(w.numel()) / channels;
+  // element i's channel: its row (i / per) or its column (i % channels)
+  auto channel = [&](std::size_t i) { return columns ? i % channels : i / per; };
   auto typed = [&](auto tag, auto load, auto store) {
     using T = decltype(tag);
     std::vector<T> v(std::size_t(w.numel()));
     w.copy_to_host(v.data());
-    for (std::size_t o = 0; o < rows; ++o) {
-      const float sc = float(scale[o]);
-      for (std::size_t j = 0; j < per; ++j)
-        v[o * per + j] = store(load(v[o * per + j]) * sc);
-    }
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = store(load(v[i]) * float(scale[channel(i)]));
     Tensor r = empty(w.shape(), w.dtype(), w.device());
     r.copy_from_host(v.data());
     return r;
@@ -203,9 +203,8 @@ inline Tensor scale_rows(const Tensor &w, const std::vector<double> &scale) {
         float{}, [](float x) { return x; }, [](float x) { return x; });
   default: {
     std::vector<double> v = w.to_double_vector();
-    for (std::size_t o = 0; o < rows; ++o)
-      for (std::size_t j = 0; j < per; ++j)
-        v[o * per + j] *= scale[o];
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] *= scale[channel(i)];
     return asarray(v, w.shape(), w.dtype(), w.device());
   }
   }
@@ -221,9 +220,31 @@ HIDET_INLINE FlowGraph fold_conv_batch_norm(const FlowGraph &graph) {
       if (ts[i].is_symbolic()) return false;
     return true;
   };
+  // A product by constant weights w [K, N] viewed [M, N], then the norm over its N channels
+  // (LeViT's LinearNorm: BatchNorm1d(linear(x).flatten(0, 1))): w's columns take the scale and the
+  // shift becomes a bias, which fuses into the product's store; the norm's four vectors and its
+  // square root per element go.
+  auto fold_linear = [&](const OpPtr &op, const OpPtr &view, GraphRewriter &rw) -> NodeRewrite {
+    const Tensor &y = view->inputs()[0];
+    if (!y.trace() || ops::kind_of(*y.trace().op) != ops::OpKind::Matmul) return std::nullopt;
+    const OpPtr mm = y.trace().op;
+    const Tensor &w = mm->inputs()[1], &v = op->inputs()[0];
+    if (mm->inputs().size() != 2 || !mm->attrs().empty() || w.is_symbolic() || w.ndim() != 2 || v.ndim() != 2 ||
+        !readers.single(key_of(v)) || !readers.single(key_of(y)))
+      return std::nullopt;
+    const std::int64_t n = w.shape()[1];
+    const SymShape vs = v.sym_shape(), ys = y.sym_shape();
+    if (!vs[1].is_constant() || vs[1].value() != n || !ys.back().is_constant() || ys.back().value() != n) return std::nullopt;
+    const auto fold = batch_norm_fold(*op);
+    if (!fold || fold->scale.size() != std::size_t(n)) return std::nullopt;
+    Tensor z = ops::matmul(rw.map(mm->inputs()[0]), scale_rows(w, fold->scale, true));
+    z = ops::add(z, asarray(fold->shift, {n}, w.dtype(), w.device()));
+    return ops::reshape(z, op->output_metas()[0].shape);
+  };
   return rewrite_nodes(graph, [&](const OpPtr &op, GraphRewriter &rw) -> NodeRewrite {
     if (ops::kind_of(*op) != ops::OpKind::BatchNorm || !op->inputs()[0].trace()) return std::nullopt;
     const OpPtr conv = op->inputs()[0].trace().op;
+    if (ops::kind_of(*conv) == ops::OpKind::Reshape) return fold_linear(op, conv, rw);
     if (ops::kind_of(*conv) != ops::OpKind::Conv2d || !readers.single(key_of(op->inputs()[0])) ||
         !all_constant(conv->inputs(), 1))
       return std::nullopt;
