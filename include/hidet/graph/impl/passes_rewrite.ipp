@@ -350,9 +350,8 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
     if (axis.size() != 1 || (axis[0] != 3 && axis[0] != -1)) return std::nullopt;
     std::optional<double> scale = m.ops.count("scale") ? scalar_factor(m, "scale") : 1.0;
     if (!scale) return std::nullopt;
-    const auto perm = detail::attr_ints(m.ops.at("kt")->attrs(), "perm");
-    if (perm != std::vector<std::int64_t>{0, 1, 3, 2} && perm != std::vector<std::int64_t>{0, 2, 3, 1})
-      return std::nullopt;
+    const std::optional<Tensor> k = detail::keys_of(m, kin);
+    if (!k) return std::nullopt;
     std::optional<Tensor> mask;
     if (m.tensors.count("mask")) mask = m["mask"];
     if (m.ops.count("where")) {
@@ -360,7 +359,7 @@ HIDET_INLINE std::vector<RewriteRule> attention_rules() {
       if (!kept_mask) return std::nullopt;
       mask = mask ? ops::add(*kept_mask, *mask) : *kept_mask;
     }
-    return ops::scaled_dot_product_attention(q, *detail::keys_of(m, kin), v, mask, false, scale);
+    return ops::scaled_dot_product_attention(q, *k, v, mask, false, scale);
   };
   // Attention whose output is transposed to [B, Sq, H, D] (merging the heads): the kernel stores
   // that layout itself.

@@ -282,6 +282,33 @@ HIDET_INLINE std::optional<Tensor> attention_symbolic(const std::vector<Tensor> 
 }
 
 
+/// An attention node's attributes: "is_causal=..., scale=..., heads_last=true" (scale as the shortest
+/// text that reads back as the same double: passes rebuild the node from it).
+HIDET_INLINE std::string node_attrs(bool is_causal, std::optional<double> scale, bool heads_last) {
+  std::string attrs = str_cat("is_causal=", is_causal ? "true" : "false");
+  if (scale) {
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof(buf), *scale);
+    attrs += ", scale=" + std::string(buf, r.ptr);
+  }
+  if (heads_last) attrs += ", heads_last=true";
+  return attrs;
+}
+
+/// Runs the template for problem `p` (tuned once per problem in this search space) on q, k, v
+/// (realigned where off a 16-byte boundary) into a new output, [B, H, Sq, Dv] or (heads last)
+/// [B, Sq, H, Dv].
+HIDET_INLINE Tensor run_template(const templates::AttentionProblem &p, const Tensor &q, const Tensor &k, const Tensor &v,
+                                 const std::optional<Tensor> &mask, double s) {
+  const std::int64_t B = p.batch, H = p.heads, Sq = p.seq_q, Dv = p.dv();
+  Tensor out = p.heads_last ? empty({B, Sq, H, Dv}, p.dtype, q.device()) : empty({B, H, Sq, Dv}, p.dtype, q.device());
+  const Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
+  auto r = choose(p, option::search_space(), qa, ka, va, mask, out, s);
+  if (mask) (*r)(qa, ka, va, *mask, out, s);
+  else (*r)(qa, ka, va, out, s);
+  return out;
+}
+
 /// Attention as a composition of products, softmax and element-wise operators (`mask` additive,
 /// `s` the scale): the path of the head dims and dtypes that no template serves. Traced on symbolic
 /// tensors (graph::fuse_attention's rule for such nodes) it records those operators as nodes, which
@@ -411,13 +438,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
     } else if (attn_mask) {
       ins.push_back(*attn_mask);
     }
-    std::string attrs = str_cat("is_causal=", is_causal ? "true" : "false");
-    if (scale) { // the shortest text that reads back as the same double (passes rebuild the node from it)
-      char buf[32];
-      auto r = std::to_chars(buf, buf + sizeof(buf), *scale);
-      attrs += ", scale=" + std::string(buf, r.ptr);
-    }
-    if (heads_last) attrs += ", heads_last=true";
+    const std::string attrs = node_attrs(is_causal, scale, heads_last);
     auto run = [is_causal, scale, heads_last](const std::vector<Tensor> &in) {
       std::optional<Tensor> m;
       if (in.size() > 3) m = in[3];
@@ -445,14 +466,7 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
       p.has_mask = true, p.mask_dtype = mask->dtype(), p.mask_batch = int(mask->shape()[0]),
       p.mask_heads = int(mask->shape()[1]);
     p.heads_last = heads_last;
-    Tensor out = heads_last ? empty({B, Sq, H, Dv}, q.dtype(), q.device()) : empty({B, H, Sq, Dv}, q.dtype(), q.device());
-    const Tensor qa = aligned(q), ka = aligned(k), va = aligned(v);
-    auto r = choose(p, option::search_space(), qa, ka, va, mask, out, s);
-    if (mask)
-      (*r)(qa, ka, va, *mask, out, s);
-    else
-      (*r)(qa, ka, va, out, s);
-    return out;
+    return run_template(p, q, k, v, mask, s);
   }
 
   return composed(q, k, v, mask, is_causal, s, heads_last);
@@ -530,11 +544,10 @@ HIDET_INLINE Tensor scaled_dot_product_attention_packed(const PackedHeads &q, co
   const DataType dt = q.x.dtype();
   // What the kernel needs; anything else (and every error) goes through the unpacked operators.
   bool served = dt.is_half() && k.x.dtype() == dt && v.x.dtype() == dt && xk[0] == xq[0] && xv[0] == xq[0] &&
-                xv[1] == xk[1] && xv[2] == xk[2] && xk[2] > 0 && q.dim == k.dim && xq[1] > 8 && xk[2] > 0 &&
+                xv[1] == xk[1] && xv[2] == xk[2] && xk[2] > 0 && xq[2] % xk[2] == 0 && q.dim == k.dim && xq[1] > 8 &&
                 attention_detail::templated_head_dims(dt, q.dim, v.dim) && q.x.device().is_cuda() &&
                 k.x.device() == q.x.device() && v.x.device() == q.x.device();
   for (const auto &[in, name] : ins) served = served && in->x.shape()[3] % 8 == 0 && in->offset % 8 == 0;
-  if (served) served = xk[2] > 0 && xq[2] > 0 && xq[2] % xk[2] == 0;
   const std::int64_t B = xq[0], Sq = xq[1], H = xq[2], Skv = xk[1], Hkv = xk[2];
   std::optional<Tensor> mask;
   if (served && attn_mask) {
@@ -568,14 +581,8 @@ HIDET_INLINE Tensor scaled_dot_product_attention_packed(const PackedHeads &q, co
   if (symbolic) { // a node of the graph; its run calls this function on concrete tensors
     std::vector<Tensor> in{q.x, k.x, v.x};
     if (mask) in.push_back(*mask);
-    std::string attrs = str_cat("q=", q.offset, ":", q.dim, ", k=", k.offset, ":", k.dim, ", v=", v.offset, ":", v.dim,
-                                ", is_causal=", is_causal ? "true" : "false");
-    if (scale) {
-      char buf[32];
-      auto r = std::to_chars(buf, buf + sizeof(buf), *scale);
-      attrs += ", scale=" + std::string(buf, r.ptr);
-    }
-    if (heads_last) attrs += ", heads_last=true";
+    const std::string attrs = str_cat("q=", q.offset, ":", q.dim, ", k=", k.offset, ":", k.dim, ", v=", v.offset, ":",
+                                      v.dim, ", ", attention_detail::node_attrs(is_causal, scale, heads_last));
     const std::int64_t qo = q.offset, qd = q.dim, ko = k.offset, kd = k.dim, vo = v.offset, vd = v.dim;
     auto run = [=](const std::vector<Tensor> &t) {
       std::optional<Tensor> m;
@@ -587,13 +594,7 @@ HIDET_INLINE Tensor scaled_dot_product_attention_packed(const PackedHeads &q, co
     if (heads_last) std::swap(out[1], out[2]);
     return mark_scratch_build(trace_operator("ScaledDotProductAttentionPacked", in, attrs, {{out, dt, q.x.device()}}, run)[0]);
   }
-  const double s = scale ? *scale : 1.0 / std::sqrt(double(q.dim));
-  Tensor out = heads_last ? empty({B, Sq, H, v.dim}, dt, q.x.device()) : empty({B, H, Sq, v.dim}, dt, q.x.device());
-  const Tensor qa = attention_detail::aligned(q.x), ka = attention_detail::aligned(k.x), va = attention_detail::aligned(v.x);
-  auto r = attention_detail::choose(p, option::search_space(), qa, ka, va, mask, out, s);
-  if (mask) (*r)(qa, ka, va, *mask, out, s);
-  else (*r)(qa, ka, va, out, s);
-  return out;
+  return attention_detail::run_template(p, q.x, k.x, v.x, mask, scale ? *scale : 1.0 / std::sqrt(double(q.dim)));
 }
 
 HIDET_INLINE Tensor scaled_dot_product_attention_heads_last(const Tensor &q, const Tensor &k, const Tensor &v,
