@@ -153,7 +153,7 @@ def failed_row(job, status, error, small, seconds):
     e = coverage_models.entry(job['name'])
     return {'name': e.name, 'source': e.source, 'family': e.family, 'dtype': job['dtype'],
             'variant': 'small' if small else 'gpu', 'mode': job['mode'], 'status': status, 'compile_s': None,
-            'err': None, 'eager_err': None, 'tol': None, 'graphs': None, 'graph_breaks': None, 'error': error,
+            'err': None, 'eager_err': None, 'eager_spread': None, 'tol': None, 'graphs': None, 'graph_breaks': None, 'error': error,
             'cause': status if status != 'timeout' else 'timeout', 'unmapped': [], 'nodes': [], 'seconds': seconds}
 
 

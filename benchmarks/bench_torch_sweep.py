@@ -27,7 +27,11 @@ Environment:
   HIDET_SWEEP_INDUCTOR=0          no inductor columns
   HIDET_SWEEP_PROFILES=<dir>      profiles every row (not only those above 0.8, as without inductor) and
                                   writes the full tables (every operator and the 200 slowest nodes of
-                                  each compiled graph) to <dir>/<model>-<config>.txt
+                                  each compiled graph) to <dir>/<model>-<config>.txt, and the worker
+                                  processes' logs (hidet's tuning lines: each pick and the default) to
+                                  <dir>/worker<n>.log
+  HIDET_SWEEP_SPACE=n             hidet's search space (default 0: no tuning; 1 tunes at most 30 s a
+                                  compiled graph, its first call's time included in the compile column)
 The whole sweep takes longer than one device call on a cold machine (inductor's compile is 10-60
 s a model): run it in shards, e.g.
   HIDET_BENCH_TIMEOUT=590 HIDET_SWEEP_SHARD=1/3 HIDET_GPU_CHECK_BENCH='^bench_torch_sweep$' HIDET_GPU_CHECK_TESTS=0 scripts/gpu-check
@@ -43,6 +47,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -190,6 +195,7 @@ def run_model(name, configs, inductor):
     import torch
     import hidet
     import hidet.torch
+    hidet.torch.dynamo_config.search_space(int(os.environ.get('HIDET_SWEEP_SPACE', '0')))
     from torch_timing import time_ms
     gpu = not hidet.cuda_emulated()
     device = 'cuda' if gpu else 'cpu'
@@ -334,6 +340,9 @@ def sweep(jobs, inductor, model_timeout, budget, log_dir):
                 proc.wait()
                 break
             time.sleep(0.2)
+        if os.environ.get('HIDET_SWEEP_PROFILES'):
+            os.makedirs(os.environ['HIDET_SWEEP_PROFILES'], exist_ok=True)
+            shutil.copy(log_path, os.environ['HIDET_SWEEP_PROFILES'])
         if current is not None:
             tail = open(log_path, errors='replace').read().strip().splitlines()[-6:]
             done = {r['config'] for r in rows if r['name'] == current['name']}
@@ -434,7 +443,7 @@ def main(argv):
     budget = float(env('HIDET_SWEEP_BUDGET', str(float(env('HIDET_BENCH_TIMEOUT', '600')) - 30)))
     where = torch.cuda.get_device_name() if gpu else 'the CPU emulator (no GPU: no timings)'
     print(f'torch {torch.__version__}, {where}; {len(names)} models x {",".join(configs)}; inductor '
-          f'{"mode=reduce-overhead" if inductor else "off"}; hidet search space 0, CUDA graphs on', flush=True)
+          f'{"mode=reduce-overhead" if inductor else "off"}; hidet search space {env("HIDET_SWEEP_SPACE", "0")}, CUDA graphs on', flush=True)
     with tempfile.TemporaryDirectory() as log_dir:
         rows = sweep([{'name': n, 'configs': configs} for n in names], inductor, timeout, budget, log_dir)
     report(rows)

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <random>
 #include <set>
 
 #include "hidet/graph.hpp"
@@ -671,6 +673,70 @@ TEST_CASE("build compiles every task-defined node in parallel; the run then comp
   Tensor he = o::softmax(o::tanh(a) + bias, -1);
   expect_same(outs[0], o::sum(he * he, {1}));
   expect_same(outs[1], o::max(he, {0}));
+}
+
+TEST_CASE("graph::build at search space 1 compiles the tuned nodes' candidates side by side; the first run times them") {
+  namespace tuning = hidet::ops::tuning;
+  // A private cache (no tuning records) and a timer of ties (each problem keeps its default).
+  auto dir = std::filesystem::temp_directory_path() / str_cat("hidet-prebuild-test-", std::random_device{}());
+  std::string old_dir = std::getenv("HIDET_CACHE_DIR") ? std::getenv("HIDET_CACHE_DIR") : "";
+  ::setenv("HIDET_CACHE_DIR", dir.c_str(), 1);
+  tuning::clear_memory();
+  auto timed = std::make_shared<int>(0);
+  tuning::set_timer([timed](const tuning::Launch &launch) {
+    launch();
+    ++*timed;
+    return 1.0;
+  });
+  const int space = hidet::option::search_space();
+  hidet::option::search_space(1);
+  auto graph_of = [](int m, int k, int n1, int n2, Tensor &a, Tensor &want) {
+    a = make({m, k}, dtypes::f32);
+    Tensor w1 = make({k, n1}, dtypes::f32), w2 = make({n1, n2}, dtypes::f32);
+    Tensor x = symbol_like(a);
+    FlowGraph g = graph::optimize(trace_from({o::matmul(o::relu(o::matmul(x, w1)), w2)}, {x}));
+    hidet::option::search_space(0); // the reference tunes nothing (its problems' keys are space 0's)
+    want = o::matmul(o::relu(o::matmul(a, w1)), w2);
+    hidet::option::search_space(1);
+    return g;
+  };
+  Tensor a, want;
+  FlowGraph g = graph_of(37, 40, 24, 16, a, want);
+  INFO(g.str());
+  const auto expected = hidet::ops::matmul_candidates(37, 24, 40, dtypes::f32, 1).size() +
+                        hidet::ops::matmul_candidates(37, 16, 24, dtypes::f32, 1).size();
+  REQUIRE(expected > 2);
+  auto st0 = tuning::stats();
+  graph::build(g);
+  auto st1 = tuning::stats();
+  CHECK(st1.prebuilt - st0.prebuilt == expected);
+  CHECK(st1.tuned == st0.tuned); // nothing timed while building
+  CHECK(*timed == 0);
+  auto outs = g.run({a});
+  CHECK(tuning::stats().tuned == st1.tuned + 2); // the first run times both problems
+  CHECK(*timed > 0);
+  expect_same(outs[0], want);
+  // A second build finds both records: nothing to prebuild.
+  graph::build(g);
+  CHECK(tuning::stats().prebuilt == st1.prebuilt);
+  // With the budget spent, a new graph prebuilds nothing, and its run keeps the defaults.
+  hidet::option::tuning_budget(0);
+  Tensor a2, want2;
+  FlowGraph g2 = graph_of(29, 48, 40, 8, a2, want2);
+  auto st2 = tuning::stats();
+  graph::build(g2);
+  CHECK(tuning::stats().prebuilt == st2.prebuilt);
+  expect_same(g2.run({a2})[0], want2);
+  CHECK(tuning::stats().tuned == st2.tuned);
+  CHECK(tuning::stats().over_budget >= st2.over_budget + 2);
+  hidet::option::tuning_budget(std::numeric_limits<double>::infinity());
+  hidet::option::search_space(space);
+  tuning::set_timer(nullptr);
+  tuning::clear_memory();
+  if (old_dir.empty()) ::unsetenv("HIDET_CACHE_DIR");
+  else ::setenv("HIDET_CACHE_DIR", old_dir.c_str(), 1);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 TEST_CASE("correctness report: fused and unfused values of the traced tensors") {

@@ -452,3 +452,64 @@ TEST_CASE("matmul templates with a batch: both operands batched, one shared, spl
     }
   }
 }
+
+TEST_CASE("prebuild: under a PrebuildScope pick compiles every candidate, times and records nothing") {
+  TempCache cache;
+  TagTimer t;
+  t.ms = {5.0, 2.0, 9.0};
+  tuning::set_timer(t.timer());
+  CHECK(tuning::times_candidates());
+  std::atomic<int> builds{0};
+  std::vector<tuning::Candidate> cands;
+  for (int i = 0; i < 3; ++i)
+    cands.push_back({str_cat("config ", i), [&, i, tag = t.tag]() -> tuning::Launch {
+                       ++builds;
+                       if (i == 2) throw ValueError("candidate 2 does not compile");
+                       return [tag, i] { *tag = i; };
+                     }});
+  std::string key = tuning::make_key("prebuild_op", str_cat("case ", std::random_device{}()));
+  auto before = tuning::stats();
+  {
+    tuning::PrebuildScope scope(tuning::steady_seconds());
+    bool stopped = false;
+    try {
+      (void)tuning::pick("prebuild op", key, cands);
+    } catch (const tuning::Prebuilt &) {
+      stopped = true;
+    }
+    CHECK(stopped);
+  }
+  auto after = tuning::stats();
+  CHECK(builds == 3);
+  CHECK(after.prebuilt == before.prebuilt + 2); // the failed build is left to the tuning run
+  CHECK(after.tuned == before.tuned);
+  CHECK(*t.tag == -1); // nothing launched
+  CHECK_FALSE(tuning::stored_label(key).has_value());
+  // Out of the scope the key tunes as usual (the builds hit the compile caches in real templates).
+  CHECK(tuning::pick("prebuild op", key, cands) == 1);
+  CHECK(tuning::stats().tuned == after.tuned + 1);
+  CHECK(builds == 6);
+  {
+    // A key with a record is answered under the scope too: nothing to prebuild.
+    tuning::PrebuildScope scope(tuning::steady_seconds());
+    CHECK(tuning::pick("prebuild op", key, cands) == 1);
+    CHECK(builds == 6);
+    // The budget counts the phase's elapsed time: a phase that began past the budget builds nothing.
+    hidet::option::tuning_budget(5);
+    std::string other = tuning::make_key("prebuild_op", str_cat("other ", std::random_device{}()));
+    tuning::PrebuildScope late(tuning::steady_seconds() - 6);
+    bool stopped = false;
+    try {
+      (void)tuning::pick("prebuild op", other, cands);
+    } catch (const tuning::Prebuilt &) {
+      stopped = true;
+    }
+    CHECK(stopped);
+    CHECK(builds == 6);
+  }
+  // end_prebuild charges the phase's wall time to the budget.
+  hidet::option::tuning_budget(std::numeric_limits<double>::infinity());
+  tuning::end_prebuild(tuning::steady_seconds() - 2);
+  CHECK(tuning::stats().budget_spent >= 2);
+  hidet::option::tuning_budget(std::numeric_limits<double>::infinity());
+}

@@ -7,10 +7,13 @@
 // Progress goes to stderr: a bar on a terminal (kernels built, elapsed, remaining), log lines
 // otherwise. Operators with hand-written templates (Matmul, Conv2d, ScaledDotProductAttention
 // and their fused forms; Operator::scratch_build) are built in the same pool by one run each on
-// zeros of their input shapes, on a GPU at search space 0; elsewhere (the emulator, or tuning at
-// spaces 1 and 2, whose timings need the GPU alone) they build on their first run. A node whose
-// kernels fail to build is reported by a CudaError or ValueError naming the node after the other
-// nodes are built.
+// zeros of their input shapes, on a GPU at search space 0 (on the emulator they build on their
+// first run). At spaces 1 and 2 the same runs prebuild (ops/tuning.hpp, PrebuildScope): a node
+// whose problem has no tuning record compiles every candidate and stops, all nodes side by side
+// (the candidates of a whole model compile on every core at once instead of one node's after
+// another's), and its first run times the candidates alone, each build a compile-cache hit. A
+// node whose kernels fail to build is reported by a CudaError or ValueError naming the node
+// after the other nodes are built.
 #pragma once
 
 #include <cstddef>

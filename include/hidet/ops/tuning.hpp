@@ -16,6 +16,8 @@
 // option::tuning_budget bounds the time spent tuning (a whole model's compile).
 // While tuning it draws a progress bar on stderr when stderr is a terminal (built, timed,
 // elapsed, remaining), plain log lines otherwise. The timer can be replaced (tests inject one).
+// A graph's candidates are compiled ahead of its first run, all nodes' together (PrebuildScope,
+// used by graph::build): the tuning of each node then only times what the compile caches hold.
 //
 //   std::vector<tuning::Candidate> cands;
 //   for (auto &cfg : matmul_candidates(m, n, k, space))
@@ -110,6 +112,7 @@ struct Stats {
   double last_seconds = 0;     ///< wall time of the last tuning
   double budget_spent = 0;     ///< seconds of tuning since the budget was last set
   std::size_t over_budget = 0; ///< keys left at their default because the budget was spent
+  std::size_t prebuilt = 0;    ///< candidates compiled ahead of their tuning (PrebuildScope)
 };
 
 /// Replaces the benchmark timer (null restores CUDA-event timing). For tests.
@@ -130,8 +133,42 @@ std::string make_key(const std::string &op, const std::string &signature);
 /// The label recorded on disk for `key`, when there is one (and the cache is enabled).
 std::optional<std::string> stored_label(const std::string &key);
 /// The index of the fastest candidate for `key` (see the top of the file). One candidate is
-/// returned without building anything. Throws ValueError when every candidate fails.
+/// returned without building anything. Throws ValueError when every candidate fails; under a
+/// PrebuildScope, Prebuilt.
 std::size_t pick(const std::string &what, const std::string &key, const std::vector<Candidate> &cands);
+
+/// Whether pick() times candidates here: on a GPU, or with a timer set (set_timer); else it keeps
+/// each key's default.
+bool times_candidates();
+
+/// Thrown by pick() under a PrebuildScope once it has compiled a key's candidates, so that the
+/// operator stops before it remembers a choice or launches anything. Not a std::exception: only
+/// the owner of the scope (graph::build) catches it.
+struct Prebuilt {};
+
+/// While alive on this thread, pick() prebuilds: for a key it would tune (no record, more than
+/// one candidate, times_candidates(), budget left) it builds every candidate (their kernels go to
+/// the in-process and disk compile caches), times and records nothing, and throws Prebuilt.
+/// graph::build runs every template node of a graph this way on its thread pool before the first
+/// run, so that the candidates of all nodes compile side by side (the builds of all threads share
+/// one limit, the number of cores); the first run then tunes node by node, and each build is a
+/// cache hit. `started`: the phase's start, whose elapsed time counts against the tuning budget
+/// (option::tuning_budget) as keys are prebuilt; end_prebuild charges the phase to the budget.
+class PrebuildScope {
+public:
+  explicit PrebuildScope(double started_seconds);
+  ~PrebuildScope();
+  PrebuildScope(const PrebuildScope &) = delete;
+  PrebuildScope &operator=(const PrebuildScope &) = delete;
+
+private:
+  double saved_;
+};
+/// Seconds on the steady clock (the value PrebuildScope takes as the phase's start).
+double steady_seconds();
+/// Ends a prebuild phase begun at `started_seconds`: its wall time counts as tuning time against
+/// the budget (the later per-node tuning adds its own).
+void end_prebuild(double started_seconds);
 
 } // namespace ops::tuning
 } // namespace hidet

@@ -33,9 +33,13 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
   };
   std::vector<Job> jobs;
   std::set<std::string> keys;
-  // Template nodes are built by a run on zeros; only on a GPU (the emulator gains nothing) and at
-  // search space 0 (tuning must time its candidates alone).
-  const bool scratch_runs = !runtime::cuda_emulated() && option::search_space() == 0;
+  // Template nodes are built by a run on zeros: at search space 0 on a GPU (the emulator gains
+  // nothing); at spaces 1 and 2 wherever candidates are timed, as a prebuild (ops/tuning.hpp):
+  // each tuned node compiles its candidates and stops, all nodes side by side, and its first run
+  // times them alone (from the compile caches).
+  const bool prebuild = option::search_space() > 0 && ops::tuning::times_candidates();
+  const bool scratch_runs = (!runtime::cuda_emulated() && option::search_space() == 0) || prebuild;
+  const double prebuild_started = ops::tuning::steady_seconds();
   for (std::size_t k = 0; k < graph.nodes().size(); ++k) {
     const auto &node = graph.nodes()[k];
     auto op = std::dynamic_pointer_cast<const ops::TaskOperator>(node);
@@ -69,7 +73,9 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
   if (!jobs.empty()) {
     // A bar or log lines for more than one kernel (profiles build node by node: no line each).
     std::optional<util::Progress> progress;
-    if (jobs.size() > 1) progress.emplace("building graph kernels", jobs.size(), "kernels");
+    if (jobs.size() > 1)
+      progress.emplace(prebuild ? "building graph kernels and compiling the candidates to tune" : "building graph kernels",
+                       jobs.size(), "kernels");
     std::atomic<std::size_t> next{0}, done{0};
     std::mutex mu;
     std::vector<std::string> errors(jobs.size());
@@ -88,7 +94,13 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
               scratch.push_back(ins[j].is_symbolic() ? zeros(jobs[i].shapes[j], ins[j].dtype(), ins[j].device()) : ins[j]);
             std::optional<SymbolBinding> binding;
             if (!values.empty()) binding.emplace(values);
-            jobs[i].op->run(scratch);
+            std::optional<ops::tuning::PrebuildScope> pre;
+            if (prebuild) pre.emplace(prebuild_started);
+            try {
+              jobs[i].op->run(scratch);
+            } catch (const ops::tuning::Prebuilt &) {
+              // Its candidates are compiled; its first run tunes them.
+            }
             current_stream().synchronize();
           }
         } catch (const CudaError &e) {
@@ -107,6 +119,7 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
     for (unsigned w = 1; w < n; ++w) pool.emplace_back(work);
     work();
     for (auto &t : pool) t.join();
+    if (prebuild) ops::tuning::end_prebuild(prebuild_started);
     std::size_t ok = 0;
     for (auto &e : errors) ok += e.empty();
     if (progress) progress->phase_done("built", ok);

@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <vector>
@@ -164,7 +165,35 @@ inline void write_record(const std::string &key, const std::string &label) {
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
+/// The start (steady_seconds) of this thread's prebuild phase; NaN: not prebuilding.
+inline double &prebuild_started() {
+  thread_local double v = std::numeric_limits<double>::quiet_NaN();
+  return v;
+}
+/// Candidate builds in flight across every prebuilding thread: at most the number of cores (each
+/// graph thread prebuilds one node's candidates on threads of its own).
+inline std::counting_semaphore<> &build_slots() {
+  static std::counting_semaphore<> slots(std::max<std::ptrdiff_t>(1, std::thread::hardware_concurrency()));
+  return slots;
+}
+
 } // namespace detail
+
+HIDET_INLINE double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+HIDET_INLINE PrebuildScope::PrebuildScope(double started_seconds) : saved_(detail::prebuild_started()) {
+  detail::prebuild_started() = started_seconds;
+}
+HIDET_INLINE PrebuildScope::~PrebuildScope() { detail::prebuild_started() = saved_; }
+HIDET_INLINE void end_prebuild(double started_seconds) {
+  std::lock_guard<std::mutex> lock(detail::state().mu);
+  detail::state().stats.budget_spent += steady_seconds() - started_seconds;
+}
+HIDET_INLINE bool times_candidates() {
+  std::lock_guard<std::mutex> lock(detail::state().mu);
+  return bool(detail::state().timer) || !runtime::cuda_emulated();
+}
 
 HIDET_INLINE void set_timer(Timer t) {
   std::lock_guard<std::mutex> lock(detail::state().mu);
@@ -278,6 +307,39 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
     }
   }
 
+  if (const double started = detail::prebuild_started(); !std::isnan(started)) {
+    // Prebuilding (graph::build's phase): compile every candidate into the caches, then stop the
+    // operator. Failures are left to the tuning run, which logs them.
+    {
+      std::lock_guard<std::mutex> lock(st.mu);
+      if (st.stats.budget_spent + (steady_seconds() - started) >= option::tuning_budget()) throw Prebuilt{};
+    }
+    std::atomic<std::size_t> next{0}, built{0};
+    const bool gpu = !runtime::cuda_emulated();
+    auto work = [&] {
+      if (gpu) ensure_context(0);
+      for (std::size_t i; (i = next++) < cands.size();) {
+        detail::build_slots().acquire();
+        try {
+          (void)cands[i].build();
+          ++built;
+        } catch (...) {
+        }
+        detail::build_slots().release();
+      }
+    };
+    const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(cands.size())));
+    std::vector<std::thread> pool;
+    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+    for (auto &t : pool) t.join();
+    {
+      std::lock_guard<std::mutex> lock(st.mu);
+      st.stats.prebuilt += built;
+    }
+    throw Prebuilt{};
+  }
+
   // Build on a thread pool: NVRTC compiles run in parallel; module loads need the context.
   util::Progress progress("tuning " + what, cands.size(), "candidates");
   std::vector<Launch> launches(cands.size());
@@ -363,8 +425,10 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
   }
   if (best == cands.size())
     throw ValueError(str_cat("tuning ", what, ": every candidate failed; the first error: ", errors[0]));
-  std::fprintf(stderr, "hidet: tuning %s: picked %s (%.4f ms) in %.1f s\n", what.c_str(), cands[best].label.c_str(),
-               best_ms, progress.elapsed());
+  // The default's time beside the pick says what tuning gained (and which heuristic to revisit).
+  std::string against = best != 0 && first[0] >= 0 ? str_cat("; default ", cands[0].label, " ", first[0], " ms") : "";
+  std::fprintf(stderr, "hidet: tuning %s: picked %s (%.4f ms%s) in %.1f s\n", what.c_str(), cands[best].label.c_str(),
+               best_ms, against.c_str(), progress.elapsed());
   detail::write_record(key, cands[best].label);
   return best;
 }
