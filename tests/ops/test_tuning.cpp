@@ -485,9 +485,16 @@ TEST_CASE("prebuild: under a PrebuildScope pick compiles every candidate, times 
   CHECK(after.tuned == before.tuned);
   CHECK(*t.tag == -1); // nothing launched
   CHECK_FALSE(tuning::stored_label(key).has_value());
-  // Out of the scope the key tunes as usual (the builds hit the compile caches in real templates).
+  // Out of the scope the key tunes as usual (the builds hit the compile caches in real templates),
+  // even with the budget spent: its compiles are paid, its timing is short.
+  hidet::option::tuning_budget(0);
   CHECK(tuning::pick("prebuild op", key, cands) == 1);
   CHECK(tuning::stats().tuned == after.tuned + 1);
+  CHECK(tuning::stored_label(key) == std::optional<std::string>("config 1"));
+  // A key that was not prebuilt keeps its default then.
+  std::string unbuilt = tuning::make_key("prebuild_op", str_cat("unbuilt ", std::random_device{}()));
+  CHECK(tuning::pick("prebuild op", unbuilt, cands) == 0);
+  hidet::option::tuning_budget(std::numeric_limits<double>::infinity());
   CHECK(builds == 6);
   {
     // A key with a record is answered under the scope too: nothing to prebuild.

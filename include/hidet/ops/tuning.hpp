@@ -152,8 +152,12 @@ struct Prebuilt {};
 /// graph::build runs every template node of a graph this way on its thread pool before the first
 /// run, so that the candidates of all nodes compile side by side (the builds of all threads share
 /// one limit, the number of cores); the first run then tunes node by node, and each build is a
-/// cache hit. `started`: the phase's start, whose elapsed time counts against the tuning budget
-/// (option::tuning_budget) as keys are prebuilt; end_prebuild charges the phase to the budget.
+/// cache hit. The builds of every thread share one limit (the number of cores) and go key by key
+/// in the order the keys came, so keys finish one after another. `started_seconds`: the phase's
+/// start; its elapsed time counts against the tuning budget (option::tuning_budget): a key whose
+/// turn comes after the budget ran out builds nothing (it keeps its default), while a key whose
+/// candidates were prebuilt is timed even after (its compiles, what the budget bounds, are paid).
+/// end_prebuild charges the phase to the budget.
 class PrebuildScope {
 public:
   explicit PrebuildScope(double started_seconds);

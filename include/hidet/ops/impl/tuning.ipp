@@ -16,7 +16,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <semaphore>
+#include <set>
+#include <condition_variable>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,6 +114,9 @@ struct State {
   Timer timer;
   Stats stats;
   std::vector<std::pair<std::string, std::string>> memory; ///< key -> label, this process
+  /// Keys whose candidates a prebuild compiled: timed even when the budget is spent (their
+  /// compiles, the cost the budget bounds, are paid).
+  std::set<std::string> prebuilt_keys;
   bool budget_told = false; ///< the budget's end was logged in this window
 };
 inline State &state() {
@@ -171,9 +175,40 @@ inline double &prebuild_started() {
   return v;
 }
 /// Candidate builds in flight across every prebuilding thread: at most the number of cores (each
-/// graph thread prebuilds one node's candidates on threads of its own).
-inline std::counting_semaphore<> &build_slots() {
-  static std::counting_semaphore<> slots(std::max<std::ptrdiff_t>(1, std::thread::hardware_concurrency()));
+/// graph thread prebuilds one node's candidates on threads of its own), served in the order of
+/// their tickets. A key reserves one ticket per candidate at once, so the keys finish one after
+/// another (a key whose builds are done can be timed; half-built keys when the budget runs out
+/// would be wasted).
+class BuildSlots {
+public:
+  /// The first of `n` consecutive tickets.
+  std::uint64_t reserve(std::size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::uint64_t first = next_;
+    next_ += n;
+    return first;
+  }
+  /// Waits until `ticket` is among the first `capacity` tickets not yet released.
+  void acquire(std::uint64_t ticket) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ticket < released_ + capacity_; });
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++released_;
+    }
+    cv_.notify_all();
+  }
+
+private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t next_ = 0, released_ = 0;
+  const std::uint64_t capacity_ = std::max(1u, std::thread::hardware_concurrency());
+};
+inline BuildSlots &build_slots() {
+  static BuildSlots slots;
   return slots;
 }
 
@@ -241,6 +276,7 @@ HIDET_INLINE Stats stats() {
 HIDET_INLINE void clear_memory() {
   std::lock_guard<std::mutex> lock(detail::state().mu);
   detail::state().memory.clear();
+  detail::state().prebuilt_keys.clear();
 }
 
 HIDET_INLINE std::string make_key(const std::string &op, const std::string &signature) {
@@ -296,7 +332,7 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
   {
     const double budget = option::tuning_budget();
     std::lock_guard<std::mutex> lock(st.mu);
-    if (st.stats.budget_spent >= budget) {
+    if (st.stats.budget_spent >= budget && !st.prebuilt_keys.count(key)) {
       ++st.stats.over_budget;
       if (!st.budget_told)
         std::fprintf(stderr, "hidet: tuning budget of %g s spent (%.1f s); %s and the operators after it keep their "
@@ -315,15 +351,24 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
       if (st.stats.budget_spent + (steady_seconds() - started) >= option::tuning_budget()) throw Prebuilt{};
     }
     std::atomic<std::size_t> next{0}, built{0};
+    std::once_flag decided;
+    bool abandoned = false; // the budget ran out before this key's turn: nothing built
+    const std::uint64_t first_ticket = detail::build_slots().reserve(cands.size());
     const bool gpu = !runtime::cuda_emulated();
     auto work = [&] {
       if (gpu) ensure_context(0);
       for (std::size_t i; (i = next++) < cands.size();) {
-        detail::build_slots().acquire();
-        try {
-          (void)cands[i].build();
-          ++built;
-        } catch (...) {
+        detail::build_slots().acquire(first_ticket + i);
+        std::call_once(decided, [&] {
+          std::lock_guard<std::mutex> lock(st.mu);
+          abandoned = st.stats.budget_spent + (steady_seconds() - started) >= option::tuning_budget();
+        });
+        if (!abandoned) {
+          try {
+            (void)cands[i].build();
+            ++built;
+          } catch (...) {
+          }
         }
         detail::build_slots().release();
       }
@@ -333,9 +378,10 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
     for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
     work();
     for (auto &t : pool) t.join();
-    {
+    if (!abandoned) {
       std::lock_guard<std::mutex> lock(st.mu);
       st.stats.prebuilt += built;
+      st.prebuilt_keys.insert(key);
     }
     throw Prebuilt{};
   }
@@ -421,6 +467,7 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
     if (best != cands.size()) {
       ++st.stats.tuned;
       st.memory.emplace_back(key, cands[best].label);
+      st.prebuilt_keys.erase(key);
     }
   }
   if (best == cands.size())
