@@ -155,7 +155,8 @@ struct Prebuilt {};
 /// cache hit. The builds of every thread share one limit (the number of cores) and go key by key
 /// in the order the keys came, so keys finish one after another. `started_seconds`: the phase's
 /// start; its elapsed time counts against the tuning budget (option::tuning_budget): a key whose
-/// turn comes after the budget ran out builds nothing (it keeps its default), while a key whose
+/// turn comes after the budget ran out keeps its default (pick returns 0, and the operator builds
+/// that one with the rest of the graph), while a key whose
 /// candidates were prebuilt is timed even after (its compiles, what the budget bounds, are paid).
 /// end_prebuild charges the phase to the budget.
 class PrebuildScope {

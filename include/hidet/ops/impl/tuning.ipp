@@ -328,28 +328,31 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
     return 0;
   }
 
-  // The budget (option::tuning_budget): once spent, keys without a record keep the default.
+  // The budget (option::tuning_budget): once spent, keys without a record keep the default. A
+  // prebuild's phase counts its elapsed time; keys it prebuilt are timed all the same.
+  const double prebuild_started = detail::prebuild_started();
+  const bool prebuilding = !std::isnan(prebuild_started);
+  auto spent = [&] { // under st.mu
+    return st.stats.budget_spent + (prebuilding ? steady_seconds() - prebuild_started : 0.0);
+  };
+  auto keep_default = [&] { // under st.mu
+    ++st.stats.over_budget;
+    if (!st.budget_told)
+      std::fprintf(stderr, "hidet: tuning budget of %g s spent (%.1f s); %s and the operators after it keep their "
+                           "default configuration (untuned, not recorded)\n",
+                   option::tuning_budget(), spent(), what.c_str());
+    st.budget_told = true;
+    return std::size_t(0);
+  };
   {
-    const double budget = option::tuning_budget();
     std::lock_guard<std::mutex> lock(st.mu);
-    if (st.stats.budget_spent >= budget && !st.prebuilt_keys.count(key)) {
-      ++st.stats.over_budget;
-      if (!st.budget_told)
-        std::fprintf(stderr, "hidet: tuning budget of %g s spent (%.1f s); %s and the operators after it keep their "
-                             "default configuration (untuned, not recorded)\n",
-                     budget, st.stats.budget_spent, what.c_str());
-      st.budget_told = true;
-      return 0;
-    }
+    if (spent() >= option::tuning_budget() && !st.prebuilt_keys.count(key)) return keep_default();
   }
 
-  if (const double started = detail::prebuild_started(); !std::isnan(started)) {
+  if (prebuilding) {
     // Prebuilding (graph::build's phase): compile every candidate into the caches, then stop the
-    // operator. Failures are left to the tuning run, which logs them.
-    {
-      std::lock_guard<std::mutex> lock(st.mu);
-      if (st.stats.budget_spent + (steady_seconds() - started) >= option::tuning_budget()) throw Prebuilt{};
-    }
+    // operator. Failures are left to the tuning run, which logs them. A key whose turn comes after
+    // the budget ran out keeps its default, built now with the rest of the graph.
     std::atomic<std::size_t> next{0}, built{0};
     std::once_flag decided;
     bool abandoned = false; // the budget ran out before this key's turn: nothing built
@@ -361,7 +364,7 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
         detail::build_slots().acquire(first_ticket + i);
         std::call_once(decided, [&] {
           std::lock_guard<std::mutex> lock(st.mu);
-          abandoned = st.stats.budget_spent + (steady_seconds() - started) >= option::tuning_budget();
+          abandoned = spent() >= option::tuning_budget();
         });
         if (!abandoned) {
           try {
@@ -378,11 +381,10 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
     for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
     work();
     for (auto &t : pool) t.join();
-    if (!abandoned) {
-      std::lock_guard<std::mutex> lock(st.mu);
-      st.stats.prebuilt += built;
-      st.prebuilt_keys.insert(key);
-    }
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (abandoned) return keep_default();
+    st.stats.prebuilt += built;
+    st.prebuilt_keys.insert(key);
     throw Prebuilt{};
   }
 
