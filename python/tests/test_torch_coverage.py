@@ -77,6 +77,28 @@ def test_failures_name_the_operator_the_fx_node_and_the_source_line():
     assert 'torch.lgamma' in r.error and 'test_torch_coverage.py' in r.error
 
 
+def test_half_precision_tolerance_counts_eager_spread_under_rounding_noise():
+    """A model that amplifies rounding (here sin(4000 x): half an f16 ulp of x moves it far) gets a
+    tolerance from eager's error on inputs perturbed by one rounding step too, not from its error
+    on the given inputs alone (which a different order of the same roundings may exceed)."""
+    from coverage_runner import tolerance
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return torch.sin(x * 4000)
+
+    def inputs(small, batch=None):
+        return [torch.randn(4, 8, generator=torch.Generator().manual_seed(3))], {}
+
+    r = run_entry(Entry('test/sin', 'test', 'test', lambda small: Model(), inputs), torch.float16, small=True)
+    assert r.eager_spread is not None and r.eager_spread > 0.05, r
+    assert r.tol == pytest.approx(tolerance(torch.float16, max(r.eager_err, r.eager_spread)))
+    assert r.status == 'ok', r.error
+    # Integer inputs (token ids) cannot be perturbed: no spread, eager's own error alone.
+    r = run_entry(entry('transformers/bert'), torch.float16, small=True)
+    assert r.eager_spread is None and r.tol == pytest.approx(tolerance(torch.float16, r.eager_err))
+
+
 def test_the_list_covers_every_torchvision_model_and_broad_families():
     torchvision = pytest.importorskip('torchvision')
     rows = entries()
