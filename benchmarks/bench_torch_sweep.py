@@ -63,6 +63,10 @@ TORCHVISION = ['regnet_y_1_6gf', 'mobilenet_v3_large', 'shufflenet_v2_x1_0', 'ef
 TIMM = ['deit3_small_patch16_224', 'eva02_tiny_patch14_224', 'levit_128s', 'mobilevit_xxs', 'edgenext_xx_small',
         'poolformer_s12', 'repvit_m0_9', 'fastvit_t8', 'cspresnet50', 'hgnetv2_b0', 'regnetz_b16']
 SEQ = 128
+# Seconds of calls before each model is timed (eager, inductor and hidet alike): at batch 1 the
+# small models sit near the host's bound, and LeViT timed after 3 s without calls was 35% slower
+# than in the same process after half a second of calls (docs/torch.md, stop 58).
+WARMUP_S = 0.5
 
 
 def transformers_models():
@@ -218,14 +222,14 @@ def run_model(name, configs, inductor):
             with torch.no_grad():
                 want = first_tensor(model(*args, **kwargs)).float()
                 if gpu:
-                    row['eager'] = time_ms(lambda: model(*args, **kwargs), min_calls=10)
+                    row['eager'] = time_ms(lambda: model(*args, **kwargs), min_calls=10, warmup_s=WARMUP_S)
                 if gpu and inductor:
                     try:
                         torch._dynamo.reset()
                         c = torch.compile(model, mode='reduce-overhead')
                         for _ in range(3):
                             c(*args, **kwargs)
-                        row['inductor'] = time_ms(lambda: c(*args, **kwargs), min_calls=10)
+                        row['inductor'] = time_ms(lambda: c(*args, **kwargs), min_calls=10, warmup_s=WARMUP_S)
                         del c
                     except Exception as e:  # noqa: BLE001 - a row, not the end of the sweep
                         row['note'] = f'inductor failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}'
@@ -246,7 +250,7 @@ def run_model(name, configs, inductor):
                 row['status'] = 'ok'
                 if gpu:
                     with contextlib.redirect_stderr(said):
-                        row['hidet'] = time_ms(lambda: h(*args, **kwargs), min_calls=10)
+                        row['hidet'] = time_ms(lambda: h(*args, **kwargs), min_calls=10, warmup_s=WARMUP_S)
                     if row['inductor'] and row['hidet'] / row['inductor'] > 2:
                         row['note'] = '; '.join(filter(None, [row['note'], slow_row_facts(said.text())]))
                     # Rows above 0.8 are profiled; every row when the profiles are asked for or

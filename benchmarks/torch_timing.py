@@ -1,19 +1,27 @@
 """Shared by the torch reference scripts (benchmarks/bench_*_torch.py): CUDA-event timing with a
 warm-up, batches sized to about 2 ms, and the median batch; the same method as hidet::median_ms."""
 import gc
+import time
 
 import torch
 
 
-def time_ms(fn, batches=15, min_calls=1):
+def time_ms(fn, batches=15, min_calls=1, warmup_s=0.0):
     """Median over `batches` of the mean time of a batch of back-to-back calls (about 2 ms, at
     least `min_calls`). Whole models pass min_calls=10: with one call per batch the host's time to
     enter the call (dynamo's guards, the Python wrapper: 0.1-0.2 ms) lands between the start
     event and the first kernel and is counted, while back to back it overlaps the GPU's work as it
     does in a model's serving loop. Garbage is collected first: a collection of what compiling left
-    behind must not land among the timed calls."""
+    behind must not land among the timed calls. `warmup_s`: calls for at least that long first
+    (a model near the host's bound at batch 1 measured 0.38 ms after its compile or after half a
+    second of calls, 0.52 after 3 s idle, H200, 2026-11-29: the sweep warms each model up)."""
     for _ in range(3):
         fn()
+    if warmup_s > 0:
+        torch.cuda.synchronize()
+        end = time.perf_counter() + warmup_s
+        while time.perf_counter() < end:
+            fn()
     gc.collect()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record(); fn(); e.record(); torch.cuda.synchronize()

@@ -211,6 +211,15 @@ inline BuildSlots &build_slots() {
   static BuildSlots slots;
   return slots;
 }
+/// Runs `work` (which takes candidates off a shared counter) on one thread per core, at most
+/// `count`, this thread among them, and joins them.
+inline void on_workers(std::size_t count, const std::function<void()> &work) {
+  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(count)));
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto &t : pool) t.join();
+}
 
 } // namespace detail
 
@@ -376,11 +385,7 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
         detail::build_slots().release();
       }
     };
-    const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(cands.size())));
-    std::vector<std::thread> pool;
-    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
-    work();
-    for (auto &t : pool) t.join();
+    detail::on_workers(cands.size(), work);
     std::lock_guard<std::mutex> lock(st.mu);
     if (abandoned) return keep_default();
     st.stats.prebuilt += built;
@@ -395,7 +400,6 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
   std::atomic<std::size_t> next{0}, done{0};
   std::mutex progress_mu;
   bool gpu = !runtime::cuda_emulated();
-  unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(cands.size())));
   auto work = [&] {
     if (gpu) ensure_context(0);
     for (std::size_t i; (i = next++) < cands.size();) {
@@ -408,10 +412,7 @@ HIDET_INLINE std::size_t pick(const std::string &what, const std::string &key, c
       progress.update("built", ++done);
     }
   };
-  std::vector<std::thread> pool;
-  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
-  work();
-  for (auto &t : pool) t.join();
+  detail::on_workers(cands.size(), work);
   std::size_t built = 0;
   for (auto &l : launches) built += l ? 1 : 0;
   progress.phase_done("built", built);
