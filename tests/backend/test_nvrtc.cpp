@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <thread>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +16,7 @@
 #include "codegen_test_kernels.hpp"
 #include "hidet/backend/codegen.hpp"
 #include "hidet/backend/nvrtc.hpp"
+#include "hidet/backend/nvrtc_workers.hpp"
 #include "hidet/util/dynlib.hpp"
 
 using namespace hidet;
@@ -184,5 +188,98 @@ TEST_CASE("library search: HIDET_NVRTC_PATH first, toolkit last; failures list e
     CHECK(has(m, "/nope/a.so: "));
     CHECK(has(m, "libdefinitely_missing.so.7: "));
     CHECK(has(m, "Set HIDET_TEST_LIB."));
+  }
+}
+
+namespace {
+/// Kernels that differ in a constant: `n` sources, each a few tens of ms of NVRTC.
+std::vector<std::string> worker_test_sources(int n, int salt) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back("extern \"C\" __global__ void k(float *a, const float *b) {\n"
+                  "  float s = 0;\n"
+                  "  #pragma unroll\n"
+                  "  for (int j = 0; j < 64; ++j) s += b[threadIdx.x * 64 + j] * " +
+                  std::to_string(i + 1) + ".5f;\n  a[threadIdx.x] = s + " + std::to_string(salt) + ";\n}\n");
+  return out;
+}
+
+/// Compiles every source at once, one thread each (all start together); the binaries or, for a
+/// failed compile, the error's message.
+std::vector<std::string> compile_side_by_side(const std::vector<std::string> &sources, std::vector<CompiledBinary> &bins) {
+  std::vector<std::string> errors(sources.size());
+  bins.assign(sources.size(), {});
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (ready.load() < int(sources.size())) std::this_thread::yield();
+      CompileOptions o;
+      o.arch = "sm_80";
+      try {
+        bins[i] = nvrtc_compile(sources[i], "worker_test_" + std::to_string(i), o);
+      } catch (const CudaError &e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto &t : threads) t.join();
+  return errors;
+}
+} // namespace
+
+TEST_CASE("compiles that overlap run in NVRTC worker processes, with the same binaries") {
+  // The worker is built beside libhidet (src/meson.build), which this test links.
+  REQUIRE_MESSAGE(!nvrtc_worker_path().empty(), "hidet-nvrtc-worker not found beside libhidet");
+  REQUIRE(nvrtc_worker_limit() >= 1);
+  const auto before = nvrtc_worker_stats();
+  // Up to five rounds of six compiles at once, until one has gone to a worker (a compile stays in
+  // this process when no other runs here, which threads started together make unlikely).
+  std::vector<CompiledBinary> bins;
+  for (int round = 0; round < 5 && nvrtc_worker_stats().compiles == before.compiles; ++round) {
+    auto sources = worker_test_sources(6, round);
+    auto errors = compile_side_by_side(sources, bins);
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      INFO("source ", i, " of round ", round);
+      REQUIRE(errors[i].empty());
+      // The same bytes as NVRTC in this process gives.
+      NvrtcRun here = nvrtc_run_here(sources[i], "worker_test_" + std::to_string(i) + ".cu",
+                                     nvrtc_options(CompileOptions{"sm_80"}));
+      REQUIRE(here.result == 0);
+      CHECK(bins[i].cubin == here.cubin);
+      CHECK(bins[i].ptx == here.ptx);
+      CHECK(bins[i].compile_ms > 0);
+    }
+  }
+  auto after = nvrtc_worker_stats();
+  CHECK(after.compiles > before.compiles);
+  CHECK(after.spawned >= 1);
+  CHECK(after.spawned <= std::size_t(nvrtc_worker_limit()));
+  CHECK(after.running == after.pids.size());
+
+  SUBCASE("a compile error in a worker reads as one here") {
+    std::vector<std::string> bad(4, "extern \"C\" __global__ void k() { undefined_in_worker(); }\n");
+    auto errors = compile_side_by_side(bad, bins);
+    for (const auto &e : errors) {
+      CHECK(has(e, "NVRTC failed to compile 'worker_test_"));
+      CHECK(has(e, "undefined_in_worker"));
+      CHECK(has(e, "-arch=sm_80"));
+    }
+  }
+
+  SUBCASE("a worker that dies is replaced, and its compile runs here") {
+    for (long pid : nvrtc_worker_stats().pids)
+      ::kill(pid_t(pid), SIGKILL);
+    const auto killed = nvrtc_worker_stats();
+    REQUIRE(killed.running >= 1);
+    auto sources = worker_test_sources(6, 100);
+    auto errors = compile_side_by_side(sources, bins);
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      CHECK(errors[i].empty());
+      CHECK(is_elf(bins[i].cubin));
+    }
+    const auto later = nvrtc_worker_stats();
+    CHECK(later.fallbacks > killed.fallbacks); // at least one idle worker was found dead
+    CHECK(later.running == later.pids.size());
   }
 }

@@ -47,6 +47,10 @@ std::vector<std::string> nvrtc_options(const CompileOptions &opts);
 CompiledBinary nvrtc_compile(const std::string &source, const std::string &name,
                              const CompileOptions &opts);
 
+/// Seconds spent in NVRTC's compile by this process, summed over threads (failed compiles too):
+/// the difference across a build says how much of it was NVRTC (graph::BuildStats).
+double nvrtc_seconds_total();
+
 } // namespace hidet::backend
 
 #if HIDET_HEADER_ONLY

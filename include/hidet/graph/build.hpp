@@ -27,6 +27,9 @@ struct BuildStats {
   std::size_t nodes = 0;    ///< task-defined nodes in the graph, and template nodes built here
   std::size_t compiled = 0; ///< of them, compiled by this call
   double seconds = 0;       ///< wall time
+  double nvrtc_seconds = 0; ///< NVRTC's compile time during the build, summed over the threads
+  double slowest_seconds = 0; ///< the longest node to build (its schedule, codegen and NVRTC)
+  std::string slowest;      ///< that node: "<name> (node <index>)"
 };
 
 /// Compiles the graph's task-defined kernels in parallel (see the top of the file); `threads` 0

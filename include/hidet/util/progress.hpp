@@ -21,8 +21,9 @@ public:
   Progress(std::string title, std::size_t total, std::string unit);
   /// Redraws the bar (terminal only): `done` of the total are through `phase`.
   void update(const char *phase, std::size_t done);
-  /// Ends the bar (terminal), or logs "hidet: <title>: <phase> <ok> of <total> <unit> in <t> s".
-  void phase_done(const char *phase, std::size_t ok);
+  /// Ends the bar (terminal), or logs "hidet: <title>: <phase> <ok> of <total> <unit> in <t> s"
+  /// followed by `detail` (both: "hidet: <title>: <detail>" after the bar when not empty).
+  void phase_done(const char *phase, std::size_t ok, const std::string &detail = "");
   /// Seconds since construction.
   double elapsed() const;
 

@@ -2,10 +2,13 @@
 #pragma once
 
 #include "hidet/backend/nvrtc.hpp"
+#include "hidet/backend/nvrtc_workers.hpp"
 
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -179,6 +182,55 @@ HIDET_INLINE std::vector<std::string> nvrtc_options(const CompileOptions &opts) 
   return o;
 }
 
+namespace detail {
+HIDET_INLINE std::atomic<std::int64_t> &nvrtc_total_us() {
+  static std::atomic<std::int64_t> us{0};
+  return us;
+}
+} // namespace detail
+
+HIDET_INLINE double nvrtc_seconds_total() { return double(detail::nvrtc_total_us().load()) * 1e-6; }
+
+HIDET_INLINE NvrtcRun nvrtc_run_here(const std::string &source, const std::string &file_name,
+                                     const std::vector<std::string> &options) {
+  const auto &api = detail::nvrtc_api();
+  std::vector<const char *> argv;
+  for (auto &o : options)
+    argv.push_back(o.c_str());
+  nvrtcProgram prog = nullptr;
+  detail::nvrtc_check(api, api.CreateProgram(&prog, source.c_str(), file_name.c_str(), 0, nullptr, nullptr),
+                      "nvrtcCreateProgram");
+  struct Guard {
+    const detail::NvrtcApi &api;
+    nvrtcProgram &p;
+    ~Guard() { api.DestroyProgram(&p); }
+  } guard{api, prog};
+  NvrtcRun out;
+  auto t0 = std::chrono::steady_clock::now();
+  out.result = api.CompileProgram(prog, int(argv.size()), argv.data());
+  out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::size_t n = 0;
+  if (api.GetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
+    out.log.resize(n);
+    api.GetProgramLog(prog, out.log.data());
+    out.log.resize(n - 1);
+  }
+  if (out.result != NVRTC_SUCCESS)
+    return out;
+  n = 0;
+  detail::nvrtc_check(api, api.GetCUBINSize(prog, &n), "nvrtcGetCUBINSize");
+  out.cubin.resize(n);
+  if (n)
+    detail::nvrtc_check(api, api.GetCUBIN(prog, out.cubin.data()), "nvrtcGetCUBIN");
+  n = 0;
+  if (api.GetPTXSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
+    out.ptx.resize(n);
+    detail::nvrtc_check(api, api.GetPTX(prog, out.ptx.data()), "nvrtcGetPTX");
+    out.ptx.resize(n - 1);
+  }
+  return out;
+}
+
 HIDET_INLINE CompiledBinary nvrtc_compile(const std::string &source, const std::string &name,
                                           const CompileOptions &opts) {
   namespace fs = std::filesystem;
@@ -196,9 +248,6 @@ HIDET_INLINE CompiledBinary nvrtc_compile(const std::string &source, const std::
                             "these as CompileOptions::arch or HIDET_CUDA_ARCH"));
   }
   std::vector<std::string> options = nvrtc_options(opts);
-  std::vector<const char *> argv;
-  for (auto &o : options)
-    argv.push_back(o.c_str());
   std::string stem = detail::file_stem(name);
   auto joined = [&] {
     std::string s;
@@ -209,48 +258,23 @@ HIDET_INLINE CompiledBinary nvrtc_compile(const std::string &source, const std::
   std::string hash = util::Hasher128().add(source).add(joined()).finish().hex().substr(0, 16);
   std::string dump_dir = util::env_string_or("HIDET_DUMP_DIR", "");
 
-  nvrtcProgram prog = nullptr;
-  detail::nvrtc_check(
-      api, api.CreateProgram(&prog, source.c_str(), (stem + ".cu").c_str(), 0, nullptr, nullptr),
-      "nvrtcCreateProgram");
-  struct Guard {
-    const detail::NvrtcApi &api;
-    nvrtcProgram &p;
-    ~Guard() { api.DestroyProgram(&p); }
-  } guard{api, prog};
-
-  auto t0 = std::chrono::steady_clock::now();
-  nvrtcResult r = api.CompileProgram(prog, int(argv.size()), argv.data());
-  bin.compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::size_t n = 0;
-  if (api.GetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
-    bin.log.resize(n);
-    api.GetProgramLog(prog, bin.log.data());
-    bin.log.resize(n - 1);
-  }
-  if (r != NVRTC_SUCCESS) {
+  NvrtcRun run = nvrtc_run(source, stem + ".cu", options);
+  bin.compile_ms = run.ms;
+  detail::nvrtc_total_us().fetch_add(std::int64_t(run.ms * 1000), std::memory_order_relaxed);
+  bin.log = std::move(run.log);
+  if (run.result != NVRTC_SUCCESS) {
     fs::path dir =
         dump_dir.empty() ? fs::temp_directory_path() / "hidet-failed" : fs::path(dump_dir);
     fs::path cu = dir / (stem + "_" + hash + ".cu");
     bool dumped = detail::write_text_file(cu, source);
     detail::write_text_file(dir / (stem + "_" + hash + ".log"), bin.log);
     throw CudaError(str_cat(
-        "NVRTC failed to compile '", name, "' (", api.GetErrorString(r), ")\n  options: ", joined(),
+        "NVRTC failed to compile '", name, "' (", api.GetErrorString(nvrtcResult(run.result)), ")\n  options: ", joined(),
         "\n  source: ", dumped ? cu.string() : "(could not write " + cu.string() + ")",
         "\n  log:\n", bin.log));
   }
-  n = 0;
-  detail::nvrtc_check(api, api.GetCUBINSize(prog, &n), "nvrtcGetCUBINSize");
-  bin.cubin.resize(n);
-  if (n)
-    detail::nvrtc_check(api, api.GetCUBIN(prog, bin.cubin.data()), "nvrtcGetCUBIN");
-  n = 0;
-  if (api.GetPTXSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
-    bin.ptx.resize(n);
-    detail::nvrtc_check(api, api.GetPTX(prog, bin.ptx.data()), "nvrtcGetPTX");
-    bin.ptx.resize(n - 1);
-  }
+  bin.cubin = std::move(run.cubin);
+  bin.ptx = std::move(run.ptx);
   if (bin.cubin.empty())
     throw CudaError(str_cat("NVRTC produced no CUBIN for '", name, "' with options ", joined(),
                             "; use an sm_XX arch (compute_XX gives PTX only)"));

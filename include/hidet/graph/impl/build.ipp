@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 
+#include "hidet/backend/nvrtc.hpp"
 #include "hidet/ops/cache.hpp"
 #include "hidet/ops/tuning.hpp"
 #include "hidet/runtime/device.hpp"
@@ -80,10 +83,13 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
     std::mutex mu;
     std::vector<std::string> errors(jobs.size());
     std::vector<bool> cuda_error(jobs.size(), false);
+    std::vector<double> job_seconds(jobs.size(), 0.0);
     bool gpu = !runtime::cuda_emulated();
+    const double nvrtc_before = backend::nvrtc_seconds_total();
     auto work = [&] {
       if (gpu) ensure_context(0);
       for (std::size_t i; (i = next++) < jobs.size();) {
+        const auto job_start = std::chrono::steady_clock::now();
         try {
           if (jobs[i].task_op) {
             ops::detail::add_compiled(jobs[i].full_key, ops::schedule(jobs[i].task_op->task()));
@@ -108,6 +114,7 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
         } catch (const std::exception &e) {
           errors[i] = e.what();
         }
+        job_seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - job_start).count();
         std::lock_guard<std::mutex> lock(mu);
         ++done;
         if (progress) progress->update("built", done);
@@ -122,7 +129,18 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
     if (prebuild) ops::tuning::end_prebuild(prebuild_started);
     std::size_t ok = 0;
     for (auto &e : errors) ok += e.empty();
-    if (progress) progress->phase_done("built", ok);
+    stats.nvrtc_seconds = backend::nvrtc_seconds_total() - nvrtc_before;
+    const auto slowest = std::max_element(job_seconds.begin(), job_seconds.end()) - job_seconds.begin();
+    stats.slowest_seconds = job_seconds[slowest];
+    stats.slowest = str_cat(jobs[slowest].op->name(), " (node ", jobs[slowest].node, ")");
+    // Where a slow build's time went: NVRTC's share of the threads' time, and the longest node
+    // (the build cannot end before it).
+    if (progress) {
+      char detail[160];
+      std::snprintf(detail, sizeof detail, "%.1f s of NVRTC over %u threads; the slowest node %.2f s: ",
+                    stats.nvrtc_seconds, n, stats.slowest_seconds);
+      progress->phase_done("built", ok, detail + stats.slowest);
+    }
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (errors[i].empty()) continue;
       std::string msg = str_cat("graph node ", jobs[i].node, " (", jobs[i].op->name(), "): building its kernels failed: ",

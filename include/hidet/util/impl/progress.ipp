@@ -26,12 +26,15 @@ HIDET_INLINE void Progress::update(const char *phase, std::size_t done) {
   std::fflush(stderr);
 }
 
-HIDET_INLINE void Progress::phase_done(const char *phase, std::size_t ok) {
-  if (tty_)
+HIDET_INLINE void Progress::phase_done(const char *phase, std::size_t ok, const std::string &detail) {
+  if (tty_) {
     std::fprintf(stderr, "\n");
-  else
-    std::fprintf(stderr, "hidet: %s: %s %zu of %zu %s in %.1f s\n", title_.c_str(), phase, ok, total_, unit_.c_str(),
-                 elapsed());
+    if (!detail.empty())
+      std::fprintf(stderr, "hidet: %s: %s\n", title_.c_str(), detail.c_str());
+  } else {
+    std::fprintf(stderr, "hidet: %s: %s %zu of %zu %s in %.1f s%s%s\n", title_.c_str(), phase, ok, total_,
+                 unit_.c_str(), elapsed(), detail.empty() ? "" : "; ", detail.c_str());
+  }
 }
 
 HIDET_INLINE double Progress::elapsed() const {
