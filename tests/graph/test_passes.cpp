@@ -666,6 +666,12 @@ TEST_CASE("build compiles every task-defined node in parallel; the run then comp
   auto st = graph::build(opt, 3);
   CHECK(st.nodes == opt.nodes().size());
   CHECK(st.compiled == st.nodes); // shapes no other test uses
+  // The longest node is named; NVRTC ran only for kernels not in the disk cache (none on the
+  // emulator under HIDET_EMULATOR_NVRTC=0).
+  CHECK(st.slowest.find(" (node ") != std::string::npos);
+  CHECK(st.slowest_seconds > 0);
+  CHECK(st.slowest_seconds <= st.seconds);
+  CHECK(st.nvrtc_seconds >= 0);
   auto before = o::compiled_task_count();
   auto outs = opt.run({a});
   CHECK(o::compiled_task_count() == before);

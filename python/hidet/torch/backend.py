@@ -877,8 +877,13 @@ def hidet_backend(gm, example_inputs, mode=None, options=None, name=None):
             raise
         print(f'hidet: PyTorch runs the operators hidet does not map: {", ".join(e.names)}', file=sys.stderr)
         return _partition_for_fallback(gm, cfg, set(e.nodes)).forward
-    # Tracing (dynamo's and ours) leaves many Python objects behind; collected now, the pause is
-    # part of compiling instead of landing in one of the first calls (on BERT-base with dynamic
-    # shapes, a collection inside the first few hundred calls cost about 0.4 ms a call).
-    gc.collect()
+    # Tracing (dynamo's and ours) leaves many Python objects behind; the young generations are
+    # collected now, so that their collection is part of compiling instead of landing in one of
+    # the first calls (on BERT-base with dynamic shapes, a collection inside the first few hundred
+    # calls cost about 0.4 ms a call, averaged). Not a full collection: its cost grows with every
+    # object of the process (0.24 s with torch, transformers and a few compiled models loaded, on
+    # the 2-core CI machine), where the young generations take about a millisecond; it was a
+    # third of test_torch.py's time. A full collection can still come once after this, a single
+    # pause of that size.
+    gc.collect(1)
     return model

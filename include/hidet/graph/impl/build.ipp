@@ -133,13 +133,14 @@ HIDET_INLINE BuildStats build(const FlowGraph &graph, unsigned threads, const Sy
     const auto slowest = std::max_element(job_seconds.begin(), job_seconds.end()) - job_seconds.begin();
     stats.slowest_seconds = job_seconds[slowest];
     stats.slowest = str_cat(jobs[slowest].op->name(), " (node ", jobs[slowest].node, ")");
-    // Where a slow build's time went: NVRTC's share of the threads' time, and the longest node
-    // (the build cannot end before it).
+    // Where a build's time went (when NVRTC ran): NVRTC's share of the threads' time, and the
+    // longest node (the build cannot end before it).
     if (progress) {
-      char detail[160];
-      std::snprintf(detail, sizeof detail, "%.1f s of NVRTC over %u threads; the slowest node %.2f s: ",
-                    stats.nvrtc_seconds, n, stats.slowest_seconds);
-      progress->phase_done("built", ok, detail + stats.slowest);
+      char detail[256] = "";
+      if (stats.nvrtc_seconds > 0)
+        std::snprintf(detail, sizeof detail, "%.1f s of NVRTC over %u threads; the slowest node %.2f s: %s",
+                      stats.nvrtc_seconds, n, stats.slowest_seconds, stats.slowest.c_str());
+      progress->phase_done("built", ok, detail);
     }
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (errors[i].empty()) continue;
