@@ -248,11 +248,21 @@ private:
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
       return std::nullopt;
+    if (sv[1] == 3) { // dup2 onto itself would keep close-on-exec: move it out of the way first
+      int moved = ::fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+      ::close(sv[1]);
+      if (moved < 0) {
+        ::close(sv[0]);
+        return std::nullopt;
+      }
+      sv[1] = moved;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    // The worker talks on fd 3 (dup2 clears close-on-exec there); its stdout goes nowhere,
-    // stderr stays this process's.
+    // The worker talks on fd 3 (dup2 clears close-on-exec there); its stdin and stdout are
+    // /dev/null, its stderr this process's.
     posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     std::string arg0 = exe_, arg1 = "3";
     char *argv[] = {arg0.data(), arg1.data(), nullptr};
