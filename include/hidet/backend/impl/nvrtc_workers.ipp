@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "hidet/util/bytes.hpp"
 #include "hidet/util/env.hpp"
 
 extern char **environ;
@@ -35,7 +36,7 @@ namespace hidet::backend {
 
 namespace detail {
 
-// The wire format, both ways: a 4-byte tag, then fields. A string is a u64 length and its bytes.
+// The wire format, both ways: a 4-byte tag, a u64 length, then util::ByteWriter fields.
 // Request: "HNR1", u64 count of options, file name, source, each option.
 // Answer:  "HNA1", i32 result, f64 milliseconds, log, cubin, ptx.
 
@@ -71,49 +72,21 @@ HIDET_INLINE bool worker_recv(int fd, void *data, std::size_t n) {
   return true;
 }
 
-/// A message being built or read: the fields in wire order.
-struct WireBuffer {
-  std::string bytes;
-  std::size_t at = 0;
-  template <class T> void put(const T &v) { bytes.append(reinterpret_cast<const char *>(&v), sizeof(T)); }
-  void put_str(const char *p, std::size_t n) {
-    put(std::uint64_t(n));
-    bytes.append(p, n);
-  }
-  void put_str(const std::string &s) { put_str(s.data(), s.size()); }
-  template <class T> bool get(T &v) {
-    if (bytes.size() - at < sizeof(T))
-      return false;
-    std::memcpy(&v, bytes.data() + at, sizeof(T));
-    at += sizeof(T);
-    return true;
-  }
-  template <class S> bool get_str(S &s) {
-    std::uint64_t n = 0;
-    if (!get(n) || bytes.size() - at < n)
-      return false;
-    s.assign(bytes.data() + at, bytes.data() + at + n);
-    at += n;
-    return true;
-  }
-};
-
-/// Sends a message: its tag, its length, its bytes.
-HIDET_INLINE bool worker_send_message(int fd, const char tag[4], const WireBuffer &b) {
-  std::uint64_t n = b.bytes.size();
-  return worker_send(fd, tag, 4) && worker_send(fd, &n, sizeof n) && worker_send(fd, b.bytes.data(), n);
+/// Sends a message: its tag, its length, its bytes (util::ByteWriter's fields).
+HIDET_INLINE bool worker_send_message(int fd, const char tag[4], const std::string &bytes) {
+  std::uint64_t n = bytes.size();
+  return worker_send(fd, tag, 4) && worker_send(fd, &n, sizeof n) && worker_send(fd, bytes.data(), n);
 }
 
 /// Receives a message with the given tag (at most 4 GiB); false at end of input or on a mismatch.
-HIDET_INLINE bool worker_recv_message(int fd, const char tag[4], WireBuffer &b) {
+HIDET_INLINE bool worker_recv_message(int fd, const char tag[4], std::string &bytes) {
   char t[4];
   std::uint64_t n = 0;
   if (!worker_recv(fd, t, 4) || std::memcmp(t, tag, 4) != 0 || !worker_recv(fd, &n, sizeof n) ||
       n > (std::uint64_t(1) << 32))
     return false;
-  b.bytes.resize(n);
-  b.at = 0;
-  return worker_recv(fd, b.bytes.data(), n);
+  bytes.resize(n);
+  return worker_recv(fd, bytes.data(), n);
 }
 
 /// This code's own file (libhidet.so, the Python extension, or the program in header-only use).
@@ -287,21 +260,31 @@ private:
   bool local_busy_ = false, broken_ = false;
 };
 
-/// One compile on worker `w`; false when it did not answer (the caller discards it).
+/// One compile on worker `w`; false when it did not answer or answered garbage (the caller
+/// discards it).
 HIDET_INLINE bool run_on_worker(const Worker &w, const std::string &source, const std::string &file_name,
                                 const std::vector<std::string> &options, NvrtcRun &out) {
-  WireBuffer req;
-  req.put(std::uint64_t(options.size()));
-  req.put_str(file_name);
-  req.put_str(source);
+  util::ByteWriter req;
+  req.pod(std::uint64_t(options.size()));
+  req.str(file_name);
+  req.str(source);
   for (const auto &o : options)
-    req.put_str(o);
-  WireBuffer ans;
-  if (!worker_send_message(w.fd, "HNR1", req) || !worker_recv_message(w.fd, "HNA1", ans))
+    req.str(o);
+  std::string answer;
+  if (!worker_send_message(w.fd, "HNR1", req.out) || !worker_recv_message(w.fd, "HNA1", answer))
     return false;
-  std::int32_t result = 0;
-  return ans.get(result) && ans.get(out.ms) && ans.get_str(out.log) && ans.get_str(out.cubin) &&
-         ans.get_str(out.ptx) && (out.result = result, true);
+  try {
+    util::ByteReader r(answer, "hidet-nvrtc-worker's answer");
+    out.result = r.pod<std::int32_t>();
+    out.ms = r.pod<double>();
+    out.log = r.str();
+    std::string_view cubin = r.view();
+    out.cubin.assign(cubin.begin(), cubin.end());
+    out.ptx = r.str();
+    return r.done();
+  } catch (const ValueError &) {
+    return false;
+  }
 }
 
 } // namespace detail
@@ -340,19 +323,21 @@ HIDET_INLINE NvrtcWorkerStats nvrtc_worker_stats() { return detail::WorkerPool::
 HIDET_INLINE int nvrtc_worker_main(int fd) {
   ::signal(SIGPIPE, SIG_DFL); // a parent gone mid-answer ends the worker
   for (;;) {
-    detail::WireBuffer req;
-    if (!detail::worker_recv_message(fd, "HNR1", req))
+    std::string request;
+    if (!detail::worker_recv_message(fd, "HNR1", request))
       return 0;
-    std::uint64_t count = 0;
     std::string file_name, source;
     std::vector<std::string> options;
-    bool ok = req.get(count) && count < 4096 && req.get_str(file_name) && req.get_str(source);
-    for (std::uint64_t i = 0; ok && i < count; ++i) {
-      options.emplace_back();
-      ok = req.get_str(options.back());
-    }
-    if (!ok)
+    try {
+      util::ByteReader req(request, "hidet-nvrtc-worker's request");
+      std::uint64_t count = req.count(sizeof(std::uint64_t));
+      file_name = req.str();
+      source = req.str();
+      for (std::uint64_t i = 0; i < count; ++i)
+        options.push_back(req.str());
+    } catch (const ValueError &) {
       return 2;
+    }
     NvrtcRun r;
     try {
       r = nvrtc_run_here(source, file_name, options);
@@ -361,13 +346,13 @@ HIDET_INLINE int nvrtc_worker_main(int fd) {
       r.result = -1;
       r.log = e.what();
     }
-    detail::WireBuffer ans;
-    ans.put(std::int32_t(r.result));
-    ans.put(r.ms);
-    ans.put_str(r.log);
-    ans.put_str(r.cubin.data(), r.cubin.size());
-    ans.put_str(r.ptx);
-    if (!detail::worker_send_message(fd, "HNA1", ans))
+    util::ByteWriter ans;
+    ans.pod(std::int32_t(r.result));
+    ans.pod(r.ms);
+    ans.str(r.log);
+    ans.str(std::string_view(r.cubin.data(), r.cubin.size()));
+    ans.str(r.ptx);
+    if (!detail::worker_send_message(fd, "HNA1", ans.out))
       return 0;
   }
 }
