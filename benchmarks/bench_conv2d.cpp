@@ -7,7 +7,10 @@
 // space 2 with the tuning time reported. HIDET_BENCH_TUNE_F32=<space> also tunes f32 NCHW at
 // batch 16 per layer. A last table times ResNeXt-50 32x4d's grouped 3x3 layers (f16 NHWC): the
 // default, the direct kernel, the tensor-core GEMM and the best of search space 1
-// (`bench_conv2d --grouped` runs this table alone).
+// (`bench_conv2d --grouped` runs this table alone). Then depthwise layers (ConvNeXt's 7x7,
+// MobileNet's and EfficientNet's 3x3 and 5x5, f16 NHWC, batch 1 and 16) on the direct kernel with
+// one channel per thread, its default (4 channels read as one vector), 8 channels, and the best of
+// search space 1, with the bytes moved over the default's time (`--depthwise` runs it alone).
 // benchmarks/bench_conv2d_torch.py prints cuDNN's times on the same layers in the same table
 // format. Each layer is checked on 64 sampled outputs against a double-precision host reference
 // before it is timed. Times: CUDA events around batches of launches after warm-up, the median
@@ -158,7 +161,8 @@ double check(const t::Conv2dShape &s, const Mode &m, const Problem &p, std::mt19
 double time_ms(const std::function<void()> &f) { return hidet::median_ms(f, 7); }
 
 int main(int argc, char **argv) {
-  const bool grouped_only = argc > 1 && std::string(argv[1]) == "--grouped";
+  const std::string only = argc > 1 ? argv[1] : "";
+  const bool grouped_only = only == "--grouped", depthwise_only = only == "--depthwise";
   if (hidet::runtime::cuda_emulated()) {
     std::printf("bench_conv2d: no GPU (the emulator serves 'cuda'); nothing to time\n");
     return 0;
@@ -169,7 +173,7 @@ int main(int argc, char **argv) {
       "bench_conv2d on %s (%d SMs): hidet conv2d templates, heuristic configs (search space 0)\n",
       dev.name.c_str(), dev.sm_count);
   std::mt19937_64 rng(1);
-  if (!grouped_only) {
+  if (only.empty()) {
     // Build every runner first, on a thread pool (NVRTC compiles in parallel).
     struct Job {
       int batch;
@@ -277,7 +281,7 @@ int main(int argc, char **argv) {
   // ResNeXt-50 32x4d's grouped 3x3 convolutions (32 groups of 4 to 32 channels), f16 NHWC: the
   // default, the direct kernel, the tensor-core GEMM (the first GEMM candidate), and the best of
   // search space 1.
-  {
+  if (!depthwise_only) {
     struct Grouped {
       const char *name;
       int c, h, s, count;
@@ -325,7 +329,55 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (grouped_only) return 0;
+  // Depthwise layers, f16 NHWC: one channel per thread, the default, 8 channels, tuned at space 1.
+  if (!grouped_only) {
+    struct Depthwise {
+      const char *name;
+      int c, h, k, s;
+    };
+    const std::vector<Depthwise> layers{
+        {"convnext 7x7 96 @56", 96, 56, 7, 1},    {"convnext 7x7 192 @28", 192, 28, 7, 1},
+        {"convnext 7x7 384 @14", 384, 14, 7, 1},  {"convnext 7x7 768 @7", 768, 7, 7, 1},
+        {"mbv2 3x3 144 @56", 144, 56, 3, 1},      {"mbv2 3x3 144 @56 s2", 144, 56, 3, 2},
+        {"mbv2 3x3 576 @14", 576, 14, 3, 1},      {"effnet 5x5 240 @28 s2", 240, 28, 5, 2},
+        {"effnet 5x5 672 @14", 672, 14, 5, 1},    {"mbv3 5x5 960 @7", 960, 7, 5, 1}};
+    const Mode &m = kModes[2];
+    for (int batch : {1, 16}) {
+      std::printf("\ndepthwise layers, batch %d, f16 NHWC (ms per conv, bias fused; GB/s: x and y "
+                  "bytes over the default's time)\n%-24s %10s %10s %10s %10s %8s   default / tuned config\n",
+                  batch, "layer", "1 channel", "default", "8 channels", "tuned s1", "GB/s");
+      double total[4] = {0, 0, 0, 0};
+      for (const Depthwise &d : layers) {
+        t::Conv2dShape s{batch, d.c, d.h, d.h, d.c, d.k, d.k, d.s, d.s, d.k / 2, d.k / 2, 1, 1, d.c};
+        auto p = make_problem(s, m, rng);
+        t::Conv2dConfig scalar, v8;
+        scalar.kind = v8.kind = t::Conv2dConfig::Kind::Depthwise;
+        scalar.dw_vector = 1, v8.dw_vector = 8;
+        std::size_t n = 0;
+        std::vector<t::Conv2dConfig> cfgs{scalar, t::conv2d_heuristic_config(s, m.dt, dev.sm_count, hopper), v8,
+                                          tune(s, m, p, 1, n)};
+        std::printf("%-24s", d.name);
+        double ms_default = 0;
+        for (std::size_t i = 0; i < cfgs.size(); ++i) {
+          t::Conv2d r(s, m.dt, m.layout, true, cfgs[i]);
+          r(p.x, p.w, &p.b, p.y);
+          double err = check(s, m, p, rng);
+          if (!(err <= 1e-2))
+            std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", d.name, cfgs[i].str().c_str(), batch,
+                         err);
+          double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
+          if (i == 1) ms_default = ms;
+          total[i] += ms;
+          std::printf(" %10.4f", ms);
+        }
+        const double bytes = 2.0 * batch * d.c * (double(d.h) * d.h + double(s.oh()) * s.ow());
+        std::printf(" %8.0f   %s / %s\n", bytes / ms_default / 1e6, cfgs[1].str().c_str(), cfgs[3].str().c_str());
+      }
+      std::printf("%-24s %10.4f %10.4f %10.4f %10.4f\n", "sum", total[0], total[1], total[2], total[3]);
+    }
+  }
+
+  if (!only.empty()) return 0;
   auto t2 = std::chrono::steady_clock::now();
   // Every layer tuned in mode `mi` at search space `space`, one table per batch size.
   auto tuned_table = [&](std::size_t mi, int space, const std::vector<int> &batches) {

@@ -3,7 +3,8 @@ table of ResNeXt-50's grouped layers), same table format: f32 NCHW (allow_tf32=F
 NHWC (channels_last), bias included, torch.backends.cudnn.benchmark=True. CUDA-event timing, median
 of 7 batches after warm-up, two ways: the calls replayed from a CUDA graph (GPU time, no Python
 launch overhead: compare these with bench_conv2d) and eager calls (what a PyTorch program sees;
-small layers are launch-bound). `--grouped`: the grouped table alone."""
+small layers are launch-bound). `--grouped`: the grouped table alone; `--depthwise`: the
+depthwise layers of bench_conv2d's last table alone (f16 NHWC, CUDA graph replay)."""
 import sys
 
 try:
@@ -69,7 +70,9 @@ print(f"bench_conv2d_torch: torch {torch.__version__}, cuDNN {torch.backends.cud
       f"{torch.cuda.get_device_name()}, cudnn.benchmark=True, allow_tf32=False")
 results = {}
 GROUPED_ONLY = '--grouped' in sys.argv[1:]  # the ResNeXt table alone, as bench_conv2d --grouped
-for batch in () if GROUPED_ONLY else (1, 16):
+DEPTHWISE_ONLY = '--depthwise' in sys.argv[1:]  # the depthwise table alone
+ONE_TABLE = GROUPED_ONLY or DEPTHWISE_ONLY
+for batch in () if ONE_TABLE else (1, 16):
     for name, c, h, o, k, s, p, count in LAYERS:
         for i, (_, dt, nhwc) in enumerate(MODES):
             x = torch.randn(batch, c, h, h, device="cuda", dtype=dt)
@@ -88,7 +91,7 @@ for batch in () if GROUPED_ONLY else (1, 16):
             results[(batch, name, i)] = (graph, eager)
 
 for how, which in (("CUDA graph replay: GPU time", 0), ("eager calls", 1)):
-    for batch in () if GROUPED_ONLY else (1, 16):
+    for batch in () if ONE_TABLE else (1, 16):
         print(f"\ncuDNN batch {batch}, {how} (ms per conv, bias included)\n{'layer':<26s}" +
               "".join(f" {m[0]:>10s}" for m in MODES))
         total = [0.0] * len(MODES)
@@ -108,7 +111,7 @@ for how, which in (("CUDA graph replay: GPU time", 0), ("eager calls", 1)):
 GROUPED = [("s1 3x3 128 g32", 128, 56, 1, 3), ("s2 3x3 256 g32 s2", 256, 56, 2, 1), ("s2 3x3 256 g32", 256, 28, 1, 3),
            ("s3 3x3 512 g32 s2", 512, 28, 2, 1), ("s3 3x3 512 g32", 512, 14, 1, 5),
            ("s4 3x3 1024 g32 s2", 1024, 14, 2, 1), ("s4 3x3 1024 g32", 1024, 7, 1, 2)]
-for batch in (1, 16):
+for batch in () if DEPTHWISE_ONLY else (1, 16):
     print(f"\ncuDNN ResNeXt-50 32x4d grouped layers, batch {batch}, f16 NHWC, CUDA graph replay (ms per conv, bias "
           f"included)\n{'layer':<22s} {'cuDNN':>10s}")
     net = 0.0
@@ -120,3 +123,22 @@ for batch in (1, 16):
         net += ms * count
         print(f"{name:<22s} {ms:10.4f}")
     print(f"{'net (x occurrences)':<22s} {net:10.4f}")
+
+# The depthwise layers of bench_conv2d's last table: f16 NHWC, CUDA graph replay.
+DEPTHWISE = [("convnext 7x7 96 @56", 96, 56, 7, 1), ("convnext 7x7 192 @28", 192, 28, 7, 1),
+             ("convnext 7x7 384 @14", 384, 14, 7, 1), ("convnext 7x7 768 @7", 768, 7, 7, 1),
+             ("mbv2 3x3 144 @56", 144, 56, 3, 1), ("mbv2 3x3 144 @56 s2", 144, 56, 3, 2),
+             ("mbv2 3x3 576 @14", 576, 14, 3, 1), ("effnet 5x5 240 @28 s2", 240, 28, 5, 2),
+             ("effnet 5x5 672 @14", 672, 14, 5, 1), ("mbv3 5x5 960 @7", 960, 7, 5, 1)]
+for batch in () if GROUPED_ONLY else (1, 16):
+    print(f"\ncuDNN depthwise layers, batch {batch}, f16 NHWC, CUDA graph replay (ms per conv, bias included)\n"
+          f"{'layer':<24s} {'cuDNN':>10s}")
+    total = 0.0
+    for name, c, h, k, s in DEPTHWISE:
+        x = torch.randn(batch, c, h, h, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+        w = torch.randn(c, 1, k, k, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+        b = torch.randn(c, device="cuda", dtype=torch.float16)
+        ms = time_graph_ms(lambda: F.conv2d(x, w, b, s, k // 2, 1, c))
+        total += ms
+        print(f"{name:<24s} {ms:10.4f}")
+    print(f"{'sum':<24s} {total:10.4f}")

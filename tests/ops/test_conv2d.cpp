@@ -188,7 +188,10 @@ TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts")
       {2, 8, 9, 9, 8, 5, 5, 2, 2, 2, 2, 1, 1, 8},      // 5x5 stride 2 (EfficientNet)
       {1, 16, 8, 10, 16, 3, 3, 1, 1, 2, 2, 2, 2, 16},  // dilation 2
       {1, 8, 6, 8, 8, 3, 3, 1, 1, 0, 0, 1, 1, 8},      // no padding
-      {1, 8, 9, 12, 8, 21, 21, 1, 1, 10, 10, 1, 1, 8}}; // 441 taps: weights past shared memory (NHWC)
+      {1, 8, 9, 12, 8, 21, 21, 1, 1, 10, 10, 1, 1, 8},  // 441 taps: weights past shared memory (NHWC)
+      {2, 148, 4, 5, 148, 3, 3, 1, 1, 1, 1, 1, 1, 148}, // 37 vectors of 4: blocks of 32, the second partial
+      {1, 160, 3, 9, 160, 5, 5, 1, 1, 2, 2, 1, 1, 160}, // 40 vectors of 4: blocks of 20
+      {1, 6, 5, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6}};      // 6 channels: vectors of 2
   for (auto &s : shapes)
     for (auto layout : {t::Conv2dLayout::NCHW, t::Conv2dLayout::NHWC})
       for (DataType d : {dtypes::f32, dtypes::f16}) {
@@ -203,10 +206,14 @@ TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts")
           want = to_nhwc(want, out), out = nhwc_shape(out);
         }
         x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
-        for (int pixels : {0, 1, 3, 4, 8}) {
+        // (channels per thread, pixels): NHWC reads 4 channels as one vector by default (2 for 6
+        // channels), and takes 1 (the scalar form), 2 and 8 on request.
+        std::vector<std::pair<int, int>> forms{{0, 0}, {0, 1}, {0, 3}, {0, 4}, {0, 8}};
+        if (nhwc) forms.insert(forms.end(), {{1, 3}, {2, 3}, {8, 0}});
+        for (auto [vector, pixels] : forms) {
           t::Conv2dConfig cfg;
           cfg.kind = t::Conv2dConfig::Kind::Depthwise;
-          cfg.dw_threads = 64, cfg.dw_pixels = pixels;
+          cfg.dw_threads = 64, cfg.dw_pixels = pixels, cfg.dw_vector = vector;
           INFO("config " << cfg.str() << ", " << s.str() << ", " << d << (nhwc ? " NHWC" : " NCHW"));
           t::Conv2d run(s, d, layout, true, cfg);
           Tensor y = empty(out, d, "cuda");
@@ -214,6 +221,33 @@ TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts")
           expect_close(y, out, want, false, 2);
         }
       }
+  // The channels per thread: 4 in NHWC where O allows (2 for 6 channels; f32 vectors of 16 bytes
+  // take at most 4), 1 in NCHW, for grouped convolutions and on request.
+  t::Conv2dShape cnx{16, 96, 56, 56, 96, 7, 7, 1, 1, 3, 3, 1, 1, 96};
+  CHECK(t::depthwise_vector(cnx, dtypes::f16, true) == 4);
+  CHECK(t::depthwise_vector(cnx, dtypes::f16, true, 8) == 8);
+  CHECK(t::depthwise_vector(cnx, dtypes::f32, true, 8) == 1);
+  CHECK(t::depthwise_vector(cnx, dtypes::f16, true, 1) == 1);
+  CHECK(t::depthwise_vector(cnx, dtypes::f16, false) == 1);
+  CHECK(t::depthwise_vector({1, 6, 5, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6}, dtypes::f16, true) == 2);
+  CHECK(t::depthwise_vector({1, 7, 5, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 7}, dtypes::f16, true) == 1);
+  CHECK(t::depthwise_vector({1, 16, 5, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 4}, dtypes::f16, true) == 1);
+  CHECK(t::depthwise_block_vectors(24) == 24);
+  CHECK(t::depthwise_block_vectors(40) == 20);
+  CHECK(t::depthwise_block_vectors(37) == 32);
+  // ConvNeXt's first stage at batch 16 (12544 groups of 4 pixels, 10 groups of 24 vectors a
+  // block): 2 rounds keep 627 blocks.
+  CHECK(t::depthwise_vector_rounds(12544, 10, 1, 132) == 2);
+  CHECK(t::depthwise_vector_rounds(98, 10, 1, 132) == 1);
+  t::Conv2dConfig v8;
+  v8.kind = t::Conv2dConfig::Kind::Depthwise, v8.dw_vector = 8;
+  CHECK(v8.str() == "direct 256 threads, 8 channels");
+  v8.dw_vector = 3;
+  expect_error([&] { t::check_conv2d_config(cnx, dtypes::f16, v8); }, {"channels per thread must be 0"});
+  // The vector form groups 8 pixels for a 7x7 window at stride 1 where the threads fill the GPU.
+  CHECK(t::depthwise_default_pixels(cnx, 132, 4) == 8);
+  CHECK(t::depthwise_default_pixels({16, 96, 56, 56, 96, 5, 5, 1, 1, 2, 2, 1, 1, 96}, 132, 4) == 4);
+  CHECK(t::depthwise_default_pixels({1, 96, 56, 56, 96, 7, 7, 1, 1, 3, 3, 1, 1, 96}, 132, 4) == 4);
   // The default groups 4 pixels where the threads still fill the GPU, fewer where they would not.
   CHECK(t::depthwise_default_pixels({1, 96, 56, 56, 96, 7, 7, 1, 1, 3, 3, 1, 1, 96}) == 4);
   CHECK(t::depthwise_default_pixels({1, 768, 7, 7, 768, 7, 7, 1, 1, 3, 3, 1, 1, 768}) == 2);

@@ -214,6 +214,25 @@ TEST_CASE("conv2d + relu + residual: the convolution templates store through the
     auto ep = then(o::Epilogue::identity(shape, c.dt), permute_task(shape, {0, 2, 3, 1}, c.dt), 0);
     expect_same_nonzero(o::conv2d(x, w, bias, {c.stride}, {c.pad}, {1}, c.groups, ep, {}), o::permute(plain, {0, 2, 3, 1}));
   }
+  // Channels-last depthwise (the direct kernel's vector form: 4 channels per thread, stored as
+  // one vector where the epilogue keeps the layout): a residual and a ReLU, then a permute to
+  // NCHW, whose stores go element by element.
+  for (DataType dt : {dtypes::f16, dtypes::f32}) {
+    CAPTURE(dt.name());
+    Tensor x = make({2, 6, 5, 12}, dt, -1, 1), w = make({12, 3, 3, 1}, dt, -1, 1), bias = make({12}, dt);
+    Tensor plain = o::conv2d_nhwc(x, w, bias, {1}, {1}, {1}, 12);
+    o::Shape shape = plain.shape();
+    Tensor r = make(shape, dt);
+    auto relu_task = [&] {
+      auto xi = o::input("x", shape, dt);
+      auto y = o::compute("relu", shape, [&](const Idx &i) { return lang::max(xi.at(i), lang::cast(0.0f, dt)); });
+      return Task{"relu", {xi}, {y}, ""};
+    }();
+    auto e = then(*then(o::Epilogue::identity(shape, dt), residual_task(shape, dt), 1), relu_task, 0);
+    expect_same_nonzero(o::conv2d_nhwc(x, w, bias, {1}, {1}, {1}, 12, e, {r}), o::relu(r + plain), dt == dtypes::f32 ? 10 : 2);
+    auto ep = then(o::Epilogue::identity(shape, dt), permute_task(shape, {0, 3, 1, 2}, dt), 0);
+    expect_same_nonzero(o::conv2d_nhwc(x, w, bias, {1}, {1}, {1}, 12, ep, {}), o::permute(plain, {0, 3, 1, 2}));
+  }
 }
 
 TEST_CASE("integer products run the epilogue after the auto-scheduled kernel") {

@@ -43,13 +43,18 @@ struct Conv2dConfig {
   Conv2dFmaConfig fma;  ///< for Kind::Fma
   int dw_threads = 256; ///< for Kind::Depthwise (the direct kernel): threads per block
   int dw_pixels = 0;    ///< for Kind::Depthwise: outputs of a row per thread (0: depthwise_default_pixels)
+  /// For Kind::Depthwise: channels per thread where the NHWC depthwise kernel reads them as one
+  /// vector (depthwise_vector: 0 the default, 1 one channel, 2, 4 or 8 where O and the dtype allow)
+  int dw_vector = 0;
 
   /// "mma 128x128x32 (warps 2x2 of 64x64, 3 stages)", "fma ...", "direct 256 threads, 4 pixels"
+  /// ("..., 8 channels" with dw_vector)
   std::string str() const {
     if (kind == Kind::Mma) return mma.str();
     if (kind == Kind::Fma) return fma.str();
     if (kind == Kind::Wgmma) return "wgmma " + wgmma.str();
-    return str_cat("direct ", dw_threads, " threads", dw_pixels ? str_cat(", ", dw_pixels, " pixels") : "");
+    return str_cat("direct ", dw_threads, " threads", dw_pixels ? str_cat(", ", dw_pixels, " pixels") : "",
+                   dw_vector ? str_cat(", ", dw_vector, dw_vector == 1 ? " channel" : " channels") : "");
   }
 };
 
@@ -82,6 +87,8 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
     if (cfg.dw_threads <= 0 || cfg.dw_threads > 1024 || cfg.dw_threads % 32)
       bad("threads must be 32..1024, whole warps");
     if (cfg.dw_pixels < 0 || cfg.dw_pixels > 16) bad("pixels per thread must be 0 (the default) to 16");
+    if (!(cfg.dw_vector == 0 || cfg.dw_vector == 1 || cfg.dw_vector == 2 || cfg.dw_vector == 4 || cfg.dw_vector == 8))
+      bad("channels per thread must be 0 (the default), 1, 2, 4 or 8");
     return;
   }
   int bm = 0;
@@ -157,8 +164,8 @@ inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, i
   Conv2dConfig c;
   if (conv2d_prefers_direct(s)) {
     c.kind = Conv2dConfig::Kind::Depthwise;
-    c.dw_pixels = depthwise_default_pixels(s, num_sms);
-    if (!s.depthwise()) c.dw_threads = 512;
+    // Depthwise: the pixels follow the layout's channels per thread (the kernel's default).
+    if (!s.depthwise()) c.dw_pixels = depthwise_default_pixels(s, num_sms), c.dw_threads = 512;
     return c;
   }
   if (conv2d_prefers_wgmma(s, dt, hopper)) {
@@ -224,7 +231,16 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
     for (int t : {128, 256, 512})
       for (int p : {1, 2, 4, 8})
         if (p <= s.ow()) c.dw_threads = t, c.dw_pixels = p, add(c);
-    if (s.depthwise()) return out;
+    if (s.depthwise()) {
+      // NHWC: one channel per thread, and 8 (space 2: 2 and 8 at every tiling); the NCHW kernel
+      // ignores the request, so those candidates repeat the default's kernel there.
+      std::vector<int> vectors = space >= 2 ? std::vector<int>{1, 2, 8} : std::vector<int>{1, 8};
+      for (int v : vectors)
+        for (int t : space >= 2 ? std::vector<int>{128, 256, 512} : std::vector<int>{256})
+          for (int p : {2, 4, 8})
+            if (p <= s.ow() && (v == 1 || s.o % v == 0)) c.dw_vector = v, c.dw_threads = t, c.dw_pixels = p, add(c);
+      return out;
+    }
   }
   if (hopper && conv2d_wgmma_supports(s, dt)) {
     // The Hopper kernel: block_n up to the channels rounded to 64, 1 or 2 consumers, stages;
@@ -340,7 +356,8 @@ inline lang::ScriptModule conv2d_module(const Conv2dShape &s, DataType dt, Conv2
   int split = conv2d_split_k_of(s, cfg);
   if (split > 1) add_split_k_sum_kernel(mod, "sum_slices", s, dt, layout, has_bias, split, epi);
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
-    add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads, cfg.dw_pixels, epi);
+    add_conv2d_depthwise_kernel(mod, "conv2d", s, dt, layout, has_bias, cfg.dw_threads, cfg.dw_pixels, epi,
+                                cfg.dw_vector, num_sms);
   } else if (cfg.kind == Conv2dConfig::Kind::Fma) {
     add_conv2d_fma_kernel(mod, "conv2d", s, layout, has_bias && split == 1, cfg.fma, epi);
   } else {
@@ -408,9 +425,16 @@ public:
       push_symbol_args(args, workspace.defined() ? sum_symbols_ : main_symbols_, values);
       cm_[workspace.defined() ? "sum_slices" : "conv2d"].launch(args);
     };
-    if (cfg_.kind == Conv2dConfig::Kind::Depthwise)
+    if (cfg_.kind == Conv2dConfig::Kind::Depthwise) {
+      // The vector form reads x and writes y V channels at a time.
+      const std::size_t vbytes = std::size_t(depthwise_vector(s_, dt_, !nchw, cfg_.dw_vector)) * dt_.nbytes();
+      for (const Tensor *t : {&x, &y})
+        if (vbytes > dt_.nbytes() && reinterpret_cast<std::uintptr_t>(t->data_ptr()) % vbytes != 0)
+          throw ValueError(str_cat("conv2d runner for ", s_.str(), " (", cfg_.str(), "): ", t == &x ? "x" : "y",
+                                   " is not aligned to the ", vbytes, "-byte vectors it is read and written in"));
       return launch(x, w.reshape({s_.o, R * s_.cg()}),
                     epilogue_out_arg(epi_.get(), y, nchw ? Shape{n, s_.o, s_.oh(), s_.ow()} : Shape{n, s_.oh(), s_.ow(), s_.o}));
+    }
     Tensor ya = epilogue_out_arg(epi_.get(), y, conv2d_detail::gemm_out_shape(s_, layout_, n));
     if (cfg_.kind == Conv2dConfig::Kind::Fma) return launch(x, w.reshape({s_.o, s_.gemm_k()}), ya);
     const std::int64_t HW = std::int64_t(s_.h) * s_.w;

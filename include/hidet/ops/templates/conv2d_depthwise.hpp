@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "hidet/ops/templates/conv2d_kernels.hpp"
@@ -14,14 +15,31 @@
 
 namespace hidet::ops::templates {
 
+/// Channels per thread of the direct kernel for `requested` (Conv2dConfig::dw_vector: 0 the
+/// default, 1 one channel per thread, 2, 4 or 8): the NHWC form of a depthwise convolution reads
+/// and writes that many neighbouring channels as one vector when O is a multiple of it and the
+/// vector is at most 16 bytes; the default is 4 (f16/bf16: 8-byte vectors; f32: 16), or 2 where O
+/// is not a multiple of 4. Everything else (NCHW, grouped convolutions, other O) takes one channel
+/// per thread.
+inline int depthwise_vector(const Conv2dShape &s, DataType dt, bool nhwc, int requested = 0) {
+  if (!nhwc || !s.depthwise() || requested == 1) return 1;
+  for (int v : requested > 1 ? std::vector<int>{requested} : std::vector<int>{4, 2})
+    if (s.o % v == 0 && v * int(dt.nbytes()) <= 16) return v;
+  return 1;
+}
+
 /// The default output pixels per thread of the direct kernel: 4 along a row (8 for a grouped
-/// convolution, whose inputs serve several input channels' taps), fewer while the threads would not
-/// fill `num_sms` multiprocessors with 4 warps each (7 x 7 maps of few channels). H200, f16 NHWC,
-/// ResNeXt-50's 3x3 over 4 channels per group at 56 x 56 (bench_conv2d --grouped): 8 pixels and 512
-/// threads won search space 1 at batch 1 and 16 (4.9 and 33 us against 6.4 and 71 at 4 and 256).
-inline int depthwise_default_pixels(const Conv2dShape &s, int num_sms = 132) {
-  const std::int64_t rows = std::int64_t(s.n) * s.oh(), lanes = (s.o + 31) / 32 * 32;
-  int p = s.depthwise() ? 4 : 8;
+/// convolution, whose inputs serve several input channels' taps, and for the vector form of a
+/// window 7 or more wide at stride 1, whose loads serve more taps the more pixels share them),
+/// fewer while the threads would not fill `num_sms` multiprocessors with 4 warps each (7 x 7 maps
+/// of few channels); `vector`: the channels per thread (depthwise_vector). H200, f16 NHWC,
+/// ResNeXt-50's 3x3 over 4 channels per group at 56 x 56 (bench_conv2d --grouped): 8 pixels and
+/// 512 threads won search space 1 at batch 1 and 16 (4.9 and 33 us against 6.4 and 71 at 4 and
+/// 256); ConvNeXt's 7x7 layers at batch 16 (bench_conv2d --depthwise): 8 pixels won at 56, 28 and
+/// 14 (26.3, 16.5 and 9.1 us against 34.3, 18.3 and 13.5 at 4), the 3x3 and 5x5 layers kept 4.
+inline int depthwise_default_pixels(const Conv2dShape &s, int num_sms = 132, int vector = 1) {
+  const std::int64_t rows = std::int64_t(s.n) * s.oh(), lanes = vector > 1 ? s.o / vector : (s.o + 31) / 32 * 32;
+  int p = s.depthwise() && !(vector > 1 && s.kw >= 7 && s.sw == 1) ? 4 : 8;
   while (p > 1 && rows * lang::ceil_div(std::int64_t(s.ow()), std::int64_t(p)) * lanes < std::int64_t(num_sms) * 128)
     p /= 2;
   return p;
@@ -35,6 +53,23 @@ inline constexpr int kDirectMaxWeights = 384;
 /// kDirectMaxWeights weights per output channel.
 inline bool conv2d_direct_serves(const Conv2dShape &s) {
   return s.depthwise() || (s.groups > 1 && std::int64_t(s.kh) * s.kw * s.cg() <= kDirectMaxWeights);
+}
+
+/// Channel vectors per block of the vector form (see add_conv2d_depthwise_kernel): all of them
+/// when at most 32, else the largest divisor from 8 to 32 (no idle threads), else 32.
+inline int depthwise_block_vectors(int vectors) {
+  if (vectors <= 32) return vectors;
+  for (int d = 32; d >= 8; --d)
+    if (vectors % d == 0) return d;
+  return 32;
+}
+
+/// Rounds of pixel groups per block of the vector form: doubled (up to 8) while the blocks stay
+/// at least 4 per multiprocessor, so that a block's staged weights serve several rounds.
+inline int depthwise_vector_rounds(std::int64_t groups, int rows, int cblocks, int num_sms = 132) {
+  int r = 1;
+  while (r < 8 && groups * cblocks / (std::int64_t(rows) * r * 2) >= std::int64_t(num_sms) * 4) r *= 2;
+  return r;
 }
 
 /// Adds kernel `name` (conv2d_direct_serves(s)): parameters x: dt, layout's order, w:
@@ -53,15 +88,25 @@ inline bool conv2d_direct_serves(const Conv2dShape &s) {
 ///    from global memory.
 ///  * NCHW: consecutive threads take consecutive pixel groups of one (image, channel) plane; the
 ///    weights are read from global memory (one channel per warp, mostly: broadcasts).
+///  * NHWC depthwise with V = depthwise_vector(s, dt, true, vector) > 1 channels per thread: each
+///    thread reads V neighbouring channels of each input pixel as one vector (8 or 16 bytes) and
+///    computes its pixels for all V, so a warp's loads are whole lines and there are V times
+///    fewer of them. A block is CVB channel vectors (the channels' vectors when at most 32, else
+///    a divisor of them up to 32) by threads / CVB pixel groups, and takes several rounds of
+///    pixel groups (depthwise_vector_rounds) so that the weights it stages in shared memory, as
+///    f32 [tap][channel], serve more than one round; the stores are vectors too where the
+///    epilogue keeps the layout. (The scalar form above read each input as 2 bytes per thread:
+///    ConvNeXt-S's 7x7 over 96 channels at 56 x 56, batch 16, took 82 us on an H200 for 19 MB.)
 inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::string &name,
                                         const Conv2dShape &s, DataType dt, Conv2dLayout layout,
                                         bool has_bias, int threads = 256, int pixels = 0,
-                                        const Epilogue *epi = nullptr) {
+                                        const Epilogue *epi = nullptr, int vector = 0, int num_sms = 132) {
   using namespace hidet::lang;
   const bool nchw = layout == Conv2dLayout::NCHW;
   const int C = s.c, O = s.o, OH = s.oh(), OW = s.ow(), taps = s.kh * s.kw, cg = s.cg(), og = s.og();
   const int per = taps * cg; // weights per output channel
-  const int P = pixels > 0 ? std::min(pixels, OW) : std::min(depthwise_default_pixels(s), OW);
+  const int V = depthwise_vector(s, dt, !nchw, vector);
+  const int P = std::min(pixels > 0 ? pixels : depthwise_default_pixels(s, num_sms, V), OW);
   const int groups_w = ceil_div(OW, P);                  // pixel groups per output row
   const int span = (P - 1) * s.sw + (s.kw - 1) * s.dw + 1; // inputs of one row of a group
   const bool sym = s.symbolic_batch();
@@ -80,6 +125,93 @@ inline void add_conv2d_depthwise_kernel(lang::ScriptModule &mod, const std::stri
       [&](lang::Tensor x, lang::Tensor w, const lang::Tensor *bias, lang::Tensor y,
           const std::vector<ir::Var> &extras) {
         ops::detail::EpilogueEmitter out(epi, anchor, y.var(), extras);
+        if (V > 1) {
+          const int CV = O / V, CVB = depthwise_block_vectors(CV), CB = CVB * V;
+          const int cblocks = ceil_div(CV, CVB), R = std::max(1, threads / CVB);
+          const int rounds = depthwise_vector_rounds(tiles_c, R, cblocks, num_sms);
+          const int vbytes = V * int(dt.nbytes());
+          attrs.cuda.block_dim = CVB * R;
+          if (sym) attrs.cuda.grid_dim = max(ceil_div(tiles, R * rounds), 1) * cblocks;
+          else attrs.cuda.grid_dim = int(cblocks * ceil_div(tiles_c, std::int64_t(R) * rounds));
+          Var cb = blockIdx.x % cblocks, tb = blockIdx.x / cblocks;
+          Var cv = threadIdx.x % CVB, r = threadIdx.x / CVB, c = (cb * CVB + cv) * V;
+          // The block's CB channels' weights as f32 [tap][channel] when they fit 48 KB (a window of
+          // up to 96 taps at 128 channels): written along the channels (no bank conflicts), read
+          // as one vector of V per tap.
+          const bool stage = std::int64_t(taps) * CB * 4 <= 48 * 1024;
+          std::optional<lang::Tensor> ws;
+          if (stage) {
+            ws = shared_tensor(f32[taps][CB], "w_tile");
+            const int block = CVB * R, count = taps * CB;
+            for_(range(ceil_div(count, block)), [&](Var q) {
+              Var e = q * block + threadIdx.x;
+              if_(e < count, [&] {
+                Var ch = cb * CB + e % CB;
+                (*ws)[e / CB][e % CB] = select(ch < O, cast(w[min(ch, O - 1)][e / CB], f32), Expr(0.0f));
+              });
+            });
+            syncthreads();
+          }
+          auto xh = register_tensor(TensorSpec(dt, {ir::int32(span), ir::int32(V)}), "x_vec");
+          auto wr = register_tensor(TensorSpec(f32, {ir::int32(V)}), "w_vec");
+          auto ov = register_tensor(TensorSpec(dt, {ir::int32(V)}), "y_vec");
+          const bool vec_store = out.vector_width() >= V;
+          auto group = [&](Expr t) {
+            Var img = t / (OH * groups_w), oh = t / groups_w % OH, ow0 = t % groups_w * P;
+            std::vector<std::vector<Var>> acc(P);
+            for (int v = 0; v < V; ++v) {
+              Var b0 = var(f32, has_bias ? cast((*bias)[c + v], f32) : Expr(0.0f), "b0");
+              for (int p = 0; p < P; ++p) acc[p].push_back(var(f32, b0, "acc"));
+            }
+            std::vector<Expr> iws, col_in;
+            for (int j = 0; j < span; ++j) {
+              Expr iw = ow0 * s.sw - s.pw + j, inside = true;
+              if (col_guard) inside = iw >= 0 && iw < s.w, iw = min(max(iw, 0), s.w - 1);
+              iws.push_back(var(i32, iw, "iw")), col_in.push_back(inside);
+            }
+            for (int a = 0; a < s.kh; ++a) {
+              Expr ih = oh * s.sh - s.ph + a * s.dh, row_in = true;
+              if (s.ph > 0) row_in = ih >= 0 && ih < s.h, ih = min(max(ih, 0), s.h - 1);
+              Var ihv = var(i32, ih, "ih");
+              for (int j = 0; j < span; ++j) load_vector(xh[j][0], x[img][ihv][iws[j]][c], vbytes);
+              std::vector<std::vector<Var>> xf(span);
+              for (int j = 0; j < span; ++j)
+                for (int v = 0; v < V; ++v) {
+                  Expr xv = cast(xh[j][v], f32);
+                  if (s.ph > 0 || col_guard) xv = select(row_in && col_in[j], xv, Expr(0.0f));
+                  xf[j].push_back(var(f32, xv, "xf"));
+                }
+              for (int b = 0; b < s.kw; ++b) {
+                const int k = a * s.kw + b;
+                if (stage) {
+                  for (int v0 = 0; v0 < V; v0 += 4) load_vector(wr[v0], (*ws)[k][cv * V + v0], std::min(V - v0, 4) * 4);
+                } else {
+                  for (int v = 0; v < V; ++v) wr[v] = cast(w[c + v][k], f32);
+                }
+                for (int p = 0; p < P; ++p)
+                  for (int v = 0; v < V; ++v) acc[p][v] += xf[p * s.sw + b * s.dw][v] * wr[v];
+              }
+            }
+            for (int p = 0; p < P; ++p) {
+              auto store = [&] {
+                Expr ow = ow0 + p;
+                if (vec_store) {
+                  for (int v = 0; v < V; ++v) ov[v] = out.value(Idx{img, oh, ow, c + v}, acc[p][v]);
+                  store_vector(out.at(Idx{img, oh, ow, c}), ov, vbytes);
+                } else {
+                  for (int v = 0; v < V; ++v) out.store(Idx{img, oh, ow, c + v}, acc[p][v]);
+                }
+              };
+              if (OW % P != 0 && p >= OW % P) if_(ow0 + p < OW, store); // past the row in the last group
+              else store();
+            }
+          };
+          for_(range(rounds), [&](Var i) {
+            Var t = (tb * rounds + i) * R + r;
+            if_(t < tiles && (CV % CVB == 0 ? Expr(true) : Expr(c < O)), [&] { group(t); });
+          });
+          return;
+        }
         attrs.cuda.block_dim = threads;
         // The outputs of pixel group `t` (image, row, first column) and output channel `c`, with
         // the weight of tap `k` and input channel `i` of the group from `weight(k, i)`.
