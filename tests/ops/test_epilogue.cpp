@@ -181,6 +181,38 @@ TEST_CASE("reshape and permute epilogues store where the unfused operators would
   }
 }
 
+TEST_CASE("a permute undone by a later one keeps the flat index (ConvNeXt's layer scale)") {
+  // torchvision's CNBlock after its second linear layer, channels-last: + bias, permute to NCHW,
+  // times the layer scale [C, 1, 1], permute back (the next block's NHWC convolution), + residual.
+  const std::int64_t n = 2, h = 5, w = 3, c = 16;
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt.name());
+    const o::Shape nhwc{n, h, w, c}, nchw{n, c, h, w};
+    auto scale_task = [&] {
+      auto x = o::input("x", nchw, dt);
+      auto g = o::input("gamma", {c, 1, 1}, dt);
+      auto y = o::compute("mul", nchw, [&](const Idx &i) { return x.at(i) * g.at({i[1], Expr(0), Expr(0)}); });
+      return Task{"mul", {x, g}, {y}, ""};
+    }();
+    auto e1 = then(o::Epilogue::identity(nhwc, dt), add_bias_task(nhwc, dt), 0);
+    auto e2 = then(*e1, permute_task(nhwc, {0, 3, 1, 2}, dt), 0);
+    CHECK_FALSE(e2->linear);
+    auto e3 = then(*e2, scale_task, 0);
+    CHECK_FALSE(e3->linear);
+    auto e4 = then(*e3, permute_task(nchw, {0, 2, 3, 1}, dt), 0);
+    CHECK(e4->linear); // the flat index again: vector stores
+    auto e5 = then(*e4, residual_task(nhwc, dt), 1);
+    CHECK(e5->linear);
+    // A different order back is not the flat index.
+    CHECK_FALSE(then(*e3, permute_task(nchw, {0, 3, 2, 1}, dt), 0)->linear);
+    Tensor a = make({n, h, w, 40}, dt, -1, 1), wt = make({40, c}, dt, -1, 1), bias = make({c}, dt),
+           gamma = make({c, 1, 1}, dt), r = make(nhwc, dt);
+    Tensor got = o::matmul(a, wt, e5, {bias, gamma, r});
+    Tensor want = r + o::permute(o::permute(o::matmul(a, wt) + bias, {0, 3, 1, 2}) * gamma, {0, 2, 3, 1});
+    expect_same_nonzero(got, want, 2);
+  }
+}
+
 TEST_CASE("conv2d + relu + residual: the convolution templates store through the epilogue") {
   struct Case {
     std::int64_t n, c, h, w, o, k, stride, pad, groups;

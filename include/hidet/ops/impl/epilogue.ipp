@@ -267,6 +267,25 @@ HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j
       last = axis_of[k];
     }
   e.run = !axis_of.empty() && axis_of.back() == int(rank) - 1 ? run : 1;
+  // A step may undo the permutes before it (ConvNeXt's block: its product's output permuted to
+  // NCHW for the layer scale, then back to NHWC for the residual). The flat index is then kept
+  // again: the composed map sends x's index variables of extent > 1 to out's axes in their order.
+  if (!e.linear) {
+    const SymShape xs = x.sym_shape(), os = e.out.sym_shape();
+    std::vector<ir::Var> vars;
+    for (std::size_t k = 0; k < xs.size(); ++k) vars.push_back(ir::make_var(ir::scalar_type(dtypes::i32), str_cat("e", k)));
+    Idx probe = e.to_out(detail::to_idx(vars));
+    std::size_t next = 0; // the next x dimension of extent > 1 expected
+    bool keeps = probe.size() == os.size();
+    for (std::size_t a = 0; keeps && a < os.size(); ++a) {
+      if (os[a] == 1) continue;
+      while (next < xs.size() && xs[next] == 1) ++next;
+      keeps = next < xs.size() && detail::is_var(probe[a].ir(), vars[next].get());
+      ++next;
+    }
+    while (keeps && next < xs.size() && xs[next] == 1) ++next;
+    if (keeps && next == xs.size()) e.linear = true;
+  }
   e.key = str_cat(this->key, " -> ", j, ":", key);
   e.members = members;
   e.members.push_back(member);
