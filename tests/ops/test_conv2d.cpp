@@ -244,10 +244,9 @@ TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts")
   CHECK(v8.str() == "direct 256 threads, 8 channels");
   v8.dw_vector = 3;
   expect_error([&] { t::check_conv2d_config(cnx, dtypes::f16, v8); }, {"channels per thread must be 0"});
-  // The vector form groups 8 pixels for a 7x7 window at stride 1 where the threads fill the GPU.
-  CHECK(t::depthwise_default_pixels(cnx, 132, 4) == 8);
-  CHECK(t::depthwise_default_pixels({16, 96, 56, 56, 96, 5, 5, 1, 1, 2, 2, 1, 1, 96}, 132, 4) == 4);
-  CHECK(t::depthwise_default_pixels({1, 96, 56, 56, 96, 7, 7, 1, 1, 3, 3, 1, 1, 96}, 132, 4) == 4);
+  // The vector form's threads are 4 times fewer: 2 pixels where 4 would not fill the GPU.
+  CHECK(t::depthwise_default_pixels(cnx, 132, 4) == 4);
+  CHECK(t::depthwise_default_pixels({1, 192, 28, 28, 192, 7, 7, 1, 1, 3, 3, 1, 1, 192}, 132, 4) == 2);
   // The default groups 4 pixels where the threads still fill the GPU, fewer where they would not.
   CHECK(t::depthwise_default_pixels({1, 96, 56, 56, 96, 7, 7, 1, 1, 3, 3, 1, 1, 96}) == 4);
   CHECK(t::depthwise_default_pixels({1, 768, 7, 7, 768, 7, 7, 1, 1, 3, 3, 1, 1, 768}) == 2);

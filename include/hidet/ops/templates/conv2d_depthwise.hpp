@@ -29,17 +29,17 @@ inline int depthwise_vector(const Conv2dShape &s, DataType dt, bool nhwc, int re
 }
 
 /// The default output pixels per thread of the direct kernel: 4 along a row (8 for a grouped
-/// convolution, whose inputs serve several input channels' taps, and for the vector form of a
-/// window 7 or more wide at stride 1, whose loads serve more taps the more pixels share them),
-/// fewer while the threads would not fill `num_sms` multiprocessors with 4 warps each (7 x 7 maps
-/// of few channels); `vector`: the channels per thread (depthwise_vector). H200, f16 NHWC,
-/// ResNeXt-50's 3x3 over 4 channels per group at 56 x 56 (bench_conv2d --grouped): 8 pixels and
-/// 512 threads won search space 1 at batch 1 and 16 (4.9 and 33 us against 6.4 and 71 at 4 and
-/// 256); ConvNeXt's 7x7 layers at batch 16 (bench_conv2d --depthwise): 8 pixels won at 56, 28 and
-/// 14 (26.3, 16.5 and 9.1 us against 34.3, 18.3 and 13.5 at 4), the 3x3 and 5x5 layers kept 4.
+/// convolution, whose inputs serve several input channels' taps), fewer while the threads would not
+/// fill `num_sms` multiprocessors with 4 warps each (7 x 7 maps of few channels); `vector`: the
+/// channels per thread (depthwise_vector). H200, f16 NHWC, ResNeXt-50's 3x3 over 4 channels per
+/// group at 56 x 56 (bench_conv2d --grouped): 8 pixels and 512 threads won search space 1 at batch
+/// 1 and 16 (4.9 and 33 us against 6.4 and 71 at 4 and 256). ConvNeXt's 7x7 layers at batch 16
+/// (bench_conv2d --depthwise) tuned to 8 pixels and 512 threads too (26.3 against 34.3 us at 56 x
+/// 56), but 8 pixels at 256 threads made no difference in ConvNeXt's compiled blocks (31.6 and
+/// 31.9 us; 15.3 and 15.3 at 14 x 14): not a default.
 inline int depthwise_default_pixels(const Conv2dShape &s, int num_sms = 132, int vector = 1) {
   const std::int64_t rows = std::int64_t(s.n) * s.oh(), lanes = vector > 1 ? s.o / vector : (s.o + 31) / 32 * 32;
-  int p = s.depthwise() && !(vector > 1 && s.kw >= 7 && s.sw == 1) ? 4 : 8;
+  int p = s.depthwise() ? 4 : 8;
   while (p > 1 && rows * lang::ceil_div(std::int64_t(s.ow()), std::int64_t(p)) * lanes < std::int64_t(num_sms) * 128)
     p /= 2;
   return p;
