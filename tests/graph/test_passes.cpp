@@ -1876,3 +1876,31 @@ TEST_CASE("fuse_operators: a view Reshape between a slice and a permute fuses wi
   Tensor x = make({2, 7, 24}, dtypes::f32);
   expect_same(fused(x), f(x));
 }
+
+TEST_CASE("fuse_operators: a reduction broadcast over many elements keeps a kernel of its own") {
+  // A squeeze-and-excite's excitation (ops::gemv: the 1x1 convolution of a 1x1 image, + bias,
+  // sigmoid) scaling a channels-last map: fused, each of the map's elements would compute its
+  // 64-term product again (33.5M multiply-adds at 32 x 32, past kMaxRecomputedReduction); on a
+  // 4 x 4 map (0.5M) one kernel stays the cheaper.
+  for (std::int64_t hw : {32, 4}) {
+    CAPTURE(hw);
+    Tensor ma = make({2, hw, hw, 256}, dtypes::f16), sa = make({2, 64}, dtypes::f16), w = make({256, 64}, dtypes::f16),
+           b = make({256}, dtypes::f16);
+    auto f = [&](const Tensor &map, const Tensor &sq) {
+      Tensor e = o::sigmoid(o::gemv(sq, w) + b); // [2, 256]
+      return map * e.reshape({2, 1, 1, 256});
+    };
+    Tensor m = symbol_like(ma, "map"), s = symbol_like(sa, "squeezed");
+    FlowGraph g = trace_from(f(m, s), {m, s});
+    FlowGraph fused = graph::fuse_operators(g);
+    INFO(fused.str());
+    if (hw == 32) {
+      REQUIRE(fused.nodes().size() == 2);
+      CHECK(fused.str().find("float16[2, 1, 1, 256][cuda] = FusedGemv(squeezed") != std::string::npos);
+      CHECK(fused.str().find("= Mul(map, x)") != std::string::npos);
+    } else {
+      CHECK(fused.nodes().size() == 1);
+    }
+    expect_same(fused.run({ma, sa})[0], f(ma, sa), 2);
+  }
+}

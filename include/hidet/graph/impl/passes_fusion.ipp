@@ -255,6 +255,30 @@ HIDET_INLINE FlowGraph recompute_shared_casts_and_slices(const FlowGraph &graph)
   return rw.result();
 }
 
+/// The most multiply-adds that fusing a reduction into a consumer that broadcasts it may add (each
+/// of the consumer's elements computes the reduction again): past it the reduction keeps a kernel
+/// of its own and the consumer reads its stored result. EfficientNetV2-S at batch 16 on an H200:
+/// a squeeze-and-excite's scale fused with its 40-term excitation product over a 16 x 14 x 14 x 960
+/// map (120M multiply-adds) took 15.5 us a block, where the product alone is a few microseconds
+/// and the scale a pass over 12 MB; at batch 1 (7.5M) one kernel is still the cheaper.
+inline constexpr std::int64_t kMaxRecomputedReduction = std::int64_t(1) << 24;
+
+/// True when fusing the reduction group `g` into its injective consumer `c` would compute each
+/// reduced value again for each of several consumer elements, kMaxRecomputedReduction
+/// multiply-adds or more in all (constant shapes; symbolic ones are not judged).
+inline bool recomputes_reduction(const ops::Task &g, const Operator &c) {
+  if (g.outputs.size() != 1 || c.output_metas().size() != 1) return false;
+  const SymShape &in = g.outputs[0].sym_shape(), &out = c.output_metas()[0].shape;
+  if (!is_constant_shape(in) || !is_constant_shape(out)) return false;
+  const std::int64_t n_in = ops::shape_numel(constant_shape(in)), n_out = ops::shape_numel(constant_shape(out));
+  if (n_out <= n_in) return false;
+  std::int64_t extent = 1;
+  for (const ops::TensorNode *t : ops::topo_order(g.outputs))
+    if (t->kind == ops::TensorNode::Kind::Reduce && is_constant_shape(t->rextents))
+      extent = std::max(extent, ops::shape_numel(constant_shape(t->rextents)));
+  return n_out * extent >= kMaxRecomputedReduction;
+}
+
 /// fuse_operators (all = true), or its first step for fuse_epilogues (all = false): only
 /// injective operators into injective consumers, and a group is kept only when it reads some
 /// tensor more than once (an activation written out: one operator with one input, which can then
@@ -335,6 +359,8 @@ HIDET_INLINE FlowGraph fuse_task_operators(const FlowGraph &input, bool all) {
           ++j;
         wait = j < c->inputs().size() &&
                ops::detail::analyze_row_resident(ops::fuse_epilogue(c->task(), j, g.task));
+      } else {
+        wait = !recomputes_reduction(g.task, *c);
       }
     }
     if (wait) {
