@@ -323,3 +323,22 @@ TEST_CASE("device functions: callee order, renaming on clashes, several kernels"
   CHECK(has(src.code, "o[0] = outer(1.0f);"));
   CHECK_FALSE(has(src.code, "__launch_bounds__"));
 }
+
+TEST_CASE("the offset of an unravelled flat index raveled again is the flat index") {
+  // An element-wise kernel over [2, 6, 6, 128] indexes its output with v's multi-index and a
+  // [2, 6, 6, 32] input with the same pixel: out[v] and x[(v / 128) * 32 + ...].
+  Var v = scalar(dtypes::i32, "v");
+  Var out = tensor(dtypes::f32, {c32(2), c32(6), c32(6), c32(128)}, "out");
+  Var x = tensor(dtypes::f32, {c32(2), c32(6), c32(6), c32(32)}, "x");
+  auto bin = [](BinaryOp op, Expr a, Expr b) { return BinaryNode::make(op, a, b); };
+  Expr n = bin(BinaryOp::Div, v, c32(4608)), h = bin(BinaryOp::Mod, bin(BinaryOp::Div, v, c32(768)), c32(6)),
+       w = bin(BinaryOp::Mod, bin(BinaryOp::Div, v, c32(128)), c32(6)), c = bin(BinaryOp::Mod, v, c32(128));
+  Expr read = TensorElementNode::make(x, {n, h, w, bin(BinaryOp::Mod, c, c32(32))});
+  std::string code = generate_cuda(kernel({v, out, x}, {BufferStoreStmtNode::make(out, {n, h, w, c}, read)})).code;
+  INFO(code);
+  CHECK(has(code, "out[v] = x[(((v / 128) * 32) + ((v % 128) % 32))];"));
+  // A single index is emitted as lowering left it.
+  Var flat = tensor(dtypes::f32, {c32(9216)}, "flat");
+  std::string one = generate_cuda(kernel({v, flat}, {BufferStoreStmtNode::make(flat, {bin(BinaryOp::Add, bin(BinaryOp::Mul, bin(BinaryOp::Div, v, c32(128)), c32(128)), c)}, ConstantNode::make_float(dtypes::f32, 0.0))})).code;
+  CHECK(has(one, "flat[(((v / 128) * 128) + (v % 128))] = 0.0f;"));
+}

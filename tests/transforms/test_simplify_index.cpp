@@ -90,6 +90,17 @@ TEST_CASE("simplify_index: ravel of unravel is the flat index") {
   // A reshape to another shape and back: still the flat index.
   Expr r = ravel(unravel(e, {51, 64}), {51, 64});
   CHECK(structural_equal(check_equal_everywhere(r, v, 0, 3 * 17 * 64 - 1), v));
+  // Four axes (an NHWC element-wise kernel's index: a DenseNet concatenation's output), and the
+  // pixel index alone (the row of each concatenated input): v and v / 128.
+  std::vector<std::int64_t> nhwc{2, 6, 6, 128};
+  auto idx = unravel(v, nhwc);
+  CHECK(structural_equal(check_equal_everywhere(ravel(idx, nhwc), v, 0, 2 * 6 * 6 * 128 - 1), v));
+  Expr pixel = ravel({idx[0], idx[1], idx[2]}, {2, 6, 6});
+  CHECK(structural_equal(check_equal_everywhere(pixel, v, 0, 2 * 6 * 6 * 128 - 1), div(v, 128)));
+  // Without a range (a possibly negative v) the division rule still holds in C's arithmetic.
+  Expr three = add(mul(div(v, 4608), 6), mod(div(v, 768), 6));
+  CHECK(structural_equal(simplify_index(three, {}), div(v, 768)));
+  CHECK(structural_equal(check_equal_everywhere(three, v, -10000, 10000), div(v, 768)));
 }
 
 TEST_CASE("simplify_index: quotient and remainder of a sum with a small remainder") {

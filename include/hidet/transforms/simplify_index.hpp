@@ -14,7 +14,9 @@
 //    a range unknown.
 //  * Sums are kept as linear forms (constant coefficients over "atoms": the other expressions),
 //    with equal atoms merged and two identities applied: `(x / a) * a + x % a` is `x` (always, in
-//    C's truncating arithmetic), and `((x / a) % b) * a + x % a` is `x % (a * b)` (x >= 0).
+//    C's truncating arithmetic; also where `x / a` is written `x' / (a1 * a)` for x = x' / a1: an
+//    unravelled flat index raveled back, `((v / 4608) * 6 + (v / 768) % 6) * 6 + (v / 128) % 6` is
+//    `v / 128`), and `((x / a) % b) * a + x % a` is `x % (a * b)` (x >= 0).
 //  * For x >= 0 and a constant c > 0: `x / c` is 0 and `x % c` is x when x < c; `(x / a) / c` is
 //    `x / (a * c)`, `(x % (c * m)) % c` is `x % c`; and writing x = c * q + r with the terms of r
 //    not multiples of c, `x / c` is `q + r / c` and `x % c` is `r % c` when r >= 0.

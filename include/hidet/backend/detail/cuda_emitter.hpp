@@ -12,6 +12,7 @@
 #include "hidet/backend/codegen_names.hpp"
 #include "hidet/backend/cuda_prelude.hpp"
 #include "hidet/ir/functor.hpp"
+#include "hidet/transforms/simplify_index.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 
@@ -86,11 +87,23 @@ public:
       return it->second;
     return names_[v] = table_.fresh(v->hint);
   }
-  /// `base[offset]` for a tensor element.
+  /// `base[offset]` for a tensor element. The row-major offset of several indices that divide
+  /// (an element-wise kernel's multi-index unravelled from its flat index, raveled here again) is
+  /// simplified without ranges (ir::simplify_index's identities that hold for every value: a
+  /// DenseNet concatenation's `out[(((v / 4608) * 6 + (v / 768) % 6) * 6 + (v / 128) % 6) * 128 +
+  /// v % 128]` is `out[v]`); lowering simplified each index alone.
   std::string element(const ir::Var &base, const std::vector<ir::Expr> &indices) {
     auto tt = base->type.as<ir::TensorTypeNode>();
     HIDET_ASSERT(tt, "indexing non-tensor ", base->hint);
-    return var_name(base.get()) + "[" + expr(ir::tensor_offset(*tt, indices)) + "]";
+    ir::Expr offset = ir::tensor_offset(*tt, indices);
+    if (indices.size() > 1 && !tt->layout && divides(offset)) offset = ir::simplify_index(offset, {});
+    return var_name(base.get()) + "[" + expr(offset) + "]";
+  }
+  /// True when integer expression `e` has a division or remainder (outside calls and loads).
+  static bool divides(const ir::Expr &e) {
+    auto b = e.as<ir::BinaryNode>();
+    if (!b) return false;
+    return b->op == ir::BinaryOp::Div || b->op == ir::BinaryOp::Mod || divides(b->a) || divides(b->b);
   }
   [[noreturn]] void unsupported(const std::string &what, SourceLoc loc) {
     throw DSLError(str_cat("cannot generate CUDA for ", what, " in function '", func_->name, "'"),

@@ -224,8 +224,8 @@ private:
     add_term(l, e, scale);
   }
 
-  /// Applies `(x / a) * a + x % a = x` and `((x / a) % b) * a + x % a = x % (a * b)` (x >= 0)
-  /// until neither applies; drops zero terms.
+  /// Applies `(x / a) * a + x % a = x` (also with x / a written as x' / (a1 * a) for x = x' / a1)
+  /// and `((x / a) % b) * a + x % a = x % (a * b)` (x >= 0) until neither applies; drops zero terms.
   void combine(Linear &l, DataType d) {
     for (bool changed = true; changed && l.ok;) {
       changed = false;
@@ -240,7 +240,16 @@ private:
           auto o = l.terms[j].atom.as<BinaryNode>();
           if (!o) continue;
           std::int64_t k = l.terms[i].coef;
-          if (o->op == BinaryOp::Div && int_constant(o->b) == a && same(o->a, m->a)) {
+          // (x / (a1 * a)) * a + (x / a1) % a: the division by a1 * a is (x / a1) / a, in C's
+          // truncating arithmetic too (an unravel chain of several extents written back).
+          auto div_of_div = [&] {
+            auto y = m->a.as<BinaryNode>();
+            if (!y || y->op != BinaryOp::Div || !same(o->a, y->a)) return false;
+            auto a1 = int_constant(y->b), d = int_constant(o->b);
+            std::int64_t prod = 0;
+            return a1 && *a1 > 0 && d && !__builtin_mul_overflow(*a1, *a, &prod) && prod == *d;
+          };
+          if (o->op == BinaryOp::Div && ((int_constant(o->b) == a && same(o->a, m->a)) || div_of_div())) {
             Expr x = m->a;
             erase_pair(l, i, j);
             collect(x, k, l);
