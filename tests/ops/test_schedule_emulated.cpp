@@ -12,6 +12,7 @@
 #include "hidet/ir/eval.hpp"
 #include "hidet/ir/printer.hpp"
 #include "hidet/ops/schedule.hpp"
+#include "hidet/ops/schedule_row.hpp"
 #include "hidet/runtime/compiled_module.hpp" // CompiledModule (build() checks shared memory)
 #include "hidet/transforms/lower.hpp"
 
@@ -220,6 +221,51 @@ TEST_CASE("row-resident schedule on the emulator: layer_norm with weight and bia
     for (std::int64_t k = 0; k < n; ++k) {
       std::size_t f = std::size_t(r * n + k);
       check(yv[f], (xv[f] - s) / std::sqrt(ss + 1e-5) * gv[std::size_t(k)] + hv[std::size_t(k)], f);
+    }
+  }
+}
+
+TEST_CASE("row-resident schedule on the emulator: short rows, several to a warp") {
+  // Rows of fewer than 32 vectors take the power of two threads that gives each one vector: 40
+  // f32 (10 vectors of 4) on 16 threads, 20 (5, the last threads idle) on 8, 4 (one) on 1; 74
+  // rows, not a multiple of the rows per block.
+  std::mt19937_64 rng(g_seed + 4);
+  for (auto [n, T] : {std::pair<std::int64_t, int>{40, 16}, {20, 8}, {4, 1}, {96, 32}}) {
+    CAPTURE(n);
+    const std::int64_t rows = 74;
+    auto x = input("x", {rows, n}, dtypes::f32);
+    auto g = input("g", {n}, dtypes::f32);
+    auto mu = reduce({rows, 1}, {n}, [&](const Idx &i, const Idx &r) { return x.at({i[0], r[0]}); }, ReduceKind::Mean);
+    auto var = reduce({rows, 1}, {n}, [&](const Idx &i, const Idx &r) {
+      lang::Expr c = x.at({i[0], r[0]}) - mu.at({i[0], lang::Expr(0)});
+      return c * c;
+    }, ReduceKind::Mean);
+    auto y = compute("y", {rows, n}, [&](lang::Expr i, lang::Expr k) {
+      return (x[i][k] - mu[i][0]) * lang::rsqrt(var[i][0] + 1e-5f) * g[k];
+    });
+    Task t{"layer_norm", {x, g}, {y}, "", {}};
+    auto rr = ops::detail::analyze_row_resident(t);
+    REQUIRE(rr.has_value());
+    CHECK(rr->T == T);
+    CHECK(rr->rows_per_block == 256 / T);
+    Plan p = schedule(t);
+    REQUIRE(p.steps.size() == 1);
+    auto bufs = alloc(p);
+    auto xv = randf(std::size_t(rows * n), rng), gv = randf(std::size_t(n), rng);
+    std::memcpy(bufs[0].data(), xv.data(), bufs[0].size());
+    std::memcpy(bufs[1].data(), gv.data(), bufs[1].size());
+    run_plan(p, bufs);
+    const float *yv = as<float>(bufs[2]);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double s = 0, ss = 0;
+      for (std::int64_t k = 0; k < n; ++k) s += xv[std::size_t(r * n + k)];
+      s /= double(n);
+      for (std::int64_t k = 0; k < n; ++k) ss += std::pow(xv[std::size_t(r * n + k)] - s, 2);
+      ss /= double(n);
+      for (std::int64_t k = 0; k < n; ++k) {
+        std::size_t f = std::size_t(r * n + k);
+        check(yv[f], (xv[f] - s) / std::sqrt(ss + 1e-5) * gv[std::size_t(k)], f);
+      }
     }
   }
 }

@@ -6,8 +6,10 @@
 // row being computed (m[rows..., 0]). The general schedule materializes every reduction with its
 // own kernel, so a softmax reads its input three times and writes twice more. Here one kernel
 // does it all, with each row read from memory once and written once:
-//  * a group of T threads (a warp, or up to 512 threads) owns a row; thread `lane` owns the
-//    chunks c = lane + k * T (k < K) of V contiguous elements (16 bytes of the widest dtype);
+//  * a group of T threads (a warp, or up to 512 threads; for a row of fewer than 32 chunks the
+//    power of two that gives each thread one chunk, several rows to a warp) owns a row; thread
+//    `lane` owns the chunks c = lane + k * T (k < K) of V contiguous elements (16 bytes of the
+//    widest dtype);
 //  * phase p < P computes reduction p: each thread combines its K * V elements, then a
 //    warp-shuffle butterfly and, for T > 32, one shared-memory exchange across the warps leave
 //    the finished value in every thread (a scalar register);

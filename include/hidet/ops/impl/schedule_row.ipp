@@ -248,6 +248,12 @@ HIDET_INLINE std::optional<RowResident> analyze_row_resident(const Task &task, i
     r.T = threads_per_row;
     r.K = int((chunks + r.T - 1) / r.T);
     if (r.K > 32) return std::nullopt;
+  } else if (chunks < 32) {
+    // A short row: the fewest threads (a power of two below a warp) that give each one chunk, so
+    // that a warp holds 32 / T rows instead of leaving lanes idle (ConvNeXt's layer norm over 96
+    // f16 channels is 12 chunks: 12 of a warp's 32 lanes worked before).
+    r.T = int(pow2_ceil(chunks));
+    r.K = 1;
   } else {
     for (r.T = 32;; r.T *= 2) {
       r.K = int((chunks + r.T - 1) / r.T);
@@ -368,7 +374,7 @@ HIDET_INLINE void emit_row_resident(const RowResident &r, const Task &task,
                 nullptr);
       });
     });
-    warp_reduce(kind, acc);
+    warp_reduce(kind, acc, std::min(T, 32)); // (below a warp: the butterfly stays within the row's T lanes)
     if (T > 32) {
       lang::Tensor part =
           shared_tensor(TensorSpec(red.acc_dtype, {ir::int32(RPB), ir::int32(T / 32)}),
