@@ -239,6 +239,19 @@ TEST_CASE("conv2d templates: the depthwise kernel's pixel groups, both layouts")
   // block): 2 rounds keep 627 blocks.
   CHECK(t::depthwise_vector_rounds(12544, 10, 1, 132) == 2);
   CHECK(t::depthwise_vector_rounds(98, 10, 1, 132) == 1);
+  {
+    // The vector form refuses x off its vectors' boundary (a view 2 bytes in): a clear error; the
+    // operator realigns such views before any template runs.
+    t::Conv2dShape s{1, 8, 5, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8};
+    t::Conv2dConfig v4;
+    v4.kind = t::Conv2dConfig::Kind::Depthwise, v4.dw_vector = 4;
+    auto buf = hidet::empty({1 * 5 * 6 * 8 + 8}, dtypes::f16, "cuda");
+    Tensor x(buf.storage(), {1, 5, 6, 8}, dtypes::f16, 2);
+    Tensor w = hidet::empty({8, 3, 3, 1}, dtypes::f16, "cuda"), y = hidet::empty({1, 5, 6, 8}, dtypes::f16, "cuda");
+    t::Conv2d run(s, dtypes::f16, t::Conv2dLayout::NHWC, false, v4);
+    CHECK_THROWS_WITH_AS(run(x, w, nullptr, y), doctest::Contains("x is not aligned to the 8-byte vectors"),
+                         hidet::ValueError);
+  }
   t::Conv2dConfig v8;
   v8.kind = t::Conv2dConfig::Kind::Depthwise, v8.dw_vector = 8;
   CHECK(v8.str() == "direct 256 threads, 8 channels");
