@@ -7,10 +7,11 @@
 // space 2 with the tuning time reported. HIDET_BENCH_TUNE_F32=<space> also tunes f32 NCHW at
 // batch 16 per layer. A last table times ResNeXt-50 32x4d's grouped 3x3 layers (f16 NHWC): the
 // default, the direct kernel, the tensor-core GEMM and the best of search space 1
-// (`bench_conv2d --grouped` runs this table alone). Then depthwise layers (ConvNeXt's 7x7,
-// MobileNet's and EfficientNet's 3x3 and 5x5, f16 NHWC, batch 1 and 16) on the direct kernel with
-// one channel per thread, its default (4 channels read as one vector), 8 channels, and the best of
-// search space 1, with the bytes moved over the default's time (`--depthwise` runs it alone).
+// (`bench_conv2d --grouped` runs this table alone). `bench_conv2d --depthwise` runs only a table
+// of depthwise layers (ConvNeXt's 7x7, MobileNet's and EfficientNet's 3x3 and 5x5, f16 NHWC, batch
+// 1 and 16) on the direct kernel with one channel per thread, its default (4 channels read as one
+// vector), 8 channels, and the best of search space 1, with the bytes moved over the default's
+// time (not in the full run, which scripts/gpu-check times within its per-benchmark limit).
 // benchmarks/bench_conv2d_torch.py prints cuDNN's times on the same layers in the same table
 // format. Each layer is checked on 64 sampled outputs against a double-precision host reference
 // before it is timed. Times: CUDA events around batches of launches after warm-up, the median
@@ -330,7 +331,7 @@ int main(int argc, char **argv) {
   }
 
   // Depthwise layers, f16 NHWC: one channel per thread, the default, 8 channels, tuned at space 1.
-  if (!grouped_only) {
+  if (depthwise_only) {
     struct Depthwise {
       const char *name;
       int c, h, k, s;
