@@ -163,7 +163,7 @@ double time_ms(const std::function<void()> &f) { return hidet::median_ms(f, 7); 
 
 int main(int argc, char **argv) {
   const std::string only = argc > 1 ? argv[1] : "";
-  const bool grouped_only = only == "--grouped", depthwise_only = only == "--depthwise";
+  const bool depthwise_only = only == "--depthwise";
   if (hidet::runtime::cuda_emulated()) {
     std::printf("bench_conv2d: no GPU (the emulator serves 'cuda'); nothing to time\n");
     return 0;
