@@ -262,7 +262,7 @@ int main(int argc, char **argv) {
       std::printf("\n");
     }
 
-  } // !grouped_only
+  } // the full run
 
   // f16 NHWC tuned per layer at search space 1.
   auto tune = [&](const t::Conv2dShape &s, const Mode &m, const Problem &p, int space,
