@@ -64,6 +64,24 @@ void check(double got, double want, std::size_t i) {
   INFO("seed " << g_seed << ", index " << i << ": got " << got << ", want " << want);
   CHECK(std::abs(got - want) <= 1e-4 * (1 + std::abs(want)));
 }
+/// Checks y against a host layer norm of each row of x [rows, n] (eps 1e-5), times g, plus h
+/// when given.
+void check_layer_norm(const float *y, const std::vector<float> &x, const std::vector<float> &g,
+                      const std::vector<float> *h, std::int64_t rows, std::int64_t n) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0, ss = 0;
+    for (std::int64_t k = 0; k < n; ++k) s += x[std::size_t(r * n + k)];
+    s /= double(n);
+    for (std::int64_t k = 0; k < n; ++k) ss += std::pow(x[std::size_t(r * n + k)] - s, 2);
+    ss /= double(n);
+    for (std::int64_t k = 0; k < n; ++k) {
+      std::size_t f = std::size_t(r * n + k);
+      double want = (x[f] - s) / std::sqrt(ss + 1e-5) * g[std::size_t(k)] + (h ? (*h)[std::size_t(k)] : 0.0);
+      check(y[f], want, f);
+    }
+  }
+}
+
 } // namespace
 
 TEST_CASE("softmax plan on the emulator: row-resident and materialized schedules") {
@@ -211,18 +229,7 @@ TEST_CASE("row-resident schedule on the emulator: layer_norm with weight and bia
   std::memcpy(bufs[1].data(), gv.data(), bufs[1].size());
   std::memcpy(bufs[2].data(), hv.data(), bufs[2].size());
   run_plan(p, bufs);
-  const float *yv = as<float>(bufs[3]);
-  for (std::int64_t r = 0; r < b * m; ++r) {
-    double s = 0, ss = 0;
-    for (std::int64_t k = 0; k < n; ++k) s += xv[std::size_t(r * n + k)];
-    s /= double(n);
-    for (std::int64_t k = 0; k < n; ++k) ss += std::pow(xv[std::size_t(r * n + k)] - s, 2);
-    ss /= double(n);
-    for (std::int64_t k = 0; k < n; ++k) {
-      std::size_t f = std::size_t(r * n + k);
-      check(yv[f], (xv[f] - s) / std::sqrt(ss + 1e-5) * gv[std::size_t(k)] + hv[std::size_t(k)], f);
-    }
-  }
+  check_layer_norm(as<float>(bufs[3]), xv, gv, &hv, b * m, n);
 }
 
 TEST_CASE("row-resident schedule on the emulator: short rows, several to a warp") {
@@ -255,18 +262,7 @@ TEST_CASE("row-resident schedule on the emulator: short rows, several to a warp"
     std::memcpy(bufs[0].data(), xv.data(), bufs[0].size());
     std::memcpy(bufs[1].data(), gv.data(), bufs[1].size());
     run_plan(p, bufs);
-    const float *yv = as<float>(bufs[2]);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      double s = 0, ss = 0;
-      for (std::int64_t k = 0; k < n; ++k) s += xv[std::size_t(r * n + k)];
-      s /= double(n);
-      for (std::int64_t k = 0; k < n; ++k) ss += std::pow(xv[std::size_t(r * n + k)] - s, 2);
-      ss /= double(n);
-      for (std::int64_t k = 0; k < n; ++k) {
-        std::size_t f = std::size_t(r * n + k);
-        check(yv[f], (xv[f] - s) / std::sqrt(ss + 1e-5) * gv[std::size_t(k)], f);
-      }
-    }
+    check_layer_norm(as<float>(bufs[2]), xv, gv, nullptr, rows, n);
   }
 }
 
