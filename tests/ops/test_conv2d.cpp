@@ -346,10 +346,24 @@ TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)")
   small.n = 1; // 16 tiles of 64 x 64: mma.sync with a deep split-k wins
   CHECK(t::conv2d_heuristic_config(small, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
   auto h = t::conv2d_heuristic_config(big, dtypes::f16, 132, true).wgmma;
-  CHECK(h.str() == "64x128x64 (1 consumer warpgroup, 4 stages, persistent, direct stores)");
+  CHECK(h.str() == "64x128x64 (1 consumer warpgroup, 4 stages, persistent)"); // the staged epilogue
   t::Conv2dShape narrow = big;
-  narrow.c = 64; // fewer than 256 input channels: mma.sync
+  narrow.c = 64; // fewer than 256 input channels over 3136 pixels: mma.sync
   CHECK(t::conv2d_heuristic_config(narrow, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
+  narrow.h = narrow.w = 28; // 12544 pixels: the Hopper kernel, unless under 64 output channels
+  CHECK(t::conv2d_heuristic_config(narrow, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Wgmma);
+  narrow.o = 32;
+  CHECK(t::conv2d_heuristic_config(narrow, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
+  // 1x1 over 64 channels: the Hopper kernel from 8192 pixels (batch 16 at 56 x 56), not at batch 1
+  t::Conv2dShape pointwise{16, 64, 56, 56, 256, 1, 1, 1, 1, 0, 0, 1, 1, 1};
+  CHECK(t::conv2d_heuristic_config(pointwise, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Wgmma);
+  pointwise.n = 1;
+  CHECK(t::conv2d_heuristic_config(pointwise, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
+  // the space has the default's tiling with direct stores
+  auto big_cands = t::conv2d_candidates(big, dtypes::f16, 1, 132, true);
+  CHECK(std::any_of(big_cands.begin(), big_cands.end(), [&](auto &c) {
+    return c.kind == t::Conv2dConfig::Kind::Wgmma && c.wgmma.str() == "64x128x64 (1 consumer warpgroup, 4 stages, persistent, direct stores)";
+  }));
   t::Conv2dShape stem{16, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1};
   CHECK(!t::conv2d_wgmma_supports(stem, dtypes::f16)); // C % 64 != 0
   t::Conv2dShape grouped = big;
@@ -375,16 +389,18 @@ TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)")
     Case c;
     std::vector<t::Conv2dConfig> cfgs;
   };
-  auto wgmma_cfg = [](int consumers, int bn, int stages, int split, bool persistent = true) {
+  // (staged: the epilogue through shared memory where it serves, NHWC without split-k)
+  auto wgmma_cfg = [](int consumers, int bn, int stages, int split, bool persistent = true, bool staged = true) {
     t::Conv2dConfig c;
     c.kind = t::Conv2dConfig::Kind::Wgmma;
     c.wgmma.consumers = consumers, c.wgmma.block_n = bn, c.wgmma.stages = stages, c.wgmma.split_k = split;
-    c.wgmma.persistent = persistent;
+    c.wgmma.persistent = persistent, c.wgmma.smem_epilogue = staged;
     return c;
   };
   std::vector<Problem> problems{
       {{{2, 64, 9, 10}, {72, 64, 3, 3}, 1, 1, 1, 1, true},
-       {wgmma_cfg(2, 128, 4, 1), wgmma_cfg(1, 64, 6, 1), wgmma_cfg(1, 128, 3, 3, false), wgmma_cfg(2, 256, 4, 2)}},
+       {wgmma_cfg(2, 128, 4, 1), wgmma_cfg(1, 64, 6, 1), wgmma_cfg(1, 64, 6, 1, true, false),
+        wgmma_cfg(1, 128, 3, 3, false), wgmma_cfg(2, 256, 4, 2)}},
       {{{1, 128, 7, 7}, {64, 128, 1, 1}, 2, 0, 1, 1, false}, {wgmma_cfg(1, 64, 4, 1), wgmma_cfg(2, 64, 4, 2)}},
       {{{1, 64, 6, 5}, {129, 64, 3, 3}, 2, 1, 1, 1, true}, {wgmma_cfg(2, 192, 4, 1), wgmma_cfg(1, 256, 4, 4)}},
   };
@@ -406,6 +422,9 @@ TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)")
             auto cm = t::conv2d_module(s, d, layout, c.bias, cfg).build(o);
             CHECK(has(cm.source(), "cp.async.mbarrier.arrive.noinc.shared::cta.b64"));
             CHECK(has(cm.source(), "wgmma.mma_async.sync.aligned.m64n" + std::to_string(cfg.wgmma.block_n) + "k16"));
+            const bool staged = cfg.wgmma.smem_epilogue && cfg.wgmma.split_k == 1 &&
+                                layout == t::Conv2dLayout::NHWC && s.o % 8 == 0;
+            CHECK(has(cm.source(), "stmatrix") == staged);
             if (hidet::detail::nvrtc_available()) CHECK(!cm.binary().cubin.empty());
             continue;
           }

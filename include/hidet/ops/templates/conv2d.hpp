@@ -132,10 +132,10 @@ inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_s
 /// The Hopper kernel's default tiling (from space-1 tuning over ResNet-50's layers on an H100):
 /// 64 x 128 tiles, one consumer warpgroup, 4 stages (6 for k of 64 tiles or more); 64 x 64 when
 /// there are at most 64 output channels or the 64 x 128 tiles fill less than half the GPU;
-/// split-k while the blocks stay within the multiprocessors and every slice keeps 8 k tiles.
+/// split-k while the blocks stay within the multiprocessors and every slice keeps 8 k tiles;
+/// the staged epilogue (where the kernel can use it: NHWC output without split-k).
 inline MatmulWgmmaConfig conv2d_wgmma_heuristic_config(const Conv2dShape &s, int num_sms) {
   MatmulWgmmaConfig c;
-  c.smem_epilogue = false; // the convolution stores its pairs straight from the registers
   const std::int64_t M = s.gemm_m();
   const int k_tiles = int(s.gemm_k() / MatmulWgmmaConfig::block_k);
   c.consumers = 1, c.block_n = 128, c.stages = k_tiles >= 64 ? 6 : 4;
@@ -145,11 +145,16 @@ inline MatmulWgmmaConfig conv2d_wgmma_heuristic_config(const Conv2dShape &s, int
   return c;
 }
 /// True when the default configuration is the Hopper kernel: a Hopper GPU (`hopper`), a problem
-/// it serves with at least 256 input channels (with fewer, each 64-channel k tile re-gathers
-/// the window's pixels too often and mma.sync wins), and at least 24 output tiles of 64 x 64
-/// (with fewer, mma.sync with a deep split-k wins).
+/// it serves with at least 256 input channels, or at least 8192 output pixels with a 1x1 window
+/// or at least 64 output channels, and at least 24 output tiles of 64 x 64 (with fewer, mma.sync
+/// with a deep split-k wins). Fewer channels over fewer pixels: mma.sync (each 64-channel k tile
+/// re-gathers the window's pixels; at batch 1 the two are within noise). H200, f16 NHWC,
+/// ResNet-50's layers at batch 16 (bench_conv2d), the Hopper kernel with its staged epilogue
+/// against mma.sync: 1x1 64 -> 256 12.9 against 24.7 us, 128 -> 512 9.3 against 15.4, 3x3
+/// 64 -> 64 16.5 against 18.7, 3x3 128 -> 128 12.2 against 16.1.
 inline bool conv2d_prefers_wgmma(const Conv2dShape &s, DataType dt, bool hopper) {
-  return hopper && conv2d_wgmma_supports(s, dt) && s.c >= 256 &&
+  const bool many_pixels = s.gemm_m() >= 8192 && (s.kh * s.kw == 1 || s.o >= 64);
+  return hopper && conv2d_wgmma_supports(s, dt) && (s.c >= 256 || many_pixels) &&
          lang::ceil_div(s.gemm_m(), std::int64_t(64)) * lang::ceil_div(s.o, 64) >= 24;
 }
 /// True when the direct kernel is the default: depthwise, or grouped with at most 4 input
@@ -252,7 +257,6 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
         if (bn > max_n || (space < 2 && bn == 192)) continue;
         for (int stages : space >= 2 ? std::vector<int>{3, 4, 5, 6} : std::vector<int>{4, 6}) {
           c.wgmma = MatmulWgmmaConfig{};
-          c.wgmma.smem_epilogue = false;
           c.wgmma.consumers = consumers, c.wgmma.block_n = bn, c.wgmma.stages = stages;
           add(c);
           if (space >= 2) c.wgmma.persistent = false, add(c);
@@ -261,6 +265,7 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
     MatmulWgmmaConfig h = conv2d_wgmma_heuristic_config(s, num_sms);
     for (int split : {2, 4, 8})
       if (split != h.split_k) c.wgmma = h, c.wgmma.split_k = split, add(c);
+    c.wgmma = h, c.wgmma.smem_epilogue = false, add(c); // the pairs stored from the registers
   }
   if (dt.is_half()) {
     c.kind = Conv2dConfig::Kind::Mma;

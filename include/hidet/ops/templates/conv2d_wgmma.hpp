@@ -16,7 +16,8 @@
 //  * Consumers (setmaxnreg.inc): matmul_wgmma's k loop (wgmma_detail::consume_k_tiles) with a
 //    fence.proxy.async after the wait (the A tile was written by the generic proxy) and B
 //    K-major (wgmma without transpose). The epilogue adds the bias and stores y NHWC (packed
-//    pairs) or NCHW; with split-k, f32 partial sums for conv2d_kernels' sum kernel.
+//    pairs, or through shared memory as 16-byte row segments: MatmulWgmmaConfig::smem_epilogue)
+//    or NCHW; with split-k, f32 partial sums for conv2d_kernels' sum kernel.
 //  * Persistent blocks with grouped rasterization, the stage ring running on across tiles.
 #pragma once
 
@@ -83,14 +84,21 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
     if (sym) attrs.cuda.grid_dim = tiles.grid_expr(num_sms);
     else attrs.cuda.grid_dim = cfg.persistent ? std::min(tiles.total(), num_sms) : tiles.total();
     attrs.cuda.block_dim = cfg.threads();
-    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes() - cfg.epilogue_bytes(); // stores straight from registers
+    // The staged epilogue (MatmulWgmmaConfig::smem_epilogue) where its 16-byte row segments fit
+    // y: NHWC, no split-k, O a multiple of 8 and an epilogue that keeps runs of 8; else pairs
+    // straight from the registers.
+    const bool staged = cfg.smem_epilogue && splits == 1 && out_layout == Conv2dLayout::NHWC && O % 8 == 0 &&
+                        out.vector_width() == 8;
+    const int epi_bytes = staged ? cfg.epilogue_bytes() : 0;
+    attrs.cuda.dynamic_smem_bytes = cfg.smem_bytes() - cfg.epilogue_bytes() + epi_bytes;
     attrs.cuda.min_blocks = 1; // a register cap at entry, so that setmaxnreg takes effect
 
     auto sa = dynamic_shared_tensor(T({})[stages][bm][bk], 0, "smem_a");
     auto sb = dynamic_shared_tensor(T({})[stages][bn][bk], stages * cfg.a_stage_bytes(), "smem_b");
     const int stage_bytes = cfg.a_stage_bytes() + cfg.b_stage_bytes();
-    auto full = dynamic_shared_tensor(u64[stages], stages * stage_bytes, "full");
-    auto empty = dynamic_shared_tensor(u64[stages], stages * stage_bytes + stages * 8, "empty");
+    auto se = dynamic_shared_tensor(T({})[cfg.consumers * 4][16][64], stages * stage_bytes, "smem_epi");
+    auto full = dynamic_shared_tensor(u64[stages], stages * stage_bytes + epi_bytes, "full");
+    auto empty = dynamic_shared_tensor(u64[stages], stages * stage_bytes + epi_bytes + stages * 8, "empty");
     Var wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
     if_(threadIdx.x == 0, [&] {
@@ -147,6 +155,16 @@ inline void add_conv2d_wgmma_kernel(lang::ScriptModule &mod, const std::string &
                                             make_wgmma_desc(sb[st][0][kk * 16], 16, 1024, Swizzle::B128)};
                                       });
         // Epilogue: lane (g, q) of warp w holds rows 16 w + g (+ 8), columns 8 j + 2 q (+ 1).
+        if (staged) {
+          if (has_bias)
+            for_(repeat(bn / 8, 2).on(0), [&](Expr j, Expr x) {
+              Expr col = n0 + j * 8 + q * 2 + x;
+              for (int h = 0; h < 2; ++h)
+                acc[j * 4 + h * 2 + x] = acc[j * 4 + h * 2 + x] + cast((*bias)[guard_n ? select(col < O, col, 0) : col], f32);
+            });
+          return wgmma_detail::store_staged(out, y_idx, acc, se, (wg - 1) * 4 + w, m0 + row0 + w * 16, n0, M, O, bn, 1,
+                                            guard_m, guard_n, dt, epi && !epi->is_identity());
+        }
         for_(repeat(bn / 8, 2).on(0), [&](Expr j, Expr h) {
           Expr row = m0 + row0 + w * 16 + h * 8 + g, col = n0 + j * 8 + q * 2;
           Expr e = j * 4 + h * 2;
