@@ -3,6 +3,10 @@
 // Includes the operators (hidet/ops.hpp).
 #pragma once
 
+// The operators first: in a header-only build their headers must complete before the graph
+// layer's (whose .ipp files use them).
+#include "hidet/ops.hpp"
+
 #include "hidet/graph/build.hpp"
 #include "hidet/graph/compiled_graph.hpp"
 #include "hidet/graph/cuda_graph.hpp"
@@ -14,4 +18,3 @@
 #include "hidet/graph/profile.hpp"
 #include "hidet/graph/report.hpp"
 #include "hidet/graph/shape_dispatch.hpp"
-#include "hidet/ops.hpp"
