@@ -79,6 +79,11 @@ CASES = {
                         [r(4, 5)]),
     'in_graph_creation': (lambda a: a + torch.zeros_like(a) + a.new_ones(a.shape) + torch.arange(a.shape[1], device=a.device),
                           [r(3, 6)]),
+    # sizes as the keyword (LED's and Longformer's masks: `float_mask.new_ones(size=float_mask.size())`)
+    # (each size widens the result: a size lost would broadcast as a scalar and go unseen)
+    'in_graph_creation_size_keyword': (lambda a: a * a.new_ones(size=(2,) + a.size()) + a.new_zeros(size=(4, 1, 1, 6))
+                                       + a.new_full(size=(1, 6), fill_value=0.5) + a.new_empty(size=a.shape).shape[0],
+                                       [r(3, 6)]),
     'masked_isnan': (lambda a: a.masked_fill(a > 1, 0.0) + torch.isnan(a).float() + torch.where(a < 0, 1.0, a), [r(4, 7)]),
     'cast_to': (lambda a: (a.half().float() + a.to(torch.float16).to(torch.float32)), [r(3, 8)]),
     'conv1d': (lambda a, w, b: F.conv1d(a, w, b, stride=2, padding=1) + F.conv1d(a, w, padding='same')[..., ::2]

@@ -90,8 +90,9 @@ void reference(const Problem &p, const Inputs &in, double scale, std::vector<dou
                    k[std::size_t(((b * p.hkv() + hk) * p.skv + j) * p.d + e)];
           acc *= scale;
           if (in.mask) {
-            std::int64_t mb = ms4[0] == 1 ? 0 : b, mh = ms4[1] == 1 ? 0 : h;
-            acc += m[std::size_t(((mb * ms4[1] + mh) * p.sq + i) * p.skv + j)];
+            // (dims of 1 broadcast: [B, 1, 1, Skv] padding masks)
+            std::int64_t mb = ms4[0] == 1 ? 0 : b, mh = ms4[1] == 1 ? 0 : h, mi = ms4[2] == 1 ? 0 : i;
+            acc += m[std::size_t(((mb * ms4[1] + mh) * ms4[2] + mi) * p.skv + j)];
           }
           if (p.causal && j > i) acc = -INFINITY;
           s[std::size_t(j)] = acc, mx = std::max(mx, acc);
@@ -172,6 +173,13 @@ TEST_CASE("sdpa: additive and bool masks, broadcast over batch and heads") {
   run_op({1, 2, 20, 70, 128, dtypes::f16, false, {1, 2, 20, 70}, dtypes::f16});
   run_op({1, 2, 30, 45, 64, dtypes::f16, false, {30, 45}, dtypes::boolean});
   run_op({4, 3, 49, 49, 32, dtypes::f16, false, {1, 3, 49, 49}, dtypes::f16}); // Swin's position bias
+}
+
+TEST_CASE("sdpa: masks broadcast over the queries (padding masks [B, 1, 1, Skv] as LayoutLM's, and [Skv])") {
+  run_op({2, 2, 40, 50, 64, dtypes::f16, false, {2, 1, 1, 50}, dtypes::f32});
+  run_op({1, 2, 30, 45, 64, dtypes::bf16, true, {45}, dtypes::boolean});
+  run_op({2, 2, 12, 20, 32, dtypes::f32, false, {2, 1, 1, 20}, dtypes::f32}); // the f32 template
+  run_op({1, 2, 12, 20, 20, dtypes::f16, false, {1, 1, 1, 20}, dtypes::f16}); // the composed fallback
 }
 
 TEST_CASE("sdpa: query rows whose mask hides every key give 0, as PyTorch (ModernBERT's sliding window over padding)") {
@@ -544,7 +552,7 @@ TEST_CASE("sdpa: user errors name the operator, the shapes and the rule") {
       [&] {
         sdpa(q, k, v, std::optional<Tensor>(make({8, 11}, dtypes::f32)));
       },
-      {"attn_mask", "[Sq, Skv] = [8, 10]"});
+      {"attn_mask", "[Sq, Skv] = [8, 10]", "dims of 1 broadcast"});
   expect_error(
       [&] {
         sdpa(q, k, v, std::optional<Tensor>(make({3, 1, 8, 10}, dtypes::f32)));

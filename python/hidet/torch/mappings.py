@@ -1490,10 +1490,16 @@ def _new(x, size, value, dtype=None):
     return _full(_shape_arg(size), value, dtype_name(dtype) if dtype is not None else x.dtype, x.device)
 
 
+def _size_arg(size, kwargs):
+    """The size of a creation call: positional (`x.new_ones(2, 3)`, `(2, 3)`) or the keyword
+    (`x.new_ones(size=(2, 3))`: LED's and Longformer's masks)."""
+    return kwargs['size'] if not size and 'size' in kwargs else size
+
+
 def _creation(value):
     def mapping(*size, dtype=None, **kwargs):  # reached with a symbolic size (else PyTorch makes a constant)
         dtype = dtype_name(dtype) if dtype is not None else dtype_name(torch.get_default_dtype())
-        return _full(_shape_arg(size), value, dtype, 'cuda')
+        return _full(_shape_arg(_size_arg(size, kwargs)), value, dtype, 'cuda')
     return mapping
 
 
@@ -1505,8 +1511,8 @@ register_function(torch.full)(lambda size, fill_value, *, dtype=None, **kw: _ful
 register_function(torch.zeros_like)(lambda x, *, dtype=None, **kw: _like(x, 0, dtype))
 register_function(torch.ones_like)(lambda x, *, dtype=None, **kw: _like(x, 1, dtype))
 register_function(torch.full_like)(lambda x, value, *, dtype=None, **kw: _like(x, value, dtype))
-register_method('new_zeros')(lambda x, *size, dtype=None, **kw: _new(x, size, 0, dtype))
-register_method('new_ones')(lambda x, *size, dtype=None, **kw: _new(x, size, 1, dtype))
+register_method('new_zeros', 'new_empty')(lambda x, *size, dtype=None, **kw: _new(x, _size_arg(size, kw), 0, dtype))
+register_method('new_ones')(lambda x, *size, dtype=None, **kw: _new(x, _size_arg(size, kw), 1, dtype))
 register_method('new_full')(lambda x, size, value, dtype=None, **kw: _new(x, size, value, dtype))
 
 

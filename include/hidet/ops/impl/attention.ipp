@@ -388,12 +388,25 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   if (sk[2] <= 0) fail("sizes must be positive");
   // D: q and k's head dim; Dv: v's and the output's (PyTorch allows them to differ)
   const std::int64_t B = sq[0], H = sq[1], Sq = sq[2], Skv = sk[2], D = sq[3], Dv = sv[3], Hkv = sk[1];
+  if (attn_mask) {
+    // A mask broadcast over the queries or the keys, as PyTorch allows (a padding mask [B, 1, 1,
+    // Skv]: BERT's extended attention mask, LayoutLM's; or [Skv]): expanded to [..., Sq, Skv].
+    const auto &ms = attn_mask->shape();
+    const std::size_t r = ms.size();
+    if (r >= 1 && r <= 4 && (ms.back() == 1 || ms.back() == Skv) && (r == 1 || ms[r - 2] == 1 || ms[r - 2] == Sq) &&
+        (r == 1 || (ms[r - 2] == 1 && Sq != 1) || (ms.back() == 1 && Skv != 1))) {
+      Shape full = ms;
+      if (r == 1) full.insert(full.begin(), 1);
+      full[full.size() - 2] = Sq, full.back() = Skv;
+      return attention(q, k, v, broadcast_to(*attn_mask, full), is_causal, scale, heads_last);
+    }
+  }
   std::optional<Tensor> mask;
   if (attn_mask) {
     const auto &ms = attn_mask->shape();
     if (ms.size() < 2 || ms.size() > 4 || ms[ms.size() - 2] != Sq || ms.back() != Skv)
       fail(str_cat("attn_mask must be [Sq, Skv] = [", Sq, ", ", Skv,
-                   "], optionally with leading [B or 1, H or 1]"));
+                   "] (dims of 1 broadcast), optionally with leading [B or 1, H or 1]"));
     Shape m4(4 - ms.size(), 1);
     m4.insert(m4.end(), ms.begin(), ms.end());
     if ((m4[0] != 1 && m4[0] != B) || (m4[1] != 1 && m4[1] != H))
