@@ -687,6 +687,7 @@ NB_MODULE(_C, m) {
   }, "x"_a, "kernel"_a, "stride"_a = std::vector<std::int64_t>{}, "padding"_a = std::vector<std::int64_t>{0},
      "ceil_mode"_a = false, "count_include_pad"_a = true);
   ops.def("adaptive_avg_pool2d", [](const Tensor &x, std::vector<std::int64_t> s) { return o::adaptive_avg_pool2d(x, s); });
+  ops.def("adaptive_max_pool2d", [](const Tensor &x, std::vector<std::int64_t> s) { return o::adaptive_max_pool2d(x, s); });
   ops.def("softmax", [](const Tensor &x, int axis) { return o::softmax(x, axis); }, "x"_a, "axis"_a = -1);
   ops.def("log_softmax", [](const Tensor &x, int axis) { return o::log_softmax(x, axis); }, "x"_a, "axis"_a = -1);
   ops.def("layer_norm", [](const Tensor &x, int nd, std::optional<Tensor> w, std::optional<Tensor> b, double eps) {

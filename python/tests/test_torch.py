@@ -84,6 +84,8 @@ CASES = {
     'in_graph_creation_size_keyword': (lambda a: a * a.new_ones(size=(2,) + a.size()) + a.new_zeros(size=(4, 1, 1, 6))
                                        + a.new_full(size=(1, 6), fill_value=0.5) + a.new_empty(size=a.shape).shape[0],
                                        [r(3, 6)]),
+    'adaptive_max_pool': (lambda a: F.adaptive_max_pool2d(a, (3, 4)) + F.adaptive_max_pool2d(a, 1)
+                          + F.adaptive_max_pool2d(a[0], (3, None))[..., :4], [r(2, 3, 7, 10)]),
     'masked_isnan': (lambda a: a.masked_fill(a > 1, 0.0) + torch.isnan(a).float() + torch.where(a < 0, 1.0, a), [r(4, 7)]),
     'cast_to': (lambda a: (a.half().float() + a.to(torch.float16).to(torch.float32)), [r(3, 8)]),
     'conv1d': (lambda a, w, b: F.conv1d(a, w, b, stride=2, padding=1) + F.conv1d(a, w, padding='same')[..., ::2]

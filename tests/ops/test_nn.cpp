@@ -242,26 +242,31 @@ TEST_CASE("max_pool2d and avg_pool2d: padding, stride, dilation, ceil_mode") {
   expect_error([&] { (void)o::max_pool2d(x, {2, 2, 2}); }, {"max_pool2d: kernel must have 1 or 2 values"});
 }
 
-TEST_CASE("adaptive_avg_pool2d") {
-  for (auto [shape, os] : std::vector<std::pair<o::Shape, o::Shape>>{{{2, 3, 7, 10}, {3, 4}}, {{1, 1, 5, 5}, {1, 1}}, {{1, 2, 3, 4}, {5, 7}}}) {
-    Tensor x = make(shape, dtypes::f32);
-    auto xv = x.to_double_vector();
-    std::int64_t H = shape[2], W = shape[3];
-    std::vector<double> want;
-    for (std::int64_t nc = 0; nc < shape[0] * shape[1]; ++nc)
-      for (std::int64_t i = 0; i < os[0]; ++i)
-        for (std::int64_t j = 0; j < os[1]; ++j) {
-          std::int64_t h0 = i * H / os[0], h1 = ((i + 1) * H + os[0] - 1) / os[0];
-          std::int64_t w0 = j * W / os[1], w1 = ((j + 1) * W + os[1] - 1) / os[1];
-          double s = 0;
-          for (std::int64_t h = h0; h < h1; ++h)
-            for (std::int64_t w = w0; w < w1; ++w) s += xv[(nc * H + h) * W + w];
-          want.push_back(s / double((h1 - h0) * (w1 - w0)));
-        }
-    expect_close(o::adaptive_avg_pool2d(x, os), {shape[0], shape[1], os[0], os[1]}, want);
-  }
+TEST_CASE("adaptive_avg_pool2d and adaptive_max_pool2d") {
+  // (output sizes that divide the input, that do not (overlapping windows), and larger than it)
+  for (bool is_max : {false, true})
+    for (auto [shape, os] : std::vector<std::pair<o::Shape, o::Shape>>{{{2, 3, 7, 10}, {3, 4}}, {{1, 1, 5, 5}, {1, 1}}, {{1, 2, 3, 4}, {5, 7}}}) {
+      INFO((is_max ? "max" : "avg") << " " << o::shape_str(shape) << " -> " << o::shape_str(os));
+      Tensor x = make(shape, dtypes::f32, -3, 3); // negative values: a max that starts at 0 is wrong
+      auto xv = x.to_double_vector();
+      std::int64_t H = shape[2], W = shape[3];
+      std::vector<double> want;
+      for (std::int64_t nc = 0; nc < shape[0] * shape[1]; ++nc)
+        for (std::int64_t i = 0; i < os[0]; ++i)
+          for (std::int64_t j = 0; j < os[1]; ++j) {
+            std::int64_t h0 = i * H / os[0], h1 = ((i + 1) * H + os[0] - 1) / os[0];
+            std::int64_t w0 = j * W / os[1], w1 = ((j + 1) * W + os[1] - 1) / os[1];
+            double s = 0, m = -INFINITY;
+            for (std::int64_t h = h0; h < h1; ++h)
+              for (std::int64_t w = w0; w < w1; ++w) s += xv[(nc * H + h) * W + w], m = std::max(m, xv[(nc * H + h) * W + w]);
+            want.push_back(is_max ? m : s / double((h1 - h0) * (w1 - w0)));
+          }
+      expect_close(is_max ? o::adaptive_max_pool2d(x, os) : o::adaptive_avg_pool2d(x, os), {shape[0], shape[1], os[0], os[1]},
+                   want);
+    }
   expect_error([&] { (void)o::adaptive_avg_pool2d(make({1, 1, 4, 4}, dtypes::f32), {0}); }, {"adaptive_avg_pool2d: output size [0, 0]"});
   expect_error([&] { (void)o::adaptive_avg_pool2d(make({1, 1, 4, 4}, dtypes::i32), {2}); }, {"adaptive_avg_pool2d: expected a floating-point"});
+  expect_error([&] { (void)o::adaptive_max_pool2d(make({4, 4}, dtypes::f32), {2}); }, {"adaptive_max_pool2d: expected an NCHW tensor (4-D)"});
 }
 
 TEST_CASE("group_norm and batch_norm (inference)") {

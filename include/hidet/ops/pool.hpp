@@ -1,6 +1,6 @@
 // 2-D pooling over NCHW tensors as compute definitions (a reduction over the window, then an
 // element-wise finish), scheduled by the auto-scheduler: max_pool2d, avg_pool2d,
-// adaptive_avg_pool2d.
+// adaptive_avg_pool2d, adaptive_max_pool2d.
 //
 // Output size (PyTorch's rule): out = floor_or_ceil((in + 2 pad - dilation (k - 1) - 1) / stride)
 // + 1; with ceil_mode the last window must start inside the input or the left padding, else it is
@@ -38,6 +38,9 @@ Tensor avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> kernel, std::v
 Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<std::int64_t> output_size);
 /// adaptive_avg_pool2d over a channels-last (NHWC) tensor, giving NHWC [N, out_h, out_w, C].
 Tensor adaptive_avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> output_size);
+/// Adaptive max pooling of an NCHW tensor: output (i, j) is the max over the windows of
+/// adaptive_avg_pool2d (no indices).
+Tensor adaptive_max_pool2d(const Tensor &x, std::vector<std::int64_t> output_size);
 
 } // namespace hidet::ops
 

@@ -602,6 +602,11 @@ def aten_max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilati
     return y, Unavailable('the indices of max_pool2d_with_indices')
 
 
+@register_aten(aten.adaptive_max_pool2d.default)
+def aten_adaptive_max_pool2d(self, output_size):
+    return m.torch_adaptive_max_pool2d(self, list(output_size)), Unavailable('the indices of adaptive_max_pool2d')
+
+
 @register_aten(aten.upsample_bilinear2d.vec)
 def aten_upsample_bilinear2d(input, output_size, align_corners, scale_factors):
     return m.torch_interpolate(input, list(output_size) if output_size else None,

@@ -1153,11 +1153,24 @@ def torch_avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, co
     return ops.avg_pool2d(x, _pair(kernel_size), stride, _pair(padding), ceil_mode, count_include_pad)
 
 
+def _adaptive_size(x, output_size):
+    return _pair(output_size) if not isinstance(output_size, (list, tuple)) else \
+        [x.shape[2 + i] if s is None else int(s) for i, s in enumerate(output_size)]
+
+
 @register_function(F.adaptive_avg_pool2d, torch._C._nn.adaptive_avg_pool2d)
 def torch_adaptive_avg_pool2d(x, output_size):
-    size = _pair(output_size) if not isinstance(output_size, (list, tuple)) else \
-        [x.shape[2 + i] if s is None else int(s) for i, s in enumerate(output_size)]
-    return ops.adaptive_avg_pool2d(x, size)
+    return ops.adaptive_avg_pool2d(x, _adaptive_size(x, output_size))
+
+
+@register_function(F.adaptive_max_pool2d)
+def torch_adaptive_max_pool2d(x, output_size, return_indices=False):
+    if return_indices:
+        raise NotImplementedError('adaptive_max_pool2d with return_indices=True is not mapped yet (the indices)')
+    if x.ndim == 3:  # [C, H, W]
+        x4 = ops.unsqueeze(x, 0)
+        return ops.squeeze(ops.adaptive_max_pool2d(x4, _adaptive_size(x4, output_size)), [0])
+    return ops.adaptive_max_pool2d(x, _adaptive_size(x, output_size))
 
 
 @register_function(F.batch_norm, torch.batch_norm)

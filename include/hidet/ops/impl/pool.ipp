@@ -180,10 +180,11 @@ HIDET_INLINE Tensor avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> k
 }
 
 namespace detail {
-/// The task of adaptive_avg_pool2d of x (shape xs: only the batch may be symbolic) to `out`.
-HIDET_INLINE Task adaptive_avg_pool2d_task(const char *op, const SymShape &xs, DataType dt,
-                                           const std::vector<std::int64_t> &output_size, bool channels_last,
-                                           const SymShape &out) {
+/// The task of adaptive_avg_pool2d (adaptive_max_pool2d when is_max) of x (shape xs: only the
+/// batch may be symbolic) to `out`.
+HIDET_INLINE Task adaptive_pool2d_task(const char *op, const SymShape &xs, DataType dt,
+                                       const std::vector<std::int64_t> &output_size, bool channels_last,
+                                       const SymShape &out, bool is_max) {
   const int h_axis = channels_last ? 1 : 2; // of the height; the width follows it
   const std::int64_t H = xs[std::size_t(h_axis)].value(), W = xs[std::size_t(h_axis) + 1].value();
   std::int64_t kmax[2];
@@ -205,9 +206,11 @@ HIDET_INLINE Task adaptive_avg_pool2d_task(const char *op, const SymShape &xs, D
     Expr h = h0 + k[0], w = w0 + k[1];
     Expr hc = lang::min(h, int(H - 1)), wc = lang::min(w, int(W - 1));
     Expr v = lang::cast(channels_last ? in.at({o[0], hc, wc, o[3]}) : in.at({o[0], o[1], hc, wc}), dtypes::f32);
-    return lang::select(h < h1 && w < w1, v, Expr(0.0f));
-  }, ReduceKind::Sum, dtypes::f32, dtypes::f32, "window_sum");
+    // (every window holds at least one element: the max never sees only the -inf of the padding)
+    return lang::select(h < h1 && w < w1, v, Expr(is_max ? -INFINITY : 0.0f));
+  }, is_max ? ReduceKind::Max : ReduceKind::Sum, dtypes::f32, dtypes::f32, is_max ? "window_max" : "window_sum");
   auto y = compute(op, out, [&](const Idx &i) {
+    if (is_max) return r.at(i);
     auto [h0, h1] = bounds(i[h_axis], 0);
     auto [w0, w1] = bounds(i[h_axis + 1], 1);
     return r.at(i) / lang::cast((h1 - h0) * (w1 - w0), dtypes::f32);
@@ -215,14 +218,14 @@ HIDET_INLINE Task adaptive_avg_pool2d_task(const char *op, const SymShape &xs, D
   return Task{op, {in}, {y}, "output_size=" + detail::ints_str(output_size), {}};
 }
 
-/// adaptive_avg_pool2d over NCHW x, or NHWC x when channels_last (a shape-generic graph's node:
-/// one kernel for every batch, as pool2d's).
-HIDET_INLINE Tensor adaptive_avg_pool2d(const char *op, const Tensor &x, std::vector<std::int64_t> output_size,
-                                        bool channels_last, const Dim &batch = Dim(0)) {
+/// adaptive_avg_pool2d (adaptive_max_pool2d when is_max) over NCHW x, or NHWC x when
+/// channels_last (a shape-generic graph's node: one kernel for every batch, as pool2d's).
+HIDET_INLINE Tensor adaptive_pool2d(const char *op, const Tensor &x, std::vector<std::int64_t> output_size,
+                                    bool channels_last, bool is_max, const Dim &batch = Dim(0)) {
   if (has_symbolic_extents({x})) {
     const Dim b = x.sym_shape().empty() ? Dim(0) : x.sym_shape()[0];
     return trace_by_probing(op, {x}, [=](const std::vector<Tensor> &in) {
-      return adaptive_avg_pool2d(op, in[0], output_size, channels_last, b);
+      return adaptive_pool2d(op, in[0], output_size, channels_last, is_max, b);
     });
   }
   output_size = detail::pair_of(op, "output_size", output_size);
@@ -240,22 +243,27 @@ HIDET_INLINE Tensor adaptive_avg_pool2d(const char *op, const Tensor &x, std::ve
                             : Shape{x.shape()[0], x.shape()[1], output_size[0], output_size[1]};
   const std::string key = str_cat(op, "{output_size=", detail::ints_str(output_size), "}");
   if (auto y = batch_generic_pool(key, x, batch, [&](const Dim &b) {
-        return adaptive_avg_pool2d_task(op, with_batch(x.shape(), b), x.dtype(), output_size, channels_last,
-                                        with_batch(out, b));
+        return adaptive_pool2d_task(op, with_batch(x.shape(), b), x.dtype(), output_size, channels_last,
+                                    with_batch(out, b), is_max);
       }))
     return *y;
   return run_task(key, [&] {
-    return adaptive_avg_pool2d_task(op, to_sym_shape(x.shape()), x.dtype(), output_size, channels_last, to_sym_shape(out));
+    return adaptive_pool2d_task(op, to_sym_shape(x.shape()), x.dtype(), output_size, channels_last, to_sym_shape(out),
+                                is_max);
   }, {x})[0];
 }
 } // namespace detail
 
 HIDET_INLINE Tensor adaptive_avg_pool2d(const Tensor &x, std::vector<std::int64_t> output_size) {
-  return detail::adaptive_avg_pool2d("adaptive_avg_pool2d", x, std::move(output_size), false);
+  return detail::adaptive_pool2d("adaptive_avg_pool2d", x, std::move(output_size), false, false);
 }
 
 HIDET_INLINE Tensor adaptive_avg_pool2d_nhwc(const Tensor &x, std::vector<std::int64_t> output_size) {
-  return detail::adaptive_avg_pool2d("adaptive_avg_pool2d_nhwc", x, std::move(output_size), true);
+  return detail::adaptive_pool2d("adaptive_avg_pool2d_nhwc", x, std::move(output_size), true, false);
+}
+
+HIDET_INLINE Tensor adaptive_max_pool2d(const Tensor &x, std::vector<std::int64_t> output_size) {
+  return detail::adaptive_pool2d("adaptive_max_pool2d", x, std::move(output_size), false, true);
 }
 
 } // namespace hidet::ops
