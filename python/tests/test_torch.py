@@ -86,6 +86,9 @@ CASES = {
                                        [r(3, 6)]),
     'adaptive_max_pool': (lambda a: F.adaptive_max_pool2d(a, (3, 4)) + F.adaptive_max_pool2d(a, 1)
                           + F.adaptive_max_pool2d(a[0], (3, None))[..., :4], [r(2, 3, 7, 10)]),
+    # windows longer than the input under ceil_mode (transformers' EfficientNet: AvgPool2d(2560, ceil_mode=True) on 1x1)
+    'pool_window_past_input': (lambda a: F.avg_pool2d(a, 5, ceil_mode=True) + F.max_pool2d(a, (5, 4), ceil_mode=True)
+                               + nn.AvgPool2d(2560, ceil_mode=True)(a[..., :1, :1]), [r(2, 3, 3, 3)]),
     'masked_isnan': (lambda a: a.masked_fill(a > 1, 0.0) + torch.isnan(a).float() + torch.where(a < 0, 1.0, a), [r(4, 7)]),
     'cast_to': (lambda a: (a.half().float() + a.to(torch.float16).to(torch.float32)), [r(3, 8)]),
     'conv1d': (lambda a, w, b: F.conv1d(a, w, b, stride=2, padding=1) + F.conv1d(a, w, padding='same')[..., ::2]

@@ -169,8 +169,8 @@ std::vector<double> ref_pool(const Tensor &x, o::Shape k, o::Shape s, o::Shape p
   auto xv = x.to_double_vector();
   auto xs = x.shape();
   auto osz = [&](std::int64_t n, int d) {
-    std::int64_t span = n + 2 * p[d] - dl[d] * (k[d] - 1) - 1;
-    std::int64_t r = (ceil_mode ? (span + s[d] - 1) / s[d] : span / s[d]) + 1;
+    std::int64_t span = n + 2 * p[d] - dl[d] * (k[d] - 1) - 1 + (ceil_mode ? s[d] - 1 : 0);
+    std::int64_t r = (std::int64_t)std::floor(double(span) / double(s[d])) + 1;
     if (ceil_mode && (r - 1) * s[d] >= n + p[d]) --r;
     return r;
   };
@@ -205,7 +205,9 @@ TEST_CASE("max_pool2d and avg_pool2d: padding, stride, dilation, ceil_mode") {
   for (auto c : std::vector<Case>{{{2, 3, 7, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
                                   {{1, 2, 8, 7}, {3, 2}, {2, 3}, {1, 1}, {1, 1}, true},
                                   {{1, 1, 9, 9}, {2, 2}, {1, 2}, {0, 1}, {2, 2}, true},
-                                  {{1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, false}}) {
+                                  {{1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, false},
+                                  // a window longer than the input: one output under ceil_mode
+                                  {{1, 2, 3, 3}, {5, 4}, {5, 4}, {0, 0}, {1, 1}, true}}) {
     for (DataType dt : {dtypes::f32, dtypes::f16}) {
       INFO("x " << o::shape_str(c.x) << " k " << o::shape_str(c.k) << " ceil " << c.ceil << " dtype " << dt);
       Tensor x = make(c.x, dt);

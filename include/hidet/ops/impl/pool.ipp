@@ -23,11 +23,12 @@ namespace hidet::ops::detail {
 
 /// The output extent of one pooled axis (see the top of the file).
 HIDET_INLINE std::int64_t pool_out_size(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p, std::int64_t d, bool ceil_mode) {
-  std::int64_t span = in + 2 * p - d * (k - 1) - 1;
-  if (span < 0) return 0;
-  std::int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // PyTorch's rule, its division rounding down: with ceil_mode a window longer than the padded
+  // input still gives one output (transformers' EfficientNet pools 1x1 maps with a kernel of 2560)
+  const std::int64_t span = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  std::int64_t out = (span >= 0 ? span / s : -((-span + s - 1) / s)) + 1;
   if (ceil_mode && (out - 1) * s >= in + p) --out;
-  return out;
+  return std::max<std::int64_t>(out, 0);
 }
 
 /// Validates the arguments of a 2-D pooling and returns the output shape (NCHW, or NHWC when
@@ -89,7 +90,12 @@ HIDET_INLINE Task pool2d_task(const char *op, const SymShape &xs, DataType dt, c
   auto in = input("x", xs, dt);
   std::int64_t H = xs[std::size_t(h_axis)].value(), W = xs[std::size_t(h_axis) + 1].value();
   DataType cd = is_max ? dt : (dt.is_float() ? compute_dtype(dt) : dtypes::f32);
-  auto r = reduce(out, {a.kernel[0], a.kernel[1]}, [&](const Idx &o, const Idx &k) {
+  // Taps past the padded input for every output (a window longer than it, under ceil_mode) are
+  // not visited: the first output's window reaches row H - 1 + pad at most.
+  std::int64_t taps[2];
+  for (int d = 0; d < 2; ++d)
+    taps[d] = std::min(a.kernel[d], (xs[std::size_t(h_axis + d)].value() - 1 + a.padding[d]) / a.dilation[d] + 1);
+  auto r = reduce(out, {taps[0], taps[1]}, [&](const Idx &o, const Idx &k) {
     Expr h = o[h_axis] * int(a.stride[0]) - int(a.padding[0]) + k[0] * int(a.dilation[0]);
     Expr w = o[h_axis + 1] * int(a.stride[1]) - int(a.padding[1]) + k[1] * int(a.dilation[1]);
     Expr ok = h >= 0 && h < int(H) && w >= 0 && w < int(W);
