@@ -448,6 +448,10 @@ TRANSFORMERS = [
     ('vit-msn', 'ViTMSNModel', 'ViTMSNConfig', 'vit', {}, 'image'),
     ('ijepa', 'IJepaModel', 'IJepaConfig', 'vit', {}, 'image'),
     ('dinov2-reg', 'Dinov2WithRegistersModel', 'Dinov2WithRegistersConfig', 'vit', {}, 'image'),
+    ('mobilenet-v1', 'MobileNetV1Model', 'MobileNetV1Config', 'vit', {}, 'image'),
+    ('mobilenet-v2', 'MobileNetV2Model', 'MobileNetV2Config', 'vit', {}, 'image'),
+    # (its last pooling: AvgPool2d(2560, ceil_mode=True) over a 1x1 map; over 5 minutes on the emulator)
+    ('efficientnet', 'EfficientNetModel', 'EfficientNetConfig', 'vit', {}, 'image'),
 ]
 
 
