@@ -192,9 +192,41 @@ TIMM = [
     ('selecsls42b', 'selecsls', 32, False, None),
     ('xception41', 'xception', 32, False, None),
     ('inception_v3', 'inception-v3', 96, False, None),
+    # Added 2026-11-29: one model of each timm module the list lacked (each mapped at its default
+    # resolution and at the emulator's; not yet measured on a GPU).
+    ('cpubone_s0', 'cpubone', 64, False, None),
+    ('csatv2', 'csatv2', 64, False, None),
+    ('cspnext_s', 'cspnext', 64, False, None),
+    ('deepseek_vit_412m', 'deepseek_vit', 224, False, None),
+    ('efficientvim_m1', 'efficientvim', 64, False, None),
+    ('gemma4_vit_167m', 'gemma4_vit', 64, False, None),
+    ('hieradet_small', 'hieradet (sam2)', 64, False, None),
+    ('iformer_s', 'iformer', 64, False, None),
+    ('inception_resnet_v2', 'inception-resnet-v2', 299, False, None),
+    ('inception_v4', 'inception-v4', 299, False, None),
+    ('lcnetv2_small', 'lcnetv2', 64, False, None),
+    ('lowformer_b0', 'lowformer', 64, False, None),
+    ('mobilenetv5_300m', 'mobilenetv5', 64, False, None),
+    ('naflexvit_base_patch16_siglip', 'naflexvit', 64, False, None),
+    ('nasnetalarge', 'nasnet', 64, False, None),
+    ('pnasnet5large', 'pnasnet', 64, False, None),
+    ('qwen3_vit_88m', 'qwen3_vit', 64, False, None),
+    ('resnest14d', 'resnest', 64, False, None),
+    ('legacy_senet154', 'senet (legacy)', 64, False, None),
+    ('swiftformer_s', 'swiftformer', 64, False, None),
+    ('vgg11', 'vgg', 64, False, None),
+    ('vit_base_r26_s32_224', 'vit (hybrid)', 224, False, None),
+    ('samvit_base_patch16', 'vit (sam)', 64, False, None),
+    ('vitamin_small_224', 'vitamin', 224, False, None),
+    ('bat_resnext26ts', 'non-local attention (bat)', 256, False, None),
+    ('legacy_xception', 'xception (legacy)', 64, False, None),
 ]
 TIMM_HEAVY_SMALL = {'efficientformer_l1', 'halonet26t', 'beit_base_patch16_224', 'convmixer_768_32',
-                    'dm_nfnet_f0', 'tresnet_m', 'inception_v3'}
+                    'dm_nfnet_f0', 'tresnet_m', 'inception_v3',
+                    # (2026-11-29: large models, or emulator inputs of 224 or more)
+                    'deepseek_vit_412m', 'gemma4_vit_167m', 'inception_resnet_v2', 'inception_v4', 'mobilenetv5_300m',
+                    'naflexvit_base_patch16_siglip', 'nasnetalarge', 'pnasnet5large', 'legacy_senet154',
+                    'vit_base_r26_s32_224', 'samvit_base_patch16', 'vitamin_small_224', 'bat_resnext26ts'}
 
 
 def _timm_entry(name, family, small_size, img_size_arg, full_size):
