@@ -5,6 +5,7 @@ import operator
 
 import pytest
 import torch
+import numpy as np
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -89,6 +90,12 @@ CASES = {
     # windows longer than the input under ceil_mode (transformers' EfficientNet: AvgPool2d(2560, ceil_mode=True) on 1x1)
     'pool_window_past_input': (lambda a: F.avg_pool2d(a, 5, ceil_mode=True) + F.max_pool2d(a, (5, 4), ceil_mode=True)
                                + nn.AvgPool2d(2560, ceil_mode=True)(a[..., :1, :1]), [r(2, 3, 3, 3)]),
+    # NumPy scalars (CTRL's `inputs_embeds *= np.sqrt(d_model)`: dynamo makes a 0-d float64 tensor of it) and
+    # 0-d tensors do not raise the dtype of a tensor with dimensions: f32 results, as in eager
+    'numpy_scalars': (lambda a, w, i: F.layer_norm(a * np.sqrt(64) + np.float32(1.5) * a - np.float64(0.5)
+                                                   + a * torch.tensor(2.0, dtype=torch.float64, device=a.device)
+                                                   + (i * torch.tensor(3, device=a.device)).float(), (6,), w),
+                      [r(3, 6), r(6), torch.arange(6, dtype=torch.int32, device=DEVICE)]),
     'masked_isnan': (lambda a: a.masked_fill(a > 1, 0.0) + torch.isnan(a).float() + torch.where(a < 0, 1.0, a), [r(4, 7)]),
     'cast_to': (lambda a: (a.half().float() + a.to(torch.float16).to(torch.float32)), [r(3, 8)]),
     'conv1d': (lambda a, w, b: F.conv1d(a, w, b, stride=2, padding=1) + F.conv1d(a, w, padding='same')[..., ::2]

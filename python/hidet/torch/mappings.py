@@ -52,8 +52,26 @@ def _is_bool(v):
     return isinstance(v, bool) or (isinstance(v, Tensor) and v.dtype == 'bool')
 
 
+def _category(dtype):
+    return 0 if dtype == 'bool' else 2 if dtype.startswith('float') or dtype == 'bfloat16' else 1
+
+
+def _zero_dim_promotion(a, b):
+    """PyTorch's promotion of a 0-d tensor against a tensor with dimensions: of the same category
+    or a lower one (bool < integer < floating), it takes the other's dtype (f32[3, 6] * f64[] is
+    f32: the 0-d float64 that dynamo makes of `np.sqrt(64)`, CTRL's scale)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and (a.ndim == 0) != (b.ndim == 0) and a.dtype != b.dtype:
+        z, d = (a, b) if a.ndim == 0 else (b, a)
+        if _category(z.dtype) <= _category(d.dtype):
+            z = ops.cast(z, d.dtype)
+            return (z, d) if a.ndim == 0 else (d, z)
+    return a, b
+
+
 def arithmetic(op, a, b):
-    """op(a, b) with PyTorch's rule for two booleans: add is or, mul is and (a bool result)."""
+    """op(a, b) with PyTorch's rule for two booleans (add is or, mul is and: a bool result) and
+    for 0-d tensors (_zero_dim_promotion)."""
+    a, b = _zero_dim_promotion(a, b)
     if _is_bool(a) and _is_bool(b) and (isinstance(a, Tensor) or isinstance(b, Tensor)):
         if op is ops.add:
             return ops.logical_or(*_bool_tensors(a, b))
