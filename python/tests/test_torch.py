@@ -90,8 +90,8 @@ CASES = {
     # windows longer than the input under ceil_mode (transformers' EfficientNet: AvgPool2d(2560, ceil_mode=True) on 1x1)
     'pool_window_past_input': (lambda a: F.avg_pool2d(a, 5, ceil_mode=True) + F.max_pool2d(a, (5, 4), ceil_mode=True)
                                + nn.AvgPool2d(2560, ceil_mode=True)(a[..., :1, :1]), [r(2, 3, 3, 3)]),
-    # NumPy scalars (CTRL's `inputs_embeds *= np.sqrt(d_model)`: dynamo makes a 0-d float64 tensor of it) and
-    # 0-d tensors do not raise the dtype of a tensor with dimensions: f32 results, as in eager
+    # 0-d tensors do not raise the dtype of a tensor with dimensions (CTRL's `inputs_embeds *= np.sqrt(d_model)`:
+    # dynamo makes a 0-d float64 tensor of the NumPy scalar): f32 results, as in eager
     'numpy_scalars': (lambda a, w, i: F.layer_norm(a * np.sqrt(64) + np.float32(1.5) * a - np.float64(0.5)
                                                    + a * torch.tensor(2.0, dtype=torch.float64, device=a.device)
                                                    + (i * torch.tensor(3, device=a.device)).float(), (6,), w),

@@ -33,17 +33,6 @@ _tracing_inputs = []  # the symbolic graph inputs of the trace in progress (see 
 _symbol_aliases = []
 
 
-
-try:
-    from numpy import generic as _numpy_scalar
-except ImportError:  # (NumPy is optional)
-    _numpy_scalar = ()
-
-
-def _python_scalar(v):
-    """A NumPy scalar (np.float64(8.0)) as its Python value; anything else as it is."""
-    return v.item() if isinstance(v, _numpy_scalar) else v
-
 def symbolic_inputs():
     """The symbolic inputs of the graph being traced: mappings that create a tensor of a symbolic
     extent (arange(s1)) give them to the operator, whose extents bind the symbols."""
@@ -459,9 +448,7 @@ class Interpreter:
                         f"does not compute (used by {'the output' if user is None else repr(user.name)}); "
                         'let PyTorch run it with hidet.torch.dynamo_config.fallback_to_torch(True)')
                 return v
-            # NumPy scalars among the constants (CTRL's `x *= np.sqrt(d)`) as the Python scalars
-            # PyTorch treats them as: a float64 one would otherwise promote f32 tensors to f64.
-            return torch.fx.node.map_aggregate(torch.fx.node.map_arg(a, value), _python_scalar)
+            return torch.fx.node.map_arg(a, value)
 
         output = None
         missing, missing_nodes, details = [], [], {}

@@ -391,14 +391,12 @@ HIDET_INLINE Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
   if (attn_mask) {
     // A mask broadcast over the queries or the keys, as PyTorch allows (a padding mask [B, 1, 1,
     // Skv]: BERT's extended attention mask, LayoutLM's; or [Skv]): expanded to [..., Sq, Skv].
-    const auto &ms = attn_mask->shape();
+    const Shape &ms = attn_mask->shape();
     const std::size_t r = ms.size();
-    if (r >= 1 && r <= 4 && (ms.back() == 1 || ms.back() == Skv) && (r == 1 || ms[r - 2] == 1 || ms[r - 2] == Sq) &&
-        (r == 1 || (ms[r - 2] == 1 && Sq != 1) || (ms.back() == 1 && Skv != 1))) {
-      Shape full = ms;
-      if (r == 1) full.insert(full.begin(), 1);
+    if (r >= 1 && r <= 4 && (ms.back() == 1 || ms.back() == Skv) && (r == 1 || ms[r - 2] == 1 || ms[r - 2] == Sq)) {
+      Shape full = r == 1 ? Shape{Sq, Skv} : ms;
       full[full.size() - 2] = Sq, full.back() = Skv;
-      return attention(q, k, v, broadcast_to(*attn_mask, full), is_causal, scale, heads_last);
+      if (full != ms) return attention(q, k, v, broadcast_to(*attn_mask, full), is_causal, scale, heads_last);
     }
   }
   std::optional<Tensor> mask;
