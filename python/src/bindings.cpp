@@ -556,6 +556,7 @@ NB_MODULE(_C, m) {
   HIDET_PY_UNARY(log10)
   HIDET_PY_UNARY(exp2)
   HIDET_PY_UNARY(erfinv)
+  HIDET_PY_UNARY(erfc)
   HIDET_PY_UNARY(trunc)
   HIDET_PY_UNARY(sign)
   HIDET_PY_UNARY(bitwise_not)

@@ -1453,6 +1453,17 @@ def test_functions_of_several_steps_round_once_in_half_precision():
     torch._dynamo.reset()
     assert_close(torch.compile(lambda a: torch.log1p(a) + torch.expm1(a) * 0.5, backend='hidet')(tiny),
                  torch.log1p(tiny) + torch.expm1(tiny) * 0.5, atol=0, rtol=1e-5)
+    # erfc of 3 to 8 (values 2e-5 to 1e-29): relative accuracy where 1 - erf(x) is all rounding;
+    # GELU far left, whose 0.5 x (1 + erf(x / sqrt 2)) PyTorch computes with that cancellation.
+    tail = torch.linspace(3, 8, 11, device=DEVICE)
+    torch._dynamo.reset()
+    assert_close(torch.compile(lambda a: torch.erfc(a) + torch.special.erfc(a), backend='hidet')(tail),
+                 2 * torch.erfc(tail.double()).float(), atol=0, rtol=2e-5)
+    left = torch.linspace(-9, -3, 13, device=DEVICE)
+    torch._dynamo.reset()
+    got = torch.compile(lambda a: F.gelu(a), backend='hidet')(left).double()
+    want = 0.5 * left.double() * torch.erfc(-left.double() / 2 ** 0.5)
+    assert ((got - want).abs() / want.abs()).max().item() < 2e-5
 
 
 def test_associative_scan_higher_order_operator():

@@ -55,6 +55,7 @@ SAMPLES = [
     ('sinh', lambda x: aten.sinh.default(x), (_r(3, 5),)),
     ('tan', lambda x: aten.tan.default(x), (_r(3, 5, lo=-1, hi=1),)),
     ('expm1', lambda x: aten.expm1.default(x), (_r(3, 5, lo=-1e-3, hi=1e-3),)),
+    ('erfc', lambda x: aten.erfc.default(x), (_r(3, 5, lo=-2, hi=3),)),
     ('log1p', lambda x: aten.log1p.default(x), (_r(3, 5, lo=-1e-3, hi=1e-3),)),
     ('log2', lambda x: aten.log2.default(x), (_r(3, 5, lo=0.1, hi=4),)),
     ('log10', lambda x: aten.log10.default(x), (_r(3, 5, lo=0.1, hi=4),)),

@@ -164,6 +164,13 @@ TEST_CASE("math intrinsics per dtype") {
   CHECK(has(one(Intrinsic::Round, dtypes::f16), "__float2half_rn(roundf(__half2float(x)))"));
   CHECK(has(one(Intrinsic::Tan, dtypes::f32), "out[0] = tanf(x);"));
   CHECK(has(one(Intrinsic::Erfinv, dtypes::f64), "out[0] = erfinv(x);"));
+  // erfc: the branch-free helper in f32 (halves through f32), defined once; f64 the library's
+  std::string ec = one(Intrinsic::Erfc, dtypes::f16);
+  CHECK(has(ec, "out[0] = __float2half_rn(hidet_erfc(__half2float(x)));"));
+  CHECK(has(ec, "static __device__ __forceinline__ float hidet_erfc(float z)"));
+  CHECK(has(one(Intrinsic::Erfc, dtypes::f32), "out[0] = hidet_erfc(x);"));
+  CHECK(has(one(Intrinsic::Erfc, dtypes::f64), "out[0] = erfc(x);"));
+  CHECK_FALSE(has(one(Intrinsic::Erfc, dtypes::f64), "hidet_erfc"));
   CHECK(has(one(Intrinsic::Atan2, dtypes::f32, 2), "out[0] = atan2f(x, x);"));
   CHECK(has(one(Intrinsic::Fmod, dtypes::bf16, 2),
             "out[0] = __float2bfloat16_rn(fmodf(__bfloat162float(x), __bfloat162float(x)));"));

@@ -231,6 +231,7 @@ TEST_CASE("float math: trig, hyperbolic, log/exp variants, erfinv, trunc, sign o
       {"log10", [](const Tensor &x) { return o::log10(x); }, [](double v) { return std::log10(v); }, 0.1, 50},
       {"exp2", [](const Tensor &x) { return o::exp2(x); }, [](double v) { return std::exp2(v); }, -4, 4},
       {"erfinv", [](const Tensor &x) { return o::erfinv(x); }, erfinv_ref, -0.99, 0.99, {1, -1, 0}},
+      {"erfc", [](const Tensor &x) { return o::erfc(x); }, [](double v) { return std::erfc(v); }, -3, 4, {0, -0.0}},
       {"trunc", [](const Tensor &x) { return o::trunc(x); }, [](double v) { return std::trunc(v); }, -5, 5, {-0.5}},
       {"sign", [](const Tensor &x) { return o::sign(x); }, sign_ref, -2, 2, {nan, -0.0, 0}},
   };
@@ -270,6 +271,49 @@ TEST_CASE("float math: trig, hyperbolic, log/exp variants, erfinv, trunc, sign o
   Tensor xb = make({5}, dtypes::boolean);
   CHECK(o::sign(xb).data_ptr() == xb.data_ptr());
   expect_error([&] { (void)o::erfinv(xb); }, {"erfinv: dtype bool is not supported", "(5,)"});
+}
+
+TEST_CASE("erfc and gelu: relative accuracy into the tails, special values") {
+  // On a GPU erfc is a fitted branch-free helper (codegen_intrinsics.ipp; GELU calls it): its
+  // relative error stays below 1e-5 wherever erfc is above f32's smallest normal, where 1 - erf
+  // would have lost every digit past z = 4. 4096 points over [-4, 9.5] plus the specials.
+  const std::int64_t n = 4096;
+  std::vector<double> zv(n);
+  for (std::int64_t i = 0; i < n; ++i) zv[std::size_t(i)] = -4.0 + 13.5 * double(i) / double(n - 1);
+  zv[0] = 0, zv[1] = -0.0, zv[2] = INFINITY, zv[3] = -INFINITY, zv[4] = std::nan("");
+  // the points as f32 (the reference takes the rounded inputs)
+  auto z32 = asarray(zv, {n}, dtypes::f32).to_double_vector();
+  auto got = o::erfc(asarray(z32, {n}, dtypes::f32)).to_double_vector();
+  double worst = 0, at = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    double z = z32[std::size_t(i)], g = got[std::size_t(i)], want = std::erfc(z);
+    if (std::isnan(z)) {
+      CHECK(std::isnan(g));
+      continue;
+    }
+    if (want < 1.2e-38) { // past f32's normal range: flushed to zero or a tiny value
+      CHECK(std::abs(g) < 1e-37);
+      continue;
+    }
+    double rel = std::abs(g / want - 1);
+    if (rel > worst) worst = rel, at = z;
+  }
+  INFO("worst relative error " << worst << " at z = " << at);
+  CHECK(worst < 1e-5);
+  // GELU: 0.5 x erfc(-x / sqrt(2)), relative to the double reference (x < -4 included, where
+  // 0.5 x (1 + erf(x / sqrt 2)) in f32 would be mostly rounding error).
+  auto x32 = asarray(zv, {n}, dtypes::f32).to_double_vector();
+  for (double &x : x32) x = std::isfinite(x) ? x * 0.9 - 1.5 : 0.5;
+  auto gg = o::gelu(asarray(x32, {n}, dtypes::f32)).to_double_vector();
+  double gworst = 0, gat = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    double x = x32[std::size_t(i)], want = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    if (std::abs(want) < 1e-30) continue;
+    double rel = std::abs(gg[std::size_t(i)] / want - 1);
+    if (rel > gworst) gworst = rel, gat = x;
+  }
+  INFO("gelu: worst relative error " << gworst << " at x = " << gat);
+  CHECK(gworst < 2e-5);
 }
 
 TEST_CASE("atan2, fmod, remainder, floor_divide: broadcasting, signs, zeros, floats and integers") {

@@ -18,6 +18,7 @@ namespace hidet::ir {
   X(Trunc, "trunc") X(Tan, "tan") X(Asin, "asin") X(Acos, "acos") X(Atan, "atan")                  \
   X(Atan2, "atan2") X(Sinh, "sinh") X(Cosh, "cosh") X(Asinh, "asinh") X(Acosh, "acosh")            \
   X(Atanh, "atanh") X(Log1p, "log1p") X(Expm1, "expm1") X(Log10, "log10") X(Erfinv, "erfinv")      \
+  X(Erfc, "erfc")                                                                                  \
   X(Fmod, "fmod") /* floats only: C fmod, the sign of the dividend */                              \
   X(IsNan, "isnan")                                                                                \
   /* barriers */                                                                                   \

@@ -130,7 +130,7 @@ HIDET_MATH1(round, Round) HIDET_MATH1(trunc, Trunc) HIDET_MATH1(tan, Tan) HIDET_
 HIDET_MATH1(acos, Acos) HIDET_MATH1(atan, Atan) HIDET_MATH1(sinh, Sinh) HIDET_MATH1(cosh, Cosh)
 HIDET_MATH1(asinh, Asinh) HIDET_MATH1(acosh, Acosh) HIDET_MATH1(atanh, Atanh)
 HIDET_MATH1(log1p, Log1p) HIDET_MATH1(expm1, Expm1) HIDET_MATH1(log10, Log10)
-HIDET_MATH1(erfinv, Erfinv)
+HIDET_MATH1(erfinv, Erfinv) HIDET_MATH1(erfc, Erfc)
 #undef HIDET_MATH1
 
 /// isnan(x) -> bool

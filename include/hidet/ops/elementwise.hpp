@@ -91,6 +91,7 @@ HIDET_FLOAT_UNARY(log2)
 HIDET_FLOAT_UNARY(log10)
 HIDET_FLOAT_UNARY(exp2)
 HIDET_FLOAT_UNARY(erfinv)
+HIDET_FLOAT_UNARY(erfc)
 #undef HIDET_FLOAT_UNARY
 
 #define HIDET_SAME_UNARY(fname)                                                                    \

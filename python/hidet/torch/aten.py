@@ -122,9 +122,9 @@ def _unary(name, op=None):
     register_aten(getattr(aten, name).default)(lambda self: fn(self))
 
 
-for _name in ['abs', 'acos', 'acosh', 'asin', 'asinh', 'atan', 'atanh', 'ceil', 'cos', 'cosh', 'erf', 'exp',
-              'expm1', 'floor', 'isnan', 'log', 'log10', 'log1p', 'log2', 'logical_not', 'neg', 'reciprocal', 'relu',
-              'rsqrt', 'sigmoid', 'sign', 'sin', 'sinh', 'sqrt', 'tan', 'tanh', 'trunc', 'bitwise_not']:
+for _name in ['abs', 'acos', 'acosh', 'asin', 'asinh', 'atan', 'atanh', 'ceil', 'cos', 'cosh', 'erf', 'erfc',
+              'exp', 'expm1', 'floor', 'isnan', 'log', 'log10', 'log1p', 'log2', 'logical_not', 'neg', 'reciprocal',
+              'relu', 'rsqrt', 'sigmoid', 'sign', 'sin', 'sinh', 'sqrt', 'tan', 'tanh', 'trunc', 'bitwise_not']:
     _unary(_name)
 register_aten(aten.isinf.default)(lambda self: ops.eq(ops.abs(self), math.inf))
 

@@ -830,6 +830,12 @@ def torch_expm1(x, *, out=None):
     return ops.expm1(x)
 
 
+@register_function(torch.erfc, torch.special.erfc)
+@register_method('erfc')
+def torch_erfc(x, *, out=None):
+    return ops.erfc(x)  # 1 - erf(x) would lose the digits of a small erfc (x > 2)
+
+
 @register_function(torch.sign)
 @register_method('sign')
 def torch_sign(x, *, out=None):

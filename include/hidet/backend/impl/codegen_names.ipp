@@ -37,9 +37,9 @@ HIDET_INLINE bool is_reserved_cuda_name(std::string_view s) {
       "hfloor", "hceil", "hrint", "signbit", "trunc", "truncf", "htrunc", "tan", "tanf", "asin",
       "asinf", "acos", "acosf", "atan", "atanf", "atan2", "atan2f", "sinh", "sinhf", "cosh",
       "coshf", "asinh", "asinhf", "acosh", "acoshf", "atanh", "atanhf", "log1p", "log1pf", "expm1",
-      "expm1f", "log10", "log10f", "erfinv", "erfinvf",
+      "expm1f", "log10", "log10f", "erfinv", "erfinvf", "erfc", "erfcf",
       // names of the prelude
-      "hidet_dynamic_smem", "hidet_atomic_rmw", "hidet_exp_ftz"};
+      "hidet_dynamic_smem", "hidet_atomic_rmw", "hidet_exp_ftz", "hidet_erfc"};
   static const std::unordered_set<std::string_view> words(std::begin(list), std::end(list));
   if (words.count(s))
     return true;

@@ -243,6 +243,7 @@ HIDET_FLOAT_UNARY(log2, lang::log2(v))
 HIDET_FLOAT_UNARY(log10, lang::log10(v))
 HIDET_FLOAT_UNARY(exp2, lang::exp2(v))
 HIDET_FLOAT_UNARY(erfinv, lang::erfinv(v))
+HIDET_FLOAT_UNARY(erfc, lang::erfc(v))
 #undef HIDET_FLOAT_UNARY
 
 #define HIDET_SAME_UNARY(fname, body)                                                              \
@@ -303,7 +304,9 @@ HIDET_INLINE Tensor gelu(const Tensor &x, bool approximate_tanh) {
   detail::require_float("gelu", x);
   return detail::unary("gelu", x, compute_dtype(x.dtype()), x.dtype(), [approximate_tanh](Expr v) {
     if (approximate_tanh) return Expr(0.5f * v * (1.0f + lang::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v))));
-    return Expr(0.5f * v * (1.0f + lang::erf(v * 0.7071067811865476f)));
+    // 0.5 x (1 + erf(x / sqrt(2))) as 0.5 x erfc(-x / sqrt(2)): one branch-free helper on the GPU
+    // (see erfc in backend/impl/codegen_intrinsics.ipp), and no cancellation in 1 + erf for x < 0.
+    return Expr(0.5f * v * lang::erfc(v * -0.7071067811865476f));
   }, str_cat("approximate_tanh=", approximate_tanh));
 }
 
