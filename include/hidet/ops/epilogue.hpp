@@ -89,6 +89,10 @@ void check_epilogue(const char *op, const Epilogue &e, const Shape &shape, DataT
 /// Runs the epilogue on its own (one task kernel): its output from x, the anchor's output, and
 /// `extras` (for anchors that no template served).
 Tensor apply_epilogue(const Epilogue &e, const Tensor &x, const std::vector<Tensor> &extras);
+/// The calls of math functions that take more than a few instructions (exp, erf/erfc, tanh, log,
+/// pow, sin, ...; not abs, min, max, fma, floor, ceil, round, trunc, isnan) that the epilogue
+/// evaluates per output element: templates weigh what their epilogue costs with it (GELU: 1).
+int epilogue_math_calls(const Epilogue &e);
 /// "fused_graph=FlowGraph(Matmul, Add, Gelu), anchor=0": the attributes of a fused anchor node.
 std::string fused_attrs(const std::string &anchor, const Epilogue &e);
 

@@ -279,7 +279,7 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
       add_mma(tiles64 >= 64 ? MatmulF16Config{2, 2, 32, 32, 64, 4, 1} : MatmulF16Config{1, 2, 32, 32, 64, 4, 1});
       if (space == 0 && !out.empty()) return out;
     }
-    add_wgmma(matmul_wgmma_heuristic_config(mb, n, k, sms));
+    add_wgmma(matmul_wgmma_heuristic_config(mb, n, k, sms, epi ? epilogue_math_calls(*epi) : 0));
     if (space == 0) return out;
     const int k_tiles = lang::ceil_div(k, MatmulWgmmaConfig::block_k);
     struct Shape {

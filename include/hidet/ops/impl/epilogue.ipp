@@ -7,6 +7,7 @@
 #include <set>
 
 #include "hidet/ir/equal.hpp"
+#include "hidet/ir/functor.hpp"
 #include "hidet/ir/layout.hpp"
 #include "hidet/lang/primitives/memory.hpp"
 #include "hidet/transforms/simplify.hpp"
@@ -508,6 +509,33 @@ HIDET_INLINE std::vector<lang::ParamSpec> EpilogueEmitter::param_specs(const Epi
 }
 
 } // namespace detail
+
+HIDET_INLINE int epilogue_math_calls(const Epilogue &e) {
+  struct Count : ir::IRVisitor {
+    int calls = 0;
+    void visit_Call(const ir::CallNode *c) override {
+      using I = ir::Intrinsic;
+      switch (c->op) {
+      case I::Abs: case I::Min: case I::Max: case I::Fma: case I::Floor: case I::Ceil: case I::Round:
+      case I::Trunc: case I::IsNan:
+        break;
+      default:
+        calls += ir::is_math_intrinsic(c->op);
+      }
+      ir::IRVisitor::visit_Call(c);
+    }
+  } count;
+  std::set<const TensorNode *> seen;
+  std::vector<const TensorNode *> todo{&e.out.node()};
+  while (!todo.empty()) {
+    const TensorNode *n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n).second || n->kind == TensorNode::Kind::Input) continue;
+    if (n->value) count.visit(n->value);
+    for (const auto &d : n->deps) todo.push_back(d.get());
+  }
+  return count.calls;
+}
 
 } // namespace hidet::ops
 

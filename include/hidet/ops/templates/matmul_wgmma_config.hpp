@@ -143,7 +143,14 @@ inline BuildOptions matmul_wgmma_build_options() {
 /// measured on an H200 with per-tile timestamps (docs/notes/matmul_wgmma.md: BERT-base's
 /// products at batch 16, squares from 1024 to 8192). Then k is split while the blocks still
 /// fit half the GPU and each slice keeps at least 8 k tiles.
-inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int num_sms) {
+/// `epilogue_math_calls`: the fused epilogue's costly math calls per element
+/// (ops::epilogue_math_calls). Each adds about 30 ns per tile for every output element that a
+/// consumer thread evaluates (block_m x block_n / (128 consumers)): measured with a GELU (one
+/// erfc) on an H200, 29 to 35 ns over four tile shapes, where the tensor cores wait
+/// (docs/notes/matmul_wgmma.md, "GELU epilogues"). Tiles of one consumer warpgroup then lose:
+/// ViT-B/16's MLP product at batch 16 (3152 x 3072 x 768) + GELU took 48.7 us on 64 x 256 tiles
+/// and 36.3 on 128 x 128 tiles of two consumers (26.2 and 26.0 bare).
+inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int num_sms, int epilogue_math_calls = 0) {
   struct Candidate {
     MatmulWgmmaConfig cfg;
     double fixed_us, per_k_tile_us;
@@ -164,7 +171,8 @@ inline MatmulWgmmaConfig matmul_wgmma_heuristic_config(int m, int n, int k, int 
   double best = 1e300;
   for (const auto &cand : candidates) {
     double waves = double(lang::ceil_div(tiles(cand.cfg), std::int64_t(std::max(1, num_sms))));
-    double t = waves * (cand.fixed_us + k_tiles * cand.per_k_tile_us);
+    const double per_thread = double(cand.cfg.block_m()) * cand.cfg.block_n / (128.0 * cand.cfg.consumers);
+    double t = waves * (cand.fixed_us + k_tiles * cand.per_k_tile_us + 0.030 * epilogue_math_calls * per_thread);
     if (t < best) best = t, c = cand.cfg;
   }
   // Split k while the blocks still fit one wave and each keeps at least 8 k tiles: a split pays
