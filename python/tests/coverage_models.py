@@ -1,4 +1,5 @@
-"""The coverage suite's models (issue 40): every torchvision classification and segmentation model,
+"""The coverage suite's models (issue 40): every torchvision classification, segmentation, video and
+optical-flow model,
 a broad list of timm families and of transformers families with tiny configs, all with random
 weights (nothing is downloaded). `entries()` returns them as `Entry` rows; `coverage_runner.py`
 runs one row through eager PyTorch and torch.compile(backend='hidet').
@@ -36,7 +37,7 @@ class Entry:
 
 
 # ---------------------------------------------------------------------------------------------
-# torchvision: every model of torchvision.models and torchvision.models.segmentation.
+# torchvision: every model of torchvision.models, .segmentation, .video and .optical_flow.
 # (GPU resolution, emulator resolution) where the default (224, 32) does not apply.
 TORCHVISION_SIZES = {
     'alexnet': (224, 64),  # three max pools of 3x3 stride 2 after a stride-4 stem
@@ -58,13 +59,21 @@ TORCHVISION_HEAVY_SMALL = {
     'efficientnet_b6', 'efficientnet_v2_l', 'resnext101_64x4d', 'resnext101_32x8d', 'wide_resnet101_2',
     'convnext_large', 'swin_v2_b', 'swin_b', 'inception_v3', 'deeplabv3_resnet101', 'fcn_resnet101',
 }
+# Video models: (frames, GPU resolution) of a clip [1, 3, frames, size, size] (the emulator's: 4 frames
+# of 32x32 where the model allows); every one is heavy on the emulator (3-D convolutions, 16-frame
+# clips for MViT and S3D). Optical flow (RAFT): two 224x224 images (128x128 on the emulator, its least).
+TORCHVISION_VIDEO = {'mvit_v1_b': (16, 224), 'mvit_v2_s': (16, 224), 's3d': (16, 224), 'swin3d_t': (8, 224),
+                     'swin3d_s': (8, 224), 'swin3d_b': (8, 224)}
 
 
 def _torchvision_names():
     import torchvision.models as tvm
     classification = tvm.list_models(module=tvm)
     segmentation = tvm.list_models(module=tvm.segmentation)
-    return [(n, 'classification') for n in classification] + [(n, 'segmentation') for n in segmentation]
+    video = tvm.list_models(module=tvm.video)
+    flow = tvm.list_models(module=tvm.optical_flow)
+    return ([(n, 'classification') for n in classification] + [(n, 'segmentation') for n in segmentation] +
+            [(n, 'video') for n in video] + [(n, 'flow') for n in flow])
 
 
 def _torchvision_entry(name, task):
@@ -80,10 +89,20 @@ def _torchvision_entry(name, task):
         return torchvision.models.get_model(name, **kwargs)
 
     def inputs(small, batch=None):
+        if task == 'video':
+            frames, size = TORCHVISION_VIDEO.get(name, (16, 112))
+            if small and name not in TORCHVISION_VIDEO:  # MViT's and Swin3D's shapes are fixed by their patches
+                frames, size = 4, 32
+            g = torch.Generator().manual_seed(frames * size)
+            return [torch.randn(batch or 1, 3, frames, size, size, generator=g)], {}
+        if task == 'flow':  # two frames
+            size = 128 if small else 224  # its correlation pyramid needs 128
+            return [_image(batch or 1, size), _image(batch or 1, size) * 0.5], {}
         return [_image(batch or 1, small_size if small else full)], {}
 
     family = 'wide_resnet' if name.startswith('wide_') else name.split('_')[0].rstrip('0123456789')
-    return Entry(f'torchvision/{name}', 'torchvision', family, make, inputs, name in TORCHVISION_HEAVY_SMALL)
+    heavy = name in TORCHVISION_HEAVY_SMALL or task == 'video'
+    return Entry(f'torchvision/{name}', 'torchvision', family, make, inputs, heavy)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -87,6 +87,19 @@ CASES = {
                                        [r(3, 6)]),
     'adaptive_max_pool': (lambda a: F.adaptive_max_pool2d(a, (3, 4)) + F.adaptive_max_pool2d(a, 1)
                           + F.adaptive_max_pool2d(a[0], (3, None))[..., :4], [r(2, 3, 7, 10)]),
+    # 3-D pooling (torchvision's video models, S3D, MViT) as two 2-D poolings: padding, stride, dilation,
+    # ceil_mode, count_include_pad, adaptive sizes with None, an unbatched input
+    'pools_3d': (lambda a: F.max_pool3d(a, (3, 3, 2), (2, 1, 2), (1, 1, 0), dilation=(1, 2, 1), ceil_mode=True)[..., :2, :3, :3]
+                 + F.avg_pool3d(a, 3, 2, 1, ceil_mode=True, count_include_pad=False)[..., :2, :3, :3]
+                 + F.avg_pool3d(a, (2, 3, 3), (2, 2, 2), (1, 1, 1))[..., :2, :3, :3]
+                 + F.adaptive_avg_pool3d(a, (3, None, 4))[..., :2, :3, :3] + F.adaptive_max_pool3d(a, 1)
+                 + nn.MaxPool3d(2)(a)[..., :2, :3, :3] + F.adaptive_avg_pool3d(a[0], 2)[:, :1, :1, :1],
+                 [r(2, 3, 5, 6, 7)]),
+    # grid_sample (RAFT, deformable attention): every padding mode and both alignments, bilinear and nearest, with
+    # points outside the input (the grid spans [-1.3, 1.3])
+    'grid_sample': (lambda a, g: sum(F.grid_sample(a, g, mode, pad, align_corners=align)
+                                     for mode in ('bilinear', 'nearest') for pad in ('zeros', 'border', 'reflection')
+                                     for align in (False, True)), [r(2, 3, 5, 7), r(2, 4, 6, 2) * 1.3]),
     # windows longer than the input under ceil_mode (transformers' EfficientNet: AvgPool2d(2560, ceil_mode=True) on 1x1)
     'pool_window_past_input': (lambda a: F.avg_pool2d(a, 5, ceil_mode=True) + F.max_pool2d(a, (5, 4), ceil_mode=True)
                                + nn.AvgPool2d(2560, ceil_mode=True)(a[..., :1, :1]), [r(2, 3, 3, 3)]),

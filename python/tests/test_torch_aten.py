@@ -111,6 +111,15 @@ SAMPLES = [
     ('replication_pad2d', lambda x: aten.replication_pad2d.default(x, [2, 1, 1, 2]), (_r(1, 2, 4, 5),)),
     ('cdist', lambda a, b: aten._cdist_forward.default(a, b, 2.0, None), (_r(2, 3, 4), _r(2, 5, 4))),
     ('upsample_nearest2d', lambda x: aten.upsample_nearest2d.vec(x, [6, 4], None), (_r(1, 2, 3, 2),)),
+    ('grid_sampler_2d', lambda x, g: aten.grid_sampler_2d.default(x, g, 0, 2, False),
+     (_r(1, 2, 4, 5), _r(1, 3, 3, 2, lo=-1.2, hi=1.2))),
+    ('max_pool3d', lambda x: aten.max_pool3d_with_indices.default(x, [3, 2, 2], [2, 1, 2], [1, 0, 1])[0],
+     (_r(1, 2, 5, 4, 5),)),
+    ('avg_pool3d', lambda x: aten.avg_pool3d.default(x, [2, 3, 2], [2, 2, 1], [1, 1, 0], True, False),
+     (_r(1, 2, 5, 4, 5),)),
+    ('adaptive_pool3d', lambda x: aten.add.Tensor(aten._adaptive_avg_pool3d.default(x, [2, 3, 1]),
+                                                  aten.adaptive_max_pool3d.default(x, [2, 3, 1])[0]),
+     (_r(1, 2, 5, 4, 5),)),
     ('full_like', lambda x: aten.add.Tensor(x, aten.full_like.default(x, 3)), (_r(2, 3),)),
     ('arange', lambda x: aten.add.Tensor(x, aten.arange.start_step(2, 7, 1, device=x.device)), (_r(5),)),
 ]
@@ -119,7 +128,7 @@ SAMPLES = [
 EMULATOR_SUBSET = {'acosh', 'expm1', 'sign', 'round_decimals', 'mul_bool', 'remainder_int', 'bitwise_and',
                    'logical_xor', 'max_dim', 'repeat', 'constant_pad_nd', 'as_strided', 'diagonal', 'slice_step',
                    'index_tensor', 'slice_scatter_step', 'masked_scatter', 'scatter_add', 'index_put_acc', 'topk',
-                   'reflection_pad2d', 'cdist'}
+                   'reflection_pad2d', 'cdist', 'avg_pool3d', 'grid_sampler_2d'}
 
 
 def _to_device(v):

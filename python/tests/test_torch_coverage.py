@@ -106,7 +106,9 @@ def test_the_list_covers_every_torchvision_model_and_broad_families():
     assert len(names) == len(set(names)), 'row names are unique'
     models = torchvision.models
     listed = {n.split('/', 1)[1] for n in names if n.startswith('torchvision/')}
-    every = set(models.list_models(module=models)) | set(models.list_models(module=models.segmentation))
+    every = set()
+    for module in (models, models.segmentation, models.video, models.optical_flow):
+        every |= set(models.list_models(module=module))
     assert every <= listed, f'torchvision models missing from the list: {sorted(every - listed)}'
     assert len({e.family for e in rows if e.source == 'timm'}) >= 25
     assert len({e.family for e in rows if e.source == 'transformers'}) >= 25

@@ -82,14 +82,9 @@ REFUSED = {
     'aten.resize_.default': 'an in-place resize of the storage (out= variants use it): not a value of the graph',
     'aten.sym_stride.int': 'a size query: dynamo traces sizes as Python values',
     'aten.sym_storage_offset.default': 'a size query: dynamo traces sizes as Python values',
-    'aten.adaptive_avg_pool3d.default': '3-D pooling has no hidet operator yet',
-    'aten._adaptive_avg_pool3d.default': '3-D pooling has no hidet operator yet',
-    'aten.avg_pool3d.default': '3-D pooling has no hidet operator yet',
-    'aten.max_pool3d_with_indices.default': '3-D pooling has no hidet operator yet',
     'aten.col2im.default': 'col2im (F.fold) has no hidet operator yet',
     'aten._pdist_forward.default': 'pdist has no hidet operator yet',
     'aten._embedding_bag.default': 'embedding_bag has no hidet operator yet',
-    'aten.grid_sampler_2d.default': 'grid_sample has no hidet operator yet',
 }
 
 
@@ -600,6 +595,36 @@ def aten_adaptive_avg_pool1d(self, output_size):
 def aten_max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     y = m.torch_max_pool2d(self, list(kernel_size), list(stride) or None, padding, dilation, ceil_mode)
     return y, Unavailable('the indices of max_pool2d_with_indices')
+
+
+@register_aten(aten.grid_sampler_2d.default)
+def aten_grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return m.torch_grid_sample(input, grid, m._GRID_MODES[interpolation_mode], m._GRID_PADDINGS[padding_mode],
+                               align_corners)
+
+
+@register_aten(aten.avg_pool3d.default)
+def aten_avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                    divisor_override=None):
+    return m.torch_avg_pool3d(self, list(kernel_size), list(stride) or None, padding, ceil_mode, count_include_pad,
+                              divisor_override)
+
+
+@register_aten(aten.max_pool3d_with_indices.default)
+def aten_max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    y = m.torch_max_pool3d(self, list(kernel_size), list(stride) or None, padding, dilation, ceil_mode)
+    return y, Unavailable('the indices of max_pool3d_with_indices')
+
+
+@register_aten(aten.adaptive_avg_pool3d.default)
+@register_aten(aten._adaptive_avg_pool3d.default)
+def aten_adaptive_avg_pool3d(self, output_size):
+    return m.torch_adaptive_avg_pool3d(self, list(output_size))
+
+
+@register_aten(aten.adaptive_max_pool3d.default)
+def aten_adaptive_max_pool3d(self, output_size):
+    return m.torch_adaptive_max_pool3d(self, list(output_size)), Unavailable('the indices of adaptive_max_pool3d')
 
 
 @register_aten(aten.adaptive_max_pool2d.default)

@@ -1272,6 +1272,143 @@ def torch_adaptive_avg_pool1d(x, output_size):
     return y.reshape([n, c, y.shape[3]])
 
 
+def _grid_reflect(v, twice_low, twice_high):
+    """PyTorch's reflection of grid coordinates v into [twice_low / 2, twice_high / 2]."""
+    if twice_low == twice_high:
+        return ops.mul(v, 0.0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    v = ops.abs(ops.sub(v, low))
+    extra = ops.fmod(v, span)
+    even = ops.eq(ops.fmod(ops.floor(ops.div(v, span)), 2.0), 0.0)
+    return ops.where(even, ops.add(extra, low), ops.add(ops.neg(extra), span + low))
+
+
+_GRID_MODES = ['bilinear', 'nearest', 'bicubic']
+_GRID_PADDINGS = ['zeros', 'border', 'reflection']
+
+
+@register_function(F.grid_sample)
+def torch_grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_corners=None):
+    """2-D grid_sample (RAFT's correlation lookups, the deformable attention of DETR-style models)
+    as gathers: the grid's coordinates in f32, unnormalized, clamped or reflected as PyTorch does;
+    each output pixel reads its nearest or four neighbouring input pixels from input viewed as
+    [N, C, H * W] and weighs them, taps outside the input giving 0 (padding_mode 'zeros')."""
+    if len(input.shape) != 4:
+        raise NotImplementedError('grid_sample of a 5-D input (volumetric) is not mapped yet (4-D is)')
+    if mode not in ('bilinear', 'nearest'):
+        raise NotImplementedError(f"grid_sample with mode='{mode}' is not mapped yet (bilinear and nearest are)")
+    if padding_mode not in _GRID_PADDINGS:
+        raise ValueError(f"grid_sample: padding_mode must be one of {_GRID_PADDINGS}, got '{padding_mode}'")
+    if len(grid.shape) != 4 or grid.shape[3] != 2 or grid.shape[0] != input.shape[0]:
+        raise ValueError(f'grid_sample: expected a grid of shape [N, H_out, W_out, 2] with N = {input.shape[0]}, '
+                         f'got {list(grid.shape)}')
+    align = bool(align_corners)
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+    g = ops.cast(grid, 'float32')
+    coords = []
+    for axis, size in ((0, w), (1, h)):
+        v = ops.squeeze(ops.slice(g, [3], [axis], [axis + 1], [1]), [3])  # [N, H_out, W_out]
+        if align:
+            v = ops.mul(ops.add(v, 1.0), (size - 1) / 2)
+        else:
+            v = ops.sub(ops.mul(ops.add(v, 1.0), size / 2), 0.5)
+        if padding_mode == 'reflection':
+            v = _grid_reflect(v, 0, 2 * (size - 1)) if align else _grid_reflect(v, -1, 2 * size - 1)
+        if padding_mode != 'zeros':
+            v = ops.clamp(v, 0.0, float(size - 1))
+        coords.append(v)
+    ix, iy = coords
+    flat = ops.reshape(input, [n, c, h * w])
+    zero = hidet.full([1], 0.0, 'float32', input.device)
+
+    def tap(xi, yi):
+        """The input at integral coordinates (xi, yi) [N, H_out, W_out] as f32 [N, C, H_out * W_out],
+        0 where they lie outside it."""
+        inside = ops.logical_and(ops.logical_and(ops.ge(xi, 0.0), ops.le(xi, float(w - 1))),
+                                 ops.logical_and(ops.ge(yi, 0.0), ops.le(yi, float(h - 1))))
+        xc = ops.cast(ops.clamp(xi, 0.0, float(w - 1)), 'int64')
+        yc = ops.cast(ops.clamp(yi, 0.0, float(h - 1)), 'int64')
+        idx = ops.reshape(ops.add(ops.mul(yc, w), xc), [n, 1, ho * wo])
+        v = ops.cast(ops.gather(flat, 2, ops.broadcast_to(idx, [n, c, ho * wo])), 'float32')
+        return ops.where(ops.reshape(inside, [n, 1, ho * wo]), v, zero)
+
+    if mode == 'nearest':  # nearest-even rounding, as PyTorch's nearbyint
+        out = tap(ops.round(ix), ops.round(iy))
+    else:
+        x0, y0 = ops.floor(ix), ops.floor(iy)
+        x1, y1 = ops.add(x0, 1.0), ops.add(y0, 1.0)
+        wx1, wy1 = ops.sub(ix, x0), ops.sub(iy, y0)
+        wx0, wy0 = ops.sub(x1, ix), ops.sub(y1, iy)
+        out = None
+        for xi, yi, wx, wy in ((x0, y0, wx0, wy0), (x1, y0, wx1, wy0), (x0, y1, wx0, wy1), (x1, y1, wx1, wy1)):
+            term = ops.mul(tap(xi, yi), ops.reshape(ops.mul(wx, wy), [n, 1, ho * wo]))
+            out = term if out is None else ops.add(out, term)
+    return ops.cast(ops.reshape(out, [n, c, ho, wo]), input.dtype)
+
+
+def _pool3d(x, pool_hw, pool_d):
+    """A 3-D pooling of [N, C, D, H, W] (or [C, D, H, W]) as two 2-D ones, which is exact for max
+    and average pooling alike (their windows, padding, ceil_mode and divisors are products of
+    per-axis ones): H and W pooled by pool_hw on [N, C * D, H, W], then D by pool_d on
+    [N, C, D, H' * W'] (a window of 1 along its last axis)."""
+    unbatched = len(x.shape) == 4
+    if unbatched:
+        x = ops.unsqueeze(x, 0)
+    n, c, d, h, w = x.shape
+    y = pool_hw(ops.reshape(x, [n, c * d, h, w]))
+    h2, w2 = y.shape[2], y.shape[3]
+    y = pool_d(ops.reshape(y, [n, c, d, h2 * w2]))
+    y = ops.reshape(y, [n, c, y.shape[2], h2, w2])
+    return ops.squeeze(y, [0]) if unbatched else y
+
+
+@register_function(F.max_pool3d, torch.max_pool3d)
+def torch_max_pool3d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if return_indices:
+        raise NotImplementedError('max_pool3d with return_indices=True is not mapped yet')
+    k = _triple(kernel_size)
+    s = k if stride is None or stride == [] else _triple(stride)
+    p, d = _triple(padding), _triple(dilation)
+    return _pool3d(x, lambda t: torch_max_pool2d(t, k[1:], s[1:], p[1:], d[1:], ceil_mode),
+                   lambda t: torch_max_pool2d(t, [k[0], 1], [s[0], 1], [p[0], 0], [d[0], 1], ceil_mode))
+
+
+@register_function(F.avg_pool3d, torch._C._nn.avg_pool3d)
+def torch_avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                     divisor_override=None):
+    if divisor_override is not None:
+        raise NotImplementedError('avg_pool3d with divisor_override is not mapped yet')
+    k = _triple(kernel_size)
+    s = k if stride is None or stride == [] else _triple(stride)
+    p = _triple(padding)
+    return _pool3d(x, lambda t: torch_avg_pool2d(t, k[1:], s[1:], p[1:], ceil_mode, count_include_pad),
+                   lambda t: torch_avg_pool2d(t, [k[0], 1], [s[0], 1], [p[0], 0], ceil_mode, count_include_pad))
+
+
+def _adaptive_size3(x, output_size):
+    spatial = list(x.shape[-3:])
+    if not isinstance(output_size, (list, tuple)):
+        return [int(output_size)] * 3
+    return [spatial[i] if s is None else int(s) for i, s in enumerate(output_size)]
+
+
+@register_function(F.adaptive_avg_pool3d, torch._C._nn.adaptive_avg_pool3d)
+def torch_adaptive_avg_pool3d(x, output_size):
+    o = _adaptive_size3(x, output_size)
+    return _pool3d(x, lambda t: ops.adaptive_avg_pool2d(t, o[1:]),
+                   lambda t: ops.adaptive_avg_pool2d(t, [o[0], t.shape[3]]))
+
+
+@register_function(F.adaptive_max_pool3d)
+def torch_adaptive_max_pool3d(x, output_size, return_indices=False):
+    if return_indices:
+        raise NotImplementedError('adaptive_max_pool3d with return_indices=True is not mapped yet (the indices)')
+    o = _adaptive_size3(x, output_size)
+    return _pool3d(x, lambda t: ops.adaptive_max_pool2d(t, o[1:]),
+                   lambda t: ops.adaptive_max_pool2d(t, [o[0], t.shape[3]]))
+
+
 @register_function(F.conv_transpose2d, torch.conv_transpose2d)
 def torch_conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """A convolution of the input spread out by the stride (zeros between the pixels, inserted by a
