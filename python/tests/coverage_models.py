@@ -355,6 +355,15 @@ SCHEMES = {
                                 neck_hidden_sizes=[8, 16, 24, 32, 40, 48, 64]),
     'focalnet': lambda s: dict(image_size=s.image, embed_dim=s.widths[0], hidden_sizes=s.widths[1:] + [s.widths[-1]],
                                depths=s.depths),
+    # DETR-style detectors: transformers' own ResNet backbone (no timm, nothing downloaded), three
+    # feature levels; deformable attention samples them with F.grid_sample.
+    'deformable_detr': lambda s: dict(
+        use_timm_backbone=False, use_pretrained_backbone=False,
+        backbone_config=dict(model_type='resnet', embedding_size=s.widths[0], hidden_sizes=s.widths, depths=s.depths,
+                             out_features=['stage2', 'stage3', 'stage4']),
+        d_model=s.h, encoder_layers=s.layers, decoder_layers=s.layers, encoder_attention_heads=s.heads,
+        decoder_attention_heads=s.heads, encoder_ffn_dim=s.inter, decoder_ffn_dim=s.inter, num_queries=16,
+        num_feature_levels=3, encoder_n_points=2, decoder_n_points=2),
 }
 
 # (row name, model class, config class, scheme, extra config (a value may be a function of the
@@ -503,6 +512,7 @@ TRANSFORMERS = [
     ('mobilenet-v2', 'MobileNetV2Model', 'MobileNetV2Config', 'vit', {}, 'image'),
     # (its last pooling: AvgPool2d(2560, ceil_mode=True) over a 1x1 map; over 5 minutes on the emulator)
     ('efficientnet', 'EfficientNetModel', 'EfficientNetConfig', 'vit', {}, 'image'),
+    ('deformable-detr', 'DeformableDetrModel', 'DeformableDetrConfig', 'deformable_detr', {}, 'image'),
 ]
 
 
