@@ -364,6 +364,12 @@ SCHEMES = {
         d_model=s.h, encoder_layers=s.layers, decoder_layers=s.layers, encoder_attention_heads=s.heads,
         decoder_attention_heads=s.heads, encoder_ffn_dim=s.inter, decoder_ffn_dim=s.inter, num_queries=16,
         num_feature_levels=3, encoder_n_points=2, decoder_n_points=2),
+    'mask2former': lambda s: dict(
+        use_pretrained_backbone=False,
+        backbone_config=dict(model_type='resnet', embedding_size=s.widths[0], hidden_sizes=s.widths, depths=s.depths,
+                             out_features=['stage1', 'stage2', 'stage3', 'stage4']),
+        feature_size=s.h, mask_feature_size=s.h, hidden_dim=s.h, encoder_layers=s.layers, decoder_layers=s.layers + 1,
+        num_attention_heads=s.heads, dim_feedforward=s.inter, encoder_feedforward_dim=s.inter, num_queries=16),
 }
 
 # (row name, model class, config class, scheme, extra config (a value may be a function of the
@@ -513,6 +519,7 @@ TRANSFORMERS = [
     # (its last pooling: AvgPool2d(2560, ceil_mode=True) over a 1x1 map; over 5 minutes on the emulator)
     ('efficientnet', 'EfficientNetModel', 'EfficientNetConfig', 'vit', {}, 'image'),
     ('deformable-detr', 'DeformableDetrModel', 'DeformableDetrConfig', 'deformable_detr', {}, 'image'),
+    ('mask2former', 'Mask2FormerModel', 'Mask2FormerConfig', 'mask2former', {}, 'image'),
 ]
 
 
