@@ -89,7 +89,8 @@ CASES = {
                           + F.adaptive_max_pool2d(a[0], (3, None))[..., :4], [r(2, 3, 7, 10)]),
     # 3-D pooling (torchvision's video models, S3D, MViT) as two 2-D poolings: padding, stride, dilation,
     # ceil_mode, count_include_pad, adaptive sizes with None, an unbatched input
-    'pools_3d': (lambda a: F.max_pool3d(a, (3, 3, 2), (2, 1, 2), (1, 1, 0), dilation=(1, 2, 1), ceil_mode=True)[..., :2, :3, :3]
+    'pools_3d': (lambda a: F.max_pool3d(a, (3, 3, 2), (2, 1, 2), (1, 1, 0), dilation=(1, 2, 1),
+                                        ceil_mode=True)[..., :2, :3, :3]
                  + F.avg_pool3d(a, 3, 2, 1, ceil_mode=True, count_include_pad=False)[..., :2, :3, :3]
                  + F.avg_pool3d(a, (2, 3, 3), (2, 2, 2), (1, 1, 1))[..., :2, :3, :3]
                  + F.adaptive_avg_pool3d(a, (3, None, 4))[..., :2, :3, :3] + F.adaptive_max_pool3d(a, 1)

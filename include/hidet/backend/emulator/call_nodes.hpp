@@ -161,7 +161,8 @@ template <DTypeCode K> struct MathE : ENode {
         HIDET_EMU_MATH(Asinh, std::asinh(p)) HIDET_EMU_MATH(Acosh, std::acosh(p))
         HIDET_EMU_MATH(Atanh, std::atanh(p)) HIDET_EMU_MATH(Log1p, std::log1p(p))
         HIDET_EMU_MATH(Expm1, std::expm1(p)) HIDET_EMU_MATH(Log10, std::log10(p))
-        HIDET_EMU_MATH(Erfinv, erfinv(double(p))) HIDET_EMU_MATH(Erfc, std::erfc(p)) HIDET_EMU_MATH(Fmod, std::fmod(p, q))
+        HIDET_EMU_MATH(Erfinv, erfinv(double(p))) HIDET_EMU_MATH(Erfc, std::erfc(p))
+        HIDET_EMU_MATH(Fmod, std::fmod(p, q))
 #undef HIDET_EMU_MATH
       case I::IsNan: run([](C p, C, C) { return Slot{std::isnan(p) ? 1 : 0}; }); break;
       default: c.fail(loc, -1, str_cat("intrinsic ", ir::intrinsic_name(op), " is not a math function"));
