@@ -35,7 +35,8 @@ inline constexpr char saved_graph_magic[8] = {'H', 'I', 'D', 'E', 'T', 'C', 'G',
 // 3: each input says whether the graph updates it in place.
 // 4: several programs (one per set of input shapes) sharing modules and data; tensor names and
 // symbolic shapes; the emulator's lowered IR; data in one aligned block with its own checksum.
-inline constexpr std::uint32_t saved_graph_format = 5;
+// 5: state regions. 6: the intrinsics' numbers in the emulator's IR moved (Intrinsic::Erfc).
+inline constexpr std::uint32_t saved_graph_format = 6;
 inline constexpr std::uint32_t no_region = ~std::uint32_t(0);
 inline constexpr std::uint64_t blob_alignment = 256;
 
