@@ -277,6 +277,15 @@ SMALL = Size(h=64, layers=2, heads=4, kv_heads=2, inter=128, vocab=128, position
              image=32, patch=8, widths=[16, 32, 48, 64], depths=[1, 1, 1, 1])
 
 
+def _detr(s):
+    """DETR and its variants: transformers' ResNet as the backbone (its last stage), queries 16."""
+    return dict(use_timm_backbone=False, use_pretrained_backbone=False,
+                backbone_config=dict(model_type='resnet', embedding_size=s.widths[0], hidden_sizes=s.widths,
+                                     depths=s.depths, out_features=['stage4']),
+                encoder_layers=s.layers, decoder_layers=s.layers, encoder_attention_heads=s.heads,
+                decoder_attention_heads=s.heads, encoder_ffn_dim=s.inter, decoder_ffn_dim=s.inter, num_queries=16)
+
+
 def _bert(s):
     return dict(hidden_size=s.h, num_hidden_layers=s.layers, num_attention_heads=s.heads, intermediate_size=s.inter,
                 vocab_size=s.vocab, max_position_embeddings=s.positions)
@@ -364,6 +373,8 @@ SCHEMES = {
         d_model=s.h, encoder_layers=s.layers, decoder_layers=s.layers, encoder_attention_heads=s.heads,
         decoder_attention_heads=s.heads, encoder_ffn_dim=s.inter, decoder_ffn_dim=s.inter, num_queries=16,
         num_feature_levels=3, encoder_n_points=2, decoder_n_points=2),
+    'detr': lambda s: dict(_detr(s), d_model=s.h),
+    'dab_detr': lambda s: dict(_detr(s), hidden_size=s.h),
     'mask2former': lambda s: dict(
         use_pretrained_backbone=False,
         backbone_config=dict(model_type='resnet', embedding_size=s.widths[0], hidden_sizes=s.widths, depths=s.depths,
@@ -518,6 +529,10 @@ TRANSFORMERS = [
     ('mobilenet-v2', 'MobileNetV2Model', 'MobileNetV2Config', 'vit', {}, 'image'),
     # (its last pooling: AvgPool2d(2560, ceil_mode=True) over a 1x1 map; over 5 minutes on the emulator)
     ('efficientnet', 'EfficientNetModel', 'EfficientNetConfig', 'vit', {}, 'image'),
+    ('detr', 'DetrModel', 'DetrConfig', 'detr', {}, 'image'),
+    ('conditional-detr', 'ConditionalDetrModel', 'ConditionalDetrConfig', 'detr', {}, 'image'),
+    ('table-transformer', 'TableTransformerModel', 'TableTransformerConfig', 'detr', {}, 'image'),
+    ('dab-detr', 'DabDetrModel', 'DabDetrConfig', 'dab_detr', {}, 'image'),
     ('deformable-detr', 'DeformableDetrModel', 'DeformableDetrConfig', 'deformable_detr', {}, 'image'),
     ('mask2former', 'Mask2FormerModel', 'Mask2FormerConfig', 'mask2former', {}, 'image'),
 ]
