@@ -572,11 +572,38 @@ def aten_adaptive_avg_pool2d(self, output_size):
     return m.torch_adaptive_avg_pool2d(self, list(output_size))
 
 
-@register_aten(aten.avg_pool2d.default)
-def aten_avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                    divisor_override=None):
-    return m.torch_avg_pool2d(self, list(kernel_size), list(stride) or None, padding, ceil_mode, count_include_pad,
-                              divisor_override)
+def _aten_avg_pool(mapping):
+    """aten.avg_pool2d / avg_pool3d: ATen's empty stride means the kernel size."""
+    def aten_avg_pool(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                      divisor_override=None):
+        return mapping(self, list(kernel_size), list(stride) or None, padding, ceil_mode, count_include_pad,
+                       divisor_override)
+    return aten_avg_pool
+
+
+def _aten_max_pool_with_indices(mapping, name):
+    """aten.max_pool2d_with_indices / max_pool3d_with_indices: the values (the indices are not computed)."""
+    def aten_max_pool(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+        y = mapping(self, list(kernel_size), list(stride) or None, padding, dilation, ceil_mode)
+        return y, Unavailable(f'the indices of {name}')
+    return aten_max_pool
+
+
+def _aten_adaptive_max_pool(mapping, name):
+    """aten.adaptive_max_pool2d / adaptive_max_pool3d: the values (the indices are not computed)."""
+    return lambda self, output_size: (mapping(self, list(output_size)), Unavailable(f'the indices of {name}'))
+
+
+register_aten(aten.avg_pool2d.default)(_aten_avg_pool(m.torch_avg_pool2d))
+register_aten(aten.avg_pool3d.default)(_aten_avg_pool(m.torch_avg_pool3d))
+register_aten(aten.max_pool2d_with_indices.default)(
+    _aten_max_pool_with_indices(m.torch_max_pool2d, 'max_pool2d_with_indices'))
+register_aten(aten.max_pool3d_with_indices.default)(
+    _aten_max_pool_with_indices(m.torch_max_pool3d, 'max_pool3d_with_indices'))
+register_aten(aten.adaptive_max_pool2d.default)(
+    _aten_adaptive_max_pool(m.torch_adaptive_max_pool2d, 'adaptive_max_pool2d'))
+register_aten(aten.adaptive_max_pool3d.default)(
+    _aten_adaptive_max_pool(m.torch_adaptive_max_pool3d, 'adaptive_max_pool3d'))
 
 
 @register_aten(aten.avg_pool1d.default)
@@ -591,45 +618,16 @@ def aten_adaptive_avg_pool1d(self, output_size):
     return m.torch_adaptive_avg_pool1d(self, list(output_size))
 
 
-@register_aten(aten.max_pool2d_with_indices.default)
-def aten_max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    y = m.torch_max_pool2d(self, list(kernel_size), list(stride) or None, padding, dilation, ceil_mode)
-    return y, Unavailable('the indices of max_pool2d_with_indices')
-
-
 @register_aten(aten.grid_sampler_2d.default)
 def aten_grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
     return m.torch_grid_sample(input, grid, m._GRID_MODES[interpolation_mode], m._GRID_PADDINGS[padding_mode],
                                align_corners)
 
 
-@register_aten(aten.avg_pool3d.default)
-def aten_avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                    divisor_override=None):
-    return m.torch_avg_pool3d(self, list(kernel_size), list(stride) or None, padding, ceil_mode, count_include_pad,
-                              divisor_override)
-
-
-@register_aten(aten.max_pool3d_with_indices.default)
-def aten_max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    y = m.torch_max_pool3d(self, list(kernel_size), list(stride) or None, padding, dilation, ceil_mode)
-    return y, Unavailable('the indices of max_pool3d_with_indices')
-
-
 @register_aten(aten.adaptive_avg_pool3d.default)
 @register_aten(aten._adaptive_avg_pool3d.default)
 def aten_adaptive_avg_pool3d(self, output_size):
     return m.torch_adaptive_avg_pool3d(self, list(output_size))
-
-
-@register_aten(aten.adaptive_max_pool3d.default)
-def aten_adaptive_max_pool3d(self, output_size):
-    return m.torch_adaptive_max_pool3d(self, list(output_size)), Unavailable('the indices of adaptive_max_pool3d')
-
-
-@register_aten(aten.adaptive_max_pool2d.default)
-def aten_adaptive_max_pool2d(self, output_size):
-    return m.torch_adaptive_max_pool2d(self, list(output_size)), Unavailable('the indices of adaptive_max_pool2d')
 
 
 @register_aten(aten.upsample_bilinear2d.vec)

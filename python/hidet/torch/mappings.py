@@ -1393,20 +1393,22 @@ def _adaptive_size3(x, output_size):
     return [spatial[i] if s is None else int(s) for i, s in enumerate(output_size)]
 
 
+def _adaptive_pool3d(x, output_size, pool2d):
+    """An adaptive 3-D pooling by the adaptive 2-D one `pool2d` (H and W, then D with the last axis kept)."""
+    o = _adaptive_size3(x, output_size)
+    return _pool3d(x, lambda t: pool2d(t, o[1:]), lambda t: pool2d(t, [o[0], t.shape[3]]))
+
+
 @register_function(F.adaptive_avg_pool3d, torch._C._nn.adaptive_avg_pool3d)
 def torch_adaptive_avg_pool3d(x, output_size):
-    o = _adaptive_size3(x, output_size)
-    return _pool3d(x, lambda t: ops.adaptive_avg_pool2d(t, o[1:]),
-                   lambda t: ops.adaptive_avg_pool2d(t, [o[0], t.shape[3]]))
+    return _adaptive_pool3d(x, output_size, ops.adaptive_avg_pool2d)
 
 
 @register_function(F.adaptive_max_pool3d)
 def torch_adaptive_max_pool3d(x, output_size, return_indices=False):
     if return_indices:
         raise NotImplementedError('adaptive_max_pool3d with return_indices=True is not mapped yet (the indices)')
-    o = _adaptive_size3(x, output_size)
-    return _pool3d(x, lambda t: ops.adaptive_max_pool2d(t, o[1:]),
-                   lambda t: ops.adaptive_max_pool2d(t, [o[0], t.shape[3]]))
+    return _adaptive_pool3d(x, output_size, ops.adaptive_max_pool2d)
 
 
 @register_function(F.conv_transpose2d, torch.conv_transpose2d)

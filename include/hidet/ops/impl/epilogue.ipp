@@ -526,13 +526,13 @@ HIDET_INLINE int epilogue_math_calls(const Epilogue &e) {
     }
   } count;
   std::set<const TensorNode *> seen;
-  std::vector<const TensorNode *> todo{&e.out.node()};
-  while (!todo.empty()) {
-    const TensorNode *n = todo.back();
-    todo.pop_back();
+  std::vector<const TensorNode *> pending{&e.out.node()};
+  while (!pending.empty()) {
+    const TensorNode *n = pending.back();
+    pending.pop_back();
     if (!seen.insert(n).second || n->kind == TensorNode::Kind::Input) continue;
     if (n->value) count.visit(n->value);
-    for (const auto &d : n->deps) todo.push_back(d.get());
+    for (const auto &d : n->deps) pending.push_back(d.get());
   }
   return count.calls;
 }
