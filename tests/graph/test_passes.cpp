@@ -339,6 +339,49 @@ TEST_CASE("convert_layout_nhwc: values stay channels-last between convolutions")
   CHECK(!report.any_flagged());
 }
 
+TEST_CASE("convert_layout_nhwc: a patch embedding is a product of a permuted copy of the image") {
+  // ViT's 16 x 16 / 16 (here 4 x 4 / 4 and 2 x 4 / (2, 4)) over 3 channels: the product's rows
+  // are the pixels channels-last. A ViT reads it as tokens (flatten, transpose), a ConvNeXt stem
+  // convolves it again channels-last. Padding, a window other than the stride, or a size the
+  // window does not divide, and rows of other than a multiple of 8 elements (C * KH * KW) keep
+  // the convolution.
+  const DataType dt = dtypes::f16;
+  Tensor img = make({2, 3, 12, 24}, dt, -1, 1), w0 = make({24, 3, 4, 4}, dt, -0.3, 0.3);
+  Tensor w1 = make({16, 3, 2, 4}, dt, -0.3, 0.3), w2 = make({8, 16, 3, 3}, dt, -0.2, 0.2);
+  Tensor w3 = make({8, 3, 5, 5}, dt, -0.3, 0.3), w4 = make({8, 3, 1, 2}, dt, -0.3, 0.3);
+  Tensor b0 = make({24}, dt), pos = make({1, 18, 24}, dt);
+  auto f = [&](const Tensor &x) {
+    Tensor tokens = o::permute(o::conv2d(x, w0, b0, {4}).reshape({2, 24, 18}), {0, 2, 1}) + pos;
+    Tensor stem = o::conv2d(x, w1, std::nullopt, {2, 4});
+    Tensor y = o::relu(o::conv2d(stem, w2, std::nullopt, {1}, {1}));
+    Tensor padded = o::conv2d(x, w0, b0, {4}, {1}), strided = o::conv2d(x, w0, b0, {2});
+    return std::vector<Tensor>{tokens, y, padded, strided, o::conv2d(x, w3, std::nullopt, {5}),
+                               o::conv2d(x, w4, std::nullopt, {1, 2})};
+  };
+  Tensor x = symbol_like(img);
+  FlowGraph g = trace_from(f(x), {x});
+  FlowGraph c = graph::convert_layout_nhwc(g);
+  INFO(c.str());
+  CHECK(count_named(c, "Matmul") == 2);
+  CHECK(count_named(c, "Conv2dNhwc") == 1);
+  CHECK(count_named(c, "Conv2d") - count_named(c, "Conv2dNhwc") == 4); // padded, strided, 5 x 5, rows of 6
+  FlowGraph opt = graph::optimize(g);
+  INFO(opt.str());
+  CHECK(count_named(opt, "FusedMatmul") + count_named(opt, "Matmul") == 2);
+  for (int trial = 0; trial < 2; ++trial) {
+    Tensor a = make({2, 3, 12, 24}, dt, -1, 1);
+    auto want = g.run({a}), got = c.run({a}), got2 = opt.run({a});
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      expect_same(got[i], want[i], 3);
+      expect_same(got2[i], want[i], 3);
+    }
+  }
+  // f32 convolutions keep their layout (convert_layout_nhwc serves halves).
+  Tensor x32 = symbol({2, 3, 12, 24}, dtypes::f32);
+  FlowGraph g32 = trace_from(std::vector<Tensor>{o::conv2d(x32, o::cast(w0, dtypes::f32), std::nullopt, {4})}, {x32});
+  CHECK(count_named(graph::convert_layout_nhwc(g32), "Matmul") == 0);
+}
+
 TEST_CASE("convert_layout_nhwc: concatenations of channels and batch norms stay channels-last (a dense block)") {
   // DenseNet's block: each layer normalizes the concatenation of every feature before it (batch
   // norm, relu), then convolves; Inception's branches are concatenated the same way. No permute

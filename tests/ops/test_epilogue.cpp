@@ -245,6 +245,37 @@ TEST_CASE("a permute undone by a later one keeps the flat index (ConvNeXt's laye
   }
 }
 
+TEST_CASE("an image turned to NCHW, flattened and transposed to tokens keeps the flat index (a patch embedding)") {
+  // A ViT's patch embedding as a product (graph::convert_layout_nhwc): [N*P, C] + bias, viewed
+  // [N, H, W, C], permuted to NCHW, flattened to [N, C, H*W], transposed to [N, H*W, C] (tokens),
+  // + the position embedding: the flat index again through reshapes between the permutes.
+  const std::int64_t n = 2, h = 3, w = 5, c = 24;
+  for (DataType dt : {dtypes::f32, dtypes::f16}) {
+    CAPTURE(dt.name());
+    const o::Shape rows{n * h * w, c}, nhwc{n, h, w, c}, nchw{n, c, h, w}, flat{n, c, h * w}, tokens{n, h * w, c};
+    auto pos_task = [&] {
+      auto x = o::input("x", tokens, dt);
+      auto p = o::input("pos", {1, h * w, c}, dt);
+      auto y = o::compute("add", tokens, [&](const Idx &i) { return x.at(i) + p.at({Expr(0), i[1], i[2]}); });
+      return Task{"add", {x, p}, {y}, ""};
+    }();
+    auto e1 = then(o::Epilogue::identity(rows, dt), add_bias_task(rows, dt), 0);
+    auto e2 = then(e1->reshape(nhwc), permute_task(nhwc, {0, 3, 1, 2}, dt), 0);
+    CHECK_FALSE(e2->linear);
+    auto e3 = then(e2->reshape(flat), permute_task(flat, {0, 2, 1}, dt), 0);
+    CHECK(e3->linear); // vector stores
+    auto e4 = then(*e3, pos_task, 0);
+    CHECK(e4->linear);
+    // Transposed without the flatten's merge (H and W swapped): not the flat index.
+    CHECK_FALSE(then(*e2, permute_task(nchw, {0, 3, 2, 1}, dt), 0)->linear);
+    Tensor a = make({n * h * w, 48}, dt, -1, 1), wt = make({48, c}, dt, -1, 1), bias = make({c}, dt),
+           pos = make({1, h * w, c}, dt);
+    Tensor got = o::matmul(a, wt, e4, {bias, pos});
+    Tensor want = o::permute(o::permute((o::matmul(a, wt) + bias).reshape(nhwc), {0, 3, 1, 2}).reshape(flat), {0, 2, 1}) + pos;
+    expect_same_nonzero(got, want, 2);
+  }
+}
+
 TEST_CASE("conv2d + relu + residual: the convolution templates store through the epilogue") {
   struct Case {
     std::int64_t n, c, h, w, o, k, stride, pad, groups;

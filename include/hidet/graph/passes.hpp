@@ -188,8 +188,11 @@ FlowGraph quantize_weights_int8(const FlowGraph &graph);
 FlowGraph convert_precision(const FlowGraph &graph, DataType dtype);
 
 /// Channels-last convolutions where they pay: every NCHW Conv2d of f16/bf16 with constant
-/// weights and C / groups a multiple of 8 becomes a Conv2dNhwc (the tensor-core template's fast
-/// layout; weights permuted once, when optimizing). Values stay channels-last between such convolutions through Relu, Sigmoid, Cast,
+/// weights and C / groups a multiple of 4 becomes a Conv2dNhwc (the tensor-core template's fast
+/// layout, read in place; weights permuted once, when optimizing), and a patch embedding over
+/// other channel counts (window = stride, no padding, C * KH * KW a multiple of 8: ViT's
+/// 16 x 16 / 16 of the 3-channel image) a Matmul of a permuted copy of x, its rows the output's
+/// pixels channels-last. Values stay channels-last between such convolutions through Relu, Sigmoid, Cast,
 /// same-shape Add, Sub and Mul, max and average pooling (MaxPool2dNhwc, AvgPool2dNhwc) and any
 /// other element-wise operator (computed on NCHW views and turned back: fusion folds the
 /// permutes into its kernel); a Permute turns a value to NCHW only where an operator needs it (a

@@ -172,9 +172,10 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
                   (in.size() == 2 || in[2].dtype() == x.dtype());
       const ConvAttrs conv(op->attrs());
       const std::int64_t groups = conv.groups, C = w.shape()[1];
-      // Other channel counts stay NCHW: padding them to 8 (ResNet's 3-channel stem, an
-      // EfficientNet's squeeze convolutions) was measured slower on the H200 (a Pad kernel, and
-      // the padded stem no faster than the NCHW one).
+      // Channel counts that are multiples of 4 are read in place channels-last (ShuffleNetV2's 116);
+      // others stay NCHW: padding them to 8 (ResNet's 3-channel stem, an EfficientNet's squeeze
+      // convolutions) was measured slower on the H200 (a Pad kernel, and the padded stem no faster
+      // than the NCHW one).
       // Depthwise convolutions (groups == C == O) have a direct kernel for either layout.
       const bool depthwise = x.ndim() == 4 && C == 1 && groups > 1 && x.sym_shape()[1] == groups &&
                              w.shape()[0] == groups;
@@ -196,11 +197,36 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
         twin[out] = y.reshape({N, 1, 1, O});
         return y_nchw;
       }
+      // A patch embedding (the window is the stride, no padding: ViT's and DeiT's 16 x 16 / 16 and
+      // the 4 x 4 / 4 stems of Swin and ConvNeXt, over 3 channels the template would repack and
+      // pad): its im2col is a permutation of x, so it is the product [N*OH*OW, C*KH*KW] @
+      // [C*KH*KW, O] of a permuted copy of x (one copy kernel) by the weight viewed so, and the
+      // product's rows are the output's pixels channels-last (no permute on the way out). H200,
+      // DeiT-III-S at batch 16: 47.7 us for the repacked NCHW convolution.
+      if (constants && half && x.ndim() == 4 && groups == 1 && C % 4 != 0 && is_constant_shape(x.sym_shape())) {
+        const auto xs = x.shape();
+        const std::int64_t N = xs[0], H = xs[2], W = xs[3], O = w.shape()[0], KH = w.shape()[2], KW = w.shape()[3];
+        const auto pair = [](const std::vector<std::int64_t> &v) {
+          return v.size() == 1 ? std::vector<std::int64_t>{v[0], v[0]} : v;
+        };
+        if (pair(conv.stride) == std::vector<std::int64_t>{KH, KW} && all_of(conv.padding, 0) &&
+            all_of(conv.dilation, 1) && KH * KW > 1 && H % KH == 0 && W % KW == 0 &&
+            C * KH * KW % 8 == 0) { // rows of 16 bytes: the product's templates read them in place
+          const std::int64_t OH = H / KH, OW = W / KW, K = C * KH * KW;
+          Tensor a = ops::permute(nchw(x).reshape({N, C, OH, KH, OW, KW}), {0, 2, 4, 1, 3, 5})
+                         .reshape({N * OH * OW, K});
+          // [O, C, KH, KW] viewed as [1, O, K, 1], turned to [1, K, 1, O] on the host: [K, O].
+          Tensor y = ops::matmul(a, weight_to_nhwc(w.reshape({1, O, K, 1})).reshape({K, O}));
+          if (in.size() == 3) y = y + in[2];
+          twin[out] = y.reshape({N, OH, OW, O});
+          return NodeRewrite::removed();
+        }
+      }
       // Grouped convolutions of few channels per group (ResNeXt's 4) run on the direct kernel,
       // which reads NHWC in place at any channel count.
       const bool direct = depthwise || (w.ndim() == 4 && ops::conv2d_runs_direct(groups, C, w.shape()[0] / std::max<std::int64_t>(groups, 1),
                                                                                 w.shape()[2], w.shape()[3]));
-      if (constants && half && x.ndim() == 4 && (C % 8 == 0 || direct)) {
+      if (constants && half && x.ndim() == 4 && (C % 4 == 0 || direct)) {
         std::optional<Tensor> bias;
         if (in.size() == 3) bias = in[2];
         twin[out] = conv.apply(nhwc(x), weight_to_nhwc(w), bias, true);
