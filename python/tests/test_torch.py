@@ -23,6 +23,16 @@ def fresh_dynamo():
     yield
 
 
+def _roi_align_row(a, u):
+    from torchvision.ops import roi_align
+    lo = u[:, :2] * 4 + 3
+    hi = lo + u[:, 2:].abs() * 6
+    batch = (torch.arange(u.shape[0], device=u.device) % 2).to(u.dtype)[:, None]
+    rois = torch.cat([batch, lo, hi], 1)
+    return sum(roi_align(a, rois, (3, 2), spatial_scale=scale, sampling_ratio=ratio, aligned=aligned)
+               for scale, ratio, aligned in ((0.5, 2, False), (1.0, 1, True), (0.75, 3, False)))
+
+
 def compiled(fn, **kw):
     return torch.compile(fn, backend='hidet', dynamic=False, **kw)
 
@@ -101,6 +111,9 @@ CASES = {
     'grid_sample': (lambda a, g: sum(F.grid_sample(a, g, mode, pad, align_corners=align)
                                      for mode in ('bilinear', 'nearest') for pad in ('zeros', 'border', 'reflection')
                                      for align in (False, True)), [r(2, 3, 5, 7), r(2, 4, 6, 2) * 1.3]),
+    # torchvision's roi_align (the R-CNNs' box heads): rois of both images, some past the input, scales, sampling
+    # ratios and both alignments
+    'roi_align': (lambda a, u: _roi_align_row(a, u), [r(2, 3, 9, 11), r(6, 4)]),
     # windows longer than the input under ceil_mode (transformers' EfficientNet: AvgPool2d(2560, ceil_mode=True) on 1x1)
     'pool_window_past_input': (lambda a: F.avg_pool2d(a, 5, ceil_mode=True) + F.max_pool2d(a, (5, 4), ceil_mode=True)
                                + nn.AvgPool2d(2560, ceil_mode=True)(a[..., :1, :1]), [r(2, 3, 3, 3)]),
@@ -305,6 +318,15 @@ def test_unmapped_operators_are_listed_at_once():
     assert 'The following operators are not supported or mapped by hidet yet:' in text
     assert 'digamma' in text and 'lgamma' in text
     assert 'register_function' in text
+
+
+def test_roi_align_with_an_adaptive_sampling_ratio_says_what_is_mapped():
+    from torchvision.ops import roi_align
+    rois = torch.tensor([[0.0, 1.0, 1.0, 6.0, 5.0]], device=DEVICE)
+    with pytest.raises(Exception) as info:
+        compiled(lambda a, b: roi_align(a, b, 2))(r(1, 3, 8, 8), rois)
+    text = str(info.value)
+    assert 'roi_align' in text and 'adaptive sampling ratio' in text and 'sampling_ratio > 0' in text
 
 
 def test_fallback_to_torch_runs_unmapped_operators():

@@ -112,3 +112,27 @@ def test_the_list_covers_every_torchvision_model_and_broad_families():
     assert every <= listed, f'torchvision models missing from the list: {sorted(every - listed)}'
     assert len({e.family for e in rows if e.source == 'timm'}) >= 25
     assert len({e.family for e in rows if e.source == 'transformers'}) >= 25
+
+
+def test_torchvision_detection_models_map_with_graph_breaks_around_their_data_dependent_steps():
+    """torchvision's detection models are not in the list (box counts depend on the data): Faster
+    R-CNN maps every fx graph dynamo gives (graph breaks around NMS; roi_align in its box head)."""
+    torchvision = pytest.importorskip('torchvision')
+    from coverage_runner import _mapping_backend
+    torch.manual_seed(0)
+    model = torchvision.models.get_model('fasterrcnn_mobilenet_v3_large_320_fpn', weights=None,
+                                         weights_backbone=None).eval()
+    images = [torch.rand(3, 96, 128)]
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return _mapping_backend(gm, example_inputs)
+
+    with torch.no_grad():
+        want = model(images)
+        got = torch.compile(model, backend=backend)(images)
+    assert any('roi_align' in str(n.target) for g in graphs for n in g.graph.nodes)
+    assert len(got) == len(want) and set(got[0]) == set(want[0])
+    for key in want[0]:
+        assert torch.equal(got[0][key], want[0][key])

@@ -1347,6 +1347,78 @@ def torch_grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_
     return ops.cast(ops.reshape(out, [n, c, ho, wo]), input.dtype)
 
 
+def torchvision_roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio=-1,
+                          aligned=False):
+    """torchvision's roi_align (the box heads of Faster, Mask and Keypoint R-CNN, through
+    MultiScaleRoIAlign) with a fixed sampling ratio, as torchvision's kernel computes it: each output
+    bin of roi k averages sampling_ratio x sampling_ratio bilinear samples of image rois[k, 0]. The
+    sample positions (f32) and their weights are separable per axis, [K, pooled * ratio]; each of the
+    four neighbours is gathered from input viewed channels-last [N * H * W, C]."""
+    if sampling_ratio is None or int(sampling_ratio) <= 0:
+        raise NotImplementedError(
+            'roi_align with an adaptive sampling ratio (sampling_ratio <= 0: a sample count per roi that '
+            'depends on its size) is not mapped; pass sampling_ratio > 0 (torchvision\'s R-CNNs use 2) or '
+            'let PyTorch run it: hidet.torch.dynamo_config.fallback_to_torch(True)')
+    if len(input.shape) != 4 or len(rois.shape) != 2 or rois.shape[1] != 5:
+        raise ValueError(f'roi_align: expected input [N, C, H, W] and rois [K, 5], got {list(input.shape)} and '
+                         f'{list(rois.shape)}')
+    n, c, h, w = input.shape
+    k = rois.shape[0]
+    ph, pw, sr = int(pooled_height), int(pooled_width), int(sampling_ratio)
+    r = ops.cast(rois, 'float32')
+    dev = input.device
+
+    def col(i):
+        return ops.reshape(ops.slice(r, [1], [i], [i + 1], [1]), [k])
+
+    offset = 0.5 if aligned else 0.0
+
+    def axis(lo, hi, pooled, size):
+        """Neighbours (int64) and weights (f32, 0 for samples outside [-1, size]) along one axis,
+        each [K, pooled * sr]: torchvision's bilinear_interpolate."""
+        start = ops.sub(ops.mul(col(lo), float(spatial_scale)), offset)
+        length = ops.sub(ops.sub(ops.mul(col(hi), float(spatial_scale)), offset), start)
+        if not aligned:
+            length = ops.maximum(length, 1.0)
+        step = hidet.asarray([p + (i + 0.5) / sr for p in range(pooled) for i in range(sr)], [1, pooled * sr],
+                             'float32', dev)
+        pos = ops.add(ops.reshape(start, [k, 1]), ops.mul(step, ops.reshape(ops.div(length, float(pooled)), [k, 1])))
+        valid = ops.logical_and(ops.ge(pos, -1.0), ops.le(pos, float(size)))
+        pos = ops.maximum(pos, 0.0)
+        low = ops.floor(pos)
+        end = ops.ge(low, float(size - 1))
+        last = hidet.full([1], float(size - 1), 'float32', dev)
+        low = ops.where(end, last, low)
+        frac = ops.where(end, hidet.full([1], 0.0, 'float32', dev), ops.sub(pos, low))
+        zero = hidet.full([1], 0.0, 'float32', dev)
+        w_low = ops.where(valid, ops.sub(1.0, frac), zero)
+        w_high = ops.where(valid, frac, zero)
+        high = ops.where(end, last, ops.add(low, 1.0))
+        return ops.cast(low, 'int64'), ops.cast(high, 'int64'), w_low, w_high
+
+    y_lo, y_hi, wy_lo, wy_hi = axis(2, 4, ph, h)
+    x_lo, x_hi, wx_lo, wx_hi = axis(1, 3, pw, w)
+    base = ops.reshape(ops.mul(ops.cast(col(0), 'int64'), h * w), [k, 1, 1])
+    pixels = ops.reshape(ops.permute(input, [0, 2, 3, 1]), [n * h * w, c])
+    s = ph * sr * pw * sr
+    out = None
+    for yi, wy in ((y_lo, wy_lo), (y_hi, wy_hi)):
+        for xi, wx in ((x_lo, wx_lo), (x_hi, wx_hi)):
+            idx = ops.add(ops.add(base, ops.reshape(ops.mul(yi, w), [k, ph * sr, 1])), ops.reshape(xi, [k, 1, pw * sr]))
+            v = ops.cast(ops.take(pixels, ops.reshape(idx, [k * s]), 0), 'float32')  # [K * S, C]
+            weight = ops.mul(ops.reshape(wy, [k, ph * sr, 1]), ops.reshape(wx, [k, 1, pw * sr]))
+            term = ops.mul(v, ops.reshape(weight, [k * s, 1]))
+            out = term if out is None else ops.add(out, term)
+    out = ops.sum(ops.reshape(out, [k, ph, sr, pw, sr, c]), [2, 4], False)  # [K, PH, PW, C]
+    out = ops.mul(ops.permute(out, [0, 3, 1, 2]), 1.0 / (sr * sr))
+    return ops.cast(out, input.dtype)
+
+
+# torchvision's operators, looked up by name (torchvision is imported after hidet, if at all).
+for _name in ('torchvision.roi_align', 'torchvision.roi_align.default'):
+    Registry.registered_aten[_name] = torchvision_roi_align
+
+
 def _pool3d(x, pool_hw, pool_d):
     """A 3-D pooling of [N, C, D, H, W] (or [C, D, H, W]) as two 2-D ones, which is exact for max
     and average pooling alike (their windows, padding, ceil_mode and divisors are products of
