@@ -1372,6 +1372,7 @@ def torchvision_roi_align(input, rois, spatial_scale, pooled_height, pooled_widt
         return ops.reshape(ops.slice(r, [1], [i], [i + 1], [1]), [k])
 
     offset = 0.5 if aligned else 0.0
+    zero = hidet.full([1], 0.0, 'float32', dev)
 
     def axis(lo, hi, pooled, size):
         """Neighbours (int64) and weights (f32, 0 for samples outside [-1, size]) along one axis,
@@ -1386,11 +1387,10 @@ def torchvision_roi_align(input, rois, spatial_scale, pooled_height, pooled_widt
         valid = ops.logical_and(ops.ge(pos, -1.0), ops.le(pos, float(size)))
         pos = ops.maximum(pos, 0.0)
         low = ops.floor(pos)
-        end = ops.ge(low, float(size - 1))
+        end = ops.ge(low, float(size - 1))  # at or past the last pixel: both neighbours are it
         last = hidet.full([1], float(size - 1), 'float32', dev)
         low = ops.where(end, last, low)
-        frac = ops.where(end, hidet.full([1], 0.0, 'float32', dev), ops.sub(pos, low))
-        zero = hidet.full([1], 0.0, 'float32', dev)
+        frac = ops.where(end, zero, ops.sub(pos, low))
         w_low = ops.where(valid, ops.sub(1.0, frac), zero)
         w_high = ops.where(valid, frac, zero)
         high = ops.where(end, last, ops.add(low, 1.0))
