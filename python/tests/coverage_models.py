@@ -381,12 +381,22 @@ SCHEMES = {
                              out_features=['stage1', 'stage2', 'stage3', 'stage4']),
         feature_size=s.h, mask_feature_size=s.h, hidden_dim=s.h, encoder_layers=s.layers, decoder_layers=s.layers + 1,
         num_attention_heads=s.heads, dim_feedforward=s.inter, encoder_feedforward_dim=s.inter, num_queries=16),
+    # OneFormer: Mask2Former's pixel decoder and queries, conditioned on a task's tokens (its own text
+    # encoder of task_seq_len tokens); conv_dim and mask_dim are the pixel decoder's widths.
+    'oneformer': lambda s: dict(
+        use_pretrained_backbone=False,
+        backbone_config=dict(model_type='resnet', embedding_size=s.widths[0], hidden_sizes=s.widths, depths=s.depths,
+                             out_features=['stage1', 'stage2', 'stage3', 'stage4']),
+        conv_dim=s.h, mask_dim=s.h, hidden_dim=s.h, encoder_layers=s.layers, decoder_layers=s.layers + 1,
+        num_attention_heads=s.heads, dim_feedforward=s.inter, encoder_feedforward_dim=s.inter, num_queries=16,
+        text_encoder_width=s.h, text_encoder_context_length=8, text_encoder_num_layers=1,
+        text_encoder_vocab_size=s.vocab, text_encoder_proj_layers=1, text_encoder_n_ctx=4, task_seq_len=8),
 }
 
 # (row name, model class, config class, scheme, extra config (a value may be a function of the
 # Size), inputs). Inputs: 'text' (ids, and an attention mask when forward takes one), 'ids' (no
-# mask), 'encdec' (ids, mask, decoder ids), 'image' (pixel_values), 'whisper' (mel features,
-# decoder ids), 'audio' (a waveform).
+# mask), 'encdec' (ids, mask, decoder ids), 'image' (pixel_values), 'image-task' (pixel_values and
+# the task's token ids, OneFormer's), 'whisper' (mel features, decoder ids), 'audio' (a waveform).
 TRANSFORMERS = [
     ('bert', 'BertModel', 'BertConfig', 'bert', {}, 'text'),
     ('roberta', 'RobertaModel', 'RobertaConfig', 'bert', {}, 'text'),
@@ -535,6 +545,7 @@ TRANSFORMERS = [
     ('dab-detr', 'DabDetrModel', 'DabDetrConfig', 'dab_detr', {}, 'image'),
     ('deformable-detr', 'DeformableDetrModel', 'DeformableDetrConfig', 'deformable_detr', {}, 'image'),
     ('mask2former', 'Mask2FormerModel', 'Mask2FormerConfig', 'mask2former', {}, 'image'),
+    ('oneformer', 'OneFormerModel', 'OneFormerConfig', 'oneformer', {}, 'image-task'),
 ]
 
 
@@ -563,10 +574,13 @@ def _transformers_entry(name, model_cls, config_cls, scheme, extra, kind):
         s = SMALL if small else FULL
         b = batch or s.batch
         g = torch.Generator().manual_seed(0)
-        if kind == 'image':
+        if kind in ('image', 'image-task'):
             size = SCHEMES[scheme](s).get('image_size', s.image)  # the scheme's, where it sets one
             size = size[0] if isinstance(size, (list, tuple)) else size
-            return [], {'pixel_values': _image(b, size)}
+            kwargs = {'pixel_values': _image(b, size)}
+            if kind == 'image-task':
+                kwargs['task_inputs'] = _ids(b, config(small).task_seq_len, s.vocab, g)
+            return [], kwargs
         if kind == 'audio':
             return [torch.randn(b, 400 if small else 4000, generator=g)], {}
         if kind == 'whisper':
