@@ -376,6 +376,20 @@ TEST_CASE("convert_layout_nhwc: a patch embedding is a product of a permuted cop
       expect_same(got2[i], want[i], 3);
     }
   }
+  // A symbolic batch (one shape-generic graph for every batch size): the product's rows are n * 18.
+  auto patches = [&](const Tensor &v) { return o::permute(o::conv2d(v, w0, b0, {4}).flatten(2), {0, 2, 1}); };
+  graph::DispatchOptions generic;
+  generic.shape_generic = true;
+  graph::ShapeDispatch model([&](const std::vector<Tensor> &xs) { return std::vector<Tensor>{patches(xs[0])}; },
+                             {symbol({"n", 3, 12, 24}, dt, "cuda", "img")}, generic);
+  const std::string text = model.generic_graph().str();
+  INFO(text);
+  CHECK(text.find("Matmul") != std::string::npos);
+  CHECK(text.find("Conv2d") == std::string::npos);
+  for (std::int64_t n : {1, 3}) {
+    Tensor a = make({n, 3, 12, 24}, dt, -1, 1);
+    expect_same(model.run({a})[0], patches(a), 3);
+  }
   // f32 convolutions keep their layout (convert_layout_nhwc serves halves).
   Tensor x32 = symbol({2, 3, 12, 24}, dtypes::f32);
   FlowGraph g32 = trace_from(std::vector<Tensor>{o::conv2d(x32, o::cast(w0, dtypes::f32), std::nullopt, {4})}, {x32});

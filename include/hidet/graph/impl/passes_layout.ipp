@@ -203,9 +203,13 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
       // [C*KH*KW, O] of a permuted copy of x (one copy kernel) by the weight viewed so, and the
       // product's rows are the output's pixels channels-last (no permute on the way out). H200,
       // DeiT-III-S at batch 16: 47.7 us for the repacked NCHW convolution.
-      if (constants && half && x.ndim() == 4 && groups == 1 && C % 4 != 0 && is_constant_shape(x.sym_shape())) {
-        const auto xs = x.shape();
-        const std::int64_t N = xs[0], H = xs[2], W = xs[3], O = w.shape()[0], KH = w.shape()[2], KW = w.shape()[3];
+      // The batch may be symbolic (one graph for every batch size); the image's extents are not.
+      const SymShape xss = x.ndim() == 4 ? x.sym_shape() : SymShape{};
+      if (constants && half && x.ndim() == 4 && groups == 1 && C % 4 != 0 && xss[1].is_constant() &&
+          xss[2].is_constant() && xss[3].is_constant()) {
+        const Dim N = xss[0];
+        const std::int64_t H = xss[2].value(), W = xss[3].value(), O = w.shape()[0], KH = w.shape()[2],
+                           KW = w.shape()[3];
         const auto pair = [](const std::vector<std::int64_t> &v) {
           return v.size() == 1 ? std::vector<std::int64_t>{v[0], v[0]} : v;
         };
@@ -213,12 +217,12 @@ HIDET_INLINE FlowGraph convert_layout_nhwc(const FlowGraph &graph) {
             all_of(conv.dilation, 1) && KH * KW > 1 && H % KH == 0 && W % KW == 0 &&
             C * KH * KW % 8 == 0) { // rows of 16 bytes: the product's templates read them in place
           const std::int64_t OH = H / KH, OW = W / KW, K = C * KH * KW;
-          Tensor a = ops::permute(nchw(x).reshape({N, C, OH, KH, OW, KW}), {0, 2, 4, 1, 3, 5})
-                         .reshape({N * OH * OW, K});
+          Tensor a = ops::permute(nchw(x).reshape(std::vector<Dim>{N, C, OH, KH, OW, KW}), {0, 2, 4, 1, 3, 5})
+                         .reshape(std::vector<Dim>{N * OH * OW, K});
           // [O, C, KH, KW] viewed as [1, O, K, 1], turned to [1, K, 1, O] on the host: [K, O].
           Tensor y = ops::matmul(a, weight_to_nhwc(w.reshape({1, O, K, 1})).reshape({K, O}));
           if (in.size() == 3) y = y + in[2];
-          twin[out] = y.reshape({N, OH, OW, O});
+          twin[out] = y.reshape(std::vector<Dim>{N, OH, OW, O});
           return NodeRewrite::removed();
         }
       }
