@@ -274,6 +274,26 @@ TEST_CASE("an image turned to NCHW, flattened and transposed to tokens keeps the
     Tensor want = o::permute(o::permute((o::matmul(a, wt) + bias).reshape(nhwc), {0, 3, 1, 2}).reshape(flat), {0, 2, 1}) + pos;
     expect_same_nonzero(got, want, 2);
   }
+  // The same chain over a symbolic batch n (a shape-generic graph): still the flat index.
+  const hidet::Dim n_sym = hidet::Dim::symbol("n");
+  auto sym_permute = [](const hidet::SymShape &shape, const std::vector<int> &perm) {
+    auto x = o::input("x", shape, dtypes::f16);
+    hidet::SymShape out;
+    for (int p : perm) out.push_back(shape[std::size_t(p)]);
+    auto y = o::compute("permute", out, [&](const Idx &i) {
+      Idx src(i.size());
+      for (std::size_t k = 0; k < perm.size(); ++k) src[std::size_t(perm[k])] = i[k];
+      return x.at(src);
+    });
+    return Task{"permute", {x}, {y}, ""};
+  };
+  const hidet::SymShape image{n_sym, h, w, c}, channels_first{n_sym, c, h * w};
+  auto s1 = o::Epilogue::identity({n_sym * (h * w), c}, dtypes::f16).reshape(image);
+  auto s2 = then(s1, sym_permute(image, {0, 3, 1, 2}), 0);
+  CHECK_FALSE(s2->linear);
+  auto s3 = then(s2->reshape(channels_first), sym_permute(channels_first, {0, 2, 1}), 0);
+  CHECK(s3->linear);
+  CHECK_FALSE(then(s2->reshape(channels_first), sym_permute(channels_first, {1, 0, 2}), 0)->linear);
 }
 
 TEST_CASE("conv2d + relu + residual: the convolution templates store through the epilogue") {

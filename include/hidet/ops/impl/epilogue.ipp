@@ -287,21 +287,24 @@ HIDET_INLINE std::optional<Epilogue> Epilogue::then(const Task &t, std::size_t j
     while (keeps && next < xs.size() && xs[next] == 1) ++next;
     if (keeps && next == xs.size()) e.linear = true;
   }
-  // Or, of constant shapes, the composed map raveled over out's shape simplifies to the flat index
-  // itself (simplify_index under its range): a patch embedding's product [N*P, C] viewed as an image
-  // [N, H, W, C], turned to NCHW, flattened to [N, C, P] and transposed to tokens [N, P, C].
-  if (!e.linear && is_constant_shape(x.sym_shape()) && is_constant_shape(e.out.sym_shape())) {
-    const Shape xs = x.shape(), os = e.out.shape();
-    const std::int64_t n = shape_numel(xs);
+  // Or the composed map raveled over out's shape simplifies to the flat index itself
+  // (simplify_index, the flat index non-negative and below its count when that is constant): a
+  // patch embedding's product [N*P, C] viewed as an image [N, H, W, C], turned to NCHW, flattened
+  // to [N, C, P] and transposed to tokens [N, P, C], N constant or symbolic.
+  if (!e.linear) {
+    const SymShape xs = x.sym_shape(), os = e.out.sym_shape();
+    const bool known = is_constant_shape(xs);
+    const std::int64_t n = known ? shape_numel(constant_shape(xs)) : std::numeric_limits<std::int32_t>::max();
     if (n > 0 && n <= std::numeric_limits<std::int32_t>::max()) {
       ir::Var flat = ir::make_var(ir::scalar_type(dtypes::i32), "flat");
       Idx xi;
-      for (const ir::Expr &v : detail::unravel(flat, xs)) xi.push_back(Expr(v));
+      for (const ir::Expr &v : detail::unravel(flat, Extents(xs))) xi.push_back(Expr(v));
       Idx oi = e.to_out(xi);
       Expr raveled(0);
-      for (std::size_t a = 0; a < os.size() && a < oi.size(); ++a) raveled = raveled * int(os[a]) + oi[a];
+      for (std::size_t a = 0; a < os.size() && a < oi.size(); ++a) raveled = raveled * dim_expr(os[a]) + oi[a];
       if (oi.size() == os.size() &&
-          detail::is_var(ir::simplify_index(raveled.ir(), {{flat.get(), ir::IndexRange{0, n - 1}}}), flat.get()))
+          detail::is_var(ir::simplify_index(raveled.ir(), {{flat.get(), ir::IndexRange{0, known ? n - 1 : n}}}),
+                         flat.get()))
         e.linear = true;
     }
   }
