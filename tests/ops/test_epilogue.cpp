@@ -39,10 +39,11 @@ Task residual_task(const o::Shape &shape, DataType dt) {
   auto y = o::compute("add", shape, [&](const Idx &i) { return r.at(i) + x.at(i); });
   return Task{"add", {r, x}, {y}, ""};
 }
-/// out = permute(x, perm).
-Task permute_task(const o::Shape &shape, const std::vector<int> &perm, DataType dt) {
+/// out = permute(x, perm) (extents constant or symbolic).
+Task permute_task(const o::Extents &extents, const std::vector<int> &perm, DataType dt) {
+  const hidet::SymShape &shape = extents.dims;
   auto x = o::input("x", shape, dt);
-  o::Shape s;
+  hidet::SymShape s;
   for (int p : perm) s.push_back(shape[std::size_t(p)]);
   auto y = o::compute("permute", s, [&](const Idx &i) {
     Idx in(shape.size());
@@ -276,24 +277,13 @@ TEST_CASE("an image turned to NCHW, flattened and transposed to tokens keeps the
   }
   // The same chain over a symbolic batch n (a shape-generic graph): still the flat index.
   const hidet::Dim n_sym = hidet::Dim::symbol("n");
-  auto sym_permute = [](const hidet::SymShape &shape, const std::vector<int> &perm) {
-    auto x = o::input("x", shape, dtypes::f16);
-    hidet::SymShape out;
-    for (int p : perm) out.push_back(shape[std::size_t(p)]);
-    auto y = o::compute("permute", out, [&](const Idx &i) {
-      Idx src(i.size());
-      for (std::size_t k = 0; k < perm.size(); ++k) src[std::size_t(perm[k])] = i[k];
-      return x.at(src);
-    });
-    return Task{"permute", {x}, {y}, ""};
-  };
   const hidet::SymShape image{n_sym, h, w, c}, channels_first{n_sym, c, h * w};
   auto s1 = o::Epilogue::identity({n_sym * (h * w), c}, dtypes::f16).reshape(image);
-  auto s2 = then(s1, sym_permute(image, {0, 3, 1, 2}), 0);
+  auto s2 = then(s1, permute_task(image, {0, 3, 1, 2}, dtypes::f16), 0);
   CHECK_FALSE(s2->linear);
-  auto s3 = then(s2->reshape(channels_first), sym_permute(channels_first, {0, 2, 1}), 0);
+  auto s3 = then(s2->reshape(channels_first), permute_task(channels_first, {0, 2, 1}, dtypes::f16), 0);
   CHECK(s3->linear);
-  CHECK_FALSE(then(s2->reshape(channels_first), sym_permute(channels_first, {1, 0, 2}), 0)->linear);
+  CHECK_FALSE(then(s2->reshape(channels_first), permute_task(channels_first, {1, 0, 2}, dtypes::f16), 0)->linear);
 }
 
 TEST_CASE("conv2d + relu + residual: the convolution templates store through the epilogue") {
