@@ -141,7 +141,10 @@ TEST_CASE("prologues fuse into softmax and layer_norm rows; half precision") {
 }
 
 TEST_CASE("an RMSNorm written as transformers writes it (f32 statistics of an f16 row) is one row-resident kernel") {
-  for (std::int64_t n : {2048, 37}) {
+  // 4096 and 8192 (Llama-3.1-8B and -70B): the estimate of what fusing the mean into its
+  // broadcasting consumer recomputes (4096 x 4096 multiply-adds, past kMaxRecomputedReduction)
+  // split these into two kernels before the row-resident result was asked first
+  for (std::int64_t n : {4096, 8192, 2048, 37}) {
     CAPTURE(n);
     Tensor a = make({1, 1, n}, dtypes::f16), w = make({n}, dtypes::f16);
     auto f = [&](const Tensor &x) {

@@ -351,17 +351,16 @@ HIDET_INLINE FlowGraph fuse_task_operators(const FlowGraph &input, bool all) {
         op->num_outputs() == 1 ? readers.single({op.get(), 0}) : nullptr);
     bool wait = c && g.all_injective() && (all || c->task().injective());
     if (all && c && !g.all_injective() && c->task().injective() && c->num_outputs() == 1) {
-      wait = true;
-      if (ops::detail::analyze_row_resident(g.task)) {
-        std::size_t j = 0;
-        while (j < c->inputs().size() &&
-               !(c->inputs()[j].trace() && c->inputs()[j].trace().op.get() == op.get()))
-          ++j;
-        wait = j < c->inputs().size() &&
-               ops::detail::analyze_row_resident(ops::fuse_epilogue(c->task(), j, g.task));
-      } else {
-        wait = !recomputes_reduction(g.task, *c);
-      }
+      std::size_t j = 0;
+      while (j < c->inputs().size() &&
+             !(c->inputs()[j].trace() && c->inputs()[j].trace().op.get() == op.get()))
+        ++j;
+      bool rows = j < c->inputs().size() &&
+                  ops::detail::analyze_row_resident(ops::fuse_epilogue(c->task(), j, g.task));
+      // A row-resident result computes each row's reductions once, whatever the consumer
+      // broadcasts: an RMSNorm's scale over 4096 channels (x * rsqrt(mean(x^2))) is one kernel,
+      // where the recompute estimate alone (4096 x 4096) split it in two.
+      wait = rows || (!ops::detail::analyze_row_resident(g.task) && !recomputes_reduction(g.task, *c));
     }
     if (wait) {
       pending.emplace(op.get(), std::move(g));
