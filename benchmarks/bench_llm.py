@@ -28,6 +28,9 @@ Knobs: HIDET_LLM_MODELS (regex over '1b', '8b'), HIDET_LLM_BATCHES (1,8,32), HID
 the budget is short; 'hidet-int8' adds hidet with weight-only int8, whose MBU counts the bytes the
 f16 weights would take, so that it compares with the other rows: above 1 is faster than the f16
 limit), HIDET_LLM_NEW_TOKENS (64), HIDET_LLM_PROMPT (512), HIDET_LLM_DTYPE (bfloat16),
+HIDET_LLM_GUARD_FILTER (a torch.compiler guard filter by name, such as
+skip_guard_on_inbuilt_nn_modules_unsafe, given to inductor and hidet alike: dynamo's guards on the
+model's modules are checked before every call, on the host, while the GPU waits),
 HIDET_LLM_PROFILE (1: hidet prints each compiled graph's per-kernel profile on stderr, the decode
 step's included), HIDET_BENCH_TIMEOUT (240 s: nothing new starts after 30 s before it; the rest is
 listed as not run). A failing row prints its error and the run goes on.
@@ -176,18 +179,38 @@ class Counter:
         return graphs + sum(g.num_compilations for g in self.hidet_graphs)
 
 
+def guard_filter():
+    """HIDET_LLM_GUARD_FILTER: the torch.compiler function (by name) that filters dynamo's guards for
+    the compiled backends (inductor and hidet alike), or None (every guard: the plain recipe)."""
+    name = os.environ.get('HIDET_LLM_GUARD_FILTER', '')
+    if not name:
+        return None
+    fn = getattr(torch.compiler, name, None)
+    if not callable(fn) or 'guard' not in name:
+        raise ValueError(f"HIDET_LLM_GUARD_FILTER: '{name}' is not a guard filter of torch.compiler "
+                         f"({', '.join(n for n in dir(torch.compiler) if n.endswith('_unsafe'))})")
+    return fn
+
+
 def compile_forward(model, backend, counter):
     if backend == 'eager':
         return
     torch._dynamo.reset()
+    guards = guard_filter()
     if backend == 'inductor':
-        model.forward = torch.compile(model.__class__.forward.__get__(model), mode='reduce-overhead')
+        forward = model.__class__.forward.__get__(model)
+        if guards:  # mode='reduce-overhead' is triton.cudagraphs; torch.compile takes a mode or options
+            model.forward = torch.compile(forward, options={'triton.cudagraphs': True, 'guard_filter_fn': guards})
+        else:
+            model.forward = torch.compile(forward, mode='reduce-overhead')
     elif backend in ('hidet', 'hidet-int8'):
         import hidet.torch
         hidet.torch.dynamo_config.reset()
         options = {'weight_only_int8': True} if backend == 'hidet-int8' else {}
         if os.environ.get('HIDET_LLM_PROFILE'):  # each compiled graph's per-kernel profile on stderr
             options['profile'] = True
+        if guards:
+            options['guard_filter_fn'] = guards  # torch.compile takes it out before the backend
         options = options or None
         model.forward = torch.compile(model.__class__.forward.__get__(model), backend=counter.hidet_backend,
                                       options=options)
@@ -258,6 +281,7 @@ def print_row(name, backend, batch, r=None, error=None, bw=None, nbytes=None, pr
 
 
 def main():
+    guards = guard_filter()  # a bad name fails here, before any model is made
     if GPU:
         names = [m for m in ('1b', '8b') if re.search(os.environ.get('HIDET_LLM_MODELS', '.'), m)]
         batches = [int(b) for b in env_list('HIDET_LLM_BATCHES', '1,8,32')]
@@ -266,7 +290,8 @@ def main():
         prompt = int(os.environ.get('HIDET_LLM_PROMPT', '512'))
         dtype = getattr(torch, os.environ.get('HIDET_LLM_DTYPE', 'bfloat16'))
         print(f'{torch.cuda.get_device_name()}, torch {torch.__version__}, transformers {transformers.__version__}, '
-              f'{dtype}, prompt {prompt}, {new_tokens} new tokens')
+              f'{dtype}, prompt {prompt}, {new_tokens} new tokens'
+              f'{", guard filter " + guards.__name__ if guards else ""}')
         bw = copy_bandwidth_gbs()
         print(f'copy bandwidth (read + write): {bw:.0f} GB/s')
     else:

@@ -10,7 +10,8 @@ decode call's arguments are replayed on the compiled forward:
 5. a real generate of 16 tokens: its wall time, the decode calls' CUDA-event time (bench_llm's
    'step ms') and, with HIDET_PROFILE_PY=1, its cProfile.
 
-HIDET_PROFILE_KERNELS=1 adds the kernels by name (count and time per call, from torch.profiler).
+HIDET_PROFILE_KERNELS=1 adds the kernels by name (count and time per call, from torch.profiler);
+HIDET_LLM_GUARD_FILTER as in bench_llm.py.
 Backends: HIDET_LLM_BACKENDS (hidet,inductor). GPU only."""
 import cProfile
 import os
@@ -44,7 +45,9 @@ def main():
     dtype = getattr(torch, os.environ.get('HIDET_LLM_DTYPE', 'float16'))
     prompt = int(os.environ.get('HIDET_LLM_PROMPT', '512'))
     model = bl.make_model(name, dtype)
-    print(f'{torch.cuda.get_device_name()}, {name}, {dtype}, prompt {prompt}')
+    guards = os.environ.get('HIDET_LLM_GUARD_FILTER', '')
+    print(f'{torch.cuda.get_device_name()}, {name}, {dtype}, prompt {prompt}'
+          f'{", guard filter " + guards if guards else ""}')
     print(f'{"backend":9} {"batch":>5} {"sync ms":>8} {"event ms":>9} {"host ms":>8} {"gpu busy ms":>12} {"kernels":>8}')
     for backend in bl.env_list('HIDET_LLM_BACKENDS', 'hidet,inductor'):
         for batch in [int(b) for b in bl.env_list('HIDET_LLM_BATCHES', '1')]:
