@@ -58,7 +58,12 @@ TEST_CASE("naive matmul: signature, indexing, #line directives, no f16 headers")
   // Every kernel first waits for the kernel before it (programmatic dependent launch), on the
   // signature's line; the prelude defines the wait for sm_90 on and as nothing before.
   CHECK(has(c, "int32_t K) { HIDET_GRID_DEPENDENCY_SYNC();\n"));
-  CHECK(has(c, "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n#define HIDET_GRID_DEPENDENCY_SYNC() asm volatile(\"griddepcontrol.wait;"));
+  CHECK(has(c, "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\nstatic __device__ __forceinline__ void "
+               "hidet_grid_dependency_sync() {\n  asm volatile(\"griddepcontrol.wait;\""));
+  // then a grid of at most half as many blocks as the GPU has multiprocessors lets the next
+  // kernel launch at once (HIDET_PDL_TRIGGER=0: never)
+  CHECK(has(c, "if ((unsigned long long)gridDim.x * gridDim.y * gridDim.z * 2 <= sms) asm volatile(\"griddepcontrol.launch_dependents;"));
+  CHECK(has(c, "#define HIDET_GRID_DEPENDENCY_SYNC() hidet_grid_dependency_sync()\n#else\n#define HIDET_GRID_DEPENDENCY_SYNC()\n#endif"));
   // Statements on consecutive lines 11..16 follow the compiler's own line count: one directive.
   // The closing brace of the loop occupies line 17, so line 17's store needs a new directive.
   CHECK(count(c, "#line ") == 2);

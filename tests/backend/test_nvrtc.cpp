@@ -69,6 +69,8 @@ TEST_CASE("naive matmul compiles to CUBIN for sm_90a and sm_80") {
     CHECK(has(bin.ptx, "matmul.cpp")); // -lineinfo records the user's file from #line
     // The programmatic-dependent-launch wait exists from sm_90 on only.
     CHECK(has(bin.ptx, "griddepcontrol.wait") == (std::string(arch) == "sm_90a"));
+    // and the early trigger of a grid of few blocks (backend/cuda_prelude.hpp)
+    CHECK(has(bin.ptx, "griddepcontrol.launch_dependents") == (std::string(arch) == "sm_90a"));
   }
 }
 

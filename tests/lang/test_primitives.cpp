@@ -5,6 +5,7 @@
 // wgmma built for an older arch.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <random>
 
 #include "hidet/backend/nvrtc.hpp" // CompiledModule::binary()
@@ -80,6 +81,148 @@ TEST_CASE("cp_async with zero-fill, commit and wait groups") {
     int t = i / 4, j = i % 4;
     float want = (t % 2 == 1 || j < 2) ? float(in[std::size_t(i)]) : 0.f;
     REQUIRE_MESSAGE(out[std::size_t(i)] == want, "index ", i, " on ", where(cm));
+  }
+}
+
+TEST_CASE("prefetch_l2 before grid_dependency_wait(): the kernel's own wait replaces the one at its start") {
+  // A row sum whose blocks prefetch their rows into the L2, then wait for the kernel before them
+  // (programmatic dependent launch), then read. Run twice in a stream: the second launch's
+  // prefetches may overlap the first's end, its reads may not.
+  const int rows = 37, cols = 96;
+  auto mod = script_module("pf");
+  mod.kernel("pf", {f32[rows][cols], f32[rows]}, [&](Tensor a, Tensor out) {
+    attrs.cuda.grid_dim = rows;
+    attrs.cuda.block_dim = 32;
+    auto acc = register_tensor(f32[1], "acc");
+    Var r = blockIdx.x, t = threadIdx.x;
+    if_(t < cols / 32, [&] { prefetch_l2(a[r][t * 32]); });
+    grid_dependency_wait();
+    acc[0] = 0.0f;
+    for_(range(cols / 32), [&](Var j) { acc[0] = acc[0] + a[r][j * 32 + t]; });
+    for (int off = 16; off > 0; off /= 2)
+      acc[0] = acc[0] + shfl_xor_sync(0xffffffffu, acc[0], off);
+    if_(t == 0, [&] { out[r] = acc[0]; });
+  });
+  auto cm = mod.build();
+  const std::string &src = cm.source();
+  CHECK(has(src, "asm volatile(\"prefetch.global.L2 [%0];\""));
+  // One wait: the kernel's own, after the prefetch; none on the signature's line.
+  CHECK(src.find("HIDET_GRID_DEPENDENCY_SYNC()") != std::string::npos);
+  const auto first = src.find("HIDET_GRID_DEPENDENCY_SYNC();");
+  REQUIRE(first != std::string::npos);
+  CHECK(src.find("HIDET_GRID_DEPENDENCY_SYNC();", first + 1) == std::string::npos);
+  CHECK(src.find("prefetch.global.L2") < first);
+  CHECK_FALSE(has(src, ") { HIDET_GRID_DEPENDENCY_SYNC();"));
+  auto in = small_ints(std::size_t(rows) * cols, -20, 20);
+  auto a = hidet::asarray(in, {rows, cols}, hidet::f32), out = hidet::zeros({rows}, hidet::f32);
+  cm(a, out);
+  cm(a, out);
+  auto got = out.to_vector<float>();
+  for (int r = 0; r < rows; ++r) {
+    double want = 0;
+    for (int c = 0; c < cols; ++c) want += in[std::size_t(r * cols + c)];
+    REQUIRE_MESSAGE(got[std::size_t(r)] == float(want), "row ", r, " on ", where(cm));
+  }
+}
+
+TEST_CASE("grid_dependency_wait() misused: memory before it, twice, in a loop, in a device function; prefetch_l2 outside its tensor") {
+  auto build = [](const std::function<void(Tensor, Tensor)> &body) {
+    auto mod = script_module("gw");
+    mod.kernel("gw", {f32[64], f32[64]}, [&](Tensor a, Tensor b) {
+      attrs.cuda.grid_dim = 1;
+      attrs.cuda.block_dim = 64;
+      body(a, b);
+    });
+    return mod.build();
+  };
+  auto expect = [&](const std::function<void(Tensor, Tensor)> &body, const std::string &text) {
+    try {
+      build(body);
+      FAIL("built; expected: ", text);
+    } catch (const hidet::DSLError &e) {
+      INFO(std::string(e.what()));
+      CHECK(has(e.what(), text));
+    }
+  };
+  expect([](Tensor a, Tensor b) {
+    Var v = a[threadIdx.x];
+    grid_dependency_wait();
+    b[threadIdx.x] = v;
+  }, "kernel 'gw' reads global tensor 'arg0' before its grid_dependency_wait()");
+  expect([](Tensor a, Tensor b) {
+    b[threadIdx.x] = 1.0f;
+    grid_dependency_wait();
+    b[threadIdx.x] = a[threadIdx.x];
+  }, "kernel 'gw' writes global tensor 'arg1' before its grid_dependency_wait()");
+  expect([](Tensor a, Tensor b) {
+    auto s = shared_tensor(f32[64], "s");
+    s[threadIdx.x] = 0.0f;
+    grid_dependency_wait();
+    b[threadIdx.x] = a[threadIdx.x] + s[threadIdx.x];
+  }, "writes shared tensor 's' before its grid_dependency_wait()");
+  expect([](Tensor a, Tensor b) {
+    syncthreads();
+    grid_dependency_wait();
+    b[threadIdx.x] = a[threadIdx.x];
+  }, "calls syncthreads before its grid_dependency_wait()");
+  expect([](Tensor a, Tensor b) {
+    grid_dependency_wait();
+    grid_dependency_wait();
+    b[threadIdx.x] = a[threadIdx.x];
+  }, "calls grid_dependency_wait() 2 times");
+  expect([](Tensor a, Tensor b) {
+    for_(range(2), [&](Var) { grid_dependency_wait(); });
+    b[threadIdx.x] = a[threadIdx.x];
+  }, "calls grid_dependency_wait() inside a loop or a branch");
+  try {
+    auto mod = script_module("gwd");
+    mod.device_function("helper", {}, [&] { grid_dependency_wait(); });
+    mod.kernel("k", {f32[4]}, [&](Tensor a) {
+      attrs.cuda.grid_dim = 1;
+      attrs.cuda.block_dim = 4;
+      a[threadIdx.x] = 0.0f;
+    });
+    mod.build();
+    FAIL("built a device function that waits");
+  } catch (const hidet::DSLError &e) {
+    CHECK(has(e.what(), "grid_dependency_wait() in device function 'helper'"));
+  }
+  // Register tensors and index arithmetic may come first.
+  auto ok = build([](Tensor a, Tensor b) {
+    auto r = register_tensor(f32[1], "r");
+    r[0] = 2.0f;
+    Var i = threadIdx.x * 1;
+    prefetch_l2(a[i]);
+    grid_dependency_wait();
+    b[i] = a[i] * r[0];
+  });
+  auto x = hidet::asarray(small_ints(64, -9, 9), {64}, hidet::f32), y = hidet::zeros({64}, hidet::f32);
+  ok(x, y);
+  CHECK(y.to_vector<float>() == [&] {
+    auto v = x.to_vector<float>();
+    for (auto &e : v) e *= 2;
+    return v;
+  }());
+  // prefetch_l2 needs global memory; on the emulator an address past its tensor is caught.
+  expect([](Tensor a, Tensor b) {
+    auto r = register_tensor(f32[4], "r");
+    prefetch_l2(r[0]);
+    b[threadIdx.x] = a[threadIdx.x];
+  }, "prefetch_l2: the address operand must be in global memory");
+  auto past = build([](Tensor a, Tensor b) {
+    prefetch_l2(a[threadIdx.x + 8]);
+    grid_dependency_wait();
+    b[threadIdx.x] = a[threadIdx.x];
+  });
+  if (past.emulated()) {
+    try {
+      past(x, y);
+      hidet::synchronize();
+      FAIL("a prefetch past its tensor ran on the emulator");
+    } catch (const hidet::Error &e) {
+      INFO(std::string(e.what()));
+      CHECK(has(e.what(), "out-of-bounds address computation of global tensor 'arg0'"));
+    }
   }
 }
 

@@ -25,6 +25,8 @@ namespace hidet::ir {
   X(SyncThreads, "syncthreads") X(SyncWarp, "syncwarp")                                            \
   X(ThreadFence, "threadfence") /* __threadfence(): orders this thread's memory accesses GPU-wide */ \
   X(ThreadFenceSystem, "threadfence_system") /* __threadfence_system(): also for the host */        \
+  /* programmatic dependent launch (sm_90 on; nothing before): lang/cuda.hpp */                  \
+  X(GridDependencyWait, "grid_dependency_wait")                                                    \
   /* atomics: (address, value[, value]) -> old value */                                            \
   X(AtomicAdd, "atomic_add") X(AtomicMin, "atomic_min") X(AtomicMax, "atomic_max")                 \
   X(AtomicExch, "atomic_exchange") X(AtomicCas, "atomic_cas")                                      \
@@ -40,6 +42,8 @@ namespace hidet::ir {
   /* primitives (lang/primitives/): constant operands are i32 constants */                         \
   /* (dst, src, bytes 4|8|16): one vector load and one vector store */                             \
   X(CopyVector, "copy_vector")                                                                     \
+  /* (address in global memory): its 128-byte line into the L2; a hint, no value, no fault */      \
+  X(PrefetchL2, "prefetch_l2")                                                                     \
   /* cp.async (dst shared, src global, bytes 4|8|16, src_bytes): zero-fills past src_bytes */      \
   X(CpAsync, "cp_async") X(CpAsyncCommitGroup, "cp_async_commit_group")                            \
   X(CpAsyncWaitGroup, "cp_async_wait_group") /* (n) */                                             \

@@ -60,6 +60,16 @@ inline void threadfence(HIDET_LOC_PARAM) { detail::emit_void_call(ir::Intrinsic:
 /// __threadfence_system(): as threadfence(), for the host and other devices too (writes to mapped
 /// host memory that the host reads without synchronizing).
 inline void threadfence_system(HIDET_LOC_PARAM) { detail::emit_void_call(ir::Intrinsic::ThreadFenceSystem, {}, loc_); }
+/// Waits until the kernel before this one in the stream has completed and its writes are visible
+/// (griddepcontrol.wait from sm_90 on; nothing before, and nothing on the emulator). Every kernel
+/// waits at its start by itself (docs/notes/programmatic_launch.md): a kernel that calls this
+/// waits here instead, so that what comes before it overlaps the end of the kernel before, which
+/// may still be writing any buffer. The verifier (transforms/verify.hpp) allows one call, at the
+/// kernel body's top level, and before it no access to global or shared memory except
+/// prefetch_l2 (lang/primitives/memory.hpp): index arithmetic, register tensors and prefetches.
+inline void grid_dependency_wait(HIDET_LOC_PARAM) {
+  detail::emit_void_call(ir::Intrinsic::GridDependencyWait, {}, loc_);
+}
 
 namespace detail {
 /// An atomic read-modify-write of `dst` with `vals` (converted to dst's dtype).

@@ -10,6 +10,9 @@
 //    is a tensor; Assign's target is a scalar or pointer variable, never a tensor.
 //  * Kernels have grid and block dims; called device functions exist in the module (with a
 //    matching number of arguments).
+//  * grid_dependency_wait() (lang/cuda.hpp) appears at most once, in a kernel, as a statement
+//    of its body's top level, and nothing before it touches global or shared memory except
+//    prefetch_l2 (index arithmetic and register tensors may come first).
 // Violations the user can cause throw DSLError at the offending statement's or expression's
 // SourceLoc; inconsistencies only a bug in hidet can cause throw InternalError.
 #pragma once
@@ -25,6 +28,10 @@ void verify(const Module &m);
 
 /// Checks one function on its own (calls to device functions cannot be resolved and are errors).
 void verify(const Function &f);
+
+/// True when kernel `f` waits for the kernel before it itself: a grid_dependency_wait() statement
+/// at its body's top level (code generation then adds no wait at the kernel's start).
+bool calls_grid_dependency_wait(const Function &f);
 
 } // namespace hidet::ir
 

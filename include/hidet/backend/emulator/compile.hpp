@@ -301,6 +301,7 @@ private:
     case I::SyncWarp: n = new NopE(); break;
     case I::ThreadFence:
     case I::ThreadFenceSystem: n = new NopE(); break; // the emulated memory is sequentially consistent
+    case I::GridDependencyWait: n = new NopE(); break; // kernels run one after the other
     case I::AtomicAdd: case I::AtomicMin: case I::AtomicMax: case I::AtomicExch: case I::AtomicCas: {
       need(c->op == I::AtomicCas ? 3 : 2);
       auto pt = c->args[0]->type.as<ir::PointerTypeNode>();

@@ -57,6 +57,18 @@ struct CopyVectorE : ENode {
   }
 };
 
+/// prefetch_l2(p): nothing to do but check that p lies inside its tensor in global memory.
+struct PrefetchE : ENode {
+  ENode *addr = nullptr;
+  AllocCache cache;
+  void eval(Context &c, ActiveSet s) override {
+    emu::eval(addr, c, s);
+    const Slot *p = c.reg(addr->dst);
+    for (int k = 0; k < s.n; ++k)
+      (void)prim::access(c, loc, s.idx[k], p[s.idx[k]].i, 1, 1, cache, Access::Read, "prefetch_l2");
+  }
+};
+
 /// ldmatrix.x{num}[.trans] and its inverse stmatrix: lanes 8i..8i+7 address the rows of matrix
 /// i in shared memory; word i of lane l's registers is M_i[l/4][2(l%4) .. +1] (transposed:
 /// M_i[2(l%4) .. +1][l/4]), low half first. ldmatrix loads the rows into the words, stmatrix
@@ -264,6 +276,11 @@ inline ENode *make_primitive_node(const ir::CallNode &c, const std::vector<ENode
     return n;
   }
   case I::CpAsyncCommitGroup: case I::CpAsyncWaitGroup: return new NopE();
+  case I::PrefetchL2: {
+    auto *n = new PrefetchE();
+    n->addr = args.at(0);
+    return n;
+  }
   case I::Ldmatrix: case I::Stmatrix: {
     auto *n = new MatrixE();
     n->store = c.op == I::Stmatrix;

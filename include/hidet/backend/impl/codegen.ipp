@@ -12,6 +12,7 @@
 
 #include "hidet/backend/detail/cuda_emitter.hpp"
 #include "hidet/ir/functor.hpp"
+#include "hidet/transforms/verify.hpp"
 
 #include "hidet/util/cold_begin.hpp"
 
@@ -408,8 +409,10 @@ HIDET_INLINE void CudaEmitter::function(const ir::Function &f) {
   std::string sig = signature(f);
   // A kernel first waits for the kernel before it in the stream (a no-op unless it was launched
   // as a programmatic dependent: runtime/cuda_driver.hpp), on the signature's line so that the
-  // #line directives of the body stay as they are.
-  line(sig + (f->func_kind == ir::FuncKind::Kernel ? " { HIDET_GRID_DEPENDENCY_SYNC();" : " {"));
+  // #line directives of the body stay as they are; unless its body waits itself
+  // (grid_dependency_wait(), lang/cuda.hpp: prefetches before it).
+  const bool waits = f->func_kind == ir::FuncKind::Kernel && !ir::calls_grid_dependency_wait(f);
+  line(sig + (waits ? " { HIDET_GRID_DEPENDENCY_SYNC();" : " {"));
   for (auto &p : f->params)
     if (auto tt = p->type.as<ir::TensorTypeNode>(); tt && tt->scope == ir::Scope::Param)
       line(str_cat("  const ", dtype(tt->dtype), " *", var_name(p.get()), " = (const ", dtype(tt->dtype), " *)&",

@@ -366,6 +366,8 @@ HIDET_INLINE std::string CudaEmitter::call(const ir::CallNode *c) {
     return "__threadfence()";
   case I::ThreadFenceSystem:
     return "__threadfence_system()";
+  case I::GridDependencyWait: // the kernel's own wait, placed by its author (lang/cuda.hpp)
+    return "HIDET_GRID_DEPENDENCY_SYNC()";
   case I::SyncWarp:
     return "__syncwarp(" + (c->args.empty() ? "0xffffffffu" : expr(c->args[0])) + ")";
   case I::AtomicAdd:

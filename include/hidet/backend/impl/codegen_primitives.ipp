@@ -25,7 +25,7 @@ struct ArchNeed {
 HIDET_INLINE ArchNeed arch_need(ir::Intrinsic op) {
   using I = ir::Intrinsic;
   switch (op) {
-  case I::CopyVector: return {0, false};
+  case I::CopyVector: case I::PrefetchL2: return {0, false};
   case I::Ldmatrix: return {75, false};
   case I::Stmatrix: return {90, false};
   case I::Wgmma: case I::WgmmaRs: case I::WgmmaFence: case I::WgmmaCommitGroup: case I::WgmmaWaitGroup:
@@ -154,6 +154,7 @@ HIDET_INLINE std::string CudaEmitter::primitive_call(const ir::CallNode *c) {
     const char *t = n == 16 ? "uint4" : n == 8 ? "uint2" : "uint32_t";
     return str_cat("(*(", t, " *)(", a(0), ") = *(const ", t, " *)(", a(1), "))");
   }
+  case I::PrefetchL2: return str_cat("asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(", a(0), "))");
   case I::CpAsync: {
     std::int64_t n = imm(2);
     return str_cat("asm volatile(\"cp.async.", n == 16 ? "cg" : "ca", ".shared.global [%0], [%1], ", n,

@@ -3,6 +3,8 @@
 
 #include "hidet/backend/cuda_prelude.hpp"
 
+#include "hidet/util/env.hpp"
+
 #include "hidet/util/cold_begin.hpp"
 
 namespace hidet::backend {
@@ -19,18 +21,28 @@ HIDET_INLINE std::string cuda_prelude(const PreludeFeatures &f) {
                   "typedef unsigned long long uint64_t;\n"
                   // Programmatic dependent launch (sm_90 on): wait until the kernel before this one
                   // in the stream has completed and its writes are visible. Without a programmatic
-                  // launch the wait returns at once. No kernel triggers its dependents early
-                  // (griddepcontrol.launch_dependents): the trigger is then implicit when its
-                  // blocks exit, and the next kernel's launch overlaps only the completion of this
-                  // one. An early trigger (at the start of every kernel) made ResNet-50 f32 25%
-                  // slower on the H200, most likely because the next kernel's blocks then become
-                  // resident during this kernel's last wave and pile onto the SMs that free up
-                  // first (docs/notes/programmatic_launch.md).
+                  // launch the wait returns at once.
                   "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
-                  "#define HIDET_GRID_DEPENDENCY_SYNC() asm volatile(\"griddepcontrol.wait;\" ::: \"memory\")\n"
-                  "#else\n"
-                  "#define HIDET_GRID_DEPENDENCY_SYNC()\n"
-                  "#endif\n";
+                  "static __device__ __forceinline__ void hidet_grid_dependency_sync() {\n"
+                  "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n";
+  // The trigger for the kernel after this one. A grid of at most half as many blocks as the GPU
+  // has multiprocessors (a norm of a few rows, a rotary embedding, a cache write: all its blocks
+  // resident from the start, most multiprocessors idle) triggers it at once, so that the next
+  // kernel's blocks are placed and wait on the idle ones (and issue what comes before their wait:
+  // prefetches of their weights) while this one runs. Larger grids trigger implicitly when their
+  // blocks exit: an early trigger at the start of every kernel made ResNet-50 f32 25% slower on
+  // the H200, the next kernel's blocks piling onto the multiprocessors that freed up first during
+  // this one's last wave (docs/notes/programmatic_launch.md). HIDET_PDL_TRIGGER=0: no early
+  // trigger.
+  if (util::env_bool("HIDET_PDL_TRIGGER", true))
+    s += "  unsigned sms;\n"
+         "  asm(\"mov.u32 %0, %%nsmid;\" : \"=r\"(sms));\n"
+         "  if ((unsigned long long)gridDim.x * gridDim.y * gridDim.z * 2 <= sms) asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n";
+  s += "}\n"
+       "#define HIDET_GRID_DEPENDENCY_SYNC() hidet_grid_dependency_sync()\n"
+       "#else\n"
+       "#define HIDET_GRID_DEPENDENCY_SYNC()\n"
+       "#endif\n";
   if (f.f16)
     s += "#include <cuda_fp16.h>\n";
   if (f.bf16)

@@ -59,6 +59,13 @@ void load_vector(const PtrArg &dst, const PtrArg &src, int bytes = 16);
 /// A vector store: `bytes` from the register tensor at `src` to `dst` (global or shared).
 void store_vector(const PtrArg &dst, const PtrArg &src, int bytes = 16);
 
+/// prefetch.global.L2: brings the 128-byte line holding `p` (global memory) into the L2 cache. A
+/// hint: no value, no fault; the L2 is where every multiprocessor's loads and stores meet, so a
+/// line fetched early is never stale. Before grid_dependency_wait() it starts reading a kernel's
+/// weights while the kernel before it still runs. A no-op on the emulator, which checks that `p`
+/// lies inside its tensor.
+void prefetch_l2(const PtrArg &p);
+
 /// cp.async: copies `bytes` (4, 8 or 16) from global `src` to shared `dst` without staging in
 /// registers; only the first `src_bytes` (default all) are read, the rest is zero-filled (for
 /// partial tiles). Completes at cp_async_wait_group (the emulator copies at once).

@@ -27,6 +27,9 @@
 //    ldmatrix phase fall into 8 distinct bank groups: conflict-free without padding.
 //  * Epilogue: accumulators converted to f16/bf16 and stored as packed pairs (4 bytes) when n is
 //    even.
+//  * Few rows (one row tile of constant rows, a decoding step's projections, bound by b's
+//    bytes): before its grid_dependency_wait() (lang/cuda.hpp) each block prefetches into the L2
+//    the rows of b its prologue's tiles read, while the kernel before it may still run.
 #pragma once
 
 #include <string>
@@ -186,6 +189,7 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
   const auto [slice_tiles, splits] = matmul_f16_slices(k, cfg);
   const bool guard_m = sym || rows.value() % bm != 0, guard_n = n % bn != 0 || n % 8 != 0, guard_k = k % bk != 0;
   const Expr row_tiles = sym ? Expr(max(ceil_div(m, bm), 1)) : Expr(ceil_div(rows.value(), bm));
+  const bool few_rows = !sym && rows.value() <= bm; // b's first tiles prefetched (below)
   auto T = [&](std::vector<ir::Expr> shape) { return TensorSpec(dt, std::move(shape)); };
 
   auto batched = [&](bool has, const Expr &r, int cols) {
@@ -262,10 +266,27 @@ inline void add_matmul_f16_kernel(lang::ScriptModule &mod, const std::string &na
       });
     };
 
-    for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var e) { acc[i][j][e] = 0.0f; });
     // This block's k tiles: [t0, t0 + n_tiles) (all of them without split-k).
     Var t0 = slice * slice_tiles;
     Var n_tiles = splits > 1 ? Expr(min(k_tiles - t0, slice_tiles)) : Expr(k_tiles);
+    if (few_rows) {
+      // Few rows (one row tile of constant rows: a decoding step's projections): the time is
+      // b's bytes. Before waiting for the kernel before this one, which may still be running (a
+      // programmatic launch, docs/notes/programmatic_launch.md), the rows of b of the prologue's
+      // tiles go to the L2, one 128-byte line per thread and round, clamped to b.
+      const int lines_per_row = ceil_div(bn * int(dt.nbytes()), 128), cols_per_line = 128 / int(dt.nbytes());
+      const int lines = (stages - 1) * bk * lines_per_row;
+      for (int round = 0; round * threads < lines; ++round) {
+        Var idx = threadIdx.x + round * threads;
+        if_(idx < lines, [&] {
+          Var row = min(t0 * bk + idx / lines_per_row, k - 1);
+          Var col = min(n0 + idx % lines_per_row * cols_per_line, n - 1);
+          prefetch_l2(b(row, col));
+        });
+      }
+      grid_dependency_wait();
+    }
+    for_(grid(mt, nt, 4).unroll(), [&](Var i, Var j, Var e) { acc[i][j][e] = 0.0f; });
     for (int s = 0; s < stages - 1; ++s) { // prologue: the first stages - 1 tiles in flight
       if (splits > 1) {
         if_(s < n_tiles, [&] { load_tiles(Expr(s), (t0 + s) * bk); });

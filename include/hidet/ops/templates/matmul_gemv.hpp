@@ -20,6 +20,9 @@
 //    sizes would cost as much as the product).
 //  * rows of a per block: 1 to 8 (grid z covers more, each reading b again: for more rows the
 //    tensor-core templates pay off). Symbolic rows (matmul_rows.hpp): rows past m are guarded.
+//  * Before its grid_dependency_wait() (lang/cuda.hpp) a block prefetches into the L2 the rows of
+//    b its first step reads: launched while the kernel before it ends (a norm of few blocks
+//    triggers its dependents at its start: backend/cuda_prelude.hpp), it starts reading weights.
 // Partial vectors (n not a multiple of the vector), partial k slices and partial row blocks are
 // guarded; a and b need 16-byte aligned data (MatmulGemv's callers ensure it).
 #pragma once
@@ -167,6 +170,19 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     Var k_end = guard_k ? Expr(min(k_begin + slice, k)) : Expr(k_begin + slice);
     Expr col_ok = guard_n ? Expr(col < n) : Expr(true);
     auto row_ok = [&](int r) { return guard_m ? Expr(m0 + r < m) : Expr(true); };
+
+    // Before waiting for the kernel before this one, which may still be running (a programmatic
+    // launch, docs/notes/programmatic_launch.md), the rows of b of this block's first step go to
+    // the L2: one 128-byte line per thread, clamped to b. The weights start streaming while the
+    // kernel before (a norm, attention) ends.
+    const int lines_per_row = ceil_div(block_n * besize, 128);
+    const int pf_rows = std::min(cfg.step_rows(), threads / lines_per_row);
+    if_(tid < pf_rows * lines_per_row, [&] {
+      Var pr = min(k_begin + tid / lines_per_row, k - 1);
+      Var pc = min(n0 + (tid % lines_per_row) * (128 / besize), n - 1);
+      prefetch_l2(b[pr][pc]);
+    });
+    grid_dependency_wait();
 
     for (int r = 0; r < MB; ++r)
       for (int v = 0; v < V; ++v)

@@ -3,6 +3,7 @@
 
 #include "hidet/transforms/verify.hpp"
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -223,14 +224,131 @@ private:
   SourceLoc loc_;
 };
 
+/// True when `s` is a call of grid_dependency_wait() as a statement.
+inline bool is_grid_wait(const Stmt &s) {
+  auto e = s.as<EvaluateStmtNode>();
+  auto c = e ? e->expr.as<CallNode>() : nullptr;
+  return c && c->op == Intrinsic::GridDependencyWait;
+}
+
+/// The statements before a kernel's grid_dependency_wait(): no access to global or shared memory
+/// (loads, stores, pointers read, atomics, barriers, device functions, asm), only index
+/// arithmetic, register tensors and prefetch_l2 (whose address is not an access).
+class BeforeGridWait : public IRVisitor {
+public:
+  BeforeGridWait(const FunctionNode *f, SourceLoc wait) : func_(f), wait_(wait) {}
+  using IRVisitor::visit;
+  void visit(const Stmt &s) override {
+    if (!s) return; // an if without else
+    SourceLoc saved = loc_;
+    if (s->loc.valid()) loc_ = s->loc;
+    IRVisitor::visit(s);
+    loc_ = saved;
+  }
+
+protected:
+  void visit_TensorElement(const TensorElementNode *e) override {
+    memory(e->base.get(), "reads");
+    IRVisitor::visit_TensorElement(e);
+  }
+  void visit_BufferStoreStmt(const BufferStoreStmtNode *s) override {
+    memory(s->base.get(), "writes");
+    IRVisitor::visit_BufferStoreStmt(s);
+  }
+  void visit_Deref(const DerefNode *) override { refuse("reads memory through a pointer"); }
+  void visit_AsmStmt(const AsmStmtNode *) override { refuse("has inline assembly"); }
+  void visit_Call(const CallNode *c) override {
+    if (c->op == Intrinsic::PrefetchL2) { // the address: its indices only
+      auto a = c->args.at(0).as<AddressNode>();
+      auto te = a ? a->a.as<TensorElementNode>() : nullptr;
+      if (!te) return visit(c->args.at(0));
+      for (auto &i : te->indices) visit(i);
+      return;
+    }
+    if (c->op != Intrinsic::DynamicSharedMemory && !is_math_intrinsic(c->op))
+      refuse(str_cat("calls ", c->op == Intrinsic::None ? c->func_name : std::string(intrinsic_name(c->op))));
+    IRVisitor::visit_Call(c);
+  }
+
+private:
+  void memory(const VarNode *base, const char *what) {
+    auto tt = base->type.as<TensorTypeNode>();
+    if (tt && (tt->scope == Scope::Global || tt->scope == Scope::Shared))
+      refuse(str_cat(what, " ", scope_name(tt->scope), " tensor '", base->hint, "'"));
+  }
+  [[noreturn]] void refuse(const std::string &what) {
+    throw DSLError(str_cat("kernel '", func_->name, "' ", what, " before its grid_dependency_wait() (at ",
+                           wait_.str(), "): the kernel before it may still be writing that memory; ",
+                           "move it after the wait (only index arithmetic, register tensors and ",
+                           "prefetch_l2 may come first)"),
+                   loc_);
+  }
+  const FunctionNode *func_;
+  SourceLoc wait_, loc_;
+};
+
+/// grid_dependency_wait() (lang/cuda.hpp): at most once, in a kernel, as a statement of its body's
+/// top level, after nothing that touches global or shared memory (BeforeGridWait).
+inline void check_grid_wait(const FunctionNode *f) {
+  struct Count : IRVisitor {
+    int n = 0;
+    SourceLoc first;
+    void visit_Call(const CallNode *c) override {
+      if (c->op == Intrinsic::GridDependencyWait && n++ == 0) first = c->loc;
+      IRVisitor::visit_Call(c);
+    }
+  } count;
+  count.visit(f->body);
+  if (count.n == 0) return;
+  if (f->func_kind != FuncKind::Kernel)
+    throw DSLError(str_cat("grid_dependency_wait() in device function '", f->name,
+                           "': only a kernel waits for the kernel before it; call it in the kernel"),
+                   count.first);
+  if (count.n > 1)
+    throw DSLError(str_cat("kernel '", f->name, "' calls grid_dependency_wait() ", count.n,
+                           " times; it waits once, before its first access to memory"),
+                   count.first);
+  std::vector<Stmt> top;
+  std::function<void(const Stmt &)> flatten = [&](const Stmt &s) {
+    if (auto q = s.as<SeqStmtNode>())
+      for (auto &x : q->seq) flatten(x);
+    else
+      top.push_back(s);
+  };
+  flatten(f->body);
+  std::size_t at = 0;
+  while (at < top.size() && !is_grid_wait(top[at])) ++at;
+  if (at == top.size())
+    throw DSLError(str_cat("kernel '", f->name, "' calls grid_dependency_wait() inside a loop or a ",
+                           "branch; call it once, as a statement of the kernel's body"),
+                   count.first);
+  BeforeGridWait check(f, top[at]->loc);
+  for (std::size_t i = 0; i < at; ++i) check.visit(top[i]);
+}
+
 } // namespace detail
 
 HIDET_INLINE void verify(const Module &m) {
   detail::Verifier v(m.get());
-  for (auto &f : m->functions) v.visit(f);
+  for (auto &f : m->functions) {
+    v.visit(f);
+    detail::check_grid_wait(f.get());
+  }
 }
 
 HIDET_INLINE void verify(const Function &f) { verify(make_module({f})); }
+
+HIDET_INLINE bool calls_grid_dependency_wait(const Function &f) {
+  std::function<bool(const Stmt &)> top = [&](const Stmt &s) {
+    if (auto q = s.as<SeqStmtNode>()) {
+      for (auto &x : q->seq)
+        if (top(x)) return true;
+      return false;
+    }
+    return detail::is_grid_wait(s);
+  };
+  return f->func_kind == FuncKind::Kernel && f->body && top(f->body);
+}
 
 } // namespace hidet::ir
 

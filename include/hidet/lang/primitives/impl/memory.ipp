@@ -82,6 +82,12 @@ HIDET_INLINE void copy_vector(const PtrArg &dst, const PtrArg &src, int bytes) {
   detail::emit_intrinsic(ir::Intrinsic::CopyVector, {dst.ptr, src.ptr, detail::imm(bytes)}, dst.loc);
 }
 
+HIDET_INLINE void prefetch_l2(const PtrArg &p) {
+  detail::require_scope(p, ir::Scope::Global, "prefetch_l2", "address");
+  detail::require_bytes(p, 1, "prefetch_l2", "address");
+  detail::emit_intrinsic(ir::Intrinsic::PrefetchL2, {p.ptr}, p.loc);
+}
+
 HIDET_INLINE void load_vector(const PtrArg &dst, const PtrArg &src, int bytes) {
   detail::require_scope(dst, ir::Scope::Register, "load_vector", "destination");
   copy_vector(dst, src, bytes);
