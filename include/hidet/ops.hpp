@@ -9,6 +9,7 @@
 #include "hidet/ops/elementwise.hpp"
 #include "hidet/ops/epilogue.hpp"
 #include "hidet/ops/fuse.hpp"
+#include "hidet/ops/linalg.hpp"
 #include "hidet/ops/matmul.hpp"
 #include "hidet/ops/norm.hpp"
 #include "hidet/ops/op_kind.hpp"

@@ -589,6 +589,11 @@ NB_MODULE(_C, m) {
   ops.def("argmin", [](const Tensor &x, int axis, bool keep) { return o::argmin(x, axis, keep); }, "x"_a, "axis"_a,
           "keepdims"_a = false);
   ops.def("cumsum", [](const Tensor &x, int axis) { return o::cumsum(x, axis); }, "x"_a, "axis"_a);
+  ops.def("solve_triangular",
+          [](const Tensor &a, const Tensor &b, bool upper, bool left, bool unit) {
+            return o::solve_triangular(a, b, upper, left, unit);
+          },
+          "a"_a, "b"_a, "upper"_a, "left"_a = true, "unitriangular"_a = false);
   ops.def("cumprod", [](const Tensor &x, int axis) { return o::cumprod(x, axis); }, "x"_a, "axis"_a);
   ops.def("cummax", [](const Tensor &x, int axis) { return o::cummax(x, axis); }, "x"_a, "axis"_a,
           "(values, indices): the running maximum along axis and where it was taken.");

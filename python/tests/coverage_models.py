@@ -393,6 +393,18 @@ SCHEMES = {
         text_encoder_vocab_size=s.vocab, text_encoder_proj_layers=1, text_encoder_n_ctx=4, task_seq_len=8),
 }
 
+# Gated delta-rule layers (Qwen3-Next, Qwen3.5) at the scheme's sizes: a linear-attention layer, then a
+# full-attention one.
+_LINEAR_ATTENTION = dict(head_dim=16, linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2,
+                         linear_num_value_heads=4, linear_conv_kernel_dim=4,
+                         layer_types=lambda s: ['linear_attention', 'full_attention'] * (s.layers // 2))
+
+# DeepSeek's multi-head latent attention (low-rank keys and values, a rotary part of each head) and its MoE with a
+# first dense layer, at the scheme's sizes.
+_LATENT_ATTENTION = dict(kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16,
+                         num_key_value_heads=lambda s: s.heads, n_routed_experts=4, num_experts_per_tok=2,
+                         moe_intermediate_size=32, first_k_dense_replace=1, n_group=1, topk_group=1)
+
 # (row name, model class, config class, scheme, extra config (a value may be a function of the
 # Size), inputs). Inputs: 'text' (ids, and an attention mask when forward takes one), 'ids' (no
 # mask), 'encdec' (ids, mask, decoder ids), 'image' (pixel_values), 'image-task' (pixel_values and
@@ -490,6 +502,19 @@ TRANSFORMERS = [
     # Added 2026-11-29 from a probe of families outside the list (emulator variants compiled and
     # matched eager; LayoutLM's [B, 1, 1, S] mask and LED's new_ones(size=...) were bugs then).
     ('olmo2', 'Olmo2Model', 'Olmo2Config', 'llama', {}, 'text'),
+    # Added 2026-11-30: hybrids of gated delta-rule linear attention and full attention layers (their chunked
+    # prefill solves triangular systems: torch.linalg.solve_triangular, unmapped before); Qwen3-Next with its MoE.
+    ('qwen3-next', 'Qwen3NextModel', 'Qwen3NextConfig', 'llama', dict(
+        _LINEAR_ATTENTION, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+        shared_expert_intermediate_size=32), 'text'),
+    ('qwen3.5', 'Qwen3_5TextModel', 'Qwen3_5TextConfig', 'llama', dict(_LINEAR_ATTENTION), 'text'),
+    # Rotary embeddings by complex multiplication (torch.polar, view_as_complex: pairs of reals in hidet); Llama 4's
+    # chunked attention and MoE, DeepSeek's multi-head latent attention and MoE.
+    ('llama4', 'Llama4TextModel', 'Llama4TextConfig', 'llama', {
+        'head_dim': 16, 'num_local_experts': 4, 'intermediate_size': 32, 'intermediate_size_mlp': 64,
+        'attention_chunk_size': 8}, 'text'),
+    ('deepseek-v2', 'DeepseekV2Model', 'DeepseekV2Config', 'llama', dict(_LATENT_ATTENTION), 'text'),
+    ('deepseek-v3', 'DeepseekV3Model', 'DeepseekV3Config', 'llama', dict(_LATENT_ATTENTION), 'text'),
     ('olmoe', 'OlmoeModel', 'OlmoeConfig', 'llama', {'num_experts': 4, 'num_experts_per_tok': 2}, 'text'),
     ('qwen3-moe', 'Qwen3MoeModel', 'Qwen3MoeConfig', 'llama', {'num_experts': 4, 'num_experts_per_tok': 2,
                                                                'moe_intermediate_size': 32}, 'text'),

@@ -33,6 +33,37 @@ def _roi_align_row(a, u):
                for scale, ratio, aligned in ((0.5, 2, False), (1.0, 1, True), (0.75, 3, False)))
 
 
+def _solve_row(a, b, c, d):
+    """torch.linalg.solve_triangular both ways round: lower and upper, left and right, unit diagonals, batches
+    that broadcast (A [2, 1, 6, 6] against B [3, 6, 4]); and the chunk systems of gated delta-rule attention
+    (Qwen3-Next: unit lower 16 x 16 here, 64 x 64 there, one per head and chunk)."""
+    A = a * 0.2 + 2 * torch.eye(6, device=a.device)
+    x1 = torch.linalg.solve_triangular(A, b, upper=False)
+    x2 = torch.linalg.solve_triangular(A, b, upper=True, unitriangular=True)
+    x3 = torch.linalg.solve_triangular(A, c, upper=False, left=False)
+    x4 = torch.linalg.solve_triangular(A.transpose(-1, -2), c, upper=True, left=False, unitriangular=True)
+    x5 = torch.linalg.solve_triangular(d[..., :16] * 0.1, d[..., 16:], upper=False, unitriangular=True)
+    return torch.cat([(x1 + x2).flatten(), (x3 + x4).flatten(), x5.flatten()])
+
+
+def _complex_rotary(x, pos):
+    """Llama 4's and DeepSeek-V2's rotary embedding: freqs_cis = polar(1, angles) * scale, the heads rotated by a
+    complex product (hidet.torch.complex: pairs of reals)."""
+    inv = 1.0 / (10000 ** (torch.arange(0, 8, device=x.device).float() / 8))
+    freqs = pos[..., None] * inv
+    cis = torch.polar(torch.ones_like(freqs), freqs) * 0.9
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(xc * cis[:, :, None, :]).flatten(3).type_as(x)
+
+
+def _complex_ops(a, b):
+    """Complex arithmetic, views and parts; the result back to reals."""
+    c = torch.complex(a, b)
+    d = c * c.conj() - c * 2j + (c + 1.5).transpose(0, 1).permute(1, 0, 2) - torch.polar(a.abs(), b) * a
+    e = d.reshape(3, 24)[:, None, 2:10].unsqueeze(0).squeeze(0)
+    return torch.cat([torch.view_as_real(e).flatten(), e.abs().flatten(), e.real.flatten(), e.imag.flatten()])
+
+
 def compiled(fn, **kw):
     return torch.compile(fn, backend='hidet', dynamic=False, **kw)
 
@@ -114,6 +145,9 @@ CASES = {
     # torchvision's roi_align (the R-CNNs' box heads): rois of both images, some past the input, scales, sampling
     # ratios and both alignments
     'roi_align': (lambda a, u: _roi_align_row(a, u), [r(2, 3, 9, 11), r(6, 4)]),
+    'complex_rotary': (_complex_rotary, [r(2, 5, 4, 16, dtype=torch.float16), r(2, 5) * 3]),
+    'complex_ops': (_complex_ops, [r(3, 4, 6), r(3, 4, 6)]),
+    'solve_triangular': (_solve_row, [r(2, 1, 6, 6), r(3, 6, 4), r(2, 3, 5, 6), r(1, 2, 3, 16, 24)]),
     # windows longer than the input under ceil_mode (transformers' EfficientNet: AvgPool2d(2560, ceil_mode=True) on 1x1)
     'pool_window_past_input': (lambda a: F.avg_pool2d(a, 5, ceil_mode=True) + F.max_pool2d(a, (5, 4), ceil_mode=True)
                                + nn.AvgPool2d(2560, ceil_mode=True)(a[..., :1, :1]), [r(2, 3, 3, 3)]),
@@ -327,6 +361,54 @@ def test_roi_align_with_an_adaptive_sampling_ratio_says_what_is_mapped():
         compiled(lambda a, b: roi_align(a, b, 2))(r(1, 3, 8, 8), rois)
     text = str(info.value)
     assert 'roi_align' in text and 'adaptive sampling ratio' in text and 'sampling_ratio > 0' in text
+
+
+def test_complex_outputs_and_unmapped_complex_operators():
+    a, b = r(4, 5), r(4, 5)
+    fn = lambda a, b: torch.complex(a, b) * torch.polar(b.abs(), a)  # noqa: E731 - a complex output
+    got = compiled(fn)(a, b)
+    assert got.dtype == torch.complex64
+    assert_close(got, fn(a, b), atol=2e-5, rtol=2e-5)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as info:
+        compiled(lambda a, b: torch.view_as_real(torch.exp(torch.complex(a, b))))(a, b)
+    assert 'exp of a complex tensor is not mapped' in str(info.value) and 'torch.polar' in str(info.value)
+
+
+class _ComplexBuffer(nn.Module):
+    """Meta's reference Llama: the rotation as a complex buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer('cis', torch.polar(torch.ones(5, 4), torch.randn(5, 4)).to(DEVICE))
+
+    def forward(self, x):
+        return torch.view_as_real(torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2)) * self.cis).flatten(-2)
+
+
+def test_complex_buffers_are_constants_and_complex_inputs_say_what_to_pass():
+    m, x = _ComplexBuffer(), r(2, 5, 8)
+    assert_close(compiled(m)(x), m(x), atol=2e-6, rtol=2e-6)
+    torch._dynamo.reset()
+    c = torch.polar(torch.ones(5, 4, device=DEVICE), r(5, 4))
+    with pytest.raises(Exception) as info:
+        compiled(lambda x, c: torch.view_as_real(torch.view_as_complex(x.reshape(2, 5, 4, 2)) * c))(x, c)
+    assert 'is a complex tensor (torch.complex64)' in str(info.value) and 'torch.view_as_real(x)' in str(info.value)
+
+
+def test_solve_triangular_in_f64_and_its_bad_input():
+    a, b = r(3, 5, 5, dtype=torch.float64) * 0.2 + 2 * torch.eye(5, device=DEVICE), r(3, 5, 2, dtype=torch.float64)
+    fn = lambda a, b: torch.linalg.solve_triangular(a, b, upper=True)  # noqa: E731
+    assert_close(compiled(fn)(a, b), fn(a, b), atol=1e-12, rtol=1e-12)
+    with pytest.raises(Exception) as info:  # half precision: PyTorch on CUDA has no kernel for it either
+        hidet.ops.solve_triangular(hidet.from_torch(a.half()), hidet.from_torch(b.half()), True)
+    assert 'solve_triangular: dtype f16 is not supported (f32 or f64' in str(info.value)
+    with pytest.raises(Exception) as info:  # B's rows must be A's
+        hidet.ops.solve_triangular(hidet.from_torch(a.float()), hidet.from_torch(r(3, 4, 2)), True)
+    assert 'solve_triangular: B must have 5 rows' in str(info.value)
+    with pytest.raises(Exception) as info:
+        hidet.ops.solve_triangular(hidet.from_torch(r(3, 5, 4)), hidet.from_torch(r(3, 5, 2)), True)
+    assert 'A must be square' in str(info.value)
 
 
 def test_fallback_to_torch_runs_unmapped_operators():

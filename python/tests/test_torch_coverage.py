@@ -31,6 +31,7 @@ CI_MODELS = [
     ('transformers/resnet', 'run', None),
     ('transformers/convnext', 'run', None),
     ('transformers/mixtral', 'run', None),  # MoE: in-place updates, transformers' grouped_mm_fallback
+    ('transformers/qwen3-next', 'run', None),  # gated delta-rule layers: torch.linalg.solve_triangular, a MoE
     ('torchvision/resnet18', 'map', None),
     ('timm/vit_tiny_patch16_224', 'map', None),
 ]

@@ -124,6 +124,11 @@ for _name in ['abs', 'acos', 'acosh', 'asin', 'asinh', 'atan', 'atanh', 'ceil', 
 register_aten(aten.isinf.default)(lambda self: ops.eq(ops.abs(self), math.inf))
 
 
+@register_aten(aten.linalg_solve_triangular.default)
+def aten_solve_triangular(self, B, *, upper, left=True, unitriangular=False):
+    return ops.solve_triangular(self, B, bool(upper), bool(left), bool(unitriangular))
+
+
 @register_aten(aten.round.default)
 def aten_round(self):
     return ops.round(self)

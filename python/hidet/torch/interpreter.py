@@ -346,7 +346,13 @@ class Interpreter:
             fake = self.fake_values[i]
             if isinstance(ex, torch.Tensor):
                 if self.is_static(i, ex):
-                    env[node] = to_hidet_constant(ex)
+                    env[node] = _to_hidet_value(ex) if ex.is_complex() else to_hidet_constant(ex)
+                elif ex.is_complex():
+                    raise NotImplementedError(
+                        f'hidet: the graph input {node.name} is a complex tensor ({ex.dtype}); complex values are '
+                        'mapped inside a graph (as pairs of reals: torch.polar, view_as_complex, ...) and as its '
+                        'buffers, not as its inputs: pass torch.view_as_real(x) and call torch.view_as_complex '
+                        'inside the model')
                 elif self.is_scalar(ex):
                     env[node] = hidet.full([], float(ex.item()), 'float64', 'cuda')
                 else:
@@ -478,6 +484,21 @@ class Interpreter:
                     # updated one too, so that the update reaches them as in eager.
                     missing_nodes.extend(n for n in _alias_group(_alias_root(base)) if n not in missing_nodes)
                     return
+            if _any_symbolic((args, kwargs)):  # complex values as pairs of reals (hidet.torch.complex)
+                from . import complex as _complex
+                try:
+                    complex_mapping = _complex.mapping_of(node, args, kwargs)
+                except NotImplementedError as e:
+                    unmapped(node, str(e))
+                    return
+                if complex_mapping is not None:
+                    try:
+                        env[node] = complex_mapping(*args, **kwargs)
+                    except Exception as e:
+                        where = source_line(node)
+                        raise type(e)(f'hidet: mapping {target_name(node)} of fx node {node.name!r}'
+                                      f'{" (" + where + ")" if where else ""} (complex values) failed: {e}') from e
+                    return
             mapping = self.mapping_of(node)
             needs_mapping = _any_symbolic((args, kwargs)) or node.op == 'call_module'
             if mapping is None and needs_mapping:
@@ -560,7 +581,8 @@ class Interpreter:
             if node.op == 'get_attr':
                 value = getattr(self.gm, node.target) if '.' not in node.target else \
                     self.gm.get_parameter(node.target)
-                env[node] = to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
+                env[node] = _to_hidet_value(value) if isinstance(value, torch.Tensor) and value.is_complex() else \
+                    to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
                 continue
             evaluate(node)
         if missing:
@@ -804,6 +826,10 @@ def _stand_in(node, symbolic):
         return _dim_of(size) if symbolic else size_hint(size)
 
     ex = node.meta.get('example_value', node.meta.get('val'))  # (make_fx's graphs: 'val')
+    if isinstance(ex, torch.Tensor) and ex.is_complex():  # a pair of reals (hidet.torch.complex)
+        from .complex import ComplexTensor
+        real = dtype_name(torch.empty(0, dtype=ex.dtype).real.dtype)
+        return ComplexTensor(hidet.symbol([extent(s) for s in ex.shape] + [2], real, 'cuda', name=node.name))
     if isinstance(ex, torch.Tensor):
         return hidet.symbol([extent(s) for s in ex.shape], dtype_name(ex.dtype), 'cuda', name=node.name)
     if isinstance(ex, (list, tuple)):
@@ -829,8 +855,10 @@ def _leaves(value, keep, found):
 
 
 def _any_symbolic(value):
-    """True when ``value`` holds a symbolic tensor or a symbolic size: the mapping runs."""
-    return bool(_leaves(value, lambda v: (isinstance(v, hidet.Tensor) and v.is_symbolic) or is_symbolic_size(v), []))
+    """True when ``value`` holds a symbolic tensor, a complex one (hidet.torch.complex: always mapped) or a
+    symbolic size: the mapping runs."""
+    return bool(_leaves(value, lambda v: (isinstance(v, hidet.Tensor) and v.is_symbolic) or is_symbolic_size(v)
+                        or type(v).__name__ == 'ComplexTensor', []))
 
 
 def _sizes_only(node, args, kwargs):
@@ -852,6 +880,9 @@ def _to_torch_value(x):
 
 
 def _to_hidet_value(x):
+    if isinstance(x, torch.Tensor) and x.is_complex():  # a pair of reals (hidet.torch.complex)
+        from .complex import ComplexTensor
+        return ComplexTensor(to_hidet_constant(torch.view_as_real(x).contiguous()))
     if isinstance(x, torch.Tensor):
         return to_hidet_constant(x.contiguous())
     if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
@@ -888,6 +919,8 @@ def flatten_outputs(output):
                 collect(y)
         elif isinstance(x, hidet.Tensor):
             tensors.append(x)
+        elif type(x).__name__ == 'ComplexTensor':  # its pair of reals, viewed as complex again (rebuild)
+            tensors.append(x.pair)
 
     collect(output)
 
@@ -904,6 +937,8 @@ def flatten_outputs(output):
                 # A constant output is a fresh tensor per call, as in eager: the caller may update
                 # it in place (a cache the model creates and a later graph writes).
                 return constants[id(x)].clone() if id(x) in constants else next(it)
+            if type(x).__name__ == 'ComplexTensor':
+                return torch.view_as_complex(build(x.pair).contiguous())
             if is_symbolic_size(x):
                 return int(x.evaluate(sizes))
             return x

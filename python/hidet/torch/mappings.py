@@ -776,6 +776,14 @@ def torch_logsumexp(x, dim, keepdim=False, *, out=None):
     return _in_opmath(x, lse)
 
 
+@register_function(torch.linalg.solve_triangular)
+def torch_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (left) or X A = B, A triangular (ops.solve_triangular: one thread per column
+    of X, row by row; for the small systems of chunked linear attention: Qwen3-Next's and Qwen3.5's
+    gated delta rule solves 64 x 64 chunks). f32 and f64, as PyTorch on CUDA."""
+    return ops.solve_triangular(A, B, bool(upper), bool(left), bool(unitriangular))
+
+
 @register_function(torch.linalg.vector_norm)
 def torch_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """The p-norm over dims (every dim for None): 2, 1, inf, -inf, 0 (the count of non-zeros) and
