@@ -1,9 +1,10 @@
 // sort, argsort, topk, searchsorted/bucketize, the scans (cumprod, cummax, cummin), scatter,
-// index_put and index_add against host references (stable sorts with NaN the largest value, exact
+// index_put, index_add and solve_triangular against host references (stable sorts with NaN the largest value, exact
 // integer-valued sums), their errors, and the same operators traced on symbolic inputs.
 #include "ops_test_util.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <optional>
 
@@ -204,6 +205,59 @@ TEST_CASE("searchsorted and bucketize: left and right, 1-D and batched sequences
       },
       {"searchsorted: sorted_sequence of shape (3, 8)"});
   expect_error([&] { (void)o::bucketize(v, rows); }, {"bucketize: boundaries must be 1-D"});
+}
+
+TEST_CASE("solve_triangular: lower and upper, unit diagonals, right solves, broadcast batches, f64; errors") {
+  // A [2, 1, n, n] (diagonally dominant) against B [3, n, k]: X [2, 3, n, k]; the host substitutes in
+  // double, row by row, from A's named triangle only (the other triangle holds noise to be ignored).
+  const std::int64_t n = 7, k = 5;
+  for (DataType dt : {dtypes::f32, dtypes::f64})
+    for (bool upper : {false, true})
+      for (bool unit : {false, true}) {
+        CAPTURE(dt.name());
+        CAPTURE(upper);
+        CAPTURE(unit);
+        Tensor a = make({2, 1, n, n}, dt, -0.3, 0.3), b = make({3, n, k}, dt);
+        auto av = a.to_double_vector(), bv = b.to_double_vector();
+        for (std::int64_t z = 0; z < 2; ++z)
+          for (std::int64_t i = 0; i < n; ++i) av[std::size_t((z * n + i) * n + i)] += 2;
+        a = asarray(av, a.shape(), dt);
+        std::vector<double> want(std::size_t(2 * 3 * n * k));
+        for (std::int64_t za = 0; za < 2; ++za)
+          for (std::int64_t zb = 0; zb < 3; ++zb)
+            for (std::int64_t c = 0; c < k; ++c)
+              for (std::int64_t step = 0; step < n; ++step) {
+                std::int64_t r = upper ? n - 1 - step : step;
+                double sum = bv[std::size_t((zb * n + r) * k + c)];
+                for (std::int64_t q = 0; q < n; ++q)
+                  if (upper ? q > r : q < r)
+                    sum -= av[std::size_t((za * n + r) * n + q)] *
+                           want[std::size_t(((za * 3 + zb) * n + q) * k + c)];
+                if (!unit) sum /= av[std::size_t((za * n + r) * n + r)];
+                want[std::size_t(((za * 3 + zb) * n + r) * k + c)] = sum;
+              }
+        expect_close(o::solve_triangular(a, b, upper, true, unit), {2, 3, n, k}, want);
+        // X A^T = B^T is the transpose of the same solve with the other triangle
+        Tensor right = o::solve_triangular(o::transpose(a, -2, -1), o::transpose(b, -2, -1), !upper, false, unit);
+        expect_close(o::transpose(right, -2, -1), {2, 3, n, k}, want);
+      }
+  auto fails = [](const std::function<void()> &f, const std::string &text) {
+    try {
+      f();
+      FAIL("no error; expected: ", text);
+    } catch (const ValueError &e) {
+      INFO(std::string(e.what()));
+      CHECK(std::string(e.what()).find(text) != std::string::npos);
+    }
+  };
+  fails([] { o::solve_triangular(make({4, 4}, dtypes::f16), make({4, 2}, dtypes::f16), true); },
+        "solve_triangular: dtype f16 is not supported");
+  fails([] { o::solve_triangular(make({4, 3}, dtypes::f32), make({4, 2}, dtypes::f32), true); },
+        "A must be square");
+  fails([] { o::solve_triangular(make({4, 4}, dtypes::f32), make({3, 2}, dtypes::f32), true); },
+        "B must have 4 rows");
+  fails([] { o::solve_triangular(make({4, 4}, dtypes::f32), make({4, 2}, dtypes::f64), true); },
+        "A and B must have one dtype");
 }
 
 TEST_CASE("scans: cumprod, cummax and cummin share cumsum's kernel") {
