@@ -24,10 +24,14 @@ _REAL = {torch.complex64: 'float32', torch.complex128: 'float64', torch.complex3
 class ComplexTensor:
     """A complex value of a traced graph: ``pair`` is its real view, of shape ``shape + [2]``."""
 
-    def __init__(self, pair):
+    def __init__(self, pair, parts=None):
         if not isinstance(pair, Tensor) or pair.ndim < 1 or pair.shape[-1] != 2:
             raise ValueError(f'hidet: a complex tensor is a real one with a last axis of 2; got {pair}')
         self.pair = pair
+        # The real and imaginary parts it was made of (_make): read as they are, not sliced out of the
+        # pair again, so that a chain of complex operators stays a graph of shared values (slices of
+        # stacks fused into one kernel would repeat each level's expression).
+        self.parts = parts
 
     @property
     def shape(self):
@@ -66,11 +70,14 @@ def _getitem(x, index):
 
 
 def _part(c, i):
-    return _getitem(c.pair, (Ellipsis, i))
+    return c.parts[i] if c.parts is not None else _getitem(c.pair, (Ellipsis, i))
 
 
-def _pair(re, im):
-    return Registry.registered_functions[torch.stack]([re, im], -1)
+def _make(re, im):
+    """The complex tensor re + i im (real tensors; shapes that differ broadcast)."""
+    if list(re.shape) != list(im.shape):
+        re, im = ops.add(re, ops.mul(im, 0.0)), ops.add(im, ops.mul(re, 0.0))
+    return ComplexTensor(Registry.registered_functions[torch.stack]([re, im], -1), (re, im))
 
 
 def _as_pair(x):
@@ -90,11 +97,11 @@ def _axis(dim, ndim):
 # ---------------------------------------------------------------------------- makers
 
 def _polar(abs, angle, *, out=None):
-    return ComplexTensor(_pair(ops.mul(abs, ops.cos(angle)), ops.mul(abs, ops.sin(angle))))
+    return _make(ops.mul(abs, ops.cos(angle)), ops.mul(abs, ops.sin(angle)))
 
 
 def _complex(real, imag, *, out=None):
-    return ComplexTensor(_pair(real, imag))
+    return _make(real, imag)
 
 
 def _view_as_complex(x):
@@ -112,12 +119,12 @@ def _mul(a, b):
     if not isinstance(b, ComplexTensor):  # complex times real (or a Python number): a first
         a, b = b, a
     if isinstance(a, complex):
-        return ComplexTensor(_pair(ops.sub(ops.mul(b.real, a.real), ops.mul(b.imag, a.imag)),
-                                   ops.add(ops.mul(b.real, a.imag), ops.mul(b.imag, a.real))))
+        return _make(ops.sub(ops.mul(b.real, a.real), ops.mul(b.imag, a.imag)),
+                                   ops.add(ops.mul(b.real, a.imag), ops.mul(b.imag, a.real)))
     if not isinstance(a, ComplexTensor):  # a real tensor or number scales both parts
         return ComplexTensor(ops.mul(b.pair, _method('unsqueeze')(a, -1) if isinstance(a, Tensor) else a))
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    return ComplexTensor(_pair(ops.sub(ops.mul(ar, br), ops.mul(ai, bi)), ops.add(ops.mul(ar, bi), ops.mul(ai, br))))
+    return _make(ops.sub(ops.mul(ar, br), ops.mul(ai, bi)), ops.add(ops.mul(ar, bi), ops.mul(ai, br)))
 
 
 def _add(a, b, *, alpha=1, sign=1.0):
@@ -127,17 +134,11 @@ def _add(a, b, *, alpha=1, sign=1.0):
         br, bi = ops.mul(br, alpha) if isinstance(br, Tensor) else br * alpha, \
             ops.mul(bi, alpha) if isinstance(bi, Tensor) else bi * alpha
 
-    def comb(x, y):
-        if isinstance(x, Tensor) or isinstance(y, Tensor):
-            return ops.add(x, y) if sign > 0 else ops.sub(x, y)
-        return x + sign * y
-    re, im = comb(ar, br), comb(ai, bi)
-    ref = a.pair if isinstance(a, ComplexTensor) else b.pair
-    if not isinstance(re, Tensor):
-        re = ops.add(ops.mul(_part(ComplexTensor(ref), 0), 0.0), re)
-    if not isinstance(im, Tensor):
-        im = ops.add(ops.mul(_part(ComplexTensor(ref), 1), 0.0), im)
-    return ComplexTensor(_pair(re, im))
+    def comb(x, y):  # x + sign * y, one of them a tensor
+        if not isinstance(x, Tensor):
+            return ops.add(y if sign > 0 else ops.neg(y), x)
+        return ops.add(x, y) if sign > 0 else ops.sub(x, y)
+    return _make(comb(ar, br), comb(ai, bi))
 
 
 def _sub(a, b, *, alpha=1):
@@ -149,7 +150,7 @@ def _neg(c):
 
 
 def _conj(c):
-    return ComplexTensor(_pair(c.real, ops.neg(c.imag)))
+    return _make(c.real, ops.neg(c.imag))
 
 
 def _abs(c):
