@@ -5,9 +5,10 @@ hidet has no complex dtype. Models that rotate their queries and keys by complex
 ..., -1, 2)) * freqs_cis``, ``torch.view_as_real(...)``) keep complex values only between real
 inputs and real outputs. Here such a value is a :class:`ComplexTensor`: a real hidet tensor with one
 more axis of extent 2 at the end (the real and the imaginary part, ``torch.view_as_real``'s layout),
-and the operators on it are mapped on that tensor. The interpreter sends every node that takes a
-ComplexTensor, or makes one (:data:`CREATORS`), to :func:`evaluate`; an operator without a mapping
-here is refused with its name and the mapped ones listed. A graph output may not be complex.
+and the operators on it are mapped on that tensor. The interpreter asks :func:`mapping_of` for every
+node that takes a ComplexTensor or makes one (:data:`CREATORS`); an operator without a mapping here
+is refused with its name and the mapped ones listed. Complex buffers become constant pairs and a
+complex graph output is viewed as complex again; a complex graph input is refused (interpreter.py).
 """
 import operator
 
@@ -120,7 +121,7 @@ def _mul(a, b):
         a, b = b, a
     if isinstance(a, complex):
         return _make(ops.sub(ops.mul(b.real, a.real), ops.mul(b.imag, a.imag)),
-                                   ops.add(ops.mul(b.real, a.imag), ops.mul(b.imag, a.real)))
+                     ops.add(ops.mul(b.real, a.imag), ops.mul(b.imag, a.real)))
     if not isinstance(a, ComplexTensor):  # a real tensor or number scales both parts
         return ComplexTensor(ops.mul(b.pair, _method('unsqueeze')(a, -1) if isinstance(a, Tensor) else a))
     ar, ai, br, bi = a.real, a.imag, b.real, b.imag
@@ -166,7 +167,7 @@ def _view_as_real(c):
 def _getitem_c(c, index):
     if not isinstance(index, tuple):
         index = (index,)
-    if any(isinstance(i, (Tensor, list)) or (isinstance(i, torch.Tensor)) for i in index):
+    if any(isinstance(i, (Tensor, torch.Tensor, list)) for i in index):
         raise NotImplementedError('indexing a complex tensor with tensors is not mapped (slices, ints, None and '
                                   'Ellipsis are)')
     if Ellipsis not in index:

@@ -21,6 +21,8 @@ import torch
 
 import hidet
 from .convert import dtype_name, to_hidet, to_hidet_constant, torch_dtype
+from .complex import ComplexTensor
+from .complex import mapping_of as complex_mapping_of
 from .registry import Registry
 
 __all__ = ['Interpreter', 'UnmappedError', 'to_hidet_constant', 'to_hidet', 'dtype_name', 'unmapped_message',
@@ -346,7 +348,7 @@ class Interpreter:
             fake = self.fake_values[i]
             if isinstance(ex, torch.Tensor):
                 if self.is_static(i, ex):
-                    env[node] = _to_hidet_value(ex) if ex.is_complex() else to_hidet_constant(ex)
+                    env[node] = _constant(ex)
                 elif ex.is_complex():
                     raise NotImplementedError(
                         f'hidet: the graph input {node.name} is a complex tensor ({ex.dtype}); complex values are '
@@ -484,10 +486,10 @@ class Interpreter:
                     # updated one too, so that the update reaches them as in eager.
                     missing_nodes.extend(n for n in _alias_group(_alias_root(base)) if n not in missing_nodes)
                     return
-            if _any_symbolic((args, kwargs)):  # complex values as pairs of reals (hidet.torch.complex)
-                from . import complex as _complex
+            needs_mapping = _any_symbolic((args, kwargs)) or node.op == 'call_module'
+            if needs_mapping:  # complex values as pairs of reals (hidet.torch.complex)
                 try:
-                    complex_mapping = _complex.mapping_of(node, args, kwargs)
+                    complex_mapping = complex_mapping_of(node, args, kwargs)
                 except NotImplementedError as e:
                     unmapped(node, str(e))
                     return
@@ -500,7 +502,6 @@ class Interpreter:
                                       f'{" (" + where + ")" if where else ""} (complex values) failed: {e}') from e
                     return
             mapping = self.mapping_of(node)
-            needs_mapping = _any_symbolic((args, kwargs)) or node.op == 'call_module'
             if mapping is None and needs_mapping:
                 why = self._try_decomposition(node, args, kwargs, env, symbolic)
                 if why is not None:
@@ -581,8 +582,7 @@ class Interpreter:
             if node.op == 'get_attr':
                 value = getattr(self.gm, node.target) if '.' not in node.target else \
                     self.gm.get_parameter(node.target)
-                env[node] = _to_hidet_value(value) if isinstance(value, torch.Tensor) and value.is_complex() else \
-                    to_hidet_constant(value) if isinstance(value, torch.Tensor) else value
+                env[node] = _constant(value) if isinstance(value, torch.Tensor) else value
                 continue
             evaluate(node)
         if missing:
@@ -827,7 +827,6 @@ def _stand_in(node, symbolic):
 
     ex = node.meta.get('example_value', node.meta.get('val'))  # (make_fx's graphs: 'val')
     if isinstance(ex, torch.Tensor) and ex.is_complex():  # a pair of reals (hidet.torch.complex)
-        from .complex import ComplexTensor
         real = dtype_name(torch.empty(0, dtype=ex.dtype).real.dtype)
         return ComplexTensor(hidet.symbol([extent(s) for s in ex.shape] + [2], real, 'cuda', name=node.name))
     if isinstance(ex, torch.Tensor):
@@ -858,7 +857,7 @@ def _any_symbolic(value):
     """True when ``value`` holds a symbolic tensor, a complex one (hidet.torch.complex: always mapped) or a
     symbolic size: the mapping runs."""
     return bool(_leaves(value, lambda v: (isinstance(v, hidet.Tensor) and v.is_symbolic) or is_symbolic_size(v)
-                        or type(v).__name__ == 'ComplexTensor', []))
+                        or isinstance(v, ComplexTensor), []))
 
 
 def _sizes_only(node, args, kwargs):
@@ -879,12 +878,16 @@ def _to_torch_value(x):
     return x
 
 
+def _constant(t):
+    """A torch tensor as a constant of the graph: a complex one as its pair of reals (hidet.torch.complex)."""
+    if t.is_complex():
+        return ComplexTensor(to_hidet_constant(torch.view_as_real(t).contiguous()))
+    return to_hidet_constant(t)
+
+
 def _to_hidet_value(x):
-    if isinstance(x, torch.Tensor) and x.is_complex():  # a pair of reals (hidet.torch.complex)
-        from .complex import ComplexTensor
-        return ComplexTensor(to_hidet_constant(torch.view_as_real(x).contiguous()))
     if isinstance(x, torch.Tensor):
-        return to_hidet_constant(x.contiguous())
+        return _constant(x.contiguous())
     if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
         return type(x)(_to_hidet_value(y) for y in x) if not hasattr(x, '_fields') else x
     return x
@@ -919,7 +922,7 @@ def flatten_outputs(output):
                 collect(y)
         elif isinstance(x, hidet.Tensor):
             tensors.append(x)
-        elif type(x).__name__ == 'ComplexTensor':  # its pair of reals, viewed as complex again (rebuild)
+        elif isinstance(x, ComplexTensor):  # its pair of reals, viewed as complex again (rebuild)
             tensors.append(x.pair)
 
     collect(output)
@@ -937,7 +940,7 @@ def flatten_outputs(output):
                 # A constant output is a fresh tensor per call, as in eager: the caller may update
                 # it in place (a cache the model creates and a later graph writes).
                 return constants[id(x)].clone() if id(x) in constants else next(it)
-            if type(x).__name__ == 'ComplexTensor':
+            if isinstance(x, ComplexTensor):
                 return torch.view_as_complex(build(x.pair).contiguous())
             if is_symbolic_size(x):
                 return int(x.evaluate(sizes))

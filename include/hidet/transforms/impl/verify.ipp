@@ -17,6 +17,8 @@ namespace hidet::ir {
 
 namespace detail {
 
+inline void check_grid_wait(const FunctionNode *f, int n, SourceLoc first_loc);
+
 class Verifier : public IRVisitor {
 public:
   explicit Verifier(const ModuleNode *m) : module_(m) {}
@@ -37,8 +39,10 @@ public:
         throw DSLError(str_cat("kernel '", f->name, "' has no block dimensions: set block_dim"),
                        f->loc);
     }
+    grid_waits_ = 0;
     IRVisitor::visit(f);
     pop();
+    if (grid_waits_ > 0) check_grid_wait(f.get(), grid_waits_, first_grid_wait_);
   }
   using IRVisitor::visit;
 
@@ -70,6 +74,7 @@ protected:
   }
 
   void visit_Call(const CallNode *e) override {
+    if (e->op == Intrinsic::GridDependencyWait && grid_waits_++ == 0) first_grid_wait_ = loc_;
     if (e->op == Intrinsic::None) {
       Function callee = module_ ? module_->lookup(e->func_name) : Function();
       if (!callee)
@@ -221,6 +226,8 @@ private:
   std::unordered_map<const VarNode *, SourceLoc> defined_;
   std::vector<std::vector<const VarNode *>> scopes_;
   int loop_depth_ = 0;
+  int grid_waits_ = 0;        ///< grid_dependency_wait() calls in the function
+  SourceLoc first_grid_wait_; ///< where the first one is
   SourceLoc loc_;
 };
 
@@ -229,6 +236,19 @@ inline bool is_grid_wait(const Stmt &s) {
   auto e = s.as<EvaluateStmtNode>();
   auto c = e ? e->expr.as<CallNode>() : nullptr;
   return c && c->op == Intrinsic::GridDependencyWait;
+}
+
+/// The statements of `body` at its top level (nested sequences flattened, nothing else entered).
+inline std::vector<Stmt> top_level_statements(const Stmt &body) {
+  std::vector<Stmt> top;
+  std::function<void(const Stmt &)> flatten = [&](const Stmt &s) {
+    if (auto q = s.as<SeqStmtNode>())
+      for (auto &x : q->seq) flatten(x);
+    else if (s)
+      top.push_back(s);
+  };
+  flatten(body);
+  return top;
 }
 
 /// The statements before a kernel's grid_dependency_wait(): no access to global or shared memory
@@ -287,41 +307,25 @@ private:
   SourceLoc wait_, loc_;
 };
 
-/// grid_dependency_wait() (lang/cuda.hpp): at most once, in a kernel, as a statement of its body's
-/// top level, after nothing that touches global or shared memory (BeforeGridWait).
-inline void check_grid_wait(const FunctionNode *f) {
-  struct Count : IRVisitor {
-    int n = 0;
-    SourceLoc first;
-    void visit_Call(const CallNode *c) override {
-      if (c->op == Intrinsic::GridDependencyWait && n++ == 0) first = c->loc;
-      IRVisitor::visit_Call(c);
-    }
-  } count;
-  count.visit(f->body);
-  if (count.n == 0) return;
+/// grid_dependency_wait() (lang/cuda.hpp), called `n` times in `f` (the first at `first_loc`): at
+/// most once, in a kernel, as a statement of its body's top level, after nothing that touches global
+/// or shared memory (BeforeGridWait).
+inline void check_grid_wait(const FunctionNode *f, int n, SourceLoc first_loc) {
   if (f->func_kind != FuncKind::Kernel)
     throw DSLError(str_cat("grid_dependency_wait() in device function '", f->name,
                            "': only a kernel waits for the kernel before it; call it in the kernel"),
-                   count.first);
-  if (count.n > 1)
-    throw DSLError(str_cat("kernel '", f->name, "' calls grid_dependency_wait() ", count.n,
+                   first_loc);
+  if (n > 1)
+    throw DSLError(str_cat("kernel '", f->name, "' calls grid_dependency_wait() ", n,
                            " times; it waits once, before its first access to memory"),
-                   count.first);
-  std::vector<Stmt> top;
-  std::function<void(const Stmt &)> flatten = [&](const Stmt &s) {
-    if (auto q = s.as<SeqStmtNode>())
-      for (auto &x : q->seq) flatten(x);
-    else
-      top.push_back(s);
-  };
-  flatten(f->body);
+                   first_loc);
+  const std::vector<Stmt> top = top_level_statements(f->body);
   std::size_t at = 0;
   while (at < top.size() && !is_grid_wait(top[at])) ++at;
   if (at == top.size())
     throw DSLError(str_cat("kernel '", f->name, "' calls grid_dependency_wait() inside a loop or a ",
                            "branch; call it once, as a statement of the kernel's body"),
-                   count.first);
+                   first_loc);
   BeforeGridWait check(f, top[at]->loc);
   for (std::size_t i = 0; i < at; ++i) check.visit(top[i]);
 }
@@ -330,24 +334,16 @@ inline void check_grid_wait(const FunctionNode *f) {
 
 HIDET_INLINE void verify(const Module &m) {
   detail::Verifier v(m.get());
-  for (auto &f : m->functions) {
-    v.visit(f);
-    detail::check_grid_wait(f.get());
-  }
+  for (auto &f : m->functions) v.visit(f);
 }
 
 HIDET_INLINE void verify(const Function &f) { verify(make_module({f})); }
 
 HIDET_INLINE bool calls_grid_dependency_wait(const Function &f) {
-  std::function<bool(const Stmt &)> top = [&](const Stmt &s) {
-    if (auto q = s.as<SeqStmtNode>()) {
-      for (auto &x : q->seq)
-        if (top(x)) return true;
-      return false;
-    }
-    return detail::is_grid_wait(s);
-  };
-  return f->func_kind == FuncKind::Kernel && f->body && top(f->body);
+  if (f->func_kind != FuncKind::Kernel) return false;
+  for (const Stmt &s : detail::top_level_statements(f->body))
+    if (detail::is_grid_wait(s)) return true;
+  return false;
 }
 
 } // namespace hidet::ir
