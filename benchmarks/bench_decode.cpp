@@ -3,11 +3,11 @@
 //
 // 1. The copy bandwidth: (read + write) bytes / time of a 1 GiB device copy (what bench_llm.py
 //    divides by).
-// 2. The projections at batch 1, 8 and 32 (x [M, K] @ W [K, N], bf16): the kernel hidet::ops::matmul
-//    dispatches to (the few-rows kernel for M <= 8, templates/matmul_gemv.hpp), launched as a
-//    compiled graph launches it (without the operator's dispatch on the host), and cuBLAS GemmEx, each
-//    as time and as the fraction of the copy bandwidth its bytes (W, x, the output) take: 1.0 is
-//    the limit. Every result is checked against cuBLAS first. Both are timed over copies of the
+// 2. The projections at batch 1, 8 and 32 (x [M, K] @ W [K, N], bf16): the kernel
+//    hidet::ops::matmul dispatches to (the few-rows kernel for M <= 8, templates/matmul_gemv.hpp),
+//    launched as a compiled graph launches it (without the operator's dispatch on the host), and
+//    cuBLAS GemmEx, each as time and as the fraction of the copy bandwidth its bytes (W, x, the
+//    output) take: 1.0 is the limit. Every result is checked against cuBLAS first. Both are timed over copies of the
 //    weights of at least 256 MB together, so that each call reads its weights from memory (until
 //    2026-11-28 one copy: weights up to the L2's size were read from the L2, fractions past 1).
 // 3. Attention over a static cache of 576 and 4096 slots of which 544 are valid (a bool mask, as
@@ -19,7 +19,9 @@
 //
 // Usage: bench_decode   (HIDET_BENCH_MODELS=1b|8b selects; HIDET_SEARCH_SPACE=1 tunes the products
 // and prints the configuration each tuning chose; HIDET_BENCH_CANDIDATES=1 also times every
-// candidate of search space 1 at 8 and 32 rows over the same copies and prints the five fastest;
+// candidate of search space 1 at 8 and 32 rows (and at every M of HIDET_BENCH_SHAPES) over the same
+// copies and prints the five fastest (HIDET_BENCH_CANDIDATE_SPACE=2: space 2's; HIDET_BENCH_TOP=N:
+// the N fastest);
 // HIDET_BENCH_SHAPES="128x4864x896,197x1536x384" (M x N x K) times these products instead of the
 // models, the same way: kernels launched directly, weights read from memory, with the candidates
 // under HIDET_BENCH_CANDIDATES=1: the data for the defaults of small-M products, whose time
@@ -116,6 +118,10 @@ int main() {
   const auto &dev = hidet::runtime::device_info(0);
   const char *every = std::getenv("HIDET_BENCH_CANDIDATES");
   const bool every_candidate = every && std::string(every) == "1";
+  const char *space_env = std::getenv("HIDET_BENCH_CANDIDATE_SPACE"),
+             *top_env = std::getenv("HIDET_BENCH_TOP");
+  const int candidate_space = space_env ? std::atoi(space_env) : 1;
+  const std::size_t top = top_env ? std::size_t(std::max(1, std::atoi(top_env))) : 5;
   auto cb = cublas::load();
   std::printf("device: %s, %d SMs; cuBLAS: %s\n", dev.name.c_str(), dev.sm_count,
               cb.ok() ? cb.path.c_str() : ("NOT LOADED (" + cb.why + ")").c_str());
@@ -260,10 +266,10 @@ int main() {
           auto fused = hidet::ops::matmul_template_kernel(m, p.n, p.k, hidet::bf16, x, w, fy, {}, be->epi, be->extras);
           if (fused) time_fused(fused, "fused, as dispatched");
         }
-        if (every_candidate && m > 1 && (!given.empty() || p.n < md.vocab)) {
+        if (every_candidate && (m > 1 || !given.empty()) && (!given.empty() || p.n < md.vocab)) {
           // Each candidate of space 1, built side by side, timed the same way (the tuning times
           // them one launch at a time on one copy, with the L2 emptied before each: to compare).
-          auto all = hidet::ops::matmul_candidates(m, p.n, p.k, hidet::bf16, 1);
+          auto all = hidet::ops::matmul_candidates(m, p.n, p.k, hidet::bf16, candidate_space);
           std::vector<std::future<hidet::ops::MatmulRun>> built;
           for (auto &c : all)
             built.push_back(std::async(std::launch::async, [&c] {
@@ -281,7 +287,7 @@ int main() {
             }
           }
           std::sort(rows.begin(), rows.end());
-          for (std::size_t i = 0; i < rows.size() && i < 5; ++i)
+          for (std::size_t i = 0; i < rows.size() && i < top; ++i)
             std::printf("    candidate %9.2f us  %s\n", rows[i].first, rows[i].second.c_str());
           std::printf("    (%zu candidates)\n", rows.size());
         }

@@ -4,6 +4,8 @@
 // vectors, k slices and row blocks, in f16, bf16 and f32, against a double reference; symbolic
 // rows; epilogues; ops::matmul's dispatch for m <= 8; bad configurations. And the mma.sync
 // template's split-k summed in the kernel, which serves 9 to 32 rows (a batch of decoding steps).
+#include <array>
+
 #include "ops_test_util.hpp"
 
 #include "hidet/ops/epilogue.hpp"
@@ -96,6 +98,18 @@ TEST_CASE(
   // more than 16 slices (the completing block's sum is a loop, not unrolled code), 4 rows of
   // outputs per thread: 32 lanes x 8 columns x 4 rows over 2 warps
   check(cfg(4, 32, 2, 2, 20), 4, 256, 2000, dtypes::bf16);
+  // The pipeline (two buffers of b's rows in turn): an odd and an even count of steps per slice,
+  // partial slices and steps (k = 333), whole ones (k = 1024), split and not.
+  for (auto [rows, lanes, warps, unroll, split, m, n, k] : std::vector<std::array<int, 8>>{
+           {1, 8, 2, 2, 1, 1, 200, 333},      // 21 steps: odd, a partial step
+           {2, 16, 2, 4, 3, 2, 96, 333},      // 3 slices of 7 steps, the last partial
+           {1, 8, 4, 8, 2, 1, 96, 1024},      // 2 whole slices of 4 steps
+           {4, 32, 1, 2, 1, 3, 256, 1000}}) { // 500 steps, a partial row block
+    MatmulGemvConfig c = cfg(rows, lanes, warps, unroll, split);
+    c.pipeline = true;
+    for (DataType dt : {dtypes::f16, dtypes::bf16, dtypes::f32})
+      check(c, m, n, k, dt);
+  }
 }
 
 TEST_CASE("matmul_gemv: symbolic rows and epilogues") {
@@ -146,11 +160,19 @@ TEST_CASE("matmul_gemv: ops::matmul takes it for one row, and for 2 to 8 where t
   CHECK(f.split_k == 4);
   CHECK(hidet::ops::templates::matmul_f16_few_rows_config(8, 8192, 2048, 132).split_k == 2);
   // Llama's shapes on 132 multiprocessors: every multiprocessor streams, with about 4 blocks each.
+  // One row: 8 warps, pipelined, 2 rows of b per step; 8 lanes at 2048 columns, 16 at 6144.
   auto h = hidet::ops::templates::matmul_gemv_heuristic_config(1, 2048, 2048, dtypes::bf16, 132);
   CHECK(h.lanes_n == 8);
+  CHECK((h.warps == 8 && h.unroll == 2 && h.pipeline));
   const std::int64_t blocks = std::int64_t(2048 / (8 * 8)) * h.split_k;
   CHECK(blocks >= 2 * 132);
   CHECK(blocks <= 4 * 132);
+  auto qkv = hidet::ops::templates::matmul_gemv_heuristic_config(1, 6144, 4096, dtypes::bf16, 132);
+  CHECK(qkv.lanes_n == 16);
+  CHECK(qkv.split_k == 8); // 48 column strips of 128
+  // more rows keep the tiling without the pipeline
+  auto two = hidet::ops::templates::matmul_gemv_heuristic_config(2, 2048, 2050, dtypes::bf16, 132);
+  CHECK((two.warps == 4 && two.unroll == 8 && !two.pipeline));
   auto lm_head =
       hidet::ops::templates::matmul_gemv_heuristic_config(1, 128256, 2048, dtypes::bf16, 132);
   CHECK(lm_head.lanes_n == 32);

@@ -193,24 +193,25 @@ inline std::vector<MatmulCandidate> matmul_candidates(int m, int n, int k, DataT
     const MatmulGemvConfig h = matmul_gemv_heuristic_config(mb, n, k, dt, sms);
     add_gemv(h);
     if (space == 0 && !out.empty()) return out;
-    // Space 1: the lanes along n, the warps, the loads in flight and the split around the
-    // heuristic's; space 2 also the neighbouring splits of each.
+    // Space 1: the lanes along n, the warps, the loads in flight (with and without the pipeline)
+    // and the split around the heuristic's; space 2 also the neighbouring splits of each.
     for (int lanes : {8, 16, 32})
       for (int warps : {4, 8})
-        for (int unroll : {2, 4, 8}) {
-          MatmulGemvConfig c = h;
-          c.lanes_n = lanes, c.warps = warps, c.unroll = unroll;
-          c.split_k = matmul_gemv_split(c, mb, n, k, dt, sms);
-          add_gemv(c);
-          if (space == 2)
-            for (int f : {2, 4}) {
-              MatmulGemvConfig v = c;
-              v.split_k = std::min(256, c.split_k * f);
-              add_gemv(v);
-              v.split_k = std::max(1, c.split_k / f);
-              add_gemv(v);
-            }
-        }
+        for (int unroll : {2, 4, 8})
+          for (bool pipeline : {false, true}) {
+            MatmulGemvConfig c = h;
+            c.lanes_n = lanes, c.warps = warps, c.unroll = unroll, c.pipeline = pipeline;
+            c.split_k = matmul_gemv_split(c, mb, n, k, dt, sms);
+            add_gemv(c);
+            if (space == 2)
+              for (int f : {2, 4}) {
+                MatmulGemvConfig v = c;
+                v.split_k = std::min(256, c.split_k * f);
+                add_gemv(v);
+                v.split_k = std::max(1, c.split_k / f);
+                add_gemv(v);
+              }
+          }
   }
 
   if (dt == dtypes::f32) {

@@ -11,6 +11,8 @@
 //    (16-byte loads, all issued before any is used) and the matching `unroll` elements of each
 //    of a's rows (one vector load per row of a, from L1), and accumulates rows x vec f32 sums.
 //    A warp reads 32 / lanes_n rows of 2 * lanes_n * vec bytes each per load: whole 128-byte lines.
+//    Pipelined (the heuristic at one row of a), a thread keeps two such buffers and issues the
+//    next step's loads before it sums the current step: loads stay in flight across steps.
 //  * The block's partial sums meet across its k threads: a butterfly of warp shuffles over the
 //    lanes of one column, then shared memory across the warps, each output added in a fixed order.
 //  * split_k > 1: each block writes its f32 partial tile to a workspace [splits][m][n], counts
@@ -28,6 +30,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,10 @@ struct MatmulGemvConfig {
   int warps = 4;    ///< warps of a block: 1 to 16
   int unroll = 4;   ///< consecutive rows of b a thread loads per step: 1, 2, 4 or 8
   int split_k = 1;  ///< k slices, each a block (1 to 256); the last block of a tile adds them
+  /// Two register buffers of b's rows used in turn: a thread issues the next step's loads before
+  /// it adds up the current one's, so a step's loads are in flight while the step before them is
+  /// summed (without: each step waits a whole round trip to memory after the one before)
+  bool pipeline = false;
   /// b is int8 (weight-only quantization: a's dtype times int8 weights, accumulated in f32; the
   /// per-column scales are the caller's epilogue)
   bool int8_b = false;
@@ -63,7 +70,7 @@ struct MatmulGemvConfig {
   std::string str() const {
     return str_cat("rows ", rows, ", ", lanes_n, " lanes x ", warps, " warps, unroll ", unroll,
                    split_k > 1 ? str_cat(", split-k ", split_k) : std::string(),
-                   int8_b ? ", int8 b" : "");
+                   pipeline ? ", pipelined" : "", int8_b ? ", int8 b" : "");
   }
 };
 
@@ -187,25 +194,26 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
     for (int r = 0; r < MB; ++r)
       for (int v = 0; v < V; ++v)
         acc[r][v] = 0.0f;
-    for_(range(steps), [&](Var it) {
-      Var kb = k_begin + it * cfg.step_rows() + tk * U;
-      // b: U row vectors, all loads issued before any is used
+    // One step: the U rows of b of this thread's column vector at row kb (all loads issued
+    // before any is used), then the same U elements of each of a's rows, then the sums.
+    auto load_b = [&](lang::Tensor buf, const Expr &kb) {
       for (int u = 0; u < U; ++u) {
         auto load = [&] {
-          if (V * besize >= 4) return load_vector(bv[u][0], b[kb + u][col], V * besize);
-          bv[u][0] = b[kb + u][col];
+          if (V * besize >= 4) return load_vector(buf[u][0], b[kb + u][col], V * besize);
+          buf[u][0] = b[kb + u][col];
         };
         Expr ok = col_ok;
         if (guard_k) ok = ok && kb + u < k_end;
         if (guard_k || guard_n)
           if_(ok, load).else_([&] {
             for (int v = 0; v < V; ++v)
-              bv[u][v] = 0.0f;
+              buf[u][v] = 0.0f;
           });
         else
           load();
       }
-      // a: the same U elements of each row
+    };
+    auto add_step = [&](lang::Tensor buf, const Expr &kb) {
       for (int r = 0; r < MB; ++r) {
         if (a_vector) {
           Expr ok = row_ok(r);
@@ -232,11 +240,39 @@ inline void add_matmul_gemv_kernel(lang::ScriptModule &mod, const std::string &n
       }
       for (int u = 0; u < U; ++u)
         for (int v = 0; v < V; ++v) {
-          Var bf = cast(bv[u][v], f32);
+          Var bf = cast(buf[u][v], f32);
           for (int r = 0; r < MB; ++r)
             acc[r][v] = fma(cast(av[r][u], f32), bf, acc[r][v]);
         }
-    });
+    };
+    const int step = cfg.step_rows();
+    if (!cfg.pipeline) {
+      for_(range(steps), [&](Var it) {
+        Var kb = k_begin + it * step + tk * U;
+        load_b(bv, kb);
+        add_step(bv, kb);
+      });
+    } else {
+      // Steps in pairs, buffers bv and bw in turn: step it + 1's loads go out before step it is
+      // summed, step it + 2's before step it + 1 is.
+      auto bw = register_tensor(TensorSpec(bdt, {})[U][V], "b_next");
+      load_b(bv, k_begin + tk * U);
+      for_(range(ceil_div(steps, 2)), [&](Var pair) {
+        Var it = pair * 2;
+        Var kb = k_begin + it * step + tk * U;
+        // (an odd count of steps: the last pair has one)
+        auto when_second = [&](const std::function<void()> &f) {
+          if (steps % 2)
+            if_(it + 1 < steps, f);
+          else
+            f();
+        };
+        when_second([&] { load_b(bw, kb + step); });
+        add_step(bv, kb);
+        if_(it + 2 < steps, [&] { load_b(bv, kb + 2 * step); });
+        when_second([&] { add_step(bw, kb + step); });
+      });
+    }
 
     // The lanes of one column (lane % Ln) add up, then the warps through shared memory.
     for (int off = Ln; off < 32; off *= 2)
@@ -312,22 +348,38 @@ inline int matmul_gemv_split(const MatmulGemvConfig &c, int m, int n, int k, Dat
   return split;
 }
 
-/// A tiling for c[m, n] = a[m, k] @ b[k, n] (m <= 8) on a GPU with `num_sms` multiprocessors:
-/// all m rows in one block (rounded up to 1, 2, 4 or 8: symbolic rows share a build across the
-/// values that round alike), 16-byte vectors, 4 warps, 8 rows of b per load step (4 from 4 rows
-/// of a on: registers), so that a thread has 64 to 128 bytes in flight and a multiprocessor's
-/// blocks together 32 to 64 KB; 32 lanes along n (512-byte runs of a row) when that gives a block
-/// per multiprocessor, else 16 or 8; then the split of matmul_gemv_split.
+/// A tiling for c[m, n] = a[m, k] @ b[k, n] (m <= 8) on a GPU with `num_sms` multiprocessors.
+/// One row of a (decoding at batch 1): 8 warps, 2 rows of b per load step, pipelined (the next
+/// step's loads in flight while the current one is summed); 32 lanes along n where that gives a
+/// block per multiprocessor, else 16 where that gives a column strip per sixth of them, else 8;
+/// then the split of matmul_gemv_split. H200, bf16, weights read from memory (bench_decode's
+/// candidates, 2026-11-30), against the tiling before (4 warps, 8 rows per step, not pipelined):
+/// 4096x6144 (Llama-3.1-8B's merged q/k/v) 15.2 against 19.1 us, 4096x4096 10.9 against 12.8,
+/// 2048x8192 11.0 against 12.8, 8192x2048 11.2 against 12.8, 2048x3072 6.6 against 7.3, 768x768
+/// 3.9 against 6.6, 896x4864 5.4 against 9.4, 4864x896 6.5 against 8.3.
+/// More rows (a product the few-rows mma.sync kernel cannot take) and int8 b keep that earlier
+/// tiling (not measured against this one): all m rows in one block (rounded up to 1, 2, 4 or 8:
+/// symbolic rows share a build across the values that round alike), 16-byte vectors, 4 warps, 8
+/// rows of b per load step (4 from 4 rows of a on: registers), so that a thread has 64 to 128
+/// bytes in flight and a multiprocessor's blocks together 32 to 64 KB; 32 lanes along n (512-byte
+/// runs of a row) when that gives a block per multiprocessor, else 16 or 8.
 inline MatmulGemvConfig matmul_gemv_heuristic_config(int m, int n, int k, DataType dt, int num_sms,
                                                      bool int8_b = false) {
   MatmulGemvConfig c;
   c.int8_b = int8_b;
   c.rows = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
-  c.unroll = c.rows <= 2 ? 8 : 4;
   const int vec = matmul_gemv_vector(n, dt, c);
-  for (int lanes : {32, 16, 8}) {
-    c.lanes_n = lanes;
-    if (lang::ceil_div(n, lanes * vec) >= num_sms) break;
+  if (c.rows == 1 && !int8_b) {
+    c.warps = 8, c.unroll = 2, c.pipeline = true;
+    c.lanes_n = lang::ceil_div(n, 32 * vec) >= num_sms       ? 32
+                : 6 * lang::ceil_div(n, 16 * vec) >= num_sms ? 16
+                                                             : 8;
+  } else {
+    c.unroll = c.rows <= 2 ? 8 : 4;
+    for (int lanes : {32, 16, 8}) {
+      c.lanes_n = lanes;
+      if (lang::ceil_div(n, lanes * vec) >= num_sms) break;
+    }
   }
   c.split_k = matmul_gemv_split(c, m, n, k, dt, num_sms);
   return c;
