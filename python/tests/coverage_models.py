@@ -531,6 +531,35 @@ TRANSFORMERS = [
     ('flex-olmo', 'FlexOlmoModel', 'FlexOlmoConfig', 'llama', {'num_experts': 4, 'num_experts_per_tok': 2}, 'text'),
     ('granitemoe-shared', 'GraniteMoeSharedModel', 'GraniteMoeSharedConfig', 'llama', {'num_local_experts': 4},
      'text'),
+    # Matched eager once given the fields a generic tiny config leaves unset (2026-11-30, later): head_dim, latent
+    # attention's ranks, Longcat-Flash's zero experts, DBRX's nested configs, Gemma 3n's per-layer inputs and
+    # sparsity, Mamba-2's and Zamba2's heads with a chunk of 8 tokens.
+    ('minicpm3', 'MiniCPM3Model', 'MiniCPM3Config', 'llama', dict(_LATENT_ATTENTION), 'text'),
+    ('glm4-moe-lite', 'Glm4MoeLiteModel', 'Glm4MoeLiteConfig', 'llama', dict(_LATENT_ATTENTION), 'text'),
+    ('longcat-flash', 'LongcatFlashModel', 'LongcatFlashConfig', 'llama', dict(
+        _LATENT_ATTENTION, num_layers=lambda s: s.layers, ffn_hidden_size=lambda s: s.inter, expert_ffn_hidden_size=32,
+        moe_topk=2, zero_expert_num=2, head_dim=8, qk_head_dim=16), 'text'),
+    ('ministral', 'MinistralModel', 'MinistralConfig', 'llama', {'head_dim': 16}, 'text'),
+    ('hunyuan-moe', 'HunYuanMoEV1Model', 'HunYuanMoEV1Config', 'llama', {'head_dim': 16, 'num_experts': 4, 'moe_topk': 2},
+     'text'),
+    ('dots1', 'Dots1Model', 'Dots1Config', 'llama', {
+        'moe_intermediate_size': 32, 'n_routed_experts': 4, 'num_experts_per_tok': 2, 'n_shared_experts': 1,
+        'first_k_dense_replace': 1, 'n_group': 1, 'topk_group': 1}, 'text'),
+    ('dbrx', 'DbrxModel', 'DbrxConfig', 'llama', {
+        'd_model': lambda s: s.h, 'n_heads': lambda s: s.heads, 'n_layers': lambda s: s.layers,
+        'attn_config': lambda s: {'kv_n_heads': s.kv_heads, 'rope_theta': 10000.0, 'clip_qkv': 8.0},
+        'ffn_config': lambda s: {'ffn_hidden_size': s.inter, 'moe_num_experts': 4, 'moe_top_k': 2}}, 'text'),
+    ('gemma3n', 'Gemma3nTextModel', 'Gemma3nTextConfig', 'llama', {
+        'head_dim': 16, 'layer_types': lambda s: ['sliding_attention', 'full_attention'] * (s.layers // 2),
+        'num_kv_shared_layers': 0, 'vocab_size_per_layer_input': lambda s: s.vocab, 'hidden_size_per_layer_input': 16,
+        'laurel_rank': 8, 'activation_sparsity_pattern': lambda s: [0.0] * s.layers}, 'text'),
+    ('mamba2', 'Mamba2Model', 'Mamba2Config', 'llama', {
+        'num_heads': 8, 'head_dim': lambda s: 2 * s.h // 8, 'state_size': 16, 'n_groups': 1, 'expand': 2,
+        'chunk_size': 8}, 'text'),
+    ('zamba2', 'Zamba2Model', 'Zamba2Config', 'llama', {
+        'num_key_value_heads': lambda s: s.heads, 'mamba_d_state': 16, 'mamba_headdim': lambda s: 2 * s.h // 8,
+        'n_mamba_heads': 8, 'mamba_expand': 2, 'layers_block_type': lambda s: ['mamba', 'hybrid'] * (s.layers // 2),
+        'hybrid_layer_ids': lambda s: list(range(1, s.layers, 2)), 'chunk_size': 8}, 'text'),
     ('olmoe', 'OlmoeModel', 'OlmoeConfig', 'llama', {'num_experts': 4, 'num_experts_per_tok': 2}, 'text'),
     ('qwen3-moe', 'Qwen3MoeModel', 'Qwen3MoeConfig', 'llama', {'num_experts': 4, 'num_experts_per_tok': 2,
                                                                'moe_intermediate_size': 32}, 'text'),
