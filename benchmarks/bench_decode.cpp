@@ -7,9 +7,10 @@
 //    hidet::ops::matmul dispatches to (the few-rows kernel for M <= 8, templates/matmul_gemv.hpp),
 //    launched as a compiled graph launches it (without the operator's dispatch on the host), and
 //    cuBLAS GemmEx, each as time and as the fraction of the copy bandwidth its bytes (W, x, the
-//    output) take: 1.0 is the limit. Every result is checked against cuBLAS first. Both are timed over copies of the
-//    weights of at least 256 MB together, so that each call reads its weights from memory (until
-//    2026-11-28 one copy: weights up to the L2's size were read from the L2, fractions past 1).
+//    output) take: 1.0 is the limit. Every result is checked against cuBLAS first. Both are timed
+//    over copies of the weights of at least 256 MB together, so that each call reads its weights
+//    from memory (until 2026-11-28 one copy: weights up to the L2's size were read from the L2,
+//    fractions past 1).
 // 3. Attention over a static cache of 576 and 4096 slots of which 544 are valid (a bool mask, as
 //    transformers makes it), 32 q heads on 8 kv heads: the decode kernel (ops::
 //    scaled_dot_product_attention's path for few query rows, templates/attention_decode.hpp)
@@ -26,6 +27,9 @@
 // models, the same way: kernels launched directly, weights read from memory, with the candidates
 // under HIDET_BENCH_CANDIDATES=1: the data for the defaults of small-M products, whose time
 // through the operator, ops::matmul's dispatch included, bench_matmul_ops reports)
+// With HIDET_BENCH_CANDIDATES=1 (or =attention, for these alone) the attention rows at batch 1 also
+// time other tilings of the decode kernel (keys per tile, warps, splits around the heuristic's)
+// and print the fastest.
 // HIDET_BENCH_EPILOGUE="silu_mul,residual,bias_silu" (with HIDET_BENCH_SHAPES) also times, for
 // each product, the kernel with that chain fused into its store (silu(x @ w) * u with u [M, N],
 // x @ w + r with r [M, N], silu(x @ w + bias) with bias [N]), as ops::matmul dispatches it,
@@ -118,6 +122,8 @@ int main() {
   const auto &dev = hidet::runtime::device_info(0);
   const char *every = std::getenv("HIDET_BENCH_CANDIDATES");
   const bool every_candidate = every && std::string(every) == "1";
+  // HIDET_BENCH_CANDIDATES=attention: the attention rows' candidates only (the products' are many builds)
+  const bool attention_candidates = every_candidate || (every && std::string(every) == "attention");
   const char *space_env = std::getenv("HIDET_BENCH_CANDIDATE_SPACE"),
              *top_env = std::getenv("HIDET_BENCH_TOP");
   const int candidate_space = space_env ? std::atoi(space_env) : 1;
@@ -352,11 +358,52 @@ int main() {
         if (ok && derr > 2e-2 * (1 + mag)) ++failures, ok = false;
         const double bytes =
             2.0 * 2.0 * double(b) * md.kv_heads * valid * D; // the valid keys of K and V
-        std::printf(
-            "%5d %6d | %-34.34s %9.2f %6.2f | %9.2f %6.2f%s\n", b, slots,
-            dcfg.str().c_str(),
-            us, gbs(bytes, us * 1e-3) / bw, tiled_us, gbs(bytes, tiled_us * 1e-3) / bw,
-            ok ? "" : "  WRONG (differs from the tiled kernel)");
+        std::printf("%5d %6d | %-34.34s %9.2f %6.2f | %9.2f %6.2f%s\n", b, slots,
+                    dcfg.str().c_str(), us, gbs(bytes, us * 1e-3) / bw, tiled_us,
+                    gbs(bytes, tiled_us * 1e-3) / bw,
+                    ok ? "" : "  WRONG (differs from the tiled kernel)");
+        if (attention_candidates && b == 1) {
+          // Other tilings around the heuristic's at batch 1: keys per tile, warps and splits (built
+          // side by side, each checked against the tiled kernel's output, then timed the same way).
+          std::vector<hidet::ops::templates::AttentionDecodeConfig> cs;
+          for (int bkv : {32, 64})
+            for (int w : {2, 4, 8})
+              for (int sp : {dcfg.splits / 2, dcfg.splits, dcfg.splits * 2, dcfg.splits * 4}) {
+                hidet::ops::templates::AttentionDecodeConfig c = dcfg;
+                c.block_kv = bkv, c.warps = w, c.splits = std::clamp(sp, 1, 64);
+                cs.push_back(c);
+              }
+          std::vector<std::future<std::shared_ptr<hidet::ops::templates::AttentionDecode>>> built;
+          for (const auto &c : cs)
+            built.push_back(std::async(std::launch::async, [&pd, c] {
+              hidet::ensure_context(0);
+              return std::make_shared<hidet::ops::templates::AttentionDecode>(pd, c);
+            }));
+          std::vector<std::pair<double, std::string>> rows;
+          for (std::size_t i = 0; i < cs.size(); ++i) {
+            try {
+              auto alt = built[i].get();
+              (*alt)(qt, k, v, mask, dout, scale);
+              const auto av = dout.to_double_vector();
+              double e = 0;
+              for (std::size_t j = 0; j < av.size(); ++j)
+                e = std::max(e, std::abs(av[j] - t[j]));
+              if (e > 2e-2 * (1 + mag)) {
+                rows.push_back({INFINITY, cs[i].str() + ": WRONG"});
+                ++failures;
+                continue;
+              }
+              rows.push_back({1e3 * hidet::median_ms([&] { (*alt)(qt, k, v, mask, dout, scale); }),
+                              cs[i].str()});
+            } catch (const hidet::Error &e) {
+              rows.push_back({INFINITY, cs[i].str() + ": " + e.what()});
+            }
+          }
+          std::sort(rows.begin(), rows.end());
+          for (std::size_t i = 0; i < rows.size() && i < top; ++i)
+            std::printf("    candidate %9.2f us  %s\n", rows[i].first, rows[i].second.c_str());
+          std::printf("    (%zu candidates)\n", rows.size());
+        }
       }
     std::printf("\n");
   }
