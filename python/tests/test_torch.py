@@ -239,6 +239,14 @@ CASES = {
     # histc over a given range (MoE routers count tokens per expert): both ends, values outside
     'histc': (lambda a, i: torch.histc(a, bins=7, min=-1.5, max=2.0) + torch.histc(i.float(), 7, 0, 6),
               [r(5, 9), torch.tensor([0, 6, 3, 3, 1, 6, 7], device=DEVICE)]),
+    # tensor attributes that transpose (DBRX's experts read w1.T): dynamo records them as getattr
+    'transpose_attributes': (lambda a, b: torch.cat([(a.T @ a).flatten(), b.mT.flatten(), a.H.flatten(),
+                                                     b.mH.flatten(), (b.mT @ a.T.T).flatten()]),
+                             [r(5, 7), r(2, 5, 3)]),
+    # cat and stack of mixed dtypes join in the promoted dtype (Gemma 3n stacks f16 and f32 states)
+    'cat_stack_promote': (lambda a, b, i: torch.cat([torch.stack([a, b.half()], 1).flatten(),
+                                                     torch.cat([b.half(), i], 1).float().flatten()]),
+                          [r(3, 5), r(3, 5), torch.randint(-8, 8, (3, 2), device=DEVICE)]),
     # grouped-query attention: 6 q heads over 2 kv heads (q head h reads kv head h // 3)
     'sdpa_gqa': (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
                  [r(2, 6, 7, 16), r(2, 2, 7, 16), r(2, 2, 7, 16)]),
@@ -271,6 +279,25 @@ def test_scaled_mm_fp8():
     # an fp8 output is refused with a clear message
     with pytest.raises(Exception, match='out_dtype must be f16, bf16 or f32'):
         compiled(lambda a, b, sa, sb: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb))(a, b, sa, sb)
+
+
+def test_transposing_attributes_recorded_as_getattr():
+    """A graph where a tensor's T, mT, H and mH are builtins.getattr nodes (dynamo records them so in DBRX's
+    experts on a GPU; fx's symbolic trace records every attribute so): each a transpose; mT of a vector an error
+    that says what was wrong."""
+    from hidet.torch import hidet_backend
+
+    def fn(a, b):
+        return torch.cat([(a.T @ a).flatten(), b.mT.flatten(), a.H.flatten(), b.mH.flatten(), a.mT.T.flatten()])
+
+    a, b = r(5, 7), r(2, 5, 3)
+    gm = torch.fx.symbolic_trace(fn)
+    assert sum(n.op == 'call_function' and n.target is getattr for n in gm.graph.nodes) == 6
+    got = hidet_backend(gm, [a, b])(a, b)
+    assert_close(got[0] if isinstance(got, (list, tuple)) else got, fn(a, b), atol=2e-4, rtol=2e-4)
+    vec = torch.fx.symbolic_trace(lambda x: x.mT * 2)
+    with pytest.raises(Exception, match=r'tensor.mT needs at least 2 dimensions'):
+        hidet_backend(vec, [r(4)])(r(4))
 
 
 def test_multi_head_attention_module():

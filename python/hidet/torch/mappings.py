@@ -8,6 +8,7 @@ A mapping that needs a size's value (int(d), a comparison) raises on a Dim, and 
 traced per shape.
 """
 import collections
+import functools
 import math
 import operator
 
@@ -434,7 +435,23 @@ def tensor_size(x, dim=None):
 
 register_method('dim')(lambda x: x.ndim)
 register_function(torch.Size)(lambda sizes=(): _size_tuple(sizes))  # torch.Size([1, s0, 192]) of symbolic sizes
-register_function(getattr)(lambda obj, name: getattr(obj, name) if name != 'shape' else _size_tuple(obj.shape))
+
+
+@register_function(getattr)
+def tensor_getattr(obj, name):
+    """getattr(x, name) as dynamo records a tensor's attributes: the shape as a tuple of sizes, and the transposes
+    (T: every axis reversed, mT: the last two swapped; H and mH the same on real values), which a hidet tensor
+    has no attribute for (DBRX's experts read ``w1.T``)."""
+    if name == 'shape':
+        return _size_tuple(obj.shape)
+    if isinstance(obj, Tensor) and name in ('T', 'H'):
+        return ops.permute(obj, list(range(obj.ndim))[::-1]) if obj.ndim >= 2 else obj
+    if isinstance(obj, Tensor) and name in ('mT', 'mH'):
+        if obj.ndim < 2:
+            raise ValueError(f'tensor.{name} needs at least 2 dimensions, got a tensor of shape {list(obj.shape)}')
+        return ops.transpose(obj, obj.ndim - 2, obj.ndim - 1)
+    return getattr(obj, name)
+
 
 
 @register_function(torch.arange)
@@ -510,17 +527,27 @@ def tensor_expand_as(x, other):
     return ops.broadcast_to(x, list(other.shape))
 
 
+def _promoted(tensors):
+    """The tensors of torch.cat or torch.stack cast to the dtype PyTorch joins them in (torch.promote_types over
+    theirs: Gemma 3n stacks f16 and f32 hidden states into f32)."""
+    tensors = list(tensors)
+    if len({t.dtype for t in tensors}) <= 1:
+        return tensors
+    name = dtype_name(functools.reduce(torch.promote_types, [torch_dtype(t.dtype) for t in tensors]))
+    return [t if t.dtype == name else ops.cast(t, name) for t in tensors]
+
+
 @register_function(torch.cat, torch.concat)
 def torch_cat(tensors, dim=0):
     # Like torch, 1-D empty tensors (an empty cache) are skipped.
     tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
-    return tensors[0] if len(tensors) == 1 else ops.concat(tensors, dim)
+    return tensors[0] if len(tensors) == 1 else ops.concat(_promoted(tensors), dim)
 
 
 @register_function(torch.stack)
 def torch_stack(tensors, dim=0):
     ndim = tensors[0].ndim + 1
-    return ops.concat([ops.unsqueeze(t, _axis(dim, ndim)) for t in tensors], dim)
+    return ops.concat([ops.unsqueeze(t, _axis(dim, ndim)) for t in _promoted(tensors)], dim)
 
 
 @register_function(torch.split)
