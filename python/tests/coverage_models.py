@@ -597,6 +597,10 @@ TRANSFORMERS = [
         'num_attention_heads': [1, 1, 2, 2], 'hidden_sizes': [16, 32, 64, 64], 'depths': [1, 1, 1, 1],
         'sequence_reduction_ratios': [4, 2, 1, 1], 'image_size': lambda s: s.image, 'patch_sizes': [4, 2, 2, 2],
         'strides': [4, 2, 2, 2], 'mlp_ratios': [2, 2, 2, 2]}, 'image'),
+    ('hiera', 'HieraModel', 'HieraConfig', 'vit', {
+        'image_size': lambda s: [s.image, s.image], 'embed_dim': 16, 'depths': [1, 1, 1, 1], 'num_heads': [1, 2, 4, 8],
+        'patch_stride': lambda s: [2, 2] if s.image <= 32 else [4, 4], 'patch_size': [3, 3], 'patch_padding': [1, 1],
+        'masked_unit_size': [8, 8], 'query_stride': [2, 2]}, 'image'),
     ('roformer', 'RoFormerModel', 'RoFormerConfig', 'bert', {}, 'text'),
     ('esm', 'EsmModel', 'EsmConfig', 'bert', {'pad_token_id': 1}, 'text'),
     ('ibert', 'IBertModel', 'IBertConfig', 'bert', {}, 'text'),
