@@ -128,6 +128,13 @@ int main() {
              *top_env = std::getenv("HIDET_BENCH_TOP");
   const int candidate_space = space_env ? std::atoi(space_env) : 1;
   const std::size_t top = top_env ? std::size_t(std::max(1, std::atoi(top_env))) : 5;
+  // The `top` fastest of timed candidates (us, label), and how many there were.
+  auto print_fastest = [top](std::vector<std::pair<double, std::string>> &rows) {
+    std::sort(rows.begin(), rows.end());
+    for (std::size_t i = 0; i < rows.size() && i < top; ++i)
+      std::printf("    candidate %9.2f us  %s\n", rows[i].first, rows[i].second.c_str());
+    std::printf("    (%zu candidates)\n", rows.size());
+  };
   auto cb = cublas::load();
   std::printf("device: %s, %d SMs; cuBLAS: %s\n", dev.name.c_str(), dev.sm_count,
               cb.ok() ? cb.path.c_str() : ("NOT LOADED (" + cb.why + ")").c_str());
@@ -292,10 +299,7 @@ int main() {
               rows.push_back({INFINITY, all[i].label + ": " + e.what()});
             }
           }
-          std::sort(rows.begin(), rows.end());
-          for (std::size_t i = 0; i < rows.size() && i < top; ++i)
-            std::printf("    candidate %9.2f us  %s\n", rows[i].first, rows[i].second.c_str());
-          std::printf("    (%zu candidates)\n", rows.size());
+          print_fastest(rows);
         }
       }
 
@@ -399,10 +403,7 @@ int main() {
               rows.push_back({INFINITY, cs[i].str() + ": " + e.what()});
             }
           }
-          std::sort(rows.begin(), rows.end());
-          for (std::size_t i = 0; i < rows.size() && i < top; ++i)
-            std::printf("    candidate %9.2f us  %s\n", rows[i].first, rows[i].second.c_str());
-          std::printf("    (%zu candidates)\n", rows.size());
+          print_fastest(rows);
         }
       }
     std::printf("\n");
