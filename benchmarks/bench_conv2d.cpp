@@ -12,6 +12,8 @@
 // 1 and 16) on the direct kernel with one channel per thread, its default (4 channels read as one
 // vector), 8 channels, and the best of search space 1, with the bytes moved over the default's
 // time (not in the full run, which scripts/gpu-check times within its per-benchmark limit).
+// `bench_conv2d --wide` runs only a table of the dense layers of ResNeXt-50 32x4d and Wide
+// ResNet-50-2 at batch 16 (the default, mma.sync and wgmma forced, the best of search space 1).
 // benchmarks/bench_conv2d_torch.py prints cuDNN's times on the same layers in the same table
 // format. Each layer is checked on 64 sampled outputs against a double-precision host reference
 // before it is timed. Times: CUDA events around batches of launches after warm-up, the median
@@ -163,7 +165,7 @@ double time_ms(const std::function<void()> &f) { return hidet::median_ms(f, 7); 
 
 int main(int argc, char **argv) {
   const std::string only = argc > 1 ? argv[1] : "";
-  const bool depthwise_only = only == "--depthwise";
+  const bool depthwise_only = only == "--depthwise", wide_only = only == "--wide";
   if (hidet::runtime::cuda_emulated()) {
     std::printf("bench_conv2d: no GPU (the emulator serves 'cuda'); nothing to time\n");
     return 0;
@@ -282,7 +284,7 @@ int main(int argc, char **argv) {
   // ResNeXt-50 32x4d's grouped 3x3 convolutions (32 groups of 4 to 32 channels), f16 NHWC: the
   // default, the direct kernel, the tensor-core GEMM (the first GEMM candidate), and the best of
   // search space 1.
-  if (!depthwise_only) {
+  if (!depthwise_only && !wide_only) {
     struct Grouped {
       const char *name;
       int c, h, s, count;
@@ -328,6 +330,74 @@ int main(int argc, char **argv) {
       std::printf("%-22s %10.4f %10.4f %10.4f %10.4f\n", "net (x occurrences)", net[0], net[1],
                   net[2], net[3]);
     }
+  }
+
+  // `--wide`: the dense layers of ResNeXt-50 32x4d and Wide ResNet-50-2 at batch 16, f16 NHWC (the
+  // 1x1 layers both models share, and the wide model's 3x3 ones): the default, each tensor-core
+  // kernel forced, and the best of search space 1.
+  if (wide_only) {
+    // name, in channels, size, out channels, kernel, stride, padding, count in ResNeXt-50 (the
+    // 1x1 layers) or in WRN-50-2 (the 3x3 ones, which ResNeXt runs grouped)
+    const std::vector<Layer> wide{{"s1 1x1 64-128", 64, 56, 128, 1, 1, 0, 1},
+                                  {"s1 1x1 256-128", 256, 56, 128, 1, 1, 0, 2},
+                                  {"s1 1x1 128-256", 128, 56, 256, 1, 1, 0, 3},
+                                  {"s1 ds 1x1 64-256", 64, 56, 256, 1, 1, 0, 1},
+                                  {"s2 1x1 256-256", 256, 56, 256, 1, 1, 0, 1},
+                                  {"s2 1x1 512-256", 512, 28, 256, 1, 1, 0, 3},
+                                  {"s2 1x1 256-512", 256, 28, 512, 1, 1, 0, 4},
+                                  {"s2 ds 1x1 256-512 s2", 256, 56, 512, 1, 2, 0, 1},
+                                  {"s3 1x1 512-512", 512, 28, 512, 1, 1, 0, 1},
+                                  {"s3 1x1 1024-512", 1024, 14, 512, 1, 1, 0, 5},
+                                  {"s3 1x1 512-1024", 512, 14, 1024, 1, 1, 0, 6},
+                                  {"s3 ds 1x1 512-1024 s2", 512, 28, 1024, 1, 2, 0, 1},
+                                  {"s4 1x1 1024-1024", 1024, 14, 1024, 1, 1, 0, 1},
+                                  {"s4 1x1 2048-1024", 2048, 7, 1024, 1, 1, 0, 2},
+                                  {"s4 1x1 1024-2048", 1024, 7, 2048, 1, 1, 0, 3},
+                                  {"s4 ds 1x1 1024-2048 s2", 1024, 14, 2048, 1, 2, 0, 1},
+                                  {"wrn s1 3x3 128", 128, 56, 128, 3, 1, 1, 3},
+                                  {"wrn s2 3x3 256 s2", 256, 56, 256, 3, 2, 1, 1},
+                                  {"wrn s2 3x3 256", 256, 28, 256, 3, 1, 1, 3},
+                                  {"wrn s3 3x3 512 s2", 512, 28, 512, 3, 2, 1, 1},
+                                  {"wrn s3 3x3 512", 512, 14, 512, 3, 1, 1, 5},
+                                  {"wrn s4 3x3 1024 s2", 1024, 14, 1024, 3, 2, 1, 1},
+                                  {"wrn s4 3x3 1024", 1024, 7, 1024, 3, 1, 1, 2}};
+    const Mode &m = kModes[2];
+    const int batch = 16;
+    std::printf(
+        "\nResNeXt-50 / WRN-50-2 dense layers, batch %d, f16 NHWC (ms per conv, bias fused)\n%-24s "
+        "%10s %10s %10s %10s   default / tuned config\n",
+        batch, "layer", "default", "mma", "wgmma", "tuned s1");
+    double net[4] = {0, 0, 0, 0};
+    for (const Layer &l : wide) {
+      auto s = shape_of(l, batch);
+      auto p = make_problem(s, m, rng);
+      auto deflt = t::conv2d_heuristic_config(s, m.dt, dev.sm_count, hopper);
+      auto mma = t::conv2d_heuristic_config(s, m.dt, dev.sm_count, false);
+      auto wg = deflt;
+      if (hopper && t::conv2d_wgmma_supports(s, m.dt))
+        wg.kind = t::Conv2dConfig::Kind::Wgmma,
+        wg.wgmma = t::conv2d_wgmma_heuristic_config(s, dev.sm_count);
+      else
+        wg = mma;
+      std::size_t n = 0;
+      std::vector<t::Conv2dConfig> cfgs{deflt, mma, wg, tune(s, m, p, 1, n)};
+      std::printf("%-24s", l.name);
+      for (std::size_t i = 0; i < cfgs.size(); ++i) {
+        t::Conv2d r(s, m.dt, m.layout, true, cfgs[i]);
+        r(p.x, p.w, &p.b, p.y);
+        double err = check(s, m, p, rng);
+        if (!(err <= 1e-2))
+          std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", l.name,
+                       cfgs[i].str().c_str(), batch, err);
+        double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
+        net[i] += ms * l.count;
+        std::printf(" %10.4f", ms);
+      }
+      std::printf("   %s / %s\n", cfgs[0].str().c_str(), cfgs[3].str().c_str());
+    }
+    std::printf("%-24s %10.4f %10.4f %10.4f %10.4f\n", "net (x count)", net[0], net[1], net[2],
+                net[3]);
+    return 0;
   }
 
   // Depthwise layers, f16 NHWC: one channel per thread, the default, 8 channels, tuned at space 1.

@@ -354,6 +354,23 @@ TEST_CASE("conv2d templates: the Hopper kernel (wgmma + TMA, gathered A tiles)")
   CHECK(t::conv2d_heuristic_config(small, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);
   auto h = t::conv2d_heuristic_config(big, dtypes::f16, 132, true).wgmma;
   CHECK(h.str() == "64x128x64 (1 consumer warpgroup, 4 stages, persistent)"); // the staged epilogue
+  // Larger tiles while they make 0.7 of a wave (92 of 132): 128 x 256, 128 x 128, then 64 x 256.
+  auto tiling = [](t::Conv2dShape x) {
+    return t::conv2d_heuristic_config(x, dtypes::f16, 132, true).wgmma.str();
+  };
+  CHECK(tiling({16, 256, 28, 28, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1}) == // 98 tiles of 128 x 256
+        "128x256x64 (2 consumer warpgroups, 4 stages, persistent)");
+  CHECK(tiling({16, 256, 56, 56, 128, 1, 1, 1, 1, 0, 0, 1, 1, 1}) == // 4 k tiles
+        "128x128x64 (2 consumer warpgroups, 4 stages, persistent)");
+  CHECK(tiling({16, 1024, 14, 14, 512, 1, 1, 1, 1, 0, 0, 1, 1,
+                1}) == // 100 tiles of 128 x 128, 16 k tiles
+        "128x128x64 (2 consumer warpgroups, 6 stages, persistent)");
+  CHECK(tiling(
+            {16, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1}) == // 50 of 128 x 128, 98 of 64 x 256
+        "64x256x64 (1 consumer warpgroup, 4 stages, persistent)");
+  CHECK(tiling({16, 1024, 7, 7, 1024, 3, 3, 1, 1, 1, 1, 1, 1,
+                1}) == // 784 pixels: 52 tiles of 64 x 256
+        "64x128x64 (1 consumer warpgroup, 6 stages, persistent)");
   t::Conv2dShape narrow = big;
   narrow.c = 64; // fewer than 256 input channels over 3136 pixels: mma.sync
   CHECK(t::conv2d_heuristic_config(narrow, dtypes::f16, 132, true).kind == t::Conv2dConfig::Kind::Mma);

@@ -129,15 +129,42 @@ inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_s
     split *= 2;
   return split;
 }
-/// The Hopper kernel's default tiling (from space-1 tuning over ResNet-50's layers on an H100):
-/// 64 x 128 tiles, one consumer warpgroup, 4 stages (6 for k of 64 tiles or more); 64 x 64 when
-/// there are at most 64 output channels or the 64 x 128 tiles fill less than half the GPU;
-/// split-k while the blocks stay within the multiprocessors and every slice keeps 8 k tiles;
-/// the staged epilogue (where the kernel can use it: NHWC output without split-k).
+/// The Hopper kernel's default tiling. The largest tiles that still make at least 0.7 of a wave:
+/// 128 x 256 (two consumer warpgroups, 4 stages) where the output channels are a multiple of
+/// 256, else 128 x 128 (two consumers; 6 stages for k of 8 tiles or more) or 64 x 256 (one
+/// consumer; first for windows larger than 1x1, whose rows cost more to gather): a tile's
+/// gathered rows of x then serve more output channels, and the gather is what costs. H200, f16
+/// NHWC, batch 16, the 23 dense layers of ResNeXt-50 32x4d and Wide ResNet-50-2
+/// (`bench_conv2d --wide`): 1.057 ms weighted by occurrence with 64 x 128 tiles everywhere, 0.839
+/// with each layer's best of search space 1 (these tilings, 8 of 23 picks 128 x 256), cuDNN 1.331.
+/// Below that (small batches, the last stages): from space-1 tuning over ResNet-50's layers on an
+/// H100, 64 x 128 tiles, one consumer warpgroup, 4 stages (6 for k of 64 tiles or more); 64 x 64
+/// when there are at most 64 output channels or the 64 x 128 tiles fill less than half the GPU;
+/// split-k while the blocks stay within the multiprocessors and every slice keeps 8 k tiles.
+/// The staged epilogue where the kernel can use it (NHWC output without split-k).
 inline MatmulWgmmaConfig conv2d_wgmma_heuristic_config(const Conv2dShape &s, int num_sms) {
   MatmulWgmmaConfig c;
   const std::int64_t M = s.gemm_m();
   const int k_tiles = int(s.gemm_k() / MatmulWgmmaConfig::block_k);
+  auto count = [&](int bm, int bn) {
+    return lang::ceil_div(M, std::int64_t(bm)) * lang::ceil_div(s.o, bn);
+  };
+  const std::int64_t wave = std::int64_t(num_sms) * 7 / 10;
+  if (s.o % 256 == 0 && count(128, 256) >= wave) {
+    c.consumers = 2, c.block_n = 256, c.stages = 4;
+    return c;
+  }
+  const bool wide_first = s.kh * s.kw > 1; // a window: 64 x 256 before 128 x 128
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == int(wide_first) && s.o >= 128 && count(128, 128) >= wave) {
+      c.consumers = 2, c.block_n = 128, c.stages = k_tiles >= 8 ? 6 : 4;
+      return c;
+    }
+    if (pass != int(wide_first) && s.o % 256 == 0 && count(64, 256) >= wave) {
+      c.consumers = 1, c.block_n = 256, c.stages = 4;
+      return c;
+    }
+  }
   c.consumers = 1, c.block_n = 128, c.stages = k_tiles >= 64 ? 6 : 4;
   auto tiles = [&] { return lang::ceil_div(M, std::int64_t(c.block_m())) * lang::ceil_div(s.o, c.block_n); };
   if (s.o <= 64 || tiles() * 2 < num_sms) c.block_n = 64;
