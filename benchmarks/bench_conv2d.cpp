@@ -13,7 +13,8 @@
 // vector), 8 channels, and the best of search space 1, with the bytes moved over the default's
 // time (not in the full run, which scripts/gpu-check times within its per-benchmark limit).
 // `bench_conv2d --wide` runs only a table of the dense layers of ResNeXt-50 32x4d and Wide
-// ResNet-50-2 at batch 16 (the default, mma.sync and wgmma forced, the best of search space 1).
+// ResNet-50-2 at batch 16 (the default, mma.sync and wgmma forced, the best of search space 1);
+// `--effnet` the same for EfficientNetV2-S's layers, with the best of search space 2 too.
 // benchmarks/bench_conv2d_torch.py prints cuDNN's times on the same layers in the same table
 // format. Each layer is checked on 64 sampled outputs against a double-precision host reference
 // before it is timed. Times: CUDA events around batches of launches after warm-up, the median
@@ -165,7 +166,8 @@ double time_ms(const std::function<void()> &f) { return hidet::median_ms(f, 7); 
 
 int main(int argc, char **argv) {
   const std::string only = argc > 1 ? argv[1] : "";
-  const bool depthwise_only = only == "--depthwise", wide_only = only == "--wide";
+  const bool depthwise_only = only == "--depthwise", wide_only = only == "--wide",
+             effnet_only = only == "--effnet";
   if (hidet::runtime::cuda_emulated()) {
     std::printf("bench_conv2d: no GPU (the emulator serves 'cuda'); nothing to time\n");
     return 0;
@@ -284,7 +286,7 @@ int main(int argc, char **argv) {
   // ResNeXt-50 32x4d's grouped 3x3 convolutions (32 groups of 4 to 32 channels), f16 NHWC: the
   // default, the direct kernel, the tensor-core GEMM (the first GEMM candidate), and the best of
   // search space 1.
-  if (!depthwise_only && !wide_only) {
+  if (!depthwise_only && !wide_only && !effnet_only) {
     struct Grouped {
       const char *name;
       int c, h, s, count;
@@ -332,43 +334,71 @@ int main(int argc, char **argv) {
     }
   }
 
-  // `--wide`: the dense layers of ResNeXt-50 32x4d and Wide ResNet-50-2 at batch 16, f16 NHWC (the
-  // 1x1 layers both models share, and the wide model's 3x3 ones): the default, each tensor-core
-  // kernel forced, and the best of search space 1.
-  if (wide_only) {
-    // name, in channels, size, out channels, kernel, stride, padding, count in ResNeXt-50 (the
-    // 1x1 layers) or in WRN-50-2 (the 3x3 ones, which ResNeXt runs grouped)
-    const std::vector<Layer> wide{{"s1 1x1 64-128", 64, 56, 128, 1, 1, 0, 1},
-                                  {"s1 1x1 256-128", 256, 56, 128, 1, 1, 0, 2},
-                                  {"s1 1x1 128-256", 128, 56, 256, 1, 1, 0, 3},
-                                  {"s1 ds 1x1 64-256", 64, 56, 256, 1, 1, 0, 1},
-                                  {"s2 1x1 256-256", 256, 56, 256, 1, 1, 0, 1},
-                                  {"s2 1x1 512-256", 512, 28, 256, 1, 1, 0, 3},
-                                  {"s2 1x1 256-512", 256, 28, 512, 1, 1, 0, 4},
-                                  {"s2 ds 1x1 256-512 s2", 256, 56, 512, 1, 2, 0, 1},
-                                  {"s3 1x1 512-512", 512, 28, 512, 1, 1, 0, 1},
-                                  {"s3 1x1 1024-512", 1024, 14, 512, 1, 1, 0, 5},
-                                  {"s3 1x1 512-1024", 512, 14, 1024, 1, 1, 0, 6},
-                                  {"s3 ds 1x1 512-1024 s2", 512, 28, 1024, 1, 2, 0, 1},
-                                  {"s4 1x1 1024-1024", 1024, 14, 1024, 1, 1, 0, 1},
-                                  {"s4 1x1 2048-1024", 2048, 7, 1024, 1, 1, 0, 2},
-                                  {"s4 1x1 1024-2048", 1024, 7, 2048, 1, 1, 0, 3},
-                                  {"s4 ds 1x1 1024-2048 s2", 1024, 14, 2048, 1, 2, 0, 1},
-                                  {"wrn s1 3x3 128", 128, 56, 128, 3, 1, 1, 3},
-                                  {"wrn s2 3x3 256 s2", 256, 56, 256, 3, 2, 1, 1},
-                                  {"wrn s2 3x3 256", 256, 28, 256, 3, 1, 1, 3},
-                                  {"wrn s3 3x3 512 s2", 512, 28, 512, 3, 2, 1, 1},
-                                  {"wrn s3 3x3 512", 512, 14, 512, 3, 1, 1, 5},
-                                  {"wrn s4 3x3 1024 s2", 1024, 14, 1024, 3, 2, 1, 1},
-                                  {"wrn s4 3x3 1024", 1024, 7, 1024, 3, 1, 1, 2}};
-    const Mode &m = kModes[2];
+  // Tables of one model family's dense layers at batch 16, f16 NHWC, each layer timed on the
+  // default, on each tensor-core kernel forced, and on the best of search spaces 1 and (`effnet`)
+  // 2. `--wide`: ResNeXt-50 32x4d's and Wide ResNet-50-2's (the 1x1 layers both models share, and
+  // the wide model's 3x3 ones); `--effnet`: EfficientNetV2-S's, whose first stages have 24 to 64
+  // channels (C not a multiple of 64: no wgmma), its stem NCHW as in the model.
+  // name, in channels, size, out channels, kernel, stride, padding, count: in ResNeXt-50 (the
+  // 1x1 layers) or in WRN-50-2 (the 3x3 ones, which ResNeXt runs grouped); in EfficientNetV2-S
+  const std::vector<Layer> wide{{"s1 1x1 64-128", 64, 56, 128, 1, 1, 0, 1},
+                                {"s1 1x1 256-128", 256, 56, 128, 1, 1, 0, 2},
+                                {"s1 1x1 128-256", 128, 56, 256, 1, 1, 0, 3},
+                                {"s1 ds 1x1 64-256", 64, 56, 256, 1, 1, 0, 1},
+                                {"s2 1x1 256-256", 256, 56, 256, 1, 1, 0, 1},
+                                {"s2 1x1 512-256", 512, 28, 256, 1, 1, 0, 3},
+                                {"s2 1x1 256-512", 256, 28, 512, 1, 1, 0, 4},
+                                {"s2 ds 1x1 256-512 s2", 256, 56, 512, 1, 2, 0, 1},
+                                {"s3 1x1 512-512", 512, 28, 512, 1, 1, 0, 1},
+                                {"s3 1x1 1024-512", 1024, 14, 512, 1, 1, 0, 5},
+                                {"s3 1x1 512-1024", 512, 14, 1024, 1, 1, 0, 6},
+                                {"s3 ds 1x1 512-1024 s2", 512, 28, 1024, 1, 2, 0, 1},
+                                {"s4 1x1 1024-1024", 1024, 14, 1024, 1, 1, 0, 1},
+                                {"s4 1x1 2048-1024", 2048, 7, 1024, 1, 1, 0, 2},
+                                {"s4 1x1 1024-2048", 1024, 7, 2048, 1, 1, 0, 3},
+                                {"s4 ds 1x1 1024-2048 s2", 1024, 14, 2048, 1, 2, 0, 1},
+                                {"wrn s1 3x3 128", 128, 56, 128, 3, 1, 1, 3},
+                                {"wrn s2 3x3 256 s2", 256, 56, 256, 3, 2, 1, 1},
+                                {"wrn s2 3x3 256", 256, 28, 256, 3, 1, 1, 3},
+                                {"wrn s3 3x3 512 s2", 512, 28, 512, 3, 2, 1, 1},
+                                {"wrn s3 3x3 512", 512, 14, 512, 3, 1, 1, 5},
+                                {"wrn s4 3x3 1024 s2", 1024, 14, 1024, 3, 2, 1, 1},
+                                {"wrn s4 3x3 1024", 1024, 7, 1024, 3, 1, 1, 2}};
+  const std::vector<Layer> effnet{{"stem 3x3 3-24 s2 (NCHW)", 3, 224, 24, 3, 2, 1, 1},
+                                  {"s1 3x3 24-24", 24, 112, 24, 3, 1, 1, 2},
+                                  {"s2 3x3 24-96 s2", 24, 112, 96, 3, 2, 1, 1},
+                                  {"s2 1x1 96-48", 96, 56, 48, 1, 1, 0, 1},
+                                  {"s2 3x3 48-192", 48, 56, 192, 3, 1, 1, 3},
+                                  {"s2 1x1 192-48", 192, 56, 48, 1, 1, 0, 3},
+                                  {"s3 3x3 48-192 s2", 48, 56, 192, 3, 2, 1, 1},
+                                  {"s3 1x1 192-64", 192, 28, 64, 1, 1, 0, 1},
+                                  {"s3 3x3 64-256", 64, 28, 256, 3, 1, 1, 3},
+                                  {"s3 1x1 256-64", 256, 28, 64, 1, 1, 0, 3},
+                                  {"s4 1x1 64-256", 64, 28, 256, 1, 1, 0, 1},
+                                  {"s4 1x1 256-128", 256, 14, 128, 1, 1, 0, 1},
+                                  {"s4 1x1 128-512", 128, 14, 512, 1, 1, 0, 5},
+                                  {"s4 1x1 512-128", 512, 14, 128, 1, 1, 0, 5},
+                                  {"s5 1x1 128-768", 128, 14, 768, 1, 1, 0, 1},
+                                  {"s5 1x1 768-160", 768, 14, 160, 1, 1, 0, 1},
+                                  {"s5 1x1 160-960", 160, 14, 960, 1, 1, 0, 9},
+                                  {"s5 1x1 960-160", 960, 14, 160, 1, 1, 0, 8},
+                                  {"s6 1x1 960-256", 960, 7, 256, 1, 1, 0, 1},
+                                  {"s6 1x1 256-1536", 256, 7, 1536, 1, 1, 0, 14},
+                                  {"s6 1x1 1536-256", 1536, 7, 256, 1, 1, 0, 14},
+                                  {"head 1x1 256-1280", 256, 7, 1280, 1, 1, 0, 1}};
+  if (wide_only || effnet_only) {
+    const bool eff = effnet_only;
+    const std::vector<Layer> &layers = eff ? effnet : wide;
     const int batch = 16;
-    std::printf(
-        "\nResNeXt-50 / WRN-50-2 dense layers, batch %d, f16 NHWC (ms per conv, bias fused)\n%-24s "
-        "%10s %10s %10s %10s   default / tuned config\n",
-        batch, "layer", "default", "mma", "wgmma", "tuned s1");
-    double net[4] = {0, 0, 0, 0};
-    for (const Layer &l : wide) {
+    std::printf("\n%s dense layers, batch %d, f16 NHWC (ms per conv, bias fused)\n%-24s %10s %10s "
+                "%10s %10s",
+                eff ? "EfficientNetV2-S" : "ResNeXt-50 / WRN-50-2", batch, "layer", "default",
+                "mma", "wgmma", "tuned s1");
+    if (eff) std::printf(" %10s", "tuned s2");
+    std::printf("   default / best tuned config\n");
+    std::vector<double> net(eff ? 5 : 4);
+    for (const Layer &l : layers) {
+      const Mode &m = kModes[l.c == 3 ? 1 : 2]; // the stem NCHW, as the model runs it
       auto s = shape_of(l, batch);
       auto p = make_problem(s, m, rng);
       auto deflt = t::conv2d_heuristic_config(s, m.dt, dev.sm_count, hopper);
@@ -381,6 +411,7 @@ int main(int argc, char **argv) {
         wg = mma;
       std::size_t n = 0;
       std::vector<t::Conv2dConfig> cfgs{deflt, mma, wg, tune(s, m, p, 1, n)};
+      if (eff) cfgs.push_back(tune(s, m, p, 2, n));
       std::printf("%-24s", l.name);
       for (std::size_t i = 0; i < cfgs.size(); ++i) {
         t::Conv2d r(s, m.dt, m.layout, true, cfgs[i]);
@@ -393,10 +424,12 @@ int main(int argc, char **argv) {
         net[i] += ms * l.count;
         std::printf(" %10.4f", ms);
       }
-      std::printf("   %s / %s\n", cfgs[0].str().c_str(), cfgs[3].str().c_str());
+      std::printf("   %s / %s\n", cfgs[0].str().c_str(), cfgs.back().str().c_str());
     }
-    std::printf("%-24s %10.4f %10.4f %10.4f %10.4f\n", "net (x count)", net[0], net[1], net[2],
-                net[3]);
+    std::printf("%-24s", "net (x count)");
+    for (double v : net)
+      std::printf(" %10.4f", v);
+    std::printf("\n");
     return 0;
   }
 
