@@ -326,6 +326,46 @@ TEST_CASE("conv2d templates: grouped convolutions on the direct kernel and on te
         }
       }
   }
+  // Dense convolutions of at most 4 input channels (an image's stem) run on the direct kernel too,
+  // as candidates of search space 1 beside the GEMMs (the default stays a GEMM): 3x3 stride 2 over
+  // RGB (EfficientNetV2's stem), 7x7 stride 2 (ResNet's), 4 channels at 5x5.
+  for (t::Conv2dShape s : std::vector<t::Conv2dShape>{{2, 3, 9, 11, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1},
+                                                      {1, 3, 13, 12, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1},
+                                                      {1, 4, 6, 7, 8, 5, 5, 1, 1, 2, 2, 1, 1, 1}}) {
+    CHECK(t::conv2d_direct_serves(s));
+    CHECK(!t::conv2d_prefers_direct(s));
+    CHECK(t::conv2d_heuristic_config(s, dtypes::f16, sms).kind != t::Conv2dConfig::Kind::Depthwise);
+    auto cands = t::conv2d_candidates(s, dtypes::f16, 1, sms);
+    const auto directs = std::count_if(cands.begin(), cands.end(), [](const t::Conv2dConfig &c) {
+      return c.kind == t::Conv2dConfig::Kind::Depthwise;
+    });
+    CHECK(directs >= 2);
+    CHECK(directs <= 4);
+    for (auto layout : {t::Conv2dLayout::NCHW, t::Conv2dLayout::NHWC})
+      for (DataType d : {dtypes::f32, dtypes::f16}) {
+        bool nhwc = layout == t::Conv2dLayout::NHWC;
+        Case c{{s.n, s.c, s.h, s.w}, {s.o, s.cg(), s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
+        Tensor x = make(c.x, d, -2, 2, true), w = make(c.w, d, -2, 2, true), b = make({s.o}, d);
+        auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
+        o::Shape out;
+        auto want = ref_conv(xv, wv, &bv, c, out);
+        if (nhwc) {
+          x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d), w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), d);
+          want = to_nhwc(want, out), out = nhwc_shape(out);
+        }
+        x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
+        for (int pixels : {0, 4}) {
+          t::Conv2dConfig cfg;
+          cfg.kind = t::Conv2dConfig::Kind::Depthwise;
+          cfg.dw_threads = 64, cfg.dw_pixels = pixels;
+          INFO("config " << cfg.str() << ", " << s.str() << ", " << d << (nhwc ? " NHWC" : " NCHW"));
+          t::Conv2d run(s, d, layout, true, cfg);
+          Tensor y = empty(out, d, "cuda");
+          run(x, w, &b, y);
+          expect_close(y, out, want, false, 2);
+        }
+      }
+  }
   // Past 384 weights per output channel (3x3 over 48 channels per group): the GEMMs only.
   t::Conv2dShape wide{1, 96, 5, 5, 96, 3, 3, 1, 1, 1, 1, 1, 1, 2};
   CHECK(!t::conv2d_direct_serves(wide));

@@ -82,8 +82,8 @@ inline void check_conv2d_config(const Conv2dShape &s, DataType dt, const Conv2dC
   };
   if (cfg.kind == Conv2dConfig::Kind::Depthwise) {
     if (!conv2d_direct_serves(s))
-      bad(str_cat("the direct kernel needs groups == C == O, or groups > 1 with at most ", kDirectMaxWeights,
-                  " weights per output channel (KH * KW * C / groups)"));
+      bad(str_cat("the direct kernel needs groups == C == O, or groups > 1 (or C <= 4) with at most ",
+                  kDirectMaxWeights, " weights per output channel (KH * KW * C / groups)"));
     if (cfg.dw_threads <= 0 || cfg.dw_threads > 1024 || cfg.dw_threads % 32)
       bad("threads must be 32..1024, whole warps");
     if (cfg.dw_pixels < 0 || cfg.dw_pixels > 16) bad("pixels per thread must be 0 (the default) to 16");
@@ -190,7 +190,7 @@ inline bool conv2d_prefers_wgmma(const Conv2dShape &s, DataType dt, bool hopper)
 /// channels per group the direct kernel won (33 us against 199 for the default GEMM at batch 16);
 /// at 8 the GEMM with 128 x 64 x 32 tiles did (36 against 58).
 inline bool conv2d_prefers_direct(const Conv2dShape &s) {
-  return conv2d_direct_serves(s) && (s.depthwise() || s.cg() <= 4);
+  return conv2d_direct_serves(s) && (s.depthwise() || (s.groups > 1 && s.cg() <= 4));
 }
 inline Conv2dConfig conv2d_heuristic_config(const Conv2dShape &s, DataType dt, int num_sms, bool hopper = false) {
   Conv2dConfig c;
@@ -258,10 +258,11 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
   add(conv2d_heuristic_config(s, dt, num_sms, hopper));
   if (space <= 0) return out;
   Conv2dConfig c;
-  if (conv2d_direct_serves(s)) { // depthwise: the direct kernel only; grouped: it and the GEMMs
+  if (conv2d_direct_serves(s)) { // depthwise: the direct kernel only; grouped or a stem: it and the GEMMs
     c.kind = Conv2dConfig::Kind::Depthwise;
-    for (int t : {128, 256, 512})
-      for (int p : {1, 2, 4, 8})
+    const bool stem = s.groups == 1 && !s.depthwise(); // a few tilings beside the GEMMs
+    for (int t : stem ? std::vector<int>{256, 512} : std::vector<int>{128, 256, 512})
+      for (int p : stem ? std::vector<int>{4, 8} : std::vector<int>{1, 2, 4, 8})
         if (p <= s.ow()) c.dw_threads = t, c.dw_pixels = p, add(c);
     if (s.depthwise()) {
       // NHWC: one channel per thread, and 8 (space 2: 2 and 8 at every tiling); the NCHW kernel

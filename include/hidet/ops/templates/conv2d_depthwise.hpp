@@ -49,10 +49,12 @@ inline int depthwise_default_pixels(const Conv2dShape &s, int num_sms = 132, int
 /// grouped convolution: its NHWC form stages 32 channels' weights in shared memory as f32.
 inline constexpr int kDirectMaxWeights = 384;
 
-/// True when the direct kernel serves the problem: depthwise, or grouped with at most
-/// kDirectMaxWeights weights per output channel.
+/// True when the direct kernel serves the problem: depthwise, or grouped (or a dense convolution of
+/// at most 4 input channels: an image's stem) with at most kDirectMaxWeights weights per output
+/// channel.
 inline bool conv2d_direct_serves(const Conv2dShape &s) {
-  return s.depthwise() || (s.groups > 1 && std::int64_t(s.kh) * s.kw * s.cg() <= kDirectMaxWeights);
+  return s.depthwise() ||
+         ((s.groups > 1 || s.c <= 4) && std::int64_t(s.kh) * s.kw * s.cg() <= kDirectMaxWeights);
 }
 
 /// Channel vectors per block of the vector form (see add_conv2d_depthwise_kernel): all of them
