@@ -1635,3 +1635,19 @@ def test_associative_scan_higher_order_operator():
         torch._dynamo.reset()
         a, b = torch.rand(2, 3, n, 4, device=DEVICE) + 0.5, torch.randn(2, 3, n, 4, device=DEVICE)
         assert_close(torch.compile(f, backend='hidet')(a, b), f(a, b), atol=1e-5, rtol=1e-5)
+
+
+def test_a_model_on_a_gpu_other_than_cuda0_is_a_clear_error():
+    """On a GPU hidet runs one GPU per process, as cuda:0: a tensor on cuda:1 is refused with what to do."""
+    from hidet.torch.convert import check_gpu
+    for ok in (torch.device('cpu'), torch.device('cuda'), torch.device('cuda', 0)):
+        check_gpu(ok)
+    with pytest.raises(ValueError, match=r'on cuda:1: make that GPU the only one the process sees '
+                                         r'\(CUDA_VISIBLE_DEVICES; under torchrun, hidet.distributed.use_local_gpu'):
+        check_gpu(torch.device('cuda', 1))
+    if hidet.cuda_emulated() or torch.cuda.device_count() < 2:
+        return  # the check above is what a GPU host runs; below, a model on the second GPU of one
+    model = torch.nn.Linear(8, 4).to('cuda:1')
+    with pytest.raises(Exception, match=r'cuda:1.*CUDA_VISIBLE_DEVICES'):
+        torch.compile(model, backend='hidet')(torch.randn(2, 8, device='cuda:1'))
+    torch._dynamo.reset()

@@ -247,6 +247,22 @@ TEST_CASE("launch arguments are checked and named") {
   expect_error([&] { cm(a, b, 3); }, "expected a tensor, got a scalar");
   cm(a, b, c); // still usable
   expect_error([&] { cm["nope"]; }, "has no kernel named 'nope'");
+  // A tensor on a GPU other than cuda:0: on a GPU hidet runs one GPU per process (the emulator's
+  // several devices are exempt: its collectives run one emulated GPU per thread).
+  if (hidet::cuda_device_count() < 2) {
+    MESSAGE("one CUDA device: no tensor on cuda:1 to refuse");
+  } else if (hidet::cuda_emulated()) {
+    cm(a, b, zeros({4, 5}, f32, "cuda:1"));
+  } else {
+    expect_error(
+        [&] {
+          cm(a, b, zeros({4, 5}, f32, "cuda:1"));
+        },
+        "argument 2 (arg2: f32[4, 5] global): the tensor is on cuda:1; hidet runs its kernels on "
+        "cuda:0, one "
+        "GPU per process");
+    cm(a, b, c); // still usable
+  }
 }
 
 TEST_CASE("symbolic dims must agree across arguments; launch dims are checked") {

@@ -93,6 +93,14 @@ int emulated_device_count();
 /// Throws ValueError unless `d` is the cpu or an existing cuda device.
 void check_device(const Device &d);
 
+/// What a kernel launch with a tensor on a GPU other than cuda:0 says: on a GPU, hidet's kernels,
+/// their scratch memory and the modules they load belong to cuda:0 (one GPU per process, as
+/// torchrun's ranks run); the emulator's several devices are exempt.
+inline constexpr const char *kOneGpuPerProcess =
+    "hidet runs its kernels on cuda:0, one GPU per process: make that GPU the only one this "
+    "process sees (CUDA_VISIBLE_DEVICES; under torchrun, hidet.distributed.use_local_gpu() "
+    "before CUDA starts), where it is cuda:0, or move the tensor to cuda:0";
+
 /// Makes the primary context of GPU `index` current on the calling thread (a no-op when it
 /// already is). Call before any driver call; throws when the device does not exist.
 void ensure_context(int index);
@@ -111,10 +119,11 @@ namespace hidet::runtime {
 // Also reachable as hidet::runtime::X, the spelling the launcher uses.
 using ::hidet::cuda_emulated;
 using ::hidet::Device;
-using ::hidet::DeviceInfo;
 using ::hidet::device_info;
+using ::hidet::DeviceInfo;
 using ::hidet::ensure_context;
 using ::hidet::gpu_present;
+using ::hidet::kOneGpuPerProcess;
 using ::hidet::set_cuda_emulation;
 } // namespace hidet::runtime
 

@@ -43,6 +43,8 @@ def to_hidet(tensor, log=True):
         if tensor.device.type != 'cpu':
             raise ValueError(f'hidet runs on the CPU emulator here (no GPU driver), but a tensor on {tensor.device} '
                              'was given')
+    elif tensor.device.type == 'cuda':
+        check_gpu(tensor.device)
     elif tensor.device.type == 'cpu':
         if log and not _moved_logged:
             print('hidet: tensors on the CPU are moved to cuda, and results back to the CPU (give the model and '
@@ -50,6 +52,16 @@ def to_hidet(tensor, log=True):
             _moved_logged = True
         tensor = tensor.cuda()
     return hidet.from_torch(tensor)
+
+
+def check_gpu(device):
+    """Raises ValueError for a torch device on a GPU other than cuda:0: on a GPU hidet runs one GPU per
+    process, as cuda:0 (its kernels' modules and scratch memory belong to that GPU)."""
+    if device.type == 'cuda' and device.index not in (None, 0):
+        raise ValueError(f'hidet runs its kernels on cuda:0, one GPU per process, but a tensor of this model is on '
+                         f'{device}: make that GPU the only one the process sees (CUDA_VISIBLE_DEVICES; under '
+                         'torchrun, hidet.distributed.use_local_gpu() before CUDA starts), where it is cuda:0, or '
+                         'move the model and its inputs to cuda:0')
 
 
 def to_hidet_constant(tensor):

@@ -252,6 +252,8 @@ HIDET_INLINE void KernelHandle::launch(const std::vector<LaunchArg> &args) const
       if (t.device().kind != runtime::Device::Kind::CUDA)
         throw ValueError(str_cat(what(), ": the tensor is on ", t.device().str(),
                                  "; kernels run on cuda: move it with .to(\"cuda\") or create it on \"cuda\""));
+      if (!emulated && t.device().index != 0)
+        throw ValueError(str_cat(what(), ": the tensor is on ", t.device().str(), "; ", runtime::kOneGpuPerProcess));
       kargs.push_back(backend::KernelArg::pointer(t.data_ptr()));
     } else {
       DataType d = ir::dtype_of(p->type);
