@@ -63,6 +63,27 @@ std::vector<double> to_nhwc(const std::vector<double> &v, const o::Shape &s) {
 o::Shape nhwc_shape(const o::Shape &s) { return {s[0], s[2], s[3], s[1]}; }
 bool has(const std::string &s, const std::string &sub) { return s.find(sub) != std::string::npos; }
 
+/// A template problem on the device: random x, weight and bias of shape `s` in `layout` and
+/// dtype d, and the host reference output (with bias) in that layout.
+struct Prepared {
+  Tensor x, w, b;
+  std::vector<double> want;
+  o::Shape out;
+};
+Prepared prepare(const t::Conv2dShape &s, DataType d, t::Conv2dLayout layout) {
+  Case c{{s.n, s.c, s.h, s.w}, {s.o, s.cg(), s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
+  Prepared p{make(c.x, d, -2, 2, true), make(c.w, d, -2, 2, true), make({s.o}, d), {}, {}};
+  auto xv = p.x.to_double_vector(), wv = p.w.to_double_vector(), bv = p.b.to_double_vector();
+  p.want = ref_conv(xv, wv, &bv, c, p.out);
+  if (layout == t::Conv2dLayout::NHWC) {
+    p.x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d),
+    p.w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), d);
+    p.want = to_nhwc(p.want, p.out), p.out = nhwc_shape(p.out);
+  }
+  p.x = p.x.to("cuda"), p.w = p.w.to("cuda"), p.b = p.b.to("cuda");
+  return p;
+}
+
 /// Runs one case through ops::conv2d (NCHW) or ops::conv2d_nhwc and checks it.
 void check_case(const Case &c, DataType d, bool nhwc, double scale = 1) {
   INFO("x " << o::shape_str(c.x) << " w " << o::shape_str(c.w) << " s" << c.s << " p" << c.p << " d"
@@ -155,19 +176,7 @@ TEST_CASE("conv2d templates: every candidate of search space 1") {
            {{2, 16, 6, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1}, dtypes::f32, t::Conv2dLayout::NCHW},
            {{1, 8, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8}, dtypes::f32, t::Conv2dLayout::NHWC}}) {
     auto &s = pr.s;
-    bool nhwc = pr.layout == t::Conv2dLayout::NHWC;
-    Case c{{s.n, s.c, s.h, s.w}, {s.o, s.cg(), s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
-    Tensor x = make(c.x, pr.d, -2, 2, true), w = make(c.w, pr.d, -2, 2, true),
-           b = make({s.o}, pr.d);
-    auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
-    o::Shape out;
-    auto want = ref_conv(xv, wv, &bv, c, out);
-    if (nhwc) {
-      x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), pr.d),
-      w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), pr.d);
-      want = to_nhwc(want, out), out = nhwc_shape(out);
-    }
-    x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
+    auto [x, w, b, want, out] = prepare(s, pr.d, pr.layout);
     auto cands = t::conv2d_candidates(s, pr.d, 1, sms);
     CHECK(cands.size() >= (s.depthwise() ? 3u : 8u));
     CHECK(cands.size() <= 30u);
@@ -292,16 +301,7 @@ TEST_CASE("conv2d templates: grouped convolutions on the direct kernel and on te
     for (auto layout : {t::Conv2dLayout::NCHW, t::Conv2dLayout::NHWC})
       for (DataType d : {dtypes::f32, dtypes::f16}) {
         bool nhwc = layout == t::Conv2dLayout::NHWC;
-        Case c{{s.n, s.c, s.h, s.w}, {s.o, s.cg(), s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
-        Tensor x = make(c.x, d, -2, 2, true), w = make(c.w, d, -2, 2, true), b = make({s.o}, d);
-        auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
-        o::Shape out;
-        auto want = ref_conv(xv, wv, &bv, c, out);
-        if (nhwc) {
-          x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d), w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), d);
-          want = to_nhwc(want, out), out = nhwc_shape(out);
-        }
-        x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
+        auto [x, w, b, want, out] = prepare(s, d, layout);
         std::vector<t::Conv2dConfig> cfgs;
         for (int pixels : {0, 3}) {
           t::Conv2dConfig cfg;
@@ -344,16 +344,7 @@ TEST_CASE("conv2d templates: grouped convolutions on the direct kernel and on te
     for (auto layout : {t::Conv2dLayout::NCHW, t::Conv2dLayout::NHWC})
       for (DataType d : {dtypes::f32, dtypes::f16}) {
         bool nhwc = layout == t::Conv2dLayout::NHWC;
-        Case c{{s.n, s.c, s.h, s.w}, {s.o, s.cg(), s.kh, s.kw}, s.sh, s.ph, s.dh, s.groups, true};
-        Tensor x = make(c.x, d, -2, 2, true), w = make(c.w, d, -2, 2, true), b = make({s.o}, d);
-        auto xv = x.to_double_vector(), wv = w.to_double_vector(), bv = b.to_double_vector();
-        o::Shape out;
-        auto want = ref_conv(xv, wv, &bv, c, out);
-        if (nhwc) {
-          x = asarray(to_nhwc(xv, c.x), nhwc_shape(c.x), d), w = asarray(to_nhwc(wv, c.w), nhwc_shape(c.w), d);
-          want = to_nhwc(want, out), out = nhwc_shape(out);
-        }
-        x = x.to("cuda"), w = w.to("cuda"), b = b.to("cuda");
+        auto [x, w, b, want, out] = prepare(s, d, layout);
         for (int pixels : {0, 4}) {
           t::Conv2dConfig cfg;
           cfg.kind = t::Conv2dConfig::Kind::Depthwise;
