@@ -301,6 +301,12 @@ inline std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape &s, DataTyp
     std::vector<std::array<int, 4>> tiles{{2, 2, 64, 64}, {4, 1, 32, 64}, {2, 2, 32, 32},
                                           {2, 2, 64, 32}, {2, 2, 32, 64}, {4, 2, 32, 32},
                                           {4, 2, 64, 32}};
+    // Outputs of at most 32 channels per group (EfficientNet's first stages: 24): tiles 32 wide and
+    // 128 or 256 tall, so that each block reads a weight tile for more rows (a 64-wide tile reads
+    // and multiplies zeros past the 24th column).
+    if (space >= 2 || s.og() <= 32)
+      for (std::array<int, 4> t : {std::array<int, 4>{4, 1, 32, 32}, {4, 1, 64, 32}})
+        tiles.push_back(t);
     if (space >= 2)
       for (std::array<int, 4> t : {std::array<int, 4>{4, 2, 64, 64},
                                    {2, 4, 32, 64},
