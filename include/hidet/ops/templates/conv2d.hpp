@@ -136,12 +136,12 @@ inline int conv2d_split_k(std::int64_t tiles, std::int64_t k, std::int64_t min_s
 /// gathered rows of x then serve more output channels, and the gather is what costs. H200, f16
 /// NHWC, batch 16, the 23 dense layers of ResNeXt-50 32x4d and Wide ResNet-50-2
 /// (`bench_conv2d --wide`): 1.057 ms weighted by occurrence with 64 x 128 tiles everywhere, 0.856
-/// with these, 0.837 with each layer's best of search space 1 (8 of 23 picks 128 x 256), cuDNN 1.331.
-/// Below that (small batches, the last stages): from space-1 tuning over ResNet-50's layers on an
-/// H100, 64 x 128 tiles, one consumer warpgroup, 4 stages (6 for k of 64 tiles or more); 64 x 64
-/// when there are at most 64 output channels or the 64 x 128 tiles fill less than half the GPU;
-/// split-k while the blocks stay within the multiprocessors and every slice keeps 8 k tiles.
-/// The staged epilogue where the kernel can use it (NHWC output without split-k).
+/// with these, 0.837 with each layer's best of search space 1 (8 of 23 picks 128 x 256),
+/// cuDNN 1.331. Below that (small batches, the last stages): from space-1 tuning over ResNet-50's
+/// layers on an H100, 64 x 128 tiles, one consumer warpgroup, 4 stages (6 for k of 64 tiles or
+/// more); 64 x 64 when there are at most 64 output channels or the 64 x 128 tiles fill less than
+/// half the GPU; split-k while the blocks stay within the multiprocessors and every slice keeps 8 k
+/// tiles. The staged epilogue where the kernel can use it (NHWC output without split-k).
 inline MatmulWgmmaConfig conv2d_wgmma_heuristic_config(const Conv2dShape &s, int num_sms) {
   MatmulWgmmaConfig c;
   const std::int64_t M = s.gemm_m();
