@@ -26,8 +26,9 @@ Environment:
   HIDET_SWEEP_SHARD=i/n           every n-th model from the i-th (1-based): a sweep over several calls
   HIDET_SWEEP_INDUCTOR=0          no inductor columns
   HIDET_SWEEP_PROFILES=<dir>      profiles every row (not only those above 0.8, as without inductor) and
-                                  writes the full tables (every operator and the 200 slowest nodes of
-                                  each compiled graph) to <dir>/<model>-<config>.txt, and the worker
+                                  appends the full tables (every operator and the 200 slowest nodes of
+                                  each compiled graph) to <dir>/profiles.txt under a line '== <model>
+                                  <config>' (one file: a device call brings back few), and the worker
                                   processes' logs (hidet's tuning lines: each pick and the default) to
                                   <dir>/worker<n>.log
   HIDET_SWEEP_SPACE=n             hidet's search space (default 0: no tuning; 1 tunes at most 30 s a
@@ -269,9 +270,8 @@ def run_model(name, configs, inductor):
                         tables = re.split(r'(?=^profile: )', err.getvalue(), flags=re.M)
                         if os.environ.get('HIDET_SWEEP_PROFILES'):
                             os.makedirs(os.environ['HIDET_SWEEP_PROFILES'], exist_ok=True)
-                            with open(os.path.join(os.environ['HIDET_SWEEP_PROFILES'],
-                                                   f"{name.replace('/', '_')}-{config}.txt"), 'w') as f:
-                                f.write(''.join(t for t in tables if t.startswith('profile: ')))
+                            with open(os.path.join(os.environ['HIDET_SWEEP_PROFILES'], 'profiles.txt'), 'a') as f:
+                                f.write(f'== {name} {config}\n' + ''.join(t for t in tables if t.startswith('profile: ')))
                         row['top'] = top_operators([t for t in tables if t.startswith('profile: ')])
                 else:
                     row['note'] = '; '.join(filter(None, [row['note'], 'no GPU (CPU emulator): compiled, run and compared '
