@@ -283,6 +283,18 @@ int main(int argc, char **argv) {
         "conv2d bench", hidet::str_cat(s.str(), " ", m.name, " bias space ", space));
     return cands[hidet::ops::tuning::pick("conv2d", key, tc)];
   };
+  // One configuration of a table's row: runs it, checks 64 sampled outputs against the host
+  // reference (a WRONG line on stderr), and returns its time.
+  auto checked_ms = [&](const char *name, const t::Conv2dShape &s, const Mode &m, const Problem &p,
+                        const t::Conv2dConfig &cfg) {
+    t::Conv2d r(s, m.dt, m.layout, true, cfg);
+    r(p.x, p.w, &p.b, p.y);
+    double err = check(s, m, p, rng);
+    if (!(err <= (m.dt == hidet::f32 ? 1e-5 : 1e-2)))
+      std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", name, cfg.str().c_str(),
+                   int(s.n), err);
+    return time_ms([&] { r(p.x, p.w, &p.b, p.y); });
+  };
   // ResNeXt-50 32x4d's grouped 3x3 convolutions (32 groups of 4 to 32 channels), f16 NHWC: the
   // default, the direct kernel, the tensor-core GEMM (the first GEMM candidate), and the best of
   // search space 1.
@@ -317,13 +329,7 @@ int main(int argc, char **argv) {
                                           tune(s, m, p, 1, n)};
         std::printf("%-22s", g.name);
         for (std::size_t i = 0; i < cfgs.size(); ++i) {
-          t::Conv2d r(s, m.dt, m.layout, true, cfgs[i]);
-          r(p.x, p.w, &p.b, p.y);
-          double err = check(s, m, p, rng);
-          if (!(err <= 1e-2))
-            std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", g.name,
-                         cfgs[i].str().c_str(), batch, err);
-          double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
+          double ms = checked_ms(g.name, s, m, p, cfgs[i]);
           net[i] += ms * g.count;
           std::printf(" %10.4f", ms);
         }
@@ -414,13 +420,7 @@ int main(int argc, char **argv) {
       if (eff) cfgs.push_back(tune(s, m, p, 2, n));
       std::printf("%-24s", l.name);
       for (std::size_t i = 0; i < cfgs.size(); ++i) {
-        t::Conv2d r(s, m.dt, m.layout, true, cfgs[i]);
-        r(p.x, p.w, &p.b, p.y);
-        double err = check(s, m, p, rng);
-        if (!(err <= 1e-2))
-          std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", l.name,
-                       cfgs[i].str().c_str(), batch, err);
-        double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
+        double ms = checked_ms(l.name, s, m, p, cfgs[i]);
         net[i] += ms * l.count;
         std::printf(" %10.4f", ms);
       }
@@ -463,13 +463,7 @@ int main(int argc, char **argv) {
         std::printf("%-24s", d.name);
         double ms_default = 0;
         for (std::size_t i = 0; i < cfgs.size(); ++i) {
-          t::Conv2d r(s, m.dt, m.layout, true, cfgs[i]);
-          r(p.x, p.w, &p.b, p.y);
-          double err = check(s, m, p, rng);
-          if (!(err <= 1e-2))
-            std::fprintf(stderr, "%s %s batch %d: WRONG (max rel err %.3g)\n", d.name, cfgs[i].str().c_str(), batch,
-                         err);
-          double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
+          double ms = checked_ms(d.name, s, m, p, cfgs[i]);
           if (i == 1) ms_default = ms;
           total[i] += ms;
           std::printf(" %10.4f", ms);
@@ -495,13 +489,7 @@ int main(int argc, char **argv) {
         auto p = make_problem(s, m, rng);
         std::size_t n = 0;
         auto cfg = tune(s, m, p, space, n);
-        t::Conv2d r(s, m.dt, m.layout, true, cfg);
-        r(p.x, p.w, &p.b, p.y);
-        double err = check(s, m, p, rng);
-        double tol = m.dt == hidet::f32 ? 1e-5 : 1e-2;
-        if (!(err <= tol))
-          std::fprintf(stderr, "%s tuned batch %d: WRONG (max rel err %.3g)\n", l.name, batch, err);
-        double ms = time_ms([&] { r(p.x, p.w, &p.b, p.y); });
+        double ms = checked_ms(l.name, s, m, p, cfg);
         sum += ms, net += ms * l.count;
         std::printf("%-26s %10.4f   %s (of %zu)\n", l.name, ms, cfg.str().c_str(), n);
       }

@@ -453,7 +453,6 @@ def tensor_getattr(obj, name):
     return getattr(obj, name)
 
 
-
 @register_function(torch.arange)
 def torch_arange(start, end=None, step=1, *, dtype=None, device=None, **kwargs):
     if end is None:
